@@ -1,0 +1,108 @@
+// `ppsim compare` and `ppsim simulate`: simulate schedules on the same model and print makespan,
+// bubbles per rank, the published formula beside the truth, memory and throughput.
+//
+// --times are one rank's share of the model (1/P of the layers); a schedule that cuts that share
+// into v chunks (interleaved: v = vpp; ZB-V, DualPipeV: v = 2) gives each chunk 1/v of the times,
+// so every schedule in one table runs the same model. --chunk-times sets per-chunk costs directly.
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "cli/common.h"
+#include "cli/compare_run.h"
+#include "report/chart.h"
+#include "report/results.h"
+#include "schedules/registry.h"
+
+namespace ppsim::cli {
+
+namespace {
+
+struct CompareArgs {
+  ScheduleOptions so;
+  std::string times = "F=1,B=2,W=1,FB=3";
+  std::string chunk_times;
+  double p2p_latency = 0;
+  double p2p_gbps = 0;
+  bool blocking = false;
+  std::string schedules = "all";
+  std::string format = "table";
+  std::string output = "-";
+  std::string config;
+  std::vector<std::string> sets;
+  std::string trace;
+  std::string svg;
+  std::string timeline;
+  std::string color = "auto";
+};
+
+void add_common(CLI::App& sub, CompareArgs& a) {
+  add_schedule_options(sub, a.so);
+  sub.add_option("config", a.config, "YAML config (model, hardware, parallel); optional");
+  sub.add_option("--set", a.sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--times", a.times, "one rank's share: F=..,B=..(full backward),W=..,FB=..(pair); FB defaults to F+B")
+      ->capture_default_str();
+  sub.add_option("--chunk-times", a.chunk_times, "per-chunk times instead of --times (same keys)");
+  sub.add_option("--p2p-latency", a.p2p_latency, "latency of each stage-to-stage transfer, in the time unit");
+  sub.add_option("--format", a.format, "table, json or csv")->capture_default_str();
+  sub.add_option("--output,-o", a.output, "write the results to this file");
+  sub.add_option("--trace", a.trace, "write a Chrome/Perfetto trace (JSON) of the timeline(s)");
+  sub.add_option("--svg", a.svg, "write an SVG timeline");
+  sub.add_option("--color", a.color, "terminal colours: auto, always, never")->capture_default_str();
+}
+
+RunRequest to_request(const CompareArgs& a) {
+  RunRequest req;
+  req.so = a.so;
+  req.times = a.times;
+  req.chunk_times = a.chunk_times;
+  req.p2p_latency = a.p2p_latency;
+  req.config = a.config;
+  req.sets = a.sets;
+  req.trace = a.trace;
+  req.svg = a.svg;
+  req.timeline_path = a.timeline;
+  return req;
+}
+
+}  // namespace
+
+Runner setup_compare(CLI::App& sub) {
+  auto a = std::make_shared<CompareArgs>();
+  add_common(sub, *a);
+  sub.add_option("--schedules,-s", a->schedules, "all, or a comma-separated list of families")->capture_default_str();
+  return [a]() {
+    const Format f = parse_format(a->format, {"table", "json", "csv"});
+    RunRequest req = to_request(*a);
+    req.schedules = a->schedules;
+    const RunOutput out = run_schedules(req);
+    emit_results(out, f, a->output);
+    return 0;
+  };
+}
+
+Runner setup_simulate(CLI::App& sub) {
+  auto a = std::make_shared<CompareArgs>();
+  auto family = std::make_shared<std::string>();
+  sub.add_option("--schedule,-s", *family, "schedule family")->capture_default_str();
+  add_common(sub, *a);
+  sub.add_option("--timeline", a->timeline, "write the simulated timeline (intervals per rank) as JSON");
+  auto chart = std::make_shared<bool>(false);
+  sub.add_flag("--chart", *chart, "print a time-step chart of the timeline after the table");
+  return [a, family, chart]() {
+    const Format f = parse_format(a->format, {"table", "json", "csv"});
+    RunRequest req = to_request(*a);
+    if (family->empty() && a->so.schedule_file.empty())
+      throw InputError("simulate needs --schedule FAMILY or --schedule-file FILE", {}, kExitUsage);
+    req.schedules = family->empty() ? std::string{} : *family;
+    req.single = true;
+    req.keep_timeline = *chart || !a->timeline.empty();
+    const RunOutput out = run_schedules(req);
+    emit_results(out, f, a->output);
+    if (*chart && f == Format::Table && !out.timelines.empty())
+      write_output("-", "\n" + render_step_chart(out.timelines.front(), use_color(a->color, a->output)));
+    return 0;
+  };
+}
+
+}  // namespace ppsim::cli

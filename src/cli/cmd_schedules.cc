@@ -1,0 +1,47 @@
+// `ppsim schedules`: the registry as a table or JSON.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "schedules/registry.h"
+
+namespace ppsim::cli {
+
+Runner setup_schedules(CLI::App& sub) {
+  auto format = std::make_shared<std::string>("table");
+  sub.add_option("--format", *format, "table or json")->capture_default_str();
+  return [format]() {
+    const Format f = parse_format(*format, {"table", "json"});
+    std::string out;
+    if (f == Format::Json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& fam : families()) {
+        const UniformTimes t{1, 2, 1, 3};
+        j.push_back({{"name", fam.name}, {"aliases", fam.aliases}, {"description", fam.description},
+                     {"constraints", fam.constraints}, {"parameter_copies", fam.parameter_copies},
+                     {"chunks_per_rank", fam.default_vpp},
+                     {"published_bubble", fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t).formula},
+                     {"published_condition", fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t).condition},
+                     {"activations_per_rank", fam.activation_formula}});
+      }
+      out = j.dump(2) + "\n";
+    } else {
+      for (const auto& fam : families()) {
+        const UniformTimes t{1, 2, 1, 3};
+        const PublishedBubble pb = fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t);
+        out += fmt::format("{:<17} {}\n", fam.name, fam.description);
+        out += fmt::format("{:<17}   aliases: {}\n", "", fmt::join(fam.aliases, ", "));
+        out += fmt::format("{:<17}   needs: {}; params {}x; chunks/rank {}\n", "", fam.constraints, fam.parameter_copies,
+                           fam.default_vpp);
+        out += fmt::format("{:<17}   bubble: {}  [exact when {}]\n", "", pb.formula, pb.condition);
+        out += fmt::format("{:<17}   activations/rank: {}\n", "", fam.activation_formula);
+      }
+    }
+    write_output("-", out);
+    return 0;
+  };
+}
+
+}  // namespace ppsim::cli

@@ -1,0 +1,40 @@
+// The subcommand table (ninja's kTools[] style): adding a subcommand is adding a row here and a
+// file cmd_<name>.cc that defines its setup function.
+#pragma once
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace ppsim::cli {
+
+// A command's setup adds its options to `sub` and returns the function that runs it; the
+// function returns the process exit code.
+using Runner = std::function<int()>;
+using Setup = Runner (*)(CLI::App& sub);
+
+struct Command {
+  const char* name;
+  const char* help;
+  Setup setup;
+};
+
+Runner setup_schedules(CLI::App& sub);
+Runner setup_show(CLI::App& sub);
+Runner setup_compare(CLI::App& sub);
+Runner setup_simulate(CLI::App& sub);
+Runner setup_plan(CLI::App& sub);
+Runner setup_profile(CLI::App& sub);
+Runner setup_validate(CLI::App& sub);
+
+inline constexpr Command kCommands[] = {
+    {"schedules", "list the schedule families, their constraints and published formulas", setup_schedules},
+    {"show", "print one schedule's per-rank op order (text, PyTorch CSV or JSON)", setup_show},
+    {"compare", "simulate schedules side by side: makespan, bubbles, memory, throughput", setup_compare},
+    {"simulate", "simulate one schedule and write its timeline", setup_simulate},
+    {"plan", "search schedules and layouts for a YAML config under memory and GPU limits", setup_plan},
+    {"profile", "time a config's ops on the GPU and write a cost profile", setup_profile},
+    {"validate", "replay a schedule on the GPUs and compare measured with predicted", setup_validate},
+};
+
+}  // namespace ppsim::cli

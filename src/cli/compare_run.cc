@@ -1,0 +1,121 @@
+#include "cli/compare_run.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cost/cost_model.h"
+#include "report/svg.h"
+#include "report/trace.h"
+#include "schedules/notation.h"
+#include "schedules/registry.h"
+#include "sim/engine.h"
+#include "sim/metrics.h"
+
+namespace ppsim::cli {
+
+namespace {
+
+std::vector<const Family*> pick_families(const std::string& list) {
+  std::vector<const Family*> out;
+  if (list == "all" || list.empty()) {
+    for (const auto& f : families()) out.push_back(&f);
+    return out;
+  }
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    const std::string name = list.substr(pos, comma - pos);
+    if (!name.empty()) out.push_back(&find_family(name));
+    pos = comma + 1;
+  }
+  if (out.empty()) throw InputError("--schedules: no schedule named", {}, kExitUsage);
+  return out;
+}
+
+Time units_to_ticks(double v, const char* flag) {
+  if (!std::isfinite(v) || v < 0 || v > 1e9)
+    throw InputError(fmt::format("{}: expected a number in [0, 1e9], got {}", flag, v), {}, kExitUsage);
+  return static_cast<Time>(std::llround(v * static_cast<double>(kTicksPerUnit)));
+}
+
+}  // namespace
+
+RunOutput run_schedules(const RunRequest& req) {
+  apply_limits(req.so);
+  RunOutput out;
+  std::unique_ptr<ModelConfig> cfg;
+  if (!req.config.empty()) {
+    cfg = std::make_unique<ModelConfig>(load_config(req.config, req.sets));
+    out.scale = TimeScale::millis();
+    out.extra["config"] = req.config;
+  } else if (!req.sets.empty()) {
+    throw InputError("--set needs a config file", {}, kExitUsage);
+  } else {
+    out.scale = TimeScale::units();
+  }
+  const bool want_timeline = req.keep_timeline || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
+
+  auto run_one = [&](const Schedule& s, const Family* fam, const ScheduleParams& params) {
+    SimCosts costs;
+    if (cfg) {
+      costs = derive_costs(*cfg, s);
+    } else {
+      SliceCosts c = req.chunk_times.empty() ? chunk_costs(parse_times(req.times, "--times"), s.chunks_per_rank)
+                                             : to_slice(parse_times(req.chunk_times, "--chunk-times"));
+      costs = uniform_costs(s.stages_per_pipe, c);
+      costs.link.latency = units_to_ticks(req.p2p_latency, "--p2p-latency");
+    }
+    SimOptions opt;
+    opt.record_timeline = want_timeline;
+    SimResult r = simulate(s, costs, opt);
+    ResultRow row;
+    row.metrics = compute_metrics(s, r, costs, fam, params);
+    if (cfg) row.physical = physical_result(*cfg, s, r);
+    out.rows.push_back(std::move(row));
+    if (want_timeline) out.timelines.push_back(std::move(r.timeline));
+  };
+
+  if (!req.so.schedule_file.empty()) {
+    const Schedule s = import_csv_file(req.so.schedule_file, 0, 0, parse_layout(req.so.layout));
+    run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
+  } else {
+    ScheduleOptions so = req.so;
+    if (cfg) apply_config_parallel(*cfg, so.pp, so.microbatches, so.vpp);
+    std::string list = req.schedules;
+    if (cfg && (list.empty() || list == "all") && !req.single) list = config_schedules(*cfg);
+    for (const Family* fam : pick_families(list)) {
+      const ScheduleParams p = params_for(*fam, so);
+      try {
+        const Schedule s = make_schedule(fam->name, p);
+        run_one(s, fam, p);
+      } catch (const InputError& e) {
+        if (req.single || e.exit_code() == kExitLimit) throw;
+        out.skipped.push_back({fam->name, e.message()});
+      }
+    }
+  }
+  if (!req.trace.empty() || !req.svg.empty()) {
+    std::vector<NamedTimeline> named;
+    for (std::size_t i = 0; i < out.timelines.size(); ++i)
+      named.push_back({out.rows[i].metrics.schedule, &out.timelines[i]});
+    if (!req.trace.empty()) write_output(req.trace, render_trace(named));
+    if (!req.svg.empty()) write_output(req.svg, render_svg(named));
+  }
+  if (!req.timeline_path.empty() && !out.timelines.empty()) write_output(req.timeline_path, render_timeline_json(out.timelines.front()));
+  return out;
+}
+
+void emit_results(const RunOutput& out, Format f, const std::string& path) {
+  std::string text;
+  switch (f) {
+    case Format::Json: text = render_json(out.rows, out.skipped, out.scale, out.extra); break;
+    case Format::Csv: text = render_csv(out.rows, out.scale); break;
+    default: text = render_table(out.rows, out.skipped, out.scale); break;
+  }
+  write_output(path, text);
+}
+
+}  // namespace ppsim::cli

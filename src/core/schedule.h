@@ -1,0 +1,47 @@
+// A schedule is data: for each rank, the ordered list of actions it runs.
+//
+// Stages are numbered as in PyTorch's notation. A schedule has `num_pipes` pipes (1, or 2 for
+// DualPipe and Chimera), each a chain of `stages_per_pipe` stages; pipe p owns stages
+// [p*S, (p+1)*S). Data flows stage s -> s+1 inside a pipe, gradients back. Micro-batches are
+// numbered from 0 within each pipe, so a pipe carries microbatches / num_pipes of them.
+// `stage_rank[s]` says which rank holds stage s; `slice[s]` which slice of the model's layers
+// it computes (the reverse pipe of DualPipe computes the same slices as the forward pipe, in
+// reverse rank order), so that costs are given per slice.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+
+namespace ppsim {
+
+struct Schedule {
+  std::string family;          // registry name, or "file" for an imported schedule
+  int pp = 0;                  // ranks
+  int microbatches = 0;        // total across pipes
+  int num_pipes = 1;
+  int stages_per_pipe = 0;     // S
+  int chunks_per_rank = 1;     // stages a rank holds per pipe (v for interleaved/V schedules)
+  int parameter_copies = 1;    // copies of a rank's share of the weights (2 for DualPipe, Chimera)
+  std::vector<int> stage_rank; // size num_pipes * S
+  std::vector<int> slice;      // size num_pipes * S; model slice (0..S-1) a stage computes
+  std::vector<std::vector<Action>> ranks;
+
+  int num_stages() const { return num_pipes * stages_per_pipe; }
+  int mb_per_pipe() const { return microbatches / num_pipes; }
+  int pipe_of(int stage) const { return stage / stages_per_pipe; }
+  bool is_first_stage(int stage) const { return stage % stages_per_pipe == 0; }
+  bool is_last_stage(int stage) const { return stage % stages_per_pipe == stages_per_pipe - 1; }
+  std::size_t num_ops() const;
+};
+
+// Fills stage_rank/slice for the common layouts.
+//   linear:      S = v*P stages, stage s on rank s % P (GPipe, 1F1B, ZB-H1/H2, interleaved).
+//   v_shape:     S = 2P stages, stage s on rank s (s < P) or 2P-1-s (ZB-V, DualPipeV).
+//   bidirectional: 2 pipes of S = P; forward pipe stage s on rank s, reverse pipe stage P+s on
+//                rank P-1-s, computing slice s (DualPipe, Chimera).
+void layout_linear(Schedule& s, int pp, int v);
+void layout_v_shape(Schedule& s, int pp);
+void layout_bidirectional(Schedule& s, int pp);
+
+}  // namespace ppsim

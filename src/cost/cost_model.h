@@ -1,0 +1,37 @@
+// The cost model's interface to the rest of ppsim: load a YAML config (model, precision,
+// hardware, parallel, times/profile) and derive the simulator's per-slice costs for a schedule,
+// and the physical results (step time, tokens/s, MFU, memory per rank) of a simulation.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "report/results.h"
+#include "sim/costs.h"
+#include "sim/engine.h"
+
+namespace ppsim {
+
+struct ModelConfigData;  // defined in cost/config.h
+
+// An opaque, copyable handle on a validated config.
+struct ModelConfig {
+  std::shared_ptr<const ModelConfigData> data;
+};
+
+// Loads and validates `path`, applying `sets` ("key.path=value") on top; every error is an
+// InputError with file:line:col (for --set: the flag and the key).
+ModelConfig load_config(const std::string& path, const std::vector<std::string>& sets);
+ModelConfig load_config_text(const std::string& text, const std::string& name, const std::vector<std::string>& sets);
+
+// The config's parallel.pp / microbatches / vpp, written into the CLI's values.
+void apply_config_parallel(const ModelConfig& cfg, int& pp, int& microbatches, int& vpp);
+// parallel.schedule (a family name, a list, or "all").
+std::string config_schedules(const ModelConfig& cfg);
+
+// Per-slice costs (ns) for this schedule's layout: Schedule::stages_per_pipe slices.
+SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
+PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r);
+
+}  // namespace ppsim

@@ -1,0 +1,184 @@
+#include "report/results.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace ppsim {
+
+namespace {
+
+std::string tfmt(Time t, const TimeScale& s) {
+  if (t % s.ticks_per_unit == 0) return fmt::format("{}", t / s.ticks_per_unit);
+  std::string out = fmt::format("{:.4f}", s.to_display(t));
+  while (!out.empty() && out.back() == '0') out.pop_back();
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+nlohmann::json per_rank_times(const std::vector<Time>& v, const TimeScale& s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (Time t : v) a.push_back(s.to_display(t));
+  return a;
+}
+
+nlohmann::json stats(const std::vector<Time>& v, const TimeScale& s, Time makespan) {
+  nlohmann::json j;
+  j["per_rank"] = per_rank_times(v, s);
+  Time mx = 0, sum = 0;
+  for (Time t : v) { mx = std::max(mx, t); sum += t; }
+  j["max"] = s.to_display(mx);
+  j["mean"] = v.empty() ? 0.0 : s.to_display(sum) / static_cast<double>(v.size());
+  j["ratio"] = (v.empty() || makespan == 0) ? 0.0 : static_cast<double>(sum) / (static_cast<double>(v.size()) * makespan);
+  return j;
+}
+
+}  // namespace
+
+std::string per_rank_summary(const std::vector<std::string>& values, std::size_t max_list) {
+  if (values.empty()) return "";
+  bool same = std::all_of(values.begin(), values.end(), [&](const std::string& x) { return x == values[0]; });
+  if (same) return values.size() == 1 ? values[0] : fmt::format("{} (all)", values[0]);
+  if (values.size() <= max_list) return fmt::format("{}", fmt::join(values, " "));
+  return fmt::format("{} .. {}", values.front(), values.back());
+}
+
+nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
+  const ScheduleMetrics& m = row.metrics;
+  nlohmann::json j;
+  j["schedule"] = m.schedule;
+  j["pp"] = m.pp;
+  j["microbatches"] = m.microbatches;
+  j["vpp"] = m.vpp;
+  j["makespan"] = scale.to_display(m.makespan);
+  j["time_unit"] = scale.unit;
+  j["bubble"] = stats(m.bubble, scale, m.makespan);
+  j["compute_time"] = stats(m.compute, scale, m.makespan);
+  j["exposed_comm"] = stats(m.exposed_comm, scale, m.makespan);
+  j["own_span_idle"] = {{"per_rank", per_rank_times(m.own_span_idle, scale)}};
+  if (m.published.available) {
+    j["published_bubble"] = scale.to_display(m.published.value);
+    j["published_formula"] = m.published.formula;
+    j["published_condition"] = m.published.condition;
+    j["published_own_span"] = m.published.own_span;
+  } else {
+    j["published_bubble"] = nullptr;
+  }
+  j["published_holds"] = m.published_holds;
+  j["published_matches"] = m.published_matches;
+  j["published_note"] = m.published_note;
+  j["peak_activations"] = {{"per_rank", m.peak_activations}};
+  nlohmann::json pa = nlohmann::json::array();
+  for (int v : m.published_activations) pa.push_back(v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v));
+  j["published_activations"] = {{"per_rank", pa}};
+  j["parameter_copies"] = m.parameter_copies;
+  j["chunk_times"] = {{"F", scale.to_display(m.chunk_times.f)},
+                      {"B", scale.to_display(m.chunk_times.b)},
+                      {"W", scale.to_display(m.chunk_times.w)},
+                      {"FB", scale.to_display(m.chunk_times.fb > 0 ? m.chunk_times.fb : m.chunk_times.f + m.chunk_times.b)}};
+  j["fb_pair_time"] = m.fb_pair_time ? nlohmann::json(scale.to_display(*m.fb_pair_time)) : nlohmann::json(nullptr);
+  j["throughput"] = m.makespan ? static_cast<double>(m.microbatches) / scale.to_display(m.makespan) : 0.0;
+  if (row.physical.available) {
+    j["step_time"] = row.physical.step_time_s;
+    j["tokens_per_second"] = row.physical.tokens_per_second;
+    j["mfu"] = row.physical.mfu;
+    double mx = 0;
+    for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
+    j["peak_memory_bytes"] = {{"per_rank", row.physical.peak_memory_bytes}, {"max", mx}};
+  }
+  return j;
+}
+
+std::string render_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale,
+                        const nlohmann::json& extra) {
+  nlohmann::json j;
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : rows) j["results"].push_back(result_to_json(r, scale));
+  j["skipped"] = nlohmann::json::array();
+  for (const auto& s : skipped) j["skipped"].push_back({{"schedule", s.schedule}, {"reason", s.reason}});
+  if (!extra.is_null())
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+  return j.dump(2) + "\n";
+}
+
+std::string render_table(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale) {
+  std::string out;
+  const bool phys = std::any_of(rows.begin(), rows.end(), [](const ResultRow& r) { return r.physical.available; });
+  bool any_comm = false;
+  for (const auto& r : rows)
+    for (Time e : r.metrics.exposed_comm) any_comm |= e > 0;
+  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<16} {:>6}", "schedule", "makespan", "ratio", "bubble per rank",
+                     "published bubble", "peak act/rank", "params");
+  if (any_comm) out += fmt::format(" {:<18}", "exposed comm/rank");
+  if (phys) out += fmt::format(" {:>9} {:>11} {:>6} {:>10}", "step (s)", "tokens/s", "MFU", "mem GB max");
+  else out += fmt::format(" {:>10}", "mb/unit");
+  out += "\n";
+  for (const auto& row : rows) {
+    const ScheduleMetrics& m = row.metrics;
+    std::vector<std::string> bub, act, exp;
+    for (Time b : m.bubble) bub.push_back(tfmt(b, scale));
+    for (int a : m.peak_activations) act.push_back(fmt::format("{}", a));
+    for (Time e : m.exposed_comm) exp.push_back(tfmt(e, scale));
+    std::string pub = "-";
+    if (m.published.available) {
+      pub = tfmt(m.published.value, scale);
+      if (m.published.own_span) pub += " own-span";
+      pub += m.published_holds ? (m.published_matches ? " (exact)" : " (MISMATCH)") : " (n/a*)";
+    }
+    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<16} {:>5}x", m.schedule, tfmt(m.makespan, scale),
+                       100.0 * m.bubble_ratio, per_rank_summary(bub, 8), pub, per_rank_summary(act, 8),
+                       m.parameter_copies);
+    if (any_comm) out += fmt::format(" {:<18}", per_rank_summary(exp, 4));
+    if (phys) {
+      double mx = 0;
+      for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
+      out += fmt::format(" {:>9.3f} {:>11.0f} {:>5.1f}% {:>10.1f}", row.physical.step_time_s, row.physical.tokens_per_second,
+                         100.0 * row.physical.mfu, mx / 1e9);
+    } else {
+      out += fmt::format(" {:>10.4f}", m.makespan ? m.microbatches / scale.to_display(m.makespan) : 0.0);
+    }
+    out += "\n";
+  }
+  bool notes = false;
+  for (const auto& row : rows) {
+    const ScheduleMetrics& m = row.metrics;
+    if (m.published.available && !m.published_holds) {
+      if (!notes) out += "\n* published formula's conditions do not hold here; the simulated figure is the truth:\n";
+      notes = true;
+      out += fmt::format("  {}: {} {}\n", m.schedule, m.published.formula, m.published_note);
+    }
+  }
+  if (!skipped.empty()) {
+    out += "\nskipped:\n";
+    for (const auto& s : skipped) out += fmt::format("  {}: {}\n", s.schedule, s.reason);
+  }
+  return out;
+}
+
+std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale) {
+  std::string out = "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
+                    "published_holds,published_matches,peak_activations_max,parameter_copies,exposed_comm_max,fb_pair_time,"
+                    "step_time,tokens_per_second,mfu,peak_memory_bytes_max\n";
+  for (const auto& row : rows) {
+    const ScheduleMetrics& m = row.metrics;
+    int act = 0;
+    for (int a : m.peak_activations) act = std::max(act, a);
+    Time exp = 0;
+    for (Time e : m.exposed_comm) exp = std::max(exp, e);
+    double mem = 0;
+    for (double b : row.physical.peak_memory_bytes) mem = std::max(mem, b);
+    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{}\n", m.schedule, m.pp, m.microbatches, m.vpp,
+                       tfmt(m.makespan, scale), tfmt(m.bubble_max, scale), m.bubble_mean / scale.ticks_per_unit,
+                       m.bubble_ratio, m.published.available ? tfmt(m.published.value, scale) : "",
+                       m.published_holds ? 1 : 0, m.published_matches ? 1 : 0, act, m.parameter_copies, tfmt(exp, scale),
+                       m.fb_pair_time ? tfmt(*m.fb_pair_time, scale) : "",
+                       row.physical.available ? fmt::format("{:.6f}", row.physical.step_time_s) : "",
+                       row.physical.available ? fmt::format("{:.1f}", row.physical.tokens_per_second) : "",
+                       row.physical.available ? fmt::format("{:.4f}", row.physical.mfu) : "",
+                       row.physical.available ? fmt::format("{:.0f}", mem) : "");
+  }
+  return out;
+}
+
+}  // namespace ppsim

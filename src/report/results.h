@@ -1,0 +1,42 @@
+// Renders simulation results as a table (fmt), JSON (nlohmann, schema in docs/JSON.md) or CSV.
+// The JSON schema is stable: fields are added, never renamed.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/time.h"
+#include "sim/metrics.h"
+
+namespace ppsim {
+
+struct Skipped {
+  std::string schedule;
+  std::string reason;
+};
+
+// Physical quantities known when costs come from a model config (cost model / profile).
+struct PhysicalResult {
+  bool available = false;
+  double step_time_s = 0;
+  double tokens_per_second = 0;
+  double mfu = 0;
+  std::vector<double> peak_memory_bytes;  // per rank
+};
+
+struct ResultRow {
+  ScheduleMetrics metrics;
+  PhysicalResult physical;
+};
+
+nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale);
+std::string render_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale,
+                        const nlohmann::json& extra = nullptr);
+std::string render_table(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale);
+std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale);
+
+// "6 6 6 6" for small P, "min..max" otherwise.
+std::string per_rank_summary(const std::vector<std::string>& values, std::size_t max_list = 8);
+
+}  // namespace ppsim

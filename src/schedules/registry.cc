@@ -1,0 +1,214 @@
+#include "schedules/registry.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "schedules/generators.h"
+#include "schedules/validator.h"
+
+namespace ppsim {
+
+Limits& limits() {
+  static Limits l;
+  return l;
+}
+
+namespace {
+
+std::string ok() { return {}; }
+
+PublishedBubble bubble(Time value, bool holds, std::string formula, std::string condition, bool own_span = false) {
+  PublishedBubble b;
+  b.available = true;
+  b.value = value;
+  b.holds = holds;
+  b.formula = std::move(formula);
+  b.condition = std::move(condition);
+  b.own_span = own_span;
+  return b;
+}
+
+std::vector<Family> make_families() {
+  std::vector<Family> v;
+  v.push_back(Family{
+      "gpipe", {"GPipe"}, "all forwards, then all backwards",
+      "P >= 1, M >= 1", "M", 1, 1,
+      [](const ScheduleParams&) { return ok(); },
+      generate_gpipe,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        return bubble((p.pp - 1) * (t.f + t.b), true, "(P-1)(F+B)", "always");
+      },
+      [](const ScheduleParams& p, int) { return p.microbatches; }});
+  v.push_back(Family{
+      "1f1b", {"1F1B", "one-f-one-b", "megatron"}, "Megatron 1F1B: warm-up, one forward one backward, cool-down",
+      "P >= 1, M >= 1", "min(P-r, M)", 1, 1,
+      [](const ScheduleParams&) { return ok(); },
+      generate_1f1b,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        return bubble((p.pp - 1) * (t.f + t.b), true, "(P-1)(F+B)", "always");
+      },
+      [](const ScheduleParams& p, int r) { return std::min(p.pp - r, p.microbatches); }});
+  v.push_back(Family{
+      "interleaved-1f1b", {"interleaved", "i1f1b", "vpp", "interleaved1f1b"},
+      "Megatron virtual pipeline: v chunks per rank, micro-batches in groups of G",
+      "v >= 2, P <= G <= M, M mod G = 0 or >= P (G defaults to P)",
+      "min(2(P-1-r) + (v-1)G + 1, vM) chunks", 1, 2,
+      [](const ScheduleParams& p) -> std::string {
+        if (p.vpp < 2) return fmt::format("interleaved-1f1b needs v >= 2 chunks per rank, got v={}", p.vpp);
+        if (p.group_size < p.pp || p.group_size > p.microbatches)
+          return fmt::format("interleaved-1f1b needs P <= G <= M (P={}, M={}), got G={}", p.pp, p.microbatches,
+                             p.group_size);
+        const int rem = p.microbatches % p.group_size;
+        if (rem != 0 && rem < p.pp)
+          return fmt::format("interleaved-1f1b needs M mod G = 0 or >= P (P={}, G={}), got M={} (M mod G = {})",
+                             p.pp, p.group_size, p.microbatches, rem);
+        return ok();
+      },
+      generate_interleaved_1f1b,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        return bubble((p.pp - 1) * (t.f + t.b), true, "(P-1)(f+b), per-chunk f, b", "G valid");
+      },
+      [](const ScheduleParams& p, int r) {
+        return std::min(2 * (p.pp - 1 - r) + (p.vpp - 1) * p.group_size + 1, p.vpp * p.microbatches);
+      }});
+  v.push_back(Family{
+      "zb-h1", {"zbh1", "zb1"}, "Zero Bubble H1: 1F1B with W deferred, memory as 1F1B",
+      "P >= 1, M >= 1", "min(P-r, M)", 1, 1,
+      [](const ScheduleParams&) { return ok(); },
+      generate_zb_h1,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        const Time b = t.input_grad();
+        return bubble((p.pp - 1) * (t.f + t.b - 2 * t.w), t.w <= std::min(t.f, b), "(P-1)(F+B-2W)",
+                      "W <= min(F, b)");
+      },
+      [](const ScheduleParams& p, int r) { return std::min(p.pp - r, p.microbatches); }});
+  v.push_back(Family{
+      "zb-h2", {"zbh2", "zb2"}, "Zero Bubble H2: extra warm-up forwards, W fills the drain",
+      "P >= 1, M >= 1", "min(2(P-r)-1, M)", 1, 1,
+      [](const ScheduleParams&) { return ok(); },
+      generate_zb_h2,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        const Time b = t.input_grad();
+        return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)",
+                      "F = b = W and M >= 2P-1", true);
+      },
+      [](const ScheduleParams& p, int r) { return std::min(2 * (p.pp - r) - 1, p.microbatches); }});
+  v.push_back(Family{
+      "zbv", {"zb-v", "zero-bubble-v"}, "Zero Bubble V: two chunks per rank in a V, handcrafted",
+      "P >= 1, M >= 1", "2P chunks (M >= 2P-1)", 1, 2,
+      [](const ScheduleParams&) { return ok(); },
+      generate_zbv,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        const Time b = t.input_grad();
+        return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)",
+                      "F = b = W per chunk and M >= 2P-1", true);
+      },
+      [](const ScheduleParams& p, int) { return p.microbatches >= 2 * p.pp - 1 ? 2 * p.pp : -1; }});
+  v.push_back(Family{
+      "chimera", {"Chimera"}, "two pipelines in opposite directions, slot-ordered (Chimera, SC'21)",
+      "P even, M mod P = 0", "P/2 + 1 + min(r, P-1-r) stages", 2, 1,
+      [](const ScheduleParams& p) -> std::string {
+        if (p.pp % 2 != 0) return fmt::format("chimera needs an even number of ranks, got P={}", p.pp);
+        if (p.microbatches % p.pp != 0)
+          return fmt::format("chimera needs micro-batches divisible by P (P={}), got {}", p.pp, p.microbatches);
+        return ok();
+      },
+      generate_chimera,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        return bubble((p.pp - 2) * t.f, t.f == t.b, "(P-2) slots", "F = B");
+      },
+      [](const ScheduleParams& p, int r) { return p.pp / 2 + 1 + std::min(r, p.pp - 1 - r); }});
+  v.push_back(Family{
+      "dualpipe", {"DualPipe", "dual-pipe"}, "DeepSeek-V3 DualPipe: both ends feed, F&B pairs overlap",
+      "P even, M even and >= 2P", "P+1", 2, 1,
+      [](const ScheduleParams& p) -> std::string {
+        if (p.pp % 2 != 0) return fmt::format("dualpipe needs an even number of ranks, got P={}", p.pp);
+        if (p.microbatches % 2 != 0 || p.microbatches < 2 * p.pp)
+          return fmt::format("dualpipe needs an even number of micro-batches >= 2*P (P={}), got {}", p.pp,
+                             p.microbatches);
+        return ok();
+      },
+      generate_dualpipe,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        const Time b = t.input_grad();
+        return bubble((p.pp / 2 - 1) * (t.fb + t.b - 3 * t.w), t.f == b && t.w <= b, "(PP/2-1)(F&B+B-3W)",
+                      "F = b and W <= b (worst rank)");
+      },
+      [](const ScheduleParams& p, int) { return p.pp + 1; }});
+  v.push_back(Family{
+      "dualpipev", {"DualPipeV", "dualpipe-v", "cut-in-half"}, "DualPipe cut in half: one pipe, two chunks per rank in a V",
+      "M >= 2P", "2P+1 chunks", 1, 2,
+      [](const ScheduleParams& p) -> std::string {
+        if (p.microbatches < 2 * p.pp)
+          return fmt::format("dualpipev needs micro-batches >= 2*P (P={}), got {}", p.pp, p.microbatches);
+        return ok();
+      },
+      generate_dualpipev,
+      [](const ScheduleParams& p, const UniformTimes& t) {
+        const Time b = t.input_grad();
+        return bubble((p.pp - 1) * (t.fb + t.b - 3 * t.w), t.f == b && t.w <= b,
+                      "(PP/2-1)(F&B+B-3W), PP = 2P, per-chunk", "F = b and W <= b (worst rank)");
+      },
+      [](const ScheduleParams& p, int) { return 2 * p.pp + 1; }});
+  return v;
+}
+
+}  // namespace
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> f = make_families();
+  return f;
+}
+
+const Family& find_family(const std::string& name) {
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<std::string> names;
+  for (const auto& f : families()) {
+    if (f.name == lower) return f;
+    for (const auto& a : f.aliases) {
+      std::string al;
+      for (char c : a) al += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (al == lower) return f;
+    }
+    names.push_back(f.name);
+  }
+  throw InputError(fmt::format("unknown schedule '{}'", name), closest_match(lower, names), kExitUsage);
+}
+
+ScheduleParams resolve_params(const Family& fam, ScheduleParams p) {
+  if (p.vpp == 0) p.vpp = fam.default_vpp;
+  if (fam.name != "interleaved-1f1b") p.vpp = fam.default_vpp;
+  if (p.group_size == 0) p.group_size = p.pp;
+  return p;
+}
+
+Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
+  const Family& fam = find_family(name);
+  const ScheduleParams p = resolve_params(fam, params);
+  const Limits& lim = limits();
+  if (p.pp < 1) throw InputError(fmt::format("{} needs P >= 1 ranks, got P={}", fam.name, p.pp));
+  if (p.microbatches < 1) throw InputError(fmt::format("{} needs M >= 1 micro-batches, got {}", fam.name, p.microbatches));
+  if (p.pp > lim.max_pp)
+    throw InputError(fmt::format("P={} is over the limit of {} ranks (raise it with --max-ops/--max-pp)", p.pp, lim.max_pp),
+                     {}, kExitLimit);
+  if (p.microbatches > lim.max_microbatches)
+    throw InputError(fmt::format("M={} is over the limit of {} micro-batches", p.microbatches, lim.max_microbatches), {},
+                     kExitLimit);
+  // Every family runs at most 3 ops (F, I, W) per stage and micro-batch, and 2v stages per rank.
+  const long long est = 3LL * p.pp * std::max(p.vpp, 2) * static_cast<long long>(p.microbatches);
+  if (est > lim.max_ops)
+    throw InputError(fmt::format("{} with P={}, M={} would generate about {} ops, over the limit of {} (raise it with --max-ops)",
+                                 fam.name, p.pp, p.microbatches, est, lim.max_ops),
+                     {}, kExitLimit);
+  if (std::string why = fam.check(p); !why.empty()) throw InputError(why);
+  Schedule s = fam.generate(p);
+  s.family = fam.name;
+  s.parameter_copies = fam.parameter_copies;
+  validate_schedule(s);
+  return s;
+}
+
+}  // namespace ppsim

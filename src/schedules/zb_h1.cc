@@ -1,0 +1,37 @@
+// ZB-H1 (Zero Bubble, handcrafted 1): 1F1B with the full backward split into I and W, and W
+// deferred. Rank r: warm-up w = min(P-1-r, M) forwards; steady (F, I) pairs, adding the oldest
+// pending W from steady iteration r on; cool-down (I, oldest W); then every W still pending.
+// Activations as 1F1B. Published bubble (P-1)(F+B-2W), exact when W <= min(F, b).
+#include <algorithm>
+
+#include "schedules/generators.h"
+
+namespace ppsim {
+
+Schedule generate_zb_h1(const ScheduleParams& p) {
+  Schedule s;
+  s.family = "zb-h1";
+  s.microbatches = p.microbatches;
+  layout_linear(s, p.pp, 1);
+  const int m = p.microbatches;
+  for (int r = 0; r < p.pp; ++r) {
+    RankEmitter e(s.ranks[r]);
+    const int warmup = std::min(p.pp - 1 - r, m);
+    int next_f = 0, next_i = 0;
+    // Phase 1, warm-up forwards.                           count = min(P-1-r, M)
+    for (int i = 0; i < warmup; ++i) e.f(r, next_f++);
+    // Phase 2, steady: F, I, and W from iteration r on.    count = M - w
+    for (int i = 0; i < m - warmup; ++i) {
+      e.f(r, next_f++);
+      e.i(r, next_i++);
+      if (i >= r) e.w();
+    }
+    // Phase 3, cool-down: I, then the oldest W.           count = w
+    for (int i = 0; i < warmup; ++i) { e.i(r, next_i++); e.w(); }
+    // Phase 4, flush the deferred W.                       count = pending
+    while (e.w()) {}
+  }
+  return s;
+}
+
+}  // namespace ppsim

@@ -1,0 +1,27 @@
+#include "sim/costs.h"
+
+namespace ppsim {
+
+Time op_duration(const SliceCosts& c, OpKind kind) {
+  switch (kind) {
+    case OpKind::F: return c.f;
+    case OpKind::I: return c.input_grad();
+    case OpKind::W: return c.w;
+    case OpKind::B: return c.b;
+  }
+  return 0;
+}
+
+Time pair_duration(const SliceCosts& fa, const SliceCosts& bb, OpKind bwd_kind) {
+  const Time sum = fa.f + op_duration(bb, bwd_kind);
+  return sum - (fa.pair_saving() + bb.pair_saving()) / 2;
+}
+
+SimCosts uniform_costs(int slices, const SliceCosts& c, TimeScale scale) {
+  SimCosts s;
+  s.slice.assign(static_cast<std::size_t>(slices), c);
+  s.scale = scale;
+  return s;
+}
+
+}  // namespace ppsim

@@ -1,0 +1,49 @@
+// Op costs the simulator consumes: durations per model slice (stages may differ: embedding on
+// the first, head and loss on the last), transfer sizes, and the link model.
+#pragma once
+#include <vector>
+
+#include "core/op.h"
+#include "core/time.h"
+
+namespace ppsim {
+
+struct SliceCosts {
+  Time f = 0;        // forward
+  Time b = 0;        // full backward (input grad + weight grad)
+  Time w = 0;        // weight grad; the input-grad op I costs b - w
+  Time fb = 0;       // overlapped pair when both chunks are of this slice; 0 = f + b (no gain)
+  Bytes act_bytes = 0;   // activations sent to the next stage after F
+  Bytes grad_bytes = 0;  // gradients sent to the previous stage after B or I
+  Time input_grad() const { return b - w; }
+  Time pair_saving() const { return fb > 0 ? f + b - fb : 0; }
+};
+
+// Point-to-point links between pipeline ranks. A transfer occupies its link direction for
+// bytes / bandwidth (one transfer at a time per direction, FIFO in request order) and arrives
+// `latency` after it leaves the link; latency does not occupy the link.
+struct LinkModel {
+  Time latency = 0;
+  double bytes_per_tick = 0;  // 0 = infinite bandwidth
+  bool blocking = false;      // the sender's compute stream waits until its sends arrive
+  Time occupancy(Bytes bytes) const {
+    if (bytes_per_tick <= 0 || bytes <= 0) return 0;
+    return static_cast<Time>(static_cast<double>(bytes) / bytes_per_tick + 0.5);
+  }
+};
+
+struct SimCosts {
+  std::vector<SliceCosts> slice;  // indexed by Schedule::slice[stage]
+  LinkModel link;
+  TimeScale scale;
+};
+
+// Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the
+// sum minus the mean of the two slices' pair savings.
+Time op_duration(const SliceCosts& c, OpKind kind);
+Time pair_duration(const SliceCosts& fa, const SliceCosts& bb, OpKind bwd_kind);
+
+// Uniform costs: every slice the same.
+SimCosts uniform_costs(int slices, const SliceCosts& c, TimeScale scale = TimeScale::units());
+
+}  // namespace ppsim

@@ -1,0 +1,242 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "sim/event_queue.h"
+
+namespace ppsim {
+
+namespace {
+
+enum EventKind : std::int32_t { kActionEnd = 0, kWake = 1 };
+
+class Engine {
+ public:
+  Engine(const Schedule& s, const SimCosts& c, const SimOptions& opt)
+      : s_(s), c_(c), opt_(opt), P_(s.pp), S_(s.num_stages()), mbp_(s.mb_per_pipe()) {
+    for (int st = 0; st < S_; ++st)
+      PPSIM_CHECK(s.slice[st] >= 0 && s.slice[st] < static_cast<int>(c.slice.size()),
+                  "stage {} computes slice {}, but costs cover {} slices", st, s.slice[st], c.slice.size());
+    const std::size_t keys = static_cast<std::size_t>(S_) * mbp_;
+    f_done_.assign(keys, kNever);
+    f_avail_.assign(keys, kNever);
+    bwd_done_.assign(keys, kNever);
+    bwd_avail_.assign(keys, kNever);
+    // One link id per (src, dst) rank pair that some stage boundary uses, each direction.
+    std::map<std::pair<int, int>, int> ids;
+    auto link_id = [&](int a, int b) {
+      auto [it, fresh] = ids.emplace(std::make_pair(a, b), static_cast<int>(ids.size()));
+      return it->second;
+    };
+    fwd_link_.assign(S_, -1);
+    bwd_link_.assign(S_, -1);
+    for (int st = 0; st < S_; ++st) {
+      if (!s.is_last_stage(st) && s.stage_rank[st] != s.stage_rank[st + 1])
+        fwd_link_[st] = link_id(s.stage_rank[st], s.stage_rank[st + 1]);
+      if (!s.is_first_stage(st) && s.stage_rank[st] != s.stage_rank[st - 1])
+        bwd_link_[st] = link_id(s.stage_rank[st], s.stage_rank[st - 1]);
+    }
+    link_free_.assign(ids.size(), 0);
+    rank_.resize(P_);
+    res_.ranks.resize(P_);
+    if (opt.record_timeline) {
+      res_.timeline.pp = P_;
+      res_.timeline.scale = c.scale;
+      res_.timeline.activations.resize(P_);
+    }
+  }
+
+  SimResult run() {
+    for (int r = 0; r < P_; ++r) q_.push(0, kWake, r);
+    while (!q_.empty()) {
+      const Event e = q_.pop();
+      if (e.kind == kActionEnd) on_end(e.rank, e.t);
+      else try_start(e.rank, e.t);
+    }
+    for (int r = 0; r < P_; ++r) {
+      const auto& st = rank_[r];
+      if (st.next < s_.ranks[r].size()) {
+        const Action& a = s_.ranks[r][st.next];
+        throw InputError(fmt::format("deadlock: rank {} cannot start {} (its inputs never arrive; {} of {} actions ran)",
+                                     r, format_action(a), st.next, s_.ranks[r].size()));
+      }
+    }
+    res_.start = kNever;
+    res_.end = 0;
+    for (const auto& rs : res_.ranks) {
+      if (rs.first_start == kNever) continue;
+      res_.start = std::min(res_.start, rs.first_start);
+      res_.end = std::max(res_.end, rs.last_end);
+    }
+    if (res_.start == kNever) res_.start = 0;
+    res_.events = q_.scheduled();
+    if (opt_.record_timeline) {
+      res_.timeline.start = res_.start;
+      res_.timeline.end = res_.end;
+    }
+    return std::move(res_);
+  }
+
+ private:
+  struct RankState {
+    std::size_t next = 0;
+    bool running = false;
+    Time run_start = 0;
+    Time blocked_until = 0;
+    int activations = 0;
+  };
+
+  std::size_t key(const Op& op) const { return static_cast<std::size_t>(op.stage) * mbp_ + op.microbatch; }
+
+  // When the inputs of `op` are on its rank; kNever while unknown.
+  Time ready_time(const Op& op) const {
+    const std::size_t k = key(op);
+    switch (op.kind) {
+      case OpKind::F:
+        return s_.is_first_stage(op.stage) ? 0 : f_avail_[k - mbp_];
+      case OpKind::B:
+      case OpKind::I: {
+        const Time own = f_done_[k];
+        if (s_.is_last_stage(op.stage) || own == kNever) return own;
+        return std::max(own, bwd_avail_[k + mbp_]);
+      }
+      case OpKind::W:
+        return bwd_done_[k];
+    }
+    return kNever;
+  }
+
+  Time duration(const Action& a) const {
+    if (a.overlapped)
+      return pair_duration(c_.slice[s_.slice[a.first.stage]], c_.slice[s_.slice[a.second.stage]], a.second.kind);
+    return op_duration(c_.slice[s_.slice[a.first.stage]], a.first.kind);
+  }
+
+  void try_start(int r, Time now) {
+    RankState& st = rank_[r];
+    if (st.running || st.next >= s_.ranks[r].size() || now < st.blocked_until) return;
+    const Action& a = s_.ranks[r][st.next];
+    for (int i = 0; i < a.size(); ++i) {
+      const Time t = ready_time(a.op(i));
+      if (t == kNever || t > now) return;  // a wake comes when it arrives
+    }
+    const Time dur = duration(a);
+    st.running = true;
+    st.run_start = now;
+    q_.push(now + dur, kActionEnd, r);
+    RankStats& rs = res_.ranks[r];
+    rs.busy += dur;
+    if (rs.first_start == kNever) rs.first_start = now;
+    for (int i = 0; i < a.size(); ++i)
+      if (a.op(i).kind == OpKind::F) {
+        ++st.activations;
+        rs.peak_activations = std::max(rs.peak_activations, st.activations);
+        sample(r, now, st.activations);
+      }
+    if (a.overlapped) {
+      ++res_.pairs;
+      res_.pair_time_sum += dur;
+    }
+    res_.ops += static_cast<std::uint64_t>(a.size());
+    if (opt_.record_timeline) {
+      Interval iv;
+      iv.rank = r;
+      iv.start = now;
+      iv.end = now + dur;
+      iv.action = a;
+      res_.timeline.intervals.push_back(iv);
+    }
+  }
+
+  // Sends `bytes` from rank `src` to `dst` over link `link` at `now`; returns the arrival time.
+  Time transfer(int link, int src, int dst, Time now, Bytes bytes, const Op& producer) {
+    const LinkModel& lm = c_.link;
+    const Time start = std::max(now, link_free_[link]);
+    const Time busy = lm.occupancy(bytes);
+    link_free_[link] = start + busy;
+    const Time arrival = start + busy + lm.latency;
+    q_.push(arrival, kWake, dst);
+    if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
+    return arrival;
+  }
+
+  void on_end(int r, Time now) {
+    RankState& st = rank_[r];
+    const Action& a = s_.ranks[r][st.next];
+    st.running = false;
+    ++st.next;
+    res_.ranks[r].last_end = now;
+    Time last_arrival = now;
+    for (int i = 0; i < a.size(); ++i) {
+      const Op& op = a.op(i);
+      const std::size_t k = key(op);
+      const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
+      switch (op.kind) {
+        case OpKind::F:
+          f_done_[k] = now;
+          if (!s_.is_last_stage(op.stage)) {
+            const int link = fwd_link_[op.stage];
+            f_avail_[k] = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage + 1], now, sc.act_bytes, op);
+            last_arrival = std::max(last_arrival, f_avail_[k]);
+          }
+          break;
+        case OpKind::B:
+        case OpKind::I:
+          bwd_done_[k] = now;
+          if (!s_.is_first_stage(op.stage)) {
+            const int link = bwd_link_[op.stage];
+            bwd_avail_[k] = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage - 1], now, sc.grad_bytes, op);
+            last_arrival = std::max(last_arrival, bwd_avail_[k]);
+          }
+          if (op.kind == OpKind::B) free_activation(r, now);
+          break;
+        case OpKind::W:
+          free_activation(r, now);
+          break;
+      }
+    }
+    if (c_.link.blocking && last_arrival > now) {
+      st.blocked_until = last_arrival;
+      res_.ranks[r].exposed_comm += last_arrival - now;
+      q_.push(last_arrival, kWake, r);
+      return;
+    }
+    try_start(r, now);
+  }
+
+  void free_activation(int r, Time now) {
+    --rank_[r].activations;
+    sample(r, now, rank_[r].activations);
+  }
+
+  void sample(int r, Time now, int count) {
+    if (!opt_.record_timeline) return;
+    auto& v = res_.timeline.activations[r];
+    if (!v.empty() && v.back().t == now) v.back().activations = count;
+    else v.push_back(MemSample{now, count});
+  }
+
+  const Schedule& s_;
+  const SimCosts& c_;
+  const SimOptions& opt_;
+  const int P_, S_, mbp_;
+  std::vector<Time> f_done_, f_avail_, bwd_done_, bwd_avail_;
+  std::vector<int> fwd_link_, bwd_link_;
+  std::vector<Time> link_free_;
+  std::vector<RankState> rank_;
+  EventQueue q_;
+  SimResult res_;
+};
+
+}  // namespace
+
+SimResult simulate(const Schedule& s, const SimCosts& costs, const SimOptions& opt) {
+  Engine e(s, costs, opt);
+  return e.run();
+}
+
+}  // namespace ppsim

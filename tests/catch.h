@@ -1,0 +1,14 @@
+// One include for Catch2 v2 (Debian) and v3 (Ubuntu 24.04, the GPU machines).
+// PPSIM_SKIP(msg) marks a test skipped in v3 and prints the reason (then returns) in v2.
+#pragma once
+#if __has_include(<catch2/catch_all.hpp>)
+#include <catch2/catch_all.hpp>
+#define PPSIM_SKIP(msg) SKIP(msg)
+#else
+#include <catch2/catch.hpp>
+#define PPSIM_SKIP(msg)                  \
+  do {                                   \
+    WARN("skipped: " << msg);            \
+    return;                              \
+  } while (0)
+#endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages ppsim builds against. Idempotent: prints nothing and
+# touches nothing when every package is present; names the package it cannot install and
+# exits 1 otherwise. The CUDA Toolkit (nvcc, cuBLAS, cuDNN, NCCL) is expected at
+# /usr/local/cuda and is not installed here.
+set -euo pipefail
+
+pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev
+      nlohmann-json3-dev catch2)
+# Optional extras used by the robustness and picture tests; absence only skips those.
+optional=(clang libxml2-utils)
+
+missing=()
+for p in "${pkgs[@]}" "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >/dev/null || { echo "install-deps: apt-get update failed" >&2; exit 1; }
+for p in "${missing[@]}"; do
+  if ! $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1; then
+    case " ${optional[*]} " in
+      *" $p "*) echo "install-deps: optional package '$p' could not be installed; continuing" >&2 ;;
+      *) echo "install-deps: cannot install required package '$p'" >&2; exit 1 ;;
+    esac
+  fi
+done

@@ -1,12 +1,166 @@
-// The host-side entry points of the CUDA back-end that the CLI calls. Implemented in
-// src/cuda_validate/ when built with CUDA, and by no_cuda.cc otherwise.
+// The host-side entry points of the CUDA back-end that the CLI and the bench programs call.
+// Implemented in src/cuda_validate/ when built with CUDA, and by no_cuda.cc otherwise (every
+// function there throws InputError(kExitGpu), except the two presence checks). This header
+// includes no CUDA header, so any layer may include it.
+//
+// Not obvious: op names follow ppsim's notation. In a cost profile `B` is the FULL backward
+// (input-grad + weight-grad) and `W` the weight-grad alone; the input-grad alone (`I` in the
+// schedule notation) is `ProfileResult::input_grad_ms` and equals B - W up to noise.
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "core/schedule.h"
+#include "core/timeline.h"
 
 namespace ppsim::gpu {
 
 bool built_with_cuda();
 // "" when a usable GPU is present; otherwise one line saying why not.
 std::string gpu_unavailable_reason();
+// "NVIDIA H100 80GB HBM3" for `device` (throws InputError(kExitGpu) when there is none).
+std::string device_name(int device = 0);
+
+// One pipeline chunk: `layers` transformer layers, run on `micro_batch` x `seq_len` tokens.
+// experts == 0: a dense SwiGLU MLP of width ffn_hidden. experts > 0: a top_k MoE over
+// `experts` SwiGLU experts of width expert_ffn_hidden, with fixed per-expert capacity
+// ceil(capacity_factor * tokens * top_k / experts) (rounded up to 16); tokens past it are dropped.
+struct ChunkShape {
+  int hidden = 4096;
+  int heads = 32;
+  int kv_heads = 8;
+  int head_dim = 128;
+  int ffn_hidden = 14336;
+  int seq_len = 4096;
+  int micro_batch = 1;
+  int layers = 1;
+  int experts = 0;
+  int top_k = 0;
+  int expert_ffn_hidden = 0;
+  double capacity_factor = 1.25;
+
+  std::int64_t tokens() const { return static_cast<std::int64_t>(seq_len) * micro_batch; }
+  bool is_moe() const { return experts > 0; }
+  int qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
+  // Rows each expert holds (MoE), a multiple of 16.
+  std::int64_t expert_capacity() const;
+  // "" when the shape is usable; otherwise the first problem, e.g. "heads (12) must be a multiple of kv_heads (8)".
+  std::string problem() const;
+  // Forward FLOPs of the whole chunk (matrix products and attention; causal attention counted half).
+  double forward_flops() const;
+};
+
+// Median milliseconds per op kind over `reps` timed repetitions after `warmup` untimed ones.
+struct ProfileResult {
+  std::string gpu;
+  ChunkShape shape;
+  int warmup = 0;
+  int reps = 0;
+  std::string attention_backend;  // "cudnn" or "reference"
+  double f_ms = 0;              // forward
+  double input_grad_ms = 0;     // backward, input-grad only (I)
+  double w_ms = 0;              // weight-grad (W)
+  double b_ms = 0;              // full backward: input-grad then weight-grad, timed as one (B)
+  double fb_ms = 0;             // F of one micro-batch overlapped with B of another, two streams (FB)
+  // attn_fwd, attn_bwd, attn_w, mlp_fwd, mlp_bwd, mlp_w, and for MoE dispatch_fwd,
+  // dispatch_bwd, combine_fwd, combine_bwd (bwd = input-grad part).
+  std::map<std::string, double> sub_ops_ms;
+  double dropped_token_fraction = 0;  // MoE: share of token->expert assignments over capacity
+};
+
+ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device = 0);
+// The cost-profile YAML: {gpu, shape: {...}, op_ms: {F, B, W, FB}, sub_ops_ms: {...}}.
+std::string profile_yaml(const ProfileResult& r);
+
+struct ProfileRequest {
+  ChunkShape shape;
+  int warmup = 5;
+  int reps = 20;
+  int device = 0;
+  std::string output_path;  // "" or "-": print the YAML to stdout
+};
+// Profiles, writes the YAML, prints a one-screen summary to stderr; returns the exit code.
+int run_profile(const ProfileRequest& req);
+
+// The kernel benchmark behind bench/gpu_kernel_bench: each GEMM of `shape` (forward,
+// input-grad, weight-grad) and fused attention forward/backward; prints a table and, when
+// csv_path is set, writes rows `name,kind,m,n,k,batch,heads,seq,head_dim,ms,tflops`.
+struct KernelBenchRequest {
+  ChunkShape shape;
+  int warmup = 10;
+  int reps = 50;
+  int device = 0;
+  std::string csv_path;
+};
+int run_kernel_bench(const KernelBenchRequest& req);
+
+// ---- replay (GPU back-end II) ----------------------------------------------------------------
+struct ReplayConfig {
+  // Shape of each stage's chunk, indexed by model slice (Schedule::slice); one entry is used for all.
+  std::vector<ChunkShape> stage_shapes;
+  int devices = 0;            // GPUs to use; 0 = all visible. Fewer GPUs than ranks: ranks share GPUs.
+  int warmup_iterations = 1;  // whole-schedule runs before the measured one
+  double nccl_timeout_s = 120;  // a rank waiting longer on NCCL aborts the communicators
+};
+// Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
+// (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).
+Timeline replay_schedule(const Schedule& schedule, const ReplayConfig& config);
+
+// ---- inline: shape arithmetic needs no GPU ------------------------------------------------------
+inline std::int64_t ChunkShape::expert_capacity() const {
+  if (experts <= 0) return 0;
+  const double per_expert = capacity_factor * static_cast<double>(tokens()) * top_k / experts;
+  std::int64_t c = static_cast<std::int64_t>(per_expert);
+  if (static_cast<double>(c) < per_expert) ++c;
+  return (c + 15) / 16 * 16;
+}
+
+inline std::string ChunkShape::problem() const {
+  auto positive = [](const char* name, long long v) -> std::string {
+    return v > 0 ? std::string{} : std::string(name) + " must be positive (got " + std::to_string(v) + ")";
+  };
+  for (auto [name, v] : {std::pair<const char*, long long>{"hidden", hidden}, {"heads", heads},
+                         {"kv_heads", kv_heads}, {"head_dim", head_dim}, {"seq_len", seq_len},
+                         {"micro_batch", micro_batch}, {"layers", layers}}) {
+    if (auto p = positive(name, v); !p.empty()) return p;
+  }
+  if (heads % kv_heads != 0)
+    return "heads (" + std::to_string(heads) + ") must be a multiple of kv_heads (" + std::to_string(kv_heads) + ")";
+  if (head_dim % 8 != 0 || head_dim > 256)
+    return "head_dim (" + std::to_string(head_dim) + ") must be a multiple of 8 and at most 256";
+  if (hidden % 8 != 0) return "hidden (" + std::to_string(hidden) + ") must be a multiple of 8";
+  if (experts < 0) return "experts must be 0 (dense) or positive";
+  if (experts == 0) {
+    if (ffn_hidden <= 0 || ffn_hidden % 8 != 0)
+      return "ffn_hidden (" + std::to_string(ffn_hidden) + ") must be a positive multiple of 8 for a dense chunk";
+  } else {
+    if (top_k <= 0 || top_k > experts || top_k > 8)
+      return "top_k (" + std::to_string(top_k) + ") must be in 1..min(8, experts)";
+    if (experts > 1024) return "experts must be at most 1024";
+    if (expert_ffn_hidden <= 0 || expert_ffn_hidden % 8 != 0)
+      return "expert_ffn_hidden (" + std::to_string(expert_ffn_hidden) + ") must be a positive multiple of 8";
+    if (!(capacity_factor > 0)) return "capacity_factor must be positive";
+  }
+  return {};
+}
+
+inline double ChunkShape::forward_flops() const {
+  const double t = static_cast<double>(tokens());
+  const double h = hidden;
+  double per_layer = 2.0 * t * h * qkv_width() + 2.0 * t * heads * head_dim * h;  // QKV, output projections
+  // causal attention: QK^T and PV, half of the s x s scores
+  per_layer += 2.0 * 2.0 * micro_batch * heads * static_cast<double>(seq_len) * seq_len * head_dim / 2.0;
+  if (experts == 0) {
+    per_layer += 2.0 * t * h * 2.0 * ffn_hidden + 2.0 * t * ffn_hidden * h;
+  } else {
+    const double rows = static_cast<double>(expert_capacity()) * experts;  // padded rows are computed too
+    per_layer += 2.0 * t * h * experts;  // router
+    per_layer += 2.0 * rows * h * 2.0 * expert_ffn_hidden + 2.0 * rows * expert_ffn_hidden * h;
+  }
+  return per_layer * layers;
+}
 
 }  // namespace ppsim::gpu

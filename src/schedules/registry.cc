@@ -75,7 +75,7 @@ std::vector<Family> make_families() {
       }});
   v.push_back(Family{
       "zb-h1", {"zbh1", "zb1"}, "Zero Bubble H1: 1F1B with W deferred, memory as 1F1B",
-      "P >= 1, M >= 1", "min(P-r, M)", 1, 1,
+      "P >= 1, M >= 1", "min(P, M) (W deferral keeps up to P live on every rank)", 1, 1,
       [](const ScheduleParams&) { return ok(); },
       generate_zb_h1,
       [](const ScheduleParams& p, const UniformTimes& t) {
@@ -83,10 +83,10 @@ std::vector<Family> make_families() {
         return bubble((p.pp - 1) * (t.f + t.b - 2 * t.w), t.w <= std::min(t.f, b), "(P-1)(F+B-2W)",
                       "W <= min(F, b)");
       },
-      [](const ScheduleParams& p, int r) { return std::min(p.pp - r, p.microbatches); }});
+      [](const ScheduleParams& p, int) { return std::min(p.pp, p.microbatches); }});
   v.push_back(Family{
       "zb-h2", {"zbh2", "zb2"}, "Zero Bubble H2: extra warm-up forwards, W fills the drain",
-      "P >= 1, M >= 1", "min(2(P-r)-1, M)", 1, 1,
+      "P >= 1, M >= 1", "min(2P-1, M) on every rank", 1, 1,
       [](const ScheduleParams&) { return ok(); },
       generate_zb_h2,
       [](const ScheduleParams& p, const UniformTimes& t) {
@@ -94,7 +94,7 @@ std::vector<Family> make_families() {
         return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)",
                       "F = b = W and M >= 2P-1", true);
       },
-      [](const ScheduleParams& p, int r) { return std::min(2 * (p.pp - r) - 1, p.microbatches); }});
+      [](const ScheduleParams& p, int) { return std::min(2 * p.pp - 1, p.microbatches); }});
   v.push_back(Family{
       "zbv", {"zb-v", "zero-bubble-v"}, "Zero Bubble V: two chunks per rank in a V, handcrafted",
       "P >= 1, M >= 1", "2P chunks (M >= 2P-1)", 1, 2,

@@ -1,0 +1,26 @@
+// Elementwise kernels: random fills (for weights and test data) and the residual add.
+#pragma once
+#include "cuda_validate/kernels/common.cuh"
+
+namespace ppsim::gpu::kernels {
+
+__global__ void fill_uniform_bf16(bf16* out, std::int64_t n, float scale, float offset, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = to_bf(offset + scale * hash_uniform(seed, static_cast<std::uint64_t>(i)));
+}
+
+__global__ void fill_uniform_f32(float* out, std::int64_t n, float scale, float offset, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = offset + scale * hash_uniform(seed, static_cast<std::uint64_t>(i));
+}
+
+// out = a + b (bf16, accumulated in float); out may alias a or b.
+__global__ void add_bf16(bf16* out, const bf16* a, const bf16* b, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = to_bf(to_f(a[i]) + to_f(b[i]));
+}
+
+}  // namespace ppsim::gpu::kernels

@@ -1,0 +1,109 @@
+// The event engine: a timeline worked out by hand with latency, link serialization, blocking
+// sends, per-stage costs, determinism, and deadlock detection.
+#include "catch.h"
+#include "core/error.h"
+#include "schedules/notation.h"
+#include "test_util.h"
+
+using namespace ppsim;
+using namespace ppsim::test;
+
+TEST_CASE("1f1b P=2 M=2 with latency 0.5: the hand-worked timeline", "[sim][engine]") {
+  // F=1, B=2, latency c=0.5.
+  // rank 0: F0 [0,1]  F1 [1,2]             B0 [5,7]   B1 [8,10]
+  // rank 1:      F0 [1.5,2.5] B0 [2.5,4.5] F1 [4.5,5.5] B1 [5.5,7.5]
+  // F0 reaches rank 1 at 1 + 0.5; F1 (sent at 2) waits until rank 1 is free at 4.5; B0's
+  // gradient reaches rank 0 at 4.5 + 0.5 = 5; B1's at 7.5 + 0.5 = 8. Makespan 10.
+  const Run r = run("1f1b", 2, 2, unit_costs(1, 2, 0), U / 2, 0, true);
+  REQUIRE(r.metrics.makespan == 10 * U);
+  struct Want { int rank; const char* op; double start, end; };
+  const Want want[] = {{0, "0F0", 0, 1}, {0, "0F1", 1, 2},     {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5},
+                       {1, "1F1", 4.5, 5.5}, {0, "0B0", 5, 7}, {1, "1B1", 5.5, 7.5}, {0, "0B1", 8, 10}};
+  REQUIRE(r.result.timeline.intervals.size() == 8);
+  for (const Want& w : want) {
+    bool found = false;
+    for (const auto& iv : r.result.timeline.intervals) {
+      if (iv.rank != w.rank || format_action(iv.action) != w.op) continue;
+      found = true;
+      REQUIRE(iv.start == static_cast<Time>(w.start * U));
+      REQUIRE(iv.end == static_cast<Time>(w.end * U));
+    }
+    INFO(w.op);
+    REQUIRE(found);
+  }
+  // Bubbles: makespan 10 - busy 6 on both ranks.
+  REQUIRE(r.metrics.bubble == std::vector<Time>{4 * U, 4 * U});
+  // Four transfers, each arriving 0.5 after its op ends.
+  REQUIRE(r.result.timeline.transfers.size() == 4);
+  for (const auto& t : r.result.timeline.transfers) REQUIRE(t.end - t.start == U / 2);
+}
+
+TEST_CASE("a link carries one transfer at a time per direction", "[sim][engine]") {
+  // GPipe P=2 M=2, F=1, B=1, 1-unit transfers (bandwidth: act_bytes / bytes_per_tick = 1 unit).
+  // F0 [0,1] -> link [1,2], F1 [1,2] -> link busy until 2, so [2,3]: rank 1 F0 [2,3], F1 [3,4].
+  Schedule s = make_schedule("gpipe", ScheduleParams{2, 2, 0, 0});
+  SliceCosts c = unit_costs(1, 1, 0);
+  c.act_bytes = 1000;
+  SimCosts costs = uniform_costs(2, c);
+  costs.link.bytes_per_tick = 1000.0 / static_cast<double>(U);
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  std::vector<Time> rank1_f;
+  for (const auto& iv : r.timeline.intervals)
+    if (iv.rank == 1 && iv.action.first.kind == OpKind::F) rank1_f.push_back(iv.start);
+  REQUIRE(rank1_f == std::vector<Time>{2 * U, 3 * U});
+}
+
+TEST_CASE("blocking sends hold the sender's compute stream and count as exposed communication", "[sim][engine]") {
+  // GPipe P=2 M=1, F=1, B=1, latency 1, blocking: rank 0 F0 [0,1], blocked until 2.
+  Schedule s = make_schedule("gpipe", ScheduleParams{2, 1, 0, 0});
+  SimCosts costs = uniform_costs(2, unit_costs(1, 1, 0));
+  costs.link.latency = U;
+  costs.link.blocking = true;
+  const SimResult r = simulate(s, costs);
+  // rank 1: F0 [2,3], B0 [3,4] blocked to 5; rank 0: B0 [5,6]. Makespan 6.
+  REQUIRE(r.makespan() == 6 * U);
+  REQUIRE(r.ranks[0].exposed_comm == U);
+  REQUIRE(r.ranks[1].exposed_comm == U);
+}
+
+TEST_CASE("stages may differ in cost", "[sim][engine]") {
+  // GPipe P=2 M=1; stage 0: F=1, B=1; stage 1 (head + loss): F=3, B=3.
+  // F0@0 [0,1], F0@1 [1,4], B0@1 [4,7], B0@0 [7,8]: makespan 8; busy 2 and 6.
+  Schedule s = make_schedule("gpipe", ScheduleParams{2, 1, 0, 0});
+  SimCosts costs = uniform_costs(2, unit_costs(1, 1, 0));
+  costs.slice[1] = unit_costs(3, 3, 0);
+  const SimResult r = simulate(s, costs);
+  REQUIRE(r.makespan() == 8 * U);
+  REQUIRE(r.ranks[0].busy == 2 * U);
+  REQUIRE(r.ranks[1].busy == 6 * U);
+}
+
+TEST_CASE("determinism: the same input gives identical results", "[sim][engine]") {
+  for (const char* fam : {"dualpipe", "zbv", "chimera"}) {
+    const Run a = run(fam, 8, 32, unit_costs(1, 2, 1, 3), U / 7, 0, true);
+    const Run b = run(fam, 8, 32, unit_costs(1, 2, 1, 3), U / 7, 0, true);
+    REQUIRE(a.result.timeline.intervals.size() == b.result.timeline.intervals.size());
+    for (std::size_t i = 0; i < a.result.timeline.intervals.size(); ++i) {
+      const auto& x = a.result.timeline.intervals[i];
+      const auto& y = b.result.timeline.intervals[i];
+      REQUIRE((x.rank == y.rank && x.start == y.start && x.end == y.end && x.action == y.action));
+    }
+    REQUIRE(a.result.events == b.result.events);
+  }
+}
+
+TEST_CASE("a deadlocking order is rejected with the cycle in notation", "[sim][engine][schedules]") {
+  // Rank 0 waits for its backward before sending the second forward that rank 1 runs first.
+  const std::string csv = "0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n";
+  try {
+    import_csv(csv, "dead.csv", 2, 2);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    const std::string msg = e.one_line();
+    INFO(msg);
+    REQUIRE(msg.rfind("dead.csv: deadlock: a cycle of ops, each needed before the next: ", 0) == 0);
+    REQUIRE(msg.find("1F1") != std::string::npos);
+  }
+}

@@ -1,0 +1,110 @@
+// Every published closed form reproduced exactly by simulation wherever SCHEDULES.md says it
+// holds (P in {2, 4, 8, 16}, several M), the figures where it does not, and the DualPipe figure
+// case (DeepSeek-V3 Fig. 5 / DualPipe README).
+#include "catch.h"
+#include "test_util.h"
+
+using namespace ppsim;
+using namespace ppsim::test;
+
+namespace {
+
+struct Case {
+  const char* family;
+  double f, b, w, fb;  // one rank's share, in units (chunk times are 1/v of these)
+};
+
+// The worst rank's bubble (global makespan - busy), or own-span idle for the ZB-H2/ZB-V figures.
+Time simulated_figure(const Run& r) {
+  Time worst = 0;
+  for (int k = 0; k < r.schedule.pp; ++k)
+    worst = std::max(worst, r.metrics.published.own_span ? r.metrics.own_span_idle[k] : r.metrics.bubble[k]);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("published bubbles are exact where their conditions hold", "[sim][published]") {
+  const Case cases[] = {
+      {"gpipe", 1, 3, 0, 0},          {"1f1b", 1, 2, 0, 0},        {"1f1b", 2, 3, 1, 0},
+      {"interleaved-1f1b", 2, 4, 0, 0}, {"zb-h1", 1, 2, 1, 0},     {"zb-h1", 2, 3, 1, 0},
+      {"zb-h2", 1, 2, 1, 0},          {"zbv", 2, 4, 2, 0},         {"chimera", 1, 1, 0, 0},
+      {"dualpipe", 1, 2, 1, 3},       {"dualpipe", 2, 3, 1, 4},    {"dualpipe", 2, 4, 2, 5},
+      {"dualpipev", 2, 4, 2, 6},      {"dualpipev", 2, 4, 1, 5},
+  };
+  int checked = 0;
+  for (const Case& c : cases) {
+    const Family& fam = find_family(c.family);
+    for (int p : {2, 4, 8, 16}) {
+      for (int m : {p, 2 * p, 2 * p + 2, 3 * p, 4 * p}) {
+        const ScheduleParams params = resolve_params(fam, ScheduleParams{p, m, 0, 0});
+        if (!fam.check(params).empty()) continue;
+        const int v = fam.default_vpp;
+        const SliceCosts chunk = unit_costs(c.f / v, c.b / v, c.w / v, c.fb / v);
+        const Run r = run(c.family, p, m, chunk);
+        INFO(c.family << " P=" << p << " M=" << m << " F=" << c.f << " B=" << c.b << " W=" << c.w << " FB=" << c.fb);
+        if (!r.metrics.published_holds) continue;  // e.g. ZB-H2 with M < 2P-1
+        // Closed forms, written out independently of the registry:
+        const Time F = chunk.f, B = chunk.b, W = chunk.w, FB = chunk.fb, b = B - W;
+        Time expected = -1;
+        const std::string f = c.family;
+        if (f == "gpipe" || f == "1f1b" || f == "interleaved-1f1b") expected = (p - 1) * (F + B);
+        if (f == "zb-h1") expected = (p - 1) * (F + B - 2 * W);
+        if (f == "zb-h2" || f == "zbv") expected = 0;
+        if (f == "chimera") expected = (p - 2) * F;
+        if (f == "dualpipe") expected = (p / 2 - 1) * (FB + B - 3 * W);
+        if (f == "dualpipev") expected = (p - 1) * (FB + B - 3 * W);  // PP = 2P
+        (void)b;
+        REQUIRE(r.metrics.published.value == expected);
+        REQUIRE(simulated_figure(r) == expected);
+        REQUIRE(r.metrics.published_matches);
+        ++checked;
+      }
+    }
+  }
+  REQUIRE(checked > 150);
+}
+
+TEST_CASE("1f1b and gpipe: every rank's bubble is (P-1)(F+B) and the makespan (M+P-1)(F+B)", "[sim][published]") {
+  // 1F1B, P=4, M=8, F=1, B=2: makespan = (M+P-1)(F+B) = 11*3 = 33, bubble = 3*3 = 9 on every rank.
+  const Run r = run("1f1b", 4, 8, unit_costs(1, 2, 0));
+  REQUIRE(r.metrics.makespan == 33 * U);
+  for (Time bub : r.metrics.bubble) REQUIRE(bub == 9 * U);
+  const Run g = run("gpipe", 4, 8, unit_costs(1, 2, 0));
+  REQUIRE(g.metrics.makespan == 33 * U);
+  for (int a : g.metrics.peak_activations) REQUIRE(a == 8);
+}
+
+TEST_CASE("the DualPipe figure case: makespan 66, bubble 6 and 9 activations on every rank", "[sim][published]") {
+  // P=8, M=20, F=1, B=2, W=1, F&B=3 (DualPipe README / DeepSeek-V3 Fig. 5).
+  const Run r = run("dualpipe", 8, 20, unit_costs(1, 2, 1, 3));
+  REQUIRE(r.metrics.makespan == 66 * U);
+  for (int k = 0; k < 8; ++k) {
+    REQUIRE(r.metrics.bubble[k] == 6 * U);
+    REQUIRE(r.metrics.peak_activations[k] == 9);  // PP + 1
+  }
+  // Published: (PP/2-1)(F&B+B-3W) = 3 * (3 + 2 - 3) = 6.
+  REQUIRE(r.metrics.published.value == 6 * U);
+  REQUIRE(r.metrics.parameter_copies == 2);
+}
+
+TEST_CASE("outside their conditions the published figures are wrong, in both directions", "[sim][published]") {
+  // ZB-H1, F=1, B=3, W=2 (W > b = 1): published (P-1)(F+B-2W) = 0, simulated P-1 = 3.
+  const Run zb = run("zb-h1", 4, 8, unit_costs(1, 3, 2));
+  REQUIRE(!zb.metrics.published_holds);
+  REQUIRE(zb.metrics.published.value == 0);
+  for (Time bub : zb.metrics.bubble) REQUIRE(bub == 3 * U);
+  // DualPipe, F=1, B=1, W=0.5, F&B=2 (b = 0.5 < F): published 3 * (2 + 1 - 1.5) = 4.5, more simulated.
+  const Run dp = run("dualpipe", 8, 20, unit_costs(1, 1, 0.5, 2));
+  REQUIRE(!dp.metrics.published_holds);
+  REQUIRE(dp.metrics.published.value == 9 * U / 2);
+  REQUIRE(dp.metrics.bubble_max > dp.metrics.published.value);
+}
+
+TEST_CASE("a per-hop latency makes DualPipe's bubble grow with M", "[sim][published]") {
+  const Time lat = U / 10;
+  const Run a = run("dualpipe", 8, 16, unit_costs(1, 2, 1, 3), lat);
+  const Run b = run("dualpipe", 8, 32, unit_costs(1, 2, 1, 3), lat);
+  REQUIRE(!a.metrics.published_holds);
+  REQUIRE(b.metrics.bubble_max > a.metrics.bubble_max);
+}

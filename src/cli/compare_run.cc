@@ -56,6 +56,13 @@ RunOutput run_schedules(const RunRequest& req) {
   } else {
     out.scale = TimeScale::units();
   }
+  // Flag values are checked once, before any schedule runs, so that a bad value is an error
+  // rather than a reason to skip every schedule.
+  if (!cfg) {
+    if (req.chunk_times.empty()) parse_times(req.times, "--times");
+    else parse_times(req.chunk_times, "--chunk-times");
+    units_to_ticks(req.p2p_latency, "--p2p-latency");
+  }
   const bool want_timeline = req.keep_timeline || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
 
   auto run_one = [&](const Schedule& s, const Family* fam, const ScheduleParams& params) {

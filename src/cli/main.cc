@@ -75,8 +75,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     for (auto& ch : msg) if (ch == '\n') ch = ' ';
-    std::fprintf(stderr, "ppsim: %s (see 'ppsim %s --help')\n", msg.c_str(),
-                 app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name().c_str());
+    const std::string scope = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
+    std::fprintf(stderr, "ppsim: %s (see 'ppsim %s--help')\n", msg.c_str(), scope.c_str());
     return kExitUsage;
   }
   try {

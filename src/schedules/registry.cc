@@ -192,10 +192,10 @@ Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
   if (p.pp < 1) throw InputError(fmt::format("{} needs P >= 1 ranks, got P={}", fam.name, p.pp));
   if (p.microbatches < 1) throw InputError(fmt::format("{} needs M >= 1 micro-batches, got {}", fam.name, p.microbatches));
   if (p.pp > lim.max_pp)
-    throw InputError(fmt::format("P={} is over the limit of {} ranks (raise it with --max-ops/--max-pp)", p.pp, lim.max_pp),
+    throw InputError(fmt::format("P={} is over the limit of {} ranks (docs/ROBUSTNESS.md)", p.pp, lim.max_pp),
                      {}, kExitLimit);
   if (p.microbatches > lim.max_microbatches)
-    throw InputError(fmt::format("M={} is over the limit of {} micro-batches", p.microbatches, lim.max_microbatches), {},
+    throw InputError(fmt::format("M={} is over the limit of {} micro-batches (docs/ROBUSTNESS.md)", p.microbatches, lim.max_microbatches), {},
                      kExitLimit);
   // Every family runs at most 3 ops (F, I, W) per stage and micro-batch, and 2v stages per rank.
   const long long est = 3LL * p.pp * std::max(p.vpp, 2) * static_cast<long long>(p.microbatches);

@@ -1,0 +1,149 @@
+// The ppsim binary end to end: exit codes, one-line errors with suggestions, no partial output
+// files, the embedded default, and the JSON schema of `compare` (docs/JSON.md).
+#include <sys/wait.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "catch.h"
+#include "test_util.h"
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run_ppsim(const std::string& args) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ppsim_cli_{}", ::getpid());
+  fs::create_directories(dir);
+  const std::string out = (dir / "out").string(), err = (dir / "err").string();
+  const std::string cmd = fmt::format("{} {} >{} 2>{}", PPSIM_BINARY, args, out, err);
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ppsim::test::read_file(out);
+  r.err = ppsim::test::read_file(err);
+  return r;
+}
+
+std::string tmp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / fmt::format("ppsim_cli_{}_{}", ::getpid(), name)).string();
+}
+
+}  // namespace
+
+TEST_CASE("help and version exit 0", "[cli]") {
+  REQUIRE(run_ppsim("--help").code == 0);
+  REQUIRE(run_ppsim("--version").out == "ppsim 0.1.0\n");
+  for (const char* cmd : {"schedules", "show", "compare", "simulate", "plan", "profile", "validate"}) {
+    INFO(cmd);
+    const Result r = run_ppsim(std::string(cmd) + " --help");
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("--help") != std::string::npos);
+  }
+}
+
+TEST_CASE("unknown commands and flags: one line, a suggestion, exit 2", "[cli]") {
+  Result r = run_ppsim("compar");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "ppsim: unknown command 'compar', did you mean 'compare'? (see 'ppsim --help')\n");
+  r = run_ppsim("compare --pps 3");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "ppsim: unknown argument '--pps', did you mean '--pp'?\n");
+  r = run_ppsim("compare --schedules dualpip");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "ppsim: unknown schedule 'dualpip', did you mean 'dualpipe'?\n");
+  r = run_ppsim("compare --times F=1,B=x");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "ppsim: --times: B must be a number, got 'x'\n");
+  r = run_ppsim("compare --times F=1,Q=2");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.rfind("ppsim: --times: unknown time 'Q'", 0) == 0);
+  r = run_ppsim("show dualpipe --format xml");
+  REQUIRE(r.code == 2);
+}
+
+TEST_CASE("impossible requests name the rule and the values, exit 3", "[cli]") {
+  const Result r = run_ppsim("show dualpipe --pp 8 --microbatches 10");
+  REQUIRE(r.code == 3);
+  REQUIRE(r.err == "ppsim: dualpipe needs an even number of micro-batches >= 2*P (P=8), got 10\n");
+  const Result c = run_ppsim("simulate -s chimera --pp 3 --microbatches 6");
+  REQUIRE(c.code == 3);
+  REQUIRE(c.err == "ppsim: chimera needs an even number of ranks, got P=3\n");
+}
+
+TEST_CASE("absurd requests are refused before any work, exit 6", "[cli]") {
+  Result r = run_ppsim("show gpipe --pp 1000000 --microbatches 1000000000");
+  REQUIRE(r.code == 6);
+  REQUIRE(r.err == "ppsim: P=1000000 is over the limit of 4096 ranks (docs/ROBUSTNESS.md)\n");
+  r = run_ppsim("compare -s 1f1b --pp 4096 --microbatches 1000000");
+  REQUIRE(r.code == 6);
+  REQUIRE(r.err.find("over the limit of 200000000") != std::string::npos);
+}
+
+TEST_CASE("bad schedule files: file:line:col, exit 3, and no partial output file", "[cli]") {
+  const std::string bad = tmp_path("bad.csv");
+  std::ofstream(bad) << "0F0,0B0\n1F0, 1Q0\n";
+  const std::string out = tmp_path("never.json");
+  const Result r = run_ppsim(fmt::format("show --schedule-file {} --format json -o {}", bad, out));
+  REQUIRE(r.code == 3);
+  REQUIRE(r.err == fmt::format("ppsim: {}:2:6: bad action '1Q0': expected {{stage}}{{F|I|W|B}}{{micro-batch}}, e.g. 3F7\n", bad));
+  REQUIRE(!std::filesystem::exists(out));
+  std::ofstream(bad) << "0F0,0B0\n1F0\n";
+  const Result m = run_ppsim(fmt::format("show --schedule-file {}", bad));
+  REQUIRE(m.code == 3);
+  REQUIRE(m.err == fmt::format("ppsim: {}: missing op 1B0 (every stage and micro-batch needs one F and one backward)\n", bad));
+}
+
+TEST_CASE("the embedded default: compare on the DualPipe paper's setting", "[cli]") {
+  const Result r = run_ppsim("compare --format json");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  // Every family that applies to P=8, M=20 runs; interleaved (20 mod 8 = 4 < P) and chimera
+  // (20 mod 8 != 0) are skipped with their reasons.
+  REQUIRE(j["results"].size() == 7);
+  REQUIRE(j["skipped"].size() == 2);
+  bool saw_dualpipe = false;
+  for (const auto& res : j["results"]) {
+    for (const char* key : {"schedule", "pp", "microbatches", "makespan", "bubble", "published_bubble", "published_holds",
+                            "peak_activations", "parameter_copies", "chunk_times", "compute_time", "exposed_comm",
+                            "fb_pair_time"})
+      REQUIRE(res.contains(key));
+    for (const char* key : {"per_rank", "max", "mean", "ratio"}) REQUIRE(res["bubble"].contains(key));
+    REQUIRE(res["bubble"]["per_rank"].size() == 8);
+    if (res["schedule"] == "dualpipe") {
+      saw_dualpipe = true;
+      REQUIRE(res["makespan"].get<double>() == 66.0);
+      REQUIRE(res["bubble"]["max"].get<double>() == 6.0);
+      REQUIRE(res["fb_pair_time"].get<double>() == 3.0);
+      REQUIRE(res["peak_activations"]["per_rank"][0].get<int>() == 9);
+    }
+    if (res["schedule"] == "zbv") {
+      // ZB-V cuts the rank's share into 2 chunks: per-chunk F = 0.5, B = 1, W = 0.5, FB = 1.5.
+      REQUIRE(res["chunk_times"]["F"].get<double>() == 0.5);
+      REQUIRE(res["chunk_times"]["FB"].get<double>() == 1.5);
+    }
+  }
+  REQUIRE(saw_dualpipe);
+}
+
+TEST_CASE("show: csv round-trips through --schedule-file", "[cli]") {
+  const std::string csv = tmp_path("dp.csv");
+  Result r = run_ppsim(fmt::format("show dualpipe --pp 4 --microbatches 8 --format csv -o {}", csv));
+  REQUIRE(r.code == 0);
+  r = run_ppsim(fmt::format("show --schedule-file {} --format csv", csv));
+  REQUIRE(r.code == 0);
+  REQUIRE(r.out == ppsim::test::read_file(csv));
+  r = run_ppsim(fmt::format("compare --schedule-file {} --format json", csv));
+  REQUIRE(r.code == 0);
+  REQUIRE(nlohmann::json::parse(r.out)["results"][0]["pp"].get<int>() == 4);
+}

@@ -86,23 +86,26 @@ class Engine {
     std::size_t next = 0;
     bool running = false;
     Time run_start = 0;
+    Time run_end = 0;
     Time blocked_until = 0;
     int activations = 0;
   };
 
-  std::size_t key(const Op& op) const { return static_cast<std::size_t>(op.stage) * mbp_ + op.microbatch; }
+  // Micro-batch major: a micro-batch's consecutive stages are neighbours in memory, and ops that
+  // run close in time touch nearby entries.
+  std::size_t key(const Op& op) const { return static_cast<std::size_t>(op.microbatch) * S_ + op.stage; }
 
   // When the inputs of `op` are on its rank; kNever while unknown.
   Time ready_time(const Op& op) const {
     const std::size_t k = key(op);
     switch (op.kind) {
       case OpKind::F:
-        return s_.is_first_stage(op.stage) ? 0 : f_avail_[k - mbp_];
+        return s_.is_first_stage(op.stage) ? 0 : f_avail_[k - 1];
       case OpKind::B:
       case OpKind::I: {
         const Time own = f_done_[k];
         if (s_.is_last_stage(op.stage) || own == kNever) return own;
-        return std::max(own, bwd_avail_[k + mbp_]);
+        return std::max(own, bwd_avail_[k + 1]);
       }
       case OpKind::W:
         return bwd_done_[k];
@@ -127,6 +130,7 @@ class Engine {
     const Time dur = duration(a);
     st.running = true;
     st.run_start = now;
+    st.run_end = now + dur;
     q_.push(now + dur, kActionEnd, r);
     RankStats& rs = res_.ranks[r];
     rs.busy += dur;
@@ -159,7 +163,13 @@ class Engine {
     const Time busy = lm.occupancy(bytes);
     link_free_[link] = start + busy;
     const Time arrival = start + busy + lm.latency;
-    q_.push(arrival, kWake, dst);
+    // Wake the receiver when the data lands, unless it is busy until then anyway (its own
+    // action end will try the next action). Same-time arrivals are handled by the caller.
+    const RankState& d = rank_[dst];
+    if (!(d.running && d.run_end >= arrival)) {
+      if (arrival == now) pending_wakes_.push_back(dst);
+      else q_.push(arrival, kWake, dst);
+    }
     if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
     return arrival;
   }
@@ -203,9 +213,12 @@ class Engine {
       st.blocked_until = last_arrival;
       res_.ranks[r].exposed_comm += last_arrival - now;
       q_.push(last_arrival, kWake, r);
-      return;
+    } else {
+      try_start(r, now);
     }
-    try_start(r, now);
+    // Receivers whose data landed at this instant (zero transfer time), in send order.
+    for (int dst : pending_wakes_) try_start(dst, now);
+    pending_wakes_.clear();
   }
 
   void free_activation(int r, Time now) {
@@ -228,6 +241,7 @@ class Engine {
   std::vector<int> fwd_link_, bwd_link_;
   std::vector<Time> link_free_;
   std::vector<RankState> rank_;
+  std::vector<int> pending_wakes_;
   EventQueue q_;
   SimResult res_;
 };

@@ -41,6 +41,37 @@ Time units_to_ticks(double v, const char* flag) {
   return static_cast<Time>(std::llround(v * static_cast<double>(kTicksPerUnit)));
 }
 
+// The overlap model from unit flags: each chunk holds layers/v layers; a chunk's F, b and W are
+// split evenly over its layers and into attention (attn_share) and MLP; each layer's dispatch
+// and combine take a2a.
+void add_unit_overlap_costs(SimCosts& costs, const RunRequest& req, int v) {
+  if (req.layers < 1 || req.layers % v != 0)
+    throw InputError(fmt::format("--layers: {} layers do not split into {} chunks per rank", req.layers, v), {}, kExitUsage);
+  if (!(req.attn_share >= 0 && req.attn_share <= 1))
+    throw InputError(fmt::format("--attn-share must be in [0, 1], got {}", req.attn_share), {}, kExitUsage);
+  if (req.sms < 1 || req.comm_sms < 0 || req.comm_sms >= req.sms)
+    throw InputError(fmt::format("--comm-sms must be in [0, --sms), got {} of {}", req.comm_sms, req.sms), {}, kExitUsage);
+  const int layers = req.layers / v;
+  const Time a2a = units_to_ticks(req.a2a, "--a2a");
+  costs.moe.clear();
+  for (const SliceCosts& c : costs.slice) {
+    MoeSliceCosts m;
+    m.layers = layers;
+    auto attn = [&](Time t) { return static_cast<Time>(std::llround(static_cast<double>(t) / layers * req.attn_share)); };
+    auto mlp = [&](Time t) { return t / layers - attn(t); };
+    m.attn_f = attn(c.f);
+    m.mlp_f = mlp(c.f);
+    m.attn_b = attn(c.input_grad());
+    m.mlp_b = mlp(c.input_grad());
+    m.attn_w = attn(c.w);
+    m.mlp_w = mlp(c.w);
+    m.dispatch = a2a;
+    m.combine = a2a;
+    costs.moe.push_back(m);
+  }
+  costs.comm_sm_fraction = static_cast<double>(req.comm_sms) / req.sms;
+}
+
 }  // namespace
 
 RunOutput run_schedules(const RunRequest& req) {
@@ -74,6 +105,7 @@ RunOutput run_schedules(const RunRequest& req) {
                                              : to_slice(parse_times(req.chunk_times, "--chunk-times"));
       costs = uniform_costs(s.stages_per_pipe, c);
       costs.link.latency = units_to_ticks(req.p2p_latency, "--p2p-latency");
+      if (req.a2a >= 0) add_unit_overlap_costs(costs, req, s.chunks_per_rank);
     }
     SimOptions opt;
     opt.record_timeline = want_timeline;

@@ -18,6 +18,12 @@ struct RunRequest {
   std::string times;
   std::string chunk_times;
   double p2p_latency = 0;
+  // Overlap model in units (off while a2a < 0): see docs/OVERLAP.md.
+  double a2a = -1;          // one dispatch or combine of one layer
+  double attn_share = 0.5;  // share of F, b and W that is attention (the rest MLP/experts)
+  int layers = 1;           // layers in one rank's share
+  int comm_sms = 20;
+  int sms = 132;
   std::string config;
   std::vector<std::string> sets;
   std::string trace, svg, timeline_path;

@@ -9,9 +9,9 @@ namespace ppsim {
 
 namespace {
 
-std::string tfmt(Time t, const TimeScale& s) {
+std::string tfmt(Time t, const TimeScale& s, int decimals = 4) {
   if (t % s.ticks_per_unit == 0) return fmt::format("{}", t / s.ticks_per_unit);
-  std::string out = fmt::format("{:.4f}", s.to_display(t));
+  std::string out = fmt::format("{:.{}f}", s.to_display(t), decimals);
   while (!out.empty() && out.back() == '0') out.pop_back();
   if (!out.empty() && out.back() == '.') out.pop_back();
   return out;
@@ -40,8 +40,12 @@ std::string per_rank_summary(const std::vector<std::string>& values, std::size_t
   if (values.empty()) return "";
   bool same = std::all_of(values.begin(), values.end(), [&](const std::string& x) { return x == values[0]; });
   if (same) return values.size() == 1 ? values[0] : fmt::format("{} (all)", values[0]);
-  if (values.size() <= max_list) return fmt::format("{}", fmt::join(values, " "));
-  return fmt::format("{} .. {}", values.front(), values.back());
+  const std::string list = fmt::format("{}", fmt::join(values, " "));
+  if (values.size() <= max_list && list.size() <= 22) return list;
+  // Too long for a column: the range, smallest to largest.
+  auto num_less = [](const std::string& a, const std::string& b) { return std::stod(a) < std::stod(b); };
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end(), num_less);
+  return fmt::format("{} .. {}", *lo, *hi);
 }
 
 nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
@@ -117,9 +121,9 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
   for (const auto& row : rows) {
     const ScheduleMetrics& m = row.metrics;
     std::vector<std::string> bub, act, exp;
-    for (Time b : m.bubble) bub.push_back(tfmt(b, scale));
+    for (Time b : m.bubble) bub.push_back(tfmt(b, scale, 2));
     for (int a : m.peak_activations) act.push_back(fmt::format("{}", a));
-    for (Time e : m.exposed_comm) exp.push_back(tfmt(e, scale));
+    for (Time e : m.exposed_comm) exp.push_back(tfmt(e, scale, 2));
     std::string pub = "-";
     if (m.published.available) {
       pub = tfmt(m.published.value, scale);

@@ -32,10 +32,25 @@ struct LinkModel {
   }
 };
 
+// The overlap model's sub-op costs of one slice (sim/overlap.h): per layer, compute at full SM
+// count, and the all-to-all time of one dispatch / combine (0 for dense layers). A chunk of the
+// slice holds `layers` such layers.
+struct MoeSliceCosts {
+  int layers = 1;
+  Time attn_f = 0, attn_b = 0, attn_w = 0;  // attention (+ norms, projections): fwd, input-grad, weight-grad
+  Time mlp_f = 0, mlp_b = 0, mlp_w = 0;     // MLP / experts
+  Time dispatch = 0, combine = 0;           // all-to-all on the communication stream
+};
+
 struct SimCosts {
   std::vector<SliceCosts> slice;  // indexed by Schedule::slice[stage]
   LinkModel link;
   TimeScale scale;
+  // Overlap model: when non-empty (one entry per slice), each action is decomposed into sub-ops
+  // on a compute and a communication stream, and F&B pairs interleave their two chunks; the
+  // SliceCosts durations are then not used for compute.
+  std::vector<MoeSliceCosts> moe;
+  double comm_sm_fraction = 0;  // SMs reserved for communication / SMs (DeepSeek: 20/132)
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the

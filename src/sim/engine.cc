@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "sim/event_queue.h"
+#include "sim/overlap.h"
 
 namespace ppsim {
 
@@ -18,6 +20,8 @@ class Engine {
  public:
   Engine(const Schedule& s, const SimCosts& c, const SimOptions& opt)
       : s_(s), c_(c), opt_(opt), P_(s.pp), S_(s.num_stages()), mbp_(s.mb_per_pipe()) {
+    PPSIM_CHECK(c.moe.empty() || c.moe.size() == c.slice.size(), "overlap costs cover {} slices, op costs {}",
+                c.moe.size(), c.slice.size());
     for (int st = 0; st < S_; ++st)
       PPSIM_CHECK(s.slice[st] >= 0 && s.slice[st] < static_cast<int>(c.slice.size()),
                   "stage {} computes slice {}, but costs cover {} slices", st, s.slice[st], c.slice.size());
@@ -113,10 +117,25 @@ class Engine {
     return kNever;
   }
 
-  Time duration(const Action& a) const {
-    if (a.overlapped)
-      return pair_duration(c_.slice[s_.slice[a.first.stage]], c_.slice[s_.slice[a.second.stage]], a.second.kind);
-    return op_duration(c_.slice[s_.slice[a.first.stage]], a.first.kind);
+  // The action's duration and the part of it the compute stream waits on its own
+  // communication (overlap model only; cached per action shape).
+  ActionCost cost(const Action& a) {
+    const int sf = s_.slice[a.first.stage];
+    const int sb = a.overlapped ? s_.slice[a.second.stage] : sf;
+    if (c_.moe.empty()) {
+      if (a.overlapped) return {pair_duration(c_.slice[sf], c_.slice[sb], a.second.kind), 0};
+      return {op_duration(c_.slice[sf], a.first.kind), 0};
+    }
+    const std::uint64_t k =
+        ((static_cast<std::uint64_t>(sf) * 65536u + static_cast<std::uint64_t>(sb)) * 16u +
+         static_cast<std::uint64_t>(a.first.kind) * 4u + (a.overlapped ? static_cast<std::uint64_t>(a.second.kind) : 0u)) *
+            2u +
+        (a.overlapped ? 1u : 0u);
+    auto it = cache_.find(k);
+    if (it != cache_.end()) return it->second;
+    const ActionCost ac = overlap_action_cost(a, c_.moe[sf], c_.moe[sb], c_.comm_sm_fraction);
+    cache_.emplace(k, ac);
+    return ac;
   }
 
   void try_start(int r, Time now) {
@@ -127,13 +146,15 @@ class Engine {
       const Time t = ready_time(a.op(i));
       if (t == kNever || t > now) return;  // a wake comes when it arrives
     }
-    const Time dur = duration(a);
+    const ActionCost ac = cost(a);
+    const Time dur = ac.duration;
     st.running = true;
     st.run_start = now;
     st.run_end = now + dur;
     q_.push(now + dur, kActionEnd, r);
     RankStats& rs = res_.ranks[r];
-    rs.busy += dur;
+    rs.busy += dur - ac.exposed_comm;
+    rs.exposed_comm += ac.exposed_comm;
     if (rs.first_start == kNever) rs.first_start = now;
     for (int i = 0; i < a.size(); ++i)
       if (a.op(i).kind == OpKind::F) {
@@ -242,6 +263,7 @@ class Engine {
   std::vector<Time> link_free_;
   std::vector<RankState> rank_;
   std::vector<int> pending_wakes_;
+  std::unordered_map<std::uint64_t, ActionCost> cache_;
   EventQueue q_;
   SimResult res_;
 };

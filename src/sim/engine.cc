@@ -26,10 +26,13 @@ class Engine {
       PPSIM_CHECK(s.slice[st] >= 0 && s.slice[st] < static_cast<int>(c.slice.size()),
                   "stage {} computes slice {}, but costs cover {} slices", st, s.slice[st], c.slice.size());
     const std::size_t keys = static_cast<std::size_t>(S_) * mbp_;
-    f_done_.assign(keys, kNever);
-    f_avail_.assign(keys, kNever);
-    bwd_done_.assign(keys, kNever);
-    bwd_avail_.assign(keys, kNever);
+    slot_.assign(keys, Slot{});
+    first_.resize(S_);
+    last_.resize(S_);
+    for (int st = 0; st < S_; ++st) {
+      first_[st] = s.is_first_stage(st) ? 1 : 0;
+      last_[st] = s.is_last_stage(st) ? 1 : 0;
+    }
     // One link id per (src, dst) rank pair that some stage boundary uses, each direction.
     std::map<std::pair<int, int>, int> ids;
     auto link_id = [&](int a, int b) {
@@ -104,15 +107,15 @@ class Engine {
     const std::size_t k = key(op);
     switch (op.kind) {
       case OpKind::F:
-        return s_.is_first_stage(op.stage) ? 0 : f_avail_[k - 1];
+        return first_[op.stage] ? 0 : slot_[k - 1].f_avail;
       case OpKind::B:
       case OpKind::I: {
-        const Time own = f_done_[k];
-        if (s_.is_last_stage(op.stage) || own == kNever) return own;
-        return std::max(own, bwd_avail_[k + 1]);
+        const Time own = slot_[k].f_done;
+        if (last_[op.stage] || own == kNever) return own;
+        return std::max(own, slot_[k + 1].bwd_avail);
       }
       case OpKind::W:
-        return bwd_done_[k];
+        return slot_[k].bwd_done;
     }
     return kNever;
   }
@@ -208,20 +211,20 @@ class Engine {
       const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
       switch (op.kind) {
         case OpKind::F:
-          f_done_[k] = now;
-          if (!s_.is_last_stage(op.stage)) {
+          slot_[k].f_done = now;
+          if (!last_[op.stage]) {
             const int link = fwd_link_[op.stage];
-            f_avail_[k] = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage + 1], now, sc.act_bytes, op);
-            last_arrival = std::max(last_arrival, f_avail_[k]);
+            slot_[k].f_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage + 1], now, sc.act_bytes, op);
+            last_arrival = std::max(last_arrival, slot_[k].f_avail);
           }
           break;
         case OpKind::B:
         case OpKind::I:
-          bwd_done_[k] = now;
-          if (!s_.is_first_stage(op.stage)) {
+          slot_[k].bwd_done = now;
+          if (!first_[op.stage]) {
             const int link = bwd_link_[op.stage];
-            bwd_avail_[k] = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage - 1], now, sc.grad_bytes, op);
-            last_arrival = std::max(last_arrival, bwd_avail_[k]);
+            slot_[k].bwd_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage - 1], now, sc.grad_bytes, op);
+            last_arrival = std::max(last_arrival, slot_[k].bwd_avail);
           }
           if (op.kind == OpKind::B) free_activation(r, now);
           break;
@@ -258,7 +261,13 @@ class Engine {
   const SimCosts& c_;
   const SimOptions& opt_;
   const int P_, S_, mbp_;
-  std::vector<Time> f_done_, f_avail_, bwd_done_, bwd_avail_;
+  // Per (micro-batch, stage): when its F ended, when that output is at the next stage's rank,
+  // when its backward (B or I) ended, and when that gradient is at the previous stage's rank.
+  struct Slot {
+    Time f_done = kNever, f_avail = kNever, bwd_done = kNever, bwd_avail = kNever;
+  };
+  std::vector<Slot> slot_;
+  std::vector<std::uint8_t> first_, last_;
   std::vector<int> fwd_link_, bwd_link_;
   std::vector<Time> link_free_;
   std::vector<RankState> rank_;

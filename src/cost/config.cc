@@ -1,0 +1,529 @@
+// Loading and validating a model config (schema in docs/CONFIG.md).
+//
+// The order is: parse the YAML (syntax errors at their mark), apply each --set on the tree,
+// then read every section through the schema table below (unknown keys, types and ranges),
+// then check that the sections agree with each other (parallelism, layer split). Each check
+// raises one InputError at the node it is about, so the first problem is the one reported.
+#include "cost/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "cost/profile.h"
+#include "cost/yaml_reader.h"
+#include "schedules/registry.h"
+
+namespace ppsim {
+
+double dtype_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::fp8: return 1;
+    case Dtype::bf16: return 2;
+    case Dtype::fp16: return 2;
+    case Dtype::fp32: return 4;
+  }
+  return 2;
+}
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::fp8: return "fp8";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16: return "fp16";
+    case Dtype::fp32: return "fp32";
+  }
+  return "?";
+}
+
+double PrecisionSpec::optimizer_bytes_per_param() const {
+  const double master = params == Dtype::fp32 ? 0.0 : 4.0;
+  return 2.0 * dtype_bytes(optimizer) + master;
+}
+
+namespace {
+
+// ---- the schema: every key a config may hold -------------------------------------------------
+
+SchemaNode leaf(const char* name) { return SchemaNode{name, {}, false}; }
+SchemaNode section(const char* name, std::vector<SchemaNode> children) { return SchemaNode{name, std::move(children), false}; }
+
+const SchemaNode& schema() {
+  static const SchemaNode root = section("", {
+      leaf("name"),
+      leaf("description"),
+      section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
+                        leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
+                        leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
+                        leaf("causal"), leaf("tied_embeddings"),
+                        section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden")}),
+                        section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
+                                        leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
+      section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer")}),
+      section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
+                           leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
+                           leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
+                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm")}),
+                           leaf("comm_sms")}),
+      section("cluster", {leaf("gpus")}),
+      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("dp"), leaf("microbatches"),
+                           leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
+                           leaf("recompute"), leaf("zero"), leaf("blocking_p2p")}),
+      section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
+      leaf("profile"),
+      SchemaNode{"plan", {}, true},
+  });
+  return root;
+}
+
+const SchemaNode& sub(const SchemaNode& s, const char* name) {
+  const SchemaNode* c = s.find(name);
+  PPSIM_CHECK(c != nullptr, "schema has no section '{}'", name);
+  return *c;
+}
+
+// ---- hardware presets -----------------------------------------------------------------------
+// Datasheet figures for SXM parts: dense (no sparsity) peaks, HBM bandwidth and size, NVLink as
+// NVIDIA lists it (both directions), one 400 Gb/s (50 GB/s) NIC per GPU (A100: 200 Gb/s).
+
+struct Preset {
+  const char* key;
+  double bf16, fp8, hbm_gbps, hbm_gb;
+  int sms;
+  double nvlink_gbps, network_gbps;
+};
+
+constexpr Preset kPresets[] = {
+    {"h100", 989, 1979, 3350, 80, 132, 900, 50},
+    {"h800", 989, 1979, 3350, 80, 132, 400, 50},
+    {"h200", 989, 1979, 4800, 141, 132, 900, 50},
+    {"a100", 312, 0, 2039, 80, 108, 600, 25},
+};
+
+std::string preset_key(const std::string& name) {
+  std::string k;
+  for (char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* suffix : {"sxm5", "sxm4", "sxm"})
+    if (k.size() > std::string(suffix).size() && k.ends_with(suffix)) k.resize(k.size() - std::string(suffix).size());
+  return k;
+}
+
+const Preset* find_preset(const std::string& name) {
+  const std::string k = preset_key(name);
+  for (const auto& p : kPresets)
+    if (k == p.key) return &p;
+  return nullptr;
+}
+
+std::string preset_list() {
+  std::string s;
+  for (const auto& p : kPresets) s += (s.empty() ? "" : ", ") + std::string(p.key);
+  return s;
+}
+
+Dtype to_dtype(const std::string& s) {
+  if (s == "fp8") return Dtype::fp8;
+  if (s == "fp16") return Dtype::fp16;
+  if (s == "fp32") return Dtype::fp32;
+  return Dtype::bf16;
+}
+
+// ---- sections -------------------------------------------------------------------------------
+
+constexpr std::int64_t kMaxDim = 1 << 20;       // hidden sizes, head dims
+constexpr std::int64_t kMaxTokens = 1 << 24;    // sequence length
+constexpr std::int64_t kMaxCount = 1 << 16;     // layers, heads, experts, ranks
+
+ModelSpec read_model(const MapReader& r) {
+  ModelSpec m;
+  m.layers = static_cast<int>(r.required_integer("layers", 1, kMaxCount));
+  m.hidden = r.required_integer("hidden", 1, kMaxDim);
+  m.heads = static_cast<int>(r.required_integer("heads", 1, kMaxCount));
+  m.kv_heads = static_cast<int>(r.integer("kv_heads", m.heads, 1, m.heads));
+  if (m.heads % m.kv_heads != 0)
+    r.fail("kv_heads", fmt::format("model.kv_heads={} must divide model.heads={}", m.kv_heads, m.heads));
+  if (!r.has("head_dim") && m.hidden % m.heads != 0)
+    r.fail("heads", fmt::format("model.hidden={} is not a multiple of model.heads={}; give model.head_dim", m.hidden, m.heads));
+  m.head_dim = r.integer("head_dim", m.hidden / m.heads, 1, kMaxDim);
+  m.vocab = r.required_integer("vocab", 1, 1LL << 27);
+  m.seq_len = r.required_integer("seq_len", 1, kMaxTokens);
+  m.micro_batch_size = static_cast<int>(r.integer("micro_batch_size", 1, 1, kMaxCount));
+  if (static_cast<double>(m.seq_len) * m.micro_batch_size > static_cast<double>(kMaxTokens))
+    r.fail("micro_batch_size", fmt::format("model.micro_batch_size * model.seq_len = {} tokens is over the limit of {}",
+                                           static_cast<long long>(m.seq_len) * m.micro_batch_size, kMaxTokens));
+  m.mlp = r.choice("mlp", "swiglu", {"swiglu", "gelu"}) == "gelu" ? MlpKind::gelu : MlpKind::swiglu;
+  m.norm = r.choice("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
+  m.dropout = r.boolean("dropout", false);
+  m.flash_attention = r.boolean("flash_attention", true);
+  m.causal = r.boolean("causal", true);
+  m.tied_embeddings = r.boolean("tied_embeddings", false);
+
+  if (r.has("moe")) {
+    const MapReader moe = r.child("moe", sub(sub(schema(), "model"), "moe"));
+    m.moe.experts = static_cast<int>(moe.required_integer("experts", 1, kMaxCount));
+    m.moe.top_k = static_cast<int>(moe.required_integer("top_k", 1, m.moe.experts));
+    m.moe.shared_experts = static_cast<int>(moe.integer("shared_experts", 0, 0, kMaxCount));
+    m.moe.expert_ffn_hidden = moe.required_integer("expert_ffn_hidden", 1, kMaxDim);
+  }
+  m.dense_layers_first = static_cast<int>(r.integer("dense_layers_first", 0, 0, m.layers));
+  if (m.dense_layers_first > 0 && !m.moe.enabled())
+    r.fail("dense_layers_first", "model.dense_layers_first needs a model.moe section (every layer of a dense model is dense)");
+  const bool has_dense_layers = !m.moe.enabled() || m.dense_layers_first > 0;
+  if (has_dense_layers) m.ffn_hidden = r.required_integer("ffn_hidden", 1, kMaxDim);
+  else m.ffn_hidden = r.integer("ffn_hidden", 0, 1, kMaxDim);
+
+  if (r.has("mla")) {
+    const MapReader mla = r.child("mla", sub(sub(schema(), "model"), "mla"));
+    m.mla.enabled = true;
+    m.mla.q_lora_rank = mla.integer("q_lora_rank", 0, 0, kMaxDim);
+    m.mla.kv_lora_rank = mla.required_integer("kv_lora_rank", 1, kMaxDim);
+    m.mla.qk_nope_head_dim = mla.required_integer("qk_nope_head_dim", 1, kMaxDim);
+    m.mla.qk_rope_head_dim = mla.integer("qk_rope_head_dim", 0, 0, kMaxDim);
+    m.mla.v_head_dim = mla.required_integer("v_head_dim", 1, kMaxDim);
+    if (r.has("kv_heads") && m.kv_heads != m.heads)
+      r.fail("kv_heads", "model.kv_heads must equal model.heads with model.mla (latent attention up-projects K and V per head)");
+  }
+  return m;
+}
+
+PrecisionSpec read_precision(const MapReader& r) {
+  PrecisionSpec p;
+  p.gemm = to_dtype(r.choice("gemm", "bf16", {"bf16", "fp8"}));
+  p.params = to_dtype(r.choice("params", "bf16", {"bf16", "fp16", "fp32"}));
+  p.grads = to_dtype(r.choice("grads", "fp32", {"bf16", "fp16", "fp32"}));
+  p.optimizer = to_dtype(r.choice("optimizer", "fp32", {"bf16", "fp16", "fp32"}));
+  return p;
+}
+
+HardwareSpec read_hardware(const MapReader& r) {
+  const SchemaNode& hs = sub(schema(), "hardware");
+  HardwareSpec h;
+  h.name = r.string("name", "");
+  const Preset* preset = find_preset(h.name);
+  if (preset != nullptr) {
+    h.peak_bf16_tflops = preset->bf16;
+    h.peak_fp8_tflops = preset->fp8;
+    h.hbm_gbps = preset->hbm_gbps;
+    h.hbm_gb = preset->hbm_gb;
+    h.sms = preset->sms;
+    h.nvlink_gbps = preset->nvlink_gbps;
+    h.network_gbps = preset->network_gbps;
+  }
+  // A required figure: from the config, else from the preset, else an error naming both ways.
+  auto needed = [&](const MapReader& m, const std::string& key, double preset_value) {
+    if (m.has(key) || preset_value > 0) return m.number(key, preset_value, kMinFigure, 1e9, false);
+    m.fail_here(fmt::format("{} is required (or name a preset in hardware.name: {})", m.path(key), preset_list()));
+  };
+  if (!h.name.empty() && preset == nullptr && !r.has("peak_tflops")) {
+    // A name that is neither a preset nor backed by figures is most likely a misspelt preset.
+    std::vector<std::string> keys;
+    for (const auto& p : kPresets) keys.emplace_back(p.key);
+    r.fail("name", fmt::format("hardware.name '{}' is not a preset ({}) and hardware.peak_tflops is not given", h.name,
+                               preset_list()),
+           closest_match(preset_key(h.name), keys));
+  }
+  h.gpus = static_cast<int>(r.integer("gpus", 0, 1, 1 << 24));
+  const MapReader peak = r.child("peak_tflops", sub(hs, "peak_tflops"));
+  h.peak_bf16_tflops = needed(peak, "bf16", h.peak_bf16_tflops);
+  h.peak_fp8_tflops = peak.number("fp8", h.peak_fp8_tflops, 0, 1e9, false);
+  h.hbm_gbps = needed(r, "hbm_gbps", h.hbm_gbps);
+  h.hbm_gb = needed(r, "hbm_gb", h.hbm_gb);
+  h.gpus_per_node = static_cast<int>(r.integer("gpus_per_node", 8, 1, 1024));
+  h.sms = static_cast<int>(r.integer("sms", h.sms, 1, 100000));
+  h.nvlink_gbps = needed(r, "nvlink_gbps", h.nvlink_gbps);
+  h.nvlink_latency_us = r.number("nvlink_latency_us", h.nvlink_latency_us, 0, 1e6, false);
+  h.network_gbps = needed(r, "network_gbps", h.network_gbps);
+  h.network_latency_us = r.number("network_latency_us", h.network_latency_us, 0, 1e6, false);
+  const MapReader eff = r.child("efficiency", sub(hs, "efficiency"));
+  h.efficiency.gemm = eff.number("gemm", h.efficiency.gemm, 0.01, 1, false);
+  h.efficiency.attention = eff.number("attention", h.efficiency.attention, 0.01, 1, false);
+  h.efficiency.elementwise = eff.number("elementwise", h.efficiency.elementwise, 0.01, 1, false);
+  h.efficiency.comm = eff.number("comm", h.efficiency.comm, 0.01, 1, false);
+  h.comm_sms = static_cast<int>(r.integer("comm_sms", 0, 0, h.sms - 1));
+  return h;
+}
+
+std::vector<int> read_layer_split(const MapReader& r, ParallelSpec& p) {
+  if (!r.has("layer_split")) return {};
+  const YAML::Node n = r.value("layer_split");
+  p.layer_split_loc = r.loc("layer_split");
+  if (n.IsScalar()) {
+    const std::string v = r.choice("layer_split", "uniform", {"uniform"});
+    (void)v;
+    return {};
+  }
+  if (!n.IsSequence())
+    r.fail("layer_split", fmt::format("parallel.layer_split must be 'uniform' or a list of layer counts, got {}", describe_node(n)));
+  std::vector<int> out;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    out.push_back(static_cast<int>(r.to_integer(n[i], fmt::format("parallel.layer_split[{}]", i), 0, kMaxCount)));
+  if (out.empty()) r.fail("layer_split", "parallel.layer_split must not be an empty list");
+  return out;
+}
+
+ParallelSpec read_parallel(const MapReader& r) {
+  ParallelSpec p;
+  p.pp = static_cast<int>(r.required_integer("pp", 1, 4096));
+  p.has_vpp = r.has("vpp");
+  p.vpp = static_cast<int>(r.integer("vpp", 1, 1, 64));
+  p.ep = static_cast<int>(r.integer("ep", 1, 1, kMaxCount));
+  p.tp = static_cast<int>(r.integer("tp", 1, 1, 1024));
+  p.dp = static_cast<int>(r.integer("dp", 1, 1, 1 << 20));
+  p.microbatches = static_cast<int>(r.required_integer("microbatches", 1, 1 << 20));
+  p.schedule = r.string("schedule", "all");
+  if (p.schedule != "all") {
+    std::size_t pos = 0;
+    while (pos <= p.schedule.size()) {
+      std::size_t comma = p.schedule.find(',', pos);
+      if (comma == std::string::npos) comma = p.schedule.size();
+      std::string name = p.schedule.substr(pos, comma - pos);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      pos = comma + 1;
+      if (name.empty()) continue;
+      try {
+        (void)find_family(name);
+      } catch (const InputError& e) {
+        r.fail("schedule", "parallel.schedule: " + e.message(), e.suggestion());
+      }
+    }
+  }
+  p.layer_split = read_layer_split(r, p);
+  p.embedding_on_first = r.boolean("embedding_on_first", true);
+  p.head_on_last = r.boolean("head_on_last", true);
+  const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
+  p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+  p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
+  p.blocking_p2p = r.boolean("blocking_p2p", false);
+  return p;
+}
+
+OpTimes read_op_ms(const MapReader& r, bool need_fb_ok) {
+  auto ticks = [](double ms_value) { return static_cast<Time>(std::llround(ms_value * 1e6)); };
+  OpTimes t;
+  t.f = ticks(r.required_number("F", 0, kMaxOpMs, false));
+  t.b = ticks(r.required_number("B", 0, kMaxOpMs, false));
+  t.w = ticks(r.number("W", 0, 0, kMaxOpMs, false));
+  if (t.w > t.b)
+    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
+  if (t.f + t.b == 0) r.fail("B", fmt::format("{} + {} must be > 0", r.path("F"), r.path("B")));
+  if (need_fb_ok) t.fb = ticks(r.number("FB", 0, 0, kMaxOpMs, true));
+  return t;
+}
+
+// ---- cross-section checks -------------------------------------------------------------------
+
+void check_consistency(const MapReader& root, ModelConfigData& c) {
+  const MapReader par = root.child("parallel", sub(schema(), "parallel"));
+  const MapReader hw = root.child("hardware", sub(schema(), "hardware"));
+  const MapReader cl = root.child("cluster", sub(schema(), "cluster"));
+  ParallelSpec& p = c.parallel;
+  const ModelSpec& m = c.model;
+
+  // Total GPUs: hardware.gpus or cluster.gpus (equal when both are given).
+  int gpus = c.hardware.gpus;
+  const MapReader* gpus_at = &hw;
+  if (cl.has("gpus")) {
+    const int g = static_cast<int>(cl.integer("gpus", 0, 1, 1 << 24));
+    if (gpus > 0 && g != gpus)
+      cl.fail("gpus", fmt::format("cluster.gpus = {} but hardware.gpus = {}", g, gpus));
+    gpus = g;
+    gpus_at = &cl;
+    c.hardware.gpus = g;
+  }
+  if (gpus > 0) {
+    const long long per_replica = static_cast<long long>(p.pp) * p.tp;
+    if (!par.has("dp")) {
+      if (gpus % per_replica != 0)
+        gpus_at->fail("gpus", fmt::format("{} = {} GPUs is not a multiple of parallel.pp*tp = {}*{} = {}", gpus_at->path("gpus"),
+                                          gpus, p.pp, p.tp, per_replica));
+      p.dp = static_cast<int>(gpus / per_replica);
+    } else if (per_replica * p.dp != gpus) {
+      gpus_at->fail("gpus", fmt::format("parallel.pp*tp*dp = {}*{}*{} = {} GPUs, but {} = {}", p.pp, p.tp, p.dp,
+                                        per_replica * p.dp, gpus_at->path("gpus"), gpus));
+    }
+  }
+  if (p.ep > 1) {
+    if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
+    if (m.moe.experts % p.ep != 0)
+      par.fail("ep", fmt::format("parallel.ep={} must divide model.moe.experts={}", p.ep, m.moe.experts));
+    if (p.dp % p.ep != 0)
+      par.fail("ep", fmt::format("parallel.ep={} must divide parallel.dp={} (expert parallelism is carved out of the "
+                                 "data-parallel ranks)", p.ep, p.dp));
+  }
+  if (m.heads % p.tp != 0)
+    par.fail("tp", fmt::format("parallel.tp={} must divide model.heads={}", p.tp, m.heads));
+
+  // Layers per stage: pp*vpp stages, each 1/(pp*vpp) of the layers or as listed.
+  const int stages = p.pp * p.vpp;
+  if (p.layer_split.empty()) {
+    if (m.layers % stages != 0) {
+      const std::string key = par.has("layer_split") ? "layer_split" : "pp";
+      par.fail(key, fmt::format("model.layers={} cannot be split uniformly into pp*vpp = {}*{} = {} stages; give "
+                                "parallel.layer_split as a list of {} layer counts",
+                                m.layers, p.pp, p.vpp, stages, stages));
+    }
+  } else {
+    if (static_cast<int>(p.layer_split.size()) != stages)
+      par.fail("layer_split", fmt::format("parallel.layer_split has {} entries, but pp*vpp = {}*{} = {} stages need one each",
+                                          p.layer_split.size(), p.pp, p.vpp, stages));
+    const long long sum = std::accumulate(p.layer_split.begin(), p.layer_split.end(), 0LL);
+    if (sum != m.layers)
+      par.fail("layer_split", fmt::format("parallel.layer_split sums to {} layers, but model.layers = {}", sum, m.layers));
+    for (int s = 0; s < stages; ++s) {
+      const bool carries = (s == 0 && p.embedding_on_first) || (s == stages - 1 && p.head_on_last);
+      if (p.layer_split[static_cast<std::size_t>(s)] == 0 && !carries)
+        par.fail("layer_split", fmt::format("parallel.layer_split[{}] is 0: a stage needs a layer, the embedding or the head", s));
+    }
+  }
+  if (c.precision.gemm == Dtype::fp8 && c.hardware.peak_fp8_tflops <= 0) {
+    const MapReader prec = root.child("precision", sub(schema(), "precision"));
+    prec.fail("gemm", "precision.gemm is fp8 but hardware.peak_tflops.fp8 is not known; give it");
+  }
+}
+
+}  // namespace
+
+// ---- public ---------------------------------------------------------------------------------
+
+std::vector<std::string> config_key_paths() {
+  std::vector<std::string> out;
+  auto walk = [&](auto&& self, const SchemaNode& n, const std::string& prefix) -> void {
+    for (const auto& c : n.children) {
+      const std::string p = prefix.empty() ? c.name : prefix + "." + c.name;
+      out.push_back(p);
+      self(self, c, p);
+    }
+  };
+  walk(walk, schema(), "");
+  return out;
+}
+
+std::string apply_set(YAML::Node& root, const std::string& assignment) {
+  const SourceLoc at{"--set", 0, 0};
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(at, fmt::format("expected key.path=value, got '{}'", assignment));
+  const std::string key_path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+
+  // Walk the schema first, so that a misspelt key gets a suggestion and the tree is untouched.
+  std::vector<std::string> parts;
+  for (std::size_t pos = 0; pos <= key_path.size();) {
+    std::size_t dot = key_path.find('.', pos);
+    if (dot == std::string::npos) dot = key_path.size();
+    parts.push_back(key_path.substr(pos, dot - pos));
+    pos = dot + 1;
+  }
+  const SchemaNode* s = &schema();
+  std::string walked;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    if (part.empty()) throw InputError(at, fmt::format("empty key in '{}'", key_path));
+    if (s != nullptr && !s->open) {
+      const SchemaNode* next = s->find(part);
+      if (next == nullptr) {
+        std::string hint = suggest_key(part, s->names());
+        if (!hint.empty()) hint = walked.empty() ? hint : walked + "." + hint;
+        throw InputError(at, fmt::format("unknown key '{}'", key_path), hint);
+      }
+      if (!next->is_section() && i + 1 < parts.size())
+        throw InputError(at, fmt::format("'{}' is a value, not a section, in '{}'", walked.empty() ? part : walked + "." + part,
+                                         key_path));
+      s = next->open ? nullptr : next;
+    }
+    walked = walked.empty() ? part : walked + "." + part;
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(at, fmt::format("cannot parse the value of '{}': {}", key_path, e.msg));
+  }
+
+  // Then write it, creating the sections on the way; a section that holds a value is an error.
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw InputError(at, fmt::format("cannot set '{}': the config is not a map", key_path));
+  auto find_entry = [](const YAML::Node& node, const std::string& key, YAML::Node& out) {
+    for (auto it = node.begin(); it != node.end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() == key) {
+        out.reset(it->second);
+        return true;
+      }
+    return false;
+  };
+  auto set_in = [&](auto&& self, YAML::Node node, std::size_t i) -> void {
+    const std::string& part = parts[i];
+    YAML::Node existing;
+    const bool found = find_entry(node, part, existing);
+    if (i + 1 == parts.size()) {
+      if (found) existing = value;  // yaml-cpp assignment rebinds the entry in the tree
+      else node[part] = value;
+      return;
+    }
+    if (!found || existing.IsNull()) {
+      node[part] = YAML::Node(YAML::NodeType::Map);
+      find_entry(node, part, existing);
+    }
+    if (!existing.IsMap()) {
+      std::string prefix;
+      for (std::size_t k = 0; k <= i; ++k) prefix += (k ? "." : "") + parts[k];
+      throw InputError(at, fmt::format("cannot set '{}': '{}' holds {}, not a section", key_path, prefix, describe_node(existing)));
+    }
+    self(self, existing, i + 1);
+  };
+  set_in(set_in, root, 0);
+  return key_path;
+}
+
+ModelConfigData validate_config_tree(const YAML::Node& root_node, const std::string& name, const std::string& base_dir,
+                                     const std::vector<std::string>& set_paths) {
+  const YamlContext ctx(name, set_paths);
+  const SchemaNode& sc = schema();
+  const MapReader root(ctx, root_node, "", sc);
+  ModelConfigData c;
+  c.file = name;
+  c.tree = root_node;
+  c.name = root.string("name", std::filesystem::path(name).stem().string());
+  c.description = root.string("description", "");
+  if (!root.has("model")) root.fail_here("model is required (the model's dimensions)");
+  c.model = read_model(root.child("model", sub(sc, "model")));
+  c.precision = read_precision(root.child("precision", sub(sc, "precision")));
+  if (!root.has("hardware")) root.fail_here("hardware is required (peak FLOP/s, memory and link bandwidths)");
+  c.hardware = read_hardware(root.child("hardware", sub(sc, "hardware")));
+  if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
+  c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));
+  if (root.has("times")) {
+    c.times.present = true;
+    c.times.share = read_op_ms(root.child("times", sub(sc, "times")), true);
+  }
+  if (root.has("times") && root.has("profile")) root.fail("profile", "give either times or profile, not both");
+  if (root.has("profile")) {
+    const std::string rel = root.string("profile", "");
+    if (rel.empty()) root.fail("profile", "profile must name a file");
+    std::filesystem::path p(rel);
+    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+    c.profile = load_profile(p.string(), root.loc("profile"));
+  }
+  if (root.has("plan")) {
+    const YAML::Node plan = root.value("plan");
+    if (!plan.IsNull() && !plan.IsMap()) root.fail("plan", fmt::format("plan must be a map, got {}", describe_node(plan)));
+    c.plan = plan;
+  }
+  check_consistency(root, c);
+  return c;
+}
+
+ModelConfigData parse_config(const std::string& text, const std::string& name, const std::string& base_dir,
+                             const std::vector<std::string>& sets) {
+  YAML::Node root = parse_yaml(text, name);
+  std::vector<std::string> set_paths;
+  for (const auto& s : sets) set_paths.push_back(apply_set(root, s));
+  return validate_config_tree(root, name, base_dir, set_paths);
+}
+
+}  // namespace ppsim

@@ -1,0 +1,189 @@
+// A validated model config: model dimensions, precision, hardware, parallelism, and optional
+// explicit or measured op times. docs/CONFIG.md documents every key, its unit and its default;
+// the schema table in config.cc is the single list of keys (unknown-key errors, --set paths).
+//
+// Not obvious: parallelism follows Megatron's convention. The GPUs are pp * tp * dp; expert
+// parallelism (ep) is carved out of the data-parallel ranks, so ep must divide dp, and the
+// routed experts are replicated over dp / ep ranks ("expert data parallel").
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "core/error.h"
+#include "core/time.h"
+
+namespace ppsim {
+
+enum class Dtype { fp8, bf16, fp16, fp32 };
+double dtype_bytes(Dtype d);
+const char* dtype_name(Dtype d);
+
+enum class MlpKind { swiglu, gelu };
+enum class NormKind { rmsnorm, layernorm };
+enum class Recompute { none, selective, full };
+
+// DeepSeek's multi-head latent attention; replaces the GQA projections when enabled.
+struct MlaSpec {
+  bool enabled = false;
+  std::int64_t q_lora_rank = 0;  // 0: queries projected directly from the hidden state
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+struct MoeSpec {
+  int experts = 0;  // routed experts; 0 = a dense model
+  int top_k = 0;
+  int shared_experts = 0;
+  std::int64_t expert_ffn_hidden = 0;
+  bool enabled() const { return experts > 0; }
+};
+
+struct ModelSpec {
+  int layers = 0;
+  std::int64_t hidden = 0;
+  std::int64_t ffn_hidden = 0;  // dense MLP width (dense models, and the first dense layers of MoE models)
+  int heads = 0;
+  int kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 0;
+  int micro_batch_size = 1;
+  int dense_layers_first = 0;
+  MlpKind mlp = MlpKind::swiglu;
+  NormKind norm = NormKind::rmsnorm;
+  bool dropout = false;
+  bool flash_attention = true;
+  bool causal = true;
+  bool tied_embeddings = false;
+  MoeSpec moe;
+  MlaSpec mla;
+
+  bool layer_is_moe(int layer) const { return moe.enabled() && layer >= dense_layers_first; }
+  std::int64_t tokens_per_microbatch() const { return static_cast<std::int64_t>(micro_batch_size) * seq_len; }
+};
+
+struct PrecisionSpec {
+  Dtype gemm = Dtype::bf16;       // GEMM inputs: bf16 or fp8
+  Dtype params = Dtype::bf16;     // the weights the model computes with
+  Dtype grads = Dtype::fp32;      // gradient accumulation buffer
+  Dtype optimizer = Dtype::fp32;  // Adam's two moments
+  // Optimizer state bytes per parameter: two moments, plus an fp32 master copy when the
+  // weights are narrower than fp32 (Adam, fp32 moments, bf16 weights: 2*4 + 4 = 12).
+  double optimizer_bytes_per_param() const;
+};
+
+struct EfficiencySpec {
+  double gemm = 0.7;
+  double attention = 0.5;
+  double elementwise = 0.7;
+  double comm = 0.8;
+};
+
+struct HardwareSpec {
+  std::string name;
+  int gpus = 0;                    // 0 = not given
+  double peak_bf16_tflops = 0;     // dense, no sparsity
+  double peak_fp8_tflops = 0;
+  double hbm_gbps = 0;             // GB/s, 1 GB = 1e9 bytes
+  double hbm_gb = 0;
+  int gpus_per_node = 8;
+  int sms = 132;
+  double nvlink_gbps = 0;          // per GPU, both directions together, as NVIDIA lists it
+  double nvlink_latency_us = 1;
+  double network_gbps = 0;         // per GPU NIC, one direction
+  double network_latency_us = 5;
+  EfficiencySpec efficiency;
+  int comm_sms = 0;                // SMs a communication kernel takes while it runs (overlap model)
+
+  double peak_tflops(Dtype gemm) const { return gemm == Dtype::fp8 ? peak_fp8_tflops : peak_bf16_tflops; }
+  double nvlink_bytes_per_ns_one_way() const { return nvlink_gbps / 2.0; }  // GB/s == bytes/ns
+};
+
+struct ParallelSpec {
+  int pp = 1;
+  int vpp = 1;
+  bool has_vpp = false;
+  int ep = 1;
+  int tp = 1;
+  int dp = 1;
+  int microbatches = 1;
+  std::string schedule = "all";
+  std::vector<int> layer_split;    // empty: uniform
+  SourceLoc layer_split_loc;
+  bool embedding_on_first = true;
+  bool head_on_last = true;
+  Recompute recompute = Recompute::none;
+  int zero = 0;                    // ZeRO stage: 1 shards optimizer states over dp, 2 also grads, 3 also weights
+  bool blocking_p2p = false;
+
+  int gpus() const { return pp * tp * dp; }
+  int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert
+};
+
+// Explicit and measured op times are at most this many ms (17 minutes) each, so that sums
+// over layers and micro-batches stay far inside the 64-bit ns range.
+inline constexpr double kMaxOpMs = 1e6;
+// Smallest accepted peak, bandwidth or size (TFLOP/s, GB/s, GB): keeps derived times finite.
+inline constexpr double kMinFigure = 1e-3;
+
+// One set of op times in ticks (ns).
+struct OpTimes {
+  Time f = 0, b = 0, w = 0, fb = 0;  // fb = 0: not given
+};
+
+// `times:` in the config: one rank's share, like `ppsim compare --times`, in ms.
+struct ExplicitTimes {
+  bool present = false;
+  OpTimes share;
+};
+
+// A measured cost profile (cost/profile.h documents the schema).
+struct CostProfile {
+  bool present = false;
+  std::string path;
+  std::string device;
+  bool per_layer = true;             // op_ms is per transformer layer, else one rank's share
+  OpTimes op;                        // every layer (MoE layers of an MoE model)
+  std::optional<OpTimes> dense_op;   // the first dense layers of an MoE model
+  OpTimes embedding;                 // added to the first slice (per_layer only)
+  OpTimes head;                      // added to the last slice (per_layer only)
+  std::optional<double> link_gbps;   // measured stage-to-stage bandwidth, one direction
+  std::optional<double> link_latency_us;
+};
+
+struct ModelConfigData {
+  std::string file;         // where it was read from ("" for text)
+  std::string name;
+  std::string description;
+  ModelSpec model;
+  PrecisionSpec precision;
+  HardwareSpec hardware;
+  ParallelSpec parallel;
+  ExplicitTimes times;
+  CostProfile profile;
+  YAML::Node plan;          // raw `plan:` map (or null), for the planner; not validated inside
+  YAML::Node tree;          // the whole tree after --set, for what-if variants (YAML::Clone it)
+};
+
+// Parses and validates `text` (named `name` in errors, profile paths relative to `base_dir`),
+// applying `sets` first. Every error is one InputError with file:line:col.
+ModelConfigData parse_config(const std::string& text, const std::string& name, const std::string& base_dir,
+                             const std::vector<std::string>& sets);
+// Validates an already parsed tree (e.g. a what-if variant built from ModelConfigData::tree).
+// `set_paths` are key paths that came from --set: errors under them point at "--set".
+ModelConfigData validate_config_tree(const YAML::Node& root, const std::string& name, const std::string& base_dir,
+                                     const std::vector<std::string>& set_paths);
+// Applies one "key.path=value" to the tree (the value parsed as YAML); returns the key path.
+// Unknown keys: InputError at SourceLoc{"--set"} with a suggestion.
+std::string apply_set(YAML::Node& root, const std::string& assignment);
+
+// Every key path the schema knows, e.g. "model.moe.top_k" (sections included).
+std::vector<std::string> config_key_paths();
+
+}  // namespace ppsim

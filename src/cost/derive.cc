@@ -1,0 +1,372 @@
+// The cost model (cost/cost_model.h): configs in, SimCosts and physical results out.
+//
+// Per slice, in ns for one micro-batch on one rank:
+//   F = sum over its layers of attention + MLP forward (+ all-to-alls) [+ embedding] [+ head]
+//   B = full backward: input grad + weight grad (flops.h gives the rule) [+ recompute]
+//   W = weight grad
+//   FB = F + B (overlapped_pair_time is the hook for the overlap model)
+// `times:` in the config replaces F, B, W, FB with one rank's share cut into v chunks, as
+// `ppsim compare --times` does; `profile:` with measured per-layer (or per-share) times.
+#include "cost/derive.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cost/flops.h"
+#include "cost/memory.h"
+#include "cost/yaml_reader.h"
+
+namespace ppsim {
+
+namespace {
+
+constexpr double kMaxOpNs = 1e12;  // 1000 s for one op of one micro-batch: the config is surely wrong
+
+// ---- rooflines ------------------------------------------------------------------------------
+
+struct Roofline {
+  const ModelConfigData& c;
+  // FLOP/ns = TFLOP/s * 1e3; bytes/ns = GB/s.
+  Dtype gemm_type(const Gemm& g) const { return g.keep_bf16 ? Dtype::bf16 : c.precision.gemm; }
+  double gemm_peak(const Gemm& g) const { return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.gemm; }
+  double gemm_hbm() const { return c.hardware.hbm_gbps * c.hardware.efficiency.gemm; }
+  double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
+
+  // Forward Y[m,n] = X[m,k] W[k,n]; input grad dX[m,k] = dY[m,n] W^T; weight grad
+  // dW[k,n] = X^T dY, accumulated into the fp32 main grad (read + write).
+  double gemm_fwd(const Gemm& g) const {
+    const double bytes = ((g.m * g.k + g.k * g.n) * in_bytes(g) + g.m * g.n * kActivationBytes) * g.count;
+    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+  }
+  double gemm_dgrad(const Gemm& g) const {
+    const double bytes = ((g.m * g.n + g.n * g.k) * in_bytes(g) + g.m * g.k * kActivationBytes) * g.count;
+    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+  }
+  double gemm_wgrad(const Gemm& g) const {
+    const double bytes = ((g.k * g.m + g.m * g.n) * in_bytes(g) + g.k * g.n * 8.0) * g.count;
+    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+  }
+  double core(double flops, double bytes) const {
+    const double peak = c.hardware.peak_bf16_tflops * 1e3 * c.hardware.efficiency.attention;
+    return std::max(flops / peak, bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.attention));
+  }
+  double elementwise(double bytes) const { return bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.elementwise); }
+  // Ring collectives inside a TP group: NVLink (one direction) when the group fits in a node.
+  double tp_comm(double bytes) const {
+    if (bytes <= 0) return 0;
+    const bool intra = c.parallel.tp <= c.hardware.gpus_per_node;
+    const double bw = (intra ? c.hardware.nvlink_bytes_per_ns_one_way() : c.hardware.network_gbps) * c.hardware.efficiency.comm;
+    return bytes / bw + 1e3 * (intra ? c.hardware.nvlink_latency_us : c.hardware.network_latency_us);
+  }
+  // An all-to-all of `bytes` leaving a rank, a fraction x of them over the network: the NVLink
+  // and network parts run at once, so the slower one decides, plus one latency.
+  double a2a(double bytes, double x) const {
+    if (bytes <= 0) return 0;
+    const double eff = c.hardware.efficiency.comm;
+    const double intra = bytes * (1 - x) / (c.hardware.nvlink_bytes_per_ns_one_way() * eff);
+    const double inter = bytes * x / (c.hardware.network_gbps * eff);
+    const double lat = 1e3 * (x > 0 ? c.hardware.network_latency_us : c.hardware.nvlink_latency_us);
+    return std::max(intra, inter) + lat;
+  }
+
+  // A block without its all-to-alls.
+  PassNs block(const BlockWork& w) const {
+    PassNs t;
+    double fwd = 0, dgrad = 0, wgrad = 0;
+    for (const auto& g : w.gemms) {
+      fwd += gemm_fwd(g);
+      dgrad += gemm_dgrad(g);
+      wgrad += gemm_wgrad(g);
+    }
+    fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes);
+    // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes.
+    dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) + elementwise(2 * w.elem_bytes) +
+             tp_comm(w.tp_comm_bytes);
+    wgrad += elementwise(w.wgrad_elem_bytes);
+    t.f = fwd;
+    t.w = wgrad;
+    t.b = dgrad + wgrad;
+    return t;
+  }
+};
+
+LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& rl) {
+  const Shard sh{c.parallel.tp, c.parallel.ep};
+  const LayerWork w = layer_work(c, layer, sh);
+  LayerFigures f;
+  f.layer = layer;
+  f.moe = w.moe;
+  f.attention = rl.block(w.attention);
+  f.mlp = rl.block(w.mlp);
+  f.dispatch_bytes = w.mlp.dispatch_bytes;
+  f.combine_bytes = w.mlp.combine_bytes;
+  f.dispatch_grad_bytes = w.mlp.dispatch_grad_bytes;
+  f.combine_grad_bytes = w.mlp.combine_grad_bytes;
+  f.inter_node_fraction = a2a_inter_node_fraction(c);
+  f.dispatch_ns = rl.a2a(f.dispatch_bytes, f.inter_node_fraction);
+  f.combine_ns = rl.a2a(f.combine_bytes, f.inter_node_fraction);
+  f.dispatch_grad_ns = rl.a2a(f.dispatch_grad_bytes, f.inter_node_fraction);
+  f.combine_grad_ns = rl.a2a(f.combine_grad_bytes, f.inter_node_fraction);
+  f.flops_f = w.forward_flops();
+  f.flops_b = w.backward_flops();
+  f.flops_w = w.attention.weight_grad_flops() + w.mlp.weight_grad_flops();
+  return f;
+}
+
+Time to_ticks(double ns, const char* what, int slice) {
+  if (!std::isfinite(ns) || ns > kMaxOpNs)
+    throw InputError(fmt::format("derived {} time of slice {} is {:.3g} ms, over the limit of {:.3g} ms; check the model and "
+                                 "hardware figures", what, slice, ns / 1e6, kMaxOpNs / 1e6));
+  return static_cast<Time>(std::llround(ns));
+}
+
+SliceCosts scaled_share(const OpTimes& share, int v) {
+  // One rank's share cut into v chunks (as cli::chunk_costs for --times).
+  SliceCosts c;
+  c.f = share.f / v;
+  c.b = share.b / v;
+  c.w = share.w / v;
+  c.fb = share.fb > 0 ? share.fb / v : c.f + c.b;
+  return c;
+}
+
+SliceCosts profile_slice(const CostProfile& p, const ModelConfigData& c, const SliceLayout& s) {
+  SliceCosts out;
+  Time fb_sum = 0;
+  bool have_fb = true;
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) {
+    const OpTimes& t = (!c.model.layer_is_moe(l) && c.model.moe.enabled() && p.dense_op) ? *p.dense_op : p.op;
+    out.f += t.f;
+    out.b += t.b;
+    out.w += t.w;
+    if (t.fb > 0) fb_sum += t.fb;
+    else have_fb = false;
+  }
+  for (const auto& [on, t] : {std::pair{s.embedding, p.embedding}, std::pair{s.head, p.head}}) {
+    if (!on) continue;
+    out.f += t.f;
+    out.b += t.b;
+    out.w += t.w;
+    fb_sum += t.f + t.b;
+  }
+  out.fb = have_fb && s.layers > 0 ? fb_sum : out.f + out.b;
+  return out;
+}
+
+// Every op run back to back, each followed by its transfer, bounds the makespan; keep that
+// bound inside the 64-bit ns range so that the simulator's sums cannot overflow.
+void check_step_bound(const Schedule& s, const SimCosts& costs) {
+  double worst = 0;
+  for (const auto& x : costs.slice)
+    worst = std::max(worst, static_cast<double>(x.f + x.b) +
+                                2.0 * (costs.link.bytes_per_tick > 0 ? static_cast<double>(x.act_bytes) / costs.link.bytes_per_tick : 0.0) +
+                                2.0 * static_cast<double>(costs.link.latency));
+  const double bound = worst * static_cast<double>(s.num_ops());
+  if (bound > 4e18)
+    throw InputError(fmt::format("{}: a step could last up to {:.3g} s, beyond the simulator's time range; check the model, "
+                                 "hardware and micro-batch figures", s.family, bound / 1e9));
+}
+
+const ModelConfigData& data(const ModelConfig& cfg) {
+  PPSIM_CHECK(cfg.data != nullptr, "{}", "empty ModelConfig");
+  return *cfg.data;
+}
+
+}  // namespace
+
+PassNs LayerFigures::serial() const {
+  PassNs t = attention;
+  t += mlp;
+  t.f += dispatch_ns + combine_ns;
+  t.b += dispatch_grad_ns + combine_grad_ns;
+  return t;
+}
+
+LinkModel p2p_link(const ModelConfigData& c, int pp) {
+  const HardwareSpec& h = c.hardware;
+  const bool intra = static_cast<long long>(pp) * c.parallel.tp * c.parallel.dp <= h.gpus_per_node;
+  LinkModel l;
+  l.bytes_per_tick = (intra ? h.nvlink_bytes_per_ns_one_way() : h.network_gbps) * h.efficiency.comm;
+  l.latency = static_cast<Time>(std::llround(1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us)));
+  l.blocking = c.parallel.blocking_p2p;
+  if (c.profile.present) {
+    if (c.profile.link_gbps) l.bytes_per_tick = *c.profile.link_gbps;
+    if (c.profile.link_latency_us) l.latency = static_cast<Time>(std::llround(1e3 * *c.profile.link_latency_us));
+  }
+  return l;
+}
+
+CostFigures cost_figures(const ModelConfigData& c, int slices) {
+  const Roofline rl{c};
+  CostFigures out;
+  out.compute_sm_fraction = static_cast<double>(c.hardware.sms - c.hardware.comm_sms) / c.hardware.sms;
+  out.link = p2p_link(c, c.parallel.pp);
+  const Shard sh{c.parallel.tp, c.parallel.ep};
+  // Layers of one kind have equal figures: compute the first dense and the first MoE layer once.
+  std::vector<LayerFigures> cache;
+  auto figures_of = [&](int layer) {
+    const bool moe = c.model.layer_is_moe(layer);
+    for (const auto& f : cache)
+      if (f.moe == moe) {
+        LayerFigures copy = f;
+        copy.layer = layer;
+        return copy;
+      }
+    cache.push_back(layer_figures(c, layer, rl));
+    return cache.back();
+  };
+  const BlockWork emb = embedding_work(c, sh);
+  const BlockWork head = head_work(c, sh);
+  const Bytes p2p = static_cast<Bytes>(std::llround(static_cast<double>(c.model.tokens_per_microbatch()) *
+                                                    static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp));
+  for (const SliceLayout& lay : slice_layouts(c, slices)) {
+    SliceFigures s;
+    s.layout = lay;
+    s.p2p_bytes = p2p;
+    for (int l = lay.first_layer; l < lay.first_layer + lay.layers; ++l) {
+      s.layers.push_back(figures_of(l));
+      const LayerFigures& f = s.layers.back();
+      s.total += f.serial();
+      s.flops_f += f.flops_f;
+      s.flops_b += f.flops_b;
+      s.flops_w += f.flops_w;
+      // Recompute: full re-runs the layer's forward (all-to-alls included) before its backward;
+      // selective re-runs the attention core when its s x s tensors were not kept (with flash
+      // attention the backward kernel recomputes them anyway, inside the 2.5x).
+      if (c.parallel.recompute == Recompute::full) {
+        s.recompute_ns += f.serial().f;
+      } else if (c.parallel.recompute == Recompute::selective && !c.model.flash_attention) {
+        const LayerWork w = layer_work(c, l, sh);
+        s.recompute_ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+      }
+    }
+    if (lay.embedding) {
+      s.embedding = rl.block(emb);
+      s.total += s.embedding;
+    }
+    if (lay.head) {
+      s.head = rl.block(head);
+      s.total += s.head;
+      s.flops_f += head.forward_flops();
+      s.flops_b += head.backward_flops();
+      s.flops_w += head.weight_grad_flops();
+    }
+    s.total.b += s.recompute_ns;
+    out.slices.push_back(std::move(s));
+  }
+  return out;
+}
+
+Time overlapped_pair_time(const SliceFigures&, const CostFigures&) { return 0; }
+
+// ---- cost_model.h ---------------------------------------------------------------------------
+
+ModelConfig load_config(const std::string& path, const std::vector<std::string>& sets) {
+  const std::string text = read_yaml_file(path);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return ModelConfig{std::make_shared<const ModelConfigData>(parse_config(text, path, dir, sets))};
+}
+
+ModelConfig load_config_text(const std::string& text, const std::string& name, const std::vector<std::string>& sets) {
+  return ModelConfig{std::make_shared<const ModelConfigData>(parse_config(text, name, "", sets))};
+}
+
+void apply_config_parallel(const ModelConfig& cfg, int& pp, int& microbatches, int& vpp) {
+  const ParallelSpec& p = data(cfg).parallel;
+  pp = p.pp;
+  microbatches = p.microbatches;
+  if (p.has_vpp) vpp = p.vpp;
+}
+
+std::string config_schedules(const ModelConfig& cfg) { return data(cfg).parallel.schedule; }
+
+SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
+  const ModelConfigData& c = data(cfg);
+  const int slices = s.stages_per_pipe;
+  SimCosts out;
+  out.scale = TimeScale::millis();
+  out.link = p2p_link(c, s.pp);
+  if (c.times.present) {
+    // Explicit times: one rank's share, each of its v chunks 1/v of it; layout still checked.
+    (void)slice_layouts(c, slices);
+    SliceCosts sc = scaled_share(c.times.share, std::max(1, s.chunks_per_rank));
+    const Bytes p2p = static_cast<Bytes>(std::llround(static_cast<double>(c.model.tokens_per_microbatch()) *
+                                                      static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp));
+    sc.act_bytes = sc.grad_bytes = p2p;
+    out.slice.assign(static_cast<std::size_t>(slices), sc);
+    check_step_bound(s, out);
+    return out;
+  }
+  const CostFigures fig = cost_figures(c, slices);
+  for (int i = 0; i < slices; ++i) {
+    const SliceFigures& f = fig.slices[static_cast<std::size_t>(i)];
+    SliceCosts sc;
+    if (c.profile.present) {
+      sc = c.profile.per_layer ? profile_slice(c.profile, c, f.layout) : scaled_share(c.profile.op, std::max(1, s.chunks_per_rank));
+    } else {
+      sc.f = to_ticks(f.total.f, "forward", i);
+      sc.b = to_ticks(f.total.b, "backward", i);
+      sc.w = std::min(sc.b, to_ticks(f.total.w, "weight-grad", i));
+      const Time pair = overlapped_pair_time(f, fig);
+      sc.fb = pair > 0 ? pair : sc.f + sc.b;
+    }
+    sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
+    out.slice.push_back(sc);
+  }
+  check_step_bound(s, out);
+  return out;
+}
+
+PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {
+  const ModelConfigData& c = data(cfg);
+  PhysicalResult p;
+  p.available = true;
+  // 1 tick = 1 ns with TimeScale::millis().
+  p.step_time_s = static_cast<double>(r.makespan()) / 1e9;
+  const double tokens = static_cast<double>(s.microbatches) * static_cast<double>(c.model.tokens_per_microbatch()) * c.parallel.dp;
+  const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.dp;
+  const double peak = c.hardware.peak_tflops(c.precision.gemm) * 1e12;
+  if (p.step_time_s > 0) {
+    p.tokens_per_second = tokens / p.step_time_s;
+    const double flops = model_flops_per_microbatch(c) * s.microbatches * c.parallel.dp;
+    p.mfu = peak > 0 ? flops / (gpus * peak * p.step_time_s) : 0;
+  }
+  std::vector<int> peak_act;
+  for (const auto& rs : r.ranks) peak_act.push_back(rs.peak_activations);
+  peak_act.resize(static_cast<std::size_t>(s.pp), 0);
+  const std::vector<RankMemory> mem = rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act);
+  for (const auto& m : mem) p.peak_memory_bytes.push_back(m.total());
+  return p;
+}
+
+nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const SimResult* r) {
+  const ModelConfigData& c = data(cfg);
+  nlohmann::json j;
+  j["name"] = c.name;
+  j["params"] = model_params(c.model);
+  j["gpus"] = s.pp * c.parallel.tp * c.parallel.dp;
+  j["model_flops_per_microbatch"] = model_flops_per_microbatch(c);
+  j["tokens_per_microbatch"] = c.model.tokens_per_microbatch();
+  const SimCosts costs = derive_costs(cfg, s);
+  nlohmann::json sl = nlohmann::json::array();
+  for (const auto& x : costs.slice)
+    sl.push_back({{"F_ms", x.f / 1e6}, {"B_ms", x.b / 1e6}, {"W_ms", x.w / 1e6}, {"FB_ms", x.fb / 1e6}, {"p2p_bytes", x.act_bytes}});
+  j["slices"] = sl;
+  j["link"] = {{"gbps", costs.link.bytes_per_tick}, {"latency_us", costs.link.latency / 1e3}};
+  if (r != nullptr) {
+    std::vector<int> peak_act;
+    for (const auto& rs : r->ranks) peak_act.push_back(rs.peak_activations);
+    peak_act.resize(static_cast<std::size_t>(s.pp), 0);
+    nlohmann::json mem = nlohmann::json::array();
+    for (const auto& m : rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act))
+      mem.push_back({{"weights", m.weights}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
+                     {"total", m.total()}});
+    j["memory_per_rank_bytes"] = mem;
+  }
+  return j;
+}
+
+}  // namespace ppsim

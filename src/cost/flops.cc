@@ -1,0 +1,225 @@
+// FLOP and byte counts (see flops.h for the backward rule).
+//
+// Symbols: b micro-batch size, s sequence length, T = b*s tokens, h hidden, a heads, g kv
+// heads, d head dim, f dense FFN width, E routed experts, k top-k, e shared experts, fe expert
+// FFN width, V vocab, t tensor parallel, ep expert parallel. A GEMM [m x k] x [k x n] costs
+// 2mnk FLOPs. Tensor parallelism splits the head and FFN dimensions by t (Megatron's column
+// then row parallel pair) and the tokens of elementwise ops (sequence parallel).
+#include "cost/flops.h"
+
+#include <algorithm>
+
+namespace ppsim {
+
+double BlockWork::gemm_flops() const {
+  double sum = 0;
+  for (const auto& g : gemms) sum += g.flops();
+  return sum;
+}
+
+namespace {
+
+// Sequence-parallel TP moves the block's input in (all-gather) and its output out
+// (reduce-scatter): each (t-1)/t of T*h activations per rank.
+double tp_block_bytes(double tokens, double h, int t) {
+  if (t <= 1) return 0;
+  return 2.0 * tokens * h * kActivationBytes * (t - 1) / t;
+}
+
+BlockWork attention_block(const ModelConfigData& c, Shard sh) {
+  const ModelSpec& m = c.model;
+  const double t = sh.tp;
+  const double b = m.micro_batch_size, s = static_cast<double>(m.seq_len), T = b * s;
+  const double h = static_cast<double>(m.hidden);
+  const double a = m.heads;
+  BlockWork w;
+  double dqk = 0, dv = 0, g = 0, rope_elems = 0;
+  if (!m.mla.enabled) {
+    // GQA: Q has a*d columns, K and V g*d each.
+    //   qkv: [T x h] x [h x (a+2g)d/t]   -> 2 T h (a+2g) d / t FLOPs
+    //   out: [T x a d/t] x [a d/t x h]   -> 2 T a d h / t
+    const double d = static_cast<double>(m.head_dim);
+    g = m.kv_heads;
+    dqk = dv = d;
+    w.gemms.push_back({"qkv", T, (a + 2 * g) * d / t, h});
+    w.gemms.push_back({"out", T, h, a * d / t});
+    rope_elems = (a + g) * d / t;  // rotated elements per token on this rank
+  } else {
+    // MLA (DeepSeek-V2/V3): low-rank query and key/value paths; per head, keys have
+    // nope+rope dims and values v dims. The down projections are replicated over TP.
+    //   q_down: [T x h] x [h x qr]                 (when q_lora_rank > 0)
+    //   q_up:   [T x qr] x [qr x a(dn+dr)/t]        (or q: [T x h] x [h x a(dn+dr)/t])
+    //   kv_down:[T x h] x [h x (kvr+dr)]
+    //   kv_up:  [T x kvr] x [kvr x a(dn+dv)/t]
+    //   out:    [T x a dv/t] x [a dv/t x h]
+    const MlaSpec& q = m.mla;
+    const double dn = static_cast<double>(q.qk_nope_head_dim), dr = static_cast<double>(q.qk_rope_head_dim);
+    dqk = dn + dr;
+    dv = static_cast<double>(q.v_head_dim);
+    g = a;
+    if (q.q_lora_rank > 0) {
+      const double qr = static_cast<double>(q.q_lora_rank);
+      w.gemms.push_back({"q_down", T, qr, h});
+      w.gemms.push_back({"q_up", T, a * dqk / t, qr});
+    } else {
+      w.gemms.push_back({"q", T, a * dqk / t, h});
+    }
+    const double kvr = static_cast<double>(q.kv_lora_rank);
+    w.gemms.push_back({"kv_down", T, kvr + dr, h});
+    w.gemms.push_back({"kv_up", T, a * (dn + dv) / t, kvr});
+    w.gemms.push_back({"out", T, h, a * dv / t});
+    rope_elems = (a / t + 1) * dr;
+  }
+  // Attention core per head and sequence: QK^T is 2 s^2 dqk FLOPs, (softmax) V is 2 s^2 dv.
+  // Causal: a kernel that skips the masked upper triangle does half of that (FlashAttention
+  // does), so we count half of the s^2 terms (s^2/2, not the exact s(s+1)/2).
+  //   core = c * 2 b (a/t) s^2 (dqk + dv),  c = 1/2 causal, 1 otherwise
+  const double causal = m.causal ? 0.5 : 1.0;
+  w.core_flops = causal * 2.0 * b * (a / t) * s * s * (dqk + dv);
+  // HBM traffic of the core: read Q, K, V and write O (bf16), plus the fp32 log-sum-exp per
+  // row; without flash attention the s x s scores are written, read, written as
+  // probabilities and read again (8 bytes per element; +5 for a dropout mask and its output).
+  w.core_bytes = kActivationBytes * T * (a * dqk + g * dqk + g * dv + a * dv) / t + 4.0 * T * a / t;
+  if (!m.flash_attention) w.core_bytes += (8.0 + (m.dropout ? 5.0 : 0.0)) * b * (a / t) * s * s;
+  // Elementwise (per token, bytes): norm 2h read + 2h write; residual add 2x2h read + 2h write;
+  // rope read + write of the rotated dims; dropout 2h read, 2h write, h mask.
+  // Per rank: the hidden-sized ops run on the T/t tokens of its sequence shard, rope on all T
+  // tokens of its 1/t of the heads.
+  const double per_token = 4 * h + 6 * h + (m.dropout ? 5 * h : 0);
+  w.elem_bytes = per_token * T / t + 2 * kActivationBytes * rope_elems * T;
+  w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
+  return w;
+}
+
+double act_fn_bytes(MlpKind k, double width) {
+  // SwiGLU reads gate and up and writes their product: 6 bytes per element of width (bf16);
+  // GELU reads and writes one tensor: 4.
+  return (k == MlpKind::swiglu ? 6.0 : 4.0) * width;
+}
+
+// The GEMMs of one MLP of width `f` on `m` tokens: SwiGLU has three (gate, up, down),
+// GELU two (fc1, fc2). Returns 2 m h f * (3 or 2) FLOPs per instance.
+void mlp_gemms(std::vector<Gemm>& out, MlpKind kind, double m, double h, double f, double count, const char* prefix_up,
+               const char* prefix_gate, const char* prefix_down) {
+  if (kind == MlpKind::swiglu) out.push_back({prefix_gate, m, f, h, count});
+  out.push_back({prefix_up, m, f, h, count});
+  out.push_back({prefix_down, m, h, f, count});
+}
+
+BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
+  const ModelSpec& m = c.model;
+  const double t = sh.tp;
+  const double T = static_cast<double>(m.tokens_per_microbatch());
+  const double h = static_cast<double>(m.hidden);
+  BlockWork w;
+  // Per rank: norm, residual and dropout on the T/t tokens of its sequence shard (per_token),
+  // the activation function on all T tokens of its 1/t of the width (width_bytes).
+  double per_token = 4 * h + 6 * h + (m.dropout ? 5 * h : 0);
+  double width_bytes = 0;
+  if (!m.layer_is_moe(layer)) {
+    // Dense MLP, SwiGLU: gate, up [T x h] x [h x f/t], down [T x f/t] x [f/t x h]
+    //   -> 3 * 2 T h f / t FLOPs (GELU: 2 * 2 T h f / t)
+    const double f = static_cast<double>(m.ffn_hidden);
+    mlp_gemms(w.gemms, m.mlp, T, h, f / t, 1, "fc_up", "fc_gate", "fc_down");
+    width_bytes = act_fn_bytes(m.mlp, f / t) * T;
+  } else {
+    // MoE: router [T/t x h] x [h x E] (each TP rank routes its sequence shard), then every
+    // token visits k routed experts and the e shared experts.
+    //   routed, per rank: E/ep experts, each on T k ep / E tokens (balanced routing), width fe/t
+    //     -> k * 3 * 2 T h fe / t FLOPs (SwiGLU)
+    //   shared: one MLP of width e*fe/t on all T tokens -> e * 3 * 2 T h fe / t
+    //   router: 2 T h E / t
+    const MoeSpec& moe = m.moe;
+    const double E = moe.experts, k = moe.top_k, fe = static_cast<double>(moe.expert_ffn_hidden);
+    const double ep = sh.ep;
+    w.gemms.push_back({"router", T / t, E, h, 1, true});
+    mlp_gemms(w.gemms, m.mlp, T * k * ep / E, h, fe / t, E / ep, "expert_up", "expert_gate", "expert_down");
+    if (moe.shared_experts > 0)
+      mlp_gemms(w.gemms, m.mlp, T, h, moe.shared_experts * fe / t, 1, "shared_up", "shared_gate", "shared_down");
+    // Router softmax/top-k (fp32 logits read and written), permute and unpermute of the k
+    // token copies (read + write, both ways), the experts' activation function, and the
+    // weighted combine (read k copies, write one).
+    per_token += 8 * E + 8 * k * h + kActivationBytes * (k + 1) * h;
+    width_bytes = act_fn_bytes(m.mlp, (k + moe.shared_experts) * fe / t) * T;
+    // All-to-all, per rank: its T/t tokens go to k experts each; of the ep ranks holding
+    // experts, 1/ep is the rank itself, so (ep-1)/ep of the copies leave the rank.
+    //   dispatch = T/t * k * h * bytes * (ep-1)/ep  (fp8 when the GEMMs are fp8, as DeepSeek-V3)
+    //   combine  = T/t * k * h * 2     * (ep-1)/ep  (bf16)
+    // The backward sends the combine's gradient out as a dispatch (bf16) and brings the
+    // dispatch's gradient back as a combine.
+    const double leave = (ep - 1) / ep;
+    const double copies = T / t * k * h * leave;
+    w.dispatch_bytes = copies * (c.precision.gemm == Dtype::fp8 ? 1.0 : kActivationBytes);
+    w.combine_bytes = copies * kActivationBytes;
+    w.dispatch_grad_bytes = copies * kActivationBytes;
+    w.combine_grad_bytes = copies * kActivationBytes;
+  }
+  w.elem_bytes = per_token * T / t + width_bytes;
+  w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
+  return w;
+}
+
+}  // namespace
+
+LayerWork layer_work(const ModelConfigData& c, int layer, Shard shard) {
+  LayerWork w;
+  w.moe = c.model.layer_is_moe(layer);
+  w.attention = attention_block(c, shard);
+  w.mlp = mlp_block(c, layer, shard);
+  return w;
+}
+
+BlockWork embedding_work(const ModelConfigData& c, Shard sh) {
+  // A lookup: no FLOPs. Forward reads the T rows and writes them (2h + 2h bytes per token)
+  // plus the int64 token ids; the weight grad scatter-adds T rows of bf16 gradient into the
+  // fp32 main grad (2h read, 4h read, 4h write). Vocab-parallel over TP: each rank looks up
+  // its share, then a reduce-scatter.
+  const ModelSpec& m = c.model;
+  const double T = static_cast<double>(m.tokens_per_microbatch()), h = static_cast<double>(m.hidden);
+  BlockWork w;
+  w.elem_bytes = (4 * h + 8) * T / sh.tp;
+  w.wgrad_elem_bytes = 10 * h * T / sh.tp;
+  w.tp_comm_bytes = sh.tp > 1 ? T * h * kActivationBytes * (sh.tp - 1) / sh.tp : 0;
+  return w;
+}
+
+BlockWork head_work(const ModelConfigData& c, Shard sh) {
+  // Final norm (4h bytes per token), the vocab GEMM [T x h] x [h x V/t] -> 2 T h V / t FLOPs,
+  // and the cross-entropy over the logits: read bf16 logits, write fp32 softmax (6 V bytes
+  // per token). TP: all-gather of the norm output before the vocab-parallel GEMM.
+  const ModelSpec& m = c.model;
+  const double T = static_cast<double>(m.tokens_per_microbatch()), h = static_cast<double>(m.hidden);
+  const double V = static_cast<double>(m.vocab);
+  BlockWork w;
+  w.gemms.push_back({"head", T, V / sh.tp, h, 1, true});
+  w.elem_bytes = (4 * h + 6 * V) * T / sh.tp;
+  w.tp_comm_bytes = sh.tp > 1 ? T * h * kActivationBytes * (sh.tp - 1) / sh.tp : 0;
+  return w;
+}
+
+double model_flops_per_microbatch(const ModelConfigData& c) {
+  // The whole model for one micro-batch: shard {1, 1}. With expert parallelism a rank does the
+  // routed work of T tokens (balanced), so {1, ep} would give the same FLOPs.
+  const Shard whole{1, 1};
+  double sum = 0;
+  for (int l = 0; l < c.model.layers; ++l) {
+    const LayerWork w = layer_work(c, l, whole);
+    sum += w.forward_flops() + w.backward_flops();
+  }
+  const BlockWork head = head_work(c, whole);
+  sum += head.forward_flops() + head.backward_flops();
+  return sum;
+}
+
+double a2a_inter_node_fraction(const ModelConfigData& c) {
+  // An ep group is ep ranks at stride tp (Megatron's order tp, ep, dp, pp): a node holds
+  // n = min(ep, gpus_per_node / tp) of them. Of the (ep-1) peers a rank sends to, n-1 share its
+  // node, so (ep - n) / (ep - 1) of the leaving bytes cross the network.
+  const int ep = c.parallel.ep;
+  if (ep <= 1) return 0;
+  const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.tp));
+  const int n = std::min(ep, per_node);
+  return static_cast<double>(ep - n) / (ep - 1);
+}
+
+}  // namespace ppsim

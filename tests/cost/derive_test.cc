@@ -1,0 +1,206 @@
+// From config to SimCosts and physical results (src/cost/derive.cc): one slice per stage of a
+// pipe for every layout, embedding and head on the right slices, the link, explicit times and
+// measured profiles, recompute, and step time / tokens / MFU.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "catch.h"
+#include "cost/config.h"
+#include "cost/cost_model.h"
+#include "cost/derive.h"
+#include "cost/flops.h"
+#include "schedules/registry.h"
+#include "sim/engine.h"
+
+using namespace ppsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// b = 2, s = 32, h = 64: 2*32*64*2 = 8,192 bytes of activations per micro-batch between stages.
+const char* kDense = R"(model: {layers: 8, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 50000, seq_len: 32, micro_batch_size: 2}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)";
+
+ModelConfig cfg_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return load_config_text(text, "t.yaml", sets);
+}
+
+}  // namespace
+
+TEST_CASE("derive_costs gives Schedule::stages_per_pipe slices for every family", "[cost]") {
+  const ModelConfig cfg = cfg_of(kDense);
+  for (const Family& fam : families()) {
+    INFO(fam.name);
+    const Schedule s = make_schedule(fam.name, resolve_params(fam, ScheduleParams{4, 8, 0, 0}));
+    const SimCosts c = derive_costs(cfg, s);
+    CHECK(static_cast<int>(c.slice.size()) == s.stages_per_pipe);
+    CHECK(c.scale.ticks_per_unit == 1'000'000);  // ms
+    for (const SliceCosts& x : c.slice) {
+      CHECK(x.f > 0);
+      CHECK(x.w <= x.b);
+      CHECK(x.fb == x.f + x.b);
+      CHECK(x.act_bytes == 8'192);
+      CHECK(x.grad_bytes == 8'192);
+    }
+  }
+}
+
+TEST_CASE("the embedding goes on the first slice and the head on the last", "[cost]") {
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts c = derive_costs(cfg_of(kDense), s);
+  CHECK(c.slice[1].f == c.slice[2].f);
+  CHECK(c.slice[0].f > c.slice[1].f);  // + embedding
+  CHECK(c.slice[3].f > c.slice[0].f);  // + head: a 64 x 50000 GEMM outweighs two layers
+  const SimCosts bare = derive_costs(cfg_of(kDense, {"parallel.embedding_on_first=false", "parallel.head_on_last=false"}), s);
+  CHECK(bare.slice[0].f == bare.slice[1].f);
+  CHECK(bare.slice[3].f == bare.slice[1].f);
+  // V-shape: 2P slices; the first and last both sit on rank 0.
+  const Schedule v = make_schedule("zbv", ScheduleParams{4, 8, 0, 0});
+  const SimCosts cv = derive_costs(cfg_of(kDense), v);
+  REQUIRE(cv.slice.size() == 8);
+  CHECK(cv.slice[7].f > cv.slice[3].f);
+}
+
+TEST_CASE("the P2P link: NVLink inside a node, the network across nodes", "[cost]") {
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  // pp*tp*dp = 4 <= 8 GPUs per node: NVLink, 900 GB/s both ways = 450 one way, x 0.8 efficiency
+  const SimCosts in = derive_costs(cfg_of(kDense), s);
+  CHECK_THAT(in.link.bytes_per_tick, WithinRel(360.0, 1e-12));
+  CHECK(in.link.latency == 1'000);  // 1 us
+  // pp*tp*dp = 16: the network, 50 GB/s x 0.8, 5 us
+  const SimCosts out = derive_costs(cfg_of(kDense, {"parallel.dp=4"}), s);
+  CHECK_THAT(out.link.bytes_per_tick, WithinRel(40.0, 1e-12));
+  CHECK(out.link.latency == 5'000);
+}
+
+TEST_CASE("times: in the config replace the derivation like compare --times", "[cost]") {
+  const ModelConfig cfg = cfg_of(kDense, {"times={F: 4, B: 8, W: 2}"});
+  const SimCosts one = derive_costs(cfg, make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));
+  CHECK(one.slice[0].f == ms(4));
+  CHECK(one.slice[3].b == ms(8));
+  CHECK(one.slice[0].w == ms(2));
+  CHECK(one.slice[0].fb == ms(12));
+  // Interleaved with v = 2: each chunk is half of a rank's share.
+  const SimCosts two = derive_costs(cfg, make_schedule("interleaved-1f1b", ScheduleParams{4, 8, 2, 0}));
+  REQUIRE(two.slice.size() == 8);
+  CHECK(two.slice[5].f == ms(2));
+  CHECK(derive_costs(cfg_of(kDense, {"times={F: 4, B: 8, FB: 10}"}), make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}))
+            .slice[0]
+            .fb == ms(10));
+}
+
+TEST_CASE("a measured profile: per-layer times summed per slice", "[cost]") {
+  const auto dir = std::filesystem::temp_directory_path() / "ppsim_cost_profile_test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream p(dir / "prof.yaml");
+    p << "version: 1\ndevice: test\nper_layer: true\nop_ms: {F: 1, B: 2, W: 0.5}\nembedding_ms: {F: 0.25, B: 0.5, W: 0.25}\n"
+         "head_ms: {F: 3, B: 6, W: 3}\nlink: {gbps: 10, latency_us: 2}\n";
+    std::ofstream c(dir / "cfg.yaml");
+    c << kDense << "profile: prof.yaml\n";
+  }
+  const ModelConfig cfg = load_config((dir / "cfg.yaml").string(), {});
+  const SimCosts c = derive_costs(cfg, make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));
+  // 2 layers per slice: F = 2 x 1 ms; slice 0 + embedding 0.25 ms; slice 3 + head 3 ms.
+  CHECK(c.slice[1].f == ms(2));
+  CHECK(c.slice[1].b == ms(4));
+  CHECK(c.slice[1].w == ms(1));
+  CHECK(c.slice[0].f == us(2'250));
+  CHECK(c.slice[3].f == ms(5));
+  CHECK(c.link.bytes_per_tick == 10.0);
+  CHECK(c.link.latency == us(2));
+  // A broken profile points into the profile file; a missing one at the config's key.
+  {
+    std::ofstream p(dir / "bad.yaml");
+    p << "version: 1\nop_ms: {F: 1, B: x}\n";
+    std::ofstream c(dir / "cfg_bad.yaml");
+    c << kDense << "profile: bad.yaml\n";
+    std::ofstream m(dir / "cfg_missing.yaml");
+    m << kDense << "profile: nothing.yaml\n";
+  }
+  try {
+    (void)load_config((dir / "cfg_bad.yaml").string(), {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line() == (dir / "bad.yaml").string() + ":2:18: op_ms.B must be a number, got 'x'");
+  }
+  try {
+    (void)load_config((dir / "cfg_missing.yaml").string(), {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line() == (dir / "cfg_missing.yaml").string() + ":4:10: cannot read '" + (dir / "nothing.yaml").string() + "'");
+    CHECK(e.exit_code() == kExitIo);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("recompute adds the forward to the backward", "[cost]") {
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts none = derive_costs(cfg_of(kDense), s);
+  const SimCosts full = derive_costs(cfg_of(kDense, {"parallel.recompute=full"}), s);
+  // A middle slice has only layers: B grows by exactly its F (to the ns, after rounding).
+  CHECK(std::llabs(full.slice[1].b - none.slice[1].b - none.slice[1].f) <= 1);
+  CHECK(full.slice[1].w == none.slice[1].w);
+  // Selective with flash attention recomputes nothing extra; without flash it re-runs the core.
+  CHECK(derive_costs(cfg_of(kDense, {"parallel.recompute=selective"}), s).slice[1].b == none.slice[1].b);
+  const SimCosts nf = derive_costs(cfg_of(kDense, {"model.flash_attention=false"}), s);
+  const SimCosts nfs = derive_costs(cfg_of(kDense, {"model.flash_attention=false", "parallel.recompute=selective"}), s);
+  CHECK(nfs.slice[1].b > nf.slice[1].b);
+}
+
+TEST_CASE("physical result: step time, tokens per second, MFU, memory per rank", "[cost]") {
+  const ModelConfig cfg = cfg_of(kDense, {"parallel.dp=2"});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimResult r = simulate(s, derive_costs(cfg, s));
+  const PhysicalResult p = physical_result(cfg, s, r);
+  REQUIRE(p.available);
+  const double step = static_cast<double>(r.makespan()) / 1e9;
+  CHECK_THAT(p.step_time_s, WithinRel(step, 1e-12));
+  // tokens = M b s dp = 8 * 2 * 32 * 2 = 1024
+  CHECK_THAT(p.tokens_per_second, WithinRel(1024.0 / step, 1e-12));
+  // MFU = model FLOPs per micro-batch * M * dp / (pp*tp*dp GPUs * 989e12 * step)
+  CHECK_THAT(p.mfu, WithinRel(model_flops_per_microbatch(*cfg.data) * 8 * 2 / (8 * 989e12 * step), 1e-12));
+  REQUIRE(p.peak_memory_bytes.size() == 4);
+  for (double m : p.peak_memory_bytes) CHECK(m > 0);
+}
+
+TEST_CASE("MoE figures: attention, experts and all-to-all apart, for the overlap model", "[cost]") {
+  const ModelConfigData c = parse_config(R"(model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024,
+        moe: {experts: 64, top_k: 8, expert_ffn_hidden: 512}}
+hardware: {name: h800, comm_sms: 20}
+parallel: {pp: 2, ep: 16, dp: 16, microbatches: 4}
+)", "t.yaml", "", {});
+  const CostFigures f = cost_figures(c, 2);
+  REQUIRE(f.slices.size() == 2);
+  const LayerFigures& l = f.slices[0].layers[0];
+  CHECK(l.moe);
+  // dispatch = T k h bytes (ep-1)/ep = 1024 * 8 * 1024 * 2 * 15/16 = 15,728,640
+  CHECK(l.dispatch_bytes == 15'728'640.0);
+  CHECK(l.combine_bytes == 15'728'640.0);
+  // ep = 16 at stride tp = 1 over 8-GPU nodes: 8 per node, (16-8)/(16-1) of the bytes cross.
+  CHECK_THAT(l.inter_node_fraction, WithinRel(8.0 / 15.0, 1e-12));
+  // Network: 15,728,640 * 8/15 bytes at 50 GB/s * 0.8 = 40 bytes/ns, + 5 us latency; NVLink
+  // (400/2 * 0.8 = 160 bytes/ns) carries the rest at the same time and is faster.
+  CHECK_THAT(l.dispatch_ns, WithinRel(15'728'640.0 * 8 / 15 / 40 + 5'000, 1e-12));
+  CHECK(l.attention.f > 0);
+  CHECK(l.mlp.w > 0);
+  CHECK_THAT(l.serial().f, WithinRel(l.attention.f + l.mlp.f + l.dispatch_ns + l.combine_ns, 1e-12));
+  CHECK_THAT(f.compute_sm_fraction, WithinRel(112.0 / 132.0, 1e-12));
+}
+
+TEST_CASE("cost_summary: per-slice times and memory parts as JSON", "[cost]") {
+  const ModelConfig cfg = cfg_of(kDense);
+  const Schedule s = make_schedule("zbv", ScheduleParams{4, 8, 0, 0});
+  const SimCosts costs = derive_costs(cfg, s);
+  const SimResult r = simulate(s, costs);
+  const nlohmann::json j = cost_summary(cfg, s, &r);
+  REQUIRE(j["slices"].size() == 8);
+  CHECK(j["slices"][0]["F_ms"].get<double>() == costs.slice[0].f / 1e6);
+  REQUIRE(j["memory_per_rank_bytes"].size() == 4);
+  const PhysicalResult p = physical_result(cfg, s, r);
+  CHECK(j["memory_per_rank_bytes"][2]["total"].get<double>() == p.peak_memory_bytes[2]);
+}

@@ -1,0 +1,133 @@
+// FLOP counts (src/cost/flops.cc) against values derived by hand below, and the 6*N*D rule.
+#include <string>
+
+#include "catch.h"
+#include "cost/config.h"
+#include "cost/derive.h"
+#include "cost/flops.h"
+#include "cost/memory.h"
+
+using namespace ppsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// b = 2, s = 32 -> T = 64 tokens; h = 64, a = 4 heads, g = 2 kv heads, d = 16, f = 256, V = 1000.
+const char* kDense = R"(
+model: {layers: 2, hidden: 64, ffn_hidden: 256, heads: 4, kv_heads: 2, head_dim: 16, vocab: 1000,
+        seq_len: 32, micro_batch_size: 2}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4}
+)";
+
+ModelConfigData load(const std::string& text, const std::vector<std::string>& sets = {}) {
+  return parse_config(text, "t.yaml", "", sets);
+}
+
+}  // namespace
+
+TEST_CASE("dense GQA layer: FLOPs of each GEMM and the causal attention core", "[cost]") {
+  const ModelConfigData c = load(kDense);
+  const LayerWork w = layer_work(c, 0, Shard{1, 1});
+  // qkv: 2 T h (a+2g) d = 2*64*64*(4+2*2)*16 = 1,048,576
+  // out: 2 T (a d) h    = 2*64*64*64         =   524,288
+  REQUIRE(w.attention.gemms.size() == 2);
+  CHECK(w.attention.gemms[0].flops() == 1'048'576.0);
+  CHECK(w.attention.gemms[1].flops() == 524'288.0);
+  // core, causal (half of the s^2 terms): 1/2 * 2 b a s^2 (d + d) = 0.5*2*2*4*32^2*32 = 262,144
+  CHECK(w.attention.core_flops == 262'144.0);
+  // SwiGLU: 3 GEMMs of 2 T h f = 2*64*64*256 = 2,097,152 each -> 6,291,456
+  CHECK(w.mlp.gemm_flops() == 6'291'456.0);
+  // forward = 1,048,576 + 524,288 + 262,144 + 6,291,456 = 8,126,464
+  CHECK(w.forward_flops() == 8'126'464.0);
+  // full backward = 2 x GEMMs + 2.5 x core = 2*7,864,320 + 655,360 = 16,384,000; W = GEMMs
+  CHECK(w.backward_flops() == 16'384'000.0);
+  CHECK(w.attention.weight_grad_flops() + w.mlp.weight_grad_flops() == 7'864'320.0);
+}
+
+TEST_CASE("non-causal attention counts the whole s^2 core", "[cost]") {
+  const ModelConfigData c = load(kDense, {"model.causal=false"});
+  // 2 b a s^2 (d + d) = 2*2*4*1024*32 = 524,288
+  CHECK(layer_work(c, 0, Shard{1, 1}).attention.core_flops == 524'288.0);
+}
+
+TEST_CASE("MoE layer: router, top-k routed experts and shared experts", "[cost]") {
+  const ModelConfigData c = load(R"(
+model: {layers: 2, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,
+        dense_layers_first: 1, moe: {experts: 4, top_k: 2, shared_experts: 1, expert_ffn_hidden: 32}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, ep: 2, dp: 2}
+)");
+  CHECK_FALSE(layer_work(c, 0, Shard{1, 2}).moe);  // dense_layers_first: 1
+  const LayerWork w = layer_work(c, 1, Shard{1, 2});
+  REQUIRE(w.moe);
+  // router: 2 T h E = 2*64*64*4 = 32,768
+  // routed: k * 3 * 2 T h fe = 2*3*2*64*64*32 = 1,572,864 (per rank with ep = 2: 2 experts,
+  //         each on T k ep / E = 64 tokens -> the same total)
+  // shared: 1 * 3 * 2 T h fe = 786,432
+  CHECK(w.mlp.gemms[0].flops() == 32'768.0);
+  CHECK(w.mlp.gemm_flops() == 32'768.0 + 1'572'864.0 + 786'432.0);
+  CHECK(layer_work(c, 1, Shard{1, 1}).mlp.gemm_flops() == w.mlp.gemm_flops());
+  // all-to-all per rank: T k h bytes (ep-1)/ep = 64*2*64*2*(1/2) = 8,192 (bf16 both ways)
+  CHECK(w.mlp.dispatch_bytes == 8'192.0);
+  CHECK(w.mlp.combine_bytes == 8'192.0);
+  // with fp8 GEMMs the dispatch goes in fp8: 4,096 (sets use the h100 fp8 peak)
+  const ModelConfigData f8 = parse_config(R"(
+model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,
+        moe: {experts: 4, top_k: 2, expert_ffn_hidden: 32}}
+precision: {gemm: fp8}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, ep: 2, dp: 2}
+)", "t.yaml", "", {});
+  CHECK(layer_work(f8, 0, Shard{1, 2}).mlp.dispatch_bytes == 4'096.0);
+}
+
+TEST_CASE("MLA attention: low-rank projections", "[cost]") {
+  const ModelConfigData c = load(R"(
+model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2, ffn_hidden: 256,
+        mla: {q_lora_rank: 16, kv_lora_rank: 8, qk_nope_head_dim: 8, qk_rope_head_dim: 4, v_head_dim: 8}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4}
+)");
+  const BlockWork a = layer_work(c, 0, Shard{1, 1}).attention;
+  // q_down 2 T h qr = 2*64*64*16 = 131,072; q_up 2 T qr a (dn+dr) = 2*64*16*4*12 = 98,304
+  // kv_down 2 T h (kvr+dr) = 2*64*64*12 = 98,304; kv_up 2 T kvr a (dn+dv) = 2*64*8*4*16 = 65,536
+  // out 2 T a dv h = 2*64*4*8*64 = 262,144
+  CHECK(a.gemm_flops() == 131'072.0 + 98'304.0 + 98'304.0 + 65'536.0 + 262'144.0);
+  // core: 1/2 * 2 b a s^2 ((dn+dr) + dv) = 0.5*2*2*4*1024*20 = 163,840
+  CHECK(a.core_flops == 163'840.0);
+}
+
+TEST_CASE("head: the vocab GEMM; tensor parallelism divides a rank's FLOPs", "[cost]") {
+  const ModelConfigData c = load(kDense);
+  // 2 T h V = 2*64*64*1000 = 8,192,000
+  CHECK(head_work(c, Shard{1, 1}).forward_flops() == 8'192'000.0);
+  const ModelConfigData t2 = load(kDense, {"parallel.tp=2"});
+  CHECK(layer_work(t2, 0, Shard{2, 1}).forward_flops() == 8'126'464.0 / 2);
+  CHECK(head_work(t2, Shard{2, 1}).forward_flops() == 8'192'000.0 / 2);
+}
+
+TEST_CASE("dense model FLOPs per step follow 6*N*D plus the attention core", "[cost]") {
+  // Llama-7B shapes: L = 32, h = 4096, a = 32 (MHA, d = 128), f = 11008 (SwiGLU), V = 32000,
+  // s = 2048, b = 1.
+  const ModelConfigData c = load(R"(
+model: {layers: 32, hidden: 4096, ffn_hidden: 11008, heads: 32, vocab: 32000, seq_len: 2048}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)");
+  const double L = 32, h = 4096, f = 11008, V = 32000, s = 2048, a = 32, d = 128;
+  const double D = s;  // tokens of one micro-batch
+  // GEMM parameters: per layer 4h^2 (QKV + out) + 3hf (SwiGLU); the head hV. The embedding
+  // is a lookup (no FLOPs) and norms are elementwise.
+  const double n_gemm = L * (4 * h * h + 3 * h * f) + h * V;
+  // Causal attention core, forward, per layer: 1/2 * 2 a s^2 (2d); backward 2.5x that.
+  const double core = L * 0.5 * 2 * a * s * s * (2 * d);
+  const double flops = model_flops_per_microbatch(c);
+  CHECK_THAT(flops, WithinRel(6 * n_gemm * D + 3.5 * core, 1e-12));
+  // The rule of thumb with all non-embedding parameters (norms included): the attention core
+  // adds 3.5*core / (6 N D) = 4.3% here, so 6ND is within 6% below our count.
+  const double n = model_params(c.model) - embedding_params(c.model);
+  const double ratio = flops / (6 * n * D);
+  CHECK(ratio > 1.0);
+  CHECK(ratio < 1.06);
+}

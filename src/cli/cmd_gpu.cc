@@ -1,15 +1,9 @@
-// `ppsim plan`, `ppsim profile`, `ppsim validate` until their issues land.
+// `ppsim profile` and `ppsim validate` until their issues land.
 #include "cli/commands.h"
 #include "core/error.h"
 #include "cuda_validate/gpu_api.h"
 
 namespace ppsim::cli {
-
-Runner setup_plan(CLI::App& sub) {
-  auto config = std::make_shared<std::string>();
-  sub.add_option("config", *config, "YAML config with a plan: section");
-  return [config]() -> int { throw InputError("plan is not implemented yet", {}, kExitUsage); };
-}
 
 Runner setup_profile(CLI::App& sub) {
   auto config = std::make_shared<std::string>();

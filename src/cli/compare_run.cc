@@ -65,8 +65,8 @@ void add_unit_overlap_costs(SimCosts& costs, const RunRequest& req, int v) {
     m.mlp_b = mlp(c.input_grad());
     m.attn_w = attn(c.w);
     m.mlp_w = mlp(c.w);
-    m.dispatch = a2a;
-    m.combine = a2a;
+    m.dispatch = m.dispatch_b = a2a;
+    m.combine = m.combine_b = a2a;
     costs.moe.push_back(m);
   }
   costs.comm_sm_fraction = static_cast<double>(req.comm_sms) / req.sms;

@@ -316,6 +316,42 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     out.slice.push_back(sc);
   }
+  if (!c.profile.present && c.model.moe.enabled()) {
+    // The overlap model (sim/overlap.h): each slice's layers as attention / MLP / all-to-all
+    // sub-ops. Sub-op costs are the slice's per-layer means (dense layers count zero all-to-all;
+    // embedding, head and recompute are folded into attention), so the slice's totals are kept.
+    for (int i = 0; i < slices; ++i) {
+      const SliceFigures& f = fig.slices[static_cast<std::size_t>(i)];
+      const double n = static_cast<double>(std::max<std::size_t>(1, f.layers.size()));
+      PassNs attn = f.embedding, mlp;
+      attn += f.head;
+      attn.b += f.recompute_ns;
+      double disp = 0, comb = 0, disp_b = 0, comb_b = 0;
+      for (const LayerFigures& l : f.layers) {
+        attn += l.attention;
+        mlp += l.mlp;
+        disp += l.dispatch_ns;
+        comb += l.combine_ns;
+        disp_b += l.dispatch_grad_ns;
+        comb_b += l.combine_grad_ns;
+      }
+      auto per_layer = [&](double v) { return static_cast<Time>(std::llround(v / n)); };
+      MoeSliceCosts m;
+      m.layers = static_cast<int>(n);
+      m.attn_f = per_layer(attn.f);
+      m.attn_b = per_layer(attn.b - attn.w);
+      m.attn_w = per_layer(attn.w);
+      m.mlp_f = per_layer(mlp.f);
+      m.mlp_b = per_layer(mlp.b - mlp.w);
+      m.mlp_w = per_layer(mlp.w);
+      m.dispatch = per_layer(disp);
+      m.combine = per_layer(comb);
+      m.dispatch_b = per_layer(disp_b);
+      m.combine_b = per_layer(comb_b);
+      out.moe.push_back(m);
+    }
+    out.comm_sm_fraction = 1.0 - fig.compute_sm_fraction;
+  }
   check_step_bound(s, out);
   return out;
 }

@@ -130,7 +130,7 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
       if (m.published.own_span) pub += " own-span";
       pub += m.published_holds ? (m.published_matches ? " (exact)" : " (MISMATCH)") : " (n/a*)";
     }
-    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<16} {:>5}x", m.schedule, tfmt(m.makespan, scale),
+    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<16} {:>5}x", m.schedule, tfmt(m.makespan, scale, 2),
                        100.0 * m.bubble_ratio, per_rank_summary(bub, 8), pub, per_rank_summary(act, 8),
                        m.parameter_copies);
     if (any_comm) out += fmt::format(" {:<18}", per_rank_summary(exp, 4));

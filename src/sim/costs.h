@@ -39,7 +39,8 @@ struct MoeSliceCosts {
   int layers = 1;
   Time attn_f = 0, attn_b = 0, attn_w = 0;  // attention (+ norms, projections): fwd, input-grad, weight-grad
   Time mlp_f = 0, mlp_b = 0, mlp_w = 0;     // MLP / experts
-  Time dispatch = 0, combine = 0;           // all-to-all on the communication stream
+  Time dispatch = 0, combine = 0;           // forward all-to-alls on the communication stream
+  Time dispatch_b = 0, combine_b = 0;       // their backward counterparts
 };
 
 struct SimCosts {

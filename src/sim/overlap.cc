@@ -118,10 +118,10 @@ ActionCost overlap_action_cost(const Action& a, const MoeSliceCosts& first, cons
         case OpKind::B:
         case OpKind::I: {
           const bool full = op.kind == OpKind::B;
-          prev = sim.add(1, c.combine, dep());
+          prev = sim.add(1, c.combine_b, dep());
           prev = sim.add(0, c.mlp_b, dep());
           if (full) prev = sim.add(0, c.mlp_w, dep());
-          prev = sim.add(1, c.dispatch, dep());
+          prev = sim.add(1, c.dispatch_b, dep());
           prev = sim.add(0, c.attn_b, dep());
           if (full) prev = sim.add(0, c.attn_w, dep());
           break;
@@ -152,11 +152,11 @@ ActionCost overlap_action_cost(const Action& a, const MoeSliceCosts& first, cons
     BwdLayer b;
     // DeepSeek's order: combine(B), attention(F), MLP(B), dispatch(F), dispatch(B), MLP(W),
     // MLP(F), attention(B), attention(W), combine(F).
-    if (has_b) b.comb = sim.add(1, bc.combine, after({b_prev}));
+    if (has_b) b.comb = sim.add(1, bc.combine_b, after({b_prev}));
     if (has_f) f.attn = sim.add(0, fc.attn_f, after({f_prev}));
     if (has_b) b.mlp = sim.add(0, bc.mlp_b, after({b.comb}));
     if (has_f) f.disp = sim.add(1, fc.dispatch, after({f.attn}));
-    if (has_b) b.disp = sim.add(1, bc.dispatch, after({b.mlp}));
+    if (has_b) b.disp = sim.add(1, bc.dispatch_b, after({b.mlp}));
     if (has_b && full) b.mlp_w = sim.add(0, bc.mlp_w, after({b.mlp}));
     if (has_f) f.mlp = sim.add(0, fc.mlp_f, after({f.disp}));
     if (has_b) b.attn = sim.add(0, bc.attn_b, after({b.disp}));

@@ -18,7 +18,7 @@ MoeSliceCosts layer(double attn, double mlp, double a2a, int layers = 1) {
   m.layers = layers;
   m.attn_f = m.attn_b = m.attn_w = static_cast<Time>(attn * U);
   m.mlp_f = m.mlp_b = m.mlp_w = static_cast<Time>(mlp * U);
-  m.dispatch = m.combine = static_cast<Time>(a2a * U);
+  m.dispatch = m.combine = m.dispatch_b = m.combine_b = static_cast<Time>(a2a * U);
   return m;
 }
 
@@ -32,7 +32,7 @@ SimCosts moe_costs(int slices, double f, double b, double w, double a2a, int lay
   m.attn_f = m.mlp_f = static_cast<Time>(f / 2 / layers * U);
   m.attn_b = m.mlp_b = static_cast<Time>((b - w) / 2 / layers * U);
   m.attn_w = m.mlp_w = static_cast<Time>(w / 2 / layers * U);
-  m.dispatch = m.combine = static_cast<Time>(a2a * U);
+  m.dispatch = m.combine = m.dispatch_b = m.combine_b = static_cast<Time>(a2a * U);
   c.moe.assign(static_cast<std::size_t>(slices), m);
   c.comm_sm_fraction = kSigma;
   return c;

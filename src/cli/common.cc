@@ -128,8 +128,8 @@ void write_output(const std::string& path, const std::string& content) {
 
 void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts) {
   if (with_family_counts) {
-    sub.add_option("--pp,-p", o.pp, "pipeline ranks P")->capture_default_str();
-    sub.add_option("--microbatches,-m", o.microbatches, "micro-batches M per step")->capture_default_str();
+    sub.add_option("--pp,-p", o.pp, "pipeline ranks P (default 8, or the config's parallel.pp)");
+    sub.add_option("--microbatches,-m", o.microbatches, "micro-batches M per step (default 20, or the config's)");
   }
   sub.add_option("--vpp", o.vpp, "chunks per rank for interleaved-1f1b (default 2)");
   sub.add_option("--group-size", o.group_size, "interleaved-1f1b micro-batch group G (default P)");
@@ -145,8 +145,8 @@ void apply_limits(const ScheduleOptions& o) {
 
 ScheduleParams params_for(const Family& fam, const ScheduleOptions& o) {
   ScheduleParams p;
-  p.pp = o.pp;
-  p.microbatches = o.microbatches;
+  p.pp = o.pp != ScheduleOptions::kUnset ? o.pp : ScheduleOptions::kDefaultPp;
+  p.microbatches = o.microbatches != ScheduleOptions::kUnset ? o.microbatches : ScheduleOptions::kDefaultMicrobatches;
   p.vpp = o.vpp;
   p.group_size = o.group_size;
   return resolve_params(fam, p);

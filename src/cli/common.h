@@ -29,8 +29,12 @@ void write_output(const std::string& path, const std::string& content);
 
 // Options every schedule-taking command shares.
 struct ScheduleOptions {
-  int pp = 8;
-  int microbatches = 20;
+  // kUnset = not given: the config's value, else the defaults below.
+  static constexpr int kUnset = -2147483647 - 1;
+  int pp = kUnset;
+  int microbatches = kUnset;
+  static constexpr int kDefaultPp = 8;
+  static constexpr int kDefaultMicrobatches = 20;
   int vpp = 0;
   int group_size = 0;
   std::string schedule_file;

@@ -122,7 +122,14 @@ RunOutput run_schedules(const RunRequest& req) {
     run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
   } else {
     ScheduleOptions so = req.so;
-    if (cfg) apply_config_parallel(*cfg, so.pp, so.microbatches, so.vpp);
+    if (cfg) {
+      // Flags given on the command line win over the config's parallel section.
+      int pp = 0, m = 0, v = 0;
+      apply_config_parallel(*cfg, pp, m, v);
+      if (so.pp == ScheduleOptions::kUnset) so.pp = pp;
+      if (so.microbatches == ScheduleOptions::kUnset) so.microbatches = m;
+      if (so.vpp == 0) so.vpp = v;
+    }
     std::string list = req.schedules;
     if (cfg && (list.empty() || list == "all") && !req.single) list = config_schedules(*cfg);
     for (const Family* fam : pick_families(list)) {
@@ -131,7 +138,8 @@ RunOutput run_schedules(const RunRequest& req) {
         const Schedule s = make_schedule(fam->name, p);
         run_one(s, fam, p);
       } catch (const InputError& e) {
-        if (req.single || e.exit_code() == kExitLimit) throw;
+        // Only a family's own constraint skips it; bad flags and limits stop the run.
+        if (req.single || e.exit_code() != kExitInput) throw;
         out.skipped.push_back({fam->name, e.message()});
       }
     }

@@ -1,0 +1,105 @@
+// The CLI's body (cli/run_main.h): builds the CLI from the command table, turns every error into
+// one line and a documented exit code (docs/CLI.md). It returns, never exits, so that it can run
+// in-process many times (fuzz/fuzz_cli.cc).
+#include "cli/run_main.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "ppsim_version.h"
+
+namespace {
+
+std::string unknown_flag_line(const CLI::App& app, const std::vector<std::string>& extras) {
+  const std::string flag = extras.empty() ? std::string{} : extras.front();
+  std::vector<std::string> names;
+  const CLI::App* scope = &app;
+  for (const CLI::App* sub : app.get_subcommands()) scope = sub;
+  for (const CLI::Option* o : scope->get_options()) {
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+  }
+  std::string base = flag.substr(0, flag.find('='));
+  std::string line = fmt::format("unknown argument '{}'", flag);
+  if (auto s = ppsim::closest_match(base, names); !s.empty()) line += fmt::format(", did you mean '{}'?", s);
+  return line;
+}
+
+}  // namespace
+
+namespace ppsim::cli {
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"ppsim: simulate, compare, plan and validate pipeline-parallel training schedules", "ppsim"};
+  app.set_version_flag("--version", std::string("ppsim ") + PPSIM_VERSION);
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  std::vector<std::string> names;
+  for (const auto& c : kCommands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runners.emplace_back(sub, c.setup(*sub));
+    names.emplace_back(c.name);
+  }
+  // An unknown command gets its own line with a suggestion (CLI11 would list extras).
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string cmd = argv[1];
+    bool known = false;
+    for (const auto& n : names) known |= n == cmd;
+    if (!known) {
+      std::string line = fmt::format("ppsim: unknown command '{}'", cmd);
+      if (auto s = closest_match(cmd, names); !s.empty()) line += fmt::format(", did you mean '{}'?", s);
+      std::fprintf(stderr, "%s (see 'ppsim --help')\n", line.c_str());
+      return kExitUsage;
+    }
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 says "The following argument(s) were not expected: --x ..."; keep the first.
+    std::string what = e.what();
+    std::vector<std::string> extras;
+    if (auto pos = what.find(": "); pos != std::string::npos) {
+      std::string rest = what.substr(pos + 2);
+      extras.push_back(rest.substr(0, rest.find(' ')));
+    }
+    std::fprintf(stderr, "ppsim: %s\n", unknown_flag_line(app, extras).c_str());
+    return kExitUsage;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (auto& ch : msg) if (ch == '\n') ch = ' ';
+    const std::string scope = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
+    std::fprintf(stderr, "ppsim: %s (see 'ppsim %s--help')\n", msg.c_str(), scope.c_str());
+    return kExitUsage;
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+    return kExitUsage;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "ppsim: %s\n", e.one_line().c_str());
+    return e.exit_code();
+  } catch (const InternalError& e) {
+    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", e.what());
+    return kExitInternal;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ppsim: out of memory (try a smaller request)\n");
+    return kExitLimit;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", e.what());
+    return kExitInternal;
+  }
+}
+
+}  // namespace ppsim::cli

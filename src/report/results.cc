@@ -82,6 +82,9 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
                       {"W", scale.to_display(m.chunk_times.w)},
                       {"FB", scale.to_display(m.chunk_times.fb > 0 ? m.chunk_times.fb : m.chunk_times.f + m.chunk_times.b)}};
   j["fb_pair_time"] = m.fb_pair_time ? nlohmann::json(scale.to_display(*m.fb_pair_time)) : nlohmann::json(nullptr);
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto& [kind, t] : m.fb_pair_times) kinds[kind] = scale.to_display(t);
+  j["fb_pair_times"] = kinds;
   j["throughput"] = m.makespan ? static_cast<double>(m.microbatches) / scale.to_display(m.makespan) : 0.0;
   if (row.physical.available) {
     j["step_time"] = row.physical.step_time_s;

@@ -168,6 +168,10 @@ class Engine {
     if (a.overlapped) {
       ++res_.pairs;
       res_.pair_time_sum += dur;
+      auto& kind = res_.pair_kinds[fmt::format("F{}&{}{}", s_.slice[a.first.stage], op_kind_char(a.second.kind),
+                                               s_.slice[a.second.stage])];
+      ++kind.first;
+      kind.second += dur;
     }
     res_.ops += static_cast<std::uint64_t>(a.size());
     if (opt_.record_timeline) {

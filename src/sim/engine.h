@@ -5,6 +5,8 @@
 // that (stage, micro-batch) ends, in units of one chunk of one micro-batch.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/schedule.h"
@@ -35,6 +37,8 @@ struct SimResult {
   std::uint64_t ops = 0;
   std::uint64_t pairs = 0;
   Time pair_time_sum = 0;    // sum of overlapped-pair durations
+  // Per pair kind "F<slice>&<B|I><slice>" (the model slices of its two chunks): count and sum.
+  std::map<std::string, std::pair<std::uint64_t, Time>> pair_kinds;
   Timeline timeline;         // filled when SimOptions::record_timeline
 };
 

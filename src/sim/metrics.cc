@@ -40,6 +40,7 @@ ScheduleMetrics compute_metrics(const Schedule& s, const SimResult& r, const Sim
   m.bubble_mean = s.pp ? static_cast<double>(bubble_sum) / s.pp : 0.0;
   m.bubble_ratio = (s.pp && m.makespan) ? static_cast<double>(bubble_sum) / (static_cast<double>(s.pp) * m.makespan) : 0.0;
   if (r.pairs > 0) m.fb_pair_time = r.pair_time_sum / static_cast<Time>(r.pairs);
+  for (const auto& [kind, cs] : r.pair_kinds) m.fb_pair_times[kind] = cs.second / static_cast<Time>(cs.first);
 
   if (family != nullptr && !costs.slice.empty()) {
     const SliceCosts& c0 = costs.slice[0];

@@ -3,6 +3,7 @@
 // SCHEDULES.md defines it when there is no communication), the published closed form beside the
 // simulated truth, peak activations and parameter copies.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@ struct ScheduleMetrics {
   int parameter_copies = 1;
   SliceCosts chunk_times;          // slice 0's per-chunk costs
   std::optional<Time> fb_pair_time;  // mean emergent pair duration; none without pairs
+  std::map<std::string, Time> fb_pair_times;  // mean per pair kind "F<slice>&B<slice>"
   std::uint64_t ops = 0;
 };
 

@@ -29,7 +29,8 @@ Schedule load_schedule(const std::string& family, const ScheduleOptions& so) {
   if (!so.schedule_file.empty()) {
     if (!family.empty())
       throw InputError("give a schedule family or --schedule-file, not both", {}, kExitUsage);
-    return import_csv_file(so.schedule_file, 0, 0, parse_layout(so.layout));
+    return import_csv_file(so.schedule_file, so.pp == ScheduleOptions::kUnset ? 0 : so.pp,
+                           so.microbatches == ScheduleOptions::kUnset ? 0 : so.microbatches, parse_layout(so.layout));
   }
   if (family.empty()) throw InputError("show needs a schedule family (see 'ppsim schedules') or --schedule-file", {}, kExitUsage);
   const Family& fam = find_family(family);

@@ -118,7 +118,9 @@ RunOutput run_schedules(const RunRequest& req) {
   };
 
   if (!req.so.schedule_file.empty()) {
-    const Schedule s = import_csv_file(req.so.schedule_file, 0, 0, parse_layout(req.so.layout));
+    const Schedule s = import_csv_file(req.so.schedule_file, req.so.pp == ScheduleOptions::kUnset ? 0 : req.so.pp,
+                                       req.so.microbatches == ScheduleOptions::kUnset ? 0 : req.so.microbatches,
+                                       parse_layout(req.so.layout));
     run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
   } else {
     ScheduleOptions so = req.so;

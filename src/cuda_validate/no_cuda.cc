@@ -1,15 +1,28 @@
 // Built instead of the CUDA back-end when nvcc is absent (PPSIM_CUDA=OFF): the GPU commands
-// exist and fail with one clear line.
+// exist and fail with one clear line (exit code kExitGpu).
 #include "cuda_validate/gpu_api.h"
 
 #include "core/error.h"
 
 namespace ppsim::gpu {
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw InputError(std::string(what) + ": " + gpu_unavailable_reason(),
+                   {}, kExitGpu);
+}
+}  // namespace
 
 bool built_with_cuda() { return false; }
 
 std::string gpu_unavailable_reason() {
   return "this ppsim was built without the CUDA back-end (PPSIM_CUDA=OFF or no nvcc at build time)";
 }
+
+std::string device_name(int) { no_cuda("device_name"); }
+ProfileResult profile_chunk(const ChunkShape&, int, int, int) { no_cuda("profile"); }
+std::string profile_yaml(const ProfileResult&) { no_cuda("profile"); }
+int run_profile(const ProfileRequest&) { no_cuda("profile"); }
+int run_kernel_bench(const KernelBenchRequest&) { no_cuda("kernel bench"); }
+Timeline replay_schedule(const Schedule&, const ReplayConfig&) { no_cuda("replay"); }
 
 }  // namespace ppsim::gpu

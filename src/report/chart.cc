@@ -26,7 +26,7 @@ std::string render_step_chart(const Timeline& t, bool color, int max_columns) {
       while (step > unit / 4 && x % step != 0) step /= 2;
   int max_mb = 0;
   for (const auto& iv : t.intervals) max_mb = std::max(max_mb, iv.action.first.microbatch);
-  const int width = static_cast<int>(fmt::format("{}", max_mb).size()) + 1;
+  const int width = static_cast<int>(fmt::format("{}", max_mb).size()) + 2;  // kind, digits, a space
   const Time span = t.end - t.start;
   const long long columns = span / step + (span % step ? 1 : 0);
   if (columns > max_columns) return fmt::format("(chart omitted: {} steps is wider than {} columns)\n", columns, max_columns);

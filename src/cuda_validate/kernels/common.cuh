@@ -1,4 +1,5 @@
-// Device helpers shared by the kernels: warp/block sums and maxima, bf16 <-> float, and a
+// Device helpers shared by the kernels (each kernels/*.cuh is included by exactly one ops/*.cu,
+// so __global__ definitions are not duplicated across translation units): warp/block sums and maxima, bf16 <-> float, and a
 // counter-based hash for reproducible random fills. Device code only.
 #pragma once
 #include <cuda_bf16.h>
@@ -7,6 +8,11 @@
 namespace ppsim::gpu::kernels {
 
 using bf16 = __nv_bfloat16;
+
+// Eight bf16 values: one 16-byte load or store.
+struct alignas(16) Bf16x8 {
+  bf16 v[8];
+};
 
 __device__ __forceinline__ float to_f(bf16 v) { return __bfloat162float(v); }
 __device__ __forceinline__ bf16 to_bf(float v) { return __float2bfloat16_rn(v); }

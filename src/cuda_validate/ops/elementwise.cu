@@ -1,0 +1,32 @@
+// Launchers of kernels/elementwise.cuh.
+#include "cuda_validate/ops/elementwise.h"
+
+#include <algorithm>
+
+#include "cuda_validate/check.h"
+#include "cuda_validate/kernels/elementwise.cuh"
+
+namespace ppsim::gpu {
+namespace {
+unsigned grid_for(std::int64_t n) { return static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 132 * 16)); }
+}  // namespace
+
+void fill_uniform(__nv_bfloat16* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset) {
+  if (n <= 0) return;
+  kernels::fill_uniform_bf16<<<grid_for(n), 256, 0, s>>>(out, n, scale, offset, seed);
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
+void fill_uniform(float* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset) {
+  if (n <= 0) return;
+  kernels::fill_uniform_f32<<<grid_for(n), 256, 0, s>>>(out, n, scale, offset, seed);
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
+void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std::int64_t n, cudaStream_t s) {
+  if (n <= 0) return;
+  kernels::add_bf16<<<grid_for(n), 256, 0, s>>>(out, a, b, n);
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ppsim::gpu

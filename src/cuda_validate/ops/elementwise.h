@@ -1,0 +1,17 @@
+// Launchers for elementwise kernels: reproducible random fills and the residual add.
+#pragma once
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace ppsim::gpu {
+
+// out[i] = offset + scale * u(seed, i), u uniform in [-1, 1).
+void fill_uniform(__nv_bfloat16* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s,
+                  float offset = 0.f);
+void fill_uniform(float* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset = 0.f);
+// out = a + b; out may alias a or b.
+void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std::int64_t n, cudaStream_t s);
+
+}  // namespace ppsim::gpu

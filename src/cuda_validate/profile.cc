@@ -1,0 +1,210 @@
+// The profiler: times a chunk's op kinds with CUDA events (median of `reps` after `warmup`)
+// and writes the cost-profile YAML that the simulator reads.
+//   F  = forward;  I = backward_input;  W = backward_weight;  B = I then W as one timed region
+//   FB = F of micro-batch 1 on one stream overlapped with B of micro-batch 0 on another, their
+//        sub-ops enqueued interleaved layer by layer (DualPipe's F&B); the pair's wall time.
+// Sub-ops are timed over all layers (each re-run is idempotent for the forward and input-grad:
+// it recomputes the same outputs from the same saved inputs).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cuda_validate/check.h"
+#include "cuda_validate/chunk.h"
+#include "cuda_validate/device_buffer.h"
+#include "cuda_validate/gpu_api.h"
+
+namespace ppsim::gpu {
+namespace {
+
+double median(std::vector<float> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Times `fn` (which enqueues on `s`) `reps` times after `warmup` runs; median ms.
+double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) fn();
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<Event> starts, ends;
+  for (int i = 0; i < reps; ++i) {
+    starts.emplace_back();
+    ends.emplace_back();
+  }
+  for (int i = 0; i < reps; ++i) {
+    starts[static_cast<std::size_t>(i)].record(s);
+    fn();
+    ends[static_cast<std::size_t>(i)].record(s);
+  }
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) ms.push_back(ends[static_cast<std::size_t>(i)].ms_since(starts[static_cast<std::size_t>(i)]));
+  return median(ms);
+}
+
+std::string yaml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp.profile";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(SourceLoc{path, 0, 0}, "cannot write the profile", {}, kExitIo);
+    f << content;
+    if (!f.flush()) throw InputError(SourceLoc{path, 0, 0}, "cannot write the profile", {}, kExitIo);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(SourceLoc{path, 0, 0}, "cannot write the profile (rename failed)", {}, kExitIo);
+  }
+}
+
+}  // namespace
+
+ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("profile: " + why, {}, kExitGpu);
+  if (auto p = shape.problem(); !p.empty()) throw InputError("profile: chunk shape: " + p, {}, kExitInput);
+  if (reps < 1 || warmup < 0) throw InputError("profile: reps must be >= 1 and warmup >= 0", {}, kExitUsage);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  ProfileResult r;
+  r.gpu = device_name(device);
+  r.shape = shape;
+  r.warmup = warmup;
+  r.reps = reps;
+
+  Chunk chunk(shape, 7);
+  r.attention_backend = chunk.attention_backend();
+  Stream s1, s2;
+  const cudaStream_t a = s1.get(), b = s2.get();
+  for (int mb : {0, 1}) {
+    chunk.fill_input(mb, 100 + static_cast<std::uint64_t>(mb), a);
+    chunk.fill_grad_output(mb, 200 + static_cast<std::uint64_t>(mb), a);
+  }
+  // Valid saved activations and grads for both micro-batches before anything is timed.
+  for (int mb : {0, 1}) {
+    chunk.forward(mb, a);
+    chunk.backward_input(mb, a);
+  }
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
+  if (shape.is_moe()) {
+    const double assignments = static_cast<double>(shape.tokens()) * shape.top_k * shape.layers;
+    r.dropped_token_fraction = static_cast<double>(chunk.dropped_assignments(0)) / assignments;
+  }
+
+  r.f_ms = time_ms([&] { chunk.forward(0, a); }, a, warmup, reps);
+  r.input_grad_ms = time_ms([&] { chunk.backward_input(0, a); }, a, warmup, reps);
+  r.w_ms = time_ms([&] { chunk.backward_weight(0, a); }, a, warmup, reps);
+  r.b_ms = time_ms(
+      [&] {
+        chunk.backward_input(0, a);
+        chunk.backward_weight(0, a);
+      },
+      a, warmup, reps);
+
+  // FB: F(1) on stream a, B(0) on stream b, interleaved by layer; timed on a after joining b.
+  Event fork(false), join(false);
+  const int L = shape.layers;
+  r.fb_ms = time_ms(
+      [&] {
+        fork.record(a);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
+        for (int i = 0; i < L; ++i) {
+          const int lb = L - 1 - i;
+          chunk.attn_forward(1, i, a);
+          chunk.combine_backward(0, lb, b);
+          chunk.mlp_backward_input(0, lb, b);
+          chunk.dispatch_forward(1, i, a);
+          chunk.mlp_forward(1, i, a);
+          chunk.dispatch_backward(0, lb, b);
+          chunk.attn_backward_input(0, lb, b);
+          chunk.combine_forward(1, i, a);
+        }
+        chunk.backward_weight(0, b);
+        join.record(b);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
+      },
+      a, warmup, reps);
+
+  auto all_layers = [&](void (Chunk::*op)(int, int, cudaStream_t), bool reverse) {
+    return [&chunk, op, reverse, L, a] {
+      for (int i = 0; i < L; ++i) (chunk.*op)(0, reverse ? L - 1 - i : i, a);
+    };
+  };
+  r.sub_ops_ms["attn_fwd"] = time_ms(all_layers(&Chunk::attn_forward, false), a, warmup, reps);
+  r.sub_ops_ms["mlp_fwd"] = time_ms(all_layers(&Chunk::mlp_forward, false), a, warmup, reps);
+  r.sub_ops_ms["mlp_bwd"] = time_ms(all_layers(&Chunk::mlp_backward_input, true), a, warmup, reps);
+  r.sub_ops_ms["attn_bwd"] = time_ms(all_layers(&Chunk::attn_backward_input, true), a, warmup, reps);
+  r.sub_ops_ms["attn_w"] = time_ms(all_layers(&Chunk::attn_backward_weight, false), a, warmup, reps);
+  r.sub_ops_ms["mlp_w"] = time_ms(all_layers(&Chunk::mlp_backward_weight, false), a, warmup, reps);
+  if (shape.is_moe()) {
+    r.sub_ops_ms["dispatch_fwd"] = time_ms(all_layers(&Chunk::dispatch_forward, false), a, warmup, reps);
+    r.sub_ops_ms["combine_fwd"] = time_ms(all_layers(&Chunk::combine_forward, false), a, warmup, reps);
+    r.sub_ops_ms["combine_bwd"] = time_ms(all_layers(&Chunk::combine_backward, true), a, warmup, reps);
+    r.sub_ops_ms["dispatch_bwd"] = time_ms(all_layers(&Chunk::dispatch_backward, true), a, warmup, reps);
+  }
+  PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  return r;
+}
+
+std::string profile_yaml(const ProfileResult& r) {
+  const ChunkShape& s = r.shape;
+  std::string y;
+  y += "# ppsim cost profile, measured on the GPU by profile_chunk (src/cuda_validate/profile.cc).\n";
+  y += fmt::format("# median of {} repetitions after {} warm-up runs; attention: {}.\n", r.reps, r.warmup,
+                   r.attention_backend);
+  y += "# B = full backward (input-grad + weight-grad), W = weight-grad, FB = overlapped F and B pair.\n";
+  y += fmt::format("# input-grad alone (I): {:.4f} ms", r.input_grad_ms);
+  if (s.is_moe()) y += fmt::format("; dropped token assignments: {:.4f}", r.dropped_token_fraction);
+  y += "\n";
+  y += fmt::format("gpu: {}\n", yaml_quote(r.gpu));
+  y += "shape:\n";
+  y += fmt::format("  hidden: {}\n  heads: {}\n  kv_heads: {}\n  head_dim: {}\n  ffn_hidden: {}\n", s.hidden, s.heads,
+                   s.kv_heads, s.head_dim, s.ffn_hidden);
+  y += fmt::format("  seq_len: {}\n  micro_batch: {}\n  layers: {}\n  experts: {}\n  top_k: {}\n", s.seq_len,
+                   s.micro_batch, s.layers, s.experts, s.top_k);
+  y += fmt::format("  expert_ffn_hidden: {}\n", s.expert_ffn_hidden);
+  if (s.is_moe()) y += fmt::format("  capacity_factor: {}\n", s.capacity_factor);
+  y += "op_ms:\n";
+  y += fmt::format("  F: {:.4f}\n  B: {:.4f}\n  W: {:.4f}\n  FB: {:.4f}\n", r.f_ms, r.b_ms, r.w_ms, r.fb_ms);
+  y += "sub_ops_ms:\n";
+  static const char* kOrder[] = {"attn_fwd", "dispatch_fwd", "mlp_fwd", "combine_fwd", "combine_bwd", "mlp_bwd",
+                                 "dispatch_bwd", "attn_bwd", "attn_w", "mlp_w"};
+  for (const char* k : kOrder)
+    if (auto it = r.sub_ops_ms.find(k); it != r.sub_ops_ms.end()) y += fmt::format("  {}: {:.4f}\n", k, it->second);
+  return y;
+}
+
+int run_profile(const ProfileRequest& req) {
+  ProfileResult r = profile_chunk(req.shape, req.warmup, req.reps, req.device);
+  const std::string yaml = profile_yaml(r);
+  if (req.output_path.empty() || req.output_path == "-") {
+    std::fputs(yaml.c_str(), stdout);
+  } else {
+    write_file_atomically(req.output_path, yaml);
+  }
+  const double tflops = r.shape.forward_flops() / (r.f_ms * 1e-3) / 1e12;
+  std::fprintf(stderr, "profile on %s (attention: %s): F %.3f ms (%.0f TFLOP/s), I %.3f ms, W %.3f ms, B %.3f ms, "
+               "FB %.3f ms (F+B %.3f ms)\n",
+               r.gpu.c_str(), r.attention_backend.c_str(), r.f_ms, tflops, r.input_grad_ms, r.w_ms, r.b_ms, r.fb_ms,
+               r.f_ms + r.b_ms);
+  for (const auto& [k, v] : r.sub_ops_ms) std::fprintf(stderr, "  %-13s %8.3f ms\n", k.c_str(), v);
+  if (!req.output_path.empty() && req.output_path != "-")
+    std::fprintf(stderr, "wrote %s\n", req.output_path.c_str());
+  return kExitOk;
+}
+
+}  // namespace ppsim::gpu

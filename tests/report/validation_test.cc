@@ -1,0 +1,43 @@
+// Predicted-vs-measured statistics on timelines built by hand.
+#include "catch.h"
+#include "report/validation.h"
+
+using namespace ppsim;
+
+TEST_CASE("timeline statistics and the comparison's errors", "[report][validation]") {
+  // Two ranks, ns ticks. Rank 0: F [0, 2ms], B [6ms, 10ms]; rank 1: F [2ms, 4ms], B [4ms, 6ms].
+  Timeline t;
+  t.pp = 2;
+  t.start = 0;
+  t.end = 10'000'000;
+  auto iv = [](int rank, OpKind k, Time a, Time b) {
+    Interval i;
+    i.rank = rank;
+    i.start = a;
+    i.end = b;
+    i.action = Action::single(Op{k, rank, 0});
+    return i;
+  };
+  t.intervals = {iv(0, OpKind::F, 0, 2'000'000), iv(1, OpKind::F, 2'000'000, 4'000'000),
+                 iv(1, OpKind::B, 4'000'000, 6'000'000), iv(0, OpKind::B, 6'000'000, 10'000'000)};
+  const TimelineStats s = timeline_stats(t);
+  REQUIRE(s.makespan == 10'000'000);
+  REQUIRE(s.compute == std::vector<Time>{6'000'000, 4'000'000});
+  REQUIRE(s.bubble == std::vector<Time>{4'000'000, 6'000'000});
+  REQUIRE(s.mean_duration.at("F") == 2'000'000);
+  REQUIRE(s.mean_duration.at("B") == 3'000'000);  // (2 + 4) / 2 ms
+  // A measured run 10% slower everywhere: every error is -1/11.
+  Timeline m = t;
+  m.end = 11'000'000;
+  for (auto& i : m.intervals) {
+    i.start = i.start * 11 / 10;
+    i.end = i.end * 11 / 10;
+  }
+  const auto rows = compare_timelines(s, timeline_stats(m));
+  REQUIRE(rows.front().what == "makespan");
+  REQUIRE(rows.front().predicted == 10.0);
+  REQUIRE(rows.front().measured == 11.0);
+  REQUIRE(std::abs(rows.front().error + 1.0 / 11.0) < 1e-12);
+  const std::string table = render_validation_table("1f1b", rows, 0.05);
+  REQUIRE(table.find("OUTSIDE target") != std::string::npos);
+}

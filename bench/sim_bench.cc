@@ -30,7 +30,7 @@ Stat time_it(const Schedule& s, const SimCosts& c, int reps, std::uint64_t& ops)
   return {t.front(), t[t.size() / 2], t.back()};
 }
 
-void bench(const char* family, int p, int m, int reps) {
+void bench(const char* family, int p, int m, int reps, Time latency = 0) {
   const auto g0 = std::chrono::steady_clock::now();
   const Schedule s = make_schedule(family, ScheduleParams{p, m, 0, 0});
   const double gen = std::chrono::duration<double>(std::chrono::steady_clock::now() - g0).count();
@@ -40,12 +40,12 @@ void bench(const char* family, int p, int m, int reps) {
   sc.w = kTicksPerUnit;
   sc.fb = 3 * kTicksPerUnit;
   SimCosts c = uniform_costs(s.stages_per_pipe, sc);
-  c.link.latency = kTicksPerUnit / 10;
+  c.link.latency = latency;
   std::uint64_t ops = 0;
   const Stat st = time_it(s, c, reps, ops);
-  std::printf("%-10s P=%-4d M=%-5d ops=%9llu  sim min %.4f s  median %.4f s  max %.4f s  -> %5.1f M ops/s best, %5.1f median"
+  std::printf("%-10s P=%-4d M=%-5d lat=%-3s ops=%9llu  sim min %.4f s  median %.4f s  max %.4f s  -> %5.1f M ops/s best, %5.1f median"
               "   [generate+validate %.3f s]\n",
-              family, p, m, static_cast<unsigned long long>(ops), st.min, st.median, st.max, ops / st.min / 1e6,
+              family, p, m, latency ? "0.1" : "0", static_cast<unsigned long long>(ops), st.min, st.median, st.max, ops / st.min / 1e6,
               ops / st.median / 1e6, gen);
 }
 
@@ -55,6 +55,9 @@ int main() {
   std::printf("ppsim simulator benchmark (one core; target >= 10 M ops/s, time linear in ops)\n");
   bench("dualpipe", 64, 1024, 5);
   bench("1f1b", 128, 4096, 5);
+  std::printf("-- with a stage-to-stage latency of 0.1 (every transfer becomes an event):\n");
+  bench("dualpipe", 64, 1024, 5, kTicksPerUnit / 10);
+  bench("1f1b", 128, 4096, 5, kTicksPerUnit / 10);
   std::printf("-- growth with M (1f1b, P=64):\n");
   for (int m : {512, 1024, 2048, 4096, 8192}) bench("1f1b", 64, m, 3);
   std::printf("-- growth with M (dualpipe, P=32):\n");

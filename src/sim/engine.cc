@@ -81,6 +81,8 @@ class Engine {
     }
     if (res_.start == kNever) res_.start = 0;
     res_.events = q_.scheduled();
+    for (const auto& [k, cs] : pair_kinds_)
+      res_.pair_kinds[fmt::format("F{}&{}{}", k >> 32, op_kind_char(static_cast<OpKind>(k & 3)), (k >> 2) & 0x3fffffff)] = cs;
     if (opt_.record_timeline) {
       res_.timeline.start = res_.start;
       res_.timeline.end = res_.end;
@@ -168,8 +170,9 @@ class Engine {
     if (a.overlapped) {
       ++res_.pairs;
       res_.pair_time_sum += dur;
-      auto& kind = res_.pair_kinds[fmt::format("F{}&{}{}", s_.slice[a.first.stage], op_kind_char(a.second.kind),
-                                               s_.slice[a.second.stage])];
+      auto& kind = pair_kinds_[(static_cast<std::uint64_t>(s_.slice[a.first.stage]) << 32) |
+                               (static_cast<std::uint64_t>(s_.slice[a.second.stage]) << 2) |
+                               static_cast<std::uint64_t>(a.second.kind)];
       ++kind.first;
       kind.second += dur;
     }
@@ -277,6 +280,7 @@ class Engine {
   std::vector<RankState> rank_;
   std::vector<int> pending_wakes_;
   std::unordered_map<std::uint64_t, ActionCost> cache_;
+  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, Time>> pair_kinds_;  // (slice F, slice B, kind)
   EventQueue q_;
   SimResult res_;
 };

@@ -61,8 +61,12 @@ class Engine {
     for (int r = 0; r < P_; ++r) q_.push(0, kWake, r);
     while (!q_.empty()) {
       const Event e = q_.pop();
-      if (e.kind == kActionEnd) on_end(e.rank, e.t);
-      else try_start(e.rank, e.t);
+      if (e.kind == kActionEnd) {
+        on_end(e.rank, e.t);
+      } else {
+        if (rank_[e.rank].wake_at == e.t) rank_[e.rank].wake_at = kNever;
+        try_start(e.rank, e.t);
+      }
     }
     for (int r = 0; r < P_; ++r) {
       const auto& st = rank_[r];
@@ -97,6 +101,7 @@ class Engine {
     Time run_start = 0;
     Time run_end = 0;
     Time blocked_until = 0;
+    Time wake_at = kNever;  // time of this rank's pending wake event, if any
     int activations = 0;
   };
 
@@ -147,9 +152,18 @@ class Engine {
     RankState& st = rank_[r];
     if (st.running || st.next >= s_.ranks[r].size() || now < st.blocked_until) return;
     const Action& a = s_.ranks[r][st.next];
+    Time ready = 0;
     for (int i = 0; i < a.size(); ++i) {
       const Time t = ready_time(a.op(i));
-      if (t == kNever || t > now) return;  // a wake comes when it arrives
+      if (t == kNever) return;  // its producer has not run: the transfer will look again
+      ready = std::max(ready, t);
+    }
+    if (ready > now) {  // inputs in flight: wake when the last lands (one pending wake per rank)
+      if (st.wake_at == kNever || st.wake_at > ready || st.wake_at < now) {
+        st.wake_at = ready;
+        q_.push(ready, kWake, r);
+      }
+      return;
     }
     const ActionCost ac = cost(a);
     const Time dur = ac.duration;
@@ -194,13 +208,9 @@ class Engine {
     const Time busy = lm.occupancy(bytes);
     link_free_[link] = start + busy;
     const Time arrival = start + busy + lm.latency;
-    // Wake the receiver when the data lands, unless it is busy until then anyway (its own
-    // action end will try the next action). Same-time arrivals are handled by the caller.
-    const RankState& d = rank_[dst];
-    if (!(d.running && d.run_end >= arrival)) {
-      if (arrival == now) pending_wakes_.push_back(dst);
-      else q_.push(arrival, kWake, dst);
-    }
+    // An idle receiver looks at its next action once this action's outputs are all recorded
+    // (and sets a wake for when its inputs land); a busy one does so when it finishes.
+    if (!rank_[dst].running) pending_wakes_.push_back(dst);
     if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
     return arrival;
   }
@@ -247,7 +257,7 @@ class Engine {
     } else {
       try_start(r, now);
     }
-    // Receivers whose data landed at this instant (zero transfer time), in send order.
+    // Idle receivers of this action's outputs, in send order.
     for (int dst : pending_wakes_) try_start(dst, now);
     pending_wakes_.clear();
   }

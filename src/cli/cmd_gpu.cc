@@ -1,25 +1,228 @@
-// `ppsim profile` and `ppsim validate` until their issues land.
+// `ppsim profile` and `ppsim validate`: the GPU commands. Without a GPU (or without the CUDA
+// back-end) each ends with one line and exit code 5.
+//
+// profile: times one transformer layer of the config's model on the GPU (F, full backward B,
+// weight-grad W, overlapped pair FB; medians after warm-up) and writes a version-1 cost profile
+// (src/cost/profile.h) that `compare`, `simulate` and `plan` read through `profile: file`.
+// validate: for each schedule, profiles the chunk the schedule's stages hold, simulates the
+// schedule with those measured op costs, replays it on the GPUs present, and prints predicted
+// against measured; --trace writes one Perfetto trace with both timelines.
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/error.h"
+#include "cost/config.h"
+#include "cost/cost_model.h"
 #include "cuda_validate/gpu_api.h"
+#include "report/trace.h"
+#include "report/validation.h"
+#include "schedules/registry.h"
+#include "sim/engine.h"
 
 namespace ppsim::cli {
 
+namespace {
+
+void require_gpu(const char* cmd) {
+  if (auto why = gpu::gpu_unavailable_reason(); !why.empty())
+    throw InputError(fmt::format("{}: {}", cmd, why), {}, kExitGpu);
+}
+
+// The GPU chunk for `layers` layers of the config's model (MoE layers when the model has experts).
+gpu::ChunkShape chunk_shape(const ModelConfigData& c, int layers, bool moe) {
+  gpu::ChunkShape s;
+  const ModelSpec& m = c.model;
+  s.hidden = static_cast<int>(m.hidden);
+  s.heads = m.heads;
+  s.kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
+  s.head_dim = static_cast<int>(m.head_dim > 0 ? m.head_dim : m.hidden / std::max(1, m.heads));
+  s.ffn_hidden = static_cast<int>(m.ffn_hidden > 0 ? m.ffn_hidden : 4 * m.hidden);
+  s.seq_len = static_cast<int>(m.seq_len);
+  s.micro_batch = m.micro_batch_size;
+  s.layers = layers;
+  if (moe && m.moe.enabled()) {
+    s.experts = m.moe.experts;
+    s.top_k = m.moe.top_k;
+    s.expert_ffn_hidden = static_cast<int>(m.moe.expert_ffn_hidden);
+  }
+  if (auto p = s.problem(); !p.empty()) throw InputError(fmt::format("the model cannot run on the GPU back-end: {}", p));
+  return s;
+}
+
+struct ProfileArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string output = "-";
+  int warmup = 5;
+  int reps = 20;
+  int device = 0;
+};
+
+struct ValidateArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string schedules;
+  std::string trace;
+  std::string format = "table";
+  std::string output = "-";
+  int devices = 0;
+  int reps = 10;
+  double target = 0;
+};
+
+}  // namespace
+
 Runner setup_profile(CLI::App& sub) {
-  auto config = std::make_shared<std::string>();
-  sub.add_option("config", *config, "YAML config whose chunk to profile");
-  return [config]() -> int {
-    if (auto why = gpu::gpu_unavailable_reason(); !why.empty()) throw InputError("profile: " + why, {}, kExitGpu);
-    throw InputError("profile is not implemented yet", {}, kExitUsage);
+  auto a = std::make_shared<ProfileArgs>();
+  sub.add_option("config", a->config, "YAML config whose model to profile")->required();
+  sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--output,-o", a->output, "write the profile here (default: stdout)");
+  sub.add_option("--warmup", a->warmup, "untimed repetitions first")->capture_default_str();
+  sub.add_option("--reps", a->reps, "timed repetitions (the median is kept)")->capture_default_str();
+  sub.add_option("--device", a->device, "GPU index")->capture_default_str();
+  return [a]() {
+    const ModelConfig cfg = load_config(a->config, a->sets);
+    require_gpu("profile");
+    const ModelConfigData& c = *cfg.data;
+    if (a->reps < 1 || a->warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0", {}, kExitUsage);
+    const gpu::ProfileResult r = gpu::profile_chunk(chunk_shape(c, 1, true), a->warmup, a->reps, a->device);
+    std::string y = fmt::format(
+        "# ppsim cost profile: one transformer layer, one micro-batch, medians of {} runs\n"
+        "version: 1\ndevice: \"{}\"\nsource: \"ppsim profile {}\"\nper_layer: true\n"
+        "op_ms: {{F: {:.6f}, B: {:.6f}, W: {:.6f}, FB: {:.6f}}}\n",
+        r.reps, r.gpu, a->config, r.f_ms, r.b_ms, r.w_ms, r.fb_ms);
+    if (c.model.moe.enabled() && c.model.dense_layers_first > 0) {
+      const gpu::ProfileResult d = gpu::profile_chunk(chunk_shape(c, 1, false), a->warmup, a->reps, a->device);
+      y += fmt::format("dense_op_ms: {{F: {:.6f}, B: {:.6f}, W: {:.6f}}}\n", d.f_ms, d.b_ms, d.w_ms);
+    }
+    y += fmt::format("# input-grad only (I): {:.6f} ms; attention backend: {}\n", r.input_grad_ms, r.attention_backend);
+    for (const auto& [name, ms] : r.sub_ops_ms) y += fmt::format("# sub-op {}: {:.6f} ms\n", name, ms);
+    write_output(a->output, y);
+    std::fprintf(stderr, "profiled on %s: F %.3f ms, B %.3f ms, W %.3f ms, FB %.3f ms (per layer)\n", r.gpu.c_str(),
+                 r.f_ms, r.b_ms, r.w_ms, r.fb_ms);
+    return 0;
   };
 }
 
 Runner setup_validate(CLI::App& sub) {
-  auto config = std::make_shared<std::string>();
-  sub.add_option("config", *config, "YAML config to replay on the GPUs");
-  return [config]() -> int {
-    if (auto why = gpu::gpu_unavailable_reason(); !why.empty()) throw InputError("validate: " + why, {}, kExitGpu);
-    throw InputError("validate is not implemented yet", {}, kExitUsage);
+  auto a = std::make_shared<ValidateArgs>();
+  sub.add_option("config", a->config, "YAML config to replay on the GPUs")->required();
+  sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--schedule,-s", a->schedules, "a family, a comma list, or all (default: the config's parallel.schedule)");
+  sub.add_option("--devices", a->devices, "GPUs to use (0 = all visible; fewer than ranks: ranks share GPUs)");
+  sub.add_option("--reps", a->reps, "timed repetitions when profiling op costs")->capture_default_str();
+  sub.add_option("--target", a->target, "makespan error to flag (default 0.05 on 2+ GPUs, 0.10 on one)");
+  sub.add_option("--trace", a->trace, "one Perfetto trace with the predicted and measured timelines");
+  sub.add_option("--format", a->format, "table or json")->capture_default_str();
+  sub.add_option("--output,-o", a->output, "write the results here");
+  return [a]() {
+    const Format f = parse_format(a->format, {"table", "json"});
+    const ModelConfig cfg = load_config(a->config, a->sets);
+    require_gpu("validate");
+    const ModelConfigData& c = *cfg.data;
+    int pp = 0, m = 0, v = 0;
+    apply_config_parallel(cfg, pp, m, v);
+    std::string list = a->schedules.empty() ? config_schedules(cfg) : a->schedules;
+    std::vector<const Family*> fams;
+    if (list == "all") {
+      for (const auto& fam : families()) fams.push_back(&fam);
+    } else {
+      std::size_t pos = 0;
+      while (pos <= list.size()) {
+        std::size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > pos) fams.push_back(&find_family(list.substr(pos, comma - pos)));
+        pos = comma + 1;
+      }
+    }
+    std::string text;
+    nlohmann::json j;
+    j["config"] = a->config;
+    j["gpu"] = gpu::device_name(0);
+    j["results"] = nlohmann::json::array();
+    j["skipped"] = nlohmann::json::array();
+    std::vector<Timeline> keep;
+    std::vector<std::string> names;
+    std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
+    std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
+    for (const Family* fam : fams) {
+      ScheduleParams params = resolve_params(*fam, ScheduleParams{pp, m, v, 0});
+      Schedule s;
+      try {
+        s = make_schedule(fam->name, params);
+      } catch (const InputError& e) {
+        if (e.exit_code() != kExitInput) throw;
+        j["skipped"].push_back({{"schedule", fam->name}, {"reason", e.message()}});
+        continue;
+      }
+      const int slices = s.stages_per_pipe;
+      if (c.model.layers % slices != 0) {
+        j["skipped"].push_back({{"schedule", fam->name},
+                                {"reason", fmt::format("{} layers do not split into {} equal chunks", c.model.layers, slices)}});
+        continue;
+      }
+      const int layers = c.model.layers / slices;
+      const gpu::ChunkShape shape = chunk_shape(c, layers, true);
+      auto it = profiles.find(layers);
+      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, 0)).first;
+      const gpu::ProfileResult& prof = it->second;
+      auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
+      SliceCosts sc;
+      sc.f = ns(prof.f_ms);
+      sc.b = ns(prof.b_ms);
+      sc.w = std::min(sc.b, ns(prof.w_ms));
+      sc.fb = ns(prof.fb_ms);
+      SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
+      const SimCosts derived = derive_costs(cfg, s);
+      costs.link = derived.link;
+      for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
+        costs.slice[i].act_bytes = derived.slice[i].act_bytes;
+        costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;
+      }
+      SimOptions opt;
+      opt.record_timeline = true;
+      SimResult pred = simulate(s, costs, opt);
+      gpu::ReplayConfig rc;
+      rc.stage_shapes = {shape};
+      rc.devices = a->devices;
+      Timeline meas = gpu::replay_schedule(s, rc);
+      std::vector<Time> exposed;
+      for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
+      const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), timeline_stats(meas));
+      const int used = a->devices > 0 ? a->devices : -1;
+      const double target = a->target > 0 ? a->target : (used == 1 ? 0.10 : 0.05);
+      text += render_validation_table(fam->name, rows, target) + "\n";
+      summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", fam->name, rows.front().predicted,
+                             rows.front().measured, 100.0 * rows.front().error);
+      nlohmann::json r = validation_json(fam->name, rows);
+      r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
+      r["layers_per_chunk"] = layers;
+      j["results"].push_back(r);
+      names.push_back(fam->name);
+      keep.push_back(std::move(pred.timeline));
+      keep.push_back(std::move(meas));
+    }
+    if (!a->trace.empty()) {
+      std::vector<NamedTimeline> named;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        named.push_back({names[i] + " predicted", &keep[2 * i]});
+        named.push_back({names[i] + " measured", &keep[2 * i + 1]});
+      }
+      write_output(a->trace, render_trace(named));
+    }
+    if (f == Format::Json) {
+      write_output(a->output, j.dump(2) + "\n");
+    } else {
+      text += "summary (makespan):\n" + summary;
+      for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
+      write_output(a->output, text);
+    }
+    return 0;
   };
 }
 

@@ -54,6 +54,8 @@ int run_kernel_bench(const KernelBenchRequest& req) {
   if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("kernel bench: " + why, {}, kExitGpu);
   const ChunkShape& sh = req.shape;
   if (auto p = sh.problem(); !p.empty()) throw InputError("kernel bench: chunk shape: " + p, {}, kExitInput);
+  if (req.reps < 1 || req.warmup < 0)
+    throw InputError("kernel bench: --reps must be >= 1 and --warmup >= 0", {}, kExitUsage);
   PPSIM_CUDA_CHECK(cudaSetDevice(req.device));
   Stream stream;
   const cudaStream_t s = stream.get();

@@ -1,0 +1,44 @@
+// The profiler on a small chunk: every op kind timed (positive, finite) and the cost-profile
+// YAML carries the keys the simulator reads (gpu, shape, op_ms {F, B, W, FB}, sub_ops_ms).
+#include <cmath>
+
+#include <yaml-cpp/yaml.h>
+
+#include "gpu_test_util.h"
+
+using namespace ppsim::gpu;
+
+TEST_CASE("profile_chunk times F, B, W, FB and sub-ops and writes the cost-profile YAML", "[gpu][profile]") {
+  PPSIM_REQUIRE_GPU();
+  for (int experts : {0, 8}) {
+    ChunkShape s;
+    s.hidden = 256;
+    s.heads = 4;
+    s.kv_heads = 2;
+    s.head_dim = 64;
+    s.ffn_hidden = 512;
+    s.seq_len = 128;
+    s.micro_batch = 2;
+    s.layers = 2;
+    if (experts) {
+      s.experts = experts;
+      s.top_k = 2;
+      s.expert_ffn_hidden = 128;
+    }
+    INFO("experts " << experts);
+    const ProfileResult r = profile_chunk(s, 1, 3);
+    for (double v : {r.f_ms, r.input_grad_ms, r.w_ms, r.b_ms, r.fb_ms}) {
+      CHECK(std::isfinite(v));
+      CHECK(v > 0);
+    }
+    CHECK(r.sub_ops_ms.size() == (experts ? 10u : 6u));
+    const YAML::Node y = YAML::Load(profile_yaml(r));
+    CHECK(y["gpu"].as<std::string>() == r.gpu);
+    CHECK(y["shape"]["hidden"].as<int>() == 256);
+    CHECK(y["shape"]["experts"].as<int>() == experts);
+    for (const char* k : {"F", "B", "W", "FB"}) CHECK(y["op_ms"][k].as<double>() > 0);
+    CHECK(y["sub_ops_ms"]["attn_fwd"].as<double>() > 0);
+    CHECK(y["sub_ops_ms"]["mlp_w"].as<double>() > 0);
+    if (experts) CHECK(y["sub_ops_ms"]["dispatch_bwd"].as<double>() > 0);
+  }
+}

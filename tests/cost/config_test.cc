@@ -61,12 +61,12 @@ TEST_CASE("a minimal config loads with documented defaults", "[cost]") {
   CHECK(config_schedules(cfg) == "zbv,1f1b");
 }
 
-TEST_CASE("dp follows from the GPU count; cluster.gpus is the same figure", "[cost]") {
+TEST_CASE("dp follows from the GPU count, and cluster.gpus is the same figure", "[cost]") {
   CHECK(load(kOk, {"hardware.gpus=16"}).parallel.dp == 8);
   CHECK(load(kOk, {"cluster.gpus=16", "parallel.tp=2"}).parallel.dp == 4);
 }
 
-TEST_CASE("--set overrides, creates sections, and parses flow values", "[cost]") {
+TEST_CASE("set overrides: --set replaces keys, creates sections, and parses flow values", "[cost]") {
   const ModelConfigData c = load(kOk, {"model.hidden=128", "times={F: 2, B: 4, W: 1}", "parallel.layer_split=[1, 3]",
                                        "plan.whatif.h800={hardware.nvlink_gbps: 400}"});
   CHECK(c.model.hidden == 128);

@@ -98,7 +98,7 @@ parallel: {pp: 2, microbatches: 4}
   CHECK(a.core_flops == 163'840.0);
 }
 
-TEST_CASE("head: the vocab GEMM; tensor parallelism divides a rank's FLOPs", "[cost]") {
+TEST_CASE("head: the vocab GEMM, tensor parallelism divides a rank's FLOPs", "[cost]") {
   const ModelConfigData c = load(kDense);
   // 2 T h V = 2*64*64*1000 = 8,192,000
   CHECK(head_work(c, Shard{1, 1}).forward_flops() == 8'192'000.0);

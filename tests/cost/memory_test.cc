@@ -74,7 +74,7 @@ TEST_CASE("first-stage memory matches Megatron's theoretical memory formula", "[
   CHECK_THAT(parts[0].activations, WithinRel(megatron_acts, 1e-12));
 }
 
-TEST_CASE("ZeRO-1 shards the optimizer states over dp; DualPipe holds two slices per rank", "[cost]") {
+TEST_CASE("ZeRO-1 shards the optimizer states over dp, DualPipe holds two slices per rank", "[cost]") {
   const ModelConfigData c = load({"parallel.dp=8", "parallel.zero=1"});
   const Schedule sch = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
   const auto z0 = rank_memory(load({"parallel.dp=8"}), sch.stage_rank, sch.slice, slice_layouts(c, 4), {1, 1, 1, 1});

@@ -84,7 +84,7 @@ TEST_CASE("trace: parses, one complete event per action on the compute tracks", 
   REQUIRE(names == std::set<std::string>{"0F0", "0F1", "0B0", "0B1", "1F0", "1F1", "1B0", "1B1"});
 }
 
-TEST_CASE("trace: timestamps in us, 1 unit = 1000 us; rank 1 starts at F + latency", "[report][trace]") {
+TEST_CASE("trace: timestamps in us, 1 unit = 1000 us, rank 1 starts at F + latency", "[report][trace]") {
   const Case c = one_f_one_b();
   const json t = json::parse(render_trace({{"1f1b", &c.r.timeline}}));
   // Single timeline: pid = rank. Rank 1's first op 1F0 starts when 0F0's output arrives:

@@ -82,7 +82,7 @@ TEST_CASE("a single op exposes its all-to-all", "[sim][overlap]") {
   REQUIRE(f.exposed_comm == U);
 }
 
-TEST_CASE("at a large all-to-all volume DualPipe beats 1F1B and ZB-H1; at zero the formulas' order holds", "[sim][overlap]") {
+TEST_CASE("at a large all-to-all volume DualPipe beats 1F1B and ZB-H1, at zero the formulas' order holds", "[sim][overlap]") {
   // Zero volume, F=1, B=2, W=1: makespans 1F1B (M+P-1)(F+B) = 81, ZB-H1 81-14 = 67, DualPipe 66.
   const SimCosts zero = moe_costs(8, 1, 2, 1, 0, 2);
   REQUIRE(makespan("1f1b", 8, 20, zero) == 81 * U);

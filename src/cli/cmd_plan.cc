@@ -1,13 +1,134 @@
-// `ppsim plan`: placeholder until the planner lands.
+// `ppsim plan config.yaml`: search schedules and layouts for a config under its plan: section's
+// constraints, rank them, compare what-if variants (docs/PLAN.md). `--shard i/n` evaluates a
+// deterministic slice of the candidates and `--merge` combines shard files into the ranking an
+// unsharded run prints.
+//
+// Not obvious: nothing timing-dependent reaches stdout or the output file (the progress bar
+// goes to stderr, and only when stderr is a terminal), so two runs print the same bytes.
+#include <chrono>
+#include <cstdio>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "core/error.h"
+#include "cost/cost_model.h"
+#include "cost/yaml_reader.h"
+#include "plan/plan_json.h"
+#include "plan/plan_report.h"
+#include "plan/planner.h"
+#include "schedules/registry.h"
 
 namespace ppsim::cli {
 
+namespace {
+
+struct PlanArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::vector<std::string> merge;
+  std::string format = "table";
+  std::string output = "-";
+  std::string shard;
+  int top = 0;
+  int jobs = 0;
+  long long max_ops = 0;
+};
+
+// "i/n" with 0 <= i < n.
+void parse_shard(const std::string& text, int& index, int& count) {
+  const std::size_t slash = text.find('/');
+  auto bad = [&]() {
+    return InputError(fmt::format("--shard: expected i/n with 0 <= i < n (e.g. 3/16), got '{}'", text), {}, kExitUsage);
+  };
+  if (slash == std::string::npos) throw bad();
+  try {
+    std::size_t a = 0, b = 0;
+    const std::string left = text.substr(0, slash), right = text.substr(slash + 1);
+    index = std::stoi(left, &a);
+    count = std::stoi(right, &b);
+    if (a != left.size() || b != right.size()) throw bad();
+  } catch (const std::logic_error&) {
+    throw bad();
+  }
+  if (count < 1 || index < 0 || index >= count) throw bad();
+}
+
+// A one-line progress bar on stderr, redrawn in place.
+class Progress {
+ public:
+  Progress() : start_(std::chrono::steady_clock::now()) {}
+  void operator()(std::uint64_t done, std::uint64_t total) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const int width = 30;
+    const int filled = total ? static_cast<int>(static_cast<double>(done) / static_cast<double>(total) * width) : width;
+    std::fprintf(stderr, "\rplan [%s%s] %llu/%llu candidates  %.1f s", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                 std::string(static_cast<std::size_t>(width - filled), '.').c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), s);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\r%80s\r", "");
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  bool drawn_ = false;
+};
+
+int run(const PlanArgs& a) {
+  const Format f = parse_format(a.format, {"table", "json", "csv"});
+  if (a.top < 0) throw InputError(fmt::format("--top must be >= 1, got {}", a.top), {}, kExitUsage);
+  if (a.jobs < 0) throw InputError(fmt::format("--jobs must be >= 1 (or 0: every core), got {}", a.jobs), {}, kExitUsage);
+  if (a.max_ops > 0) limits().max_ops = a.max_ops;
+  PlanResult result;
+  if (!a.merge.empty()) {
+    if (!a.config.empty()) throw InputError("give a config or --merge shard files, not both", {}, kExitUsage);
+    if (!a.shard.empty() || !a.sets.empty())
+      throw InputError("--merge takes shard files only (no --shard, no --set)", {}, kExitUsage);
+    std::vector<PlanResult> shards;
+    for (const auto& path : a.merge) shards.push_back(plan_from_json(read_yaml_file(path), path));
+    result = merge_plans(std::move(shards), a.merge, a.top);
+  } else {
+    if (a.config.empty()) throw InputError("plan needs a config file (or --merge shard files)", {}, kExitUsage);
+    PlanOptions opt;
+    opt.jobs = a.jobs;
+    opt.top_k = a.top;
+    if (!a.shard.empty()) parse_shard(a.shard, opt.shard_index, opt.shard_count);
+    for (const auto& s : a.sets) opt.set_paths.push_back(s.substr(0, s.find('=')));
+    const ModelConfig cfg = load_config(a.config, a.sets);
+    Progress bar;
+    if (::isatty(2)) opt.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar(done, total); };
+    result = run_plan(cfg, opt);
+    bar.finish();
+  }
+  std::string text;
+  switch (f) {
+    case Format::Json: text = render_plan_json(result); break;
+    case Format::Csv: text = render_plan_csv(result); break;
+    default: text = render_plan_table(result); break;
+  }
+  write_output(a.output, text);
+  return 0;
+}
+
+}  // namespace
+
 Runner setup_plan(CLI::App& sub) {
-  auto config = std::make_shared<std::string>();
-  sub.add_option("config", *config, "YAML config with a plan: section");
-  return [config]() -> int { throw InputError("plan is not implemented yet", {}, kExitUsage); };
+  auto a = std::make_shared<PlanArgs>();
+  sub.add_option("config", a->config, "YAML config with a plan: section");
+  sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
+  sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");
+  sub.add_option("--jobs,-j", a->jobs, "threads (default: every core)");
+  sub.add_option("--shard", a->shard, "evaluate only candidates with id % n == i (i/n); write --format json for --merge");
+  sub.add_option("--merge", a->merge, "merge shard JSON files into the full ranking");
+  sub.add_option("--max-ops", a->max_ops, "refuse schedules that would generate more ops (default 2e8)");
+  return [a]() { return run(*a); };
 }
 
 }  // namespace ppsim::cli

@@ -140,6 +140,7 @@ void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_co
 }
 
 void apply_limits(const ScheduleOptions& o) {
+  if (o.max_ops < 0) throw InputError(fmt::format("--max-ops: expected a count >= 1, got {}", o.max_ops), {}, kExitUsage);
   if (o.max_ops > 0) limits().max_ops = o.max_ops;
 }
 

@@ -94,6 +94,10 @@ RunOutput run_schedules(const RunRequest& req) {
     else parse_times(req.chunk_times, "--chunk-times");
     units_to_ticks(req.p2p_latency, "--p2p-latency");
   }
+  // NaN compares false with everything, so range checks let it through: --a2a nan used to
+  // switch the overlap model off silently.
+  for (const auto& [flag, v] : {std::pair{"--a2a", req.a2a}, std::pair{"--attn-share", req.attn_share}})
+    if (std::isnan(v)) throw InputError(fmt::format("{}: expected a number, got nan", flag), {}, kExitUsage);
   const bool want_timeline = req.keep_timeline || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
 
   auto run_one = [&](const Schedule& s, const Family* fam, const ScheduleParams& params) {
@@ -105,7 +109,10 @@ RunOutput run_schedules(const RunRequest& req) {
                                              : to_slice(parse_times(req.chunk_times, "--chunk-times"));
       costs = uniform_costs(s.stages_per_pipe, c);
       costs.link.latency = units_to_ticks(req.p2p_latency, "--p2p-latency");
-      if (req.a2a >= 0) add_unit_overlap_costs(costs, req, s.chunks_per_rank);
+      if (req.a2a >= 0) {
+        add_unit_overlap_costs(costs, req, s.chunks_per_rank);
+        check_overlap_work(s, costs);
+      }
     }
     SimOptions opt;
     opt.record_timeline = want_timeline;

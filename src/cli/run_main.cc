@@ -54,7 +54,7 @@ int run_main(int argc, char** argv) {
     if (!known) {
       std::string line = fmt::format("ppsim: unknown command '{}'", cmd);
       if (auto s = closest_match(cmd, names); !s.empty()) line += fmt::format(", did you mean '{}'?", s);
-      std::fprintf(stderr, "%s (see 'ppsim --help')\n", line.c_str());
+      std::fprintf(stderr, "%s (see 'ppsim --help')\n", printable(line).c_str());
       return kExitUsage;
     }
   }
@@ -74,13 +74,13 @@ int run_main(int argc, char** argv) {
       std::string rest = what.substr(pos + 2);
       extras.push_back(rest.substr(0, rest.find(' ')));
     }
-    std::fprintf(stderr, "ppsim: %s\n", unknown_flag_line(app, extras).c_str());
+    std::fprintf(stderr, "ppsim: %s\n", printable(unknown_flag_line(app, extras)).c_str());
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
     for (auto& ch : msg) if (ch == '\n') ch = ' ';
     const std::string scope = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
-    std::fprintf(stderr, "ppsim: %s (see 'ppsim %s--help')\n", msg.c_str(), scope.c_str());
+    std::fprintf(stderr, "ppsim: %s (see 'ppsim %s--help')\n", printable(msg).c_str(), scope.c_str());
     return kExitUsage;
   }
   try {
@@ -91,13 +91,13 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "ppsim: %s\n", e.one_line().c_str());
     return e.exit_code();
   } catch (const InternalError& e) {
-    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", e.what());
+    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", printable(e.what()).c_str());
     return kExitInternal;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "ppsim: out of memory (try a smaller request)\n");
     return kExitLimit;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", e.what());
+    std::fprintf(stderr, "ppsim: internal error: %s (please report this)\n", printable(e.what()).c_str());
     return kExitInternal;
   }
 }

@@ -19,6 +19,45 @@ std::string InputError::one_line() const {
   }
   out += message_;
   if (!suggestion_.empty()) out += ", did you mean '" + suggestion_ + "'?";
+  return printable(out);
+}
+
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) { out += fmt::format("\\x{:02X}", static_cast<unsigned>(c)); };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: lead byte, then 1..3 continuation bytes (no overlong forms, no
+    // surrogates, at most U+10FFFF); anything else is escaped one byte at a time.
+    std::size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok && len >= 3) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      if (c == 0xE0) ok = c1 >= 0xA0;
+      if (c == 0xED) ok = c1 < 0xA0;
+      if (c == 0xF0) ok = c1 >= 0x90;
+      if (c == 0xF4) ok = c1 < 0x90;
+    }
+    if (!ok) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(text, i, len);
+    i += len;
+  }
   return out;
 }
 

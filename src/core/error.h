@@ -51,6 +51,11 @@ class InternalError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// `text` made safe for a one-line message: control characters (newlines included) and bytes
+// that are not valid UTF-8 are written as \xNN, so that hostile input cannot split or garble the
+// line the CLI prints.
+std::string printable(const std::string& text);
+
 // The closest candidate by edit distance, or "" when none is close enough to suggest.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 

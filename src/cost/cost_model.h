@@ -32,6 +32,10 @@ std::string config_schedules(const ModelConfig& cfg);
 
 // Per-slice costs (ns) for this schedule's layout: Schedule::stages_per_pipe slices.
 SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
+// The overlap model simulates each action layer by layer (sim/overlap.h), about ops x layers
+// per chunk steps: InputError (exit 6) when that is over limits().max_ops, before any work.
+// derive_costs checks its own costs; callers that build overlap costs themselves call it.
+void check_overlap_work(const Schedule& s, const SimCosts& costs);
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r);
 
 }  // namespace ppsim

@@ -18,6 +18,7 @@
 #include "cost/flops.h"
 #include "cost/memory.h"
 #include "cost/yaml_reader.h"
+#include "schedules/registry.h"
 
 namespace ppsim {
 
@@ -351,9 +352,22 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       out.moe.push_back(m);
     }
     out.comm_sm_fraction = 1.0 - fig.compute_sm_fraction;
+    check_overlap_work(s, out);
   }
   check_step_bound(s, out);
   return out;
+}
+
+void check_overlap_work(const Schedule& s, const SimCosts& costs) {
+  long long layers = 0;
+  for (const auto& m : costs.moe) layers = std::max<long long>(layers, m.layers);
+  const long long ops = static_cast<long long>(s.num_ops());
+  const long long steps = ops * layers;  // <= 2e8 ops * 2^31 layers: no overflow
+  if (steps > limits().max_ops)
+    throw InputError(fmt::format("{}: the overlap model would simulate {} ops x {} layers per chunk = {} layer steps, over "
+                                 "the limit of {} (raise it with --max-ops)",
+                                 s.family, ops, layers, steps, limits().max_ops),
+                     {}, kExitLimit);
 }
 
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {

@@ -10,9 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace ppsim {
 
@@ -60,7 +64,7 @@ std::string read_yaml_file(const std::string& path, const SourceLoc& referenced_
   if (size < 0) throw InputError(where, cannot, {}, kExitIo);
   if (size > kMaxBytes)
     throw InputError(where, fmt::format("{} is {} bytes, over the limit of {} for a YAML file", referenced ? "'" + path + "'" : "the file",
-                                        size, kMaxBytes));
+                                        size, kMaxBytes), {}, kExitLimit);
   in.seekg(0, std::ios::beg);
   std::string text(static_cast<std::size_t>(size), '\0');
   in.read(text.data(), size);
@@ -68,15 +72,53 @@ std::string read_yaml_file(const std::string& path, const SourceLoc& referenced_
   return text;
 }
 
+namespace {
+
+// Where a document's first node is; no mark when the document is empty. Used on the document
+// after the first: YAML::LoadAll is not, because yaml-cpp 0.7's LoadAll loops forever, allocating,
+// on some invalid input (a lone ','; jbeder/yaml-cpp#1040, found by fuzz/fuzz_config.cc): the
+// parser keeps reporting an empty document without consuming the token.
+class FirstNodeMark : public YAML::EventHandler {
+ public:
+  std::optional<YAML::Mark> mark;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { see(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { see(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { see(m); }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { see(m); }
+  void OnMapEnd() override {}
+
+ private:
+  void see(const YAML::Mark& m) {
+    if (!mark) mark = m;
+  }
+};
+
+}  // namespace
+
 YAML::Node parse_yaml(const std::string& text, const std::string& name) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    if (docs.size() > 1) {
-      const YAML::Mark m = docs[1].Mark();
+    // The first document (YAML::Load parses one and stops), then whether a second one holds
+    // anything: the event parser runs at most two documents, so it cannot loop.
+    YAML::Node root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    FirstNodeMark first, second;
+    if (parser.HandleNextDocument(first) && parser.HandleNextDocument(second) && second.mark) {
+      const YAML::Mark m = *second.mark;
       throw InputError(m.is_null() ? SourceLoc{name, 0, 0} : SourceLoc{name, m.line + 1, m.column + 1},
                        "expected one YAML document, found a second one");
     }
-    return docs.empty() ? YAML::Node(YAML::NodeType::Null) : docs[0];
+    return root;
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp stops runaway nesting but calls it "bad file"; say what it is.
+    SourceLoc loc{name, 0, 0};
+    if (!e.mark.is_null()) loc = SourceLoc{name, e.mark.line + 1, e.mark.column + 1};
+    throw InputError(loc, fmt::format("invalid YAML: nested more than {} levels deep", e.depth() - 1));
   } catch (const YAML::Exception& e) {
     SourceLoc loc{name, 0, 0};
     if (!e.mark.is_null()) loc = SourceLoc{name, e.mark.line + 1, e.mark.column + 1};

@@ -1,6 +1,7 @@
 #include "schedules/notation.h"
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -37,15 +38,23 @@ Layout parse_layout(const std::string& name) {
 
 namespace {
 
-// Parses `{stage}{kind}{mb}` at text[pos..end); returns false on bad syntax.
-bool parse_op(const std::string& t, Op& op) {
+// Stage and micro-batch numbers above this are refused while parsing (the limits in
+// registry.h refuse smaller ones with their own message).
+constexpr long long kMaxNumber = 100'000'000;
+
+// Parses `{stage}{kind}{mb}` at text[pos..end); returns false on bad syntax, and sets
+// `too_large` when a number is over kMaxNumber.
+bool parse_op(const std::string& t, Op& op, bool& too_large) {
   std::size_t i = 0;
   auto number = [&](std::int32_t& out) {
     const std::size_t start = i;
     long long v = 0;
     while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) {
       v = v * 10 + (t[i] - '0');
-      if (v > 100'000'000) return false;
+      if (v > kMaxNumber) {
+        too_large = true;
+        return false;
+      }
       ++i;
     }
     out = static_cast<std::int32_t>(v);
@@ -76,8 +85,10 @@ std::string trim(const std::string& s) {
 Action parse_action(const std::string& token, const SourceLoc& loc) {
   static const std::string kSuffix = ")OVERLAP_F_B";
   auto bad = [&](const std::string& why) {
-    return InputError(loc, fmt::format("bad action '{}': {}", token, why));
+    return InputError(loc, fmt::format("bad action '{}': {}", token.size() > 60 ? token.substr(0, 57) + "..." : token, why));
   };
+  bool too_large = false;
+  const std::string kTooLarge = fmt::format("stage and micro-batch numbers must be at most {}", kMaxNumber);
   if (!token.empty() && token.front() == '(') {
     if (token.size() < kSuffix.size() + 2 || token.compare(token.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
       throw bad("an overlapped pair is written (aFm;bBn)OVERLAP_F_B");
@@ -85,14 +96,14 @@ Action parse_action(const std::string& token, const SourceLoc& loc) {
     const std::size_t semi = inner.find(';');
     if (semi == std::string::npos) throw bad("an overlapped pair needs two ops separated by ';'");
     Op f, b;
-    if (!parse_op(trim(inner.substr(0, semi)), f) || !parse_op(trim(inner.substr(semi + 1)), b))
-      throw bad("each op is {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
+    if (!parse_op(trim(inner.substr(0, semi)), f, too_large) || !parse_op(trim(inner.substr(semi + 1)), b, too_large))
+      throw bad(too_large ? kTooLarge : "each op is {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
     if (f.kind != OpKind::F || (b.kind != OpKind::B && b.kind != OpKind::I))
       throw bad("an overlapped pair is a forward then a backward, e.g. (0F7;7B3)OVERLAP_F_B");
     return Action::pair(f, b);
   }
   Op op;
-  if (!parse_op(token, op)) throw bad("expected {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
+  if (!parse_op(token, op, too_large)) throw bad(too_large ? kTooLarge : "expected {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
   return Action::single(op);
 }
 
@@ -100,7 +111,9 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   Schedule s;
   s.family = "file";
   std::vector<std::vector<std::pair<Action, SourceLoc>>> rows;
-  std::istringstream in(text);
+  // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first action.
+  const bool bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0;
+  std::istringstream in(bom ? text.substr(3) : text);
   std::string line;
   int lineno = 0;
   while (std::getline(in, line)) {
@@ -126,6 +139,9 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   }
   const SourceLoc file_loc{filename, 0, 0};
   if (rows.empty()) throw InputError(file_loc, "no ranks: the file has no action lines");
+  if (static_cast<long long>(rows.size()) > limits().max_pp)
+    throw InputError(file_loc, fmt::format("the file has {} rank lines, over the limit of {} ranks (docs/ROBUSTNESS.md)",
+                                           rows.size(), limits().max_pp), {}, kExitLimit);
   const int ranks = static_cast<int>(rows.size());
   if (pp > 0 && pp != ranks)
     throw InputError(file_loc, fmt::format("the file has {} rank lines, but --pp is {}", ranks, pp));
@@ -194,6 +210,17 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   if (mbp > limits().max_microbatches)
     throw InputError(file_loc, fmt::format("micro-batch {} is over the limit of {}", max_mb, limits().max_microbatches), {},
                      kExitLimit);
+  // Validation keeps a table of (stage, micro-batch) entries. A complete file lists an F and a
+  // backward for each, so a table larger than the file's op count means missing ops: refuse it
+  // before allocating (a 15-byte file naming stage 63 and micro-batch 10^6 asked for 2 GB).
+  // Small tables go on to the validator, which names the first missing op.
+  std::size_t n_ops = 0;
+  for (const auto& row : rows)
+    for (const auto& [a, loc] : row) n_ops += static_cast<std::size_t>(a.size());
+  const long long entries = static_cast<long long>(stages) * mbp;
+  if (entries > (1LL << 16) && entries > static_cast<long long>(n_ops))
+    throw InputError(file_loc, fmt::format("the file lists {} ops, but {} stages x {} micro-batches need {} (one F and "
+                                           "one backward each): ops are missing", n_ops, stages, mbp, 2 * entries));
   s.microbatches = mbp * s.num_pipes;
   if (microbatches > 0 && microbatches != s.microbatches)
     throw InputError(file_loc, fmt::format("the file holds {} micro-batches, but --microbatches is {}", s.microbatches,
@@ -217,12 +244,20 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
 }
 
 Schedule import_csv_file(const std::string& path, int pp, int microbatches, Layout layout) {
+  constexpr std::size_t kMaxBytes = 64u << 20;
+  const SourceLoc where{path, 0, 0};
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(where, "cannot open the schedule file (it is a directory)", {}, kExitIo);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLoc{path, 0, 0}, "cannot open the schedule file", {}, kExitIo);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (text.size() > (64u << 20)) throw InputError(SourceLoc{path, 0, 0}, "schedule file larger than 64 MiB", {}, kExitLimit);
+  if (!in) throw InputError(where, "cannot open the schedule file", {}, kExitIo);
+  // Read at most one byte over the limit, so that a huge file (or an endless pipe) is refused
+  // without being read into memory.
+  std::string text;
+  char buf[1 << 16];
+  while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw InputError(where, "cannot read the schedule file", {}, kExitIo);
+  if (text.size() > kMaxBytes) throw InputError(where, "schedule file larger than 64 MiB", {}, kExitLimit);
   return import_csv(text, path, pp, microbatches, layout);
 }
 

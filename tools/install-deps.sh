@@ -7,8 +7,9 @@ set -euo pipefail
 
 pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev
       nlohmann-json3-dev catch2)
-# Optional extras used by the robustness and picture tests; absence only skips those.
-optional=(clang libxml2-utils)
+# Optional extras: clang + its sanitizer/libFuzzer runtime (tools/fuzz.sh) and xmllint (SVG
+# tests); absence only skips those.
+optional=(clang libclang-rt-dev libxml2-utils)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do

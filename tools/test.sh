@@ -4,8 +4,9 @@
 #           for sm_90a; GPU tests skip with a printed reason where no GPU is present), ctest,
 #           every config in configs/ through `ppsim compare`, and a check that the binary holds
 #           the CUDA back-end's object code;
-#   pass 2: AddressSanitizer + UndefinedBehaviorSanitizer build (host code), ctest again.
-# Build trees: build-test/ and build-asan/. Set PPSIM_TEST_QUICK=1 to skip pass 2.
+#   pass 2: AddressSanitizer + UndefinedBehaviorSanitizer build (host code), ctest again;
+#   pass 3: each libFuzzer target for 20 s (tools/fuzz.sh --ci) where clang's libFuzzer exists.
+# Build trees: build-test/, build-asan/, build-fuzz/. PPSIM_TEST_QUICK=1 skips passes 2 and 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -17,6 +18,10 @@ echo "== pass 1: -Werror build, CUDA back-end ${PPSIM_CUDA:-AUTO}"
 cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" >/dev/null
 cmake --build build-test -j "$jobs"
 ctest --test-dir build-test --output-on-failure -j "$jobs"
+if [ -f build-test/libppsim_cuda.a ]; then
+  echo "== GPU tests here (they skip, with the reason, where no GPU is present):"
+  ./build-test/ppsim_tests "[gpu]" 2>&1 | grep -i -m 3 "skipped" || true
+fi
 
 for cfg in configs/*.yaml; do
   [ -e "$cfg" ] || continue
@@ -37,5 +42,17 @@ if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
     -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
+fi
+if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
+  # pass 3: each libFuzzer target briefly (tools/fuzz.sh --ci), where clang's libFuzzer exists.
+  probe=$(mktemp -d)
+  printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' > "$probe/p.cc"
+  if command -v clang++ >/dev/null 2>&1 && clang++ -fsanitize=fuzzer "$probe/p.cc" -o "$probe/p" >/dev/null 2>&1; then
+    echo "== pass 3: fuzz targets, 20 s each"
+    bash tools/fuzz.sh --ci
+  else
+    echo "== pass 3 skipped: clang++ with libFuzzer not available"
+  fi
+  rm -rf "$probe"
 fi
 echo "== all tests passed"

@@ -11,9 +11,10 @@
 # Each target runs in a fresh temp dir (its cwd; TMPDIR too), reads its seeds from
 # fuzz/corpus/<kind>/ and its dictionary from fuzz/<kind>.dict, and keeps what it finds in
 # fuzz-out/<target>/corpus/ (so later runs go on from there); crash-, leak-, timeout- and oom-
-# artifacts land in fuzz-out/<target>/, the log in fuzz-out/<target>/log.txt. Exit status: 1 when a new artifact appeared or libFuzzer failed,
-# 2 on usage or build errors, else 0. Env: PPSIM_FUZZ_JOBS (build parallelism, default 2),
-# CXX (default clang++).
+# artifacts land in fuzz-out/<target>/, the log in fuzz-out/<target>/log.txt.
+# Exit status: 1 when a new artifact appeared or libFuzzer failed, 2 on usage or build errors,
+# else 0. Env: PPSIM_FUZZ_JOBS (build parallelism, default 2), CXX (default clang++),
+# PPSIM_FUZZ_FLAGS (more libFuzzer flags, e.g. -len_control=0 to try long inputs at once).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -22,7 +23,7 @@ targets=()
 for arg in "$@"; do
   case "$arg" in
     --ci) seconds=20 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     fuzz_config|fuzz_schedule_csv|fuzz_cli) targets+=("$arg") ;;
     *)
       if [[ "$arg" =~ ^[0-9]+$ ]] && [ "$arg" -gt 0 ]; then seconds=$arg
@@ -59,7 +60,7 @@ for t in "${targets[@]}"; do
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
     "$build/fuzz/$t" -max_total_time="$seconds" -max_len="$(max_len_of "$t")" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$out/" -close_fd_mask=3 -print_final_stats=1 -dict="$root/fuzz/$(seeds_of "$t").dict" \
-      "$out/corpus" "$root/fuzz/corpus/$(seeds_of "$t")") >"$out/log.txt" 2>&1 || rc=$?
+      ${PPSIM_FUZZ_FLAGS:-} "$out/corpus" "$root/fuzz/corpus/$(seeds_of "$t")") >"$out/log.txt" 2>&1 || rc=$?
   rm -rf "$work"
   after=$(artifacts "$out")
   new=$(comm -13 <(echo "$before") <(echo "$after") | sed '/^$/d' || true)

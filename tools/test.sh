@@ -41,6 +41,7 @@ if [ -f build-test/libppsim_cuda.a ]; then
 fi
 
 if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
+  echo "== pass 1 done after ${SECONDS} s"
   echo "== pass 2: AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPPSIM_SANITIZE=ON -DPPSIM_CUDA=OFF \
     -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF >/dev/null
@@ -52,11 +53,11 @@ if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
   probe=$(mktemp -d)
   printf 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }\n' > "$probe/p.cc"
   if command -v clang++ >/dev/null 2>&1 && clang++ -fsanitize=fuzzer "$probe/p.cc" -o "$probe/p" >/dev/null 2>&1; then
-    echo "== pass 3: fuzz targets, 20 s each"
+    echo "== pass 2 done after ${SECONDS} s; pass 3: fuzz targets, 20 s each"
     bash tools/fuzz.sh --ci
   else
     echo "== pass 3 skipped: clang++ with libFuzzer not available"
   fi
   rm -rf "$probe"
 fi
-echo "== all tests passed"
+echo "== all tests passed (${SECONDS} s)"

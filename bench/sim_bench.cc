@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "schedules/registry.h"
@@ -51,7 +52,11 @@ void bench(const char* family, int p, int m, int reps, Time latency = 0) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 5) {  // one case: sim_bench <family> <P> <M> <reps> (for profilers)
+    bench(argv[1], std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+    return 0;
+  }
   std::printf("ppsim simulator benchmark (one core; target >= 10 M ops/s, time linear in ops)\n");
   bench("dualpipe", 64, 1024, 5);
   bench("1f1b", 128, 4096, 5);

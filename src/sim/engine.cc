@@ -19,7 +19,7 @@ enum EventKind : std::int32_t { kActionEnd = 0, kWake = 1 };
 class Engine {
  public:
   Engine(const Schedule& s, const SimCosts& c, const SimOptions& opt)
-      : s_(s), c_(c), opt_(opt), P_(s.pp), S_(s.num_stages()), mbp_(s.mb_per_pipe()) {
+      : s_(s), c_(c), opt_(opt), P_(s.pp), S_(s.num_stages()), mbp_(s.mb_per_pipe()), q_(s.pp) {
     PPSIM_CHECK(c.moe.empty() || c.moe.size() == c.slice.size(), "overlap costs cover {} slices, op costs {}",
                 c.moe.size(), c.slice.size());
     for (int st = 0; st < S_; ++st)
@@ -49,6 +49,17 @@ class Engine {
     }
     link_free_.assign(ids.size(), 0);
     rank_.resize(P_);
+    for (int r = 0; r < P_; ++r) {
+      rank_[r].next = s.ranks[r].data();
+      rank_[r].end = s.ranks[r].data() + s.ranks[r].size();
+    }
+    // Single ops' durations per (slice, kind), so that starting one is a table lookup.
+    if (c.moe.empty()) {
+      op_dur_.resize(c.slice.size() * 4);
+      for (std::size_t sl = 0; sl < c.slice.size(); ++sl)
+        for (OpKind k : {OpKind::F, OpKind::I, OpKind::W, OpKind::B})
+          op_dur_[sl * 4 + static_cast<std::size_t>(k)] = op_duration(c.slice[sl], k);
+    }
     res_.ranks.resize(P_);
     if (opt.record_timeline) {
       res_.timeline.pp = P_;
@@ -58,23 +69,17 @@ class Engine {
   }
 
   SimResult run() {
-    for (int r = 0; r < P_; ++r) q_.push(0, kWake, r);
-    while (!q_.empty()) {
-      const Event e = q_.pop();
-      if (e.kind == kActionEnd) {
-        on_end(e.rank, e.t);
-      } else {
-        if (rank_[e.rank].wake_at == e.t) rank_[e.rank].wake_at = kNever;
-        try_start(e.rank, e.t);
-      }
+    for (int r = 0; r < P_; ++r) q_.set(r, 0, kWake);
+    Event e;
+    while (q_.pop(e)) {
+      if (e.kind == kActionEnd) on_end(e.rank, e.t);
+      else try_start(e.rank, e.t);
     }
     for (int r = 0; r < P_; ++r) {
       const auto& st = rank_[r];
-      if (st.next < s_.ranks[r].size()) {
-        const Action& a = s_.ranks[r][st.next];
+      if (st.next != st.end)
         throw InputError(fmt::format("deadlock: rank {} cannot start {} (its inputs never arrive; {} of {} actions ran)",
-                                     r, format_action(a), st.next, s_.ranks[r].size()));
-      }
+                                     r, format_action(*st.next), st.next - s_.ranks[r].data(), s_.ranks[r].size()));
     }
     res_.start = kNever;
     res_.end = 0;
@@ -96,12 +101,10 @@ class Engine {
 
  private:
   struct RankState {
-    std::size_t next = 0;
+    const Action* next = nullptr;  // the next action to run (== end when all ran)
+    const Action* end = nullptr;
     bool running = false;
-    Time run_start = 0;
-    Time run_end = 0;
     Time blocked_until = 0;
-    Time wake_at = kNever;  // time of this rank's pending wake event, if any
     int activations = 0;
   };
 
@@ -134,7 +137,7 @@ class Engine {
     const int sb = a.overlapped ? s_.slice[a.second.stage] : sf;
     if (c_.moe.empty()) {
       if (a.overlapped) return {pair_duration(c_.slice[sf], c_.slice[sb], a.second.kind), 0};
-      return {op_duration(c_.slice[sf], a.first.kind), 0};
+      return {op_dur_[static_cast<std::size_t>(sf) * 4 + static_cast<std::size_t>(a.first.kind)], 0};
     }
     const std::uint64_t k =
         ((static_cast<std::uint64_t>(sf) * 65536u + static_cast<std::uint64_t>(sb)) * 16u +
@@ -150,27 +153,23 @@ class Engine {
 
   void try_start(int r, Time now) {
     RankState& st = rank_[r];
-    if (st.running || st.next >= s_.ranks[r].size() || now < st.blocked_until) return;
-    const Action& a = s_.ranks[r][st.next];
-    Time ready = 0;
-    for (int i = 0; i < a.size(); ++i) {
-      const Time t = ready_time(a.op(i));
-      if (t == kNever) return;  // its producer has not run: the transfer will look again
+    if (st.running || st.next == st.end || now < st.blocked_until) return;
+    const Action& a = *st.next;
+    Time ready = ready_time(a.first);
+    if (ready == kNever) return;  // its producer has not run: the transfer will look again
+    if (a.overlapped) {
+      const Time t = ready_time(a.second);
+      if (t == kNever) return;
       ready = std::max(ready, t);
     }
-    if (ready > now) {  // inputs in flight: wake when the last lands (one pending wake per rank)
-      if (st.wake_at == kNever || st.wake_at > ready || st.wake_at < now) {
-        st.wake_at = ready;
-        q_.push(ready, kWake, r);
-      }
+    if (ready > now) {  // inputs in flight: wake when the last lands (the earliest wake is kept)
+      if (q_.pending(r) > ready) q_.set(r, ready, kWake);
       return;
     }
     const ActionCost ac = cost(a);
     const Time dur = ac.duration;
     st.running = true;
-    st.run_start = now;
-    st.run_end = now + dur;
-    q_.push(now + dur, kActionEnd, r);
+    q_.set(r, now + dur, kActionEnd);  // replaces a pending wake, which could only look again
     RankStats& rs = res_.ranks[r];
     rs.busy += dur - ac.exposed_comm;
     rs.exposed_comm += ac.exposed_comm;
@@ -217,7 +216,7 @@ class Engine {
 
   void on_end(int r, Time now) {
     RankState& st = rank_[r];
-    const Action& a = s_.ranks[r][st.next];
+    const Action& a = *st.next;
     st.running = false;
     ++st.next;
     res_.ranks[r].last_end = now;
@@ -253,7 +252,7 @@ class Engine {
     if (c_.link.blocking && last_arrival > now) {
       st.blocked_until = last_arrival;
       res_.ranks[r].exposed_comm += last_arrival - now;
-      q_.push(last_arrival, kWake, r);
+      q_.set(r, last_arrival, kWake);
     } else {
       try_start(r, now);
     }
@@ -288,10 +287,11 @@ class Engine {
   std::vector<int> fwd_link_, bwd_link_;
   std::vector<Time> link_free_;
   std::vector<RankState> rank_;
+  std::vector<Time> op_dur_;  // per (slice, kind), without the overlap model
   std::vector<int> pending_wakes_;
   std::unordered_map<std::uint64_t, ActionCost> cache_;
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, Time>> pair_kinds_;  // (slice F, slice B, kind)
-  EventQueue q_;
+  RankEventQueue q_;
   SimResult res_;
 };
 

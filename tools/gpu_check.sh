@@ -66,7 +66,7 @@ echo "== configure and build ($(nproc) jobs)" | tee -a "$OUT/build.log"
 BUILD_OK=0
 if timeout "$(step_timeout 330 200)" cmake -S "$ROOT" -B "$BUILD" -G Ninja -DPPSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a \
      -DCMAKE_BUILD_TYPE=Release "${PREFIX_ARGS[@]}" >> "$OUT/build.log" 2>&1 &&
-   timeout "$(step_timeout 330 200)" ninja -C "$BUILD" -j"$(nproc)" -k 0 ppsim ppsim_tests gpu_kernel_bench >> "$OUT/build.log" 2>&1; then
+   timeout "$(step_timeout 330 200)" ninja -C "$BUILD" -j"$(nproc)" -k 0 ppsim ppsim_tests gpu_kernel_bench sim_bench >> "$OUT/build.log" 2>&1; then
   BUILD_OK=1
 fi
 grep -E "warning|error|FAILED" "$OUT/build.log" | grep -v "^--" | head -20

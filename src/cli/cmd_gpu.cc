@@ -8,7 +8,10 @@
 // schedule with those measured op costs, replays it on the GPUs present, and prints predicted
 // against measured; --trace writes one Perfetto trace with both timelines.
 #include <cmath>
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -73,7 +76,39 @@ struct ValidateArgs {
   int devices = 0;
   int reps = 10;
   double target = 0;
+  bool no_link_probe = false;
 };
+
+// The link as the replay sees it: replays GPipe with two micro-batches (no rank has anything
+// else to do while its input travels) and takes the median time from a message's staging copy on
+// the sender to its arrival on the receiver. That time, less the config's bandwidth share, becomes
+// the link latency of the prediction: it carries the transport's fixed costs (staging copy, NCCL
+// launch and handshake, host issue) that a per-byte model does not.
+struct LinkProbe {
+  double median_us = 0;
+  std::size_t transfers = 0;
+  Bytes bytes = 0;
+};
+
+std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices) {
+  if (pp < 2) return std::nullopt;
+  const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2, 0, 0});
+  gpu::ReplayConfig rc;
+  rc.stage_shapes = {shape};
+  rc.devices = devices;
+  const Timeline t = gpu::replay_schedule(s, rc);
+  std::vector<Time> d;
+  LinkProbe p;
+  for (const auto& tr : t.transfers) {
+    d.push_back(tr.end - tr.start);
+    p.bytes = std::max(p.bytes, tr.bytes);
+  }
+  if (d.empty()) return std::nullopt;
+  std::sort(d.begin(), d.end());
+  p.median_us = static_cast<double>(d[d.size() / 2]) / 1e3;
+  p.transfers = d.size();
+  return p;
+}
 
 }  // namespace
 
@@ -120,6 +155,8 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--trace", a->trace, "one Perfetto trace with the predicted and measured timelines");
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the results here");
+  sub.add_flag("--no-link-probe", a->no_link_probe,
+               "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
     const Format f = parse_format(a->format, {"table", "json"});
     const ModelConfig cfg = load_config(a->config, a->sets);
@@ -149,6 +186,12 @@ Runner setup_validate(CLI::App& sub) {
     std::vector<Timeline> keep;
     std::vector<std::string> names;
     std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
+    std::optional<LinkProbe> probe;
+    if (!a->no_link_probe) probe = probe_link(pp, chunk_shape(c, 1, true), a->devices);
+    if (probe) {
+      j["link_probe"] = {{"median_us", probe->median_us}, {"transfers", probe->transfers}, {"bytes", probe->bytes},
+                         {"schedule", "gpipe"}, {"microbatches", 2}};
+    }
     std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
     for (const Family* fam : fams) {
       ScheduleParams params = resolve_params(*fam, ScheduleParams{pp, m, v, 0});
@@ -180,6 +223,10 @@ Runner setup_validate(CLI::App& sub) {
       SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
       const SimCosts derived = derive_costs(cfg, s);
       costs.link = derived.link;
+      if (probe) {  // the measured transfer time, less the bandwidth share, as the latency
+        const Time measured = static_cast<Time>(std::llround(probe->median_us * 1e3));
+        costs.link.latency = std::max<Time>(0, measured - costs.link.occupancy(probe->bytes));
+      }
       for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
         costs.slice[i].act_bytes = derived.slice[i].act_bytes;
         costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;
@@ -218,6 +265,10 @@ Runner setup_validate(CLI::App& sub) {
     if (f == Format::Json) {
       write_output(a->output, j.dump(2) + "\n");
     } else {
+      if (probe)
+        text += fmt::format("link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M=2); the "
+                            "prediction's link latency is that less the bandwidth share (--no-link-probe: the config's)\n",
+                            probe->median_us, probe->transfers, probe->bytes);
       text += "summary (makespan):\n" + summary;
       for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
       write_output(a->output, text);

@@ -2,8 +2,9 @@
 # On a GPU machine, in one call: build + GPU tests (tools/gpu_check.sh's quick mode), the
 # simulator benchmark on one of the host's cores, then `ppsim validate` for every config that the
 # GPUs present can hold: small-4gpu on 4 GPUs, small-2gpu on 2, small-1gpu on 1 (virtual ranks).
-# Results go to $OUT (default ./gpu-validate-out): gpu_check.txt, sim_bench.txt,
-# validate_<n>gpu.txt, trace_<n>gpu.json. The last lines printed are the summary tables.
+# Results go to $OUT (default ./gpu-validate-out): gpu_check.txt (+ its build.log, tests.txt,
+# summary.txt), sim_bench.txt, validate.txt (every run's tables, one after another) and
+# traces.tar.gz (trace_<n>gpu.json). The last lines printed are the summary tables.
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (240),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count).
 set -uo pipefail
@@ -25,9 +26,13 @@ ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 for n in ${VALIDATE_SETS:-4 2 1}; do
   [ "$ngpu" -ge "$n" ] || { echo "validate on $n GPUs skipped: $ngpu present"; continue; }
-  timeout 150 "$P" validate "$ROOT/configs/small-${n}gpu.yaml" -s "$S" --devices "$n" --trace "$OUT/trace_${n}gpu.json" \
-    -o "$OUT/validate_${n}gpu.txt" 2>&1 | tail -3
+  mkdir -p "$OUT/tmp"
+  timeout 150 "$P" validate "$ROOT/configs/small-${n}gpu.yaml" -s "$S" --devices "$n" --trace "$OUT/tmp/trace_${n}gpu.json" \
+    -o "$OUT/tmp/validate_${n}gpu.txt" 2>&1 | tail -3
   echo "validate on $n GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
 done
 [ -f "$OUT/sim_bench.txt" ] && sed -n '1,4p' "$OUT/sim_bench.txt"
-for f in "$OUT"/validate_*gpu.txt; do [ -f "$f" ] || continue; echo "== $f"; sed -n '/^link probe/,$p' "$f"; done
+for f in "$OUT"/tmp/validate_*gpu.txt; do [ -f "$f" ] || continue; echo "== $(basename "$f")" >> "$OUT/validate.txt"; cat "$f" >> "$OUT/validate.txt"; done
+(cd "$OUT/tmp" && ls trace_*gpu.json >/dev/null 2>&1 && tar czf "$OUT/traces.tar.gz" trace_*gpu.json)
+rm -rf "$OUT/tmp"
+awk '/^== validate_/ {print} /^link probe/,/^== validate_|^$/ {if ($0 !~ /^== /) print}' "$OUT/validate.txt"

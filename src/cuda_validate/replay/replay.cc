@@ -73,6 +73,7 @@ class RankRunner {
   void run(std::barrier<>& sync) {
     destroy_events();
     pending_.clear();
+    local_.clear();
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
     result_.epoch = event();
@@ -131,17 +132,38 @@ class RankRunner {
       if (s_.is_first_stage(op.stage)) {
         c.fill_input(m, seed(op.stage, m, 0), st);
       } else {
-        cudaEvent_t arrived = t_.receive(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), rank_);
+        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage));
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
       if (s_.is_last_stage(op.stage)) {
         c.fill_grad_output(m, seed(op.stage, m, 1), st);
       } else {
-        cudaEvent_t arrived = t_.receive(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), rank_);
+        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage));
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     }
+  }
+
+  // Where the next (or previous) stage lives on this same rank (the turn of a V-shaped layout),
+  // its input is handed over as a device copy in stream order, with no transport: no staging, no
+  // host handshake, no transfer in the timeline, as the simulator has it (no link within a rank).
+  bool local(const MsgKey& to) const { return s_.stage_rank[static_cast<std::size_t>(to.stage)] == rank_; }
+  cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st, cudaEvent_t done) {
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, done, 0));
+    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+    cudaEvent_t copied = event();
+    PPSIM_CUDA_CHECK(cudaEventRecord(copied, st));
+    local_[to] = copied;
+    return copied;
+  }
+  // The event after which the input named `key` is in `dst`: a local hand-over, else the transport.
+  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes) {
+    const auto it = local_.find(key);
+    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_);
+    const cudaEvent_t e = it->second;
+    local_.erase(it);
+    return e;
   }
 
   // Outputs of an op (after `done` on `st`), and the release of m's buffers after its last use.
@@ -149,12 +171,16 @@ class RankRunner {
     Chunk& c = *chunks_.at(op.stage);
     const int m = op.microbatch;
     if (op.kind == OpKind::F && !s_.is_last_stage(op.stage)) {
+      const MsgKey to{0, op.stage + 1, m};
       pending_[{op.stage, m}].push_back(
-          t_.send(MsgKey{0, op.stage + 1, m}, c.output(m), tensor_bytes(op.stage), rank_, done, op));
+          local(to) ? hand_over(to, c.output(m), chunks_.at(to.stage)->input(m), tensor_bytes(op.stage), st, done)
+                    : t_.send(to, c.output(m), tensor_bytes(op.stage), rank_, done, op));
     }
     if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s_.is_first_stage(op.stage)) {
+      const MsgKey to{1, op.stage - 1, m};
       pending_[{op.stage, m}].push_back(
-          t_.send(MsgKey{1, op.stage - 1, m}, c.grad_input(m), tensor_bytes(op.stage), rank_, done, op));
+          local(to) ? hand_over(to, c.grad_input(m), chunks_.at(to.stage)->grad_output(m), tensor_bytes(op.stage), st, done)
+                    : t_.send(to, c.grad_input(m), tensor_bytes(op.stage), rank_, done, op));
     }
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.
@@ -272,6 +298,7 @@ class RankRunner {
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
+  std::map<MsgKey, cudaEvent_t> local_;  // inputs handed over within this rank, not yet consumed
   std::vector<cudaEvent_t> events_;
   RankResult result_;
 };

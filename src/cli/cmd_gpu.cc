@@ -79,11 +79,12 @@ struct ValidateArgs {
   bool no_link_probe = false;
 };
 
-// The link as the replay sees it: replays GPipe with two micro-batches (no rank has anything
-// else to do while its input travels) and takes the median time from a message's staging copy on
-// the sender to its arrival on the receiver. That time, less the config's bandwidth share, becomes
-// the link latency of the prediction: it carries the transport's fixed costs (staging copy, NCCL
-// launch and handshake, host issue) that a per-byte model does not.
+// The link as the replay sees it: replays GPipe with 2P micro-batches (three warm-up
+// iterations first) and takes the median time from a message's staging copy on the sender to its
+// arrival on the receiver. That time, less the config's bandwidth share, becomes the link latency
+// of the prediction: it carries what a per-byte NVLink model does not (NCCL send/recv moves a
+// message over few channels, far below the link's peak, plus the staging copy and the launch).
+// It is measured twice, before and after the schedules, to show drift; the first is used.
 struct LinkProbe {
   double median_us = 0;
   std::size_t transfers = 0;
@@ -92,10 +93,11 @@ struct LinkProbe {
 
 std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices) {
   if (pp < 2) return std::nullopt;
-  const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2, 0, 0});
+  const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2 * pp, 0, 0});
   gpu::ReplayConfig rc;
   rc.stage_shapes = {shape};
   rc.devices = devices;
+  rc.warmup_iterations = 3;
   const Timeline t = gpu::replay_schedule(s, rc);
   std::vector<Time> d;
   LinkProbe p;
@@ -186,11 +188,17 @@ Runner setup_validate(CLI::App& sub) {
     std::vector<Timeline> keep;
     std::vector<std::string> names;
     std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
+    // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
+    // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
+    const int ndev = a->devices > 0 ? std::min(a->devices, gpu::device_count()) : gpu::device_count();
+    double share_slowdown = 1.0;
+    if (ndev < pp) share_slowdown = std::max(1.0, gpu::profile_sharing(chunk_shape(c, 1, true), 3, a->reps, 0));
+    if (ndev < pp) j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
     std::optional<LinkProbe> probe;
     if (!a->no_link_probe) probe = probe_link(pp, chunk_shape(c, 1, true), a->devices);
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"transfers", probe->transfers}, {"bytes", probe->bytes},
-                         {"schedule", "gpipe"}, {"microbatches", 2}};
+                         {"schedule", "gpipe"}, {"microbatches", 2 * pp}};
     }
     std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
     for (const Family* fam : fams) {
@@ -223,6 +231,11 @@ Runner setup_validate(CLI::App& sub) {
       SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
       const SimCosts derived = derive_costs(cfg, s);
       costs.link = derived.link;
+      if (ndev < pp) {
+        costs.rank_device.resize(static_cast<std::size_t>(pp));
+        for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = r % ndev;
+        costs.share_slowdown = share_slowdown;
+      }
       if (probe) {  // the measured transfer time, less the bandwidth share, as the latency
         const Time measured = static_cast<Time>(std::llround(probe->median_us * 1e3));
         costs.link.latency = std::max<Time>(0, measured - costs.link.occupancy(probe->bytes));
@@ -254,6 +267,11 @@ Runner setup_validate(CLI::App& sub) {
       keep.push_back(std::move(pred.timeline));
       keep.push_back(std::move(meas));
     }
+    std::optional<LinkProbe> probe_after;
+    if (probe) {
+      probe_after = probe_link(pp, chunk_shape(c, 1, true), a->devices);
+      if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
+    }
     if (!a->trace.empty()) {
       std::vector<NamedTimeline> named;
       for (std::size_t i = 0; i < names.size(); ++i) {
@@ -266,9 +284,15 @@ Runner setup_validate(CLI::App& sub) {
       write_output(a->output, j.dump(2) + "\n");
     } else {
       if (probe)
-        text += fmt::format("link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M=2); the "
+        text += fmt::format("link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}){}; the "
                             "prediction's link latency is that less the bandwidth share (--no-link-probe: the config's)\n",
-                            probe->median_us, probe->transfers, probe->bytes);
+                            probe->median_us, probe->transfers, probe->bytes, 2 * pp,
+                            probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
+                                        : std::string());
+      if (ndev < pp)
+        text += fmt::format("device sharing: {} ranks on {} GPU(s); two chunks at once on one GPU each take {:.2f}x as "
+                            "long as alone (profiled), and the prediction shares each GPU that way\n",
+                            pp, ndev, share_slowdown);
       text += "summary (makespan):\n" + summary;
       for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
       write_output(a->output, text);

@@ -21,6 +21,12 @@ std::string gpu_unavailable_reason() {
   return {};
 }
 
+int device_count() {
+  int n = 0;
+  PPSIM_CUDA_CHECK(cudaGetDeviceCount(&n));
+  return n;
+}
+
 std::string device_name(int device) {
   cudaDeviceProp prop{};
   PPSIM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

@@ -23,6 +23,7 @@ bool built_with_cuda();
 std::string gpu_unavailable_reason();
 // "NVIDIA H100 80GB HBM3" for `device` (throws InputError(kExitGpu) when there is none).
 std::string device_name(int device = 0);
+int device_count();  // visible CUDA GPUs
 
 // One pipeline chunk: `layers` transformer layers, run on `micro_batch` x `seq_len` tokens.
 // experts == 0: a dense SwiGLU MLP of width ffn_hidden. experts > 0: a top_k MoE over
@@ -72,6 +73,10 @@ struct ProfileResult {
 };
 
 ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device = 0);
+// Two chunks' F, I and W at once on two streams of one GPU, relative to one chunk's alone (median
+// times): how much longer an op takes while another rank's op shares the GPU (1: not at all,
+// 2: the GPU is time-sliced). Virtual ranks on one GPU run this way.
+double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0);
 // The cost-profile YAML: {gpu, shape: {...}, op_ms: {F, B, W, FB}, sub_ops_ms: {...}}.
 std::string profile_yaml(const ProfileResult& r);
 

@@ -160,6 +160,41 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
   return r;
 }
 
+double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("profile: " + why, {}, kExitGpu);
+  if (auto p = shape.problem(); !p.empty()) throw InputError("profile: chunk shape: " + p, {}, kExitInput);
+  if (reps < 1 || warmup < 0) throw InputError("profile: reps must be >= 1 and warmup >= 0", {}, kExitUsage);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  Chunk one(shape, 7), two(shape, 8);
+  Stream s1, s2;
+  const cudaStream_t a = s1.get(), b = s2.get();
+  for (Chunk* c : {&one, &two}) {
+    c->fill_input(0, 100, a);
+    c->fill_grad_output(0, 200, a);
+    c->forward(0, a);
+    c->backward_input(0, a);
+  }
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
+  auto step = [](Chunk& c, cudaStream_t st) {
+    c.forward(0, st);
+    c.backward_input(0, st);
+    c.backward_weight(0, st);
+  };
+  const double alone = time_ms([&] { step(one, a); }, a, warmup, reps);
+  Event fork(false), join(false);
+  const double both = time_ms(
+      [&] {
+        fork.record(a);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
+        step(one, a);
+        step(two, b);
+        join.record(b);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
+      },
+      a, warmup, reps);
+  return alone > 0 ? both / alone : 0;
+}
+
 std::string profile_yaml(const ProfileResult& r) {
   const ChunkShape& s = r.shape;
   std::string y;

@@ -52,6 +52,12 @@ struct SimCosts {
   // SliceCosts durations are then not used for compute.
   std::vector<MoeSliceCosts> moe;
   double comm_sm_fraction = 0;  // SMs reserved for communication / SMs (DeepSeek: 20/132)
+  // Ranks that share one device (virtual ranks on one GPU): rank_device[r] is rank r's device
+  // (empty: one device per rank). While k actions of one device run at once, each progresses
+  // 1 + (k-1)(share_slowdown-1) times slower than alone (1: no interference; 2: time-sliced);
+  // the engine re-times them whenever k changes (processor sharing).
+  std::vector<int> rank_device;
+  double share_slowdown = 1.0;
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the

@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -61,6 +62,19 @@ class Engine {
           op_dur_[sl * 4 + static_cast<std::size_t>(k)] = op_duration(c.slice[sl], k);
     }
     res_.ranks.resize(P_);
+    // Devices shared by several ranks: those ranks' actions are re-timed as they come and go.
+    if (!c.rank_device.empty()) {
+      PPSIM_CHECK(static_cast<int>(c.rank_device.size()) == P_, "rank_device has {} entries for {} ranks",
+                  c.rank_device.size(), P_);
+      PPSIM_CHECK(c.share_slowdown >= 1.0, "share_slowdown {} < 1", c.share_slowdown);
+      std::map<int, int> dev_index;
+      for (int d : c.rank_device) dev_index.emplace(d, static_cast<int>(dev_index.size()));
+      if (static_cast<int>(dev_index.size()) < P_) {
+        device_of_.resize(P_);
+        for (int r = 0; r < P_; ++r) device_of_[r] = dev_index.at(c.rank_device[r]);
+        devices_.resize(dev_index.size());
+      }
+    }
     if (opt.record_timeline) {
       res_.timeline.pp = P_;
       res_.timeline.scale = c.scale;
@@ -106,6 +120,15 @@ class Engine {
     bool running = false;
     Time blocked_until = 0;
     int activations = 0;
+    Time run_start = 0;          // of the running action
+    Time run_exposed = 0;        // its exposed communication (overlap model)
+    std::size_t interval = 0;    // its Interval in the timeline, when recorded
+    double work_left = 0;        // shared device: its duration alone still to run, as of the device's `since`
+  };
+  // A device that several ranks share: its running ranks and when their work was last updated.
+  struct Device {
+    std::vector<int> running;
+    Time since = 0;
   };
 
   // Micro-batch major: a micro-batch's consecutive stages are neighbours in memory, and ops that
@@ -169,9 +192,18 @@ class Engine {
     const ActionCost ac = cost(a);
     const Time dur = ac.duration;
     st.running = true;
-    q_.set(r, now + dur, kActionEnd);  // replaces a pending wake, which could only look again
+    st.run_start = now;
+    st.run_exposed = ac.exposed_comm;
+    if (device_of_.empty()) {
+      q_.set(r, now + dur, kActionEnd);  // replaces a pending wake, which could only look again
+    } else {
+      Device& d = devices_[device_of_[r]];
+      advance(d, now);
+      st.work_left = static_cast<double>(dur);
+      d.running.push_back(r);
+      retime(d, now);
+    }
     RankStats& rs = res_.ranks[r];
-    rs.busy += dur - ac.exposed_comm;
     rs.exposed_comm += ac.exposed_comm;
     if (rs.first_start == kNever) rs.first_start = now;
     for (int i = 0; i < a.size(); ++i)
@@ -191,6 +223,7 @@ class Engine {
     }
     res_.ops += static_cast<std::uint64_t>(a.size());
     if (opt_.record_timeline) {
+      st.interval = res_.timeline.intervals.size();
       Interval iv;
       iv.rank = r;
       iv.start = now;
@@ -220,6 +253,14 @@ class Engine {
     st.running = false;
     ++st.next;
     res_.ranks[r].last_end = now;
+    res_.ranks[r].busy += now - st.run_start - st.run_exposed;
+    if (opt_.record_timeline) res_.timeline.intervals[st.interval].end = now;
+    if (!device_of_.empty()) {
+      Device& d = devices_[device_of_[r]];
+      advance(d, now);
+      d.running.erase(std::find(d.running.begin(), d.running.end(), r));
+      retime(d, now);
+    }
     Time last_arrival = now;
     for (int i = 0; i < a.size(); ++i) {
       const Op& op = a.op(i);
@@ -261,6 +302,22 @@ class Engine {
     pending_wakes_.clear();
   }
 
+  // Shared devices: how much slower each of k concurrent actions runs than alone.
+  double slowdown(std::size_t k) const { return 1.0 + (static_cast<double>(k) - 1.0) * (c_.share_slowdown - 1.0); }
+  // Charges the work the device's running actions did since `since` (at the rate of that while).
+  void advance(Device& d, Time now) {
+    if (!d.running.empty() && now > d.since) {
+      const double done = static_cast<double>(now - d.since) / slowdown(d.running.size());
+      for (int r : d.running) rank_[r].work_left = std::max(0.0, rank_[r].work_left - done);
+    }
+    d.since = now;
+  }
+  // Re-schedules the end of every running action of the device at the present rate.
+  void retime(Device& d, Time now) {
+    const double f = slowdown(d.running.size());
+    for (int r : d.running) q_.set(r, now + static_cast<Time>(std::llround(rank_[r].work_left * f)), kActionEnd);
+  }
+
   void free_activation(int r, Time now) {
     --rank_[r].activations;
     sample(r, now, rank_[r].activations);
@@ -288,6 +345,8 @@ class Engine {
   std::vector<Time> link_free_;
   std::vector<RankState> rank_;
   std::vector<Time> op_dur_;  // per (slice, kind), without the overlap model
+  std::vector<int> device_of_;     // per rank, an index into devices_; empty: no device is shared
+  std::vector<Device> devices_;
   std::vector<int> pending_wakes_;
   std::unordered_map<std::uint64_t, ActionCost> cache_;
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, Time>> pair_kinds_;  // (slice F, slice B, kind)

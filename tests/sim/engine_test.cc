@@ -107,3 +107,46 @@ TEST_CASE("a deadlocking order is rejected with the cycle in notation", "[sim][e
     REQUIRE(msg.find("1F1") != std::string::npos);
   }
 }
+
+TEST_CASE("two ranks sharing one device: actions re-timed as they come and go (hand-worked)", "[sim][engine]") {
+  // 1F1B P=2 M=2, F=1, B=2, no latency; both ranks on one device, share_slowdown 2 (time-sliced:
+  // two actions at once each take twice as long).
+  //   t=0  r0 F0 alone                                   -> ends 1
+  //   t=1  r0 F1 and r1 F0 together (work 1 each, x2)    -> both end 3
+  //   t=3  r1 B0 alone (r0 waits for B0's gradient)      -> ends 5
+  //   t=5  r0 B0 (work 2) with r1 F1 (work 1), x2        -> r1 F1 ends 7, r0 B0 has 1 left
+  //   t=7  r1 B1 (work 2) joins r0 B0: both x2           -> r0 B0 ends 9, r1 B1 has 1 left
+  //   t=9  r1 B1 alone                                   -> ends 10
+  //   t=10 r0 B1 alone                                   -> ends 12
+  // Busy: r0 1+2+4+2 = 9, r1 2+2+2+3 = 9; makespan 12 (9 when the device is not shared).
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.rank_device = {0, 0};
+  costs.share_slowdown = 2.0;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 12 * U);
+  CHECK(r.ranks[0].busy == 9 * U);
+  CHECK(r.ranks[1].busy == 9 * U);
+  struct Want { int rank; const char* op; double start, end; };
+  const Want want[] = {{0, "0F0", 0, 1}, {0, "0F1", 1, 3}, {1, "1F0", 1, 3},  {1, "1B0", 3, 5},
+                       {0, "0B0", 5, 9}, {1, "1F1", 5, 7}, {1, "1B1", 7, 10}, {0, "0B1", 10, 12}};
+  REQUIRE(r.timeline.intervals.size() == 8);
+  for (const Want& w : want) {
+    bool found = false;
+    for (const auto& iv : r.timeline.intervals)
+      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
+        found = true;
+        CHECK(iv.start == static_cast<Time>(w.start * U));
+        CHECK(iv.end == static_cast<Time>(w.end * U));
+      }
+    CHECK(found);
+  }
+  // Separate devices, or a device that does not slow down: the ordinary 1F1B, (M+P-1)(F+B) = 9.
+  costs.rank_device = {0, 1};
+  CHECK(simulate(s, costs).makespan() == 9 * U);
+  costs.rank_device = {0, 0};
+  costs.share_slowdown = 1.0;
+  CHECK(simulate(s, costs).makespan() == 9 * U);
+}

@@ -23,16 +23,22 @@ if [ -x "$ROOT/build-gpu/sim_bench" ]; then
   echo "sim_bench exit $? after $(( $(date +%s) - START )) s"
 fi
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+# How the GPUs are connected, and which transport NCCL picks for the replay's send/recv.
+{ nvidia-smi topo -m 2>&1 | head -8; } > "$OUT/topology.txt"
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 for n in ${VALIDATE_SETS:-4 2 1}; do
   [ "$ngpu" -ge "$n" ] || { echo "validate on $n GPUs skipped: $ngpu present"; continue; }
   mkdir -p "$OUT/tmp"
+  [ "$n" = 2 ] && export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P,SHM,NET NCCL_DEBUG_FILE="$OUT/tmp/nccl.%h.%p.log"
   timeout 150 "$P" validate "$ROOT/configs/small-${n}gpu.yaml" -s "$S" --devices "$n" --trace "$OUT/tmp/trace_${n}gpu.json" \
     -o "$OUT/tmp/validate_${n}gpu.txt" 2>&1 | tail -3
   echo "validate on $n GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+  unset NCCL_DEBUG NCCL_DEBUG_SUBSYS NCCL_DEBUG_FILE
 done
 [ -f "$OUT/sim_bench.txt" ] && sed -n '1,4p' "$OUT/sim_bench.txt"
 for f in "$OUT"/tmp/validate_*gpu.txt; do [ -f "$f" ] || continue; echo "== $(basename "$f")" >> "$OUT/validate.txt"; cat "$f" >> "$OUT/validate.txt"; done
 (cd "$OUT/tmp" && ls trace_*gpu.json >/dev/null 2>&1 && tar czf "$OUT/traces.tar.gz" trace_*gpu.json)
+cat "$OUT"/tmp/nccl.*.log 2>/dev/null | grep -E "via (P2P|SHM|NET)|NCCL version|P2P is disabled|P2P/CUMEM|P2P level" | sort | uniq -c | head -12 >> "$OUT/topology.txt"
 rm -rf "$OUT/tmp"
+cat "$OUT/topology.txt"
 awk '/^== validate_/ {print} /^link probe/,/^== validate_|^$/ {if ($0 !~ /^== /) print}' "$OUT/validate.txt"

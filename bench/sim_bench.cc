@@ -53,8 +53,8 @@ void bench(const char* family, int p, int m, int reps, Time latency = 0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5) {  // one case: sim_bench <family> <P> <M> <reps> (for profilers)
-    bench(argv[1], std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+  if (argc == 5 || argc == 6) {  // one case: sim_bench <family> <P> <M> <reps> [lat] (for profilers)
+    bench(argv[1], std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc == 6 ? kTicksPerUnit / 10 : 0);
     return 0;
   }
   std::printf("ppsim simulator benchmark (one core; target >= 10 M ops/s, time linear in ops)\n");

@@ -185,9 +185,14 @@ class Engine {
       if (t == kNever) return;
       ready = std::max(ready, t);
     }
-    if (ready > now) {  // inputs in flight: wake when the last lands (the earliest wake is kept)
-      if (q_.pending(r) > ready) q_.set(r, ready, kWake);
-      return;
+    if (ready > now) {  // inputs in flight
+      if (!device_of_.empty()) {  // a shared device's rate depends on what runs then: wake when they land
+        if (q_.pending(r) > ready) q_.set(r, ready, kWake);
+        return;
+      }
+      // Every input is known, the rank is idle and unblocked: nothing can change when this action
+      // starts, so it is committed now to start when the last input lands (no wake event).
+      now = ready;
     }
     const ActionCost ac = cost(a);
     const Time dur = ac.duration;

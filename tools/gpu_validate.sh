@@ -6,7 +6,8 @@
 # summary.txt), sim_bench.txt, validate.txt (every run's tables, one after another) and
 # traces.tar.gz (trace_<n>gpu.json). The last lines printed are the summary tables.
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (240),
-# VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count).
+# VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
+# e.g. --set model.seq_len=4096).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -30,7 +31,7 @@ for n in ${VALIDATE_SETS:-4 2 1}; do
   [ "$ngpu" -ge "$n" ] || { echo "validate on $n GPUs skipped: $ngpu present"; continue; }
   mkdir -p "$OUT/tmp"
   [ "$n" = 2 ] && export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P,SHM,NET NCCL_DEBUG_FILE="$OUT/tmp/nccl.%h.%p.log"
-  timeout 150 "$P" validate "$ROOT/configs/small-${n}gpu.yaml" -s "$S" --devices "$n" --trace "$OUT/tmp/trace_${n}gpu.json" \
+  timeout 150 "$P" validate "$ROOT/configs/small-${n}gpu.yaml" -s "$S" --devices "$n" ${VALIDATE_ARGS:-} --trace "$OUT/tmp/trace_${n}gpu.json" \
     -o "$OUT/tmp/validate_${n}gpu.txt" 2>&1 | tail -3
   echo "validate on $n GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
   unset NCCL_DEBUG NCCL_DEBUG_SUBSYS NCCL_DEBUG_FILE

@@ -37,7 +37,8 @@ class RankEventQueue {
 
   // Schedules `kind` at time t for `rank`, replacing that rank's pending event, if any.
   void set(int rank, Time t, std::int32_t kind) {
-    PPSIM_CHECK(t >= now_ && next_seq_ < (std::uint64_t{1} << 48), "event at t={} scheduled at t={}", t, now_);
+    PPSIM_CHECK(t >= now_, "event at t={} scheduled at t={}", t, now_);
+    PPSIM_CHECK(next_seq_ < (std::uint64_t{1} << 48), "{} events: the sequence no longer fits its 48 bits", next_seq_);
     kind_[rank] = kind;
     update(static_cast<std::size_t>(n_ + rank),
            (static_cast<Key>(static_cast<std::uint64_t>(t)) << 64) | (next_seq_++ << 16) | static_cast<std::uint64_t>(rank));

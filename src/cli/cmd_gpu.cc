@@ -7,8 +7,8 @@
 // validate: for each schedule, profiles the chunk the schedule's stages hold, simulates the
 // schedule with those measured op costs, replays it on the GPUs present, and prints predicted
 // against measured; --trace writes one Perfetto trace with both timelines.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <vector>

@@ -83,6 +83,7 @@ int run(const PlanArgs& a) {
   const Format f = parse_format(a.format, {"table", "json", "csv"});
   if (a.top < 0) throw InputError(fmt::format("--top must be >= 1, got {}", a.top), {}, kExitUsage);
   if (a.jobs < 0) throw InputError(fmt::format("--jobs must be >= 1 (or 0: every core), got {}", a.jobs), {}, kExitUsage);
+  if (a.max_ops < 0) throw InputError(fmt::format("--max-ops: expected a count >= 1, got {}", a.max_ops), {}, kExitUsage);
   if (a.max_ops > 0) limits().max_ops = a.max_ops;
   PlanResult result;
   if (!a.merge.empty()) {

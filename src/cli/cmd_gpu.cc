@@ -272,16 +272,17 @@ Runner setup_validate(CLI::App& sub) {
       probe_after = probe_link(pp, chunk_shape(c, 1, true), a->devices);
       if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
     }
+    std::vector<std::pair<std::string, std::string>> files;  // written together, or none
     if (!a->trace.empty()) {
       std::vector<NamedTimeline> named;
       for (std::size_t i = 0; i < names.size(); ++i) {
         named.push_back({names[i] + " predicted", &keep[2 * i]});
         named.push_back({names[i] + " measured", &keep[2 * i + 1]});
       }
-      write_output(a->trace, render_trace(named));
+      files.emplace_back(a->trace, render_trace(named));
     }
     if (f == Format::Json) {
-      write_output(a->output, j.dump(2) + "\n");
+      files.emplace_back(a->output, j.dump(2) + "\n");
     } else {
       if (probe)
         text += fmt::format("link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}){}; the "
@@ -295,8 +296,9 @@ Runner setup_validate(CLI::App& sub) {
                             pp, ndev, share_slowdown);
       text += "summary (makespan):\n" + summary;
       for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
-      write_output(a->output, text);
+      files.emplace_back(a->output, text);
     }
+    write_outputs(files);
     return 0;
   };
 }

@@ -98,31 +98,69 @@ std::string fmt_time(Time t, const TimeScale& s) {
   return out;
 }
 
-void write_output(const std::string& path, const std::string& content) {
-  if (path.empty() || path == "-") {
-    std::fwrite(content.data(), 1, content.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
+namespace {
+
+// Writes `content` to a temporary name beside `path`; returns that name.
+std::filesystem::path stage_output(const std::string& path, const std::string& content) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.string() + fmt::format(".tmp.{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(SourceLoc{path, 0, 0}, "cannot open for writing", {}, kExitIo);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(SourceLoc{path, 0, 0}, "write failed", {}, kExitIo);
+  const fs::path tmp = path + fmt::format(".tmp.{}", static_cast<long>(::getpid()));
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(SourceLoc{path, 0, 0}, "cannot open for writing", {}, kExitIo);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.flush();
+  if (!out) {
+    out.close();
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw InputError(SourceLoc{path, 0, 0}, "write failed", {}, kExitIo);
+  }
+  return tmp;
+}
+
+}  // namespace
+
+void write_output(const std::string& path, const std::string& content) { write_outputs({{path, content}}); }
+
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<fs::path, std::string>> staged;  // (temporary, target)
+  auto discard = [&staged] {
+    std::error_code ec;
+    for (const auto& [tmp, target] : staged) fs::remove(tmp, ec);
+  };
+  try {
+    for (const auto& [path, content] : files)
+      if (!path.empty() && path != "-") staged.emplace_back(stage_output(path, content), path);
+  } catch (...) {
+    discard();
+    throw;
+  }
+  // A target that cannot take a file (a directory) fails before any rename; should a rename fail
+  // all the same, the files this call created are removed again (ones it replaced stay replaced).
+  auto fail = [&](const std::string& target) {
+    discard();
+    throw InputError(SourceLoc{target, 0, 0}, "cannot rename temporary file into place", {}, kExitIo);
+  };
+  std::vector<bool> existed;
+  for (const auto& [tmp, target] : staged) {
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) fail(target);
+    existed.push_back(fs::exists(target, ec));
+  }
+  for (std::size_t i = 0; i < staged.size(); ++i) {
+    std::error_code ec;
+    fs::rename(staged[i].first, staged[i].second, ec);
+    if (ec) {
+      for (std::size_t j = 0; j < i; ++j)
+        if (!existed[j]) fs::remove(staged[j].second, ec);
+      staged.erase(staged.begin(), staged.begin() + static_cast<std::ptrdiff_t>(i));
+      fail(staged.front().second);
     }
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(SourceLoc{path, 0, 0}, "cannot rename temporary file into place", {}, kExitIo);
+  for (const auto& [path, content] : files) {
+    if (!path.empty() && path != "-") continue;
+    std::fwrite(content.data(), 1, content.size(), stdout);
+    std::fflush(stdout);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -26,6 +27,10 @@ double to_unit(Time t, const TimeScale& s);
 
 // Writes `content` to `path` via a temporary file and a rename; "-" writes to stdout.
 void write_output(const std::string& path, const std::string& content);
+// Several outputs that appear together or not at all: each file is written to a temporary name
+// first, and only when all are written are they renamed into place ("-" or "" is stdout, printed
+// after the files). A failure on any leaves none of the files.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
 
 // Options every schedule-taking command shares.
 struct ScheduleOptions {

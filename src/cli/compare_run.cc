@@ -157,10 +157,11 @@ RunOutput run_schedules(const RunRequest& req) {
     std::vector<NamedTimeline> named;
     for (std::size_t i = 0; i < out.timelines.size(); ++i)
       named.push_back({out.rows[i].metrics.schedule, &out.timelines[i]});
-    if (!req.trace.empty()) write_output(req.trace, render_trace(named));
-    if (!req.svg.empty()) write_output(req.svg, render_svg(named));
+    if (!req.trace.empty()) out.side_files.emplace_back(req.trace, render_trace(named));
+    if (!req.svg.empty()) out.side_files.emplace_back(req.svg, render_svg(named));
   }
-  if (!req.timeline_path.empty() && !out.timelines.empty()) write_output(req.timeline_path, render_timeline_json(out.timelines.front()));
+  if (!req.timeline_path.empty() && !out.timelines.empty())
+    out.side_files.emplace_back(req.timeline_path, render_timeline_json(out.timelines.front()));
   return out;
 }
 
@@ -171,7 +172,9 @@ void emit_results(const RunOutput& out, Format f, const std::string& path) {
     case Format::Csv: text = render_csv(out.rows, out.scale); break;
     default: text = render_table(out.rows, out.skipped, out.scale); break;
   }
-  write_output(path, text);
+  std::vector<std::pair<std::string, std::string>> files = out.side_files;
+  files.emplace_back(path, text);
+  write_outputs(files);  // all of them or none
 }
 
 }  // namespace ppsim::cli

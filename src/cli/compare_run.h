@@ -36,6 +36,8 @@ struct RunOutput {
   std::vector<Timeline> timelines;  // one per row, when timelines were asked for
   TimeScale scale;
   nlohmann::json extra;             // e.g. the config's name and derived per-op costs
+  // --trace, --svg, --timeline: (path, content), written with the results by emit_results.
+  std::vector<std::pair<std::string, std::string>> side_files;
 };
 
 RunOutput run_schedules(const RunRequest& req);

@@ -388,6 +388,12 @@ TEST_CASE("output files: a failing command leaves no file, partial or whole", "[
   CHECK(r.err == "ppsim: taken: cannot rename temporary file into place\n");
   CHECK(std::filesystem::is_directory(s.path("taken")));
   CHECK(left() == std::vector<std::string>{"taken"});
+  // The same failure on the main output after the side outputs: those are not left behind
+  // either (they used to be written first, and stayed).
+  r = run_ppsim(s, "simulate -s 1f1b --pp 2 --microbatches 2 -o taken --svg t.svg --trace t.trace --timeline t.tl");
+  CHECK(r.code == kExitIo);
+  CHECK(r.err == "ppsim: taken: cannot rename temporary file into place\n");
+  CHECK(left() == std::vector<std::string>{"taken"});
   std::filesystem::remove(s.path("taken"));
   // An existing output file keeps its old content when the command fails.
   s.write("out.json", "old");

@@ -4,6 +4,7 @@
 #include "cuda_validate/ops/moe.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "gpu_test_util.h"
@@ -131,4 +132,42 @@ TEST_CASE("MoE routing, dispatch and combine (forward and backward) match a CPU 
     }
   CHECK(rel_error(gdw_kept, rdw_kept) < kF32Tol);
   CHECK(rel_error(download(dlogits), rdl) < kBf16Tol);
+}
+
+TEST_CASE("MoE routing with non-finite logits keeps every index and slot in range", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  // Token 0: all NaN; token 1: one +Inf (its softmax is NaN); token 2: finite. slot_of starts as
+  // 0x7f7f7f7f, a large positive index as a reused pool buffer may hold, so an entry that routing
+  // leaves unwritten shows (and combine would read through it).
+  const int T = 3, E = 4, k = 2, cols = 8, C = 8;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> logits = {nan, nan, nan, nan, 0.5f, inf, 0.25f, 0.f, 0.75f, 0.5f, 0.25f, 0.f};
+  DeviceBuffer<float> probs(static_cast<std::size_t>(T * E)), w(static_cast<std::size_t>(T * k));
+  DeviceBuffer<int> idx(static_cast<std::size_t>(T * k)), slot_of(static_cast<std::size_t>(T * k)),
+      slot_token(static_cast<std::size_t>(E * C)), counts(static_cast<std::size_t>(E));
+  PPSIM_CUDA_CHECK(cudaMemset(slot_of.get(), 0x7f, static_cast<std::size_t>(T * k) * sizeof(int)));
+  MoeRouting r{probs.get(), idx.get(), w.get(), slot_of.get(), slot_token.get(), counts.get(), T, E, k, C};
+  auto d_logits = upload_bf16(logits);
+  auto x = random_bf16_values(static_cast<std::size_t>(T) * cols, 1.f, 71);
+  auto resid = random_bf16_values(static_cast<std::size_t>(T) * cols, 1.f, 72);
+  auto zp = random_bf16_values(static_cast<std::size_t>(E * C) * cols, 1.f, 73);
+  auto d_x = upload_bf16(x), d_resid = upload_bf16(resid), d_zp = upload_bf16(zp);
+  DeviceBuffer<bf16> xp(static_cast<std::size_t>(E * C) * cols), out(static_cast<std::size_t>(T) * cols);
+  moe_route(r, d_logits.get(), nullptr);
+  moe_permute(xp.get(), d_x.get(), r, cols, nullptr);
+  moe_combine(out.get(), d_resid.get(), d_zp.get(), r, cols, nullptr);
+  PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto g_idx = idx.to_host(), g_slot_of = slot_of.to_host();
+  for (int i = 0; i < T * k; ++i) {
+    CHECK(g_idx[static_cast<std::size_t>(i)] >= 0);
+    CHECK(g_idx[static_cast<std::size_t>(i)] < E);
+    CHECK(g_slot_of[static_cast<std::size_t>(i)] >= -1);
+    CHECK(g_slot_of[static_cast<std::size_t>(i)] < E * C);
+  }
+  // The two choices of one token differ; the all-NaN token falls back to experts 0 and 1.
+  for (int t = 0; t < T; ++t) CHECK(g_idx[static_cast<std::size_t>(2 * t)] != g_idx[static_cast<std::size_t>(2 * t + 1)]);
+  CHECK(g_idx[0] == 0);
+  CHECK(g_idx[1] == 1);
+  CHECK(g_idx[4] == 0);  // the finite token: its two largest logits
+  CHECK(g_idx[5] == 1);
 }

@@ -47,6 +47,19 @@ __global__ void router_topk(float* __restrict__ probs, int* __restrict__ idx, fl
         const int oe = __shfl_xor_sync(0xffffffffu, best_e, o);
         if (ov > best || (ov == best && oe < best_e)) { best = ov; best_e = oe; }
       }
+      if (best_e == 0x7fffffff) {
+        // No probability compared (NaN logits, or +Inf ones whose softmax is NaN): take the
+        // lowest free expert with weight 0, so that every index stays in [0, E) and every
+        // assignment gets a slot or -1 (an index out of range used to leave slot_of unwritten,
+        // and combine then read through whatever it held).
+        best = 0.f;
+        for (int e = 0; e < E && best_e == 0x7fffffff; ++e) {
+          bool taken = false;
+#pragma unroll
+          for (int c = 0; c < 8; ++c) taken |= (chosen[c] == e);
+          if (!taken) best_e = e;
+        }
+      }
       chosen[j] = best_e;
       if (lane == 0) {
         idx[t * k + j] = best_e;

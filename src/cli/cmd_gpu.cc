@@ -191,11 +191,14 @@ Runner setup_validate(CLI::App& sub) {
     // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
     // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
     const int ndev = a->devices > 0 ? std::min(a->devices, gpu::device_count()) : gpu::device_count();
+    const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the sharing and link probes run
     double share_slowdown = 1.0;
-    if (ndev < pp) share_slowdown = std::max(1.0, gpu::profile_sharing(chunk_shape(c, 1, true), 3, a->reps, 0));
-    if (ndev < pp) j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
+    if (ndev < pp) {
+      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, 0));
+      j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
+    }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, chunk_shape(c, 1, true), a->devices);
+    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices);
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"transfers", probe->transfers}, {"bytes", probe->bytes},
                          {"schedule", "gpipe"}, {"microbatches", 2 * pp}};
@@ -269,7 +272,7 @@ Runner setup_validate(CLI::App& sub) {
     }
     std::optional<LinkProbe> probe_after;
     if (probe) {
-      probe_after = probe_link(pp, chunk_shape(c, 1, true), a->devices);
+      probe_after = probe_link(pp, one_layer, a->devices);
       if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
     }
     std::vector<std::pair<std::string, std::string>> files;  // written together, or none

@@ -168,20 +168,18 @@ void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_co
   if (with_family_counts) {
     // kUnset marks "not given"; the one int equal to it is refused here as the out-of-range value
     // it is, so that it can never pass for an absent flag.
-    sub.add_option_function<int>(
-        "--pp,-p",
-        [&o](int v) {
-          if (v == ScheduleOptions::kUnset) throw CLI::ValidationError("--pp", fmt::format("P must be >= 1, got {}", v));
-          o.pp = v;
-        },
-        "pipeline ranks P (default 8, or the config's parallel.pp)");
-    sub.add_option_function<int>(
-        "--microbatches,-m",
-        [&o](int v) {
-          if (v == ScheduleOptions::kUnset) throw CLI::ValidationError("--microbatches", fmt::format("M must be >= 1, got {}", v));
-          o.microbatches = v;
-        },
-        "micro-batches M per step (default 20, or the config's)");
+    auto count_option = [&sub](const char* names, const char* flag, const char* what, int& target, const char* help) {
+      sub.add_option_function<int>(
+          names,
+          [flag, what, &target](int v) {
+            if (v == ScheduleOptions::kUnset) throw CLI::ValidationError(flag, fmt::format("{} must be >= 1, got {}", what, v));
+            target = v;
+          },
+          help);
+    };
+    count_option("--pp,-p", "--pp", "P", o.pp, "pipeline ranks P (default 8, or the config's parallel.pp)");
+    count_option("--microbatches,-m", "--microbatches", "M", o.microbatches,
+                 "micro-batches M per step (default 20, or the config's)");
   }
   sub.add_option("--vpp", o.vpp, "chunks per rank for interleaved-1f1b (default 2)");
   sub.add_option("--group-size", o.group_size, "interleaved-1f1b micro-batch group G (default P)");

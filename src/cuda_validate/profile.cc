@@ -73,12 +73,17 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
-}  // namespace
-
-ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device) {
+// A GPU, a valid shape and sensible repetition counts, or one line saying which is missing.
+void check_profile_request(const ChunkShape& shape, int warmup, int reps) {
   if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("profile: " + why, {}, kExitGpu);
   if (auto p = shape.problem(); !p.empty()) throw InputError("profile: chunk shape: " + p, {}, kExitInput);
   if (reps < 1 || warmup < 0) throw InputError("profile: reps must be >= 1 and warmup >= 0", {}, kExitUsage);
+}
+
+}  // namespace
+
+ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device) {
+  check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   ProfileResult r;
   r.gpu = device_name(device);
@@ -161,9 +166,7 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
 }
 
 double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device) {
-  if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("profile: " + why, {}, kExitGpu);
-  if (auto p = shape.problem(); !p.empty()) throw InputError("profile: chunk shape: " + p, {}, kExitInput);
-  if (reps < 1 || warmup < 0) throw InputError("profile: reps must be >= 1 and warmup >= 0", {}, kExitUsage);
+  check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   Chunk one(shape, 7), two(shape, 8);
   Stream s1, s2;

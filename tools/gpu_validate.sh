@@ -5,9 +5,11 @@
 # Results go to $OUT (default ./gpu-validate-out): gpu_check.txt (+ its build.log, tests.txt,
 # summary.txt), sim_bench.txt, validate.txt (every run's tables, one after another) and
 # traces.tar.gz (trace_<n>gpu.json). The last lines printed are the summary tables.
+# Then, where they apply: the same multi-GPU config with `--transport links`, and under mpirun
+# (one process per GPU; on one GPU, `mpirun -np 1` and the refusal of two processes for one GPU).
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (240),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096).
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi": the extra runs; "" for none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -36,8 +38,34 @@ for n in ${VALIDATE_SETS:-4 2 1}; do
   echo "validate on $n GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
   unset NCCL_DEBUG NCCL_DEBUG_SUBSYS NCCL_DEBUG_FILE
 done
+# Extra runs on the largest set that fits: the per-pair transport, and one process per GPU.
+big=0
+for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+for extra in ${VALIDATE_EXTRA-links mpi}; do
+  [ "$big" -gt 0 ] || break
+  cfg=$ROOT/configs/small-${big}gpu.yaml
+  case $extra in
+    links)
+      [ "$big" -ge 2 ] || { echo "validate --transport links skipped: one GPU has no links"; continue; }
+      timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport links ${VALIDATE_ARGS:-} \
+        -o "$OUT/tmp/validate_${big}gpu_links.txt" 2>&1 | tail -3
+      echo "validate --transport links on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    mpi)
+      command -v mpirun >/dev/null || { echo "mpirun skipped: not installed"; continue; }
+      grep -q "PPSIM_HAVE_MPI:INTERNAL=ON\|ppsim: MPI ON" "$ROOT/build-gpu/CMakeCache.txt" "$OUT/build.log" 2>/dev/null ||
+        echo "(ppsim may be built without MPI: see build.log)"
+      timeout 150 mpirun -np "$big" --bind-to none "$P" validate "$cfg" -s "$S" ${VALIDATE_ARGS:-} \
+        -o "$OUT/tmp/validate_${big}gpu_mpi.txt" 2>&1 | tail -3
+      echo "mpirun -np $big validate: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+      if [ "$big" = 1 ]; then  # two processes for one GPU: refused with one line each, exit 2
+        timeout 60 mpirun -np 2 --bind-to none "$P" validate "$cfg" -s 1f1b 2>&1 | grep "^ppsim" | head -2
+        echo "mpirun -np 2 on one GPU: exit ${PIPESTATUS[0]} (2 expected)"
+      fi ;;
+  esac
+done
 [ -f "$OUT/sim_bench.txt" ] && sed -n '1,4p' "$OUT/sim_bench.txt"
-for f in "$OUT"/tmp/validate_*gpu.txt; do [ -f "$f" ] || continue; echo "== $(basename "$f")" >> "$OUT/validate.txt"; cat "$f" >> "$OUT/validate.txt"; done
+for f in "$OUT"/tmp/validate_*gpu*.txt; do [ -f "$f" ] || continue; echo "== $(basename "$f")" >> "$OUT/validate.txt"; cat "$f" >> "$OUT/validate.txt"; done
 (cd "$OUT/tmp" && ls trace_*gpu.json >/dev/null 2>&1 && tar czf "$OUT/traces.tar.gz" trace_*gpu.json)
 cat "$OUT"/tmp/nccl.*.log 2>/dev/null | grep -E "via (P2P|SHM|NET)|NCCL version|P2P is disabled|P2P/CUMEM|P2P level" | sort | uniq -c | head -12 >> "$OUT/topology.txt"
 rm -rf "$OUT/tmp"

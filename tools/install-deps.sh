@@ -7,9 +7,10 @@ set -euo pipefail
 
 pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev
       nlohmann-json3-dev catch2)
-# Optional extras: clang + its sanitizer/libFuzzer runtime (tools/fuzz.sh) and xmllint (SVG
-# tests); absence only skips those.
-optional=(clang libclang-rt-dev libxml2-utils)
+# Optional extras: clang + its sanitizer/libFuzzer runtime (tools/fuzz.sh), xmllint (SVG
+# tests), OpenMPI (multi-process `validate` under mpirun/srun, and the mpi_check test); absence
+# only skips those (ppsim builds without MPI and runs one process per job).
+optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do

@@ -22,6 +22,7 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cuda_validate/gpu_api.h"
+#include "launch/mpi.h"
 #include "report/trace.h"
 #include "report/validation.h"
 #include "schedules/registry.h"
@@ -77,6 +78,7 @@ struct ValidateArgs {
   int reps = 10;
   double target = 0;
   bool no_link_probe = false;
+  std::string transport = "pairs";
 };
 
 // The link as the replay sees it: replays GPipe with 2P micro-batches (three warm-up
@@ -91,13 +93,15 @@ struct LinkProbe {
   Bytes bytes = 0;
 };
 
-std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices) {
+std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport) {
+  // Collective under mpirun/srun: every process replays its share, every process gets the result.
   if (pp < 2) return std::nullopt;
   const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2 * pp, 0, 0});
   gpu::ReplayConfig rc;
   rc.stage_shapes = {shape};
   rc.devices = devices;
   rc.warmup_iterations = 3;
+  rc.transport = transport;
   const Timeline t = gpu::replay_schedule(s, rc);
   std::vector<Time> d;
   LinkProbe p;
@@ -157,12 +161,29 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--trace", a->trace, "one Perfetto trace with the predicted and measured timelines");
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the results here");
+  sub.add_option("--transport", a->transport,
+                 "between GPUs of one process: pairs (one NCCL communicator per GPU) or links (one per pair of "
+                 "ranks, as across processes)")
+      ->check(CLI::IsMember({"pairs", "links"}))
+      ->capture_default_str();
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
+    // Under mpirun/srun every process runs this same command: each replays its share of the ranks
+    // on its GPU (one GPU per process), and process 0 prints and writes the results.
+    const mpi::World& world = mpi::init_if_launched();
     const Format f = parse_format(a->format, {"table", "json"});
     const ModelConfig cfg = load_config(a->config, a->sets);
     require_gpu("validate");
+    const bool multi = world.size > 1;
+    if (multi && a->devices > 0 && a->devices != world.size)
+      throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU", a->devices,
+                                   world.size, world.launcher),
+                       "leave --devices out", kExitUsage);
+    if (multi && world.local_size > gpu::device_count())
+      throw InputError(fmt::format("{} processes on this node but {} GPU(s) visible", world.local_size, gpu::device_count()),
+                       "start one process per GPU", kExitUsage);
+    const int my_device = multi ? world.local_rank : 0;
     const ModelConfigData& c = *cfg.data;
     int pp = 0, m = 0, v = 0;
     apply_config_parallel(cfg, pp, m, v);
@@ -182,7 +203,8 @@ Runner setup_validate(CLI::App& sub) {
     std::string text;
     nlohmann::json j;
     j["config"] = a->config;
-    j["gpu"] = gpu::device_name(0);
+    j["gpu"] = gpu::device_name(my_device);
+    if (multi) j["processes"] = {{"count", world.size}, {"launcher", world.launcher}};
     j["results"] = nlohmann::json::array();
     j["skipped"] = nlohmann::json::array();
     std::vector<Timeline> keep;
@@ -190,15 +212,17 @@ Runner setup_validate(CLI::App& sub) {
     std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
     // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
     // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
-    const int ndev = a->devices > 0 ? std::min(a->devices, gpu::device_count()) : gpu::device_count();
+    const int ndev = multi ? world.size
+                           : a->devices > 0 ? std::min(a->devices, gpu::device_count())
+                                            : gpu::device_count();
     const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the sharing and link probes run
     double share_slowdown = 1.0;
     if (ndev < pp) {
-      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, 0));
+      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, my_device));
       j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
     }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices);
+    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport);
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"transfers", probe->transfers}, {"bytes", probe->bytes},
                          {"schedule", "gpipe"}, {"microbatches", 2 * pp}};
@@ -223,7 +247,7 @@ Runner setup_validate(CLI::App& sub) {
       const int layers = c.model.layers / slices;
       const gpu::ChunkShape shape = chunk_shape(c, layers, true);
       auto it = profiles.find(layers);
-      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, 0)).first;
+      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device)).first;
       const gpu::ProfileResult& prof = it->second;
       auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
       SliceCosts sc;
@@ -253,12 +277,12 @@ Runner setup_validate(CLI::App& sub) {
       gpu::ReplayConfig rc;
       rc.stage_shapes = {shape};
       rc.devices = a->devices;
+      rc.transport = a->transport;
       Timeline meas = gpu::replay_schedule(s, rc);
       std::vector<Time> exposed;
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
       const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), timeline_stats(meas));
-      const int used = a->devices > 0 ? a->devices : -1;
-      const double target = a->target > 0 ? a->target : (used == 1 ? 0.10 : 0.05);
+      const double target = a->target > 0 ? a->target : (ndev == 1 ? 0.10 : 0.05);
       text += render_validation_table(fam->name, rows, target) + "\n";
       summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", fam->name, rows.front().predicted,
                              rows.front().measured, 100.0 * rows.front().error);
@@ -272,9 +296,10 @@ Runner setup_validate(CLI::App& sub) {
     }
     std::optional<LinkProbe> probe_after;
     if (probe) {
-      probe_after = probe_link(pp, one_layer, a->devices);
+      probe_after = probe_link(pp, one_layer, a->devices, a->transport);
       if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
     }
+    if (world.rank != 0) return 0;  // process 0 reports for all
     std::vector<std::pair<std::string, std::string>> files;  // written together, or none
     if (!a->trace.empty()) {
       std::vector<NamedTimeline> named;
@@ -293,6 +318,9 @@ Runner setup_validate(CLI::App& sub) {
                             probe->median_us, probe->transfers, probe->bytes, 2 * pp,
                             probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
                                         : std::string());
+      if (multi)
+        text += fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n", world.size,
+                            world.launcher, world.size);
       if (ndev < pp)
         text += fmt::format("device sharing: {} ranks on {} GPU(s); two chunks at once on one GPU each take {:.2f}x as "
                             "long as alone (profiled), and the prediction shares each GPU that way\n",

@@ -109,6 +109,11 @@ struct ReplayConfig {
   int devices = 0;            // GPUs to use; 0 = all visible. Fewer GPUs than ranks: ranks share GPUs.
   int warmup_iterations = 1;  // whole-schedule runs before the measured one
   double nccl_timeout_s = 120;  // a rank waiting longer on NCCL aborts the communicators
+  // Between GPUs of one process: "pairs" (one NCCL communicator per GPU; each message's send and
+  // receive issued together, under a lock, by the consumer) or "links" (a two-rank communicator
+  // per directed pair of ranks, each end issuing in the sender's order). Across processes
+  // (mpirun/srun) always "links".
+  std::string transport = "pairs";
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 #include <tuple>
 
 #include "core/error.h"
@@ -112,16 +114,23 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
   cfg.stage_shapes = {tiny_shape()};
   cfg.warmup_iterations = 1;
   cfg.nccl_timeout_s = 60;
-  for (const char* family : {"1f1b", "zb-h1", "dualpipe", "dualpipev"}) {
-    ScheduleParams p;
-    p.pp = 4;
-    p.microbatches = 8;
-    const Schedule s = make_schedule(family, p);
-    INFO(family << " P=4 M=8 on " << devices << " GPU(s)");
-    const Timeline tl = replay_schedule(s, cfg);
-    check_replay(s, tl);
-    std::printf("replay %-10s P=4 M=8 on %d GPU(s): makespan %.3f ms, %zu transfers\n", family, std::min(devices, 4),
-                tl.scale.to_display(tl.end), tl.transfers.size());
+  // Between GPUs both transports: one communicator per GPU ("pairs") and one per pair of ranks
+  // ("links", what processes under mpirun use); on one GPU there is nothing between GPUs.
+  std::vector<std::string> transports{"pairs"};
+  if (devices > 1) transports.push_back("links");
+  for (const std::string& transport : transports) {
+    cfg.transport = transport;
+    for (const char* family : {"1f1b", "zb-h1", "dualpipe", "dualpipev"}) {
+      ScheduleParams p;
+      p.pp = 4;
+      p.microbatches = 8;
+      const Schedule s = make_schedule(family, p);
+      INFO(family << " P=4 M=8 on " << devices << " GPU(s), transport " << transport);
+      const Timeline tl = replay_schedule(s, cfg);
+      check_replay(s, tl);
+      std::printf("replay %-10s P=4 M=8 on %d GPU(s), %s: makespan %.3f ms, %zu transfers\n", family,
+                  std::min(devices, 4), transport.c_str(), tl.scale.to_display(tl.end), tl.transfers.size());
+    }
   }
 }
 

@@ -7,18 +7,25 @@
 //   I(s,m): input-grad; B(s,m) = I then W; W(s,m): weight-grad, then m's buffers are released
 //   (F a; B b) overlapped pair: a on the compute stream, b on a second stream, their sub-ops
 //   enqueued interleaved layer by layer, joined before the next action.
-// Every action is bracketed by CUDA events. Clocks: after a host barrier every rank records an
-// epoch event on its stream, and all times are event distances from its own epoch (ranks on
-// different GPUs are aligned to the barrier, within the host threads' wake-up jitter).
+// Every action is bracketed by CUDA events. Clocks: after a host barrier (and, across processes,
+// an MPI barrier) the first rank of each GPU records an epoch event, which every rank on that GPU
+// waits for and measures from: ranks sharing a GPU share one clock exactly; GPUs are aligned to
+// the barrier, within the host threads' wake-up jitter.
+// Processes (mpirun/srun, mpi::world()): process p replays the ranks r with r % processes == p on
+// its one GPU; the measured shares are gathered into one Timeline on every process
+// (launch::merge_parts).
 // Activation samples follow the simulator: +1 when an F starts, -1 when a B or W ends.
 // Watchdog: every host wait (a message not yet posted, streams not yet done) is bounded by
 // ReplayConfig::nccl_timeout_s; NCCL async errors are polled; on either, the communicators are
 // aborted and InputError(kExitGpu) is thrown.
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
@@ -34,6 +41,8 @@
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/replay/transport.h"
+#include "launch/launch.h"
+#include "launch/mpi.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -52,10 +61,17 @@ struct RankResult {
   std::vector<ActionTiming> actions;
 };
 
+// One clock per GPU: the first rank on it records the epoch, the others wait for it.
+struct DeviceClocks {
+  std::mutex mu;
+  std::map<int, cudaEvent_t> epoch;  // by device, for the current run
+};
+
 class RankRunner {
  public:
-  RankRunner(int rank, int device, const Schedule& s, const ReplayConfig& cfg, Transport& t)
-      : rank_(rank), device_(device), s_(s), cfg_(cfg), t_(t) {}
+  RankRunner(int rank, int device, bool clock_leader, const Schedule& s, const ReplayConfig& cfg, Transport& t,
+             DeviceClocks& clocks)
+      : rank_(rank), device_(device), clock_leader_(clock_leader), s_(s), cfg_(cfg), t_(t), clocks_(clocks) {}
 
   void setup() {
     PPSIM_CUDA_CHECK(cudaSetDevice(device_));
@@ -69,15 +85,27 @@ class RankRunner {
         chunks_[st] = std::make_unique<Chunk>(shape_of(st), 1000 + static_cast<std::uint64_t>(st));
   }
 
-  // Runs the rank's actions once; the result's events are valid until the next run.
-  void run(std::barrier<>& sync) {
+  // Runs the rank's actions once; the result's events are valid until the next run (the epoch
+  // belongs to the GPU's clock leader, which outlives the others' use of it).
+  template <typename Barrier>
+  void run(Barrier& sync) {
     destroy_events();
     pending_.clear();
     local_.clear();
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
-    result_.epoch = event();
-    PPSIM_CUDA_CHECK(cudaEventRecord(result_.epoch, main_->get()));
+    if (clock_leader_) {
+      cudaEvent_t e = event();
+      PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      clocks_.epoch[device_] = e;
+    }
+    sync.arrive_and_wait();
+    {
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      result_.epoch = clocks_.epoch.at(device_);
+    }
+    if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
     for (const Action& a : s_.ranks[static_cast<std::size_t>(rank_)]) {
       if (t_.aborted()) throw_gpu_failure("replay aborted by another rank", "see the first error reported");
       if (a.overlapped) run_pair(a);
@@ -268,9 +296,7 @@ class RankRunner {
   // Waits (polling, bounded) for this rank's streams, checking NCCL for async errors.
   void wait_done() {
     cudaEvent_t done = event();
-    cudaEvent_t comm_done = event();
-    PPSIM_CUDA_CHECK(cudaEventRecord(comm_done, t_.comm_stream(rank_)));
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), comm_done, 0));
+    t_.join_into(rank_, main_->get());
     PPSIM_CUDA_CHECK(cudaEventRecord(done, main_->get()));
     const auto t0 = std::chrono::steady_clock::now();
     for (;;) {
@@ -292,9 +318,11 @@ class RankRunner {
   }
 
   int rank_, device_;
+  bool clock_leader_;
   const Schedule& s_;
   const ReplayConfig& cfg_;
   Transport& t_;
+  DeviceClocks& clocks_;
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
@@ -329,6 +357,24 @@ void check_config(const Schedule& s, const ReplayConfig& cfg) {
   if (!(cfg.nccl_timeout_s > 0)) throw InputError("replay: the NCCL timeout must be positive", {}, kExitUsage);
 }
 
+// mpirun binds each process to one core by default (OpenMPI, two processes or fewer); the replay
+// issues every rank's kernels from a host thread of its own, and with one core for all of them
+// launch gaps become time in the measurement (seen: makespans 10-20% longer under mpirun -np 1).
+void warn_if_few_cores(int rank_threads) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  const int cores = CPU_COUNT(&set);
+  static bool warned = false;
+  if (cores > rank_threads || warned) return;
+  warned = true;
+  std::fprintf(stderr,
+               "ppsim: warning: this process may run on %d CPU core(s) but replays %d rank(s), a host thread each; "
+               "kernel launches will queue (mpirun binds to a core by default: add --bind-to none, or give srun "
+               "--cpus-per-task)\n",
+               cores, rank_threads);
+}
+
 }  // namespace
 
 Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
@@ -336,26 +382,61 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   check_config(s, cfg);
   int visible = 0;
   PPSIM_CUDA_CHECK(cudaGetDeviceCount(&visible));
-  int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
-  ndev = std::min(ndev, s.pp);
-  std::vector<int> rank_device(static_cast<std::size_t>(s.pp));
-  for (int r = 0; r < s.pp; ++r) rank_device[static_cast<std::size_t>(r)] = r % ndev;
-
-  Transport transport(rank_device, cfg.nccl_timeout_s);
-  std::vector<std::unique_ptr<RankRunner>> runners;
+  const mpi::World& world = mpi::world();
+  const bool multi = world.size > 1;
+  const std::size_t P = static_cast<std::size_t>(s.pp);
+  // rank_device[r]: r's GPU here, or -1 for a rank another process replays.
+  std::vector<int> rank_device(P, -1), process_of(P, 0);
+  if (multi) {
+    if (s.pp < world.size)
+      throw InputError(fmt::format("replay: {} processes for {} pipeline ranks; start at most one process per rank",
+                                   world.size, s.pp), {}, kExitUsage);
+    if (world.local_size > visible)
+      throw InputError(fmt::format("replay: {} processes on this node but {} GPU(s) visible; start one process per GPU",
+                                   world.local_size, visible), {}, kExitUsage);
+    for (int r = 0; r < s.pp; ++r) {
+      process_of[static_cast<std::size_t>(r)] = launch::process_of_rank(r, world.size);
+      if (process_of[static_cast<std::size_t>(r)] == world.rank) rank_device[static_cast<std::size_t>(r)] = world.local_rank;
+    }
+  } else {
+    int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
+    ndev = std::min(ndev, s.pp);
+    for (int r = 0; r < s.pp; ++r) rank_device[static_cast<std::size_t>(r)] = r % ndev;
+  }
+  std::vector<int> mine;
   for (int r = 0; r < s.pp; ++r)
-    runners.push_back(std::make_unique<RankRunner>(r, rank_device[static_cast<std::size_t>(r)], s, cfg, transport));
+    if (rank_device[static_cast<std::size_t>(r)] >= 0) mine.push_back(r);
+  const int n = static_cast<int>(mine.size());
+
+  warn_if_few_cores(n);
+  Transport transport(s, rank_device, process_of, multi || cfg.transport == "links", cfg.nccl_timeout_s);
+  DeviceClocks clocks;
+  std::vector<std::unique_ptr<RankRunner>> runners;
+  std::map<int, bool> has_leader;
+  for (int r : mine) {
+    const int d = rank_device[static_cast<std::size_t>(r)];
+    const bool leader = !has_leader[d];
+    has_leader[d] = true;
+    runners.push_back(std::make_unique<RankRunner>(r, d, leader, s, cfg, transport, clocks));
+  }
 
   const int iterations = std::max(0, cfg.warmup_iterations) + 1;
-  std::barrier sync(s.pp);
-  std::barrier iteration_done(s.pp + 1);
+  // Across processes the host barrier also waits for the other processes (one thread calls MPI).
+  auto across = []() noexcept {
+    try {
+      mpi::barrier();
+    } catch (...) {
+    }
+  };
+  std::barrier sync(n, across);
+  std::barrier iteration_done(n + 1);
   std::mutex err_mu;
   std::exception_ptr first_error;
   std::atomic<bool> failed{false};
   std::vector<std::thread> threads;
-  for (int r = 0; r < s.pp; ++r) {
-    threads.emplace_back([&, r] {
-      RankRunner& rr = *runners[static_cast<std::size_t>(r)];
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      RankRunner& rr = *runners[static_cast<std::size_t>(i)];
       try {
         rr.setup();
         for (int it = 0; it < iterations; ++it) {
@@ -388,17 +469,21 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     iteration_done.arrive_and_wait();
   }
   for (auto& t : threads) t.join();
+  const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
   if (first_error) std::rethrow_exception(first_error);
+  if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
 
-  Timeline tl;
-  tl.pp = s.pp;
-  tl.scale = TimeScale::millis();
-  tl.activations.resize(static_cast<std::size_t>(s.pp));
-  std::vector<cudaEvent_t> epochs(static_cast<std::size_t>(s.pp));
-  for (int r = 0; r < s.pp; ++r) {
+  // This process's share: its ranks' actions (in action order), activation samples and transfers.
+  launch::TimelinePart part;
+  part.ranks = mine;
+  part.local.pp = s.pp;
+  part.local.activations.resize(P);
+  std::map<int, cudaEvent_t> epoch_of_rank;
+  for (int i = 0; i < n; ++i) {
+    const int r = mine[static_cast<std::size_t>(i)];
     PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(r)]));
-    const RankResult& res = runners[static_cast<std::size_t>(r)]->result();
-    epochs[static_cast<std::size_t>(r)] = res.epoch;
+    const RankResult& res = runners[static_cast<std::size_t>(i)]->result();
+    epoch_of_rank[r] = res.epoch;
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {
       Interval iv;
@@ -406,41 +491,42 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       iv.start = ticks_between(res.epoch, at.start);
       iv.end = std::max(iv.start, ticks_between(res.epoch, at.end));
       iv.action = at.action;
-      tl.intervals.push_back(iv);
+      part.local.intervals.push_back(iv);
       for (const auto& [e, d] : at.activation_deltas) deltas.emplace_back(ticks_between(res.epoch, e), d);
     }
     std::stable_sort(deltas.begin(), deltas.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     int live = 0;
-    auto& samples = tl.activations[static_cast<std::size_t>(r)];
+    auto& samples = part.local.activations[static_cast<std::size_t>(r)];
     for (const auto& [t, d] : deltas) {
       live += d;
       if (!samples.empty() && samples.back().t == t) samples.back().activations = live;
       else samples.push_back(MemSample{t, live});
     }
   }
+  auto ticks_on = [&](int rank, cudaEvent_t e) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(rank)]));
+    return ticks_between(epoch_of_rank.at(rank), e);
+  };
   for (const auto& rec : transport.records()) {
-    Transfer tr;
-    tr.src_rank = rec.src_rank;
-    tr.dst_rank = rec.dst_rank;
-    PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(rec.src_rank)]));
-    tr.start = ticks_between(epochs[static_cast<std::size_t>(rec.src_rank)], rec.start);
-    PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(rec.dst_rank)]));
-    tr.end = std::max(tr.start, ticks_between(epochs[static_cast<std::size_t>(rec.dst_rank)], rec.end));
-    tr.producer = rec.producer;
-    tr.bytes = rec.bytes;
-    tl.transfers.push_back(tr);
+    if (rec.start && rec.end) {
+      Transfer tr;
+      tr.src_rank = rec.src_rank;
+      tr.dst_rank = rec.dst_rank;
+      tr.start = ticks_on(rec.src_rank, rec.start);
+      tr.end = std::max(tr.start, ticks_on(rec.dst_rank, rec.end));
+      tr.producer = rec.producer;
+      tr.bytes = rec.bytes;
+      part.local.transfers.push_back(tr);
+    } else if (rec.start) {
+      part.sends.push_back(launch::SendHalf{rec.key, rec.src_rank, rec.dst_rank, ticks_on(rec.src_rank, rec.start),
+                                            rec.producer, rec.bytes});
+    } else {
+      part.receives.push_back(launch::RecvHalf{rec.key, ticks_on(rec.dst_rank, rec.end)});
+    }
   }
-  std::stable_sort(tl.intervals.begin(), tl.intervals.end(), [](const Interval& a, const Interval& b) {
-    return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
-  });
-  std::stable_sort(tl.transfers.begin(), tl.transfers.end(),
-                   [](const Transfer& a, const Transfer& b) { return a.start < b.start; });
-  tl.start = 0;
-  tl.end = 0;
-  for (const auto& iv : tl.intervals) tl.end = std::max(tl.end, iv.end);
-  for (const auto& tr : tl.transfers) tl.end = std::max(tl.end, tr.end);
+  const std::string mine_text = launch::encode_part(part, s);
   runners.clear();
-  return tl;
+  return launch::merge_parts(multi ? mpi::allgather(mine_text) : std::vector<std::string>{mine_text}, s);
 }
 
 }  // namespace ppsim::gpu

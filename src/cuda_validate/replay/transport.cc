@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
+#include "launch/mpi.h"
 
 namespace ppsim::gpu::replay {
 
@@ -26,23 +27,30 @@ class DeviceGuard {
 };
 }  // namespace
 
-Transport::Transport(std::vector<int> rank_device, double timeout_s)
-    : rank_device_(std::move(rank_device)), timeout_s_(timeout_s) {
+Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, bool links,
+                     double timeout_s)
+    : rank_device_(std::move(rank_device)), process_of_(std::move(process_of)), stage_rank_(s.stage_rank),
+      timeout_s_(timeout_s) {
   for (int d : rank_device_)
-    if (std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
+    if (d >= 0 && std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
   for (std::size_t i = 0; i < devices_.size(); ++i) nccl_rank_of_device_[devices_[i]] = static_cast<int>(i);
   DeviceGuard guard;
   int lo = 0, hi = 0;
   for (int d : rank_device_) {
-    PPSIM_CUDA_CHECK(cudaSetDevice(d));
-    PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-    cudaStream_t s = nullptr;
-    PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, hi));  // hi = most urgent
-    comm_streams_.push_back(s);
+    cudaStream_t st = nullptr, stage = nullptr;
+    if (d >= 0) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(d));
+      PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+      PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, hi));  // hi = most urgent
+      PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&stage, cudaStreamNonBlocking, hi));
+    }
+    comm_streams_.push_back(st);
+    stage_streams_.push_back(stage);
   }
-  if (devices_.size() > 1) {
-    // NVLink multicast (NVLS) stays off unless the caller asked for it: it can take shared GPUs down.
-    setenv("NCCL_NVLS_ENABLE", "0", 0);
+  // NVLink multicast (NVLS) stays off unless the caller asked for it: it can take shared GPUs down.
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  open_links(s, links);
+  if (devices_.size() > 1 && !links) {
     comms_.resize(devices_.size());
     PPSIM_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()));
   }
@@ -55,9 +63,91 @@ Transport::~Transport() {
   }
   for (ncclComm_t c : comms_)
     if (c) (void)ncclCommDestroy(c);
+  for (auto* links : {&send_links_, &recv_links_})
+    for (auto& [pair, l] : *links) {
+      (void)cudaSetDevice(l.device);
+      for (auto& [key, landed] : l.landed) (void)cudaFree(landed.buffer);
+      if (l.comm) (void)ncclCommDestroy(l.comm);
+      if (l.stream) (void)cudaStreamDestroy(l.stream);
+    }
   for (std::size_t r = 0; r < comm_streams_.size(); ++r) {
+    if (!comm_streams_[r]) continue;
     (void)cudaSetDevice(rank_device_[r]);
     (void)cudaStreamDestroy(comm_streams_[r]);
+    (void)cudaStreamDestroy(stage_streams_[r]);
+  }
+}
+
+void Transport::join_into(int rank, cudaStream_t s) {
+  const int dev = device_of(rank);
+  std::vector<cudaStream_t> streams{comm_stream(rank), stage_streams_[static_cast<std::size_t>(rank)]};
+  for (auto* links : {&send_links_, &recv_links_})
+    for (const auto& [pair, l] : *links)
+      if (pair.first == rank || pair.second == rank)
+        if (l.device == dev) streams.push_back(l.stream);
+  for (cudaStream_t st : streams) {
+    cudaEvent_t e = new_event(dev);
+    PPSIM_CUDA_CHECK(cudaEventRecord(e, st));
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0));
+  }
+}
+
+Transport::Link Transport::make_link(int src, int dst, int device, const std::vector<MsgKey>& order) {
+  Link l;
+  l.src_rank = src;
+  l.dst_rank = dst;
+  l.device = device;
+  l.order = order;
+  for (std::size_t k = 0; k < l.order.size(); ++k) l.position[l.order[k]] = k;
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  int lo = 0, hi = 0;
+  PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&l.stream, cudaStreamNonBlocking, hi));
+  return l;
+}
+
+// Every process lists the directed pairs of ranks that need a link in the same (sorted) order:
+// pairs in different processes, and (mode "links") pairs on different GPUs of this process.
+// Across processes, process 0 makes one NCCL id per pair and broadcasts them all; each process
+// then joins the communicators it is an end of, in that order (a total order: no two processes
+// can wait on each other in a cycle). A pair with both ends here gets both at once
+// (ncclCommInitAll over its two GPUs).
+void Transport::open_links(const Schedule& s, bool links) {
+  const auto sequences = launch::link_sequences(s);
+  std::vector<std::pair<int, int>> cross, inside;
+  for (const auto& [pair, order] : sequences) {
+    const auto [src, dst] = pair;
+    if (process_of_[static_cast<std::size_t>(src)] != process_of_[static_cast<std::size_t>(dst)])
+      cross.push_back(pair);
+    else if (links && is_local(src) && device_of(src) != device_of(dst))
+      inside.push_back(pair);
+  }
+  DeviceGuard guard;
+  if (!cross.empty()) {
+    std::vector<ncclUniqueId> ids(cross.size());
+    if (mpi::world().rank == 0)
+      for (auto& id : ids) PPSIM_NCCL_CHECK(ncclGetUniqueId(&id));
+    mpi::bcast(ids.data(), ids.size() * sizeof(ncclUniqueId), 0);
+    for (std::size_t i = 0; i < cross.size(); ++i) {
+      const auto [src, dst] = cross[i];
+      const bool sender = is_local(src);
+      if (!sender && !is_local(dst)) continue;
+      Link l = make_link(src, dst, device_of(sender ? src : dst), sequences.at(cross[i]));
+      PPSIM_NCCL_CHECK(ncclCommInitRank(&l.comm, 2, ids[i], sender ? 0 : 1));
+      (sender ? send_links_ : recv_links_).emplace(cross[i], std::move(l));
+    }
+  }
+  for (const auto& pair : inside) {
+    const auto [src, dst] = pair;
+    Link tx = make_link(src, dst, device_of(src), sequences.at(pair));
+    Link rx = make_link(src, dst, device_of(dst), sequences.at(pair));
+    ncclComm_t two[2] = {nullptr, nullptr};
+    const int devs[2] = {device_of(src), device_of(dst)};
+    PPSIM_NCCL_CHECK(ncclCommInitAll(two, 2, devs));
+    tx.comm = two[0];
+    rx.comm = two[1];
+    send_links_.emplace(pair, std::move(tx));
+    recv_links_.emplace(pair, std::move(rx));
   }
 }
 
@@ -73,7 +163,7 @@ cudaEvent_t Transport::new_event(int device) {
 
 cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
                             const Op& producer) {
-  const cudaStream_t cs = comm_stream(src_rank);
+  const cudaStream_t cs = stage_streams_[static_cast<std::size_t>(src_rank)];
   Posted p;
   p.bytes = bytes;
   p.src_rank = src_rank;
@@ -85,6 +175,23 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
   PPSIM_CUDA_CHECK(cudaMallocAsync(&p.staging, bytes, cs));
   PPSIM_CUDA_CHECK(cudaMemcpyAsync(p.staging, src, bytes, cudaMemcpyDeviceToDevice, cs));
   PPSIM_CUDA_CHECK(cudaEventRecord(p.staged, cs));
+  const int dst_rank = consumer_of(key);
+  if (const auto link = send_links_.find({src_rank, dst_rank}); link != send_links_.end()) {
+    // A link: send on the pair's communicator now, in this rank's order, which is the order the
+    // receiver expects (launch::link_sequences).
+    Link& l = link->second;
+    const auto pos = l.position.find(key);
+    if (pos == l.position.end() || pos->second != l.issued++)
+      throw InputError(fmt::format("replay: rank {} sends the {} of stage {} micro-batch {} out of its link's order",
+                                   src_rank, key.grad ? "gradient" : "activation", key.stage, key.microbatch),
+                       {}, kExitInternal);
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(l.stream, p.staged, 0));
+    PPSIM_NCCL_CHECK(ncclSend(p.staging, bytes / 2, ncclBfloat16, 1, l.comm, l.stream));
+    PPSIM_CUDA_CHECK(cudaFreeAsync(p.staging, l.stream));
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(Record{src_rank, dst_rank, p.copy_start, nullptr, producer, static_cast<Bytes>(bytes), key});
+    return p.staged;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (board_.count(key))
@@ -98,6 +205,9 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
 }
 
 cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank) {
+  const int src_rank = producer_of(key);
+  if (const auto link = recv_links_.find({src_rank, dst_rank}); link != recv_links_.end())
+    return receive_link(link->second, key, dst, bytes, dst_rank);
   Posted p;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -139,6 +249,8 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
     DeviceGuard guard;
     const int src_peer = nccl_rank_of_device_.at(src_dev), dst_peer = nccl_rank_of_device_.at(dst_dev);
     const std::size_t count = bytes / 2;  // bf16 elements
+    PPSIM_CUDA_CHECK(cudaSetDevice(src_dev));
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(src_cs, p.staged, 0));  // the staging copy has its own stream
     PPSIM_NCCL_CHECK(ncclGroupStart());
     PPSIM_NCCL_CHECK(ncclSend(p.staging, count, ncclBfloat16, dst_peer, comms_[static_cast<std::size_t>(src_peer)], src_cs));
     PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, src_peer, comms_[static_cast<std::size_t>(dst_peer)], dst_cs));
@@ -150,8 +262,55 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
   }
   if (p.src_rank != dst_rank) {
     std::lock_guard<std::mutex> lock(mu_);
-    records_.push_back(Record{p.src_rank, dst_rank, p.copy_start, arrived, p.producer, static_cast<Bytes>(bytes)});
+    records_.push_back(Record{p.src_rank, dst_rank, p.copy_start, arrived, p.producer, static_cast<Bytes>(bytes), key});
   }
+  return arrived;
+}
+
+// From a link: receive in the sender's order. Messages the sender sent before `key`
+// that this rank needs later land in spare buffers now; `key` itself lands in `dst` (or, if it
+// landed earlier, is copied from its spare buffer). The arrival event is the receive's end.
+cudaEvent_t Transport::receive_link(Link& l, const MsgKey& key, void* dst, std::size_t bytes, int dst_rank) {
+  DeviceGuard guard;
+  PPSIM_CUDA_CHECK(cudaSetDevice(l.device));
+  const auto pos = l.position.find(key);
+  if (pos == l.position.end())
+    throw InputError(fmt::format("replay: rank {} expects the {} of stage {} micro-batch {} from rank {}, which never sends it",
+                                 dst_rank, key.grad ? "gradient" : "activation", key.stage, key.microbatch, l.src_rank),
+                     {}, kExitInternal);
+  const std::size_t count = bytes / 2;  // bf16 elements; every message of a replay has the same size
+  if (pos->second < l.issued) {
+    const auto it = l.landed.find(key);
+    if (it == l.landed.end())
+      throw InputError(fmt::format("replay: the {} of stage {} micro-batch {} was received twice", key.grad ? "gradient" : "activation",
+                                   key.stage, key.microbatch),
+                       {}, kExitInternal);
+    // Stream order on the link: the spare buffer holds the message once its receive is done.
+    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, it->second.buffer, bytes, cudaMemcpyDeviceToDevice, l.stream));
+    PPSIM_CUDA_CHECK(cudaFreeAsync(it->second.buffer, l.stream));
+    const cudaEvent_t arrived = it->second.arrived;
+    cudaEvent_t copied = new_event(l.device);
+    PPSIM_CUDA_CHECK(cudaEventRecord(copied, l.stream));
+    l.landed.erase(it);
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(Record{l.src_rank, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key});
+    return copied;
+  }
+  while (l.issued < pos->second) {
+    const MsgKey& early = l.order[l.issued++];
+    Link::Landed landed;
+    PPSIM_CUDA_CHECK(cudaMallocAsync(&landed.buffer, bytes, l.stream));
+    PPSIM_NCCL_CHECK(ncclRecv(landed.buffer, count, ncclBfloat16, 0, l.comm, l.stream));
+    landed.arrived = new_event(l.device);
+    PPSIM_CUDA_CHECK(cudaEventRecord(landed.arrived, l.stream));
+    l.landed[early] = landed;
+  }
+  ++l.issued;
+  cudaEvent_t arrived = new_event(l.device);
+  PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, 0, l.comm, l.stream));
+  PPSIM_CUDA_CHECK(cudaEventRecord(arrived, l.stream));
+  std::lock_guard<std::mutex> lock(mu_);
+  records_.push_back(Record{l.src_rank, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key});
   return arrived;
 }
 
@@ -165,6 +324,13 @@ void Transport::reset() {
   events_.clear();
   records_.clear();
   board_.clear();
+  for (auto* links : {&send_links_, &recv_links_})
+    for (auto& [pair, l] : *links) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(l.device));
+      for (auto& [key, landed] : l.landed) PPSIM_CUDA_CHECK(cudaFree(landed.buffer));
+      l.landed.clear();
+      l.issued = 0;
+    }
 }
 
 void Transport::abort(const std::string& why) {
@@ -179,8 +345,13 @@ void Transport::abort(const std::string& why) {
   // ncclCommAbort may be called while other threads are inside NCCL; it makes them return.
   for (ncclComm_t c : comms_)
     if (c) (void)ncclCommAbort(c);
+  for (auto* links : {&send_links_, &recv_links_})
+    for (auto& [pair, l] : *links)
+      if (l.comm) (void)ncclCommAbort(l.comm);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& c : comms_) c = nullptr;
+  for (auto* links : {&send_links_, &recv_links_})
+    for (auto& [pair, l] : *links) l.comm = nullptr;
 }
 
 bool Transport::aborted() const {
@@ -189,18 +360,22 @@ bool Transport::aborted() const {
 }
 
 void Transport::check_async_error(int device) {
-  if (comms_.empty()) return;
-  ncclComm_t c = nullptr;
+  std::vector<ncclComm_t> mine;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    c = comms_[static_cast<std::size_t>(nccl_rank_of_device_.at(device))];
+    if (!comms_.empty()) mine.push_back(comms_[static_cast<std::size_t>(nccl_rank_of_device_.at(device))]);
+    for (auto* links : {&send_links_, &recv_links_})
+      for (const auto& [pair, l] : *links)
+        if (l.device == device) mine.push_back(l.comm);
   }
-  if (!c) return;
-  ncclResult_t async = ncclSuccess;
-  PPSIM_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
-  if (async != ncclSuccess && async != ncclInProgress) {
-    abort(fmt::format("NCCL reported '{}' on GPU {}", ncclGetErrorString(async), device));
-    throw_nccl_error(async, "ncclCommGetAsyncError", __FILE__, __LINE__);
+  for (ncclComm_t c : mine) {
+    if (!c) continue;
+    ncclResult_t async = ncclSuccess;
+    PPSIM_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort(fmt::format("NCCL reported '{}' on GPU {}", ncclGetErrorString(async), device));
+      throw_nccl_error(async, "ncclCommGetAsyncError", __FILE__, __LINE__);
+    }
   }
 }
 

@@ -1,17 +1,28 @@
 // Transport: moves activations and gradients between the ranks of a replay. A message is named
 // by where it goes (MsgKey: activation into stage s, or gradient into stage s, micro-batch m).
 //
-//   producer thread: send()    -> on its comm stream: wait for the op, copy the tensor into a
-//                                 stream-ordered staging buffer, record `staged`; post the message
-//   consumer thread: receive() -> wait (host, bounded by the timeout) for the post, then move the
-//                                 staged bytes into the consumer's buffer on its comm stream:
-//                                 a device copy when both ranks share a GPU, else an NCCL
-//                                 send/recv pair issued in ONE group by this thread; returns the
-//                                 `arrived` event for the consumer's compute stream to wait on.
-// Not obvious: NCCL matches sends and receives by issue order per peer; issuing each matched
-// pair together in one ncclGroupStart/End, under one lock, makes that order the same on both
-// sides whatever order the ranks' schedules produce or consume messages in, so no rank order
-// can deadlock or mismatch. The staging copy frees the producer's buffers at once.
+//   producer thread: send()    -> on its staging stream: wait for the op, copy the tensor into a
+//                                 stream-ordered staging buffer, record `staged`; then either post
+//                                 the message on the board, or (a link: the consumer is in another
+//                                 process, or mode "links") ncclSend it on that link's own
+//                                 communicator and stream
+//   consumer thread: receive() -> from the board: wait (host, bounded by the timeout) for the
+//                                 post, then move the staged bytes into the consumer's buffer on
+//                                 its comm stream: a device copy when both ranks share a GPU, else
+//                                 an NCCL send/recv pair issued in ONE group by this thread (mode
+//                                 "pairs"). From a link: ncclRecv on the link's communicator, in
+//                                 the sender's order (messages not yet needed land in spare
+//                                 buffers). Returns the `arrived` event for the compute stream.
+// Not obvious: NCCL matches sends and receives by issue order per peer. Within a process, issuing
+// each matched pair together in one ncclGroupStart/End, under one lock, makes that order the same
+// on both sides whatever order the ranks' schedules produce or consume messages in. Across
+// processes (mpirun/srun) nothing can be issued for the other side, so every directed pair of
+// ranks gets its own two-rank communicator, carrying one direction only, and both ends follow
+// the sender's order (launch::link_sequences): no order of ranks can deadlock or mismatch. The
+// staging copy frees the producer's buffers at once; it has a stream of its own so that a send
+// never queues behind the staging of a later output (which waits for a later op).
+// Modes within one process: "pairs" (one communicator per GPU, pairs under a lock) or "links"
+// (the per-pair communicators, as across processes: a message never waits behind another pair's).
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -25,24 +36,22 @@
 #include <nccl.h>
 
 #include "core/op.h"
+#include "core/schedule.h"
 #include "core/time.h"
+#include "launch/launch.h"
 
 namespace ppsim::gpu::replay {
 
-struct MsgKey {
-  int grad = 0;  // 0: activation into `stage`; 1: gradient into `stage`
-  int stage = 0;
-  int microbatch = 0;
-  friend bool operator<(const MsgKey& a, const MsgKey& b) {
-    return std::tie(a.grad, a.stage, a.microbatch) < std::tie(b.grad, b.stage, b.microbatch);
-  }
-};
+using launch::MsgKey;
 
 class Transport {
  public:
-  // rank_device[r]: the GPU of rank r. NCCL communicators (one per GPU in use) are created
-  // when more than one GPU is in use.
-  Transport(std::vector<int> rank_device, double timeout_s);
+  // rank_device[r]: the GPU of rank r, or -1 for a rank of another process (process_of[r]).
+  // Within the process, NCCL communicators (one per GPU in use) are created when more than one
+  // GPU is in use; across processes, one two-rank communicator per directed pair of ranks that
+  // exchange tensors, bootstrapped over MPI.
+  // `links`: within the process too, GPUs exchange tensors over per-pair communicators.
+  Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, bool links, double timeout_s);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
@@ -55,13 +64,16 @@ class Transport {
 
   struct Record {
     int src_rank = 0, dst_rank = 0;
-    cudaEvent_t start = nullptr;  // on the source GPU: the staging copy began
-    cudaEvent_t end = nullptr;    // on the destination GPU: the data arrived
+    cudaEvent_t start = nullptr;  // on the source GPU: the staging copy began (null: other process)
+    cudaEvent_t end = nullptr;    // on the destination GPU: the data arrived (null: other process)
     Op producer;
     Bytes bytes = 0;
+    MsgKey key;
   };
-  // Cross-rank messages of the current iteration (after every stream is done).
+  // Cross-rank messages of the current iteration (after every stream is done); a message to or
+  // from another process appears with only this process's event.
   const std::vector<Record>& records() const { return records_; }
+  bool is_local(int rank) const { return rank_device_[static_cast<std::size_t>(rank)] >= 0; }
   // Forgets the iteration's messages and events (all work must be complete).
   void reset();
   // Wakes every waiting receive() (it throws) and aborts the NCCL communicators.
@@ -70,6 +82,8 @@ class Transport {
   // Throws InputError(kExitGpu) when an NCCL communicator of `device` reports an async error.
   void check_async_error(int device);
   cudaStream_t comm_stream(int rank) const { return comm_streams_[static_cast<std::size_t>(rank)]; }
+  // Makes `s` (on rank's GPU) wait for all the transport work of `rank` enqueued so far.
+  void join_into(int rank, cudaStream_t s);
   bool uses_nccl() const { return !comms_.empty(); }
 
  private:
@@ -80,14 +94,39 @@ class Transport {
     cudaEvent_t copy_start = nullptr, staged = nullptr;
     Op producer;
   };
+  // One end of a directed pair of ranks with its own communicator (in another process, or
+  // mode "links"); a pair with both ends here has a sending and a receiving Link.
+  struct Link {
+    int src_rank = 0, dst_rank = 0;
+    int device = 0;              // this end's GPU
+    ncclComm_t comm = nullptr;   // two ranks: 0 = sender, 1 = receiver
+    cudaStream_t stream = nullptr;
+    std::vector<MsgKey> order;   // the sender's order
+    std::map<MsgKey, std::size_t> position;
+    std::size_t issued = 0;      // sends, or receives, issued so far, in `order`
+    struct Landed {
+      void* buffer = nullptr;
+      cudaEvent_t arrived = nullptr;
+    };
+    std::map<MsgKey, Landed> landed;  // receiver: arrived ahead of their use
+  };
   cudaEvent_t new_event(int device);
   int device_of(int rank) const { return rank_device_[static_cast<std::size_t>(rank)]; }
+  int producer_of(const MsgKey& k) const { return stage_rank_.at(static_cast<std::size_t>(k.grad ? k.stage + 1 : k.stage - 1)); }
+  int consumer_of(const MsgKey& k) const { return stage_rank_.at(static_cast<std::size_t>(k.stage)); }
+  void open_links(const Schedule& s, bool links);
+  Link make_link(int src, int dst, int device, const std::vector<MsgKey>& order);
+  cudaEvent_t receive_link(Link& l, const MsgKey& key, void* dst, std::size_t bytes, int dst_rank);
 
   std::vector<int> rank_device_;
+  std::vector<int> process_of_;
+  std::vector<int> stage_rank_;
+  std::map<std::pair<int, int>, Link> send_links_, recv_links_;  // by (src rank, dst rank)
   std::vector<int> devices_;              // distinct GPUs in use, index = NCCL rank
   std::map<int, int> nccl_rank_of_device_;
   std::vector<ncclComm_t> comms_;         // per entry of devices_, when > 1
-  std::vector<cudaStream_t> comm_streams_;  // per rank
+  std::vector<cudaStream_t> comm_streams_;   // per rank (null for ranks of other processes)
+  std::vector<cudaStream_t> stage_streams_;  // per rank: the staging copies
   double timeout_s_;
 
   mutable std::mutex mu_;  // the board, records, events, abort flag

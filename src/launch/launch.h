@@ -1,0 +1,101 @@
+// Multi-process launch (mpirun / srun): what a process can know without a GPU or MPI.
+//
+//   detect_launch()    reads the launcher's environment (OpenMPI, Slurm srun, PMI, PMIx) and
+//                      says how many processes were started and which one this is
+//   process_of_rank()  which process replays schedule rank r (r % W, as ranks share GPUs r % G)
+//   link_sequences()   for every pair of ranks (src -> dst) that exchange tensors, the messages
+//                      in the order src produces them: a cross-process NCCL link carries them in
+//                      exactly this order on both ends, so neither side needs to ask the other
+//   encode_part() / merge_parts()
+//                      a process's share of a measured Timeline, as text, and the whole Timeline
+//                      from every process's share (transfers are joined from the sender's half,
+//                      which knows when the message left, and the receiver's, which knows when
+//                      it arrived)
+// Not obvious: the replay's sender issues its messages in its action order (an action's first op,
+// then its second), and the receiver receives in that order too, landing a message it does not
+// need yet in a spare buffer; the order here must match replay.cc's finish() exactly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/op.h"
+#include "core/schedule.h"
+#include "core/timeline.h"
+
+namespace ppsim::launch {
+
+struct LaunchEnv {
+  std::string launcher;  // "openmpi", "srun", "pmi", "pmix", or "" (started directly)
+  int size = 1;          // processes in the job (1 when unknown)
+  int rank = 0;
+  int local_rank = 0;    // among the processes of this node
+  bool multi() const { return size > 1; }
+};
+
+using EnvLookup = std::function<const char*(const char*)>;
+// From the environment (`lookup` defaults to getenv). A malformed number reads as absent.
+LaunchEnv detect_launch(const EnvLookup& lookup = {});
+
+// "" when this process can take part: started alone, or by a launcher and built with MPI.
+// Otherwise the one-line reason (several processes started, no MPI to reach the others: each
+// would replay the whole schedule on its own, fighting the others for the GPUs).
+std::string launch_problem(const LaunchEnv& env, bool built_with_mpi);
+
+inline int process_of_rank(int rank, int processes) { return processes > 1 ? rank % processes : 0; }
+
+// A message between stages: the activation into `stage` (grad 0) or the gradient into `stage`
+// (grad 1) of one micro-batch. Every message of a schedule has a distinct key.
+struct MsgKey {
+  int grad = 0;
+  int stage = 0;
+  int microbatch = 0;
+  friend bool operator<(const MsgKey& a, const MsgKey& b) {
+    return std::tie(a.grad, a.stage, a.microbatch) < std::tie(b.grad, b.stage, b.microbatch);
+  }
+  friend bool operator==(const MsgKey& a, const MsgKey& b) {
+    return a.grad == b.grad && a.stage == b.stage && a.microbatch == b.microbatch;
+  }
+};
+
+// The message an op's output becomes, if any: F of a stage that is not its pipe's last sends the
+// activation into stage+1; I or B of a stage that is not its pipe's first sends the gradient into
+// stage-1. W and the ends of a pipe send nothing.
+bool output_message(const Schedule& s, const Op& op, MsgKey& key);
+// The rank that produces the message `key` (the previous stage's for an activation, the next
+// stage's for a gradient) and the rank that consumes it.
+int producer_rank(const Schedule& s, const MsgKey& key);
+int consumer_rank(const Schedule& s, const MsgKey& key);
+
+// (src rank, dst rank) -> messages in src's production order; only pairs with src != dst.
+std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule& s);
+
+// One process's share of a measured Timeline.
+struct SendHalf {  // a message that left for another process
+  MsgKey key;
+  int src_rank = 0, dst_rank = 0;
+  Time start = 0;
+  Op producer;
+  Bytes bytes = 0;
+};
+struct RecvHalf {  // a message that arrived from another process
+  MsgKey key;
+  Time end = 0;
+};
+struct TimelinePart {
+  std::vector<int> ranks;          // the schedule ranks this process replayed
+  Timeline local;                  // their intervals and activation samples; transfers among them
+  std::vector<SendHalf> sends;
+  std::vector<RecvHalf> receives;
+};
+// Text form of a part (JSON). Intervals name their action by its index in the rank's list.
+std::string encode_part(const TimelinePart& part, const Schedule& s);
+// The whole Timeline; throws InputError when the parts do not fit `s` (a rank missing or
+// replayed twice, an action out of range, a message with only one half).
+Timeline merge_parts(const std::vector<std::string>& parts, const Schedule& s);
+
+}  // namespace ppsim::launch

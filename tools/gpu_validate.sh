@@ -6,10 +6,12 @@
 # summary.txt), sim_bench.txt, validate.txt (every run's tables, one after another) and
 # traces.tar.gz (trace_<n>gpu.json). The last lines printed are the summary tables.
 # Then, where they apply: the same multi-GPU config with `--transport links`, and under mpirun
-# (one process per GPU; on one GPU, `mpirun -np 1` and the refusal of two processes for one GPU).
+# (one process per GPU; on one GPU, `mpirun -np 1` and the refusal of two processes for one GPU),
+# and on one GPU the virtual ranks time-slicing the GPU (`--sm-split off`) beside the default
+# (each rank on its own SM partition).
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (240),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi": the extra runs; "" for none).
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi timeslice": the extra runs; "" for none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -42,7 +44,7 @@ done
 big=0
 for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-for extra in ${VALIDATE_EXTRA-links mpi}; do
+for extra in ${VALIDATE_EXTRA-links mpi timeslice}; do
   [ "$big" -gt 0 ] || break
   cfg=$ROOT/configs/small-${big}gpu.yaml
   case $extra in
@@ -51,6 +53,11 @@ for extra in ${VALIDATE_EXTRA-links mpi}; do
       timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport links ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_links.txt" 2>&1 | tail -3
       echo "validate --transport links on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    timeslice)  # virtual ranks time-slicing the whole GPU instead of each on its own SMs
+      [ "$big" = 1 ] || continue
+      timeout 150 "$P" validate "$cfg" -s "$S" --devices 1 --sm-split off ${VALIDATE_ARGS:-} \
+        -o "$OUT/tmp/validate_1gpu_timeslice.txt" 2>&1 | tail -3
+      echo "validate --sm-split off on 1 GPU: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
     mpi)
       command -v mpirun >/dev/null || { echo "mpirun skipped: not installed"; continue; }
       grep -q "PPSIM_HAVE_MPI:INTERNAL=ON\|ppsim: MPI ON" "$ROOT/build-gpu/CMakeCache.txt" "$OUT/build.log" 2>/dev/null ||

@@ -79,6 +79,7 @@ struct ValidateArgs {
   double target = 0;
   bool no_link_probe = false;
   std::string transport = "pairs";
+  std::string sm_split = "auto";
 };
 
 // The link as the replay sees it: replays GPipe with 2P micro-batches (three warm-up
@@ -93,7 +94,8 @@ struct LinkProbe {
   Bytes bytes = 0;
 };
 
-std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport) {
+std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport,
+                                    bool sm_partitions) {
   // Collective under mpirun/srun: every process replays its share, every process gets the result.
   if (pp < 2) return std::nullopt;
   const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2 * pp, 0, 0});
@@ -102,6 +104,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   rc.devices = devices;
   rc.warmup_iterations = 3;
   rc.transport = transport;
+  rc.sm_partitions = sm_partitions;
   const Timeline t = gpu::replay_schedule(s, rc);
   std::vector<Time> d;
   LinkProbe p;
@@ -166,6 +169,11 @@ Runner setup_validate(CLI::App& sub) {
                  "ranks, as across processes)")
       ->check(CLI::IsMember({"pairs", "links"}))
       ->capture_default_str();
+  sub.add_option("--sm-split", a->sm_split,
+                 "ranks sharing a GPU: on = each on its own equal share of the SMs (CUDA green contexts), off = "
+                 "time-slice all SMs, auto = on where the GPU can be split")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
@@ -177,12 +185,14 @@ Runner setup_validate(CLI::App& sub) {
     require_gpu("validate");
     const bool multi = world.size > 1;
     if (multi && a->devices > 0 && a->devices != world.size)
-      throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU", a->devices,
-                                   world.size, world.launcher),
-                       "leave --devices out", kExitUsage);
+      throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
+                                   "--devices out)",
+                                   a->devices, world.size, world.launcher),
+                       {}, kExitUsage);
     if (multi && world.local_size > gpu::device_count())
-      throw InputError(fmt::format("{} processes on this node but {} GPU(s) visible", world.local_size, gpu::device_count()),
-                       "start one process per GPU", kExitUsage);
+      throw InputError(fmt::format("{} processes on this node but {} GPU(s) visible: start one process per GPU",
+                                   world.local_size, gpu::device_count()),
+                       {}, kExitUsage);
     const int my_device = multi ? world.local_rank : 0;
     const ModelConfigData& c = *cfg.data;
     int pp = 0, m = 0, v = 0;
@@ -216,13 +226,28 @@ Runner setup_validate(CLI::App& sub) {
                            : a->devices > 0 ? std::min(a->devices, gpu::device_count())
                                             : gpu::device_count();
     const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the sharing and link probes run
+    // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
+    // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
+    const int per_gpu = (pp + ndev - 1) / ndev;
+    int split = 0, split_sms = 0, device_sms = 0;
+    std::string split_note;
+    if (per_gpu > 1 && a->sm_split != "off") {
+      const std::string why = gpu::sm_partition_check(my_device, per_gpu, &split_sms, &device_sms);
+      if (why.empty()) split = per_gpu;
+      else if (a->sm_split == "on")
+        throw InputError("validate --sm-split on: " + why + " (--sm-split off time-slices the GPU instead)", {}, kExitGpu);
+      else split_note = why;
+    }
     double share_slowdown = 1.0;
     if (ndev < pp) {
-      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, my_device));
+      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, my_device, split));
       j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
+      j["device_sharing"]["sm_partitions"] =
+          split ? nlohmann::json{{"groups", split}, {"sms_each", split_sms}, {"device_sms", device_sms}} : nlohmann::json();
+      if (!split_note.empty()) j["device_sharing"]["sm_partitions_unavailable"] = split_note;
     }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport);
+    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0);
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"transfers", probe->transfers}, {"bytes", probe->bytes},
                          {"schedule", "gpipe"}, {"microbatches", 2 * pp}};
@@ -247,7 +272,7 @@ Runner setup_validate(CLI::App& sub) {
       const int layers = c.model.layers / slices;
       const gpu::ChunkShape shape = chunk_shape(c, layers, true);
       auto it = profiles.find(layers);
-      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device)).first;
+      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device, split)).first;
       const gpu::ProfileResult& prof = it->second;
       auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
       SliceCosts sc;
@@ -278,6 +303,7 @@ Runner setup_validate(CLI::App& sub) {
       rc.stage_shapes = {shape};
       rc.devices = a->devices;
       rc.transport = a->transport;
+      rc.sm_partitions = split > 0;
       Timeline meas = gpu::replay_schedule(s, rc);
       std::vector<Time> exposed;
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
@@ -296,7 +322,7 @@ Runner setup_validate(CLI::App& sub) {
     }
     std::optional<LinkProbe> probe_after;
     if (probe) {
-      probe_after = probe_link(pp, one_layer, a->devices, a->transport);
+      probe_after = probe_link(pp, one_layer, a->devices, a->transport, split > 0);
       if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
     }
     if (world.rank != 0) return 0;  // process 0 reports for all
@@ -322,9 +348,14 @@ Runner setup_validate(CLI::App& sub) {
         text += fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n", world.size,
                             world.launcher, world.size);
       if (ndev < pp)
-        text += fmt::format("device sharing: {} ranks on {} GPU(s); two chunks at once on one GPU each take {:.2f}x as "
-                            "long as alone (profiled), and the prediction shares each GPU that way\n",
-                            pp, ndev, share_slowdown);
+        text += split ? fmt::format("device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
+                                    "contexts; op costs profiled on one such share); two at once each take {:.2f}x as "
+                                    "long as alone (memory), and the prediction shares each GPU that way\n",
+                                    pp, ndev, split_sms, device_sms, share_slowdown)
+                      : fmt::format("device sharing: {} ranks on {} GPU(s){}; two chunks at once on one GPU each take "
+                                    "{:.2f}x as long as alone (profiled), and the prediction shares each GPU that way\n",
+                                    pp, ndev, split_note.empty() ? "" : " time-slicing all SMs (" + split_note + ")",
+                                    share_slowdown);
       text += "summary (makespan):\n" + summary;
       for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
       files.emplace_back(a->output, text);

@@ -122,13 +122,24 @@ std::size_t Chunk::activation_bytes_per_microbatch() const {
 Chunk::Acts& Chunk::acts(int mb) {
   auto it = live_.find(mb);
   if (it != live_.end()) return *it->second;
+  // A released set whose previous owner's work (any stream) is done; else a new set while memory
+  // lasts; else the oldest released set, once its owner is done. The host never waits while the
+  // GPU has room: waiting here would stall this rank's thread (and the messages it posts) until
+  // its GPU caught up, and the GPU would then idle while the thread enqueued the next op.
   std::unique_ptr<Acts> a;
-  if (!pool_.empty()) {
-    a = std::move(pool_.back());
-    pool_.pop_back();
-    // The previous owner's work (any stream) must be done before these buffers are rewritten.
+  for (auto p = pool_.begin(); p != pool_.end(); ++p) {
+    if ((*p)->free_after.done()) {
+      a = std::move(*p);
+      pool_.erase(p);
+      break;
+    }
+  }
+  if (!a && !pool_.empty() && !room_for_another()) {
+    a = std::move(pool_.front());
+    pool_.erase(pool_.begin());
     a->free_after.sync();
-  } else {
+  }
+  if (!a) {
     a = std::make_unique<Acts>();
     const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
     const std::size_t W = static_cast<std::size_t>(shape_.qkv_width());
@@ -179,10 +190,34 @@ Chunk::Acts& Chunk::acts(int mb) {
         b->poison();
       for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) b->poison();
     }
+    // The poison goes out on the legacy stream, which the compute streams (non-blocking) do not
+    // wait for: it must land before the set is handed out, or it could overwrite real data.
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    acts_bytes_ = acts_bytes(*a);
   }
   auto& ref = *a;
   live_.emplace(mb, std::move(a));
   return ref;
+}
+
+std::size_t Chunk::acts_bytes(const Acts& a) {
+  std::size_t n = a.input.bytes() + a.grad_output.bytes();
+  for (const auto& L : a.layers) {
+    for (auto* b : {&L.xn1, &L.qkv, &L.o, &L.x1, &L.xn2, &L.gu, &L.a, &L.x2, &L.logits, &L.xp, &L.zp, &L.da, &L.dgu,
+                    &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits})
+      n += b->bytes();
+    for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) n += b->bytes();
+    for (auto* b : {&L.topk_idx, &L.slot_of, &L.slot_token, &L.counts}) n += b->bytes();
+  }
+  return n;
+}
+
+// Another set fits with a quarter of the GPU's memory (and at least 1 GiB) left over.
+bool Chunk::room_for_another() const {
+  std::size_t free = 0, total = 0;
+  PPSIM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const std::size_t reserve = std::max<std::size_t>(total / 4, std::size_t{1} << 30);
+  return free > acts_bytes_ + reserve;
 }
 
 Chunk::LayerActs& Chunk::layer_acts(int mb, int layer) { return acts(mb).layers.at(static_cast<std::size_t>(layer)); }

@@ -101,7 +101,10 @@ class Chunk {
   std::string attn_note_;
   std::vector<std::unique_ptr<Weights>> weights_;  // per layer
   std::map<int, std::unique_ptr<Acts>> live_;
-  std::vector<std::unique_ptr<Acts>> pool_;
+  std::vector<std::unique_ptr<Acts>> pool_;  // released, oldest first
+  std::size_t acts_bytes_ = 0;               // one set's device memory
+  static std::size_t acts_bytes(const Acts& a);
+  bool room_for_another() const;
 };
 
 }  // namespace ppsim::gpu

@@ -2,6 +2,7 @@
 // destructors never throw). Also the small RAII owners for streams and events.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -78,6 +79,8 @@ class Stream {
   explicit Stream(int priority = 0) {
     PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, priority));
   }
+  // Takes ownership of a stream made elsewhere (e.g. SmPartitions::create_stream).
+  static std::unique_ptr<Stream> adopt(cudaStream_t s) { return std::unique_ptr<Stream>(new Stream(s, 0)); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   ~Stream() {
@@ -87,6 +90,7 @@ class Stream {
   void sync() const { PPSIM_CUDA_CHECK(cudaStreamSynchronize(s_)); }
 
  private:
+  Stream(cudaStream_t s, int) : s_(s) {}
   cudaStream_t s_ = nullptr;
 };
 
@@ -104,6 +108,13 @@ class Event {
   cudaEvent_t get() const { return e_; }
   void record(cudaStream_t s) { PPSIM_CUDA_CHECK(cudaEventRecord(e_, s)); }
   void sync() const { PPSIM_CUDA_CHECK(cudaEventSynchronize(e_)); }
+  // True when the work before the event's last record is done (never recorded: true).
+  bool done() const {
+    const cudaError_t q = cudaEventQuery(e_);
+    if (q == cudaErrorNotReady) return false;
+    PPSIM_CUDA_CHECK(q);
+    return true;
+  }
   // Milliseconds from `start` to this event (both recorded and complete).
   float ms_since(const Event& start) const {
     float ms = 0;

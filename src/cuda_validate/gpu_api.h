@@ -72,11 +72,17 @@ struct ProfileResult {
   double dropped_token_fraction = 0;  // MoE: share of token->expert assignments over capacity
 };
 
-ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device = 0);
+// sm_groups > 0: the chunk runs on one of `sm_groups` equal SM partitions of the GPU (green
+// contexts, as virtual ranks do in a replay with ReplayConfig::sm_partitions).
+ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
 // Two chunks' F, I and W at once on two streams of one GPU, relative to one chunk's alone (median
 // times): how much longer an op takes while another rank's op shares the GPU (1: not at all,
 // 2: the GPU is time-sliced). Virtual ranks on one GPU run this way.
-double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0);
+// sm_groups > 0: each chunk on its own SM partition (what is left to share is memory bandwidth).
+double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
+// "" when `device` can be split into `groups` equal SM partitions (CUDA green contexts);
+// otherwise why not, in one line. SMs per partition in `sms` (and the GPU's in `device_sms`).
+std::string sm_partition_check(int device, int groups, int* sms = nullptr, int* device_sms = nullptr);
 // The cost-profile YAML: {gpu, shape: {...}, op_ms: {F, B, W, FB}, sub_ops_ms: {...}}.
 std::string profile_yaml(const ProfileResult& r);
 
@@ -114,6 +120,9 @@ struct ReplayConfig {
   // per directed pair of ranks, each end issuing in the sender's order). Across processes
   // (mpirun/srun) always "links".
   std::string transport = "pairs";
+  // Ranks sharing a GPU each run on their own equal share of its SMs (CUDA green contexts)
+  // instead of time-slicing all of them.
+  bool sm_partitions = false;
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/green.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -82,7 +84,27 @@ void check_profile_request(const ChunkShape& shape, int warmup, int reps) {
 
 }  // namespace
 
-ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device) {
+// Two streams for a profile: ordinary ones, or (sm_groups > 0) on SM partitions `first` and `second`.
+struct ProfileStreams {
+  std::unique_ptr<SmPartitions> parts;
+  std::unique_ptr<Stream> s1, s2;
+  ProfileStreams(int device, int sm_groups, int first, int second) {
+    if (sm_groups > 0) {
+      parts = std::make_unique<SmPartitions>(device, sm_groups);
+      s1 = Stream::adopt(parts->create_stream(first, 0));
+      s2 = Stream::adopt(parts->create_stream(second, 0));
+    } else {
+      s1 = std::make_unique<Stream>();
+      s2 = std::make_unique<Stream>();
+    }
+  }
+  ~ProfileStreams() {
+    s1.reset();
+    s2.reset();  // before the partitions they run on
+  }
+};
+
+ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
   check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   ProfileResult r;
@@ -93,8 +115,8 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
 
   Chunk chunk(shape, 7);
   r.attention_backend = chunk.attention_backend();
-  Stream s1, s2;
-  const cudaStream_t a = s1.get(), b = s2.get();
+  ProfileStreams streams(device, sm_groups, 0, 0);  // a pair's two chunks share one rank's SMs
+  const cudaStream_t a = streams.s1->get(), b = streams.s2->get();
   for (int mb : {0, 1}) {
     chunk.fill_input(mb, 100 + static_cast<std::uint64_t>(mb), a);
     chunk.fill_grad_output(mb, 200 + static_cast<std::uint64_t>(mb), a);
@@ -165,12 +187,12 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
   return r;
 }
 
-double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device) {
+double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
   check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   Chunk one(shape, 7), two(shape, 8);
-  Stream s1, s2;
-  const cudaStream_t a = s1.get(), b = s2.get();
+  ProfileStreams streams(device, sm_groups, 0, sm_groups > 1 ? 1 : 0);  // each chunk its own partition
+  const cudaStream_t a = streams.s1->get(), b = streams.s2->get();
   for (Chunk* c : {&one, &two}) {
     c->fill_input(0, 100, a);
     c->fill_grad_output(0, 200, a);
@@ -196,6 +218,17 @@ double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device
       },
       a, warmup, reps);
   return alone > 0 ? both / alone : 0;
+}
+
+std::string sm_partition_check(int device, int groups, int* sms, int* device_sms) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) return why;
+  if (auto why = sm_partition_unavailable(device, groups); !why.empty()) return why;
+  if (sms || device_sms) {
+    const SmPartitions p(device, groups);
+    if (sms) *sms = p.sms_per_group();
+    if (device_sms) *device_sms = p.device_sms();
+  }
+  return {};
 }
 
 std::string profile_yaml(const ProfileResult& r) {

@@ -133,8 +133,9 @@ std::string encode_part(const TimelinePart& part, const Schedule& s) {
 namespace {
 
 [[noreturn]] void bad_part(const std::string& what) {
-  throw InputError("replay: the processes' measurements do not fit together: " + what,
-                   "every process must run the same ppsim command on the same config", kExitInput);
+  throw InputError("replay: the processes' measurements do not fit together (" + what +
+                       "); every process must run the same ppsim command on the same config",
+                   {}, kExitInput);
 }
 
 Op op_from(int kind, int stage, int mb) {

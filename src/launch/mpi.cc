@@ -72,8 +72,9 @@ const World& init_if_launched() {
   MPI_Comm_free(&node);
 #else
   if (const std::string why = launch::launch_problem(env, false); !why.empty())
-    throw InputError(why, "install OpenMPI (libopenmpi-dev) and rebuild, or run one ppsim process (it uses every visible GPU)",
-                     kExitUsage);
+    throw InputError(why + ": install OpenMPI (libopenmpi-dev) and rebuild, or run one ppsim process (it uses every "
+                           "visible GPU)",
+                     {}, kExitUsage);
 #endif
   return g_world;
 }

@@ -134,6 +134,28 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
   }
 }
 
+TEST_CASE("replay with virtual ranks on SM partitions measures a consistent timeline", "[gpu][green]") {
+  PPSIM_REQUIRE_GPU();
+  if (const std::string why = sm_partition_check(0, 4); !why.empty()) PPSIM_SKIP("no SM partitions: " << why);
+  ReplayConfig cfg;
+  cfg.stage_shapes = {tiny_shape()};
+  cfg.warmup_iterations = 1;
+  cfg.nccl_timeout_s = 60;
+  cfg.devices = 1;  // four ranks on one GPU, each on its own quarter of the SMs
+  cfg.sm_partitions = true;
+  for (const char* family : {"1f1b", "dualpipev"}) {
+    ScheduleParams p;
+    p.pp = 4;
+    p.microbatches = 8;
+    const Schedule s = make_schedule(family, p);
+    INFO(family << " P=4 M=8 on SM partitions of one GPU");
+    const Timeline tl = replay_schedule(s, cfg);
+    check_replay(s, tl);
+    std::printf("replay %-10s P=4 M=8 on 4 SM partitions of one GPU: makespan %.3f ms\n", family,
+                tl.scale.to_display(tl.end));
+  }
+}
+
 TEST_CASE("replay rejects stage shapes that cannot exchange tensors", "[gpu]") {
   PPSIM_REQUIRE_GPU();
   ScheduleParams p;

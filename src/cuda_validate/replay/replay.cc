@@ -40,6 +40,7 @@
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/green.h"
 #include "cuda_validate/replay/transport.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
@@ -69,17 +70,24 @@ struct DeviceClocks {
 
 class RankRunner {
  public:
+  // parts: the GPU's SM partitions when its ranks each get their own (group = this rank's).
   RankRunner(int rank, int device, bool clock_leader, const Schedule& s, const ReplayConfig& cfg, Transport& t,
-             DeviceClocks& clocks)
-      : rank_(rank), device_(device), clock_leader_(clock_leader), s_(s), cfg_(cfg), t_(t), clocks_(clocks) {}
+             DeviceClocks& clocks, const SmPartitions* parts, int group)
+      : rank_(rank), device_(device), clock_leader_(clock_leader), s_(s), cfg_(cfg), t_(t), clocks_(clocks),
+        parts_(parts), group_(group) {}
 
   void setup() {
     PPSIM_CUDA_CHECK(cudaSetDevice(device_));
     int lo = 0, hi = 0;
     PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     // The compute streams run at normal priority; the transport's comm stream at the highest.
-    main_ = std::make_unique<Stream>(lo);
-    second_ = std::make_unique<Stream>(lo);
+    if (parts_) {
+      main_ = Stream::adopt(parts_->create_stream(group_, lo));
+      second_ = Stream::adopt(parts_->create_stream(group_, lo));
+    } else {
+      main_ = std::make_unique<Stream>(lo);
+      second_ = std::make_unique<Stream>(lo);
+    }
     for (int st = 0; st < s_.num_stages(); ++st)
       if (s_.stage_rank[static_cast<std::size_t>(st)] == rank_)
         chunks_[st] = std::make_unique<Chunk>(shape_of(st), 1000 + static_cast<std::uint64_t>(st));
@@ -323,6 +331,8 @@ class RankRunner {
   const ReplayConfig& cfg_;
   Transport& t_;
   DeviceClocks& clocks_;
+  const SmPartitions* parts_;
+  int group_;
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
@@ -411,13 +421,21 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   warn_if_few_cores(n);
   Transport transport(s, rank_device, process_of, multi || cfg.transport == "links", cfg.nccl_timeout_s);
   DeviceClocks clocks;
+  // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).
+  std::map<int, int> ranks_on;
+  for (int r : mine) ++ranks_on[rank_device[static_cast<std::size_t>(r)]];
+  std::map<int, std::unique_ptr<SmPartitions>> parts;
+  if (cfg.sm_partitions)
+    for (const auto& [d, k] : ranks_on)
+      if (k > 1) parts[d] = std::make_unique<SmPartitions>(d, k);
   std::vector<std::unique_ptr<RankRunner>> runners;
-  std::map<int, bool> has_leader;
+  std::map<int, int> placed;  // per GPU: ranks given a runner so far (= the next one's group)
   for (int r : mine) {
     const int d = rank_device[static_cast<std::size_t>(r)];
-    const bool leader = !has_leader[d];
-    has_leader[d] = true;
-    runners.push_back(std::make_unique<RankRunner>(r, d, leader, s, cfg, transport, clocks));
+    const int group = placed[d]++;
+    const auto pit = parts.find(d);
+    runners.push_back(std::make_unique<RankRunner>(r, d, group == 0, s, cfg, transport, clocks,
+                                                   pit == parts.end() ? nullptr : pit->second.get(), group));
   }
 
   const int iterations = std::max(0, cfg.warmup_iterations) + 1;

@@ -36,7 +36,7 @@ ChunkShape heavy() {  // compute-bound: GEMMs of 2048 x 2048 x 8192
 }
 }  // namespace
 
-TEST_CASE("SM partitions: sizes, same results, confined speed", "[gpu][green]") {
+TEST_CASE("SM partitions: sizes, same results, confined speed", "[gpu][green][profile]") {
   PPSIM_REQUIRE_SM_SPLIT(2);
   int sms = 0, all = 0;
   REQUIRE(sm_partition_check(0, 2, &sms, &all).empty());

@@ -93,6 +93,40 @@ std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule
   return links;
 }
 
+LinkReceiver::LinkReceiver(std::vector<MsgKey> order) : order_(std::move(order)) {
+  for (std::size_t i = 0; i < order_.size(); ++i) position_[order_[i]] = i;
+}
+
+LinkReceiver::Plan LinkReceiver::take(const MsgKey& key) {
+  const auto pos = position_.find(key);
+  auto what = [&] {
+    return fmt::format("the {} of stage {} micro-batch {}", key.grad ? "gradient" : "activation", key.stage, key.microbatch);
+  };
+  if (pos == position_.end())
+    throw InputError(fmt::format("replay: {} is not sent on this link", what()), {}, kExitInternal);
+  if (taken_.count(key)) throw InputError(fmt::format("replay: {} was received twice", what()), {}, kExitInternal);
+  taken_[key] = true;
+  Plan p;
+  if (pos->second < issued_) {  // received ahead of its use
+    landed_.erase(key);
+    p.direct = false;
+    return p;
+  }
+  while (issued_ < pos->second) {
+    p.land_first.push_back(order_[issued_]);
+    landed_[order_[issued_]] = true;
+    ++issued_;
+  }
+  ++issued_;
+  return p;
+}
+
+void LinkReceiver::reset() {
+  issued_ = 0;
+  landed_.clear();
+  taken_.clear();
+}
+
 // ---- Timeline shares ----------------------------------------------------------------------------
 
 std::string encode_part(const TimelinePart& part, const Schedule& s) {

@@ -74,6 +74,31 @@ int consumer_rank(const Schedule& s, const MsgKey& key);
 // (src rank, dst rank) -> messages in src's production order; only pairs with src != dst.
 std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule& s);
 
+// The receiving end of a link: messages arrive in the sender's order, the consumer asks for them
+// in its own. take(key) says what to issue now, in order: the earlier messages not yet received
+// (into spare buffers: `land_first`), then `key` itself (`direct`), unless `key` landed earlier
+// (`direct` false: copy it out of its spare buffer). Receives are issued exactly in `order`.
+class LinkReceiver {
+ public:
+  explicit LinkReceiver(std::vector<MsgKey> order);
+  struct Plan {
+    std::vector<MsgKey> land_first;
+    bool direct = true;
+  };
+  // Throws InputError(kExitInternal) for a key the sender never sends or one taken twice.
+  Plan take(const MsgKey& key);
+  void reset();  // a new iteration: nothing received, nothing landed
+  std::size_t issued() const { return issued_; }
+  std::size_t landed() const { return landed_.size(); }
+
+ private:
+  std::vector<MsgKey> order_;
+  std::map<MsgKey, std::size_t> position_;
+  std::size_t issued_ = 0;
+  std::map<MsgKey, bool> landed_;  // received ahead, not yet taken
+  std::map<MsgKey, bool> taken_;
+};
+
 // One process's share of a measured Timeline.
 struct SendHalf {  // a message that left for another process
   MsgKey key;

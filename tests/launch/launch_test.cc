@@ -268,3 +268,54 @@ TEST_CASE("merge_parts refuses shares that do not fit together", "[launch]") {
   std::swap(wrong.local.intervals[0], wrong.local.intervals[1]);  // out of action order
   CHECK_THROWS_AS(encode_part(wrong, s), InputError);
 }
+
+TEST_CASE("LinkReceiver issues receives in the sender's order whatever order they are taken in", "[launch]") {
+  std::vector<MsgKey> order;
+  for (int m = 0; m < 6; ++m) order.push_back(MsgKey{m % 2, 3, m});
+  LinkReceiver rx(order);
+  // By hand: take 2 first -> 0 and 1 land, 2 direct; then 0 and 1 come out of their spares; 5
+  // lands 3 and 4; 3 and 4 come out of spares.
+  auto p = rx.take(order[2]);
+  CHECK(p.direct);
+  REQUIRE(p.land_first.size() == 2);
+  CHECK(p.land_first[0] == order[0]);
+  CHECK(p.land_first[1] == order[1]);
+  CHECK(rx.landed() == 2);
+  CHECK_FALSE(rx.take(order[1]).direct);
+  CHECK_FALSE(rx.take(order[0]).direct);
+  CHECK(rx.landed() == 0);
+  p = rx.take(order[5]);
+  CHECK(p.direct);
+  CHECK(p.land_first.size() == 2);
+  CHECK(rx.issued() == 6);
+  CHECK_FALSE(rx.take(order[3]).direct);
+  CHECK_FALSE(rx.take(order[4]).direct);
+  CHECK_THROWS_AS(rx.take(order[4]), InputError);             // twice
+  CHECK_THROWS_AS(rx.take(MsgKey{0, 9, 0}), InputError);      // never sent here
+  rx.reset();
+  CHECK(rx.issued() == 0);
+  CHECK(rx.take(order[0]).direct);
+
+  // Every order of taking: the receives issued (landed + direct) are exactly `order`, each key
+  // is delivered once, and a key is direct exactly when nothing after it was issued before.
+  std::vector<int> idx{0, 1, 2, 3, 4, 5};
+  int orders = 0;
+  do {
+    rx.reset();
+    std::vector<MsgKey> issued;
+    std::set<std::tuple<int, int, int>> delivered;
+    for (int i : idx) {
+      const MsgKey& k = order[static_cast<std::size_t>(i)];
+      const std::size_t before = rx.issued();
+      const auto plan = rx.take(k);
+      for (const auto& e : plan.land_first) issued.push_back(e);
+      if (plan.direct) issued.push_back(k);
+      CHECK(plan.direct == (static_cast<std::size_t>(i) >= before));
+      CHECK(delivered.insert({k.grad, k.stage, k.microbatch}).second);
+    }
+    CHECK(issued == order);
+    CHECK(rx.landed() == 0);
+    ++orders;
+  } while (std::next_permutation(idx.begin(), idx.end()));
+  CHECK(orders == 720);
+}

@@ -99,6 +99,7 @@ Transport::Link Transport::make_link(int src, int dst, int device, const std::ve
   l.device = device;
   l.order = order;
   for (std::size_t k = 0; k < l.order.size(); ++k) l.position[l.order[k]] = k;
+  l.receiver = launch::LinkReceiver(order);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   int lo = 0, hi = 0;
   PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
@@ -273,31 +274,9 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
 cudaEvent_t Transport::receive_link(Link& l, const MsgKey& key, void* dst, std::size_t bytes, int dst_rank) {
   DeviceGuard guard;
   PPSIM_CUDA_CHECK(cudaSetDevice(l.device));
-  const auto pos = l.position.find(key);
-  if (pos == l.position.end())
-    throw InputError(fmt::format("replay: rank {} expects the {} of stage {} micro-batch {} from rank {}, which never sends it",
-                                 dst_rank, key.grad ? "gradient" : "activation", key.stage, key.microbatch, l.src_rank),
-                     {}, kExitInternal);
+  const launch::LinkReceiver::Plan plan = l.receiver.take(key);  // throws for a key never sent, or twice
   const std::size_t count = bytes / 2;  // bf16 elements; every message of a replay has the same size
-  if (pos->second < l.issued) {
-    const auto it = l.landed.find(key);
-    if (it == l.landed.end())
-      throw InputError(fmt::format("replay: the {} of stage {} micro-batch {} was received twice", key.grad ? "gradient" : "activation",
-                                   key.stage, key.microbatch),
-                       {}, kExitInternal);
-    // Stream order on the link: the spare buffer holds the message once its receive is done.
-    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, it->second.buffer, bytes, cudaMemcpyDeviceToDevice, l.stream));
-    PPSIM_CUDA_CHECK(cudaFreeAsync(it->second.buffer, l.stream));
-    const cudaEvent_t arrived = it->second.arrived;
-    cudaEvent_t copied = new_event(l.device);
-    PPSIM_CUDA_CHECK(cudaEventRecord(copied, l.stream));
-    l.landed.erase(it);
-    std::lock_guard<std::mutex> lock(mu_);
-    records_.push_back(Record{l.src_rank, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key});
-    return copied;
-  }
-  while (l.issued < pos->second) {
-    const MsgKey& early = l.order[l.issued++];
+  for (const MsgKey& early : plan.land_first) {
     Link::Landed landed;
     PPSIM_CUDA_CHECK(cudaMallocAsync(&landed.buffer, bytes, l.stream));
     PPSIM_NCCL_CHECK(ncclRecv(landed.buffer, count, ncclBfloat16, 0, l.comm, l.stream));
@@ -305,13 +284,24 @@ cudaEvent_t Transport::receive_link(Link& l, const MsgKey& key, void* dst, std::
     PPSIM_CUDA_CHECK(cudaEventRecord(landed.arrived, l.stream));
     l.landed[early] = landed;
   }
-  ++l.issued;
-  cudaEvent_t arrived = new_event(l.device);
-  PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, 0, l.comm, l.stream));
-  PPSIM_CUDA_CHECK(cudaEventRecord(arrived, l.stream));
+  cudaEvent_t arrived = nullptr, ready = nullptr;  // the message's arrival; when `dst` holds it
+  if (plan.direct) {
+    arrived = ready = new_event(l.device);
+    PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, 0, l.comm, l.stream));
+    PPSIM_CUDA_CHECK(cudaEventRecord(arrived, l.stream));
+  } else {
+    // Stream order on the link: the spare buffer holds the message once its receive is done.
+    const Link::Landed landed = l.landed.at(key);
+    l.landed.erase(key);
+    arrived = landed.arrived;
+    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, landed.buffer, bytes, cudaMemcpyDeviceToDevice, l.stream));
+    PPSIM_CUDA_CHECK(cudaFreeAsync(landed.buffer, l.stream));
+    ready = new_event(l.device);
+    PPSIM_CUDA_CHECK(cudaEventRecord(ready, l.stream));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   records_.push_back(Record{l.src_rank, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key});
-  return arrived;
+  return ready;
 }
 
 void Transport::reset() {
@@ -330,6 +320,7 @@ void Transport::reset() {
       for (auto& [key, landed] : l.landed) PPSIM_CUDA_CHECK(cudaFree(landed.buffer));
       l.landed.clear();
       l.issued = 0;
+      l.receiver.reset();
     }
 }
 

@@ -103,7 +103,8 @@ class Transport {
     cudaStream_t stream = nullptr;
     std::vector<MsgKey> order;   // the sender's order
     std::map<MsgKey, std::size_t> position;
-    std::size_t issued = 0;      // sends, or receives, issued so far, in `order`
+    std::size_t issued = 0;      // sender: sends issued so far, in `order`
+    launch::LinkReceiver receiver{{}};  // receiver: what to receive when
     struct Landed {
       void* buffer = nullptr;
       cudaEvent_t arrived = nullptr;

@@ -12,10 +12,13 @@
 #include "launch/launch.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
+#include "shares.h"
 #include "test_util.h"
 
 using namespace ppsim;
 using namespace ppsim::launch;
+using ppsim::launch::test::simulated;
+using ppsim::launch::test::split;
 
 namespace {
 
@@ -152,34 +155,6 @@ TEST_CASE("link_sequences: every cross-rank message once, in the producer's acti
 
 namespace {
 
-// Splits a simulated Timeline into `w` processes' shares the way the replay records them.
-std::vector<TimelinePart> split(const Timeline& tl, const Schedule& s, int w) {
-  std::vector<TimelinePart> parts(static_cast<std::size_t>(w));
-  for (int p = 0; p < w; ++p) {
-    parts[static_cast<std::size_t>(p)].local.pp = s.pp;
-    parts[static_cast<std::size_t>(p)].local.activations.resize(static_cast<std::size_t>(s.pp));
-  }
-  for (int r = 0; r < s.pp; ++r) {
-    TimelinePart& part = parts[static_cast<std::size_t>(process_of_rank(r, w))];
-    part.ranks.push_back(r);
-    part.local.activations[static_cast<std::size_t>(r)] = tl.activations[static_cast<std::size_t>(r)];
-  }
-  for (const Interval& iv : tl.intervals)
-    parts[static_cast<std::size_t>(process_of_rank(iv.rank, w))].local.intervals.push_back(iv);
-  for (const Transfer& t : tl.transfers) {
-    const int ps = process_of_rank(t.src_rank, w), pd = process_of_rank(t.dst_rank, w);
-    if (ps == pd) {
-      parts[static_cast<std::size_t>(ps)].local.transfers.push_back(t);
-      continue;
-    }
-    MsgKey key;
-    REQUIRE(output_message(s, t.producer, key));
-    parts[static_cast<std::size_t>(ps)].sends.push_back(SendHalf{key, t.src_rank, t.dst_rank, t.start, t.producer, t.bytes});
-    parts[static_cast<std::size_t>(pd)].receives.push_back(RecvHalf{key, t.end});
-  }
-  return parts;
-}
-
 auto transfer_tuple(const Transfer& t) {
   return std::make_tuple(t.start, t.end, t.src_rank, t.dst_rank, static_cast<int>(t.producer.kind), t.producer.stage,
                          t.producer.microbatch, t.bytes);
@@ -189,12 +164,7 @@ auto transfer_tuple(const Transfer& t) {
 
 TEST_CASE("a Timeline split into process shares merges back whole", "[launch]") {
   const Schedule s = make_schedule("dualpipe", ScheduleParams{4, 8, 0, 0});
-  SimCosts c = uniform_costs(s.stages_per_pipe, SliceCosts{10, 20, 8, 26}, TimeScale::millis());
-  c.link.latency = 3;
-  for (auto& sl : c.slice) sl.act_bytes = sl.grad_bytes = 4096;
-  SimOptions opt;
-  opt.record_timeline = true;
-  const Timeline whole = simulate(s, c, opt).timeline;
+  const Timeline whole = simulated(s);
   REQUIRE(!whole.transfers.empty());
   // The merged Timeline lists intervals rank by rank, each rank's in time order.
   std::vector<Interval> by_rank = whole.intervals;
@@ -238,11 +208,7 @@ TEST_CASE("a Timeline split into process shares merges back whole", "[launch]") 
 
 TEST_CASE("merge_parts refuses shares that do not fit together", "[launch]") {
   const Schedule s = make_schedule("1f1b", ScheduleParams{2, 3, 0, 0});
-  SimOptions opt;
-  opt.record_timeline = true;
-  SimCosts c = uniform_costs(s.stages_per_pipe, SliceCosts{10, 20, 8, 26}, TimeScale::millis());
-  for (auto& sl : c.slice) sl.act_bytes = sl.grad_bytes = 64;
-  const Timeline whole = simulate(s, c, opt).timeline;
+  const Timeline whole = simulated(s);
   auto parts = split(whole, s, 2);
   const std::string p0 = encode_part(parts[0], s), p1 = encode_part(parts[1], s);
   CHECK_NOTHROW(merge_parts({p0, p1}, s));

@@ -10,7 +10,7 @@
 #include "launch/launch.h"
 #include "launch/mpi.h"
 #include "schedules/registry.h"
-#include "sim/engine.h"
+#include "shares.h"
 
 using namespace ppsim;
 
@@ -50,32 +50,10 @@ int main(int argc, char** argv) {
     expect(!mpi::any_of(false), "any_of: false when none does");
 
     // A simulated DualPipe timeline, measured in shares: this process keeps its ranks, the
-    // transfers it sends (their start) and receives (their end).
+    // transfers it sends (their start) and receives (their end); every process's share merges.
     const Schedule s = make_schedule("dualpipe", ScheduleParams{4, 8, 0, 0});
-    SimCosts c = uniform_costs(s.stages_per_pipe, SliceCosts{10, 20, 8, 26}, TimeScale::millis());
-    c.link.latency = 3;
-    for (auto& sl : c.slice) sl.act_bytes = sl.grad_bytes = 4096;
-    SimOptions opt;
-    opt.record_timeline = true;
-    const Timeline whole = simulate(s, c, opt).timeline;
-    launch::TimelinePart part;
-    part.local.pp = s.pp;
-    part.local.activations.resize(static_cast<std::size_t>(s.pp));
-    auto mine = [&](int r) { return launch::process_of_rank(r, w.size) == w.rank; };
-    for (int r = 0; r < s.pp; ++r)
-      if (mine(r)) {
-        part.ranks.push_back(r);
-        part.local.activations[static_cast<std::size_t>(r)] = whole.activations[static_cast<std::size_t>(r)];
-      }
-    for (const Interval& iv : whole.intervals)
-      if (mine(iv.rank)) part.local.intervals.push_back(iv);
-    for (const Transfer& t : whole.transfers) {
-      launch::MsgKey key;
-      if (!launch::output_message(s, t.producer, key)) continue;
-      if (mine(t.src_rank) && mine(t.dst_rank)) part.local.transfers.push_back(t);
-      else if (mine(t.src_rank)) part.sends.push_back({key, t.src_rank, t.dst_rank, t.start, t.producer, t.bytes});
-      else if (mine(t.dst_rank)) part.receives.push_back({key, t.end});
-    }
+    const Timeline whole = launch::test::simulated(s);
+    const launch::TimelinePart part = launch::test::split(whole, s, w.size).at(static_cast<std::size_t>(w.rank));
     const Timeline merged = launch::merge_parts(mpi::allgather(launch::encode_part(part, s)), s);
     expect(merged.end == whole.end, "merged makespan");
     expect(merged.intervals.size() == whole.intervals.size(), "merged intervals");

@@ -22,6 +22,7 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cuda_validate/gpu_api.h"
+#include "launch/launch.h"
 #include "launch/mpi.h"
 #include "report/trace.h"
 #include "report/validation.h"
@@ -189,14 +190,14 @@ Runner setup_validate(CLI::App& sub) {
                                    "--devices out)",
                                    a->devices, world.size, world.launcher),
                        {}, kExitUsage);
-    if (multi && world.local_size > gpu::device_count())
-      throw InputError(fmt::format("{} processes on this node but {} GPU(s) visible: start one process per GPU",
-                                   world.local_size, gpu::device_count()),
-                       {}, kExitUsage);
     const int my_device = multi ? world.local_rank : 0;
     const ModelConfigData& c = *cfg.data;
     int pp = 0, m = 0, v = 0;
     apply_config_parallel(cfg, pp, m, v);
+    if (multi)
+      if (const std::string why = launch::placement_problem(world.size, world.local_size, gpu::device_count(), pp);
+          !why.empty())
+        throw InputError(why, {}, kExitUsage);
     std::string list = a->schedules.empty() ? config_schedules(cfg) : a->schedules;
     std::vector<const Family*> fams;
     if (list == "all") {

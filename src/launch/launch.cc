@@ -61,6 +61,14 @@ std::string launch_problem(const LaunchEnv& env, bool built_with_mpi) {
                      env.size);
 }
 
+std::string placement_problem(int processes, int local, int gpus, int ranks) {
+  if (local > gpus)
+    return fmt::format("{} processes on this node but {} GPU(s) visible: start one process per GPU", local, gpus);
+  if (processes > ranks)
+    return fmt::format("{} processes for {} pipeline ranks: start at most one process per rank", processes, ranks);
+  return {};
+}
+
 bool output_message(const Schedule& s, const Op& op, MsgKey& key) {
   if (op.kind == OpKind::F && !s.is_last_stage(op.stage)) {
     key = MsgKey{0, op.stage + 1, op.microbatch};

@@ -46,6 +46,10 @@ LaunchEnv detect_launch(const EnvLookup& lookup = {});
 // would replay the whole schedule on its own, fighting the others for the GPUs).
 std::string launch_problem(const LaunchEnv& env, bool built_with_mpi);
 
+// "" when `processes` processes (`local` of them on this node, which shows `gpus` GPUs) can
+// replay `ranks` pipeline ranks, one GPU per process; otherwise the one-line reason.
+std::string placement_problem(int processes, int local, int gpus, int ranks);
+
 inline int process_of_rank(int rank, int processes) { return processes > 1 ? rank % processes : 0; }
 
 // A message between stages: the activation into `stage` (grad 0) or the gradient into `stage`

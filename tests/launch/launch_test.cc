@@ -285,3 +285,10 @@ TEST_CASE("LinkReceiver issues receives in the sender's order whatever order the
   } while (std::next_permutation(idx.begin(), idx.end()));
   CHECK(orders == 720);
 }
+
+TEST_CASE("placement_problem: one GPU per process, at most one process per rank", "[launch]") {
+  CHECK(placement_problem(2, 2, 2, 4).empty());
+  CHECK(placement_problem(4, 2, 2, 4).empty());  // two nodes of two
+  CHECK(placement_problem(2, 2, 1, 2) == "2 processes on this node but 1 GPU(s) visible: start one process per GPU");
+  CHECK(placement_problem(4, 4, 8, 2) == "4 processes for 2 pipeline ranks: start at most one process per rank");
+}

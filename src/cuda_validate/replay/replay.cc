@@ -398,12 +398,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   // rank_device[r]: r's GPU here, or -1 for a rank another process replays.
   std::vector<int> rank_device(P, -1), process_of(P, 0);
   if (multi) {
-    if (s.pp < world.size)
-      throw InputError(fmt::format("replay: {} processes for {} pipeline ranks; start at most one process per rank",
-                                   world.size, s.pp), {}, kExitUsage);
-    if (world.local_size > visible)
-      throw InputError(fmt::format("replay: {} processes on this node but {} GPU(s) visible; start one process per GPU",
-                                   world.local_size, visible), {}, kExitUsage);
+    if (const std::string why = launch::placement_problem(world.size, world.local_size, visible, s.pp); !why.empty())
+      throw InputError("replay: " + why, {}, kExitUsage);
     for (int r = 0; r < s.pp; ++r) {
       process_of[static_cast<std::size_t>(r)] = launch::process_of_rank(r, world.size);
       if (process_of[static_cast<std::size_t>(r)] == world.rank) rank_device[static_cast<std::size_t>(r)] = world.local_rank;

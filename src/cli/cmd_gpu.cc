@@ -9,6 +9,7 @@
 // against measured; --trace writes one Perfetto trace with both timelines.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -178,6 +179,11 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
+    // Each rank has four or more streams (compute, pair, staging, transport): with CUDA's default
+    // of 8 hardware queues per GPU, streams of different ranks share a queue, and a transfer that
+    // waits for its producer there holds back the other rank's kernels behind it. Up to 32 queues,
+    // read when the CUDA context is made, so before any CUDA call (a value the user set stays).
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     // Under mpirun/srun every process runs this same command: each replays its share of the ranks
     // on its GPU (one GPU per process), and process 0 prints and writes the results.
     const mpi::World& world = mpi::init_if_launched();

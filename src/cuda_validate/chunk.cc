@@ -123,9 +123,10 @@ Chunk::Acts& Chunk::acts(int mb) {
   auto it = live_.find(mb);
   if (it != live_.end()) return *it->second;
   // A released set whose previous owner's work (any stream) is done; else a new set while memory
-  // lasts; else the oldest released set, once its owner is done. The host never waits while the
-  // GPU has room: waiting here would stall this rank's thread (and the messages it posts) until
-  // its GPU caught up, and the GPU would then idle while the thread enqueued the next op.
+  // lasts and growing is allowed; else the oldest released set, once its owner is done. Waiting
+  // here stalls this rank's thread (and the messages it posts) until its GPU catches up, and the
+  // GPU then idles while the thread enqueues the next op; allocating a set (cudaMalloc, the
+  // poison) stalls it too, for milliseconds: so the pool grows during warm-up, then stops.
   std::unique_ptr<Acts> a;
   for (auto p = pool_.begin(); p != pool_.end(); ++p) {
     if ((*p)->free_after.done()) {
@@ -134,7 +135,7 @@ Chunk::Acts& Chunk::acts(int mb) {
       break;
     }
   }
-  if (!a && !pool_.empty() && !room_for_another()) {
+  if (!a && !pool_.empty() && (!grow_ || !room_for_another())) {
     a = std::move(pool_.front());
     pool_.erase(pool_.begin());
     a->free_after.sync();

@@ -62,6 +62,9 @@ class Chunk {
   void backward_weight(int mb, cudaStream_t s);  // accumulates into the fp32 weight-grads
   // Returns mb's buffers to the pool once the work enqueued so far on `s` is done.
   void release(int mb, cudaStream_t s);
+  // From now on a new micro-batch takes a released set (waiting for it if need be) rather than
+  // allocating another while one exists: the replay calls it after its warm-up iterations.
+  void stop_growing() { grow_ = false; }
 
   // Sub-ops of layer `layer` (see the file comment); dispatch/combine do nothing for a dense chunk.
   void attn_forward(int mb, int layer, cudaStream_t s);
@@ -103,6 +106,7 @@ class Chunk {
   std::map<int, std::unique_ptr<Acts>> live_;
   std::vector<std::unique_ptr<Acts>> pool_;  // released, oldest first
   std::size_t acts_bytes_ = 0;               // one set's device memory
+  bool grow_ = true;                         // may allocate a set while released ones are busy
   static std::size_t acts_bytes(const Acts& a);
   bool room_for_another() const;
 };

@@ -100,6 +100,8 @@ class RankRunner {
     destroy_events();
     pending_.clear();
     local_.clear();
+    if (runs_++ > 0)  // the warm-up sized the activation pools: no allocation stalls while measured
+      for (auto& [stage, c] : chunks_) c->stop_growing();
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
     if (clock_leader_) {
@@ -333,6 +335,7 @@ class RankRunner {
   DeviceClocks& clocks_;
   const SmPartitions* parts_;
   int group_;
+  int runs_ = 0;
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends

@@ -63,12 +63,17 @@ Transport::~Transport() {
   }
   for (ncclComm_t c : comms_)
     if (c) (void)ncclCommDestroy(c);
+  // Link communicators go in one order on every process (by pair of ranks, as they were made),
+  // in case a destroy waits for its peer's.
+  std::map<std::pair<int, int>, std::vector<Link*>> ends;
   for (auto* links : {&send_links_, &recv_links_})
-    for (auto& [pair, l] : *links) {
-      (void)cudaSetDevice(l.device);
-      for (auto& [key, landed] : l.landed) (void)cudaFree(landed.buffer);
-      if (l.comm) (void)ncclCommDestroy(l.comm);
-      if (l.stream) (void)cudaStreamDestroy(l.stream);
+    for (auto& [pair, l] : *links) ends[pair].push_back(&l);
+  for (auto& [pair, list] : ends)
+    for (Link* l : list) {
+      (void)cudaSetDevice(l->device);
+      for (auto& [key, landed] : l->landed) (void)cudaFree(landed.buffer);
+      if (l->comm) (void)ncclCommDestroy(l->comm);
+      if (l->stream) (void)cudaStreamDestroy(l->stream);
     }
   for (std::size_t r = 0; r < comm_streams_.size(); ++r) {
     if (!comm_streams_[r]) continue;

@@ -102,8 +102,7 @@ Transport::Link Transport::make_link(int src, int dst, int device, const std::ve
   l.src_rank = src;
   l.dst_rank = dst;
   l.device = device;
-  l.order = order;
-  for (std::size_t k = 0; k < l.order.size(); ++k) l.position[l.order[k]] = k;
+  for (std::size_t k = 0; k < order.size(); ++k) l.position[order[k]] = k;
   l.receiver = launch::LinkReceiver(order);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   int lo = 0, hi = 0;

@@ -101,8 +101,7 @@ class Transport {
     int device = 0;              // this end's GPU
     ncclComm_t comm = nullptr;   // two ranks: 0 = sender, 1 = receiver
     cudaStream_t stream = nullptr;
-    std::vector<MsgKey> order;   // the sender's order
-    std::map<MsgKey, std::size_t> position;
+    std::map<MsgKey, std::size_t> position;  // in the sender's order
     std::size_t issued = 0;      // sender: sends issued so far, in `order`
     launch::LinkReceiver receiver{{}};  // receiver: what to receive when
     struct Landed {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
+#include "cuda_validate/gpu_api.h"
 
 namespace ppsim::gpu {
 
@@ -112,6 +113,17 @@ SmPartitions::SmPartitions(int device, int groups) : device_(device) {
 
 SmPartitions::~SmPartitions() {
   for (void* c : ctx_) (void)driver().destroy(static_cast<CUgreenCtx>(c));
+}
+
+std::string sm_partition_check(int device, int groups, int* sms, int* device_sms) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) return why;
+  if (auto why = sm_partition_unavailable(device, groups); !why.empty()) return why;
+  if (sms || device_sms) {
+    const SmPartitions p(device, groups);
+    if (sms) *sms = p.sms_per_group();
+    if (device_sms) *device_sms = p.device_sms();
+  }
+  return {};
 }
 
 cudaStream_t SmPartitions::create_stream(int group, int priority) const {

@@ -220,17 +220,6 @@ double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device
   return alone > 0 ? both / alone : 0;
 }
 
-std::string sm_partition_check(int device, int groups, int* sms, int* device_sms) {
-  if (auto why = gpu_unavailable_reason(); !why.empty()) return why;
-  if (auto why = sm_partition_unavailable(device, groups); !why.empty()) return why;
-  if (sms || device_sms) {
-    const SmPartitions p(device, groups);
-    if (sms) *sms = p.sms_per_group();
-    if (device_sms) *device_sms = p.device_sms();
-  }
-  return {};
-}
-
 std::string profile_yaml(const ProfileResult& r) {
   const ChunkShape& s = r.shape;
   std::string y;

@@ -12,8 +12,8 @@
 //                      which knows when the message left, and the receiver's, which knows when
 //                      it arrived)
 // Not obvious: the replay's sender issues its messages in its action order (an action's first op,
-// then its second), and the receiver receives in that order too, landing a message it does not
-// need yet in a spare buffer; the order here must match replay.cc's finish() exactly.
+// then its second; replay.cc's finish() asks output_message() which message an op sends), and the
+// receiver receives in that order too, landing a message it does not need yet in a spare buffer.
 #pragma once
 #include <cstdint>
 #include <functional>

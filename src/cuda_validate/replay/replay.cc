@@ -208,17 +208,17 @@ class RankRunner {
   void finish(const Op& op, cudaStream_t st, cudaEvent_t done) {
     Chunk& c = *chunks_.at(op.stage);
     const int m = op.microbatch;
-    if (op.kind == OpKind::F && !s_.is_last_stage(op.stage)) {
-      const MsgKey to{0, op.stage + 1, m};
-      pending_[{op.stage, m}].push_back(
-          local(to) ? hand_over(to, c.output(m), chunks_.at(to.stage)->input(m), tensor_bytes(op.stage), st, done)
-                    : t_.send(to, c.output(m), tensor_bytes(op.stage), rank_, done, op));
-    }
-    if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s_.is_first_stage(op.stage)) {
-      const MsgKey to{1, op.stage - 1, m};
-      pending_[{op.stage, m}].push_back(
-          local(to) ? hand_over(to, c.grad_input(m), chunks_.at(to.stage)->grad_output(m), tensor_bytes(op.stage), st, done)
-                    : t_.send(to, c.grad_input(m), tensor_bytes(op.stage), rank_, done, op));
+    // The message rule (and so the order a link carries) is launch::output_message's.
+    if (MsgKey to; launch::output_message(s_, op, to)) {
+      const void* src = to.grad ? c.grad_input(m) : c.output(m);
+      cudaEvent_t sent = nullptr;
+      if (local(to)) {
+        Chunk& next = *chunks_.at(to.stage);
+        sent = hand_over(to, src, to.grad ? next.grad_output(m) : next.input(m), tensor_bytes(op.stage), st, done);
+      } else {
+        sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op);
+      }
+      pending_[{op.stage, m}].push_back(sent);
     }
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.

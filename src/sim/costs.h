@@ -58,6 +58,13 @@ struct SimCosts {
   // the engine re-times them whenever k changes (processor sharing).
   std::vector<int> rank_device;
   double share_slowdown = 1.0;
+  // Sharing by op kind (empty: every pair of kinds at share_slowdown). share_by_kind[3x + y] is
+  // how many times longer an op of kind x runs while one of kind y runs beside it on the device,
+  // kinds F = 0, I = 1, W = 2 (B counts as its I and W parts, an F&B pair as its F, I and W
+  // parts, each in proportion to its duration alone). An action beside k-1 others progresses
+  // 1 + sum over the others of (mix' share_by_kind mix_other - 1) times slower than alone; with
+  // every entry s that is 1 + (k-1)(s-1), the uniform rule.
+  std::vector<double> share_by_kind;
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the

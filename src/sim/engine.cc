@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <unordered_map>
@@ -67,6 +68,9 @@ class Engine {
       PPSIM_CHECK(static_cast<int>(c.rank_device.size()) == P_, "rank_device has {} entries for {} ranks",
                   c.rank_device.size(), P_);
       PPSIM_CHECK(c.share_slowdown >= 1.0, "share_slowdown {} < 1", c.share_slowdown);
+      PPSIM_CHECK(c.share_by_kind.empty() || c.share_by_kind.size() == 9, "share_by_kind has {} entries, not 9",
+                  c.share_by_kind.size());
+      for (double x : c.share_by_kind) PPSIM_CHECK(x >= 1.0 && std::isfinite(x), "share_by_kind entry {} < 1", x);
       std::map<int, int> dev_index;
       for (int d : c.rank_device) dev_index.emplace(d, static_cast<int>(dev_index.size()));
       if (static_cast<int>(dev_index.size()) < P_) {
@@ -124,6 +128,8 @@ class Engine {
     Time run_exposed = 0;        // its exposed communication (overlap model)
     std::size_t interval = 0;    // its Interval in the timeline, when recorded
     double work_left = 0;        // shared device: its duration alone still to run, as of the device's `since`
+    double factor = 1;           // shared device: how many times slower than alone it runs now
+    std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
   };
   // A device that several ranks share: its running ranks and when their work was last updated.
   struct Device {
@@ -205,6 +211,7 @@ class Engine {
       Device& d = devices_[device_of_[r]];
       advance(d, now);
       st.work_left = static_cast<double>(dur);
+      if (!c_.share_by_kind.empty()) st.mix = mix_of(a);
       d.running.push_back(r);
       retime(d, now);
     }
@@ -307,20 +314,54 @@ class Engine {
     pending_wakes_.clear();
   }
 
-  // Shared devices: how much slower each of k concurrent actions runs than alone.
+  // Shared devices: how much slower each of k concurrent actions runs than alone (uniform rule).
   double slowdown(std::size_t k) const { return 1.0 + (static_cast<double>(k) - 1.0) * (c_.share_slowdown - 1.0); }
-  // Charges the work the device's running actions did since `since` (at the rate of that while).
-  void advance(Device& d, Time now) {
-    if (!d.running.empty() && now > d.since) {
-      const double done = static_cast<double>(now - d.since) / slowdown(d.running.size());
-      for (int r : d.running) rank_[r].work_left = std::max(0.0, rank_[r].work_left - done);
+  // An action's F, I and W shares of its duration alone (by op count where the costs are all 0).
+  std::array<double, 3> mix_of(const Action& a) const {
+    std::array<double, 3> by_time{}, by_count{};
+    for (int i = 0; i < a.size(); ++i) {
+      const Op& op = a.op(i);
+      const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
+      const double f = std::max<double>(0, sc.f), in = std::max<double>(0, sc.input_grad()), w = std::max<double>(0, sc.w);
+      switch (op.kind) {
+        case OpKind::F: by_time[0] += f; by_count[0] += 1; break;
+        case OpKind::I: by_time[1] += in; by_count[1] += 1; break;
+        case OpKind::W: by_time[2] += w; by_count[2] += 1; break;
+        case OpKind::B: by_time[1] += in; by_time[2] += w; by_count[1] += 0.5; by_count[2] += 0.5; break;
+      }
     }
+    std::array<double, 3>& m = by_time[0] + by_time[1] + by_time[2] > 0 ? by_time : by_count;
+    const double total = m[0] + m[1] + m[2];
+    for (double& x : m) x /= total;
+    return m;
+  }
+  // How many times slower than alone rank r's action runs beside the device's other running ones.
+  double factor_beside(int r, const Device& d) const {
+    if (c_.share_by_kind.empty()) return slowdown(d.running.size());
+    double f = 1;
+    const auto& mr = rank_[r].mix;
+    for (int q : d.running) {
+      if (q == r) continue;
+      const auto& mq = rank_[q].mix;
+      double pair = 0;
+      for (int x = 0; x < 3; ++x)
+        for (int y = 0; y < 3; ++y) pair += mr[x] * mq[y] * c_.share_by_kind[static_cast<std::size_t>(3 * x + y)];
+      f += pair - 1;
+    }
+    return f;
+  }
+  // Charges the work the device's running actions did since `since` (at the rates of that while).
+  void advance(Device& d, Time now) {
+    if (now > d.since)
+      for (int r : d.running)
+        rank_[r].work_left = std::max(0.0, rank_[r].work_left - static_cast<double>(now - d.since) / rank_[r].factor);
     d.since = now;
   }
-  // Re-schedules the end of every running action of the device at the present rate.
+  // Re-schedules the end of every running action of the device at the present rates.
   void retime(Device& d, Time now) {
-    const double f = slowdown(d.running.size());
-    for (int r : d.running) q_.set(r, now + static_cast<Time>(std::llround(rank_[r].work_left * f)), kActionEnd);
+    for (int r : d.running) rank_[r].factor = factor_beside(r, d);
+    for (int r : d.running)
+      q_.set(r, now + static_cast<Time>(std::llround(rank_[r].work_left * rank_[r].factor)), kActionEnd);
   }
 
   void free_activation(int r, Time now) {

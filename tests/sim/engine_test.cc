@@ -150,3 +150,70 @@ TEST_CASE("two ranks sharing one device: actions re-timed as they come and go (h
   costs.share_slowdown = 1.0;
   CHECK(simulate(s, costs).makespan() == 9 * U);
 }
+
+TEST_CASE("sharing by op kind: each action re-timed at its own rate (hand-worked)", "[sim][engine]") {
+  // The run above with F=1, B=2, W=1 (so I=1; a B is half I, half W) and slowdowns by kind:
+  // F beside F 2, F beside I or W 1.5, I or W beside F 3, I or W beside I or W 2; so F beside
+  // B 1.5, B beside F 3, B beside B 2.
+  //   t=0    r0 F0 alone                                  -> ends 1
+  //   t=1    r0 F1 and r1 F0, both F beside F (x2)        -> both end 3
+  //   t=3    r1 B0 alone                                  -> ends 5
+  //   t=5    r1 F1 (work 1) beside r0 B0 (work 2): F x1.5, B x3 -> r1 F1 ends 6.5, r0 B0 has 1.5 left
+  //   t=6.5  r1 B1 (work 2) beside r0 B0, both x2         -> r0 B0 ends 9.5, r1 B1 has 0.5 left
+  //   t=9.5  r1 B1 alone                                  -> ends 10
+  //   t=10   r0 B1 alone                                  -> ends 12
+  // Busy: r0 1+2+4.5+2 = 9.5, r1 2+2+1.5+3.5 = 9.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 1));
+  costs.rank_device = {0, 0};
+  costs.share_slowdown = 1.0;  // not used once share_by_kind is set
+  costs.share_by_kind = {2, 1.5, 1.5, 3, 2, 2, 3, 2, 2};
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 12 * U);
+  CHECK(r.ranks[0].busy == static_cast<Time>(9.5 * U));
+  CHECK(r.ranks[1].busy == 9 * U);
+  struct Want { int rank; const char* op; double start, end; };
+  const Want want[] = {{0, "0F0", 0, 1},     {0, "0F1", 1, 3},     {1, "1F0", 1, 3},     {1, "1B0", 3, 5},
+                       {0, "0B0", 5, 9.5},   {1, "1F1", 5, 6.5},   {1, "1B1", 6.5, 10},  {0, "0B1", 10, 12}};
+  REQUIRE(r.timeline.intervals.size() == 8);
+  for (const Want& w : want) {
+    bool found = false;
+    for (const auto& iv : r.timeline.intervals)
+      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
+        found = true;
+        CHECK(iv.start == static_cast<Time>(w.start * U));
+        CHECK(iv.end == static_cast<Time>(w.end * U));
+      }
+    CHECK(found);
+  }
+  // Malformed tables are refused.
+  costs.share_by_kind = {2, 2, 2};
+  CHECK_THROWS(simulate(s, costs));
+  costs.share_by_kind = {2, 2, 2, 2, 0.5, 2, 2, 2, 2};
+  CHECK_THROWS(simulate(s, costs));
+}
+
+TEST_CASE("sharing by op kind with every entry equal is the uniform rule (all families)", "[sim][engine]") {
+  // 1 + sum over the others of (mix' S mix - 1) with S all s is 1 + (k-1)(s-1): the same timeline
+  // up to the rounding of the mixes (a tick per re-timing at most).
+  for (const auto& fam : families()) {
+    ScheduleParams params = resolve_params(fam, ScheduleParams{4, 8, 0, 0});
+    const Schedule s = make_schedule(fam.name, params);
+    SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0.75, 2.5));
+    costs.rank_device = {0, 1, 0, 1};
+    costs.share_slowdown = 1.4;
+    const SimResult uniform = simulate(s, costs);
+    costs.share_by_kind.assign(9, 1.4);
+    const SimResult by_kind = simulate(s, costs);
+    INFO(fam.name);
+    CHECK(std::llabs(by_kind.makespan() - uniform.makespan()) <= static_cast<Time>(uniform.events));
+    const Time unshared = simulate(s, uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0.75, 2.5))).makespan();
+    CHECK(uniform.makespan() > unshared);
+    // A table that slows nothing is an unshared device.
+    costs.share_by_kind.assign(9, 1.0);
+    costs.share_slowdown = 1.0;
+    CHECK(simulate(s, costs).makespan() == unshared);
+  }
+}

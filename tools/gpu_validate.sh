@@ -8,17 +8,18 @@
 # Then, where they apply: the same multi-GPU config with `--transport links`, and under mpirun
 # (one process per GPU; on one GPU, `mpirun -np 1` and the refusal of two processes for one GPU),
 # and on one GPU the virtual ranks time-slicing the GPU (`--sm-split off`) beside the default
-# (each rank on its own SM partition).
-# Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (240),
+# (each rank on its own SM partition), and predicted with sharing by op kind (`--sharing kind`)
+# beside the default (one slowdown for any two ops).
+# Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi timeslice": the extra runs; "" for none).
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi timeslice kind": the extra runs; "" for none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 START=$(date +%s)
-GPU_CHECK_QUICK=1 GPU_CHECK_BUDGET=${GPU_CHECK_BUDGET:-240} bash "$ROOT/tools/gpu_check.sh" > "$OUT/gpu_check.txt" 2>&1
+GPU_CHECK_QUICK=1 GPU_CHECK_BUDGET=${GPU_CHECK_BUDGET:-330} bash "$ROOT/tools/gpu_check.sh" > "$OUT/gpu_check.txt" 2>&1
 echo "gpu_check exit $? after $(( $(date +%s) - START )) s"; tail -4 "$OUT/gpu_check.txt"
 P=$ROOT/build-gpu/ppsim
 [ -x "$P" ] || { echo "no ppsim binary"; exit 1; }
@@ -44,7 +45,7 @@ done
 big=0
 for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-for extra in ${VALIDATE_EXTRA-links mpi timeslice}; do
+for extra in ${VALIDATE_EXTRA-links mpi timeslice kind}; do
   [ "$big" -gt 0 ] || break
   cfg=$ROOT/configs/small-${big}gpu.yaml
   case $extra in
@@ -53,6 +54,11 @@ for extra in ${VALIDATE_EXTRA-links mpi timeslice}; do
       timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport links ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_links.txt" 2>&1 | tail -3
       echo "validate --transport links on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    kind)  # virtual ranks shared by op kind instead of one slowdown for any two ops
+      [ "$big" = 1 ] || continue
+      timeout 150 "$P" validate "$cfg" -s "$S" --devices 1 --sharing kind ${VALIDATE_ARGS:-} \
+        -o "$OUT/tmp/validate_1gpu_kind.txt" 2>&1 | tail -3
+      echo "validate --sharing kind on 1 GPU: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
     timeslice)  # virtual ranks time-slicing the whole GPU instead of each on its own SMs
       [ "$big" = 1 ] || continue
       timeout 150 "$P" validate "$cfg" -s "$S" --devices 1 --sm-split off ${VALIDATE_ARGS:-} \

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -82,6 +84,7 @@ struct ValidateArgs {
   bool no_link_probe = false;
   std::string transport = "pairs";
   std::string sm_split = "auto";
+  std::string sharing = "uniform";
 };
 
 // The link as the replay sees it: replays GPipe with 2P micro-batches (three warm-up
@@ -176,6 +179,12 @@ Runner setup_validate(CLI::App& sub) {
                  "time-slice all SMs, auto = on where the GPU can be split")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  sub.add_option("--sharing", a->sharing,
+                 "ranks sharing a GPU: uniform = one slowdown for any two ops (two F+I+W steps at once, as "
+                 "profiled); kind = an op's slowdown depends on the kinds (F, I, W) running beside it (profiled "
+                 "pair by pair; in measured replays ops slow each other more than that: docs/VALIDATION.md)")
+      ->check(CLI::IsMember({"kind", "uniform"}))
+      ->capture_default_str();
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
@@ -232,7 +241,7 @@ Runner setup_validate(CLI::App& sub) {
     const int ndev = multi ? world.size
                            : a->devices > 0 ? std::min(a->devices, gpu::device_count())
                                             : gpu::device_count();
-    const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the sharing and link probes run
+    const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the link probe runs
     // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
     // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
     const int per_gpu = (pp + ndev - 1) / ndev;
@@ -245,13 +254,15 @@ Runner setup_validate(CLI::App& sub) {
         throw InputError("validate --sm-split on: " + why + " (--sm-split off time-slices the GPU instead)", {}, kExitGpu);
       else split_note = why;
     }
-    double share_slowdown = 1.0;
+    // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
+    // (a one-layer chunk's weights stay in L2 and understate the memory traffic of larger ones).
+    std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
     if (ndev < pp) {
-      share_slowdown = std::max(1.0, gpu::profile_sharing(one_layer, 3, a->reps, my_device, split));
-      j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"share_slowdown", share_slowdown}};
+      j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"model", a->sharing}};
       j["device_sharing"]["sm_partitions"] =
           split ? nlohmann::json{{"groups", split}, {"sms_each", split_sms}, {"device_sms", device_sms}} : nlohmann::json();
       if (!split_note.empty()) j["device_sharing"]["sm_partitions_unavailable"] = split_note;
+      j["device_sharing"]["profiles"] = nlohmann::json::object();
     }
     std::optional<LinkProbe> probe;
     if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0);
@@ -291,9 +302,27 @@ Runner setup_validate(CLI::App& sub) {
       const SimCosts derived = derive_costs(cfg, s);
       costs.link = derived.link;
       if (ndev < pp) {
+        auto sit = sharings.find(layers);
+        if (sit == sharings.end()) {
+          sit = sharings.emplace(layers, gpu::profile_sharing(shape, 3, a->reps, my_device, split)).first;
+          const gpu::SharingProfile& sp = sit->second;
+          nlohmann::json& pj = j["device_sharing"]["profiles"][std::to_string(layers)];
+          pj["step"] = sp.step;
+          static const char* kKinds[] = {"F", "I", "W"};
+          for (int x = 0; x < 3; ++x) {
+            pj["alone_ms"][kKinds[x]] = sp.alone_ms[static_cast<std::size_t>(x)];
+            for (int y = 0; y < 3; ++y) {
+              pj["by_kind"][kKinds[x]][kKinds[y]] = sp.by_kind[static_cast<std::size_t>(3 * x + y)];
+              pj["by_kind_gpu"][kKinds[x]][kKinds[y]] = sp.by_kind_gpu[static_cast<std::size_t>(3 * x + y)];
+            }
+          }
+        }
+        const gpu::SharingProfile& sp = sit->second;
         costs.rank_device.resize(static_cast<std::size_t>(pp));
         for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = r % ndev;
-        costs.share_slowdown = share_slowdown;
+        costs.share_slowdown = std::max(1.0, sp.step);
+        if (a->sharing == "kind")
+          for (double v : sp.by_kind) costs.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
       }
       if (probe) {  // the measured transfer time, less the bandwidth share, as the latency
         const Time measured = static_cast<Time>(std::llround(probe->median_us * 1e3));
@@ -311,17 +340,34 @@ Runner setup_validate(CLI::App& sub) {
       rc.devices = a->devices;
       rc.transport = a->transport;
       rc.sm_partitions = split > 0;
+      gpu::ReplayHostStats host;
+      rc.host_stats = &host;
       Timeline meas = gpu::replay_schedule(s, rc);
       std::vector<Time> exposed;
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
       const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), timeline_stats(meas));
       const double target = a->target > 0 ? a->target : (ndev == 1 ? 0.10 : 0.05);
-      text += render_validation_table(fam->name, rows, target) + "\n";
+      text += render_validation_table(fam->name, rows, target);
+      // The host side (this process's ranks): enqueue time per action against the op's profiled
+      // GPU time; actions the GPU began before they were fully enqueued may include launch waits.
+      std::string host_line;
+      nlohmann::json hj = nlohmann::json::object();
+      for (const auto& [kind, k] : host.by_kind) {
+        if (k.actions == 0) continue;
+        const double mean = k.enqueue_ms / k.actions;
+        host_line += fmt::format("{}{} {:.3f} ms ({}/{} begun early)", host_line.empty() ? "" : ", ", kind, mean,
+                                 k.started_early, k.actions);
+        hj[kind] = {{"actions", k.actions}, {"enqueue_ms_mean", mean}, {"begun_before_enqueued", k.started_early}};
+      }
+      if (!host_line.empty())
+        text += "  host enqueue time per action (the GPU began it before its last kernel was enqueued): " + host_line + "\n";
+      text += "\n";
       summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", fam->name, rows.front().predicted,
                              rows.front().measured, 100.0 * rows.front().error);
       nlohmann::json r = validation_json(fam->name, rows);
       r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
       r["layers_per_chunk"] = layers;
+      r["host"] = hj;
       j["results"].push_back(r);
       names.push_back(fam->name);
       keep.push_back(std::move(pred.timeline));
@@ -354,15 +400,27 @@ Runner setup_validate(CLI::App& sub) {
       if (multi)
         text += fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n", world.size,
                             world.launcher, world.size);
-      if (ndev < pp)
+      if (ndev < pp) {
         text += split ? fmt::format("device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
-                                    "contexts; op costs profiled on one such share); two at once each take {:.2f}x as "
-                                    "long as alone (memory), and the prediction shares each GPU that way\n",
-                                    pp, ndev, split_sms, device_sms, share_slowdown)
-                      : fmt::format("device sharing: {} ranks on {} GPU(s){}; two chunks at once on one GPU each take "
-                                    "{:.2f}x as long as alone (profiled), and the prediction shares each GPU that way\n",
-                                    pp, ndev, split_note.empty() ? "" : " time-slicing all SMs (" + split_note + ")",
-                                    share_slowdown);
+                                    "contexts; op costs profiled on one such share)\n",
+                                    pp, ndev, split_sms, device_sms)
+                      : fmt::format("device sharing: {} ranks on {} GPU(s){}, time-slicing all SMs\n", pp, ndev,
+                                    split_note.empty() ? "" : " (" + split_note + ")");
+        for (const auto& [layers, sp] : sharings) {
+          text += fmt::format("  chunks of {} layer(s): two F+I+W steps at once each take {:.2f}x as long as alone; an op "
+                              "beside another (row: the op; column: the op beside it; each fed by its own host thread "
+                              "as in the replay; in brackets all enqueued before either starts):\n",
+                              layers, sp.step);
+          text += fmt::format("    {:<4}{:>10}{:>7}{:>7}{:>7}\n", "", "alone ms", "F", "I", "W");
+          const char* kinds[] = {"F", "I", "W"};
+          for (std::size_t x = 0; x < 3; ++x)
+            text += fmt::format("    {:<4}{:>10.3f}{:>7.2f}{:>7.2f}{:>7.2f}   (kernels alone: {:.2f} {:.2f} {:.2f})\n",
+                                kinds[x], sp.alone_ms[x], sp.by_kind[3 * x], sp.by_kind[3 * x + 1], sp.by_kind[3 * x + 2],
+                                sp.by_kind_gpu[3 * x], sp.by_kind_gpu[3 * x + 1], sp.by_kind_gpu[3 * x + 2]);
+        }
+        text += a->sharing == "kind" ? "  the prediction shares each GPU by these tables (--sharing kind)\n"
+                                     : "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n";
+      }
       text += "summary (makespan):\n" + summary;
       for (const auto& sk : j["skipped"]) text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
       files.emplace_back(a->output, text);

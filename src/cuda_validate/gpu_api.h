@@ -7,6 +7,7 @@
 // (input-grad + weight-grad) and `W` the weight-grad alone; the input-grad alone (`I` in the
 // schedule notation) is `ProfileResult::input_grad_ms` and equals B - W up to noise.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -75,11 +76,21 @@ struct ProfileResult {
 // sm_groups > 0: the chunk runs on one of `sm_groups` equal SM partitions of the GPU (green
 // contexts, as virtual ranks do in a replay with ReplayConfig::sm_partitions).
 ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
-// Two chunks' F, I and W at once on two streams of one GPU, relative to one chunk's alone (median
-// times): how much longer an op takes while another rank's op shares the GPU (1: not at all,
-// 2: the GPU is time-sliced). Virtual ranks on one GPU run this way.
+// How much longer a chunk's ops take while another rank's chunk runs beside them on the same GPU
+// (1: not at all; 2: the GPU is time-sliced), as virtual ranks on one GPU run. Median times.
+struct SharingProfile {
+  // Two chunks' F, I and W back to back, at once on two streams, against one chunk's alone.
+  double step = 0;
+  // by_kind[3x + y]: an op of kind x while ops of kind y run beside it, against x alone; kinds
+  // F = 0, I = 1, W = 2 (what SimCosts::share_by_kind takes). Each stream is fed by its own host
+  // thread, as a replay's ranks are, so launch contention in the driver is part of it.
+  std::array<double, 9> by_kind{};
+  // The same with everything enqueued before either stream starts: the kernels' effect alone.
+  std::array<double, 9> by_kind_gpu{};
+  std::array<double, 3> alone_ms{};  // F, I and W alone (enqueued before the GPU starts them)
+};
 // sm_groups > 0: each chunk on its own SM partition (what is left to share is memory bandwidth).
-double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
+SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
 // "" when `device` can be split into `groups` equal SM partitions (CUDA green contexts);
 // otherwise why not, in one line. SMs per partition in `sms` (and the GPU's in `device_sms`).
 std::string sm_partition_check(int device, int groups, int* sms = nullptr, int* device_sms = nullptr);
@@ -109,6 +120,19 @@ struct KernelBenchRequest {
 int run_kernel_bench(const KernelBenchRequest& req);
 
 // ---- replay (GPU back-end II) ----------------------------------------------------------------
+// How the replay's host threads kept up with their GPUs in the measured iteration (this
+// process's ranks), by action kind ("F", "I", "W", "B", "FB"): how long a thread took to enqueue
+// one action's kernels, and how many actions the GPU had begun before their last kernel was
+// enqueued (those may have waited for launches: the op then measures the host, not the GPU).
+struct ReplayHostStats {
+  struct Kind {
+    int actions = 0;
+    double enqueue_ms = 0;  // summed over the actions
+    int started_early = 0;
+  };
+  std::map<std::string, Kind> by_kind;
+};
+
 struct ReplayConfig {
   // Shape of each stage's chunk, indexed by model slice (Schedule::slice); one entry is used for all.
   std::vector<ChunkShape> stage_shapes;
@@ -123,6 +147,7 @@ struct ReplayConfig {
   // Ranks sharing a GPU each run on their own equal share of its SMs (CUDA green contexts)
   // instead of time-slicing all of them.
   bool sm_partitions = false;
+  ReplayHostStats* host_stats = nullptr;  // when set, filled for the measured iteration
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -6,11 +6,15 @@
 // Sub-ops are timed over all layers (each re-run is idempotent for the forward and input-grad:
 // it recomputes the same outputs from the same saved inputs).
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,6 +25,7 @@
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
+#include "cuda_validate/ops/elementwise.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -187,7 +192,7 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
   return r;
 }
 
-double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
+SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
   check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   Chunk one(shape, 7), two(shape, 8);
@@ -200,6 +205,7 @@ double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device
     c->backward_input(0, a);
   }
   PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
+  SharingProfile out;
   auto step = [](Chunk& c, cudaStream_t st) {
     c.forward(0, st);
     c.backward_input(0, st);
@@ -217,7 +223,103 @@ double profile_sharing(const ChunkShape& shape, int warmup, int reps, int device
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
       },
       a, warmup, reps);
-  return alone > 0 ? both / alone : 0;
+  out.step = alone > 0 ? both / alone : 0;
+
+  // By kind, two ways. Both time kOps ops of kind x on stream a while ops of kind y run on b.
+  using OpFn = void (Chunk::*)(int, cudaStream_t);
+  const OpFn ops[3] = {&Chunk::forward, &Chunk::backward_input, &Chunk::backward_weight};
+  constexpr int kOps = 3;
+  Event start, stop;
+  // (1) The GPU alone: both streams start behind one hold, so everything is enqueued before
+  // either starts (what the kernels do to each other: SMs when time-sliced, memory).
+  double hold_us = 500;
+  auto gated_ms = [&](int x, int y, int y_count) {
+    std::vector<float> ms;
+    for (int i = 0, retries = 0; i < warmup + reps;) {
+      const auto t0 = std::chrono::steady_clock::now();
+      hold_stream(a, hold_us);
+      if (y >= 0) {
+        fork.record(a);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
+        for (int k = 0; k < y_count; ++k) (two.*ops[y])(0, b);
+      }
+      start.record(a);
+      for (int k = 0; k < kOps; ++k) (one.*ops[x])(0, a);
+      stop.record(a);
+      if (y >= 0) {
+        join.record(b);
+        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
+      }
+      const double host_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
+      if (host_us > 0.8 * hold_us && retries < 8) {  // the hold ran out while enqueueing: hold longer, again
+        hold_us = 2 * host_us;
+        ++retries;
+        continue;
+      }
+      if (i >= warmup) ms.push_back(stop.ms_since(start) / kOps);
+      ++i;
+    }
+    return median(std::move(ms));
+  };
+  // (2) As a replay runs: another host thread keeps launching ops of kind y on b (at most two
+  // queued ahead of the GPU) while this one launches and times x on a, so the two threads'
+  // launches contend in the driver as two ranks' threads do.
+  auto threaded_ms = [&](int x, int y) {
+    std::vector<float> ms;
+    for (int i = 0; i < warmup + reps; ++i) {
+      std::atomic<int> launched{0};
+      std::atomic<bool> done{false};
+      std::exception_ptr failed;
+      std::thread other([&] {
+        try {
+          PPSIM_CUDA_CHECK(cudaSetDevice(device));
+          Event marks[2] = {Event(false), Event(false)};
+          for (int k = 0; !done.load(); ++k) {
+            (two.*ops[y])(0, b);
+            marks[k % 2].record(b);
+            launched.store(k + 1);
+            marks[(k + 1) % 2].sync();  // the op before this one has finished
+          }
+        } catch (...) {
+          failed = std::current_exception();
+          launched.store(1 << 30);
+        }
+      });
+      try {
+        while (launched.load() < 2) std::this_thread::yield();  // y is running on the GPU
+        if (!failed) {
+          start.record(a);
+          for (int k = 0; k < kOps; ++k) (one.*ops[x])(0, a);
+          stop.record(a);
+          stop.sync();
+        }
+      } catch (...) {
+        done.store(true);
+        other.join();
+        throw;
+      }
+      done.store(true);
+      other.join();
+      if (failed) std::rethrow_exception(failed);
+      PPSIM_CUDA_CHECK(cudaStreamSynchronize(b));
+      if (i >= warmup) ms.push_back(stop.ms_since(start) / kOps);
+    }
+    return median(std::move(ms));
+  };
+  // Alone: everything enqueued first (the GPU's time, as profile_chunk's back-to-back runs give).
+  for (int x = 0; x < 3; ++x) out.alone_ms[static_cast<std::size_t>(x)] = gated_ms(x, -1, 0);
+  for (int x = 0; x < 3; ++x)
+    for (int y = 0; y < 3; ++y) {
+      const std::size_t i = static_cast<std::size_t>(3 * x + y);
+      const double tx = out.alone_ms[static_cast<std::size_t>(x)], ty = out.alone_ms[static_cast<std::size_t>(y)];
+      // y outlasts x even if x runs 3x slower than alone and y not at all
+      const int y_count = ty > 0 ? static_cast<int>(std::ceil(3.0 * kOps * tx / ty)) + 1 : kOps;
+      out.by_kind_gpu[i] = tx > 0 ? gated_ms(x, y, y_count) / tx : 0;
+      out.by_kind[i] = tx > 0 ? threaded_ms(x, y) / tx : 0;
+    }
+  return out;
 }
 
 std::string profile_yaml(const ProfileResult& r) {

@@ -2,7 +2,9 @@
 // the GPU's alignment (8 SMs on Hopper, per the CUDA documentation) and k of them fit the GPU; a
 // chunk computes the same output on a partition's stream as on an ordinary one; a compute-bound
 // forward confined to a quarter of the SMs takes more than twice as long; a replay whose ranks
-// each own a partition is as consistent as a time-sliced one.
+// each own a partition is as consistent as a time-sliced one; two ops side by side slow each
+// other (by kind) more time-sliced than on partitions.
+#include <cmath>
 #include <cstdio>
 
 #include "cuda_validate/chunk.h"
@@ -74,4 +76,42 @@ TEST_CASE("SM partitions: sizes, same results, confined speed", "[gpu][green][pr
   const double quarter = profile_chunk(heavy(), 2, 5, 0, 4).f_ms;
   std::printf("forward of a 2048 x 8192 layer, seq 2048: %.3f ms on all SMs, %.3f ms on %d\n", whole, quarter, sms4);
   CHECK(quarter > 2.0 * whole);
+}
+
+TEST_CASE("sharing by op kind: time-sliced and on partitions", "[gpu][green][profile]") {
+  PPSIM_REQUIRE_SM_SPLIT(2);
+  ChunkShape s = heavy();
+  s.seq_len = 1024;
+  const ProfileResult alone = profile_chunk(s, 2, 5, 0, 0);
+  const SharingProfile sliced = profile_sharing(s, 2, 5, 0, 0);
+  const SharingProfile split = profile_sharing(s, 2, 5, 0, 2);
+  auto show = [](const char* what, const SharingProfile& p) {
+    std::printf("%s: step %.2fx; alone F %.3f I %.3f W %.3f ms\n", what, p.step, p.alone_ms[0], p.alone_ms[1],
+                p.alone_ms[2]);
+    for (const auto* t : {&p.by_kind, &p.by_kind_gpu})
+      std::printf("  %s: F|F %.2f F|I %.2f F|W %.2f I|F %.2f I|I %.2f I|W %.2f W|F %.2f W|I %.2f W|W %.2f\n",
+                  t == &p.by_kind ? "threads" : "kernels", (*t)[0], (*t)[1], (*t)[2], (*t)[3], (*t)[4], (*t)[5], (*t)[6],
+                  (*t)[7], (*t)[8]);
+  };
+  show("time-sliced", sliced);
+  show("2 partitions", split);
+  // The gated timing of one op alone agrees with the profiler's (same kernels, same stream kind).
+  CHECK(std::abs(sliced.alone_ms[0] / alone.f_ms - 1) < 0.10);
+  CHECK(std::abs(sliced.alone_ms[1] / alone.input_grad_ms - 1) < 0.10);
+  CHECK(std::abs(sliced.alone_ms[2] / alone.w_ms - 1) < 0.10);
+  // Two compute-bound forwards time-slicing all SMs: together they do no more than one at full
+  // rate, so each takes about twice as long (1.6: launch gaps and tails the other one fills).
+  CHECK(sliced.by_kind[0] > 1.6);
+  CHECK(sliced.by_kind_gpu[0] > 1.6);
+  for (std::size_t i = 0; i < 9; ++i) {
+    CHECK(sliced.by_kind[i] > 0.95);  // never faster beside another
+    CHECK(split.by_kind[i] > 0.95);
+    CHECK(sliced.by_kind_gpu[i] > 0.95);
+    CHECK(split.by_kind_gpu[i] > 0.95);
+  }
+  // On their own SMs what is left to share is memory: less than time-slicing.
+  CHECK(split.by_kind[0] < sliced.by_kind[0]);
+  CHECK(split.by_kind_gpu[0] < sliced.by_kind_gpu[0]);
+  // Alone on half the SMs: slower than on all of them.
+  CHECK(split.alone_ms[0] > 1.3 * sliced.alone_ms[0]);
 }

@@ -23,4 +23,15 @@ __global__ void add_bf16(bf16* out, const bf16* a, const bf16* b, std::int64_t n
     out[i] = to_bf(to_f(a[i]) + to_f(b[i]));
 }
 
+// One thread that returns `ns` nanoseconds (GPU global timer) after it starts: holds a stream
+// while the host enqueues work behind it.
+__global__ void hold_ns(std::uint64_t ns) {
+  std::uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
 }  // namespace ppsim::gpu::kernels

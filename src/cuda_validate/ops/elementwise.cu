@@ -29,4 +29,9 @@ void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std
   PPSIM_CUDA_CHECK_LAUNCH();
 }
 
+void hold_stream(cudaStream_t s, double us) {
+  kernels::hold_ns<<<1, 1, 0, s>>>(static_cast<std::uint64_t>(std::max(0.0, us) * 1e3));
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace ppsim::gpu

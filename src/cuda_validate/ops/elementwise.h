@@ -14,4 +14,8 @@ void fill_uniform(float* out, std::int64_t n, float scale, std::uint64_t seed, c
 // out = a + b; out may alias a or b.
 void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std::int64_t n, cudaStream_t s);
 
+// Holds stream `s` for `us` microseconds (one thread of one block, sleeping): work enqueued behind
+// it, on `s` or on streams that wait for it, starts together once it ends.
+void hold_stream(cudaStream_t s, double us);
+
 }  // namespace ppsim::gpu

@@ -60,6 +60,7 @@ struct ActionTiming {
 struct RankResult {
   cudaEvent_t epoch = nullptr;
   std::vector<ActionTiming> actions;
+  ReplayHostStats host;
 };
 
 // One clock per GPU: the first rank on it records the epoch, the others wait for it.
@@ -241,13 +242,27 @@ class RankRunner {
     }
   }
 
+  // The host's side of one action: the time to enqueue its kernels, and whether the GPU had begun
+  // the action before the last of them was enqueued.
+  void host_note(const Action& a, std::chrono::steady_clock::time_point t0, cudaEvent_t start) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const cudaError_t q = cudaEventQuery(start);
+    if (q != cudaErrorNotReady) PPSIM_CUDA_CHECK(q);
+    auto& k = result_.host.by_kind[a.overlapped ? std::string("FB") : std::string(1, op_kind_char(a.first.kind))];
+    ++k.actions;
+    k.enqueue_ms += ms;
+    if (q == cudaSuccess) ++k.started_early;
+  }
+
   void run_single(const Action& a) {
     const cudaStream_t st = main_->get();
     ActionTiming at{a, event(), event(), {}};
     prepare(a.first, st);
     PPSIM_CUDA_CHECK(cudaEventRecord(at.start, st));
     if (a.first.kind == OpKind::F) at.activation_deltas.emplace_back(at.start, +1);
+    const auto t0 = std::chrono::steady_clock::now();
     compute(a.first, st);
+    host_note(a, t0, at.start);
     PPSIM_CUDA_CHECK(cudaEventRecord(at.end, st));
     if (a.first.kind == OpKind::B || a.first.kind == OpKind::W) at.activation_deltas.emplace_back(at.end, -1);
     finish(a.first, st, at.end);
@@ -268,6 +283,7 @@ class RankRunner {
     // from it) and ends when both streams are done (joined onto the main stream).
     cudaEvent_t start0 = event(), end0 = event(), end1 = event(), end = event();
     PPSIM_CUDA_CHECK(cudaEventRecord(start0, s0));
+    const auto t0 = std::chrono::steady_clock::now();
     Chunk& cf = *chunks_.at(f.stage);
     Chunk& cb = *chunks_.at(b.stage);
     const int lf = cf.shape().layers, lb = cb.shape().layers;
@@ -290,6 +306,7 @@ class RankRunner {
       if (i < lf) cf.combine_forward(mf, i, s0);
     }
     if (b.kind == OpKind::B) cb.backward_weight(mb, s1);
+    host_note(a, t0, start0);
     PPSIM_CUDA_CHECK(cudaEventRecord(end0, s0));
     PPSIM_CUDA_CHECK(cudaEventRecord(end1, s1));
     finish(f, s0, end0);
@@ -501,6 +518,13 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(r)]));
     const RankResult& res = runners[static_cast<std::size_t>(i)]->result();
     epoch_of_rank[r] = res.epoch;
+    if (cfg.host_stats)
+      for (const auto& [kind, k] : res.host.by_kind) {
+        auto& into = cfg.host_stats->by_kind[kind];
+        into.actions += k.actions;
+        into.enqueue_ms += k.enqueue_ms;
+        into.started_early += k.started_early;
+      }
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {
       Interval iv;

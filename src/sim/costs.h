@@ -65,6 +65,10 @@ struct SimCosts {
   // 1 + sum over the others of (mix' share_by_kind mix_other - 1) times slower than alone; with
   // every entry s that is 1 + (k-1)(s-1), the uniform rule.
   std::vector<double> share_by_kind;
+  // Ranks that compute at different speeds (a slower GPU, or an SM partition slower than the one
+  // the costs were profiled on): rank_kind_scale[3r + k] multiplies rank r's time for ops of kind
+  // k (F = 0, I = 1, W = 2; a B or a pair by its mix, as above). Empty: every rank at 1.
+  std::vector<double> rank_kind_scale;
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the

@@ -63,6 +63,9 @@ class Engine {
           op_dur_[sl * 4 + static_cast<std::size_t>(k)] = op_duration(c.slice[sl], k);
     }
     res_.ranks.resize(P_);
+    PPSIM_CHECK(c.rank_kind_scale.empty() || c.rank_kind_scale.size() == static_cast<std::size_t>(3 * P_),
+                "rank_kind_scale has {} entries for {} ranks (3 per rank)", c.rank_kind_scale.size(), P_);
+    for (double x : c.rank_kind_scale) PPSIM_CHECK(x > 0 && std::isfinite(x), "rank_kind_scale entry {} <= 0", x);
     // Devices shared by several ranks: those ranks' actions are re-timed as they come and go.
     if (!c.rank_device.empty()) {
       PPSIM_CHECK(static_cast<int>(c.rank_device.size()) == P_, "rank_device has {} entries for {} ranks",
@@ -201,7 +204,13 @@ class Engine {
       now = ready;
     }
     const ActionCost ac = cost(a);
-    const Time dur = ac.duration;
+    Time dur = ac.duration;
+    if (!c_.rank_kind_scale.empty()) {  // this rank's speed, by the action's mix of op kinds
+      const auto mix = mix_of(a);
+      double f = 0;
+      for (std::size_t k = 0; k < 3; ++k) f += mix[k] * c_.rank_kind_scale[3 * static_cast<std::size_t>(r) + k];
+      dur = static_cast<Time>(std::llround(static_cast<double>(dur) * f));
+    }
     st.running = true;
     st.run_start = now;
     st.run_exposed = ac.exposed_comm;

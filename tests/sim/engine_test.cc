@@ -217,3 +217,47 @@ TEST_CASE("sharing by op kind with every entry equal is the uniform rule (all fa
     CHECK(simulate(s, costs).makespan() == unshared);
   }
 }
+
+TEST_CASE("a rank slower by op kind: its actions scaled by their mix (hand-worked)", "[sim][engine]") {
+  // 1F1B P=2 M=2, F=1, B=2, W=1 (a B is half I, half W); rank 1 runs F 2x, I 2x, W 1x as long,
+  // so its F takes 2 and its B 0.5*2*2 + 0.5*1*2 = 3; rank 0 as profiled.
+  //   r0 F0 [0,1]  F1 [1,2]                 B0 [6,8]          B1 [11,13]
+  //   r1        F0 [1,3]  B0 [3,6]  F1 [6,8]  B1 [8,11]
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 1));
+  costs.rank_kind_scale = {1, 1, 1, 2, 2, 1};
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 13 * U);
+  CHECK(r.ranks[0].busy == 6 * U);
+  CHECK(r.ranks[1].busy == 10 * U);
+  struct Want { int rank; const char* op; int start, end; };
+  const Want want[] = {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {1, "1F0", 1, 3},  {1, "1B0", 3, 6},
+                       {0, "0B0", 6, 8}, {1, "1F1", 6, 8}, {1, "1B1", 8, 11}, {0, "0B1", 11, 13}};
+  for (const Want& w : want) {
+    bool found = false;
+    for (const auto& iv : r.timeline.intervals)
+      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
+        found = true;
+        CHECK(iv.start == w.start * U);
+        CHECK(iv.end == w.end * U);
+      }
+    CHECK(found);
+  }
+  // Every rank at 1 is no scaling; a table of the wrong size or a non-positive entry is refused.
+  for (const auto& fam : families()) {
+    const Schedule t = make_schedule(fam.name, resolve_params(fam, ScheduleParams{4, 8, 0, 0}));
+    SimCosts c = uniform_costs(t.stages_per_pipe, unit_costs(1, 2, 0.75, 2.5));
+    const Time plain = simulate(t, c).makespan();
+    c.rank_kind_scale.assign(12, 1.0);
+    INFO(fam.name);
+    CHECK(simulate(t, c).makespan() == plain);
+    c.rank_kind_scale.assign(12, 1.25);  // every rank 1.25x: the whole timeline stretches (no latency)
+    CHECK(std::llabs(simulate(t, c).makespan() - plain * 5 / 4) <= 64);
+  }
+  costs.rank_kind_scale = {1, 1, 1};
+  CHECK_THROWS(simulate(s, costs));
+  costs.rank_kind_scale = {1, 1, 1, 1, 0, 1};
+  CHECK_THROWS(simulate(s, costs));
+}

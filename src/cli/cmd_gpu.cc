@@ -8,6 +8,7 @@
 // schedule with those measured op costs, replays it on the GPUs present, and prints predicted
 // against measured; --trace writes one Perfetto trace with both timelines.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -85,6 +86,7 @@ struct ValidateArgs {
   std::string transport = "pairs";
   std::string sm_split = "auto";
   std::string sharing = "uniform";
+  std::string rank_speeds = "profiled";
 };
 
 // The link as the replay sees it: replays GPipe with 2P micro-batches (three warm-up
@@ -185,6 +187,11 @@ Runner setup_validate(CLI::App& sub) {
                  "pair by pair; in measured replays ops slow each other more than that: docs/VALIDATION.md)")
       ->check(CLI::IsMember({"kind", "uniform"}))
       ->capture_default_str();
+  sub.add_option("--rank-speeds", a->rank_speeds,
+                 "ranks on SM partitions: profiled = each rank's op times scaled by how fast its partition runs the "
+                 "chunk alone against the one the costs were profiled on; equal = all as profiled")
+      ->check(CLI::IsMember({"profiled", "equal"}))
+      ->capture_default_str();
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
@@ -257,6 +264,8 @@ Runner setup_validate(CLI::App& sub) {
     // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
     // (a one-layer chunk's weights stay in L2 and understate the memory traffic of larger ones).
     std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
+    // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
+    std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
     if (ndev < pp) {
       j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"model", a->sharing}};
       j["device_sharing"]["sm_partitions"] =
@@ -318,6 +327,22 @@ Runner setup_validate(CLI::App& sub) {
           }
         }
         const gpu::SharingProfile& sp = sit->second;
+        if (split > 0 && a->rank_speeds == "profiled") {
+          auto pit = speeds.find(layers);
+          if (pit == speeds.end()) {
+            pit = speeds.emplace(layers, gpu::profile_partitions(shape, 3, a->reps, my_device, split)).first;
+            nlohmann::json& pj = j["device_sharing"]["profiles"][std::to_string(layers)]["partition_alone_ms"];
+            for (const auto& g : pit->second) pj.push_back({{"F", g[0]}, {"I", g[1]}, {"W", g[2]}});
+          }
+          // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
+          const auto& sp0 = pit->second.front();
+          costs.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
+          for (int r = 0; r < pp; ++r) {
+            const auto& g = pit->second.at(static_cast<std::size_t>(r / ndev));
+            for (std::size_t k = 0; k < 3; ++k)
+              if (sp0[k] > 0 && g[k] > 0) costs.rank_kind_scale[3 * static_cast<std::size_t>(r) + k] = g[k] / sp0[k];
+          }
+        }
         costs.rank_device.resize(static_cast<std::size_t>(pp));
         for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = r % ndev;
         costs.share_slowdown = std::max(1.0, sp.step);
@@ -360,14 +385,30 @@ Runner setup_validate(CLI::App& sub) {
         hj[kind] = {{"actions", k.actions}, {"enqueue_ms_mean", mean}, {"begun_before_enqueued", k.started_early}};
       }
       if (!host_line.empty())
-        text += "  host enqueue time per action (the GPU began it before its last kernel was enqueued): " + host_line + "\n";
+        text += "  host enqueue time per action (how many the GPU began before their last kernel was enqueued, after "
+                "the rank's thread first got ahead): " + host_line + "\n";
+      // Once a rank's thread is ahead of its GPU (after its opening actions) it normally stays so;
+      // when a quarter or more actions begin early anyway, the host fell behind its GPU and the
+      // measured times include launches.
+      int actions = 0, early = 0;
+      for (const auto& [kind, k] : host.by_kind) {
+        actions += k.actions;
+        early += k.started_early;
+      }
+      const bool host_bound = actions > 0 && 4 * early >= actions;
+      if (host_bound)
+        text += fmt::format("  HOST-BOUND: {} of {} actions began on the GPU before their last kernel was enqueued: the "
+                            "measured times include waits for this host's launches (a busy or slow host, or ops too "
+                            "short for it); compare with a run on a quiet host or larger chunks\n",
+                            early, actions);
       text += "\n";
-      summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", fam->name, rows.front().predicted,
-                             rows.front().measured, 100.0 * rows.front().error);
+      summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", fam->name, rows.front().predicted,
+                             rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
       nlohmann::json r = validation_json(fam->name, rows);
       r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
       r["layers_per_chunk"] = layers;
       r["host"] = hj;
+      r["host_bound"] = host_bound;
       j["results"].push_back(r);
       names.push_back(fam->name);
       keep.push_back(std::move(pred.timeline));
@@ -417,6 +458,13 @@ Runner setup_validate(CLI::App& sub) {
             text += fmt::format("    {:<4}{:>10.3f}{:>7.2f}{:>7.2f}{:>7.2f}   (kernels alone: {:.2f} {:.2f} {:.2f})\n",
                                 kinds[x], sp.alone_ms[x], sp.by_kind[3 * x], sp.by_kind[3 * x + 1], sp.by_kind[3 * x + 2],
                                 sp.by_kind_gpu[3 * x], sp.by_kind_gpu[3 * x + 1], sp.by_kind_gpu[3 * x + 2]);
+          if (auto pit = speeds.find(layers); pit != speeds.end()) {
+            text += "    alone on each partition, F / I / W ms:";
+            for (std::size_t g = 0; g < pit->second.size(); ++g)
+              text += fmt::format("{} {}: {:.3f} / {:.3f} / {:.3f}", g ? ";" : "", g, pit->second[g][0], pit->second[g][1],
+                                  pit->second[g][2]);
+            text += " (each rank's op times scaled by its partition's against partition 0's; --rank-speeds equal: not)\n";
+          }
         }
         text += a->sharing == "kind" ? "  the prediction shares each GPU by these tables (--sharing kind)\n"
                                      : "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n";

@@ -91,6 +91,10 @@ struct SharingProfile {
 };
 // sm_groups > 0: each chunk on its own SM partition (what is left to share is memory bandwidth).
 SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
+// F, I and W of one chunk alone on each of `sm_groups` equal SM partitions (median ms): partitions
+// of the same size need not be equally fast (on an H100 the second of two ran I 10% longer).
+std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, int warmup, int reps, int device,
+                                                      int sm_groups);
 // "" when `device` can be split into `groups` equal SM partitions (CUDA green contexts);
 // otherwise why not, in one line. SMs per partition in `sms` (and the GPU's in `device_sms`).
 std::string sm_partition_check(int device, int groups, int* sms = nullptr, int* device_sms = nullptr);
@@ -123,7 +127,8 @@ int run_kernel_bench(const KernelBenchRequest& req);
 // How the replay's host threads kept up with their GPUs in the measured iteration (this
 // process's ranks), by action kind ("F", "I", "W", "B", "FB"): how long a thread took to enqueue
 // one action's kernels, and how many actions the GPU had begun before their last kernel was
-// enqueued (those may have waited for launches: the op then measures the host, not the GPU).
+// enqueued (those may have waited for launches: the op then measures the host, not the GPU),
+// not counting each rank's opening actions, before its thread first got ahead of its GPU.
 struct ReplayHostStats {
   struct Kind {
     int actions = 0;

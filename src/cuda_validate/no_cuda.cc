@@ -22,6 +22,7 @@ std::string device_name(int) { no_cuda("device_name"); }
 int device_count() { no_cuda("device_count"); }
 ProfileResult profile_chunk(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 SharingProfile profile_sharing(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
+std::vector<std::array<double, 3>> profile_partitions(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 std::string sm_partition_check(int, int, int*, int*) { return gpu_unavailable_reason(); }
 std::string profile_yaml(const ProfileResult&) { no_cuda("profile"); }
 int run_profile(const ProfileRequest&) { no_cuda("profile"); }

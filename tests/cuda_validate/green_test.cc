@@ -114,4 +114,14 @@ TEST_CASE("sharing by op kind: time-sliced and on partitions", "[gpu][green][pro
   CHECK(split.by_kind_gpu[0] < sliced.by_kind_gpu[0]);
   // Alone on half the SMs: slower than on all of them.
   CHECK(split.alone_ms[0] > 1.3 * sliced.alone_ms[0]);
+  // Each of two equal partitions alone: one entry per partition, the first agreeing with the
+  // sharing profile's (same partition, same timing), the other of the same size within 25%.
+  const auto parts = profile_partitions(s, 2, 5, 0, 2);
+  REQUIRE(parts.size() == 2);
+  std::printf("alone on partition 0: F %.3f I %.3f W %.3f ms; on partition 1: F %.3f I %.3f W %.3f ms\n", parts[0][0],
+              parts[0][1], parts[0][2], parts[1][0], parts[1][1], parts[1][2]);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(std::abs(parts[0][k] / split.alone_ms[k] - 1) < 0.10);
+    CHECK(std::abs(parts[1][k] / parts[0][k] - 1) < 0.25);
+  }
 }

@@ -101,6 +101,7 @@ class RankRunner {
     destroy_events();
     pending_.clear();
     local_.clear();
+    host_was_ahead_ = false;
     if (runs_++ > 0)  // the warm-up sized the activation pools: no allocation stalls while measured
       for (auto& [stage, c] : chunks_) c->stop_growing();
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
@@ -243,7 +244,8 @@ class RankRunner {
   }
 
   // The host's side of one action: the time to enqueue its kernels, and whether the GPU had begun
-  // the action before the last of them was enqueued.
+  // the action before the last of them was enqueued. A rank's opening actions always are (nothing
+  // is queued before them): those are not counted, only ones after the host was once ahead.
   void host_note(const Action& a, std::chrono::steady_clock::time_point t0, cudaEvent_t start) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const cudaError_t q = cudaEventQuery(start);
@@ -251,7 +253,8 @@ class RankRunner {
     auto& k = result_.host.by_kind[a.overlapped ? std::string("FB") : std::string(1, op_kind_char(a.first.kind))];
     ++k.actions;
     k.enqueue_ms += ms;
-    if (q == cudaSuccess) ++k.started_early;
+    if (q == cudaSuccess && host_was_ahead_) ++k.started_early;
+    if (q == cudaErrorNotReady) host_was_ahead_ = true;
   }
 
   void run_single(const Action& a) {
@@ -353,6 +356,7 @@ class RankRunner {
   const SmPartitions* parts_;
   int group_;
   int runs_ = 0;
+  bool host_was_ahead_ = false;  // this run: some action was fully enqueued before the GPU began it
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends

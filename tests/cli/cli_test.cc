@@ -72,6 +72,24 @@ TEST_CASE("unknown commands and flags: one line, a suggestion, exit 2", "[cli]")
   REQUIRE(r.code == 2);
 }
 
+TEST_CASE("validate: bad option values are refused before any GPU is looked for, exit 2", "[cli]") {
+  // Each value set is checked by the parser: one line naming the flag, the value and the choices.
+  struct Case { const char* args; const char* want; };
+  const Case cases[] = {
+      {"--sharing foo", "ppsim: --sharing: foo not in {kind,uniform} (see 'ppsim validate --help')\n"},
+      {"--rank-speeds fast", "ppsim: --rank-speeds: fast not in {profiled,equal} (see 'ppsim validate --help')\n"},
+      {"--sm-split maybe", "ppsim: --sm-split: maybe not in {auto,on,off} (see 'ppsim validate --help')\n"},
+      {"--transport ring", "ppsim: --transport: ring not in {pairs,links} (see 'ppsim validate --help')\n"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args);
+    const Result r = run_ppsim(fmt::format("validate {}/configs/small-1gpu.yaml {}", PPSIM_SOURCE_DIR, c.args));
+    CHECK(r.code == 2);
+    CHECK(r.err == c.want);
+    CHECK(r.out.empty());
+  }
+}
+
 TEST_CASE("impossible requests name the rule and the values, exit 3", "[cli]") {
   const Result r = run_ppsim("show dualpipe --pp 8 --microbatches 10");
   REQUIRE(r.code == 3);

@@ -40,24 +40,37 @@ double median(std::vector<float> v) {
 // Times `fn` (which enqueues on `s`) `reps` times after `warmup` runs; median ms of GPU time.
 // Each run waits behind a hold kernel (ops/elementwise.h) until the host has enqueued all of it,
 // so a host that launches slowly, or stalls for a moment, cannot stretch what is timed: op costs
-// are the GPU's. The hold grows when enqueueing outlasts it (that run is repeated).
+// are the GPU's. The hold follows the host's last enqueue time (twice it, at least 200 us); a run
+// whose enqueueing outlasted its hold is repeated (up to 8 times) with a longer one.
+class Hold {
+ public:
+  double us() const { return us_; }
+  // After a run whose enqueueing took `host_us`: true when it must be repeated.
+  bool outlasted(double host_us) {
+    const bool over = host_us > 0.8 * us_ && retries_ < 8;
+    if (over) ++retries_;
+    us_ = std::max(200.0, 2 * host_us);
+    return over;
+  }
+
+ private:
+  double us_ = 200;
+  int retries_ = 0;
+};
+
 double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps) {
   Event start, end;
-  double hold_us = 200;
+  Hold hold;
   std::vector<float> ms;
-  for (int i = 0, retries = 0; i < warmup + reps;) {
+  for (int i = 0; i < warmup + reps;) {
     const auto t0 = std::chrono::steady_clock::now();
-    hold_stream(s, hold_us);
+    hold_stream(s, hold.us());
     start.record(s);
     fn();
     end.record(s);
     const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
-    if (host_us > 0.8 * hold_us && retries < 8) {
-      hold_us = 2 * host_us;
-      ++retries;
-      continue;
-    }
+    if (hold.outlasted(host_us)) continue;
     if (i >= warmup) ms.push_back(end.ms_since(start));
     ++i;
   }
@@ -259,12 +272,12 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
   Event start, stop;
   // (1) The GPU alone: both streams start behind one hold, so everything is enqueued before
   // either starts (what the kernels do to each other: SMs when time-sliced, memory).
-  double hold_us = 500;
   auto gated_ms = [&](int x, int y, int y_count) {
+    Hold hold;
     std::vector<float> ms;
-    for (int i = 0, retries = 0; i < warmup + reps;) {
+    for (int i = 0; i < warmup + reps;) {
       const auto t0 = std::chrono::steady_clock::now();
-      hold_stream(a, hold_us);
+      hold_stream(a, hold.us());
       if (y >= 0) {
         fork.record(a);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
@@ -280,11 +293,7 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
       const double host_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
-      if (host_us > 0.8 * hold_us && retries < 8) {  // the hold ran out while enqueueing: hold longer, again
-        hold_us = 2 * host_us;
-        ++retries;
-        continue;
-      }
+      if (hold.outlasted(host_us)) continue;  // the hold ran out while enqueueing: again, held longer
       if (i >= warmup) ms.push_back(stop.ms_since(start) / kOps);
       ++i;
     }
@@ -297,8 +306,8 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
     std::vector<float> ms;
     for (int i = 0; i < warmup + reps; ++i) {
       std::atomic<int> launched{0};
-      std::atomic<bool> done{false};
-      std::exception_ptr failed;
+      std::atomic<bool> done{false}, other_failed{false};
+      std::exception_ptr failed;  // read only after the join
       std::thread other([&] {
         try {
           PPSIM_CUDA_CHECK(cudaSetDevice(device));
@@ -311,12 +320,13 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
           }
         } catch (...) {
           failed = std::current_exception();
+          other_failed.store(true);
           launched.store(1 << 30);
         }
       });
       try {
         while (launched.load() < 2) std::this_thread::yield();  // y is running on the GPU
-        if (!failed) {
+        if (!other_failed.load()) {
           start.record(a);
           for (int k = 0; k < kOps; ++k) (one.*ops[x])(0, a);
           stop.record(a);

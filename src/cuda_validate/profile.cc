@@ -278,18 +278,14 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
     for (int i = 0; i < warmup + reps;) {
       const auto t0 = std::chrono::steady_clock::now();
       hold_stream(a, hold.us());
-      if (y >= 0) {
-        fork.record(a);
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
-        for (int k = 0; k < y_count; ++k) (two.*ops[y])(0, b);
-      }
+      fork.record(a);
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
+      for (int k = 0; k < y_count; ++k) (two.*ops[y])(0, b);
       start.record(a);
       for (int k = 0; k < kOps; ++k) (one.*ops[x])(0, a);
       stop.record(a);
-      if (y >= 0) {
-        join.record(b);
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
-      }
+      join.record(b);
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
       const double host_us =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
       PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
@@ -345,8 +341,10 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
     }
     return median(std::move(ms));
   };
-  // Alone: everything enqueued first (the GPU's time, as profile_chunk's back-to-back runs give).
-  for (int x = 0; x < 3; ++x) out.alone_ms[static_cast<std::size_t>(x)] = gated_ms(x, -1, 0);
+  // Alone: held until enqueued (the GPU's time, timed as profile_chunk times op costs).
+  for (int x = 0; x < 3; ++x)
+    out.alone_ms[static_cast<std::size_t>(x)] =
+        time_ms([&] { for (int k = 0; k < kOps; ++k) (one.*ops[x])(0, a); }, a, warmup, reps) / kOps;
   for (int x = 0; x < 3; ++x)
     for (int y = 0; y < 3; ++y) {
       const std::size_t i = static_cast<std::size_t>(3 * x + y);

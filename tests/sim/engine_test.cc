@@ -8,6 +8,29 @@
 using namespace ppsim;
 using namespace ppsim::test;
 
+namespace {
+struct WantInterval {
+  int rank;
+  const char* op;
+  double start, end;  // in units
+};
+// The timeline holds exactly these actions, each at its hand-worked start and end.
+void check_intervals(const Timeline& t, std::initializer_list<WantInterval> want) {
+  REQUIRE(t.intervals.size() == want.size());
+  for (const WantInterval& w : want) {
+    INFO(w.op);
+    bool found = false;
+    for (const auto& iv : t.intervals)
+      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
+        found = true;
+        CHECK(iv.start == static_cast<Time>(w.start * U));
+        CHECK(iv.end == static_cast<Time>(w.end * U));
+      }
+    CHECK(found);
+  }
+}
+}  // namespace
+
 TEST_CASE("1f1b P=2 M=2 with latency 0.5: the hand-worked timeline", "[sim][engine]") {
   // F=1, B=2, latency c=0.5.
   // rank 0: F0 [0,1]  F1 [1,2]             B0 [5,7]   B1 [8,10]
@@ -129,20 +152,8 @@ TEST_CASE("two ranks sharing one device: actions re-timed as they come and go (h
   CHECK(r.makespan() == 12 * U);
   CHECK(r.ranks[0].busy == 9 * U);
   CHECK(r.ranks[1].busy == 9 * U);
-  struct Want { int rank; const char* op; double start, end; };
-  const Want want[] = {{0, "0F0", 0, 1}, {0, "0F1", 1, 3}, {1, "1F0", 1, 3},  {1, "1B0", 3, 5},
-                       {0, "0B0", 5, 9}, {1, "1F1", 5, 7}, {1, "1B1", 7, 10}, {0, "0B1", 10, 12}};
-  REQUIRE(r.timeline.intervals.size() == 8);
-  for (const Want& w : want) {
-    bool found = false;
-    for (const auto& iv : r.timeline.intervals)
-      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
-        found = true;
-        CHECK(iv.start == static_cast<Time>(w.start * U));
-        CHECK(iv.end == static_cast<Time>(w.end * U));
-      }
-    CHECK(found);
-  }
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 3}, {1, "1F0", 1, 3},  {1, "1B0", 3, 5},
+                               {0, "0B0", 5, 9}, {1, "1F1", 5, 7}, {1, "1B1", 7, 10}, {0, "0B1", 10, 12}});
   // Separate devices, or a device that does not slow down: the ordinary 1F1B, (M+P-1)(F+B) = 9.
   costs.rank_device = {0, 1};
   CHECK(simulate(s, costs).makespan() == 9 * U);
@@ -174,20 +185,8 @@ TEST_CASE("sharing by op kind: each action re-timed at its own rate (hand-worked
   CHECK(r.makespan() == 12 * U);
   CHECK(r.ranks[0].busy == static_cast<Time>(9.5 * U));
   CHECK(r.ranks[1].busy == 9 * U);
-  struct Want { int rank; const char* op; double start, end; };
-  const Want want[] = {{0, "0F0", 0, 1},     {0, "0F1", 1, 3},     {1, "1F0", 1, 3},     {1, "1B0", 3, 5},
-                       {0, "0B0", 5, 9.5},   {1, "1F1", 5, 6.5},   {1, "1B1", 6.5, 10},  {0, "0B1", 10, 12}};
-  REQUIRE(r.timeline.intervals.size() == 8);
-  for (const Want& w : want) {
-    bool found = false;
-    for (const auto& iv : r.timeline.intervals)
-      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
-        found = true;
-        CHECK(iv.start == static_cast<Time>(w.start * U));
-        CHECK(iv.end == static_cast<Time>(w.end * U));
-      }
-    CHECK(found);
-  }
+  check_intervals(r.timeline, {{0, "0F0", 0, 1},   {0, "0F1", 1, 3},   {1, "1F0", 1, 3},    {1, "1B0", 3, 5},
+                               {0, "0B0", 5, 9.5}, {1, "1F1", 5, 6.5}, {1, "1B1", 6.5, 10}, {0, "0B1", 10, 12}});
   // Malformed tables are refused.
   costs.share_by_kind = {2, 2, 2};
   CHECK_THROWS(simulate(s, costs));
@@ -232,19 +231,8 @@ TEST_CASE("a rank slower by op kind: its actions scaled by their mix (hand-worke
   CHECK(r.makespan() == 13 * U);
   CHECK(r.ranks[0].busy == 6 * U);
   CHECK(r.ranks[1].busy == 10 * U);
-  struct Want { int rank; const char* op; int start, end; };
-  const Want want[] = {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {1, "1F0", 1, 3},  {1, "1B0", 3, 6},
-                       {0, "0B0", 6, 8}, {1, "1F1", 6, 8}, {1, "1B1", 8, 11}, {0, "0B1", 11, 13}};
-  for (const Want& w : want) {
-    bool found = false;
-    for (const auto& iv : r.timeline.intervals)
-      if (iv.rank == w.rank && format_action(iv.action) == w.op) {
-        found = true;
-        CHECK(iv.start == w.start * U);
-        CHECK(iv.end == w.end * U);
-      }
-    CHECK(found);
-  }
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {1, "1F0", 1, 3},  {1, "1B0", 3, 6},
+                               {0, "0B0", 6, 8}, {1, "1F1", 6, 8}, {1, "1B1", 8, 11}, {0, "0B1", 11, 13}});
   // Every rank at 1 is no scaling; a table of the wrong size or a non-positive entry is refused.
   for (const auto& fam : families()) {
     const Schedule t = make_schedule(fam.name, resolve_params(fam, ScheduleParams{4, 8, 0, 0}));

@@ -5,14 +5,17 @@
 # Results go to $OUT (default ./gpu-validate-out): gpu_check.txt (+ its build.log, tests.txt,
 # summary.txt), sim_bench.txt, validate.txt (every run's tables, one after another) and
 # traces.tar.gz (trace_<n>gpu.json). The last lines printed are the summary tables.
-# Then, where they apply: the same multi-GPU config with `--transport links`, and under mpirun
-# (one process per GPU; on one GPU, `mpirun -np 1` and the refusal of two processes for one GPU),
-# and on one GPU the virtual ranks time-slicing the GPU (`--sm-split off`) beside the default
-# (each rank on its own SM partition), and predicted with sharing by op kind (`--sharing kind`)
-# beside the default (one slowdown for any two ops).
+# Then, where they apply: the same multi-GPU config with `--transport nccl` (the default is peer
+# copies on the copy engines), and under mpirun (one process per GPU: CUDA IPC; on one GPU,
+# `mpirun -np 1`, the refusal of two processes for one GPU, and the IPC path run functionally by
+# two processes sharing the GPU with PPSIM_ALLOW_SHARED_GPU=1), and on one GPU the virtual ranks
+# time-slicing the GPU (`--sm-split off`) beside the default (each rank on its own SM partition),
+# and predicted with sharing by op kind (`--sharing kind`) beside the default; and compute-sanitizer
+# (memcheck) over the replay and watchdog GPU tests.
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("links mpi timeslice kind": the extra runs; "" for none).
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi timeslice kind sanitize": the extra runs;
+# "" for none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -45,15 +48,22 @@ done
 big=0
 for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-for extra in ${VALIDATE_EXTRA-links mpi timeslice kind}; do
+for extra in ${VALIDATE_EXTRA-nccl mpi timeslice kind sanitize}; do
   [ "$big" -gt 0 ] || break
   cfg=$ROOT/configs/small-${big}gpu.yaml
   case $extra in
-    links)
-      [ "$big" -ge 2 ] || { echo "validate --transport links skipped: one GPU has no links"; continue; }
-      timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport links ${VALIDATE_ARGS:-} \
-        -o "$OUT/tmp/validate_${big}gpu_links.txt" 2>&1 | tail -3
-      echo "validate --transport links on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    nccl)
+      [ "$big" -ge 2 ] || { echo "validate --transport nccl skipped: one GPU moves every message within itself"; continue; }
+      timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport nccl ${VALIDATE_ARGS:-} \
+        -o "$OUT/tmp/validate_${big}gpu_nccl.txt" 2>&1 | tail -3
+      echo "validate --transport nccl on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    sanitize)  # the replay (peer; nccl on 2+ GPUs) and the watchdog under memcheck, tiny shapes
+      command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer skipped: not installed"; continue; }
+      PPSIM_TEST_UNDER_SANITIZER=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
+        "$ROOT/build-gpu/ppsim_tests" "replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measures a consistent timeline" \
+        > "$OUT/tmp/sanitize.txt" 2>&1
+      echo "compute-sanitizer memcheck over the replay test on $ngpu GPU(s): exit $? after $(( $(date +%s) - START )) s"
+      grep -m2 "ERROR SUMMARY\|test cases" "$OUT/tmp/sanitize.txt" ;;
     kind)  # virtual ranks shared by op kind instead of one slowdown for any two ops
       [ "$big" = 1 ] || continue
       timeout 150 "$P" validate "$cfg" -s "$S" --devices 1 --sharing kind ${VALIDATE_ARGS:-} \
@@ -74,6 +84,10 @@ for extra in ${VALIDATE_EXTRA-links mpi timeslice kind}; do
       if [ "$big" = 1 ]; then  # two processes for one GPU: refused with one line each, exit 2
         timeout 60 mpirun -np 2 --bind-to none "$P" validate "$cfg" -s 1f1b 2>&1 | grep "^ppsim" | head -2
         echo "mpirun -np 2 on one GPU: exit ${PIPESTATUS[0]} (2 expected)"
+        # ... unless allowed for a test: the IPC path between two processes on one GPU (functional only)
+        timeout 150 mpirun -np 2 --bind-to none -x PPSIM_ALLOW_SHARED_GPU=1 "$P" validate "$ROOT/configs/small-2gpu.yaml" \
+          -s 1f1b,dualpipev --sm-split off --transport ipc -o "$OUT/tmp/validate_ipc_shared1gpu.txt" 2>&1 | tail -3
+        echo "mpirun -np 2 --transport ipc sharing one GPU (functional): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
       fi ;;
   esac
 done

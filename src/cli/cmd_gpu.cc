@@ -84,7 +84,8 @@ struct ValidateArgs {
   int reps = 10;
   double target = 0;
   bool no_link_probe = false;
-  std::string transport = "pairs";
+  std::string transport = "auto";
+  double timeout_s = 120;
   std::string sm_split = "auto";
   std::string sharing = "uniform";
   std::string rank_speeds = "profiled";
@@ -105,7 +106,7 @@ struct LinkProbe {
 };
 
 std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport,
-                                    bool sm_partitions) {
+                                    bool sm_partitions, double timeout_s) {
   // Collective under mpirun/srun: every process replays its share, every process gets the result.
   if (pp < 2) return std::nullopt;
   const Schedule s = make_schedule("gpipe", ScheduleParams{pp, 2 * pp, 0, 0});
@@ -114,6 +115,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   rc.devices = devices;
   rc.warmup_iterations = 3;
   rc.transport = transport;
+  rc.nccl_timeout_s = timeout_s;
   rc.sm_partitions = sm_partitions;
   // Three replays, each giving its median transfer; the middle one is kept. A replay now and then
   // runs slow as a whole (seen: a first probe of 1.4 ms per message where the others gave 20 us),
@@ -183,9 +185,15 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the results here");
   sub.add_option("--transport", a->transport,
-                 "between GPUs of one process: pairs (one NCCL communicator per GPU) or links (one per pair of "
-                 "ranks, as across processes)")
-      ->check(CLI::IsMember({"pairs", "links"}))
+                 "how tensors move between ranks: auto (peer in one process, ipc for processes of one host, nccl "
+                 "across hosts), peer (copy-engine peer copies), ipc (the same through CUDA IPC, one process per "
+                 "GPU), nccl (one NCCL communicator, for comparison)")
+      ->check(CLI::IsMember({"auto", "peer", "ipc", "nccl"}))
+      ->capture_default_str();
+  sub.add_option("--timeout", a->timeout_s,
+                 "seconds a rank may wait for a message or its GPU before the replay ends with one line naming "
+                 "the rank, its op and what it waited for (exit 5)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub.add_option("--sm-split", a->sm_split,
                  "ranks sharing a GPU: on = each on its own equal share of the SMs (CUDA green contexts), off = "
@@ -216,19 +224,24 @@ Runner setup_validate(CLI::App& sub) {
     const mpi::World& world = mpi::init_if_launched();
     const Format f = parse_format(a->format, {"table", "json"});
     const ModelConfig cfg = load_config(a->config, a->sets);
-    require_gpu("validate");
     const bool multi = world.size > 1;
+    // Refuse a transport that cannot reach the peers before any GPU work.
+    const launch::TransportKind transport =
+        launch::choose_transport(a->transport, world.size, multi ? world.local_size : 1);
+    require_gpu("validate");
     if (multi && a->devices > 0 && a->devices != world.size)
       throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
                                    "--devices out)",
                                    a->devices, world.size, world.launcher),
                        {}, kExitUsage);
-    const int my_device = multi ? world.local_rank : 0;
+    const bool shared_gpus = launch::shared_gpus_allowed();
+    const int my_device = multi ? launch::gpu_of_process(world.local_rank, gpu::device_count(), shared_gpus) : 0;
     const ModelConfigData& c = *cfg.data;
     int pp = 0, m = 0, v = 0;
     apply_config_parallel(cfg, pp, m, v);
     if (multi)
-      if (const std::string why = launch::placement_problem(world.size, world.local_size, gpu::device_count(), pp);
+      if (const std::string why = launch::placement_problem(world.size, world.local_size,
+                                                            shared_gpus ? world.local_size : gpu::device_count(), pp);
           !why.empty())
         throw InputError(why, {}, kExitUsage);
     std::string list = a->schedules.empty() ? config_schedules(cfg) : a->schedules;
@@ -249,6 +262,7 @@ Runner setup_validate(CLI::App& sub) {
     j["config"] = a->config;
     j["gpu"] = gpu::device_name(my_device);
     if (multi) j["processes"] = {{"count", world.size}, {"launcher", world.launcher}};
+    j["transport"] = launch::transport_name(transport);
     j["results"] = nlohmann::json::array();
     j["skipped"] = nlohmann::json::array();
     std::vector<Timeline> keep;
@@ -285,10 +299,17 @@ Runner setup_validate(CLI::App& sub) {
       j["device_sharing"]["profiles"] = nlohmann::json::object();
     }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0);
+    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
+    double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"runs_us", probe->runs_us}, {"transfers", probe->transfers},
                          {"bytes", probe->bytes}, {"schedule", "gpipe"}, {"microbatches", 2 * pp}};
+      if (probe->bytes > 0) {
+        const int peer = ndev > 1 && !multi ? 1 : my_device;
+        copy_us = gpu::copy_probe_us(static_cast<std::size_t>(probe->bytes), my_device, peer, 20);
+        j["link_probe"]["standalone_copy_us"] = copy_us;
+        j["link_probe"]["standalone_copy_gpus"] = {my_device, peer};
+      }
     }
     std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
     for (const Family* fam : fams) {
@@ -375,6 +396,7 @@ Runner setup_validate(CLI::App& sub) {
       rc.stage_shapes = {shape};
       rc.devices = a->devices;
       rc.transport = a->transport;
+      rc.nccl_timeout_s = a->timeout_s;
       rc.sm_partitions = split > 0;
       gpu::ReplayHostStats host;
       rc.host_stats = &host;
@@ -425,7 +447,7 @@ Runner setup_validate(CLI::App& sub) {
     }
     std::optional<LinkProbe> probe_after;
     if (probe) {
-      probe_after = probe_link(pp, one_layer, a->devices, a->transport, split > 0);
+      probe_after = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
       if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
     }
     if (world.rank != 0) return 0;  // process 0 reports for all
@@ -449,9 +471,18 @@ Runner setup_validate(CLI::App& sub) {
                             fmt::join(probe->runs_us, ", "),
                             probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
                                         : std::string());
+      if (probe && copy_us > 0)
+        text += fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
+                            probe->bytes, ndev > 1 && !multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", copy_us,
+                            probe->median_us / copy_us);
       if (multi)
         text += fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n", world.size,
                             world.launcher, world.size);
+      text += fmt::format("transport: {}\n", transport == launch::TransportKind::Peer
+                                                  ? "peer (copy-engine peer copies, ordered by CUDA events)"
+                                              : transport == launch::TransportKind::Ipc
+                                                  ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
+                                                  : "nccl (one communicator, one message order on every process)");
       if (ndev < pp) {
         text += split ? fmt::format("device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
                                     "contexts; op costs profiled on one such share)\n",

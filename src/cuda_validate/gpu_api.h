@@ -25,6 +25,10 @@ std::string gpu_unavailable_reason();
 // "NVIDIA H100 80GB HBM3" for `device` (throws InputError(kExitGpu) when there is none).
 std::string device_name(int device = 0);
 int device_count();  // visible CUDA GPUs
+// A standalone copy of `bytes` from GPU src to GPU dst (the same GPU: a device copy), on a copy
+// engine, event-timed: the median of `reps` runs in microseconds. What the replay's transfers are
+// measured against (the hardware's cost of moving one message, with nothing else running).
+double copy_probe_us(std::size_t bytes, int src, int dst, int reps);
 
 // One pipeline chunk: `layers` transformer layers, run on `micro_batch` x `seq_len` tokens.
 // experts == 0: a dense SwiGLU MLP of width ffn_hidden. experts > 0: a top_k MoE over
@@ -143,12 +147,18 @@ struct ReplayConfig {
   std::vector<ChunkShape> stage_shapes;
   int devices = 0;            // GPUs to use; 0 = all visible. Fewer GPUs than ranks: ranks share GPUs.
   int warmup_iterations = 1;  // whole-schedule runs before the measured one
-  double nccl_timeout_s = 120;  // a rank waiting longer on NCCL aborts the communicators
-  // Between GPUs of one process: "pairs" (one NCCL communicator per GPU; each message's send and
-  // receive issued together, under a lock, by the consumer) or "links" (a two-rank communicator
-  // per directed pair of ranks, each end issuing in the sender's order). Across processes
-  // (mpirun/srun) always "links".
-  std::string transport = "pairs";
+  // The watchdog: a wait (a message, a stream) longer than this ends the replay with one line
+  // naming the rank, its op and what it waited for (InputError, exit code 5).
+  double nccl_timeout_s = 120;
+  // How tensors move between ranks (launch::choose_transport, replay/transport.h): "auto" (peer
+  // in one process, ipc for processes of one host, nccl across hosts), "peer" (copy-engine peer
+  // copies ordered by CUDA events), "ipc" (the same through CUDA IPC, several processes), "nccl"
+  // (one communicator, every message issued in one global order on every process).
+  std::string transport = "auto";
+  std::string* transport_used = nullptr;  // when set: the kind "auto" chose
+  // Tests of the watchdog: the producer of this message (grad, stage, micro-batch) never sends it,
+  // so its consumer waits for a message nobody sends. Empty: every message is sent.
+  std::vector<int> never_send;
   // Ranks sharing a GPU each run on their own equal share of its SMs (CUDA green contexts)
   // instead of time-slicing all of them.
   bool sm_partitions = false;

@@ -20,6 +20,7 @@ std::string gpu_unavailable_reason() {
 
 std::string device_name(int) { no_cuda("device_name"); }
 int device_count() { no_cuda("device_count"); }
+double copy_probe_us(std::size_t, int, int, int) { no_cuda("copy probe"); }
 ProfileResult profile_chunk(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 SharingProfile profile_sharing(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 std::vector<std::array<double, 3>> profile_partitions(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }

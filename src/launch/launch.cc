@@ -61,6 +61,12 @@ std::string launch_problem(const LaunchEnv& env, bool built_with_mpi) {
                      env.size);
 }
 
+bool shared_gpus_allowed(const EnvLookup& lookup) {
+  const EnvLookup get = lookup ? lookup : EnvLookup([](const char* k) -> const char* { return std::getenv(k); });
+  const char* v = get("PPSIM_ALLOW_SHARED_GPU");
+  return v && std::strcmp(v, "1") == 0;
+}
+
 std::string placement_problem(int processes, int local, int gpus, int ranks) {
   if (local > gpus)
     return fmt::format("{} processes on this node but {} GPU(s) visible: start one process per GPU", local, gpus);
@@ -101,39 +107,89 @@ std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule
   return links;
 }
 
-LinkReceiver::LinkReceiver(std::vector<MsgKey> order) : order_(std::move(order)) {
-  for (std::size_t i = 0; i < order_.size(); ++i) position_[order_[i]] = i;
-}
-
-LinkReceiver::Plan LinkReceiver::take(const MsgKey& key) {
-  const auto pos = position_.find(key);
-  auto what = [&] {
-    return fmt::format("the {} of stage {} micro-batch {}", key.grad ? "gradient" : "activation", key.stage, key.microbatch);
+std::vector<MsgKey> message_order(const Schedule& s) {
+  const int P = static_cast<int>(s.ranks.size());
+  std::set<MsgKey> produced;  // every message made so far, cross-rank or within a rank
+  std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);
+  std::vector<MsgKey> order;
+  auto input_of = [&](const Op& op, MsgKey& key) {
+    if (op.kind == OpKind::F && !s.is_first_stage(op.stage)) {
+      key = MsgKey{0, op.stage, op.microbatch};
+      return true;
+    }
+    if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s.is_last_stage(op.stage)) {
+      key = MsgKey{1, op.stage, op.microbatch};
+      return true;
+    }
+    return false;  // W needs its own I, earlier on the same rank
   };
-  if (pos == position_.end())
-    throw InputError(fmt::format("replay: {} is not sent on this link", what()), {}, kExitInternal);
-  if (taken_.count(key)) throw InputError(fmt::format("replay: {} was received twice", what()), {}, kExitInternal);
-  taken_[key] = true;
-  Plan p;
-  if (pos->second < issued_) {  // received ahead of its use
-    landed_.erase(key);
-    p.direct = false;
-    return p;
+  std::size_t done = 0, total = 0;
+  for (const auto& acts : s.ranks) total += acts.size();
+  while (done < total) {
+    bool progressed = false;
+    for (int r = 0; r < P; ++r) {
+      const auto& acts = s.ranks[static_cast<std::size_t>(r)];
+      std::size_t& i = next[static_cast<std::size_t>(r)];
+      while (i < acts.size()) {
+        const Action& a = acts[i];
+        bool ready = true;
+        for (int k = 0; k < a.size() && ready; ++k)
+          if (MsgKey in; input_of(a.op(k), in) && !produced.count(in)) ready = false;
+        if (!ready) break;
+        for (int k = 0; k < a.size(); ++k) {
+          MsgKey out;
+          if (!output_message(s, a.op(k), out)) continue;
+          produced.insert(out);
+          if (consumer_rank(s, out) != r) order.push_back(out);
+        }
+        ++i;
+        ++done;
+        progressed = true;
+      }
+    }
+    if (!progressed)
+      throw InputError("replay: the schedule cannot run to its end (an op waits for a message nobody sends first); "
+                       "`ppsim show --schedule-file` reports the cycle");
   }
-  while (issued_ < pos->second) {
-    p.land_first.push_back(order_[issued_]);
-    landed_[order_[issued_]] = true;
-    ++issued_;
-  }
-  ++issued_;
-  return p;
+  return order;
 }
 
-void LinkReceiver::reset() {
-  issued_ = 0;
-  landed_.clear();
-  taken_.clear();
+const char* transport_name(TransportKind k) {
+  switch (k) {
+    case TransportKind::Peer: return "peer";
+    case TransportKind::Ipc: return "ipc";
+    case TransportKind::Nccl: return "nccl";
+  }
+  return "?";
 }
+
+TransportKind choose_transport(const std::string& requested, int processes, int local) {
+  const bool one_host = local >= processes;
+  if (requested == "auto") {
+    if (processes <= 1) return TransportKind::Peer;
+    return one_host ? TransportKind::Ipc : TransportKind::Nccl;
+  }
+  if (requested == "peer") {
+    if (processes > 1)
+      throw InputError(fmt::format("--transport peer moves tensors within one process, but {} processes were started",
+                                   processes),
+                       one_host ? "--transport ipc" : "--transport nccl", kExitUsage);
+    return TransportKind::Peer;
+  }
+  if (requested == "ipc") {
+    if (processes <= 1)
+      throw InputError("--transport ipc connects several processes (mpirun/srun), but this is the only one",
+                       "--transport peer", kExitUsage);
+    if (!one_host)
+      throw InputError(fmt::format("--transport ipc needs every process on one host; {} of {} are on this one", local,
+                                   processes),
+                       "--transport nccl", kExitUsage);
+    return TransportKind::Ipc;
+  }
+  if (requested == "nccl") return TransportKind::Nccl;
+  throw InputError(fmt::format("unknown transport '{}' (auto, peer, ipc or nccl)", requested), {}, kExitUsage);
+}
+
 
 // ---- Timeline shares ----------------------------------------------------------------------------
 

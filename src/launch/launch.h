@@ -4,16 +4,17 @@
 //                      says how many processes were started and which one this is
 //   process_of_rank()  which process replays schedule rank r (r % W, as ranks share GPUs r % G)
 //   link_sequences()   for every pair of ranks (src -> dst) that exchange tensors, the messages
-//                      in the order src produces them: a cross-process NCCL link carries them in
-//                      exactly this order on both ends, so neither side needs to ask the other
+//                      in the order src produces them
+//   message_order()    every cross-rank message in one order all processes compute alike and an
+//                      execution can follow (the NCCL transport issues in it on every process)
+//   choose_transport() peer / ipc / nccl from the request and where the processes are
 //   encode_part() / merge_parts()
 //                      a process's share of a measured Timeline, as text, and the whole Timeline
 //                      from every process's share (transfers are joined from the sender's half,
 //                      which knows when the message left, and the receiver's, which knows when
 //                      it arrived)
 // Not obvious: the replay's sender issues its messages in its action order (an action's first op,
-// then its second; replay.cc's finish() asks output_message() which message an op sends), and the
-// receiver receives in that order too, landing a message it does not need yet in a spare buffer.
+// then its second; replay.cc's finish() asks output_message() which message an op sends).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -52,6 +53,15 @@ std::string placement_problem(int processes, int local, int gpus, int ranks);
 
 inline int process_of_rank(int rank, int processes) { return processes > 1 ? rank % processes : 0; }
 
+// PPSIM_ALLOW_SHARED_GPU=1 (for tests): processes may share GPUs, process p on GPU p % gpus, so
+// that the multi-process paths (CUDA IPC, the shared flags) run on a one-GPU machine. Timings of
+// such a run mean nothing.
+bool shared_gpus_allowed(const EnvLookup& lookup = {});
+// The GPU of the process with this node-local rank.
+inline int gpu_of_process(int local_rank, int gpus, bool shared) {
+  return shared && gpus > 0 ? local_rank % gpus : local_rank;
+}
+
 // A message between stages: the activation into `stage` (grad 0) or the gradient into `stage`
 // (grad 1) of one micro-batch. Every message of a schedule has a distinct key.
 struct MsgKey {
@@ -78,30 +88,26 @@ int consumer_rank(const Schedule& s, const MsgKey& key);
 // (src rank, dst rank) -> messages in src's production order; only pairs with src != dst.
 std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule& s);
 
-// The receiving end of a link: messages arrive in the sender's order, the consumer asks for them
-// in its own. take(key) says what to issue now, in order: the earlier messages not yet received
-// (into spare buffers: `land_first`), then `key` itself (`direct`), unless `key` landed earlier
-// (`direct` false: copy it out of its spare buffer). Receives are issued exactly in `order`.
-class LinkReceiver {
- public:
-  explicit LinkReceiver(std::vector<MsgKey> order);
-  struct Plan {
-    std::vector<MsgKey> land_first;
-    bool direct = true;
-  };
-  // Throws InputError(kExitInternal) for a key the sender never sends or one taken twice.
-  Plan take(const MsgKey& key);
-  void reset();  // a new iteration: nothing received, nothing landed
-  std::size_t issued() const { return issued_; }
-  std::size_t landed() const { return landed_.size(); }
+// Every cross-rank message of the schedule in one order that every process computes alike and
+// that an execution can follow: ranks run in turn (0, 1, ..., P-1, 0, ...), each as far as its
+// next action's inputs have been produced, and a message joins the order when its op runs. So a
+// message comes after every message its producer consumed before it, and on each link the order
+// is the sender's production order (link_sequences). The NCCL transport issues its sends and
+// receives in this order on every process, so the two ends of a message always match.
+// Throws InputError when the schedule cannot run to its end (a deadlock the validator reports).
+std::vector<MsgKey> message_order(const Schedule& s);
 
- private:
-  std::vector<MsgKey> order_;
-  std::map<MsgKey, std::size_t> position_;
-  std::size_t issued_ = 0;
-  std::map<MsgKey, bool> landed_;  // received ahead, not yet taken
-  std::map<MsgKey, bool> taken_;
-};
+// How the replay moves tensors between ranks on different GPUs (docs/GPU.md):
+//   peer: one process; copy-engine peer copies, ordered by CUDA events across devices
+//   ipc:  one process per GPU on one host; the same copies into CUDA IPC memory
+//   nccl: NCCL send/recv on one communicator, issued in message_order() on every process
+enum class TransportKind { Peer, Ipc, Nccl };
+const char* transport_name(TransportKind k);
+// `requested` is auto|peer|ipc|nccl. auto: peer for one process, ipc when every process is on
+// one host (`local` == `processes`), nccl across hosts. Throws InputError(kExitUsage) for a name
+// that does not exist or a kind that cannot reach the peers (peer with several processes, ipc
+// with one process or across hosts).
+TransportKind choose_transport(const std::string& requested, int processes, int local);
 
 // One process's share of a measured Timeline.
 struct SendHalf {  // a message that left for another process

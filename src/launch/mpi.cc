@@ -129,4 +129,11 @@ bool any_of(bool mine) {
   return mine;
 }
 
+void abort_job(int code) {
+#ifdef PPSIM_HAVE_MPI
+  if (g_world.active && g_world.size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::_Exit(code);
+}
+
 }  // namespace ppsim::mpi

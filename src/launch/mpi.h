@@ -34,5 +34,8 @@ void bcast(void* data, std::size_t bytes, int root);
 std::vector<std::string> allgather(const std::string& mine);
 // True on every process when `mine` is true on any.
 bool any_of(bool mine);
+// Ends this process with `code`, and under MPI every process of the job (MPI_Abort): for a
+// watchdog that finds a thread stuck where no wait can be bounded.
+[[noreturn]] void abort_job(int code);
 
 }  // namespace ppsim::mpi

@@ -79,7 +79,7 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
       {"--sharing foo", "ppsim: --sharing: foo not in {kind,uniform} (see 'ppsim validate --help')\n"},
       {"--rank-speeds fast", "ppsim: --rank-speeds: fast not in {profiled,equal} (see 'ppsim validate --help')\n"},
       {"--sm-split maybe", "ppsim: --sm-split: maybe not in {auto,on,off} (see 'ppsim validate --help')\n"},
-      {"--transport ring", "ppsim: --transport: ring not in {pairs,links} (see 'ppsim validate --help')\n"},
+      {"--transport ring", "ppsim: --transport: ring not in {auto,peer,ipc,nccl} (see 'ppsim validate --help')\n"},
   };
   for (const Case& c : cases) {
     INFO(c.args);
@@ -88,6 +88,21 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
     CHECK(r.err == c.want);
     CHECK(r.out.empty());
   }
+}
+
+TEST_CASE("validate: a transport that cannot reach the peers, or a timeout <= 0, is refused before any GPU work",
+          "[cli]") {
+  // One process (no mpirun): ipc has no other process to reach; the suggestion is peer.
+  Result r = run_ppsim(fmt::format("validate {}/configs/small-1gpu.yaml --transport ipc", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err ==
+        "ppsim: --transport ipc connects several processes (mpirun/srun), but this is the only one, did you mean "
+        "'--transport peer'?\n");
+  CHECK(r.out.empty());
+  r = run_ppsim(fmt::format("validate {}/configs/small-1gpu.yaml --timeout 0", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err.rfind("ppsim: --timeout: ", 0) == 0);
+  CHECK(r.err.find('\n') == r.err.size() - 1);
 }
 
 TEST_CASE("impossible requests name the rule and the values, exit 3", "[cli]") {

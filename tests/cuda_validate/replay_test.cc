@@ -3,6 +3,7 @@
 // not overlap; each op starts after the data it needs was produced and had arrived; every
 // cross-rank activation and gradient shows up as a Transfer; activation counts return to zero.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -114,10 +115,10 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
   cfg.stage_shapes = {tiny_shape()};
   cfg.warmup_iterations = 1;
   cfg.nccl_timeout_s = 60;
-  // Between GPUs both transports: one communicator per GPU ("pairs") and one per pair of ranks
-  // ("links", what processes under mpirun use); on one GPU there is nothing between GPUs.
-  std::vector<std::string> transports{"pairs"};
-  if (devices > 1) transports.push_back("links");
+  // Peer copies always (between virtual ranks of one GPU too); NCCL where there are two GPUs
+  // (on one GPU every message stays on it and goes the peer way).
+  std::vector<std::string> transports{"peer"};
+  if (devices > 1) transports.push_back("nccl");
   for (const std::string& transport : transports) {
     cfg.transport = transport;
     for (const char* family : {"1f1b", "zb-h1", "dualpipe", "dualpipev"}) {
@@ -167,4 +168,46 @@ TEST_CASE("replay rejects stage shapes that cannot exchange tensors", "[gpu]") {
   b.hidden = 256;
   cfg.stage_shapes = {a, b};
   CHECK_THROWS_AS(replay_schedule(s, cfg), ppsim::InputError);
+}
+
+TEST_CASE("replay watchdog: a receive nobody sends ends the replay with one line, within the timeout plus 10 s",
+          "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  int devices = 0;
+  PPSIM_CUDA_CHECK(cudaGetDeviceCount(&devices));
+  // 1F1B P=2 M=2: rank 0 runs F0 F1 B0 B1, rank 1 F0 B0 F1 B1. Rank 0 never sends the activation
+  // into stage 1 of micro-batch 1, so rank 1's F1 waits for it forever (and rank 0's B1 for the
+  // gradient that F1 would lead to).
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  std::vector<std::string> transports{"peer"};
+  if (devices > 1) transports.push_back("nccl");
+  for (const std::string& transport : transports) {
+    ReplayConfig cfg;
+    cfg.stage_shapes = {tiny_shape()};
+    cfg.warmup_iterations = 0;
+    cfg.nccl_timeout_s = 3;
+    cfg.transport = transport;
+    cfg.never_send = {0, 1, 1};
+    INFO("transport " << transport << " on " << std::min(devices, 2) << " GPU(s)");
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string line;
+    int code = 0;
+    try {
+      (void)replay_schedule(s, cfg);
+    } catch (const ppsim::InputError& e) {
+      line = e.one_line();
+      code = e.exit_code();
+    }
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("watchdog (%s): %.1f s: %s\n", transport.c_str(), took, line.c_str());
+    CHECK(code == ppsim::kExitGpu);
+    // One line says it all (GPU failures add a `hint:` line after it, as every GPU error does).
+    line = line.substr(0, line.find('\n'));
+    CHECK(line.find("waited") != std::string::npos);
+    CHECK(line.find("activation into stage 1 micro-batch 1 from rank 0") != std::string::npos);
+    // The consumer names itself and its op (with NCCL the sequencer may notice first).
+    if (transport == "peer") CHECK(line.find("rank 1 (F of stage 1 micro-batch 1)") != std::string::npos);
+    CHECK(took < cfg.nccl_timeout_s + 10);
+    CHECK(took >= cfg.nccl_timeout_s * 0.9);
+  }
 }

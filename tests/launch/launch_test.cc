@@ -235,60 +235,91 @@ TEST_CASE("merge_parts refuses shares that do not fit together", "[launch]") {
   CHECK_THROWS_AS(encode_part(wrong, s), InputError);
 }
 
-TEST_CASE("LinkReceiver issues receives in the sender's order whatever order they are taken in", "[launch]") {
-  std::vector<MsgKey> order;
-  for (int m = 0; m < 6; ++m) order.push_back(MsgKey{m % 2, 3, m});
-  LinkReceiver rx(order);
-  // By hand: take 2 first -> 0 and 1 land, 2 direct; then 0 and 1 come out of their spares; 5
-  // lands 3 and 4; 3 and 4 come out of spares.
-  auto p = rx.take(order[2]);
-  CHECK(p.direct);
-  REQUIRE(p.land_first.size() == 2);
-  CHECK(p.land_first[0] == order[0]);
-  CHECK(p.land_first[1] == order[1]);
-  CHECK(rx.landed() == 2);
-  CHECK_FALSE(rx.take(order[1]).direct);
-  CHECK_FALSE(rx.take(order[0]).direct);
-  CHECK(rx.landed() == 0);
-  p = rx.take(order[5]);
-  CHECK(p.direct);
-  CHECK(p.land_first.size() == 2);
-  CHECK(rx.issued() == 6);
-  CHECK_FALSE(rx.take(order[3]).direct);
-  CHECK_FALSE(rx.take(order[4]).direct);
-  CHECK_THROWS_AS(rx.take(order[4]), InputError);             // twice
-  CHECK_THROWS_AS(rx.take(MsgKey{0, 9, 0}), InputError);      // never sent here
-  rx.reset();
-  CHECK(rx.issued() == 0);
-  CHECK(rx.take(order[0]).direct);
-
-  // Every order of taking: the receives issued (landed + direct) are exactly `order`, each key
-  // is delivered once, and a key is direct exactly when nothing after it was issued before.
-  std::vector<int> idx{0, 1, 2, 3, 4, 5};
-  int orders = 0;
-  do {
-    rx.reset();
-    std::vector<MsgKey> issued;
-    std::set<std::tuple<int, int, int>> delivered;
-    for (int i : idx) {
-      const MsgKey& k = order[static_cast<std::size_t>(i)];
-      const std::size_t before = rx.issued();
-      const auto plan = rx.take(k);
-      for (const auto& e : plan.land_first) issued.push_back(e);
-      if (plan.direct) issued.push_back(k);
-      CHECK(plan.direct == (static_cast<std::size_t>(i) >= before));
-      CHECK(delivered.insert({k.grad, k.stage, k.microbatch}).second);
-    }
-    CHECK(issued == order);
-    CHECK(rx.landed() == 0);
-    ++orders;
-  } while (std::next_permutation(idx.begin(), idx.end()));
-  CHECK(orders == 720);
-}
-
 TEST_CASE("placement_problem: one GPU per process, at most one process per rank", "[launch]") {
   CHECK(placement_problem(2, 2, 2, 4).empty());
   CHECK(placement_problem(4, 2, 2, 4).empty());  // two nodes of two
   CHECK(placement_problem(2, 2, 1, 2) == "2 processes on this node but 1 GPU(s) visible: start one process per GPU");
   CHECK(placement_problem(4, 4, 8, 2) == "4 processes for 2 pipeline ranks: start at most one process per rank");
+}
+
+TEST_CASE("message_order: 1F1B P=2 M=2 by hand", "[launch]") {
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  // Rank 0: F0 F1 B0 B1 (warm-up of P-1 = 1 F, then 1F1B); rank 1: F0 B0 F1 B1.
+  // Turn 1: rank 0 runs F0 (sends act 1/0), F1 (act 1/1), then waits for grad 0/0;
+  //         rank 1 runs F0, B0 (grad 0/0), F1, B1 (grad 0/1): everything it needs is there.
+  // Turn 2: rank 0 runs B0, B1 (stage 0 sends nothing back).
+  const std::vector<MsgKey> expected{{0, 1, 0}, {0, 1, 1}, {1, 0, 0}, {1, 0, 1}};
+  CHECK(message_order(s) == expected);
+}
+
+TEST_CASE("message_order: every cross-rank message once, after its producer's inputs, links in sender order",
+          "[launch]") {
+  for (const char* fam : {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zbv", "chimera", "dualpipe", "dualpipev"}) {
+    for (int pp : {2, 4, 8}) {
+      const Schedule s = make_schedule(fam, resolve_params(find_family(fam), ScheduleParams{pp, 2 * pp, 0, 0}));
+      INFO(fam << " P=" << pp);
+      const std::vector<MsgKey> order = message_order(s);
+      std::map<MsgKey, std::size_t> at;
+      for (std::size_t i = 0; i < order.size(); ++i) CHECK(at.emplace(order[i], i).second);
+      // The same messages as the links carry, and on each link in the sender's order.
+      std::size_t on_links = 0;
+      for (const auto& [pair, seq] : link_sequences(s)) {
+        on_links += seq.size();
+        for (std::size_t k = 1; k < seq.size(); ++k) CHECK(at.at(seq[k - 1]) < at.at(seq[k]));
+      }
+      CHECK(order.size() == on_links);
+      // Causality: a message made by an action on rank r comes after every cross-rank message
+      // that r consumed in that action or before it.
+      for (int r = 0; r < s.pp; ++r) {
+        std::size_t latest_in = 0;
+        bool any_in = false;
+        for (const Action& a : s.ranks[static_cast<std::size_t>(r)]) {
+          for (int k = 0; k < a.size(); ++k) {
+            const Op& op = a.op(k);
+            MsgKey in;
+            bool has = false;
+            if (op.kind == OpKind::F && !s.is_first_stage(op.stage)) in = MsgKey{0, op.stage, op.microbatch}, has = true;
+            if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s.is_last_stage(op.stage))
+              in = MsgKey{1, op.stage, op.microbatch}, has = true;
+            if (has && at.count(in)) latest_in = std::max(latest_in, at.at(in)), any_in = true;
+          }
+          for (int k = 0; k < a.size(); ++k)
+            if (MsgKey out; output_message(s, a.op(k), out) && at.count(out) && any_in) CHECK(at.at(out) > latest_in);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("message_order refuses a schedule that waits for a message nobody sends", "[launch]") {
+  Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  // Rank 0 never runs F of micro-batch 1: rank 1's F1 waits forever.
+  auto& r0 = s.ranks[0];
+  r0.erase(std::remove_if(r0.begin(), r0.end(),
+                          [](const Action& a) { return a.first.kind == OpKind::F && a.first.microbatch == 1; }),
+           r0.end());
+  CHECK_THROWS_AS(message_order(s), InputError);
+}
+
+TEST_CASE("choose_transport: auto by where the peers are; impossible choices refused", "[launch]") {
+  CHECK(choose_transport("auto", 1, 1) == TransportKind::Peer);
+  CHECK(choose_transport("auto", 2, 2) == TransportKind::Ipc);   // both processes on this host
+  CHECK(choose_transport("auto", 4, 2) == TransportKind::Nccl);  // two of four here: several hosts
+  CHECK(choose_transport("nccl", 1, 1) == TransportKind::Nccl);  // for comparison, on one host too
+  CHECK(choose_transport("peer", 1, 1) == TransportKind::Peer);
+  CHECK(choose_transport("ipc", 2, 2) == TransportKind::Ipc);
+  auto code_of = [](const std::string& req, int procs, int local) {
+    try {
+      (void)choose_transport(req, procs, local);
+    } catch (const InputError& e) {
+      return std::make_pair(e.exit_code(), e.one_line());
+    }
+    return std::make_pair(0, std::string());
+  };
+  CHECK(code_of("peer", 2, 2).first == kExitUsage);
+  CHECK(code_of("peer", 2, 2).second.find("did you mean '--transport ipc'") != std::string::npos);
+  CHECK(code_of("ipc", 1, 1).first == kExitUsage);
+  CHECK(code_of("ipc", 4, 2).second.find("did you mean '--transport nccl'") != std::string::npos);
+  CHECK(code_of("pairs", 1, 1).first == kExitUsage);
+  CHECK(std::string(transport_name(TransportKind::Ipc)) == "ipc");
 }

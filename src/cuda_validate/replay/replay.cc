@@ -24,6 +24,7 @@
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -67,6 +68,66 @@ struct RankResult {
 struct DeviceClocks {
   std::mutex mu;
   std::map<int, cudaEvent_t> epoch;  // by device, for the current run
+};
+
+// The last line of defence against a hang. Every wait of the replay is bounded by the timeout and
+// throws its own one line (the rank, its op, the message it waited for); this thread covers a
+// thread stuck inside a call that cannot be bounded (an MPI collective whose peer died, an NCCL
+// connection that never comes up): when no rank thread has begun an action for timeout + 15 s, it
+// prints one line naming each rank's last action and ends the process, and under mpirun/srun the
+// whole job (MPI_Abort), with exit code 5.
+class Watchdog {
+ public:
+  Watchdog(std::vector<int> ranks, double timeout_s)
+      : ranks_(std::move(ranks)), last_(ranks_.size()), what_(ranks_.size()), timeout_s_(timeout_s) {
+    const auto now = std::chrono::steady_clock::now();
+    for (auto& t : last_) t = now;
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  void note(int slot, const Action& a) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_[static_cast<std::size_t>(slot)] = std::chrono::steady_clock::now();
+    what_[static_cast<std::size_t>(slot)] = format_action(a);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const double limit = timeout_s_ + 15;
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(250));
+      if (stop_) return;
+      const auto now = std::chrono::steady_clock::now();
+      double quiet = 1e300;
+      for (const auto& t : last_) quiet = std::min(quiet, std::chrono::duration<double>(now - t).count());
+      if (quiet < limit) continue;
+      std::string where;
+      for (std::size_t i = 0; i < ranks_.size(); ++i)
+        where += fmt::format("{}rank {} after {}", i ? ", " : "", ranks_[i], what_[i].empty() ? "nothing" : what_[i]);
+      std::fprintf(stderr, "ppsim: replay watchdog: no rank began an action for %.0f s (%s); ending %s\n", quiet,
+                   where.c_str(), mpi::world().size > 1 ? "every process of the job" : "the process");
+      std::fflush(stderr);
+      mpi::abort_job(kExitGpu);
+    }
+  }
+  std::vector<int> ranks_;
+  std::vector<std::chrono::steady_clock::time_point> last_;
+  std::vector<std::string> what_;
+  double timeout_s_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 class RankRunner {
@@ -119,13 +180,18 @@ class RankRunner {
     }
     if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
     for (const Action& a : s_.ranks[static_cast<std::size_t>(rank_)]) {
-      if (t_.aborted()) throw_gpu_failure("replay aborted by another rank", "see the first error reported");
+      if (t_.aborted()) throw_gpu_failure("replay aborted: " + t_.abort_reason(), "see the first error reported");
+      if (watch_) watch_->note(watch_slot_, a);
       if (a.overlapped) run_pair(a);
       else run_single(a);
     }
     wait_done();
   }
 
+  void watch(Watchdog* w, int slot) {
+    watch_ = w;
+    watch_slot_ = slot;
+  }
   const RankResult& result() const { return result_; }
   // Frees the chunks (cuDNN/cuBLAS handles belong to this thread's GPU); the timing events stay.
   void teardown() {
@@ -172,14 +238,14 @@ class RankRunner {
       if (s_.is_first_stage(op.stage)) {
         c.fill_input(m, seed(op.stage, m, 0), st);
       } else {
-        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage));
+        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), op);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
       if (s_.is_last_stage(op.stage)) {
         c.fill_grad_output(m, seed(op.stage, m, 1), st);
       } else {
-        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage));
+        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), op);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     }
@@ -188,6 +254,10 @@ class RankRunner {
   // Where the next (or previous) stage lives on this same rank (the turn of a V-shaped layout),
   // its input is handed over as a device copy in stream order, with no transport: no staging, no
   // host handshake, no transfer in the timeline, as the simulator has it (no link within a rank).
+  bool never_sent(const MsgKey& k) const {
+    const auto& n = cfg_.never_send;
+    return n.size() == 3 && n[0] == k.grad && n[1] == k.stage && n[2] == k.microbatch;
+  }
   bool local(const MsgKey& to) const { return s_.stage_rank[static_cast<std::size_t>(to.stage)] == rank_; }
   cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st, cudaEvent_t done) {
     PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, done, 0));
@@ -198,9 +268,9 @@ class RankRunner {
     return copied;
   }
   // The event after which the input named `key` is in `dst`: a local hand-over, else the transport.
-  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes) {
+  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer) {
     const auto it = local_.find(key);
-    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_);
+    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer);
     const cudaEvent_t e = it->second;
     local_.erase(it);
     return e;
@@ -211,7 +281,7 @@ class RankRunner {
     Chunk& c = *chunks_.at(op.stage);
     const int m = op.microbatch;
     // The message rule (and so the order a link carries) is launch::output_message's.
-    if (MsgKey to; launch::output_message(s_, op, to)) {
+    if (MsgKey to; launch::output_message(s_, op, to) && !never_sent(to)) {
       const void* src = to.grad ? c.grad_input(m) : c.output(m);
       cudaEvent_t sent = nullptr;
       if (local(to)) {
@@ -334,19 +404,21 @@ class RankRunner {
       if (q == cudaSuccess) break;
       if (q != cudaErrorNotReady) PPSIM_CUDA_CHECK(q);
       t_.check_async_error(device_);
-      if (t_.aborted()) throw_gpu_failure("replay aborted by another rank", "see the first error reported");
+      if (t_.aborted()) throw_gpu_failure("replay aborted: " + t_.abort_reason(), "see the first error reported");
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (waited > cfg_.nccl_timeout_s) {
         const std::string why = fmt::format("rank {} on GPU {} still busy after {:.0f} s", rank_, device_, waited);
         t_.abort(why);
         throw_gpu_failure("replay watchdog: " + why,
-                          "a transfer never completed (NCCL_DEBUG=INFO shows NCCL's view); raise "
-                          "ReplayConfig::nccl_timeout_s for very large shapes");
+                          "a transfer never completed (with --transport nccl, NCCL_DEBUG=INFO shows NCCL's view); "
+                          "raise validate --timeout for very large shapes");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
 
+  Watchdog* watch_ = nullptr;
+  int watch_slot_ = 0;
   int rank_, device_;
   bool clock_leader_;
   const Schedule& s_;
@@ -422,11 +494,15 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   // rank_device[r]: r's GPU here, or -1 for a rank another process replays.
   std::vector<int> rank_device(P, -1), process_of(P, 0);
   if (multi) {
-    if (const std::string why = launch::placement_problem(world.size, world.local_size, visible, s.pp); !why.empty())
+    const bool shared_gpus = launch::shared_gpus_allowed();
+    if (const std::string why =
+            launch::placement_problem(world.size, world.local_size, shared_gpus ? world.local_size : visible, s.pp);
+        !why.empty())
       throw InputError("replay: " + why, {}, kExitUsage);
     for (int r = 0; r < s.pp; ++r) {
       process_of[static_cast<std::size_t>(r)] = launch::process_of_rank(r, world.size);
-      if (process_of[static_cast<std::size_t>(r)] == world.rank) rank_device[static_cast<std::size_t>(r)] = world.local_rank;
+      if (process_of[static_cast<std::size_t>(r)] == world.rank)
+        rank_device[static_cast<std::size_t>(r)] = launch::gpu_of_process(world.local_rank, visible, shared_gpus);
     }
   } else {
     int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
@@ -439,7 +515,12 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   const int n = static_cast<int>(mine.size());
 
   warn_if_few_cores(n);
-  Transport transport(s, rank_device, process_of, multi || cfg.transport == "links", cfg.nccl_timeout_s);
+  const launch::TransportKind kind =
+      launch::choose_transport(cfg.transport, multi ? world.size : 1, multi ? world.local_size : 1);
+  const ChunkShape& sh0 = cfg.stage_shapes[0];
+  const std::size_t message_bytes = static_cast<std::size_t>(sh0.tokens() * sh0.hidden) * 2;
+  Transport transport(s, rank_device, process_of, kind, message_bytes, cfg.nccl_timeout_s);
+  if (cfg.transport_used) *cfg.transport_used = launch::transport_name(kind);
   DeviceClocks clocks;
   // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).
   std::map<int, int> ranks_on;
@@ -471,6 +552,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   std::mutex err_mu;
   std::exception_ptr first_error;
   std::atomic<bool> failed{false};
+  auto watchdog = std::make_unique<Watchdog>(mine, cfg.nccl_timeout_s);
+  for (int i = 0; i < n; ++i) runners[static_cast<std::size_t>(i)]->watch(watchdog.get(), i);
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
@@ -491,7 +574,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
           if (!first_error) first_error = std::current_exception();
         }
         failed = true;
-        transport.abort("a rank failed");
+        transport.abort(fmt::format("rank {} failed", mine[static_cast<std::size_t>(i)]));
         sync.arrive_and_drop();
         iteration_done.arrive_and_drop();
         try {
@@ -507,6 +590,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     iteration_done.arrive_and_wait();
   }
   for (auto& t : threads) t.join();
+  watchdog.reset();
   const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
   if (first_error) std::rethrow_exception(first_error);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");

@@ -1,9 +1,11 @@
-// Transport (see transport.h): staging copies, the message board, device copies and NCCL pairs.
+// Transport (see transport.h): mailboxes, peer copies on copy engines, CUDA IPC across the
+// processes of a host, and NCCL on one communicator in one global order.
 #include "cuda_validate/replay/transport.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -25,134 +27,258 @@ class DeviceGuard {
  private:
   int saved_ = 0;
 };
+
+constexpr std::size_t kAlign = 512;
+std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+cudaStream_t urgent_stream(int device) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  int lo = 0, hi = 0;
+  PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  cudaStream_t st = nullptr;
+  PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, hi));  // hi = most urgent
+  return st;
+}
+
+std::string what_op(const Op& op) {
+  return fmt::format("{} of stage {} micro-batch {}", op_kind_char(op.kind), op.stage, op.microbatch);
+}
 }  // namespace
 
-Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, bool links,
-                     double timeout_s)
-    : rank_device_(std::move(rank_device)), process_of_(std::move(process_of)), stage_rank_(s.stage_rank),
-      timeout_s_(timeout_s) {
+Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, TransportKind kind,
+                     std::size_t message_bytes, double timeout_s)
+    : kind_(kind), rank_device_(std::move(rank_device)), process_of_(std::move(process_of)),
+      my_process_(mpi::world().rank), message_bytes_(message_bytes), timeout_s_(timeout_s) {
   for (int d : rank_device_)
     if (d >= 0 && std::find(devices_.begin(), devices_.end(), d) == devices_.end()) devices_.push_back(d);
-  for (std::size_t i = 0; i < devices_.size(); ++i) nccl_rank_of_device_[devices_[i]] = static_cast<int>(i);
   DeviceGuard guard;
-  int lo = 0, hi = 0;
-  for (int d : rank_device_) {
-    cudaStream_t st = nullptr, stage = nullptr;
-    if (d >= 0) {
-      PPSIM_CUDA_CHECK(cudaSetDevice(d));
-      PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-      PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, hi));  // hi = most urgent
-      PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&stage, cudaStreamNonBlocking, hi));
+  for (int d : rank_device_) comm_streams_.push_back(d >= 0 ? urgent_stream(d) : nullptr);
+  // Peer access between every two local GPUs (copies still work without it, staged by the driver).
+  for (int a : devices_)
+    for (int b : devices_) {
+      if (a == b) continue;
+      int can = 0;
+      PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+      if (!can) continue;
+      PPSIM_CUDA_CHECK(cudaSetDevice(a));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+      else PPSIM_CUDA_CHECK(e);
     }
-    comm_streams_.push_back(st);
-    stage_streams_.push_back(stage);
+
+  // Each cross-rank message takes a path: within a process the peer way (NCCL mode: the NCCL way
+  // between two GPUs); across processes the kind's way.
+  const std::vector<MsgKey> order = launch::message_order(s);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    Msg m;
+    m.src = launch::producer_rank(s, order[i]);
+    m.dst = launch::consumer_rank(s, order[i]);
+    m.order = i;
+    const bool same_process = process_of_[static_cast<std::size_t>(m.src)] == process_of_[static_cast<std::size_t>(m.dst)];
+    if (same_process)
+      m.path = kind_ == TransportKind::Nccl && is_local(m.src) && device_of(m.src) != device_of(m.dst) ? Path::Nccl
+                                                                                                         : Path::Peer;
+    else
+      m.path = kind_ == TransportKind::Nccl ? Path::Nccl : Path::Ipc;
+    if (kind_ == TransportKind::Peer && !same_process)
+      throw InputError("replay: the peer transport cannot reach another process", "--transport ipc", kExitUsage);
+    msgs_[order[i]] = m;
   }
-  // NVLink multicast (NVLS) stays off unless the caller asked for it: it can take shared GPUs down.
-  setenv("NCCL_NVLS_ENABLE", "0", 0);
-  open_links(s, links);
-  if (devices_.size() > 1 && !links) {
+  for (const MsgKey& k : order) {
+    const Msg& m = msgs_.at(k);
+    if (m.path == Path::Nccl && (is_local(m.src) || is_local(m.dst))) nccl_order_.push_back(k);
+  }
+  setup_mailboxes(s, order);
+  if (kind_ == TransportKind::Ipc) setup_ipc(order);
+  if (!nccl_order_.empty() || (kind_ == TransportKind::Nccl && mpi::world().size > 1)) setup_nccl();
+  start_sequencer();
+}
+
+// Mailboxes: every Peer or Ipc message gets its own buffer on its consumer's GPU, laid out in
+// message order per consumer (process, GPU). Every process computes every layout alike, so a
+// producer in another process finds its message at the same offset in the opened allocation.
+void Transport::setup_mailboxes(const Schedule&, const std::vector<MsgKey>& order) {
+  std::map<std::pair<int, int>, std::size_t> size_of;  // (process, device or 0) -> bytes
+  std::map<MsgKey, std::size_t> offset;
+  for (const MsgKey& k : order) {
+    Msg& m = msgs_.at(k);
+    if (m.path == Path::Nccl) continue;
+    const int proc = process_of_[static_cast<std::size_t>(m.dst)];
+    const std::pair<int, int> where{proc, is_local(m.dst) ? device_of(m.dst) : 0};
+    offset[k] = size_of[where];
+    size_of[where] += aligned(message_bytes_);
+  }
+  DeviceGuard guard;
+  for (int d : devices_) {
+    const auto it = size_of.find({my_process_, d});
+    if (it == size_of.end()) continue;
+    PPSIM_CUDA_CHECK(cudaSetDevice(d));
+    void* p = nullptr;
+    PPSIM_CUDA_CHECK(cudaMalloc(&p, it->second));
+    mailbox_alloc_[d] = p;
+  }
+  for (auto& [k, m] : msgs_)
+    if (m.path != Path::Nccl && is_local(m.dst)) m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
+  // Ipc producers: the offset into the consumer process's allocation (its base is set by setup_ipc).
+  for (auto& [k, m] : msgs_)
+    if (m.path == Path::Ipc && is_local(m.src)) m.mailbox = reinterpret_cast<void*>(offset.at(k));
+}
+
+// IPC: one exchange at start. Each process publishes its mailbox allocation's handle and the
+// interprocess events of the Ipc messages it produces (in message order); each process opens the
+// allocations it writes into and the events it waits on. Process 0 makes the shared words.
+void Transport::setup_ipc(const std::vector<MsgKey>& order) {
+  DeviceGuard guard;
+  const int dev = devices_.empty() ? 0 : devices_.front();  // one GPU per process
+  PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+  std::size_t n_ipc = 0;
+  std::string blob(sizeof(cudaIpcMemHandle_t) + 1, '\0');
+  if (const auto it = mailbox_alloc_.find(dev); it != mailbox_alloc_.end()) {
+    cudaIpcMemHandle_t h{};
+    PPSIM_CUDA_CHECK(cudaIpcGetMemHandle(&h, it->second));
+    std::memcpy(blob.data(), &h, sizeof h);
+    blob.back() = 1;
+  }
+  for (const MsgKey& k : order) {
+    Msg& m = msgs_.at(k);
+    if (m.path != Path::Ipc) continue;
+    m.flag = n_ipc++;
+    if (!is_local(m.src)) continue;
+    PPSIM_CUDA_CHECK(cudaEventCreateWithFlags(&m.ipc_event, cudaEventDisableTiming | cudaEventInterprocess));
+    cudaIpcEventHandle_t h{};
+    PPSIM_CUDA_CHECK(cudaIpcGetEventHandle(&h, m.ipc_event));
+    blob.append(reinterpret_cast<const char*>(&h), sizeof h);
+  }
+  const std::vector<std::string> all = mpi::allgather(blob);
+  std::vector<std::size_t> read_at(all.size(), sizeof(cudaIpcMemHandle_t) + 1);
+  for (const MsgKey& k : order) {
+    Msg& m = msgs_.at(k);
+    if (m.path != Path::Ipc) continue;
+    const int producer = process_of_[static_cast<std::size_t>(m.src)];
+    const std::string& theirs = all.at(static_cast<std::size_t>(producer));
+    std::size_t& at = read_at[static_cast<std::size_t>(producer)];
+    if (at + sizeof(cudaIpcEventHandle_t) > theirs.size())
+      throw InputError("replay: the IPC handles of the processes do not match (same schedule on every process?)", {},
+                       kExitInternal);
+    cudaIpcEventHandle_t h{};
+    std::memcpy(&h, theirs.data() + at, sizeof h);
+    at += sizeof h;
+    if (is_local(m.dst)) PPSIM_CUDA_CHECK(cudaIpcOpenEventHandle(&m.ipc_event, h));
+    if (is_local(m.src)) {
+      const int consumer = process_of_[static_cast<std::size_t>(m.dst)];
+      if (!opened_.count(consumer)) {
+        const std::string& cb = all.at(static_cast<std::size_t>(consumer));
+        if (cb.size() <= sizeof(cudaIpcMemHandle_t) || cb[sizeof(cudaIpcMemHandle_t)] != 1)
+          throw InputError("replay: a consumer process published no mailbox", {}, kExitInternal);
+        cudaIpcMemHandle_t mh{};
+        std::memcpy(&mh, cb.data(), sizeof mh);
+        void* base = nullptr;
+        PPSIM_CUDA_CHECK(cudaIpcOpenMemHandle(&base, mh, cudaIpcMemLazyEnablePeerAccess));
+        opened_[consumer] = base;
+      }
+      m.mailbox = static_cast<char*>(opened_.at(consumer)) + reinterpret_cast<std::uintptr_t>(m.mailbox);
+    }
+  }
+  char name[64] = {};
+  if (my_process_ == 0) {
+    const std::string n = launch::SharedFlags::unique_name();
+    std::snprintf(name, sizeof name, "%s", n.c_str());
+    flags_ = std::make_unique<launch::SharedFlags>(name, n_ipc, true);
+  }
+  mpi::bcast(name, sizeof name, 0);
+  if (my_process_ != 0) flags_ = std::make_unique<launch::SharedFlags>(name, n_ipc, false);
+  mpi::barrier();
+  if (my_process_ == 0) flags_->unlink();  // every process has it mapped: leave nothing in /dev/shm
+}
+
+// NCCL: one communicator. One process: over its GPUs (ncclCommInitAll); several: over the
+// processes, one GPU each, its id from process 0.
+void Transport::setup_nccl() {
+  setenv("NCCL_NVLS_ENABLE", "0", 0);  // NVLink multicast can take shared GPUs down
+  DeviceGuard guard;
+  const mpi::World& w = mpi::world();
+  if (w.size > 1) {
+    ncclUniqueId id{};
+    if (w.rank == 0) PPSIM_NCCL_CHECK(ncclGetUniqueId(&id));
+    mpi::bcast(&id, sizeof id, 0);
+    PPSIM_CUDA_CHECK(cudaSetDevice(devices_.front()));
+    comms_.resize(1);
+    PPSIM_NCCL_CHECK(ncclCommInitRank(&comms_[0], w.size, id, w.rank));
+  } else {
     comms_.resize(devices_.size());
     PPSIM_NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(devices_.size()), devices_.data()));
+    for (std::size_t i = 0; i < devices_.size(); ++i) nccl_rank_of_device_[devices_[i]] = static_cast<int>(i);
   }
+  for (int d : devices_) nccl_streams_.push_back(urgent_stream(d));
 }
 
 Transport::~Transport() {
+  if (!aborted_) {
+    try {
+      join_sequencer();
+    } catch (...) {
+    }
+  } else if (sequencer_.joinable()) {
+    sequencer_.join();  // aborted: its waits return at once
+  }
+  for (int d : devices_) {
+    (void)cudaSetDevice(d);
+    (void)cudaDeviceSynchronize();
+  }
   for (auto& [dev, ev] : events_) {
     (void)cudaSetDevice(dev);
     (void)cudaEventDestroy(ev);
   }
+  for (auto& [k, m] : msgs_)
+    if (m.ipc_event) {
+      if (is_local(m.src)) (void)cudaSetDevice(device_of(m.src));
+      else if (is_local(m.dst)) (void)cudaSetDevice(device_of(m.dst));
+      (void)cudaEventDestroy(m.ipc_event);
+    }
   for (ncclComm_t c : comms_)
     if (c) (void)ncclCommDestroy(c);
-  // Link communicators go in one order on every process (by pair of ranks, as they were made),
-  // in case a destroy waits for its peer's.
-  std::map<std::pair<int, int>, std::vector<Link*>> ends;
-  for (auto* links : {&send_links_, &recv_links_})
-    for (auto& [pair, l] : *links) ends[pair].push_back(&l);
-  for (auto& [pair, list] : ends)
-    for (Link* l : list) {
-      (void)cudaSetDevice(l->device);
-      for (auto& [key, landed] : l->landed) (void)cudaFree(landed.buffer);
-      if (l->comm) (void)ncclCommDestroy(l->comm);
-      if (l->stream) (void)cudaStreamDestroy(l->stream);
-    }
+  for (auto& [proc, base] : opened_) (void)cudaIpcCloseMemHandle(base);
+  for (auto& [d, p] : mailbox_alloc_) {
+    (void)cudaSetDevice(d);
+    (void)cudaFree(p);
+  }
+  for (auto& [pair, st] : link_streams_) {
+    (void)cudaSetDevice(device_of(pair.first));
+    (void)cudaStreamDestroy(st);
+  }
+  for (std::size_t i = 0; i < nccl_streams_.size(); ++i) {
+    (void)cudaSetDevice(devices_[i]);
+    (void)cudaStreamDestroy(nccl_streams_[i]);
+  }
   for (std::size_t r = 0; r < comm_streams_.size(); ++r) {
     if (!comm_streams_[r]) continue;
     (void)cudaSetDevice(rank_device_[r]);
     (void)cudaStreamDestroy(comm_streams_[r]);
-    (void)cudaStreamDestroy(stage_streams_[r]);
   }
+}
+
+cudaStream_t Transport::link_stream(int src, int dst) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = link_streams_.find({src, dst});
+  if (it != link_streams_.end()) return it->second;
+  DeviceGuard guard;
+  const cudaStream_t st = urgent_stream(device_of(src));
+  link_streams_[{src, dst}] = st;
+  return st;
 }
 
 void Transport::join_into(int rank, cudaStream_t s) {
   const int dev = device_of(rank);
-  std::vector<cudaStream_t> streams{comm_stream(rank), stage_streams_[static_cast<std::size_t>(rank)]};
-  for (auto* links : {&send_links_, &recv_links_})
-    for (const auto& [pair, l] : *links)
-      if (pair.first == rank || pair.second == rank)
-        if (l.device == dev) streams.push_back(l.stream);
+  std::vector<cudaStream_t> streams{comm_stream(rank)};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [pair, st] : link_streams_)
+      if (pair.first == rank) streams.push_back(st);
+  }
   for (cudaStream_t st : streams) {
     cudaEvent_t e = new_event(dev);
     PPSIM_CUDA_CHECK(cudaEventRecord(e, st));
     PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0));
-  }
-}
-
-Transport::Link Transport::make_link(int src, int dst, int device, const std::vector<MsgKey>& order) {
-  Link l;
-  l.src_rank = src;
-  l.dst_rank = dst;
-  l.device = device;
-  for (std::size_t k = 0; k < order.size(); ++k) l.position[order[k]] = k;
-  l.receiver = launch::LinkReceiver(order);
-  PPSIM_CUDA_CHECK(cudaSetDevice(device));
-  int lo = 0, hi = 0;
-  PPSIM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-  PPSIM_CUDA_CHECK(cudaStreamCreateWithPriority(&l.stream, cudaStreamNonBlocking, hi));
-  return l;
-}
-
-// Every process lists the directed pairs of ranks that need a link in the same (sorted) order:
-// pairs in different processes, and (mode "links") pairs on different GPUs of this process.
-// Across processes, process 0 makes one NCCL id per pair and broadcasts them all; each process
-// then joins the communicators it is an end of, in that order (a total order: no two processes
-// can wait on each other in a cycle). A pair with both ends here gets both at once
-// (ncclCommInitAll over its two GPUs).
-void Transport::open_links(const Schedule& s, bool links) {
-  const auto sequences = launch::link_sequences(s);
-  std::vector<std::pair<int, int>> cross, inside;
-  for (const auto& [pair, order] : sequences) {
-    const auto [src, dst] = pair;
-    if (process_of_[static_cast<std::size_t>(src)] != process_of_[static_cast<std::size_t>(dst)])
-      cross.push_back(pair);
-    else if (links && is_local(src) && device_of(src) != device_of(dst))
-      inside.push_back(pair);
-  }
-  DeviceGuard guard;
-  if (!cross.empty()) {
-    std::vector<ncclUniqueId> ids(cross.size());
-    if (mpi::world().rank == 0)
-      for (auto& id : ids) PPSIM_NCCL_CHECK(ncclGetUniqueId(&id));
-    mpi::bcast(ids.data(), ids.size() * sizeof(ncclUniqueId), 0);
-    for (std::size_t i = 0; i < cross.size(); ++i) {
-      const auto [src, dst] = cross[i];
-      const bool sender = is_local(src);
-      if (!sender && !is_local(dst)) continue;
-      Link l = make_link(src, dst, device_of(sender ? src : dst), sequences.at(cross[i]));
-      PPSIM_NCCL_CHECK(ncclCommInitRank(&l.comm, 2, ids[i], sender ? 0 : 1));
-      (sender ? send_links_ : recv_links_).emplace(cross[i], std::move(l));
-    }
-  }
-  for (const auto& pair : inside) {
-    const auto [src, dst] = pair;
-    Link tx = make_link(src, dst, device_of(src), sequences.at(pair));
-    Link rx = make_link(src, dst, device_of(dst), sequences.at(pair));
-    ncclComm_t two[2] = {nullptr, nullptr};
-    const int devs[2] = {device_of(src), device_of(dst)};
-    PPSIM_NCCL_CHECK(ncclCommInitAll(two, 2, devs));
-    tx.comm = two[0];
-    rx.comm = two[1];
-    send_links_.emplace(pair, std::move(tx));
-    recv_links_.emplace(pair, std::move(rx));
   }
 }
 
@@ -166,211 +292,301 @@ cudaEvent_t Transport::new_event(int device) {
   return e;
 }
 
-cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
-                            const Op& producer) {
-  const cudaStream_t cs = stage_streams_[static_cast<std::size_t>(src_rank)];
-  Posted p;
-  p.bytes = bytes;
-  p.src_rank = src_rank;
-  p.producer = producer;
-  p.copy_start = new_event(device_of(src_rank));
-  p.staged = new_event(device_of(src_rank));
-  PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, ready, 0));
-  PPSIM_CUDA_CHECK(cudaEventRecord(p.copy_start, cs));
-  PPSIM_CUDA_CHECK(cudaMallocAsync(&p.staging, bytes, cs));
-  PPSIM_CUDA_CHECK(cudaMemcpyAsync(p.staging, src, bytes, cudaMemcpyDeviceToDevice, cs));
-  PPSIM_CUDA_CHECK(cudaEventRecord(p.staged, cs));
-  const int dst_rank = consumer_of(key);
-  if (const auto link = send_links_.find({src_rank, dst_rank}); link != send_links_.end()) {
-    // A link: send on the pair's communicator now, in this rank's order, which is the order the
-    // receiver expects (launch::link_sequences).
-    Link& l = link->second;
-    const auto pos = l.position.find(key);
-    if (pos == l.position.end() || pos->second != l.issued++)
-      throw InputError(fmt::format("replay: rank {} sends the {} of stage {} micro-batch {} out of its link's order",
-                                   src_rank, key.grad ? "gradient" : "activation", key.stage, key.microbatch),
-                       {}, kExitInternal);
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(l.stream, p.staged, 0));
-    PPSIM_NCCL_CHECK(ncclSend(p.staging, bytes / 2, ncclBfloat16, 1, l.comm, l.stream));
-    PPSIM_CUDA_CHECK(cudaFreeAsync(p.staging, l.stream));
-    std::lock_guard<std::mutex> lock(mu_);
-    records_.push_back(Record{src_rank, dst_rank, p.copy_start, nullptr, producer, static_cast<Bytes>(bytes), key});
-    return p.staged;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (board_.count(key))
-      throw InputError(fmt::format("replay: message for stage {} micro-batch {} ({}) sent twice", key.stage,
-                                   key.microbatch, key.grad ? "gradient" : "activation"),
-                       {}, kExitInput);
-    board_[key] = p;
-  }
-  posted_cv_.notify_all();
-  return p.staged;
+std::string Transport::describe(const MsgKey& key) const {
+  return fmt::format("the {} into stage {} micro-batch {}", key.grad ? "gradient" : "activation", key.stage,
+                     key.microbatch);
 }
 
-cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank) {
-  const int src_rank = producer_of(key);
-  if (const auto link = recv_links_.find({src_rank, dst_rank}); link != recv_links_.end())
-    return receive_link(link->second, key, dst, bytes, dst_rank);
-  Posted p;
+void Transport::post(Board& b, const MsgKey& key, const Posted& p) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-    while (!aborted_ && !board_.count(key)) {
-      if (posted_cv_.wait_until(lock, deadline) == std::cv_status::timeout && !board_.count(key)) {
-        aborted_ = true;
-        abort_reason_ = fmt::format("rank {} waited {:.0f} s for the {} of stage {} micro-batch {}", dst_rank,
-                                    timeout_s_, key.grad ? "gradient" : "activation", key.stage, key.microbatch);
-        break;
-      }
-    }
-    if (aborted_) {
-      const std::string why = abort_reason_;
-      lock.unlock();
-      abort(why);
-      throw_gpu_failure("replay aborted: " + why,
-                        "a rank stopped early or the schedule waits on a message nobody sends; raise the timeout "
-                        "(ReplayConfig::nccl_timeout_s) for very large shapes");
-    }
-    p = board_.at(key);
-    board_.erase(key);
-  }
-  if (p.bytes != bytes)
-    throw InputError(fmt::format("replay: stage {} expects {} bytes from rank {}, got {} (stage shapes must share "
-                                 "hidden, seq_len and micro_batch)",
-                                 key.stage, bytes, p.src_rank, p.bytes),
-                     {}, kExitInput);
-  const int src_dev = device_of(p.src_rank), dst_dev = device_of(dst_rank);
-  const cudaStream_t src_cs = comm_stream(p.src_rank), dst_cs = comm_stream(dst_rank);
-  cudaEvent_t arrived = new_event(dst_dev);
-  if (src_dev == dst_dev) {
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(dst_cs, p.staged, 0));
-    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, p.staging, bytes, cudaMemcpyDeviceToDevice, dst_cs));
-    PPSIM_CUDA_CHECK(cudaFreeAsync(p.staging, dst_cs));
-    PPSIM_CUDA_CHECK(cudaEventRecord(arrived, dst_cs));
-  } else {
-    std::lock_guard<std::mutex> lock(nccl_mu_);
-    DeviceGuard guard;
-    const int src_peer = nccl_rank_of_device_.at(src_dev), dst_peer = nccl_rank_of_device_.at(dst_dev);
-    const std::size_t count = bytes / 2;  // bf16 elements
-    PPSIM_CUDA_CHECK(cudaSetDevice(src_dev));
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(src_cs, p.staged, 0));  // the staging copy has its own stream
-    PPSIM_NCCL_CHECK(ncclGroupStart());
-    PPSIM_NCCL_CHECK(ncclSend(p.staging, count, ncclBfloat16, dst_peer, comms_[static_cast<std::size_t>(src_peer)], src_cs));
-    PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, src_peer, comms_[static_cast<std::size_t>(dst_peer)], dst_cs));
-    PPSIM_NCCL_CHECK(ncclGroupEnd());
-    PPSIM_CUDA_CHECK(cudaSetDevice(src_dev));
-    PPSIM_CUDA_CHECK(cudaFreeAsync(p.staging, src_cs));
-    PPSIM_CUDA_CHECK(cudaSetDevice(dst_dev));
-    PPSIM_CUDA_CHECK(cudaEventRecord(arrived, dst_cs));
-  }
-  if (p.src_rank != dst_rank) {
     std::lock_guard<std::mutex> lock(mu_);
-    records_.push_back(Record{p.src_rank, dst_rank, p.copy_start, arrived, p.producer, static_cast<Bytes>(bytes), key});
+    if (b.posts.count(key))
+      throw InputError(fmt::format("replay: {} was sent twice", describe(key)), {}, kExitInput);
+    b.posts[key] = p;
   }
+  b.cv.notify_all();
+}
+
+void Transport::fail_wait(const std::string& who, const MsgKey& key, int src_rank, double waited_s) {
+  const std::string why =
+      fmt::format("{} waited {:.0f} s for {} from rank {}", who, waited_s, describe(key), src_rank);
+  abort(why);
+  throw_gpu_failure("replay watchdog: " + why,
+                    "the schedule waits for a message nobody sends, or a rank stopped early; for very large shapes "
+                    "raise the timeout (validate --timeout)");
+}
+
+Transport::Posted Transport::take(Board& b, const MsgKey& key, const std::string& who) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(timeout_s_);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!aborted_ && !b.posts.count(key)) {
+    if (b.cv.wait_until(lock, deadline) == std::cv_status::timeout && !b.posts.count(key) && !aborted_) {
+      lock.unlock();
+      fail_wait(who, key, msgs_.at(key).src,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  if (aborted_) {
+    const std::string why = abort_reason_;
+    lock.unlock();
+    throw_gpu_failure("replay aborted: " + why, "see the first error reported");
+  }
+  Posted p = b.posts.at(key);
+  b.posts.erase(key);
+  return p;
+}
+
+void Transport::wait_flag(const MsgKey& key, const Msg& m, const std::string& who) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    if (flags_->load(m.flag) >= generation_) return;
+    if (flags_->load(flags_->abort_word()) != 0 && !aborted_) abort("another process gave up");
+    if (aborted_) throw_gpu_failure("replay aborted: " + abort_reason(), "see the first error reported");
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (waited > timeout_s_) fail_wait(who, key, m.src, waited);
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
+                            const Op& producer) {
+  const auto it = msgs_.find(key);
+  if (it == msgs_.end() || it->second.src != src_rank)
+    throw InputError(fmt::format("replay: rank {} sends {}, which the schedule does not route from it", src_rank,
+                                 describe(key)),
+                     {}, kExitInternal);
+  if (bytes != message_bytes_)
+    throw InputError(fmt::format("replay: {} has {} bytes, every message {} (stage shapes must share hidden, "
+                                 "seq_len and micro_batch)",
+                                 describe(key), bytes, message_bytes_),
+                     {}, kExitInput);
+  Msg& m = it->second;
+  const int src_dev = device_of(src_rank);
+  DeviceGuard guard;
+  PPSIM_CUDA_CHECK(cudaSetDevice(src_dev));
+  const cudaStream_t st = link_stream(src_rank, m.dst);
+  Posted p;
+  p.producer = producer;
+  p.copy_start = new_event(src_dev);
+  cudaEvent_t done = new_event(src_dev);
+  PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, ready, 0));
+  PPSIM_CUDA_CHECK(cudaEventRecord(p.copy_start, st));
+  switch (m.path) {
+    case Path::Peer: {
+      const int dst_dev = device_of(m.dst);
+      if (dst_dev == src_dev) PPSIM_CUDA_CHECK(cudaMemcpyAsync(m.mailbox, src, bytes, cudaMemcpyDeviceToDevice, st));
+      else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(m.mailbox, dst_dev, src, src_dev, bytes, st));
+      PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
+      p.event = done;
+      post(to_consumer_, key, p);
+      return done;
+    }
+    case Path::Ipc: {
+      // The opened IPC pointer is a device address of the consumer's GPU: the copy engine moves it.
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(m.mailbox, src, bytes, cudaMemcpyDeviceToDevice, st));
+      PPSIM_CUDA_CHECK(cudaEventRecord(m.ipc_event, st));
+      PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
+      flags_->store(m.flag, generation_);  // after the record: the consumer may wait on it now
+      std::lock_guard<std::mutex> lock(mu_);
+      records_.push_back(Record{src_rank, m.dst, p.copy_start, nullptr, producer, static_cast<Bytes>(bytes), key});
+      return done;
+    }
+    case Path::Nccl: {
+      // Staged, so the producer's buffer is free at once; the sequencer sends from the copy.
+      PPSIM_CUDA_CHECK(cudaMallocAsync(&p.buffer, bytes, st));
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(p.buffer, src, bytes, cudaMemcpyDeviceToDevice, st));
+      PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
+      p.event = done;
+      if (!is_local(m.dst)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        records_.push_back(Record{src_rank, m.dst, p.copy_start, nullptr, producer, static_cast<Bytes>(bytes), key});
+      }
+      post(to_sequencer_, key, p);
+      return done;
+    }
+  }
+  return done;
+}
+
+cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer) {
+  const auto it = msgs_.find(key);
+  if (it == msgs_.end() || it->second.dst != dst_rank)
+    throw InputError(fmt::format("replay: rank {} receives {}, which the schedule does not route to it", dst_rank,
+                                 describe(key)),
+                     {}, kExitInternal);
+  if (bytes != message_bytes_)
+    throw InputError(fmt::format("replay: stage {} expects {} bytes, every message has {} (stage shapes must share "
+                                 "hidden, seq_len and micro_batch)",
+                                 key.stage, bytes, message_bytes_),
+                     {}, kExitInput);
+  const Msg& m = it->second;
+  const std::string who = fmt::format("rank {} ({})", dst_rank, what_op(consumer));
+  const int dev = device_of(dst_rank);
+  DeviceGuard guard;
+  PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+  const cudaStream_t cs = comm_stream(dst_rank);
+  cudaEvent_t arrived = new_event(dev);
+  Record rec{m.src, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key};
+  switch (m.path) {
+    case Path::Peer: {
+      const Posted p = take(to_consumer_, key, who);
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, p.event, 0));  // the peer copy, on the producer's GPU
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
+      rec.start = p.copy_start;
+      rec.producer = p.producer;
+      break;
+    }
+    case Path::Ipc: {
+      wait_flag(key, m, who);
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, m.ipc_event, 0));
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
+      break;
+    }
+    case Path::Nccl: {
+      const Posted p = take(to_consumer_, key, who);
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, p.event, 0));
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, p.buffer, bytes, cudaMemcpyDeviceToDevice, cs));
+      PPSIM_CUDA_CHECK(cudaFreeAsync(p.buffer, cs));
+      rec.start = p.copy_start;
+      rec.producer = p.producer;
+      break;
+    }
+  }
+  PPSIM_CUDA_CHECK(cudaEventRecord(arrived, cs));
+  std::lock_guard<std::mutex> lock(mu_);
+  records_.push_back(rec);
   return arrived;
 }
 
-// From a link: receive in the sender's order. Messages the sender sent before `key`
-// that this rank needs later land in spare buffers now; `key` itself lands in `dst` (or, if it
-// landed earlier, is copied from its spare buffer). The arrival event is the receive's end.
-cudaEvent_t Transport::receive_link(Link& l, const MsgKey& key, void* dst, std::size_t bytes, int dst_rank) {
-  DeviceGuard guard;
-  PPSIM_CUDA_CHECK(cudaSetDevice(l.device));
-  const launch::LinkReceiver::Plan plan = l.receiver.take(key);  // throws for a key never sent, or twice
-  const std::size_t count = bytes / 2;  // bf16 elements; every message of a replay has the same size
-  for (const MsgKey& early : plan.land_first) {
-    Link::Landed landed;
-    PPSIM_CUDA_CHECK(cudaMallocAsync(&landed.buffer, bytes, l.stream));
-    PPSIM_NCCL_CHECK(ncclRecv(landed.buffer, count, ncclBfloat16, 0, l.comm, l.stream));
-    landed.arrived = new_event(l.device);
-    PPSIM_CUDA_CHECK(cudaEventRecord(landed.arrived, l.stream));
-    l.landed[early] = landed;
+void Transport::start_sequencer() {
+  if (nccl_order_.empty()) return;
+  sequencer_ = std::thread([this] {
+    try {
+      sequence();
+    } catch (const std::exception& e) {
+      abort(fmt::format("the NCCL sequencer failed: {}", e.what()));
+    }
+  });
+}
+
+void Transport::join_sequencer() {
+  if (sequencer_.joinable()) sequencer_.join();
+}
+
+// Issues this process's ends of every NCCL message in message_order: a send waits (host) for the
+// producer's staged copy, a receive lands in a new buffer and is posted for the consumer. Both
+// ends here (two GPUs of one process): one group, so neither waits for the other.
+void Transport::sequence() {
+  const int nproc = mpi::world().size;
+  for (const MsgKey& key : nccl_order_) {
+    if (aborted_) return;
+    const Msg& m = msgs_.at(key);
+    const bool here_src = is_local(m.src), here_dst = is_local(m.dst);
+    Posted staged, landed;
+    if (here_src) staged = take(to_sequencer_, key, fmt::format("the NCCL sequencer (for rank {})", m.dst));
+    auto stream_of = [&](int dev) {
+      return nccl_streams_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
+    };
+    auto comm_of = [&](int dev) {
+      return nproc > 1 ? comms_[0]
+                       : comms_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
+    };
+    auto peer_of = [&](int rank) {
+      return nproc > 1 ? process_of_[static_cast<std::size_t>(rank)] : nccl_rank_of_device_.at(device_of(rank));
+    };
+    DeviceGuard guard;
+    const std::size_t count = message_bytes_ / 2;  // bf16 elements
+    if (here_dst) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(device_of(m.dst)));
+      PPSIM_CUDA_CHECK(cudaMallocAsync(&landed.buffer, message_bytes_, stream_of(device_of(m.dst))));
+    }
+    if (here_src) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(device_of(m.src)));
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(stream_of(device_of(m.src)), staged.event, 0));
+    }
+    PPSIM_NCCL_CHECK(ncclGroupStart());
+    if (here_src)
+      PPSIM_NCCL_CHECK(ncclSend(staged.buffer, count, ncclBfloat16, peer_of(m.dst), comm_of(device_of(m.src)),
+                                stream_of(device_of(m.src))));
+    if (here_dst)
+      PPSIM_NCCL_CHECK(ncclRecv(landed.buffer, count, ncclBfloat16, peer_of(m.src), comm_of(device_of(m.dst)),
+                                stream_of(device_of(m.dst))));
+    PPSIM_NCCL_CHECK(ncclGroupEnd());
+    if (here_src) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(device_of(m.src)));
+      PPSIM_CUDA_CHECK(cudaFreeAsync(staged.buffer, stream_of(device_of(m.src))));
+    }
+    if (here_dst) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(device_of(m.dst)));
+      landed.event = new_event(device_of(m.dst));
+      PPSIM_CUDA_CHECK(cudaEventRecord(landed.event, stream_of(device_of(m.dst))));
+      landed.copy_start = staged.copy_start;  // null when the sender is another process
+      landed.producer = staged.producer;
+      post(to_consumer_, key, landed);
+    }
   }
-  cudaEvent_t arrived = nullptr, ready = nullptr;  // the message's arrival; when `dst` holds it
-  if (plan.direct) {
-    arrived = ready = new_event(l.device);
-    PPSIM_NCCL_CHECK(ncclRecv(dst, count, ncclBfloat16, 0, l.comm, l.stream));
-    PPSIM_CUDA_CHECK(cudaEventRecord(arrived, l.stream));
-  } else {
-    // Stream order on the link: the spare buffer holds the message once its receive is done.
-    const Link::Landed landed = l.landed.at(key);
-    l.landed.erase(key);
-    arrived = landed.arrived;
-    PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, landed.buffer, bytes, cudaMemcpyDeviceToDevice, l.stream));
-    PPSIM_CUDA_CHECK(cudaFreeAsync(landed.buffer, l.stream));
-    ready = new_event(l.device);
-    PPSIM_CUDA_CHECK(cudaEventRecord(ready, l.stream));
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  records_.push_back(Record{l.src_rank, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key});
-  return ready;
 }
 
 void Transport::reset() {
-  std::lock_guard<std::mutex> lock(mu_);
+  join_sequencer();
   DeviceGuard guard;
-  for (auto& [dev, ev] : events_) {
-    PPSIM_CUDA_CHECK(cudaSetDevice(dev));
-    PPSIM_CUDA_CHECK(cudaEventDestroy(ev));
+  for (int d : devices_) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(d));
+    PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
   }
-  events_.clear();
-  records_.clear();
-  board_.clear();
-  for (auto* links : {&send_links_, &recv_links_})
-    for (auto& [pair, l] : *links) {
-      PPSIM_CUDA_CHECK(cudaSetDevice(l.device));
-      for (auto& [key, landed] : l.landed) PPSIM_CUDA_CHECK(cudaFree(landed.buffer));
-      l.landed.clear();
-      l.issued = 0;
-      l.receiver.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [dev, ev] : events_) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+      PPSIM_CUDA_CHECK(cudaEventDestroy(ev));
     }
+    events_.clear();
+    records_.clear();
+    to_consumer_.posts.clear();
+    to_sequencer_.posts.clear();
+  }
+  ++generation_;
+  start_sequencer();
 }
 
 void Transport::abort(const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!aborted_) {
-      aborted_ = true;
-      abort_reason_ = why;
-    }
+    if (aborted_) return;
+    abort_reason_ = why;
+    aborted_ = true;
   }
-  posted_cv_.notify_all();
+  to_consumer_.cv.notify_all();
+  to_sequencer_.cv.notify_all();
+  if (flags_) flags_->store(flags_->abort_word(), 1);
   // ncclCommAbort may be called while other threads are inside NCCL; it makes them return.
-  for (ncclComm_t c : comms_)
-    if (c) (void)ncclCommAbort(c);
-  for (auto* links : {&send_links_, &recv_links_})
-    for (auto& [pair, l] : *links)
-      if (l.comm) (void)ncclCommAbort(l.comm);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& c : comms_) c = nullptr;
-  for (auto* links : {&send_links_, &recv_links_})
-    for (auto& [pair, l] : *links) l.comm = nullptr;
+  for (ncclComm_t& c : comms_)
+    if (c) {
+      (void)ncclCommAbort(c);
+      c = nullptr;
+    }
 }
 
-bool Transport::aborted() const {
+bool Transport::aborted() const { return aborted_; }
+
+std::string Transport::abort_reason() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return aborted_;
+  return abort_reason_;
 }
 
 void Transport::check_async_error(int device) {
-  std::vector<ncclComm_t> mine;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!comms_.empty()) mine.push_back(comms_[static_cast<std::size_t>(nccl_rank_of_device_.at(device))]);
-    for (auto* links : {&send_links_, &recv_links_})
-      for (const auto& [pair, l] : *links)
-        if (l.device == device) mine.push_back(l.comm);
-  }
-  for (ncclComm_t c : mine) {
-    if (!c) continue;
-    ncclResult_t async = ncclSuccess;
-    PPSIM_NCCL_CHECK(ncclCommGetAsyncError(c, &async));
-    if (async != ncclSuccess && async != ncclInProgress) {
-      abort(fmt::format("NCCL reported '{}' on GPU {}", ncclGetErrorString(async), device));
-      throw_nccl_error(async, "ncclCommGetAsyncError", __FILE__, __LINE__);
-    }
+  if (flags_ && flags_->load(flags_->abort_word()) != 0 && !aborted_) abort("another process gave up");
+  if (comms_.empty() || aborted_) return;
+  const std::size_t i = mpi::world().size > 1
+                            ? 0
+                            : static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+  if (i >= comms_.size() || !comms_[i]) return;
+  ncclResult_t async = ncclSuccess;
+  PPSIM_NCCL_CHECK(ncclCommGetAsyncError(comms_[i], &async));
+  if (async != ncclSuccess && async != ncclInProgress) {
+    abort(fmt::format("NCCL reported '{}' on GPU {}", ncclGetErrorString(async), device));
+    throw_nccl_error(async, "ncclCommGetAsyncError", __FILE__, __LINE__);
   }
 }
 

@@ -1,35 +1,37 @@
 // Transport: moves activations and gradients between the ranks of a replay. A message is named
-// by where it goes (MsgKey: activation into stage s, or gradient into stage s, micro-batch m).
+// by where it goes (MsgKey: activation into stage s, or gradient into stage s, micro-batch m);
+// every message of an iteration has a receive buffer of its own (its mailbox, on the consumer's
+// GPU), so no message waits for another's buffer to be freed.
 //
-//   producer thread: send()    -> on its staging stream: wait for the op, copy the tensor into a
-//                                 stream-ordered staging buffer, record `staged`; then either post
-//                                 the message on the board, or (a link: the consumer is in another
-//                                 process, or mode "links") ncclSend it on that link's own
-//                                 communicator and stream
-//   consumer thread: receive() -> from the board: wait (host, bounded by the timeout) for the
-//                                 post, then move the staged bytes into the consumer's buffer on
-//                                 its comm stream: a device copy when both ranks share a GPU, else
-//                                 an NCCL send/recv pair issued in ONE group by this thread (mode
-//                                 "pairs"). From a link: ncclRecv on the link's communicator, in
-//                                 the sender's order (messages not yet needed land in spare
-//                                 buffers). Returns the `arrived` event for the compute stream.
-// Not obvious: NCCL matches sends and receives by issue order per peer. Within a process, issuing
-// each matched pair together in one ncclGroupStart/End, under one lock, makes that order the same
-// on both sides whatever order the ranks' schedules produce or consume messages in. Across
-// processes (mpirun/srun) nothing can be issued for the other side, so every directed pair of
-// ranks gets its own two-rank communicator, carrying one direction only, and both ends follow
-// the sender's order (launch::link_sequences): no order of ranks can deadlock or mismatch. The
-// staging copy frees the producer's buffers at once; it has a stream of its own so that a send
-// never queues behind the staging of a later output (which waits for a later op).
-// Modes within one process: "pairs" (one communicator per GPU, pairs under a lock) or "links"
-// (the per-pair communicators, as across processes: a message never waits behind another pair's).
+// Three ways (launch::TransportKind, chosen by launch::choose_transport):
+//   peer (one process, any GPUs of the host, also virtual ranks sharing one GPU)
+//     producer thread: on the link's stream (src GPU): wait for the op, cudaMemcpyPeerAsync into
+//                      the mailbox (a copy engine; no SM), record `copied`; post `copied` on the
+//                      board (the one host step: the consumer learns which event to wait on)
+//     consumer thread: take the post (bounded wait), then on its comm stream: wait `copied`
+//                      (a cross-device event wait on the GPU), copy mailbox -> its buffer, record
+//                      `arrived`
+//   ipc  (one process per GPU on one host): the same, with the mailbox in the consumer process's
+//        memory (a CUDA IPC handle, opened once at start), `copied` an interprocess event (handle
+//        exchanged once at start), and the post a word in shared host memory (launch::SharedFlags)
+//        holding the iteration's number. Messages between ranks of one process go the peer way.
+//   nccl (any processes, for hosts without a common memory, and for comparison): one NCCL
+//        communicator over every GPU of the job; one sequencer thread per process issues every
+//        message it is an end of in launch::message_order(), the same on every process, so the
+//        two ends always match; sends leave from a staging copy, receives land in a buffer that
+//        the consumer copies from. Messages between ranks of one GPU go the peer way.
+// Never a hang: every host wait is bounded by the timeout and names the rank, its op and the
+// message it waited for; abort() wakes every waiter, aborts NCCL and raises the shared abort word
+// that the other processes' waits watch.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -39,33 +41,36 @@
 #include "core/schedule.h"
 #include "core/time.h"
 #include "launch/launch.h"
+#include "launch/shared_flags.h"
 
 namespace ppsim::gpu::replay {
 
 using launch::MsgKey;
+using launch::TransportKind;
 
 class Transport {
  public:
   // rank_device[r]: the GPU of rank r, or -1 for a rank of another process (process_of[r]).
-  // Within the process, NCCL communicators (one per GPU in use) are created when more than one
-  // GPU is in use; across processes, one two-rank communicator per directed pair of ranks that
-  // exchange tensors, bootstrapped over MPI.
-  // `links`: within the process too, GPUs exchange tensors over per-pair communicators.
-  Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, bool links, double timeout_s);
+  // message_bytes: the size of every message (stage shapes share hidden, seq_len, micro_batch).
+  // Across processes the constructor is collective (handles and ids are exchanged over MPI).
+  Transport(const Schedule& s, std::vector<int> rank_device, std::vector<int> process_of, TransportKind kind,
+            std::size_t message_bytes, double timeout_s);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  // Called from the rank's thread. Returns `staged`: the producer must not reuse `src` before it.
+  // Called from the producer's thread after its op was enqueued (`ready`). Returns the event
+  // after which `src` may be reused. Never waits for the consumer.
   cudaEvent_t send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
                    const Op& producer);
-  // Called from the consumer's thread; returns the `arrived` event (on the consumer's GPU).
-  cudaEvent_t receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank);
+  // Called from the consumer's thread, for `consumer` (the op that needs the message); returns the
+  // event (on the consumer's GPU) after which `dst` holds the message.
+  cudaEvent_t receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer);
 
   struct Record {
     int src_rank = 0, dst_rank = 0;
-    cudaEvent_t start = nullptr;  // on the source GPU: the staging copy began (null: other process)
-    cudaEvent_t end = nullptr;    // on the destination GPU: the data arrived (null: other process)
+    cudaEvent_t start = nullptr;  // on the source GPU: the copy (or staging) began (null: other process)
+    cudaEvent_t end = nullptr;    // on the destination GPU: the data is in place (null: other process)
     Op producer;
     Bytes bytes = 0;
     MsgKey key;
@@ -74,69 +79,86 @@ class Transport {
   // from another process appears with only this process's event.
   const std::vector<Record>& records() const { return records_; }
   bool is_local(int rank) const { return rank_device_[static_cast<std::size_t>(rank)] >= 0; }
-  // Forgets the iteration's messages and events (all work must be complete).
+  TransportKind kind() const { return kind_; }
+  // Ends the iteration (every rank's streams are done): waits for the NCCL sequencer and every
+  // local GPU, forgets the iteration's messages and events, and starts the next iteration.
   void reset();
-  // Wakes every waiting receive() (it throws) and aborts the NCCL communicators.
+  // Wakes every waiting receive() (it throws), aborts NCCL, tells the other processes.
   void abort(const std::string& why);
   bool aborted() const;
-  // Throws InputError(kExitGpu) when an NCCL communicator of `device` reports an async error.
+  std::string abort_reason() const;
+  // Throws InputError(kExitGpu) when NCCL reports an async error on `device`, or another process
+  // gave up.
   void check_async_error(int device);
   cudaStream_t comm_stream(int rank) const { return comm_streams_[static_cast<std::size_t>(rank)]; }
   // Makes `s` (on rank's GPU) wait for all the transport work of `rank` enqueued so far.
   void join_into(int rank, cudaStream_t s);
-  bool uses_nccl() const { return !comms_.empty(); }
 
  private:
-  struct Posted {
-    void* staging = nullptr;
-    std::size_t bytes = 0;
-    int src_rank = 0;
-    cudaEvent_t copy_start = nullptr, staged = nullptr;
+  enum class Path { Peer, Ipc, Nccl };
+  struct Msg {
+    int src = 0, dst = 0;
+    Path path = Path::Peer;
+    std::size_t order = 0;       // position in launch::message_order
+    std::size_t flag = 0;        // Ipc: its word in flags_
+    void* mailbox = nullptr;     // Peer/Ipc: the receive buffer (a local or an opened IPC pointer)
+    cudaEvent_t ipc_event = nullptr;  // Ipc: created here (producer) or opened here (consumer)
+  };
+  struct Posted {                // what a waiting thread learns
+    cudaEvent_t event = nullptr;      // peer: `copied`; nccl: staged (to the sequencer) or landed (to the consumer)
+    cudaEvent_t copy_start = nullptr;
+    void* buffer = nullptr;           // nccl: the staging or landing buffer
     Op producer;
   };
-  // One end of a directed pair of ranks with its own communicator (in another process, or
-  // mode "links"); a pair with both ends here has a sending and a receiving Link.
-  struct Link {
-    int src_rank = 0, dst_rank = 0;
-    int device = 0;              // this end's GPU
-    ncclComm_t comm = nullptr;   // two ranks: 0 = sender, 1 = receiver
-    cudaStream_t stream = nullptr;
-    std::map<MsgKey, std::size_t> position;  // in the sender's order
-    std::size_t issued = 0;      // sender: sends issued so far, in `order`
-    launch::LinkReceiver receiver{{}};  // receiver: what to receive when
-    struct Landed {
-      void* buffer = nullptr;
-      cudaEvent_t arrived = nullptr;
-    };
-    std::map<MsgKey, Landed> landed;  // receiver: arrived ahead of their use
+  struct Board {                 // posts by key, one waiter each
+    std::map<MsgKey, Posted> posts;
+    std::condition_variable cv;
   };
+
   cudaEvent_t new_event(int device);
   int device_of(int rank) const { return rank_device_[static_cast<std::size_t>(rank)]; }
-  int producer_of(const MsgKey& k) const { return stage_rank_.at(static_cast<std::size_t>(k.grad ? k.stage + 1 : k.stage - 1)); }
-  int consumer_of(const MsgKey& k) const { return stage_rank_.at(static_cast<std::size_t>(k.stage)); }
-  void open_links(const Schedule& s, bool links);
-  Link make_link(int src, int dst, int device, const std::vector<MsgKey>& order);
-  cudaEvent_t receive_link(Link& l, const MsgKey& key, void* dst, std::size_t bytes, int dst_rank);
+  cudaStream_t link_stream(int src, int dst);
+  void post(Board& b, const MsgKey& key, const Posted& p);
+  // Waits (bounded) for the post of `key`; `who` names the waiter for the timeout's one line.
+  Posted take(Board& b, const MsgKey& key, const std::string& who);
+  void wait_flag(const MsgKey& key, const Msg& m, const std::string& who);
+  [[noreturn]] void fail_wait(const std::string& who, const MsgKey& key, int src_rank, double waited_s);
+  std::string describe(const MsgKey& key) const;
+  void setup_mailboxes(const Schedule& s, const std::vector<MsgKey>& order);
+  void setup_ipc(const std::vector<MsgKey>& order);
+  void setup_nccl();
+  void start_sequencer();
+  void join_sequencer();
+  void sequence();  // the NCCL sequencer thread's body
 
+  TransportKind kind_;
   std::vector<int> rank_device_;
   std::vector<int> process_of_;
-  std::vector<int> stage_rank_;
-  std::map<std::pair<int, int>, Link> send_links_, recv_links_;  // by (src rank, dst rank)
-  std::vector<int> devices_;              // distinct GPUs in use, index = NCCL rank
-  std::map<int, int> nccl_rank_of_device_;
-  std::vector<ncclComm_t> comms_;         // per entry of devices_, when > 1
-  std::vector<cudaStream_t> comm_streams_;   // per rank (null for ranks of other processes)
-  std::vector<cudaStream_t> stage_streams_;  // per rank: the staging copies
+  int my_process_ = 0;
+  std::size_t message_bytes_ = 0;
   double timeout_s_;
+  std::map<MsgKey, Msg> msgs_;
+  std::vector<MsgKey> nccl_order_;       // the Nccl messages with an end here, in message_order
+  std::vector<int> devices_;             // local GPUs in use
+  std::map<int, void*> mailbox_alloc_;   // per local GPU: one allocation for its mailboxes
+  std::map<int, void*> opened_;          // per other process: its mailbox allocation, opened
+  std::map<std::pair<int, int>, cudaStream_t> link_streams_;  // (src, dst) -> stream on src's GPU
+  std::vector<cudaStream_t> comm_streams_;  // per rank (null for ranks of other processes)
+  std::unique_ptr<launch::SharedFlags> flags_;
+  std::uint64_t generation_ = 1;         // this iteration's number, as the shared words carry it
+  // NCCL: one communicator; per local GPU its handle and stream (index = position in devices_).
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> nccl_streams_;
+  std::map<int, int> nccl_rank_of_device_;  // one process: NCCL rank of each local GPU
+  std::thread sequencer_;
 
-  mutable std::mutex mu_;  // the board, records, events, abort flag
-  std::condition_variable posted_cv_;
-  std::map<MsgKey, Posted> board_;
+  mutable std::mutex mu_;  // boards, records, events, abort state
+  Board to_consumer_;      // peer: `copied` from producers; nccl: landed messages from the sequencer
+  Board to_sequencer_;     // nccl: staged sends from producers
   std::vector<Record> records_;
   std::vector<std::pair<int, cudaEvent_t>> events_;  // (device, event) to destroy at reset
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};
   std::string abort_reason_;
-  std::mutex nccl_mu_;  // one NCCL group at a time, in one global order
 };
 
 }  // namespace ppsim::gpu::replay

@@ -400,6 +400,8 @@ Runner setup_validate(CLI::App& sub) {
       rc.sm_partitions = split > 0;
       gpu::ReplayHostStats host;
       rc.host_stats = &host;
+      gpu::ReplayMemory mem;
+      rc.memory = &mem;
       Timeline meas = gpu::replay_schedule(s, rc);
       std::vector<Time> exposed;
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
@@ -432,6 +434,32 @@ Runner setup_validate(CLI::App& sub) {
                             "measured times include waits for this host's launches (a busy or slow host, or ops too "
                             "short for it); compare with a run on a quiet host or larger chunks\n",
                             early, actions);
+      // Device memory, measured, beside the simulator's peak of micro-batches held per rank.
+      nlohmann::json mj = nlohmann::json::array();
+      auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+      for (const auto& rm : mem.ranks) {
+        int predicted_peak = 0;
+        if (static_cast<std::size_t>(rm.rank) < pred.timeline.activations.size())
+          for (const auto& smp : pred.timeline.activations[static_cast<std::size_t>(rm.rank)])
+            predicted_peak = std::max(predicted_peak, smp.activations);
+        text += fmt::format("  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
+                            "{:.1f} MiB ({} set(s) of {:.2f} MiB held at most; the simulator's peak: {} "
+                            "micro-batch(es) in flight)\n",
+                            rm.rank, rm.device, mib(rm.weights), mib(rm.weight_grads), mib(rm.activations()),
+                            rm.activation_sets, mib(rm.activation_set_bytes), predicted_peak);
+        mj.push_back({{"rank", rm.rank}, {"device", rm.device}, {"weights_bytes", rm.weights},
+                      {"weight_grads_bytes", rm.weight_grads}, {"activation_sets", rm.activation_sets},
+                      {"activation_set_bytes", rm.activation_set_bytes}, {"activations_bytes", rm.activations()},
+                      {"predicted_peak_microbatches", predicted_peak}});
+      }
+      nlohmann::json dj = nlohmann::json::array();
+      for (const auto& d : mem.devices) {
+        text += fmt::format("  memory GPU {}: {:.1f} MiB used before the replay, {:.1f} MiB after its measured run "
+                            "(cudaMemGetInfo; +{:.1f} MiB: chunks, transport buffers, workspaces)\n",
+                            d.device, mib(d.used_before), mib(d.used_after),
+                            mib(d.used_after > d.used_before ? d.used_after - d.used_before : 0));
+        dj.push_back({{"device", d.device}, {"used_before_bytes", d.used_before}, {"used_after_bytes", d.used_after}});
+      }
       text += "\n";
       summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", fam->name, rows.front().predicted,
                              rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
@@ -440,6 +468,7 @@ Runner setup_validate(CLI::App& sub) {
       r["layers_per_chunk"] = layers;
       r["host"] = hj;
       r["host_bound"] = host_bound;
+      r["memory_measured"] = {{"ranks", mj}, {"devices", dj}};
       j["results"].push_back(r);
       names.push_back(fam->name);
       keep.push_back(std::move(pred.timeline));

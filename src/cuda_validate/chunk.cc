@@ -37,6 +37,11 @@ struct Chunk::LayerActs {
 
 struct Chunk::Acts {
   DeviceBuffer<bf16> input, grad_output;
+  // Bound elsewhere (a transport's receive buffer), until release: read there instead.
+  const bf16* input_at = nullptr;
+  const bf16* grad_output_at = nullptr;
+  const bf16* in() const { return input_at ? input_at : input.get(); }
+  const bf16* dy() const { return grad_output_at ? grad_output_at : grad_output.get(); }
   std::vector<LayerActs> layers;
   Event free_after{false};  // recorded by release(); the next owner waits for it
 };
@@ -223,7 +228,22 @@ bool Chunk::room_for_another() const {
 
 Chunk::LayerActs& Chunk::layer_acts(int mb, int layer) { return acts(mb).layers.at(static_cast<std::size_t>(layer)); }
 
+std::size_t Chunk::weight_bytes() const {
+  std::size_t n = 0;
+  for (const auto& W : weights_)
+    for (const auto& b : W->w) n += b.bytes();
+  return n;
+}
+std::size_t Chunk::weight_grad_bytes() const {
+  std::size_t n = 0;
+  for (const auto& W : weights_)
+    for (const auto& b : W->g) n += b.bytes();
+  return n;
+}
+
 bf16* Chunk::input(int mb) { return acts(mb).input.get(); }
+void Chunk::bind_input(int mb, const bf16* at) { acts(mb).input_at = at; }
+void Chunk::bind_grad_output(int mb, const bf16* at) { acts(mb).grad_output_at = at; }
 const bf16* Chunk::output(int mb) { return acts(mb).layers.back().x2.get(); }
 bf16* Chunk::grad_output(int mb) { return acts(mb).grad_output.get(); }
 const bf16* Chunk::grad_input(int mb) { return acts(mb).layers.front().dx.get(); }
@@ -239,6 +259,8 @@ void Chunk::release(int mb, cudaStream_t s) {
   auto it = live_.find(mb);
   if (it == live_.end()) return;
   it->second->free_after.record(s);
+  it->second->input_at = nullptr;
+  it->second->grad_output_at = nullptr;
   pool_.push_back(std::move(it->second));
   live_.erase(it);
 }
@@ -249,7 +271,7 @@ void Chunk::attn_forward(int mb, int layer, cudaStream_t s) {
   Acts& A = acts(mb);
   LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
-  const bf16* x = layer == 0 ? A.input.get() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
+  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
   rmsnorm_fwd(L.xn1.get(), L.rstd1.get(), x, W.w[static_cast<int>(Param::Norm1)].get(), T, shape_.hidden, s);
@@ -315,7 +337,7 @@ void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
   Acts& A = acts(mb);
   LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
-  const bf16* dx2 = layer + 1 == shape_.layers ? A.grad_output.get() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
+  const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
   MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
   moe_combine_bwd(L.dzp.get(), L.dw.get(), dx2, L.zp.get(), r, shape_.hidden, s);
@@ -326,7 +348,7 @@ void Chunk::mlp_backward_input(int mb, int layer, cudaStream_t s) {
   LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t h = shape_.hidden;
-  const bf16* dx2 = layer + 1 == shape_.layers ? A.grad_output.get() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
+  const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
   if (shape_.is_moe()) {
     const std::int64_t C = capacity_, fe = shape_.expert_ffn_hidden;
     const int E = shape_.experts;
@@ -357,10 +379,10 @@ void Chunk::attn_backward_input(int mb, int layer, cudaStream_t s) {
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
-  const bf16* x = layer == 0 ? A.input.get() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
+  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
   if (shape_.is_moe()) {
     const bf16* dx2 =
-        layer + 1 == shape_.layers ? A.grad_output.get() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
+        layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
     MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                  L.counts.get(), T, shape_.experts, shape_.top_k, capacity_};
     moe_router_bwd(L.dlogits.get(), L.dw.get(), r, s);
@@ -393,7 +415,7 @@ void Chunk::attn_backward_weight(int mb, int layer, cudaStream_t s) {
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
-  const bf16* x = layer == 0 ? A.input.get() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
+  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
   auto g = [&](Param p) { return W.g[static_cast<int>(p)].get(); };
   gemm_.linear_bwd_weight(g(Param::Qkv), DType::F32, L.dqkv.get(), L.xn1.get(), T, h, shape_.qkv_width(), s);
   gemm_.linear_bwd_weight(g(Param::Out), DType::F32, L.dx1.get(), L.o.get(), T, Aw, h, s);
@@ -418,7 +440,7 @@ void Chunk::mlp_backward_weight(int mb, int layer, cudaStream_t s) {
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
     const bf16* dx2 =
-        layer + 1 == shape_.layers ? A.grad_output.get() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
+        layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
     gemm_.linear_bwd_weight(g(Param::Up), DType::F32, L.dgu.get(), L.xn2.get(), T, h, 2 * f, s);
     gemm_.linear_bwd_weight(g(Param::Down), DType::F32, dx2, L.a.get(), T, f, h, s);
     rmsnorm_bwd_gamma(g(Param::Norm2), L.dxn2.get(), L.x1.get(), L.rstd2.get(), T, shape_.hidden, s);

@@ -54,6 +54,10 @@ class Chunk {
   const bf16* output(int mb);        // valid after forward(mb)
   bf16* grad_output(int mb);         // set before backward_input(mb) (from the next stage or a loss)
   const bf16* grad_input(int mb);    // valid after backward_input(mb)
+  // The input (or output gradient) of mb lies at `at` instead, until release(mb): a transport's
+  // receive buffer, read in place rather than copied in.
+  void bind_input(int mb, const bf16* at);
+  void bind_grad_output(int mb, const bf16* at);
   void fill_input(int mb, std::uint64_t seed, cudaStream_t s);
   void fill_grad_output(int mb, std::uint64_t seed, cudaStream_t s);
 
@@ -88,6 +92,13 @@ class Chunk {
   // MoE: assignments over capacity in mb's last forward, summed over layers (copied to host).
   std::int64_t dropped_assignments(int mb);
   std::size_t activation_bytes_per_microbatch() const;
+  // What this chunk holds on its GPU: parameters (bf16) and their gradients (fp32), and the
+  // activation sets allocated so far (sets are kept for reuse, never freed before the chunk is:
+  // after a run, their number is the most micro-batches this chunk held at once).
+  std::size_t weight_bytes() const;
+  std::size_t weight_grad_bytes() const;
+  std::size_t activation_sets() const { return live_.size() + pool_.size(); }
+  std::size_t activation_set_bytes() const { return acts_bytes_; }
 
  private:
   struct LayerActs;

@@ -142,6 +142,27 @@ struct ReplayHostStats {
   std::map<std::string, Kind> by_kind;
 };
 
+// Device memory of a replay, measured (this process's ranks and GPUs). Per rank, what its chunks
+// allocated (the allocator's high-water mark: activation sets are kept for reuse, so their count
+// after the run is the most micro-batches held at once); per GPU, cudaMemGetInfo's used bytes
+// before the replay and after its measured run (everything: chunks, transport buffers, cuBLAS and
+// cuDNN workspaces, the context's own growth).
+struct ReplayMemory {
+  struct Rank {
+    int rank = 0, device = 0;
+    std::size_t weights = 0, weight_grads = 0;
+    std::size_t activation_sets = 0, activation_set_bytes = 0;
+    std::size_t activations() const { return activation_sets * activation_set_bytes; }
+    std::size_t total() const { return weights + weight_grads + activations(); }
+  };
+  struct Device {
+    int device = 0;
+    std::size_t used_before = 0, used_after = 0;  // cudaMemGetInfo: total - free
+  };
+  std::vector<Rank> ranks;
+  std::vector<Device> devices;
+};
+
 struct ReplayConfig {
   // Shape of each stage's chunk, indexed by model slice (Schedule::slice); one entry is used for all.
   std::vector<ChunkShape> stage_shapes;
@@ -163,6 +184,7 @@ struct ReplayConfig {
   // instead of time-slicing all of them.
   bool sm_partitions = false;
   ReplayHostStats* host_stats = nullptr;  // when set, filled for the measured iteration
+  ReplayMemory* memory = nullptr;         // when set, filled after the measured iteration
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -193,6 +193,19 @@ class RankRunner {
     watch_slot_ = slot;
   }
   const RankResult& result() const { return result_; }
+  // What this rank's chunks hold now (after a run: the high-water mark of their allocations).
+  ReplayMemory::Rank memory() const {
+    ReplayMemory::Rank m;
+    m.rank = rank_;
+    m.device = device_;
+    for (const auto& [stage, c] : chunks_) {
+      m.weights += c->weight_bytes();
+      m.weight_grads += c->weight_grad_bytes();
+      m.activation_sets += c->activation_sets();
+      m.activation_set_bytes = std::max(m.activation_set_bytes, c->activation_set_bytes());
+    }
+    return m;
+  }
   // Frees the chunks (cuDNN/cuBLAS handles belong to this thread's GPU); the timing events stay.
   void teardown() {
     (void)cudaSetDevice(device_);
@@ -238,14 +251,18 @@ class RankRunner {
       if (s_.is_first_stage(op.stage)) {
         c.fill_input(m, seed(op.stage, m, 0), st);
       } else {
-        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), op);
+        const void* at = nullptr;
+        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), op, &at);
+        if (at) c.bind_input(m, static_cast<const bf16*>(at));
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
       if (s_.is_last_stage(op.stage)) {
         c.fill_grad_output(m, seed(op.stage, m, 1), st);
       } else {
-        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), op);
+        const void* at = nullptr;
+        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), op, &at);
+        if (at) c.bind_grad_output(m, static_cast<const bf16*>(at));
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
       }
     }
@@ -268,9 +285,9 @@ class RankRunner {
     return copied;
   }
   // The event after which the input named `key` is in `dst`: a local hand-over, else the transport.
-  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer) {
+  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer, const void** in_place) {
     const auto it = local_.find(key);
-    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer);
+    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place);
     const cudaEvent_t e = it->second;
     local_.erase(it);
     return e;
@@ -513,6 +530,21 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   for (int r = 0; r < s.pp; ++r)
     if (rank_device[static_cast<std::size_t>(r)] >= 0) mine.push_back(r);
   const int n = static_cast<int>(mine.size());
+  auto used_on = [](int device) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(device));
+    std::size_t free = 0, total = 0;
+    PPSIM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return total - free;
+  };
+  std::map<int, std::size_t> used_before;
+  if (cfg.memory)
+    for (int r : mine) {
+      const int d = rank_device[static_cast<std::size_t>(r)];
+      if (!used_before.count(d)) used_before[d] = used_on(d);
+    }
+  std::vector<ReplayMemory::Rank> rank_memory(static_cast<std::size_t>(n));
+  std::map<int, std::size_t> used_after;
+  std::mutex memory_mu;
 
   warn_if_few_cores(n);
   const launch::TransportKind kind =
@@ -567,6 +599,14 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
             iteration_done.arrive_and_wait();
           }
         }
+        if (cfg.memory) {
+          // Pools stop growing after the warm-up: what is allocated now is the run's high-water mark.
+          rank_memory[static_cast<std::size_t>(i)] = rr.memory();
+          const int d = rank_device[static_cast<std::size_t>(mine[static_cast<std::size_t>(i)])];
+          const std::size_t used = used_on(d);
+          std::lock_guard<std::mutex> lock(memory_mu);
+          used_after[d] = std::max(used_after[d], used);
+        }
         rr.teardown();
       } catch (...) {
         {
@@ -591,6 +631,11 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   }
   for (auto& t : threads) t.join();
   watchdog.reset();
+  if (cfg.memory && !failed) {
+    cfg.memory->ranks = rank_memory;
+    for (const auto& [d, before] : used_before)
+      cfg.memory->devices.push_back(ReplayMemory::Device{d, before, used_after[d]});
+  }
   const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
   if (first_error) std::rethrow_exception(first_error);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
@@ -642,7 +687,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       tr.src_rank = rec.src_rank;
       tr.dst_rank = rec.dst_rank;
       tr.start = ticks_on(rec.src_rank, rec.start);
-      tr.end = std::max(tr.start, ticks_on(rec.dst_rank, rec.end));
+      tr.end = std::max(tr.start, ticks_on(rec.end_on_source ? rec.src_rank : rec.dst_rank, rec.end));
       tr.producer = rec.producer;
       tr.bytes = rec.bytes;
       part.local.transfers.push_back(tr);

@@ -319,6 +319,16 @@ void Transport::fail_wait(const std::string& who, const MsgKey& key, int src_ran
 Transport::Posted Transport::take(Board& b, const MsgKey& key, const std::string& who) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + std::chrono::duration<double>(timeout_s_);
+  // Spin first (half a millisecond): the post is usually moments away, and a thread woken from a
+  // condition variable can take tens of microseconds to run, which would delay this rank's next
+  // kernels behind a message that is already there.
+  for (auto spin_end = t0 + std::chrono::microseconds(500); std::chrono::steady_clock::now() < spin_end;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (b.posts.count(key) || aborted_) break;
+    }
+    std::this_thread::yield();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   while (!aborted_ && !b.posts.count(key)) {
     if (b.cv.wait_until(lock, deadline) == std::cv_status::timeout && !b.posts.count(key) && !aborted_) {
@@ -409,7 +419,9 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
   return done;
 }
 
-cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer) {
+cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer,
+                               const void** in_place) {
+  if (in_place) *in_place = nullptr;
   const auto it = msgs_.find(key);
   if (it == msgs_.end() || it->second.dst != dst_rank)
     throw InputError(fmt::format("replay: rank {} receives {}, which the schedule does not route to it", dst_rank,
@@ -432,15 +444,21 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
     case Path::Peer: {
       const Posted p = take(to_consumer_, key, who);
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, p.event, 0));  // the peer copy, on the producer's GPU
-      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
+      if (in_place) *in_place = m.mailbox;
+      else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
       rec.start = p.copy_start;
       rec.producer = p.producer;
+      if (in_place) {  // in place: the message is there when the copy engine is done with it
+        rec.end = p.event;
+        rec.end_on_source = true;
+      }
       break;
     }
     case Path::Ipc: {
       wait_flag(key, m, who);
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, m.ipc_event, 0));
-      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
+      if (in_place) *in_place = m.mailbox;
+      else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, cs));
       break;
     }
     case Path::Nccl: {

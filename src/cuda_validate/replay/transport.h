@@ -9,8 +9,9 @@
 //                      the mailbox (a copy engine; no SM), record `copied`; post `copied` on the
 //                      board (the one host step: the consumer learns which event to wait on)
 //     consumer thread: take the post (bounded wait), then on its comm stream: wait `copied`
-//                      (a cross-device event wait on the GPU), copy mailbox -> its buffer, record
-//                      `arrived`
+//                      (a cross-device event wait on the GPU), record `arrived`; the consumer's
+//                      op reads the mailbox in place (Chunk::bind_input), so a message is moved
+//                      once, by the copy engine, as the hardware would
 //   ipc  (one process per GPU on one host): the same, with the mailbox in the consumer process's
 //        memory (a CUDA IPC handle, opened once at start), `copied` an interprocess event (handle
 //        exchanged once at start), and the post a word in shared host memory (launch::SharedFlags)
@@ -64,16 +65,21 @@ class Transport {
   cudaEvent_t send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
                    const Op& producer);
   // Called from the consumer's thread, for `consumer` (the op that needs the message); returns the
-  // event (on the consumer's GPU) after which `dst` holds the message.
-  cudaEvent_t receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer);
+  // event (on the consumer's GPU) after which `dst` holds the message. With `in_place`, a message
+  // that landed in its mailbox is not copied: *in_place points at it (valid until reset()), else
+  // *in_place is null and `dst` holds it.
+  cudaEvent_t receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer,
+                      const void** in_place = nullptr);
 
   struct Record {
     int src_rank = 0, dst_rank = 0;
     cudaEvent_t start = nullptr;  // on the source GPU: the copy (or staging) began (null: other process)
-    cudaEvent_t end = nullptr;    // on the destination GPU: the data is in place (null: other process)
+    cudaEvent_t end = nullptr;    // the data is in place (null: other process): on the destination GPU,
+                                  // or, with end_on_source, the copy's end on the source GPU's engine
     Op producer;
     Bytes bytes = 0;
     MsgKey key;
+    bool end_on_source = false;
   };
   // Cross-rank messages of the current iteration (after every stream is done); a message to or
   // from another process appears with only this process's event.

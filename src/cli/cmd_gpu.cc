@@ -443,13 +443,14 @@ Runner setup_validate(CLI::App& sub) {
           for (const auto& smp : pred.timeline.activations[static_cast<std::size_t>(rm.rank)])
             predicted_peak = std::max(predicted_peak, smp.activations);
         text += fmt::format("  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
-                            "{:.1f} MiB ({} set(s) of {:.2f} MiB held at most; the simulator's peak: {} "
-                            "micro-batch(es) in flight)\n",
+                            "{:.1f} MiB ({} set(s) of {:.2f} MiB in use at most, in stream order; {} allocated, "
+                            "the host running ahead; the simulator's peak: {} micro-batch(es) in flight)\n",
                             rm.rank, rm.device, mib(rm.weights), mib(rm.weight_grads), mib(rm.activations()),
-                            rm.activation_sets, mib(rm.activation_set_bytes), predicted_peak);
+                            rm.activation_sets_live, mib(rm.activation_set_bytes), rm.activation_sets, predicted_peak);
         mj.push_back({{"rank", rm.rank}, {"device", rm.device}, {"weights_bytes", rm.weights},
                       {"weight_grads_bytes", rm.weight_grads}, {"activation_sets", rm.activation_sets},
-                      {"activation_set_bytes", rm.activation_set_bytes}, {"activations_bytes", rm.activations()},
+                      {"activation_set_bytes", rm.activation_set_bytes}, {"activation_sets_in_use", rm.activation_sets_live},
+                      {"activations_bytes", rm.activations()},
                       {"predicted_peak_microbatches", predicted_peak}});
       }
       nlohmann::json dj = nlohmann::json::array();

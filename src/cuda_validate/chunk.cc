@@ -203,6 +203,7 @@ Chunk::Acts& Chunk::acts(int mb) {
   }
   auto& ref = *a;
   live_.emplace(mb, std::move(a));
+  max_live_ = std::max(max_live_, live_.size());
   return ref;
 }
 

@@ -99,6 +99,10 @@ class Chunk {
   std::size_t weight_grad_bytes() const;
   std::size_t activation_sets() const { return live_.size() + pool_.size(); }
   std::size_t activation_set_bytes() const { return acts_bytes_; }
+  // The most sets in use at once (first use to release, in the order the host enqueues, which is
+  // the schedule's): what a stream-ordered allocator would hold. activation_sets() can be more,
+  // since the host runs ahead of the GPU and takes a new set while a released one is still busy.
+  std::size_t activation_sets_live_peak() const { return max_live_; }
 
  private:
   struct LayerActs;
@@ -118,6 +122,7 @@ class Chunk {
   std::vector<std::unique_ptr<Acts>> pool_;  // released, oldest first
   std::size_t acts_bytes_ = 0;               // one set's device memory
   bool grow_ = true;                         // may allocate a set while released ones are busy
+  std::size_t max_live_ = 0;
   static std::size_t acts_bytes(const Acts& a);
   bool room_for_another() const;
 };

@@ -152,7 +152,11 @@ struct ReplayMemory {
     int rank = 0, device = 0;
     std::size_t weights = 0, weight_grads = 0;
     std::size_t activation_sets = 0, activation_set_bytes = 0;
-    std::size_t activations() const { return activation_sets * activation_set_bytes; }
+    // Sets in use at once at most (program order: what a stream-ordered allocator holds), summed
+    // over the rank's chunks; activation_sets may be more (the host runs ahead of its GPU).
+    std::size_t activation_sets_live = 0;
+    std::size_t activations() const { return activation_sets_live * activation_set_bytes; }
+    std::size_t activations_allocated() const { return activation_sets * activation_set_bytes; }
     std::size_t total() const { return weights + weight_grads + activations(); }
   };
   struct Device {

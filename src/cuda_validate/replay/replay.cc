@@ -202,6 +202,7 @@ class RankRunner {
       m.weights += c->weight_bytes();
       m.weight_grads += c->weight_grad_bytes();
       m.activation_sets += c->activation_sets();
+      m.activation_sets_live += c->activation_sets_live_peak();
       m.activation_set_bytes = std::max(m.activation_set_bytes, c->activation_set_bytes());
     }
     return m;

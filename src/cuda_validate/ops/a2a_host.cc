@@ -21,6 +21,7 @@ A2aBufferSet::A2aBufferSet(const ep::EpGeometry& g) {
   rows_.resize(static_cast<std::size_t>(g.rows()) * static_cast<std::size_t>(g.hidden));
   counts_.resize(static_cast<std::size_t>(g.ep) * static_cast<std::size_t>(g.experts_per_rank()));
   flags_.resize(static_cast<std::size_t>(g.ep) * kA2aMaxBlocks);
+  rows_.poison();  // NaN until rows arrive: a row read before it was sent shows in the outputs
   counts_.zero();
   flags_.zero();  // epochs start at 1: nothing has arrived
   PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));

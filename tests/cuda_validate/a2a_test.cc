@@ -69,7 +69,7 @@ struct Rank {
   DeviceBuffer<float> d_w;
   DeviceBuffer<int> slot_of, slot_token, expert_counts;
   std::unique_ptr<A2aBufferSet> xp, zp, dzp, dx_back;  // dispatch F, combine F, combine-grad, dispatch-grad
-  DeviceBuffer<bf16> gu, a, z, out, dzp_local, dx;
+  DeviceBuffer<bf16> gu, a, z, out, dzp_local, dx, staging;
   // Per launch: forward dispatch send/recv (0, 1), combine send/recv (2, 3), backward dispatch
   // send/recv (4, 5), combine send/recv (6, 7), the first (NaN) forward dispatch (8, 9).
   DeviceBuffer<A2aStats> stats;
@@ -97,8 +97,10 @@ void check_stats(const std::vector<A2aStats>& st, int comm_sms, const char* what
 
 // Runs one MoE layer forward and the two backward exchanges with experts split over kEp ranks
 // on `devices`, and checks it against the plan and the single-GPU layer on devices[0].
-void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
-  INFO("routing " << name_of(kind) << ", devices " << devices[0] << "," << devices[1] << ", comm_sms " << comm_sms);
+void run_case(Routing kind, const std::vector<int>& devices, int comm_sms, A2aBackend backend = A2aBackend::ours) {
+  INFO("routing " << name_of(kind) << ", devices " << devices[0] << "," << devices[1] << ", comm_sms " << comm_sms
+                  << ", " << a2a_backend_name(backend));
+  const bool nccl = backend == A2aBackend::nccl;
   const ep::EpGeometry g{kEp, kE, kK, kT, kC, kHidden};
   const int El = g.experts_per_rank();
   const auto routing = make_routing(kind, 17u + static_cast<std::uint32_t>(kind));
@@ -148,6 +150,7 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
     R.out.resize(static_cast<std::size_t>(kT) * kHidden);
     R.dzp_local.resize(rows * kHidden);
     R.dx.resize(static_cast<std::size_t>(kT) * kHidden);
+    R.staging.resize(rows * kHidden);  // NCCL only: the permuted tokens before they travel
     for (auto* b : {&R.gu, &R.a, &R.z, &R.out, &R.dzp_local, &R.dx}) b->poison();
     // Receive rows start as NaN: a row that should have arrived and did not shows.
     PPSIM_CUDA_CHECK(cudaMemset(R.xp->view().rows, 0xFF, R.xp->rows().bytes()));
@@ -157,8 +160,20 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
+  // NCCL: one communicator over the two ranks' GPUs (two distinct GPUs); every rank's begin in
+  // one group, as one thread drives both.
+  std::vector<ncclComm_t> comms(kEp, nullptr);
+  if (nccl) PPSIM_NCCL_CHECK(ncclCommInitAll(comms.data(), kEp, devices.data()));
+  auto group_start = [&] {
+    if (nccl) PPSIM_NCCL_CHECK(ncclGroupStart());
+  };
+  auto group_end = [&] {
+    if (nccl) PPSIM_NCCL_CHECK(ncclGroupEnd());
+  };
   auto call = [&](int r, unsigned long long epoch, int which_stats) {
     A2aCall c;
+    c.backend = backend;
+    c.comm = comms[static_cast<std::size_t>(r)];
     c.g = g;
     c.rank = r;
     c.comm_sms = comm_sms;
@@ -175,12 +190,14 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
   // ---- forward: dispatch (twice: epoch 1 with poisoned tokens, then epoch 2 with the real
   // ones, so the second lands over the first without a reset), experts, combine ----
   for (unsigned long long epoch : {1ull, 2ull}) {
+    group_start();
     for (int r = 0; r < kEp; ++r) {
       Rank& R = on(r);
       const bf16* src = epoch == 1 ? R.d_nan.get() : R.d_x.get();
       a2a_dispatch_begin(call(r, epoch, epoch == 2 ? 0 : 8), peers(ranks, &Rank::xp), src, true, R.slot_token.get(),
-                         R.expert_counts.get(), nullptr, R.stream->get());
+                         R.expert_counts.get(), R.staging.get(), R.stream->get());
     }
+    group_end();
     for (int r = 0; r < kEp; ++r) {
       Rank& R = on(r);
       a2a_dispatch_end(call(r, epoch, epoch == 2 ? 1 : 9), R.xp->view(), R.stream->get());
@@ -192,8 +209,13 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
     R.gemm->linear_fwd(R.gu.get(), R.xp->view().rows, R.d_up.get(), rows, kHidden, 2 * kFfn, R.stream->get(), El);
     swiglu_fwd(R.a.get(), R.gu.get(), rows * El, kFfn, R.stream->get());
     R.gemm->linear_fwd(R.z.get(), R.a.get(), R.d_down.get(), rows, kFfn, kHidden, R.stream->get(), El);
+  }
+  group_start();
+  for (int r = 0; r < kEp; ++r) {
+    Rank& R = on(r);
     a2a_combine_begin(call(r, 1, 2), peers(ranks, &Rank::zp), R.z.get(), R.xp->view().counts, R.stream->get());
   }
+  group_end();
   for (int r = 0; r < kEp; ++r) {
     Rank& R = on(r);
     a2a_combine_end(call(r, 1, 3), R.zp->view(), R.out.get(), R.d_resid.get(), R.slot_of.get(), R.d_w.get(),
@@ -215,7 +237,7 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
     for (int s = 0; s < kEp; ++s)
       for (int le = 0; le < El; ++le)
         counts_want[static_cast<std::size_t>(s * El + le)] = static_cast<int>(plan.kept_rows(s, d, le));
-    CHECK(ranks[static_cast<std::size_t>(d)].xp->counts().to_host() == counts_want);
+    if (!nccl) CHECK(ranks[static_cast<std::size_t>(d)].xp->counts().to_host() == counts_want);  // NCCL sends none
   }
 
   // 2. The combined output against the single-GPU layer on devices[0]: the same experts, all E
@@ -259,9 +281,9 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
       PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));
       const double err = rel_error(got, ref);
       std::printf(
-          "a2a %-30s devices %d,%d comm_sms %2d: source %d combined output rel L2 error %.3g vs the single-GPU "
+          "a2a %-4s %-30s devices %d,%d comm_sms %2d: source %d combined output rel L2 error %.3g vs the single-GPU "
           "layer (bound %.0e); kept %lld of %lld assignments, %lld bytes to the other rank\n",
-          name_of(kind), devices[0], devices[1], comm_sms, s, err, kBf16Tol,
+          a2a_backend_name(backend), name_of(kind), devices[0], devices[1], comm_sms, s, err, kBf16Tol,
           static_cast<long long>(kT * kK - plan.dropped(s)), static_cast<long long>(kT * kK),
           static_cast<long long>(plan.remote_bytes(s)));
       INFO("combined output of source rank " << s << ": relative L2 error " << err << " against the single-GPU layer");
@@ -283,21 +305,25 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
       PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));
     }
   }
+  group_start();
   for (int r = 0; r < kEp; ++r) {
     Rank& R = on(r);
     a2a_dispatch_begin(call(r, 1, 4), peers(ranks, &Rank::dzp), R.dzp_local.get(), false, R.slot_token.get(),
                        R.expert_counts.get(), nullptr, R.stream->get());
   }
+  group_end();
   for (int r = 0; r < kEp; ++r) {
     Rank& R = on(r);
     a2a_dispatch_end(call(r, 1, 5), R.dzp->view(), R.stream->get());
   }
   // The expert side returns the gradient rows it received (standing in for dxp) unweighted.
+  group_start();
   for (int r = 0; r < kEp; ++r) {
     Rank& R = on(r);
     a2a_combine_begin(call(r, 1, 6), peers(ranks, &Rank::dx_back), R.dzp->view().rows, R.dzp->view().counts,
                       R.stream->get());
   }
+  group_end();
   for (int r = 0; r < kEp; ++r) {
     Rank& R = on(r);
     a2a_combine_end(call(r, 1, 7), R.dx_back->view(), R.dx.get(), nullptr, R.slot_of.get(), nullptr, R.stream->get());
@@ -322,11 +348,13 @@ void run_case(Routing kind, const std::vector<int>& devices, int comm_sms) {
     INFO("combine-grad rows on rank " << d);
     CHECK(rel_error(download(ranks[static_cast<std::size_t>(d)].dzp->rows()), want) == 0.0);
   }
-  for (int r = 0; r < kEp; ++r) {
+  for (int r = 0; r < kEp && !nccl; ++r) {  // NCCL's launches are its own
     on(r);
     const auto st = ranks[static_cast<std::size_t>(r)].stats.to_host();
     check_stats(st, comm_sms, r == 0 ? "rank 0" : "rank 1");
   }
+  for (ncclComm_t c : comms)
+    if (c != nullptr) (void)ncclCommDestroy(c);
   // Each rank's buffers, streams and cuBLASLt handle are freed on their own device.
   while (!ranks.empty()) {
     PPSIM_CUDA_CHECK(cudaSetDevice(ranks.back().device));
@@ -365,14 +393,14 @@ TEST_CASE("a2a on one GPU: two EP ranks as two buffer sets match the plan and th
     for (int comm_sms : {1, 4, 20}) run_case(kind, {0, 0}, comm_sms);
 }
 
-TEST_CASE("a2a across two GPUs with peer access matches the plan and the single-GPU MoE layer", "[gpu]") {
-  PPSIM_REQUIRE_GPU();
+// "" when GPUs 0 and 1 can reach each other (peer access then enabled both ways); else why not.
+std::string two_gpus_with_peer_access() {
   if (device_count() < 2)
-    PPSIM_SKIP("needs two GPUs (" << device_count() << " visible); the one-GPU case runs the same code");
+    return "needs two GPUs (" + std::to_string(device_count()) + " visible); the one-GPU case runs the same code";
   int can01 = 0, can10 = 0;
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
-  if (!can01 || !can10) PPSIM_SKIP("GPUs 0 and 1 have no peer access to each other (no NVLink/P2P between them)");
+  if (!can01 || !can10) return "GPUs 0 and 1 have no peer access to each other (no NVLink/P2P between them)";
   for (int d : {0, 1}) {
     PPSIM_CUDA_CHECK(cudaSetDevice(d));
     const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
@@ -381,6 +409,21 @@ TEST_CASE("a2a across two GPUs with peer access matches the plan and the single-
     else
       PPSIM_CUDA_CHECK(e);
   }
+  PPSIM_CUDA_CHECK(cudaSetDevice(0));
+  return {};
+}
+
+TEST_CASE("a2a across two GPUs with peer access matches the plan and the single-GPU MoE layer", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  if (auto why = two_gpus_with_peer_access(); !why.empty()) PPSIM_SKIP(why);
   for (Routing kind : {Routing::random, Routing::skewed, Routing::local_only}) run_case(kind, {0, 1}, 20);
+  PPSIM_CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE("a2a through NCCL (the comparison path) across two GPUs matches the plan and the single-GPU layer", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  if (auto why = two_gpus_with_peer_access(); !why.empty()) PPSIM_SKIP(why);
+  for (Routing kind : {Routing::random, Routing::skewed, Routing::local_only})
+    run_case(kind, {0, 1}, 20, A2aBackend::nccl);
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
 }

@@ -91,6 +91,8 @@ Chunk::Chunk(const ChunkShape& shape, std::uint64_t seed) : shape_(shape) {
     for (std::size_t i = 0; i < n; ++i)
       ep_bufs_.push_back(std::make_unique<A2aBufferSet>(geometry_of(shape, capacity_)));
     ep_epochs_.assign(n, 0);
+    ep_stats_.resize(1);
+    ep_stats_.zero();
   }
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -533,10 +535,16 @@ A2aCall Chunk::ep_call(EpKind k, int mb, int layer) {
   c.g = geometry_of(shape_, capacity_);
   c.rank = shape_.ep_rank;
   c.comm_sms = shape_.comm_sms;
+  c.stats = ep_stats_.get();
   // Every rank of the group makes the same exchanges on each buffer in the same order, so
   // counting them gives senders and receiver the same epoch without talking.
   c.epoch = ++ep_epochs_.at(ep_index(k, mb, layer));
   return c;
+}
+
+unsigned Chunk::ep_status() const {
+  if (!ep()) return 0;
+  return ep_stats_.to_host().at(0).status;
 }
 
 std::vector<A2aRecvBuffer> Chunk::ep_receive_buffers() const {

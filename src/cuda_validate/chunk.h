@@ -98,6 +98,9 @@ class Chunk {
   // One process: connects every chunk of the group (by ep_rank) to all the others' buffers;
   // the caller has enabled peer access between their GPUs.
   static void connect_ep_group(const std::vector<Chunk*>& group);
+  // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
+  // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
+  unsigned ep_status() const;
 
   // For tests and the profiler.
   const bf16* weight(Param p, int layer) const;
@@ -142,6 +145,7 @@ class Chunk {
   std::vector<std::unique_ptr<A2aBufferSet>> ep_bufs_;     // by ep_index
   std::vector<std::vector<A2aRecvBuffer>> ep_peer_views_;  // [rank][ep_index]
   std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far
+  DeviceBuffer<A2aStats> ep_stats_;                        // every exchange's blocks and timeout code
 };
 
 }  // namespace ppsim::gpu

@@ -96,6 +96,13 @@ void run(const std::vector<int>& devices, int comm_sms) {
   each([](Chunk& c, cudaStream_t s, int) { c.backward_weight(0, s); });
   each([](Chunk&, cudaStream_t s, int) { PPSIM_CUDA_CHECK(cudaStreamSynchronize(s)); });
 
+  for (int r = 0; r < 2; ++r) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(devices[static_cast<std::size_t>(r)]));
+    const unsigned status = ep[static_cast<std::size_t>(r)]->ep_status();
+    INFO("EP rank " << r << " exchange status " << status
+                    << " (1000 + r: a wait for rank r's rows timed out; the outputs below are then not valid)");
+    CHECK(status == 0u);
+  }
   const std::size_t act = static_cast<std::size_t>(one.tokens() * one.hidden);
   for (int r = 0; r < 2; ++r) {
     PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));

@@ -23,7 +23,8 @@
 // several of them enqueues each sub-op for all before the next sub-op of any (a host call that
 // synchronises, such as a first allocation, between an end and the peer's begin would wait for
 // ever). A receive buffer is written once per (micro-batch, layer) and iteration: iterations
-// must not overlap.
+// must not overlap. The receive buffers (4 x E*C rows per micro-batch and layer) are not part of
+// activation_bytes_per_microbatch().
 #pragma once
 #include <cstdint>
 #include <map>

@@ -33,6 +33,9 @@ struct Chunk::LayerActs {
   DeviceBuffer<bf16> da, dgu, dxn2, dx1, dout, dqkv, dxn1, dx;
   DeviceBuffer<bf16> dzp, dxp, dlogits;
   DeviceBuffer<float> dw;
+  // EP only (xp, zp and dzp are then receive buffers, Chunk::ep_bufs_): the experts' output
+  // before it travels back, and w * dout before it travels to the experts.
+  DeviceBuffer<bf16> ze, dzp_src;
 };
 
 struct Chunk::Acts {
@@ -49,6 +52,10 @@ struct Chunk::Acts {
 namespace {
 
 std::int64_t rows_of(const ChunkShape& s) { return s.tokens(); }
+
+ep::EpGeometry geometry_of(const ChunkShape& s, std::int64_t capacity) {
+  return ep::EpGeometry{s.ep, s.experts, s.top_k, s.tokens(), capacity, s.hidden};
+}
 
 }  // namespace
 
@@ -75,10 +82,22 @@ Chunk::Chunk(const ChunkShape& shape, std::uint64_t seed) : shape_(shape) {
         if (param == Param::Out) fan_in = static_cast<std::int64_t>(shape.heads) * shape.head_dim;
         if (param == Param::Down) fan_in = shape.is_moe() ? shape.expert_ffn_hidden : shape.ffn_hidden;
         const float scale = (param == Param::Router ? 4.0f : 1.0f) / std::sqrt(static_cast<float>(fan_in));
-        fill_uniform(w->w[p].get(), n, scale, s, nullptr);
+        // EP: this rank's experts are the slice [ep_rank * n, (ep_rank + 1) * n) of the tensor one
+        // chunk with every expert draws, so an EP group computes what one GPU does.
+        const bool expert_param = shape.ep > 1 && (param == Param::Up || param == Param::Down);
+        fill_uniform(w->w[p].get(), n, scale, s, nullptr, 0.f, expert_param ? shape.ep_rank * n : 0);
       }
     }
     weights_.push_back(std::move(w));
+  }
+  if (ep()) {
+    const std::size_t n = static_cast<std::size_t>(kEpKinds) * static_cast<std::size_t>(shape.ep_microbatches) *
+                          static_cast<std::size_t>(shape.layers);
+    for (std::size_t i = 0; i < n; ++i)
+      ep_bufs_.push_back(std::make_unique<A2aBufferSet>(geometry_of(shape, capacity_)));
+    ep_epochs_.assign(n, 0);
+    ep_stats_.resize(1);
+    ep_stats_.zero();
   }
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -93,8 +112,8 @@ std::int64_t Chunk::param_count(Param p) const {
     case Param::Qkv: return static_cast<std::int64_t>(shape_.qkv_width()) * h;
     case Param::Out: return h * shape_.heads * shape_.head_dim;
     case Param::Router: return shape_.is_moe() ? E * h : 0;
-    case Param::Up: return shape_.is_moe() ? E * 2 * shape_.expert_ffn_hidden * h : 2LL * shape_.ffn_hidden * h;
-    case Param::Down: return shape_.is_moe() ? E * h * shape_.expert_ffn_hidden : h * shape_.ffn_hidden;
+    case Param::Up: return shape_.is_moe() ? shape_.experts_local() * 2LL * shape_.expert_ffn_hidden * h : 2LL * shape_.ffn_hidden * h;
+    case Param::Down: return shape_.is_moe() ? shape_.experts_local() * h * shape_.expert_ffn_hidden : h * shape_.ffn_hidden;
   }
   return 0;
 }
@@ -174,7 +193,11 @@ Chunk::Acts& Chunk::acts(int mb) {
         L.dw.resize(T * k);
         L.slot_token.resize(R);
         L.counts.resize(E);
-        for (auto* b : {&L.xp, &L.zp, &L.dzp, &L.dxp}) b->resize(R * h);
+        if (ep()) {
+          for (auto* b : {&L.ze, &L.dzp_src, &L.dxp}) b->resize(R * h);  // E*C rows on both sides
+        } else {
+          for (auto* b : {&L.xp, &L.zp, &L.dzp, &L.dxp}) b->resize(R * h);
+        }
         L.gu.resize(R * 2 * fe);
         L.dgu.resize(R * 2 * fe);
         L.a.resize(R * fe);
@@ -192,7 +215,8 @@ Chunk::Acts& Chunk::acts(int mb) {
     a->grad_output.poison();
     for (auto& L : a->layers) {
       for (auto* b : {&L.xn1, &L.qkv, &L.o, &L.x1, &L.xn2, &L.gu, &L.a, &L.x2, &L.logits, &L.xp, &L.zp, &L.da, &L.dgu,
-                      &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits})
+                      &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits, &L.ze,
+                      &L.dzp_src})
         b->poison();
       for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) b->poison();
     }
@@ -211,7 +235,7 @@ std::size_t Chunk::acts_bytes(const Acts& a) {
   std::size_t n = a.input.bytes() + a.grad_output.bytes();
   for (const auto& L : a.layers) {
     for (auto* b : {&L.xn1, &L.qkv, &L.o, &L.x1, &L.xn2, &L.gu, &L.a, &L.x2, &L.logits, &L.xp, &L.zp, &L.da, &L.dgu,
-                    &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits})
+                    &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits, &L.ze, &L.dzp_src})
       n += b->bytes();
     for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) n += b->bytes();
     for (auto* b : {&L.topk_idx, &L.slot_of, &L.slot_token, &L.counts}) n += b->bytes();
@@ -291,6 +315,12 @@ void Chunk::attn_forward(int mb, int layer, cudaStream_t s) {
 void Chunk::dispatch_forward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
   LayerActs& L = layer_acts(mb, layer);
+  if (ep()) {
+    const A2aCall c = ep_call(kEpXp, mb, layer);
+    a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), L.xn2.get(), true, L.slot_token.get(), L.counts.get(), nullptr, s);
+    a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s);
+    return;
+  }
   MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
   moe_permute(L.xp.get(), L.xn2.get(), r, shape_.hidden, s);
@@ -301,11 +331,14 @@ void Chunk::mlp_forward(int mb, int layer, cudaStream_t s) {
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t h = shape_.hidden;
   if (shape_.is_moe()) {
-    const std::int64_t C = capacity_, fe = shape_.expert_ffn_hidden;
-    const int E = shape_.experts;
-    gemm_.linear_fwd(L.gu.get(), L.xp.get(), W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, E);
+    // Per local expert: C rows (one GPU) or one C-row block from each EP rank (ep * C rows).
+    const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
+    const int E = shape_.experts_local();
+    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : L.xp.get();
+    bf16* zp = ep() ? L.ze.get() : L.zp.get();
+    gemm_.linear_fwd(L.gu.get(), xp, W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, E);
     swiglu_fwd(L.a.get(), L.gu.get(), C * E, static_cast<int>(fe), s);
-    gemm_.linear_fwd(L.zp.get(), L.a.get(), W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, E);
+    gemm_.linear_fwd(zp, L.a.get(), W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, E);
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
     rmsnorm_fwd(L.xn2.get(), L.rstd2.get(), L.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(), T, shape_.hidden, s);
@@ -318,6 +351,12 @@ void Chunk::mlp_forward(int mb, int layer, cudaStream_t s) {
 void Chunk::combine_forward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
   LayerActs& L = layer_acts(mb, layer);
+  if (ep()) {
+    const A2aCall c = ep_call(kEpZp, mb, layer);
+    a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), L.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    a2a_combine_end(c, ep_mine(kEpZp, mb, layer), L.x2.get(), L.x1.get(), L.slot_of.get(), L.topk_w.get(), s);
+    return;
+  }
   MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
   moe_combine(L.x2.get(), L.x1.get(), L.zp.get(), r, shape_.hidden, s);
@@ -341,6 +380,16 @@ void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
   const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
   MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
+  if (ep()) {
+    // w * dout in the source's [E][C] layout (and dw, from the expert outputs that came back),
+    // then to the experts' ranks.
+    moe_combine_bwd(L.dzp_src.get(), L.dw.get(), dx2, ep_mine(kEpZp, mb, layer).rows, r, shape_.hidden, s);
+    const A2aCall c = ep_call(kEpDzp, mb, layer);
+    a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), L.dzp_src.get(), false, L.slot_token.get(), L.counts.get(),
+                       nullptr, s);
+    a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s);
+    return;
+  }
   moe_combine_bwd(L.dzp.get(), L.dw.get(), dx2, L.zp.get(), r, shape_.hidden, s);
 }
 
@@ -351,9 +400,10 @@ void Chunk::mlp_backward_input(int mb, int layer, cudaStream_t s) {
   const std::int64_t h = shape_.hidden;
   const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
   if (shape_.is_moe()) {
-    const std::int64_t C = capacity_, fe = shape_.expert_ffn_hidden;
-    const int E = shape_.experts;
-    gemm_.linear_bwd_input(L.da.get(), L.dzp.get(), W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, 0.f, E);
+    const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
+    const int E = shape_.experts_local();
+    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : L.dzp.get();
+    gemm_.linear_bwd_input(L.da.get(), dzp, W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, 0.f, E);
     swiglu_bwd(L.dgu.get(), L.da.get(), L.gu.get(), C * E, static_cast<int>(fe), s);
     gemm_.linear_bwd_input(L.dxp.get(), L.dgu.get(), W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, 0.f, E);
   } else {
@@ -371,6 +421,13 @@ void Chunk::dispatch_backward(int mb, int layer, cudaStream_t s) {
   LayerActs& L = layer_acts(mb, layer);
   MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
                L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
+  if (ep()) {
+    // The experts' input-grads go back to their sources and are summed into each token.
+    const A2aCall c = ep_call(kEpDxp, mb, layer);
+    a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), L.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), L.dxn2.get(), nullptr, L.slot_of.get(), nullptr, s);
+    return;
+  }
   moe_permute_bwd(L.dxn2.get(), L.dxp.get(), r, shape_.hidden, s);
 }
 
@@ -434,10 +491,12 @@ void Chunk::mlp_backward_weight(int mb, int layer, cudaStream_t s) {
   const std::int64_t h = shape_.hidden;
   auto g = [&](Param p) { return W.g[static_cast<int>(p)].get(); };
   if (shape_.is_moe()) {
-    const std::int64_t C = capacity_, fe = shape_.expert_ffn_hidden;
-    const int E = shape_.experts;
-    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, L.dgu.get(), L.xp.get(), C, h, 2 * fe, s, 1.f, E);
-    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, L.dzp.get(), L.a.get(), C, fe, h, s, 1.f, E);
+    const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
+    const int E = shape_.experts_local();
+    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : L.xp.get();
+    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : L.dzp.get();
+    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, L.dgu.get(), xp, C, h, 2 * fe, s, 1.f, E);
+    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, dzp, L.a.get(), C, fe, h, s, 1.f, E);
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
     const bf16* dx2 =
@@ -470,6 +529,73 @@ std::int64_t Chunk::dropped_assignments(int mb) {
   for (auto& L : acts(mb).layers)
     for (int c : L.counts.to_host()) dropped += c > capacity_ ? c - capacity_ : 0;
   return dropped;
+}
+
+// ---- expert parallelism -----------------------------------------------------------------------
+
+std::size_t Chunk::ep_index(EpKind k, int mb, int layer) const {
+  if (mb < 0 || mb >= shape_.ep_microbatches)
+    throw InputError(fmt::format("expert parallelism: micro-batch {} has no receive buffers (ep_microbatches = {})",
+                                 mb, shape_.ep_microbatches),
+                     {}, kExitInput);
+  return (static_cast<std::size_t>(k) * static_cast<std::size_t>(shape_.ep_microbatches) +
+          static_cast<std::size_t>(mb)) * static_cast<std::size_t>(shape_.layers) + static_cast<std::size_t>(layer);
+}
+
+A2aRecvBuffer Chunk::ep_mine(EpKind k, int mb, int layer) const { return ep_bufs_.at(ep_index(k, mb, layer))->view(); }
+
+A2aPeerBuffers Chunk::ep_peers(EpKind k, int mb, int layer) const {
+  PPSIM_CHECK(static_cast<int>(ep_peer_views_.size()) == shape_.ep,
+              "EP chunk (rank {} of {}) used before connect_ep gave it its peers' buffers", shape_.ep_rank, shape_.ep);
+  A2aPeerBuffers p;
+  const std::size_t i = ep_index(k, mb, layer);
+  for (int r = 0; r < shape_.ep; ++r) p.rank[r] = ep_peer_views_[static_cast<std::size_t>(r)][i];
+  return p;
+}
+
+A2aCall Chunk::ep_call(EpKind k, int mb, int layer) {
+  A2aCall c;
+  c.g = geometry_of(shape_, capacity_);
+  c.rank = shape_.ep_rank;
+  c.comm_sms = shape_.comm_sms;
+  c.stats = ep_stats_.get();
+  // Every rank of the group makes the same exchanges on each buffer in the same order, so
+  // counting them gives senders and receiver the same epoch without talking.
+  c.epoch = ++ep_epochs_.at(ep_index(k, mb, layer));
+  return c;
+}
+
+unsigned Chunk::ep_status() const {
+  if (!ep()) return 0;
+  return ep_stats_.to_host().at(0).status;
+}
+
+std::vector<A2aRecvBuffer> Chunk::ep_receive_buffers() const {
+  std::vector<A2aRecvBuffer> v;
+  for (const auto& b : ep_bufs_) v.push_back(b->view());
+  return v;
+}
+
+void Chunk::connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank) {
+  PPSIM_CHECK(ep(), "connect_ep on a chunk without expert parallelism (ep = {})", shape_.ep);
+  PPSIM_CHECK(static_cast<int>(by_rank.size()) == shape_.ep, "connect_ep: {} ranks' buffers for ep = {}",
+              by_rank.size(), shape_.ep);
+  for (const auto& v : by_rank)
+    PPSIM_CHECK(v.size() == ep_bufs_.size(), "connect_ep: a peer has {} receive buffers, this chunk {}", v.size(),
+                ep_bufs_.size());
+  ep_peer_views_ = by_rank;
+}
+
+void Chunk::connect_ep_group(const std::vector<Chunk*>& group) {
+  std::vector<std::vector<A2aRecvBuffer>> all(group.size());
+  for (const Chunk* c : group) {
+    PPSIM_CHECK(c->shape_.ep == static_cast<int>(group.size()) && c->shape_.ep_rank >= 0 &&
+                    c->shape_.ep_rank < static_cast<int>(group.size()),
+                "connect_ep_group: a chunk with ep {} and ep_rank {} in a group of {}", c->shape_.ep, c->shape_.ep_rank,
+                group.size());
+    all[static_cast<std::size_t>(c->shape_.ep_rank)] = c->ep_receive_buffers();
+  }
+  for (Chunk* c : group) c->connect_ep(all);
 }
 
 }  // namespace ppsim::gpu

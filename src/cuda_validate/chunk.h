@@ -13,6 +13,18 @@
 // Not obvious: every call only enqueues work on the given stream (no host synchronisation), and
 // a micro-batch's buffers come from a pool; release(mb, stream) returns them after the stream's
 // work, and the next user of the buffers waits for that point on its own stream.
+// Expert parallelism (shape.ep > 1): the chunk holds experts_local() experts, and dispatch and
+// combine (forward and backward) are our all-to-all (ops/a2a.h) between the EP group's chunks,
+// each running the same schedule on its own micro-batches with the same ids. Their receive
+// buffers are allocated per (micro-batch id < ep_microbatches, layer) when the chunk is built, so
+// that peers can be given their addresses before anything runs (connect_ep); an exchange's end
+// spins on the GPU until every peer's begin has run, so the group's chunks must run on streams
+// that can run at the same time (one stream each, or one GPU each), and one thread driving
+// several of them enqueues each sub-op for all before the next sub-op of any (a host call that
+// synchronises, such as a first allocation, between an end and the peer's begin would wait for
+// ever). A receive buffer is written once per (micro-batch, layer) and iteration: iterations
+// must not overlap. The receive buffers (4 x E*C rows per micro-batch and layer) are not part of
+// activation_bytes_per_microbatch().
 #pragma once
 #include <cstdint>
 #include <map>
@@ -25,6 +37,7 @@
 
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/ops/a2a.h"
 #include "cuda_validate/ops/attention.h"
 #include "cuda_validate/ops/gemm.h"
 
@@ -82,6 +95,18 @@ class Chunk {
   void attn_backward_weight(int mb, int layer, cudaStream_t s);
   void mlp_backward_weight(int mb, int layer, cudaStream_t s);
 
+  // Expert parallelism (shape.ep > 1). This chunk's receive buffers, to hand to its peers
+  // (directly in one process with peer access, or as CUDA IPC handles across processes), then
+  // every EP rank's buffers (by rank, this one's included) as this chunk's device addresses them.
+  std::vector<A2aRecvBuffer> ep_receive_buffers() const;
+  void connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank);
+  // One process: connects every chunk of the group (by ep_rank) to all the others' buffers;
+  // the caller has enabled peer access between their GPUs.
+  static void connect_ep_group(const std::vector<Chunk*>& group);
+  // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
+  // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
+  unsigned ep_status() const;
+
   // For tests and the profiler.
   const bf16* weight(Param p, int layer) const;
   const float* weight_grad(Param p, int layer) const;
@@ -125,6 +150,19 @@ class Chunk {
   std::size_t max_live_ = 0;
   static std::size_t acts_bytes(const Acts& a);
   bool room_for_another() const;
+
+  // EP receive buffers: dispatch forward (expert side), combine forward (source side), the
+  // combine's gradient (expert side), the dispatch's gradient (source side).
+  enum EpKind { kEpXp = 0, kEpZp, kEpDzp, kEpDxp, kEpKinds };
+  bool ep() const { return shape_.ep > 1; }
+  std::size_t ep_index(EpKind k, int mb, int layer) const;
+  A2aRecvBuffer ep_mine(EpKind k, int mb, int layer) const;
+  A2aPeerBuffers ep_peers(EpKind k, int mb, int layer) const;
+  A2aCall ep_call(EpKind k, int mb, int layer);  // the next epoch of that buffer
+  std::vector<std::unique_ptr<A2aBufferSet>> ep_bufs_;     // by ep_index
+  std::vector<std::vector<A2aRecvBuffer>> ep_peer_views_;  // [rank][ep_index]
+  std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far
+  DeviceBuffer<A2aStats> ep_stats_;                        // every exchange's blocks and timeout code
 };
 
 }  // namespace ppsim::gpu

@@ -47,9 +47,19 @@ struct ChunkShape {
   int top_k = 0;
   int expert_ffn_hidden = 0;
   double capacity_factor = 1.25;
+  // Expert parallelism (MoE): the experts split over `ep` chunks of one stage (ep divides
+  // experts), this one `ep_rank` holding experts [ep_rank * experts/ep, (ep_rank + 1) * experts/ep).
+  // Each has its own micro-batches of `tokens()`; dispatch and combine are our all-to-all
+  // (ops/a2a.h) on `comm_sms` blocks, into receive buffers allocated for micro-batches
+  // 0..ep_microbatches-1. ep = 1: local permutes, as on one GPU.
+  int ep = 1;
+  int ep_rank = 0;
+  int comm_sms = 20;
+  int ep_microbatches = 0;
 
   std::int64_t tokens() const { return static_cast<std::int64_t>(seq_len) * micro_batch; }
   bool is_moe() const { return experts > 0; }
+  int experts_local() const { return ep > 1 ? experts / ep : experts; }  // experts held by this chunk
   int qkv_width() const { return (heads + 2 * kv_heads) * head_dim; }
   // Rows each expert holds (MoE), a multiple of 16.
   std::int64_t expert_capacity() const;
@@ -228,6 +238,16 @@ inline std::string ChunkShape::problem() const {
     if (expert_ffn_hidden <= 0 || expert_ffn_hidden % 8 != 0)
       return "expert_ffn_hidden (" + std::to_string(expert_ffn_hidden) + ") must be a positive multiple of 8";
     if (!(capacity_factor > 0)) return "capacity_factor must be positive";
+  }
+  if (ep < 1 || ep > 8) return "ep (" + std::to_string(ep) + ") must be in 1..8";
+  if (ep > 1) {
+    if (experts == 0) return "ep > 1 needs an MoE chunk (experts > 0)";
+    if (experts % ep != 0)
+      return "ep (" + std::to_string(ep) + ") must divide experts (" + std::to_string(experts) + ")";
+    if (ep_rank < 0 || ep_rank >= ep)
+      return "ep_rank (" + std::to_string(ep_rank) + ") must be in 0.." + std::to_string(ep - 1);
+    if (comm_sms < 1 || comm_sms > 160) return "comm_sms (" + std::to_string(comm_sms) + ") must be in 1..160";
+    if (ep_microbatches < 1) return "ep > 1 needs ep_microbatches >= 1 (receive buffers per micro-batch)";
   }
   return {};
 }

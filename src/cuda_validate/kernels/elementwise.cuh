@@ -4,10 +4,11 @@
 
 namespace ppsim::gpu::kernels {
 
-__global__ void fill_uniform_bf16(bf16* out, std::int64_t n, float scale, float offset, std::uint64_t seed) {
+__global__ void fill_uniform_bf16(bf16* out, std::int64_t n, float scale, float offset, std::uint64_t seed,
+                                  std::int64_t first) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    out[i] = to_bf(offset + scale * hash_uniform(seed, static_cast<std::uint64_t>(i)));
+    out[i] = to_bf(offset + scale * hash_uniform(seed, static_cast<std::uint64_t>(first + i)));
 }
 
 __global__ void fill_uniform_f32(float* out, std::int64_t n, float scale, float offset, std::uint64_t seed) {

@@ -11,9 +11,10 @@ namespace {
 unsigned grid_for(std::int64_t n) { return static_cast<unsigned>(std::min<std::int64_t>((n + 255) / 256, 132 * 16)); }
 }  // namespace
 
-void fill_uniform(__nv_bfloat16* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset) {
+void fill_uniform(__nv_bfloat16* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset,
+                  std::int64_t first_index) {
   if (n <= 0) return;
-  kernels::fill_uniform_bf16<<<grid_for(n), 256, 0, s>>>(out, n, scale, offset, seed);
+  kernels::fill_uniform_bf16<<<grid_for(n), 256, 0, s>>>(out, n, scale, offset, seed, first_index);
   PPSIM_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,9 +7,10 @@
 
 namespace ppsim::gpu {
 
-// out[i] = offset + scale * u(seed, i), u uniform in [-1, 1).
+// out[i] = offset + scale * u(seed, first_index + i), u uniform in [-1, 1): a slice starting at
+// first_index of the tensor that first_index = 0 fills (an EP rank's experts).
 void fill_uniform(__nv_bfloat16* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s,
-                  float offset = 0.f);
+                  float offset = 0.f, std::int64_t first_index = 0);
 void fill_uniform(float* out, std::int64_t n, float scale, std::uint64_t seed, cudaStream_t s, float offset = 0.f);
 // out = a + b; out may alias a or b.
 void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std::int64_t n, cudaStream_t s);

@@ -274,9 +274,21 @@ Runner setup_validate(CLI::App& sub) {
                            : a->devices > 0 ? std::min(a->devices, gpu::device_count())
                                             : gpu::device_count();
     const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the link probe runs
+    // Expert parallelism (MoE, parallel.ep > 1, one process): the replay runs every pipeline rank
+    // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
+    // (r * ep + e) % GPUs; the prediction simulates shard 0's pipeline, its ranks on their GPUs.
+    const int ep_r = c.model.moe.enabled() && c.parallel.ep > 1 && !multi ? c.parallel.ep : 1;
+    const int slots_total = pp * ep_r;
+    auto sim_device = [&](int r) { return (r * ep_r) % ndev; };
+    // The SM partition of shard 0's rank r on its GPU: slots are placed shard by shard, rank by rank.
+    auto sim_partition = [&](int r) {
+      int g = 0;
+      for (int q = 0; q < r; ++q) g += sim_device(q) == sim_device(r) ? 1 : 0;
+      return g;
+    };
     // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
     // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
-    const int per_gpu = (pp + ndev - 1) / ndev;
+    const int per_gpu = (slots_total + ndev - 1) / ndev;
     int split = 0, split_sms = 0, device_sms = 0;
     std::string split_note;
     if (per_gpu > 1 && a->sm_split != "off") {
@@ -291,8 +303,8 @@ Runner setup_validate(CLI::App& sub) {
     std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
     // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
     std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
-    if (ndev < pp) {
-      j["device_sharing"] = {{"gpus", ndev}, {"ranks", pp}, {"model", a->sharing}};
+    if (ndev < slots_total) {
+      j["device_sharing"] = {{"gpus", ndev}, {"ranks", slots_total}, {"model", a->sharing}};
       j["device_sharing"]["sm_partitions"] =
           split ? nlohmann::json{{"groups", split}, {"sms_each", split_sms}, {"device_sms", device_sms}} : nlohmann::json();
       if (!split_note.empty()) j["device_sharing"]["sm_partitions_unavailable"] = split_note;
@@ -342,7 +354,7 @@ Runner setup_validate(CLI::App& sub) {
       SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
       const SimCosts derived = derive_costs(cfg, s);
       costs.link = derived.link;
-      if (ndev < pp) {
+      if (ndev < slots_total) {
         auto sit = sharings.find(layers);
         if (sit == sharings.end()) {
           sit = sharings.emplace(layers, gpu::profile_sharing(shape, 3, a->reps, my_device, split)).first;
@@ -370,13 +382,13 @@ Runner setup_validate(CLI::App& sub) {
           const auto& sp0 = pit->second.front();
           costs.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
           for (int r = 0; r < pp; ++r) {
-            const auto& g = pit->second.at(static_cast<std::size_t>(r / ndev));
+            const auto& g = pit->second.at(static_cast<std::size_t>(sim_partition(r)));
             for (std::size_t k = 0; k < 3; ++k)
               if (sp0[k] > 0 && g[k] > 0) costs.rank_kind_scale[3 * static_cast<std::size_t>(r) + k] = g[k] / sp0[k];
           }
         }
         costs.rank_device.resize(static_cast<std::size_t>(pp));
-        for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = r % ndev;
+        for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = sim_device(r);
         costs.share_slowdown = std::max(1.0, sp.step);
         if (a->sharing == "kind")
           for (double v : sp.by_kind) costs.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
@@ -394,6 +406,12 @@ Runner setup_validate(CLI::App& sub) {
       SimResult pred = simulate(s, costs, opt);
       gpu::ReplayConfig rc;
       rc.stage_shapes = {shape};
+      std::vector<Time> shard_ends;
+      if (ep_r > 1) {
+        rc.stage_shapes[0].ep = ep_r;
+        rc.stage_shapes[0].comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+        rc.shard_makespans = &shard_ends;
+      }
       rc.devices = a->devices;
       rc.transport = a->transport;
       rc.nccl_timeout_s = a->timeout_s;
@@ -434,6 +452,15 @@ Runner setup_validate(CLI::App& sub) {
                             "measured times include waits for this host's launches (a busy or slow host, or ops too "
                             "short for it); compare with a run on a quiet host or larger chunks\n",
                             early, actions);
+      if (ep_r > 1) {
+        std::string ends;
+        for (std::size_t e = 1; e < shard_ends.size(); ++e)
+          ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e, static_cast<double>(shard_ends[e]) / 1e6);
+        text += fmt::format("  expert parallelism: {} shards of every stage, all-to-all on {} SMs (ours); the table is "
+                            "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
+                            "profiled with local permutes (no all-to-all in them)\n",
+                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends);
+      }
       // Device memory, measured, beside the simulator's peak of micro-batches held per rank.
       nlohmann::json mj = nlohmann::json::array();
       auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
@@ -513,11 +540,11 @@ Runner setup_validate(CLI::App& sub) {
                                               : transport == launch::TransportKind::Ipc
                                                   ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                   : "nccl (one communicator, one message order on every process)");
-      if (ndev < pp) {
+      if (ndev < slots_total) {
         text += split ? fmt::format("device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
                                     "contexts; op costs profiled on one such share)\n",
-                                    pp, ndev, split_sms, device_sms)
-                      : fmt::format("device sharing: {} ranks on {} GPU(s){}, time-slicing all SMs\n", pp, ndev,
+                                    slots_total, ndev, split_sms, device_sms)
+                      : fmt::format("device sharing: {} ranks on {} GPU(s){}, time-slicing all SMs\n", slots_total, ndev,
                                     split_note.empty() ? "" : " (" + split_note + ")");
         for (const auto& [layers, sp] : sharings) {
           text += fmt::format("  chunks of {} layer(s): two F+I+W steps at once each take {:.2f}x as long as alone; an op "

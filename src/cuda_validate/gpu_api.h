@@ -199,6 +199,9 @@ struct ReplayConfig {
   bool sm_partitions = false;
   ReplayHostStats* host_stats = nullptr;  // when set, filled for the measured iteration
   ReplayMemory* memory = nullptr;         // when set, filled after the measured iteration
+  // Expert parallelism (stage_shapes[0].ep > 1): when set, each EP shard's makespan (shard 0's
+  // is the returned Timeline's; measured from each shard's own GPU clock).
+  std::vector<Time>* shard_makespans = nullptr;
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -211,3 +211,34 @@ TEST_CASE("replay watchdog: a receive nobody sends ends the replay with one line
     CHECK(took >= cfg.nccl_timeout_s * 0.9);
   }
 }
+
+TEST_CASE("replay with expert parallelism: each stage as two EP shards exchanging tokens by our all-to-all",
+          "[gpu][ep]") {
+  PPSIM_REQUIRE_GPU();
+  // PP x EP = 2 x 2: four shards (on one GPU: four virtual ranks; on two: one shard of every stage
+  // per GPU). Shard 0's pipeline is the Timeline, checked as any replay's; the other shard ran the
+  // same schedule (its makespan is reported, and positive).
+  ChunkShape sh = tiny_shape();
+  sh.experts = 4;
+  sh.top_k = 2;
+  sh.expert_ffn_hidden = 128;
+  sh.ep = 2;
+  sh.comm_sms = 4;
+  ReplayConfig cfg;
+  cfg.stage_shapes = {sh};
+  cfg.warmup_iterations = 1;
+  cfg.nccl_timeout_s = 60;
+  std::vector<Time> shard_ends;
+  cfg.shard_makespans = &shard_ends;
+  for (const char* family : {"1f1b", "dualpipe"}) {
+    const Schedule s = make_schedule(family, resolve_params(find_family(family), ScheduleParams{2, 4, 0, 0}));
+    INFO(family << " P=2 M=4 x EP 2");
+    shard_ends.clear();
+    const Timeline tl = replay_schedule(s, cfg);
+    check_replay(s, tl);
+    REQUIRE(shard_ends.size() == 2);
+    CHECK(shard_ends[1] > 0);
+    std::printf("replay %-10s P=2 M=4 x EP 2: shard 0 makespan %.3f ms, shard 1 %.3f ms\n", family,
+                tl.scale.to_display(tl.end), static_cast<double>(shard_ends[1]) / 1e6);
+  }
+}

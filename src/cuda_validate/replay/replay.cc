@@ -43,6 +43,7 @@
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/replay/transport.h"
+#include "ep/ep_plan.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
 
@@ -133,10 +134,16 @@ class Watchdog {
 class RankRunner {
  public:
   // parts: the GPU's SM partitions when its ranks each get their own (group = this rank's).
+  // ep_index: which EP shard of its pipeline rank this runner is (0 without expert parallelism).
   RankRunner(int rank, int device, bool clock_leader, const Schedule& s, const ReplayConfig& cfg, Transport& t,
-             DeviceClocks& clocks, const SmPartitions* parts, int group)
-      : rank_(rank), device_(device), clock_leader_(clock_leader), s_(s), cfg_(cfg), t_(t), clocks_(clocks),
-        parts_(parts), group_(group) {}
+             DeviceClocks& clocks, const SmPartitions* parts, int group, int ep_index = 0)
+      : ep_index_(ep_index), rank_(rank), device_(device), clock_leader_(clock_leader), s_(s), cfg_(cfg), t_(t),
+        clocks_(clocks), parts_(parts), group_(group) {}
+  Chunk* chunk(int stage) {
+    const auto it = chunks_.find(stage);
+    return it == chunks_.end() ? nullptr : it->second.get();
+  }
+  int ep_index() const { return ep_index_; }
 
   void setup() {
     PPSIM_CUDA_CHECK(cudaSetDevice(device_));
@@ -152,7 +159,14 @@ class RankRunner {
     }
     for (int st = 0; st < s_.num_stages(); ++st)
       if (s_.stage_rank[static_cast<std::size_t>(st)] == rank_)
-        chunks_[st] = std::make_unique<Chunk>(shape_of(st), 1000 + static_cast<std::uint64_t>(st));
+      {
+        ChunkShape sh = shape_of(st);
+        if (sh.ep > 1) {  // this shard's experts; receive buffers for every micro-batch id of the schedule
+          sh.ep_rank = ep_index_;
+          sh.ep_microbatches = s_.microbatches;
+        }
+        chunks_[st] = std::make_unique<Chunk>(sh, 1000 + static_cast<std::uint64_t>(st));
+      }
   }
 
   // Runs the rank's actions once; the result's events are valid until the next run (the epoch
@@ -437,6 +451,7 @@ class RankRunner {
 
   Watchdog* watch_ = nullptr;
   int watch_slot_ = 0;
+  int ep_index_ = 0;
   int rank_, device_;
   bool clock_leader_;
   const Schedule& s_;
@@ -522,15 +537,40 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       if (process_of[static_cast<std::size_t>(r)] == world.rank)
         rank_device[static_cast<std::size_t>(r)] = launch::gpu_of_process(world.local_rank, visible, shared_gpus);
     }
-  } else {
-    int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
-    ndev = std::min(ndev, s.pp);
-    for (int r = 0; r < s.pp; ++r) rank_device[static_cast<std::size_t>(r)] = r % ndev;
   }
-  std::vector<int> mine;
-  for (int r = 0; r < s.pp; ++r)
-    if (rank_device[static_cast<std::size_t>(r)] >= 0) mine.push_back(r);
-  const int n = static_cast<int>(mine.size());
+  // Expert parallelism (ChunkShape::ep > 1, one process): every pipeline rank r runs as `ep`
+  // shards (r, e), each the same schedule on its own micro-batches, the shards of a stage
+  // exchanging tokens by our all-to-all at every dispatch and combine. Shard (r, e) is EP-layout
+  // rank r * ep + e on GPU (r * ep + e) % GPUs (ep::make_ep_layout): with GPUs = ep, every GPU
+  // holds one shard of every stage, stage-to-stage messages stay on a GPU (one transport per
+  // shard) and every all-to-all crosses GPUs. The returned Timeline is shard 0's pipeline.
+  const int ep = cfg.stage_shapes[0].ep > 1 ? cfg.stage_shapes[0].ep : 1;
+  if (ep > 1 && multi)
+    throw InputError("replay: expert parallelism runs in one process for now (its shards need each other's buffers)",
+                     "one process, --devices", kExitUsage);
+  int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
+  ndev = std::min(ndev, s.pp * ep);
+  const ep::EpLayout layout = ep::make_ep_layout(s.pp, ep, ndev);
+  std::vector<std::vector<int>> shard_device(static_cast<std::size_t>(ep), rank_device);
+  if (!multi)
+    for (int e = 0; e < ep; ++e)
+      for (int r = 0; r < s.pp; ++r)
+        shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] =
+            ep > 1 ? layout.device_of(layout.rank_of(r, e)) : r % ndev;
+  rank_device = shard_device[0];
+  struct Slot {
+    int rank = 0, shard = 0, device = 0;
+  };
+  std::vector<Slot> slots;
+  std::vector<int> mine;  // shard 0's ranks here: the Timeline's
+  for (int e = 0; e < ep; ++e)
+    for (int r = 0; r < s.pp; ++r) {
+      const int d = shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)];
+      if (d < 0) continue;
+      slots.push_back(Slot{r, e, d});
+      if (e == 0) mine.push_back(r);
+    }
+  const int n = static_cast<int>(slots.size());
   auto used_on = [](int device) {
     PPSIM_CUDA_CHECK(cudaSetDevice(device));
     std::size_t free = 0, total = 0;
@@ -539,10 +579,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   };
   std::map<int, std::size_t> used_before;
   if (cfg.memory)
-    for (int r : mine) {
-      const int d = rank_device[static_cast<std::size_t>(r)];
-      if (!used_before.count(d)) used_before[d] = used_on(d);
-    }
+    for (const Slot& sl : slots)
+      if (!used_before.count(sl.device)) used_before[sl.device] = used_on(sl.device);
   std::vector<ReplayMemory::Rank> rank_memory(static_cast<std::size_t>(n));
   std::map<int, std::size_t> used_after;
   std::mutex memory_mu;
@@ -552,25 +590,68 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       launch::choose_transport(cfg.transport, multi ? world.size : 1, multi ? world.local_size : 1);
   const ChunkShape& sh0 = cfg.stage_shapes[0];
   const std::size_t message_bytes = static_cast<std::size_t>(sh0.tokens() * sh0.hidden) * 2;
-  Transport transport(s, rank_device, process_of, kind, message_bytes, cfg.nccl_timeout_s);
+  std::vector<std::unique_ptr<Transport>> transports;  // one per EP shard's pipeline
+  for (int e = 0; e < ep; ++e)
+    transports.push_back(std::make_unique<Transport>(s, shard_device[static_cast<std::size_t>(e)], process_of, kind,
+                                                     message_bytes, cfg.nccl_timeout_s));
+  Transport& transport = *transports[0];
   if (cfg.transport_used) *cfg.transport_used = launch::transport_name(kind);
+  if (ep > 1) {  // the shards of a stage write into each other's receive buffers
+    std::vector<int> devs;
+    for (const Slot& sl : slots)
+      if (std::find(devs.begin(), devs.end(), sl.device) == devs.end()) devs.push_back(sl.device);
+    for (int a : devs)
+      for (int b : devs) {
+        int can = 0;
+        if (a == b) continue;
+        PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+        if (!can)
+          throw InputError(fmt::format("replay: GPU {} cannot access GPU {} directly (peer access), which the "
+                                       "expert-parallel all-to-all needs",
+                                       a, b),
+                           {}, kExitGpu);
+        PPSIM_CUDA_CHECK(cudaSetDevice(a));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+        else PPSIM_CUDA_CHECK(e);
+      }
+  }
   DeviceClocks clocks;
   // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).
   std::map<int, int> ranks_on;
-  for (int r : mine) ++ranks_on[rank_device[static_cast<std::size_t>(r)]];
+  for (const Slot& sl : slots) ++ranks_on[sl.device];
   std::map<int, std::unique_ptr<SmPartitions>> parts;
   if (cfg.sm_partitions)
     for (const auto& [d, k] : ranks_on)
       if (k > 1) parts[d] = std::make_unique<SmPartitions>(d, k);
   std::vector<std::unique_ptr<RankRunner>> runners;
   std::map<int, int> placed;  // per GPU: ranks given a runner so far (= the next one's group)
-  for (int r : mine) {
-    const int d = rank_device[static_cast<std::size_t>(r)];
-    const int group = placed[d]++;
-    const auto pit = parts.find(d);
-    runners.push_back(std::make_unique<RankRunner>(r, d, group == 0, s, cfg, transport, clocks,
-                                                   pit == parts.end() ? nullptr : pit->second.get(), group));
+  for (const Slot& sl : slots) {
+    const int group = placed[sl.device]++;
+    const auto pit = parts.find(sl.device);
+    runners.push_back(std::make_unique<RankRunner>(sl.rank, sl.device, group == 0, s, cfg,
+                                                   *transports[static_cast<std::size_t>(sl.shard)], clocks,
+                                                   pit == parts.end() ? nullptr : pit->second.get(), group, sl.shard));
   }
+  // After every runner made its chunks: connect each stage's EP shards to each other's buffers.
+  std::mutex connect_mu;
+  std::exception_ptr connect_error;
+  auto connect_ep = [&]() noexcept {
+    if (ep <= 1) return;
+    try {
+      for (int st = 0; st < s.num_stages(); ++st) {
+        std::vector<Chunk*> group(static_cast<std::size_t>(ep), nullptr);
+        for (auto& rr : runners)
+          if (Chunk* c = rr->chunk(st)) group[static_cast<std::size_t>(rr->ep_index())] = c;
+        if (std::find(group.begin(), group.end(), nullptr) != group.end()) continue;
+        Chunk::connect_ep_group(group);
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(connect_mu);
+      connect_error = std::current_exception();
+    }
+  };
+  std::barrier connected(n, connect_ep);
 
   const int iterations = std::max(0, cfg.warmup_iterations) + 1;
   // Across processes the host barrier also waits for the other processes (one thread calls MPI).
@@ -585,7 +666,9 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   std::mutex err_mu;
   std::exception_ptr first_error;
   std::atomic<bool> failed{false};
-  auto watchdog = std::make_unique<Watchdog>(mine, cfg.nccl_timeout_s);
+  std::vector<int> slot_ranks;
+  for (const Slot& sl : slots) slot_ranks.push_back(sl.rank);
+  auto watchdog = std::make_unique<Watchdog>(slot_ranks, cfg.nccl_timeout_s);
   for (int i = 0; i < n; ++i) runners[static_cast<std::size_t>(i)]->watch(watchdog.get(), i);
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {
@@ -593,6 +676,11 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       RankRunner& rr = *runners[static_cast<std::size_t>(i)];
       try {
         rr.setup();
+        connected.arrive_and_wait();
+        {
+          std::lock_guard<std::mutex> lock(connect_mu);
+          if (connect_error) std::rethrow_exception(connect_error);
+        }
         for (int it = 0; it < iterations; ++it) {
           rr.run(sync);
           if (it + 1 < iterations) {
@@ -603,7 +691,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         if (cfg.memory) {
           // Pools stop growing after the warm-up: what is allocated now is the run's high-water mark.
           rank_memory[static_cast<std::size_t>(i)] = rr.memory();
-          const int d = rank_device[static_cast<std::size_t>(mine[static_cast<std::size_t>(i)])];
+          const int d = slots[static_cast<std::size_t>(i)].device;
           const std::size_t used = used_on(d);
           std::lock_guard<std::mutex> lock(memory_mu);
           used_after[d] = std::max(used_after[d], used);
@@ -615,7 +703,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
           if (!first_error) first_error = std::current_exception();
         }
         failed = true;
-        transport.abort(fmt::format("rank {} failed", mine[static_cast<std::size_t>(i)]));
+        for (auto& t : transports) t->abort(fmt::format("rank {} failed", slots[static_cast<std::size_t>(i)].rank));
+        connected.arrive_and_drop();
         sync.arrive_and_drop();
         iteration_done.arrive_and_drop();
         try {
@@ -627,7 +716,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   }
   for (int it = 0; it + 1 < iterations; ++it) {
     iteration_done.arrive_and_wait();
-    if (!failed) transport.reset();
+    if (!failed)
+      for (auto& t : transports) t->reset();
     iteration_done.arrive_and_wait();
   }
   for (auto& t : threads) t.join();
@@ -648,10 +738,9 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   part.local.activations.resize(P);
   std::map<int, cudaEvent_t> epoch_of_rank;
   for (int i = 0; i < n; ++i) {
-    const int r = mine[static_cast<std::size_t>(i)];
-    PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(r)]));
+    const int r = slots[static_cast<std::size_t>(i)].rank;
+    PPSIM_CUDA_CHECK(cudaSetDevice(slots[static_cast<std::size_t>(i)].device));
     const RankResult& res = runners[static_cast<std::size_t>(i)]->result();
-    epoch_of_rank[r] = res.epoch;
     if (cfg.host_stats)
       for (const auto& [kind, k] : res.host.by_kind) {
         auto& into = cfg.host_stats->by_kind[kind];
@@ -659,6 +748,17 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         into.enqueue_ms += k.enqueue_ms;
         into.started_early += k.started_early;
       }
+    if (slots[static_cast<std::size_t>(i)].shard != 0) {  // other EP shards: their makespan only
+      if (cfg.shard_makespans) {
+        Time end = 0;
+        for (const ActionTiming& at : res.actions) end = std::max(end, ticks_between(res.epoch, at.end));
+        cfg.shard_makespans->resize(static_cast<std::size_t>(ep), 0);
+        auto& m = (*cfg.shard_makespans)[static_cast<std::size_t>(slots[static_cast<std::size_t>(i)].shard)];
+        m = std::max(m, end);
+      }
+      continue;
+    }
+    epoch_of_rank[r] = res.epoch;
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {
       Interval iv;

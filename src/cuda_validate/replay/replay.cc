@@ -487,7 +487,8 @@ void check_config(const Schedule& s, const ReplayConfig& cfg) {
   if (cfg.stage_shapes.size() != 1 && static_cast<int>(cfg.stage_shapes.size()) <= max_slice)
     throw InputError(fmt::format("replay: {} stage shapes for {} model slices (give one, or one per slice)",
                                  cfg.stage_shapes.size(), max_slice + 1));
-  for (const auto& sh : cfg.stage_shapes) {
+  for (ChunkShape sh : cfg.stage_shapes) {
+    if (sh.ep > 1) sh.ep_microbatches = s.microbatches;  // the replay sizes the EP receive buffers
     if (auto p = sh.problem(); !p.empty()) throw InputError("replay: chunk shape: " + p);
     const auto& a = cfg.stage_shapes[0];
     if (sh.hidden != a.hidden || sh.seq_len != a.seq_len || sh.micro_batch != a.micro_batch)

@@ -9,6 +9,7 @@
 # Files go to $OUT (default ./a2a-check-out): build.log, tests.txt, bench_<sms>.txt, summary.txt.
 #   usage: bash tools/a2a_check.sh                       (from anywhere)
 #          A2A_SMS="20" A2A_MIB="4,64" bash tools/a2a_check.sh   (a shorter bench)
+#          A2A_PLAIN=1 bash tools/a2a_check.sh     (also the bench without the PTX forms, own build dir)
 # Exit code: 0 when the build and the tests passed (the bench's figures are for the docs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,5 +43,19 @@ for sms in ${A2A_SMS:-20 8 4}; do
   note "bench at $sms SMs: exit $? ($OUT/bench_$sms.txt)"
   cat "$OUT/bench_$sms.txt"
 done
+# A2A_PLAIN=1: the same bench (ours, 20 SMs) built with plain loads/stores and fenced volatile
+# flags instead of the PTX forms (kernels/a2a.cuh, PPSIM_A2A_PLAIN): what the PTX buys.
+if [ "${A2A_PLAIN:-0}" = 1 ]; then
+  PLAIN=${BUILD}-a2a-plain
+  if cmake -S "$ROOT" -B "$PLAIN" -G Ninja -DPPSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_BUILD_TYPE=Release \
+       -DCMAKE_CUDA_FLAGS=-DPPSIM_A2A_PLAIN=1 -DPPSIM_BUILD_TESTS=OFF >> "$OUT/build.log" 2>&1 &&
+     timeout 500 ninja -C "$PLAIN" -j"$(nproc)" a2a_bench >> "$OUT/build.log" 2>&1; then
+    timeout 240 "$PLAIN/a2a_bench" --a2a ours --sms 20 --mib "${A2A_MIB:-1,4,16,64,256}" > "$OUT/bench_plain_20.txt" 2>&1
+    note "bench without the PTX forms, 20 SMs: exit $? ($OUT/bench_plain_20.txt)"
+    cat "$OUT/bench_plain_20.txt"
+  else
+    note "plain build: FAILED (see $OUT/build.log)"
+  fi
+fi
 note "done in $(( $(date +%s) - START )) s"
 [ $TESTS_OK = 1 ]

@@ -13,7 +13,8 @@
 // call ahead) also counts. A wait gives up after timeout_ns (globaltimer) and leaves
 // 1000 + source rank in stats->status instead of hanging the GPU; the rows are then not valid.
 //
-// What each PTX form buys (measured: see docs/VALIDATION.md):
+// What each PTX form buys (measured: see docs/VALIDATION.md; -DPPSIM_A2A_PLAIN=1 builds the
+// baseline without them, and A2A_PLAIN=1 tools/a2a_check.sh benchmarks it):
 //  - ld.global.nc.L1::no_allocate.L2::256B (source rows; read-only for the kernel's life): the
 //    non-coherent read-only path, no L1 allocation (streamed once, so it evicts nothing that the
 //    block's other loads reuse) and a 256-byte L2 prefetch per request, fewer L2 round trips.
@@ -45,6 +46,22 @@ struct A2aStatsDev {
   int smid[kA2aMaxBlocksDev];
 };
 
+#if defined(PPSIM_A2A_PLAIN)
+// The baseline the PTX forms are measured against (tools/a2a_check.sh with A2A_PLAIN=1 builds
+// it): plain 16-byte loads and stores, a __threadfence_system() before a volatile flag store,
+// and a volatile flag load followed by one.
+__device__ __forceinline__ int4 ld_nc_no_alloc(const int4* p) { return *p; }
+__device__ __forceinline__ void st_no_alloc(int4* p, const int4& v) { *p = v; }
+__device__ __forceinline__ void st_release_sys(unsigned long long* p, unsigned long long v) {
+  __threadfence_system();
+  *reinterpret_cast<volatile unsigned long long*>(p) = v;
+}
+__device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long long* p) {
+  const unsigned long long v = *reinterpret_cast<const volatile unsigned long long*>(p);
+  __threadfence_system();
+  return v;
+}
+#else
 __device__ __forceinline__ int4 ld_nc_no_alloc(const int4* p) {
   int4 v;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the L2 prefetch size hint needs sm_80
@@ -71,6 +88,8 @@ __device__ __forceinline__ unsigned long long ld_acquire_sys(const unsigned long
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+#endif  // PPSIM_A2A_PLAIN
+
 __device__ __forceinline__ unsigned long long global_timer_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -317,8 +317,12 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     out.slice.push_back(sc);
   }
-  if (c.profile.present && c.profile.sub_ops) {
-    // A version-2 profile: the overlap model on the measured sub-op times of one layer. Dense
+  const bool profiled_overlap = c.profile.present && c.profile.sub_ops &&
+                                (c.model.moe.enabled() || c.profile.sub_ops->dispatch + c.profile.sub_ops->combine +
+                                                                  c.profile.sub_ops->dispatch_b + c.profile.sub_ops->combine_b > 0);
+  if (profiled_overlap) {
+    // A version-2 profile of an MoE model (or one with all-to-all times): the overlap model on the
+    // measured sub-op times of one layer (a dense model keeps its measured FB pair). Dense
     // layers of an MoE model (dense_op_ms) keep the attention times, the rest of their time is
     // MLP and they have no all-to-all; embedding and head fold into attention (per-layer means,
     // as for derived costs below), so the slice's totals are kept.

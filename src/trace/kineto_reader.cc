@@ -69,6 +69,7 @@ class Handler : public nlohmann::json_sax<json> {
  public:
   explicit Handler(KinetoTrace& out) : out_(out) {}
   std::string error;
+  std::size_t error_position = 0;
 
   bool null() override { return value_done(); }
   bool boolean(bool) override { return value_done(); }
@@ -129,8 +130,9 @@ class Handler : public nlohmann::json_sax<json> {
     else field_ = Field::none;
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
     error = ex.what();
+    error_position = position;
     return false;
   }
   bool saw_events() const { return saw_events_; }
@@ -283,19 +285,22 @@ class Handler : public nlohmann::json_sax<json> {
     col = std::stoi(m[2].str());
   }
   std::string detail = what;
-  if (const auto p = what.rfind(": "); p != std::string::npos) detail = what.substr(p + 2);
+  if (const auto p = what.find("column "); p != std::string::npos)
+    if (const auto c = what.find(": ", p); c != std::string::npos) detail = what.substr(c + 2);
   throw InputError(SourceLoc{name, line, col},
                    eof ? fmt::format("the trace ends early (a truncated file?): {}", detail)
                        : fmt::format("not a valid JSON trace: {}", detail));
 }
 
-KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz) {
+KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, std::uint64_t text_size) {
   KinetoTrace out;
   Handler h(out);
   const bool ok = json::sax_parse(in, &h, json::input_format_t::json, true);
   if (gz != nullptr && !gz->error.empty())
     throw InputError(SourceLoc{name, 0, 0}, fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", gz->error));
-  if (!ok) fail_parse(name, h.error, h.error.find("end of input") != std::string::npos);
+  // An error at the last byte read is a file that stops early (most often a truncated trace).
+  const std::uint64_t read = gz != nullptr ? gz->bytes : text_size;
+  if (!ok) fail_parse(name, h.error, h.error.find("end of input") != std::string::npos || h.error_position + 1 >= read);
   if (!h.saw_events()) throw InputError(SourceLoc{name, 1, 1}, "no traceEvents list: not a Chrome trace (a PyTorch profiler export?)");
   if (out.gpu.empty())
     throw InputError(SourceLoc{name, 1, 1}, "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)");
@@ -315,12 +320,12 @@ KinetoTrace read_kineto(const std::string& path) {
   } closer{f};
   GzBuf buf(f);
   std::istream in(&buf);
-  return parse_stream(in, path, &buf);
+  return parse_stream(in, path, &buf, 0);
 }
 
 KinetoTrace read_kineto_text(const std::string& text, const std::string& name) {
   std::istringstream in(text);
-  KinetoTrace t = parse_stream(in, name, nullptr);
+  KinetoTrace t = parse_stream(in, name, nullptr, text.size());
   t.bytes = text.size();
   return t;
 }

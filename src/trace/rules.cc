@@ -23,7 +23,8 @@ const std::vector<std::string>& Rules::default_rules() {
       // passes
       R"((?:^|[._\-\s])(?:W|wgrad)(?:$|[._\-\s])|weight_grad|backward_w(?:eight)?\b|\bbwd_w\b|_w_chunk=:W)",
       R"((?:^|[._\-\s])(?:I|B|dgrad)(?:$|[._\-\s])|backward|bwd|input_grad|Backward=:I)",
-      R"((?:^|[._\-\s])F(?:$|[._\-\s])|forward|fwd=:F)",
+      // "forward" but not "feed_forward" (a module name): not after an underscore unless a chunk.
+      R"((?:^|[._\-\s])F(?:$|[._\-\s])|forward_chunk|(?:^|[^_])forward|fwd=:F)",
       // sub-ops
       R"(combine|unpermute=combine:)",
       R"(dispatch|permute=dispatch:)",

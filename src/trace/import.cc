@@ -325,8 +325,14 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     instances.insert({a.layer, sub, a.pass, a.instance});
     if (a.layer < 0) r.outside_layers += g.dur;
   }
-  for (const auto& [layer, sub, pass, inst] : instances)
-    ++r.cells[layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(pass)].executions;
+  // Executions of a cell: the most instances of any one range name in it (a router range and an
+  // experts range that both map to the MLP of one layer are one execution, not two).
+  std::map<std::tuple<int, int, int, int>, int> per_name;
+  for (const auto& [layer, sub, pass, inst] : instances) {
+    int& k = per_name[{layer, sub, pass, t.ranges[static_cast<std::size_t>(inst)].name}];
+    Cell& c = r.cells[layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(pass)];
+    c.executions = std::max(c.executions, ++k);
+  }
   for (const auto& [k, v] : unmapped_by) r.unmapped_top.emplace_back(k, v);
   std::sort(r.unmapped_top.begin(), r.unmapped_top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (r.unmapped_top.size() > 8) r.unmapped_top.resize(8);

@@ -80,6 +80,21 @@ TEST_CASE("kernels belong to the range that launched them, not the one they over
   REQUIRE(r.profile.op.f == 50 * kUs);
 }
 
+TEST_CASE("executions: two ranges of one sub-op in one micro-batch count once", "[trace]") {
+  TraceBuilder b;
+  // Two micro-batches; each runs a router range and an experts range, both MLP forward of layer 1.
+  for (int mb = 0; mb < 2; ++mb) {
+    b.range("layer1.router.F", 100 * mb, 10);
+    b.launched("router_gemm", 100 * mb + 1, 1000 + 100 * mb, 5);
+    b.range("layer1.mlp.F", 100 * mb + 20, 10);
+    b.launched("expert_gemm", 100 * mb + 21, 1010 + 100 * mb, 45);
+  }
+  const ImportResult r = run(b);
+  // (5 + 45) per micro-batch: executions 2, not 4.
+  REQUIRE(cell(r, 1, SubOp::mlp, Pass::F).executions == 2);
+  REQUIRE(r.profile.sub_ops->mlp_f == 50 * kUs);
+}
+
 TEST_CASE("ac2g flows link kernels that carry no correlation argument", "[trace]") {
   TraceBuilder b;
   b.range("layer2.mlp.I", 0, 20);
@@ -280,4 +295,46 @@ TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
   REQUIRE(p.traced == 240 * kUs);
   REQUIRE(p.predicted == 240 * kUs);
   REQUIRE(p.predicted_busy == 240 * kUs);
+}
+
+TEST_CASE("a 1F1B step of virtual stages on one GPU predicts its own step time", "[trace]") {
+  // Shaped like tools/record_moe_trace.py's 1F1B trace: P = 2 stages of one layer each, M = 2,
+  // every op run back to back on one stream in a valid serial order. Per layer (us):
+  //   F = attn 30 + dispatch 5 + mlp 40 + combine 5 = 80
+  //   B = combine.B 5 + mlp.I 50 + mlp.W 20 + dispatch.B 5 + attn.I 35 + attn.W 15 = 130
+  // Step = 4 F + 4 B = 4 * 80 + 4 * 130 = 840 us. The simulator shares the one GPU among the two
+  // ranks (time-sliced) and some rank always has work, so it must predict 840 too.
+  TraceBuilder b;
+  double cpu = 0, gpu = 0;
+  auto sub = [&](int layer, const std::string& what, double dur) {
+    const std::string name = fmt::format("layer{}.{}", layer, what);
+    b.range(name, cpu, 2);
+    b.launched("k_" + what, cpu + 1, gpu, dur);
+    cpu += 3;
+    gpu += dur;
+  };
+  auto fwd = [&](int s) {
+    sub(s, "attn.F", 30), sub(s, "dispatch.F", 5), sub(s, "mlp.F", 40), sub(s, "combine.F", 5);
+  };
+  auto bwd = [&](int s) {
+    sub(s, "combine.B", 5), sub(s, "mlp.I", 50), sub(s, "mlp.W", 20), sub(s, "dispatch.B", 5), sub(s, "attn.I", 35),
+        sub(s, "attn.W", 15);
+  };
+  // s0F0, s1F0, s1B0, s0F1, s0B0, s1F1, s1B1, s0B1
+  fwd(0), fwd(1), bwd(1), fwd(0), bwd(0), fwd(1), bwd(1), bwd(0);
+  const ImportResult r = run(b);
+  REQUIRE(r.step() == 840 * kUs);
+  REQUIRE(r.executions == 2);
+  REQUIRE(r.profile.op.f == 80 * kUs);
+  REQUIRE(r.profile.op.b == 130 * kUs);
+  PredictRequest req;
+  req.schedule = "1f1b";
+  req.pp = 2;
+  req.microbatches = 2;
+  req.devices = 1;
+  const Prediction p = predict_traced(r, req);
+  REQUIRE(std::llabs(p.predicted - 840 * kUs) <= 10);
+  // On two GPUs the same profile pipelines: (M + P - 1)(F + B) = 3 * 210 = 630 us.
+  req.devices = 2;
+  REQUIRE(std::llabs(predict_traced(r, req).predicted - 630 * kUs) <= 10);
 }

@@ -159,11 +159,17 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
 
   // ---- 3. streams, communication, SM sharing -------------------------------------------------
   std::vector<bool> is_comm(n);
+  std::vector<signed char> comm_name(t.names.size(), -1);  // regex once per kernel name
+  auto comm_kernel = [&](int name) {
+    signed char& c = comm_name[static_cast<std::size_t>(name)];
+    if (c < 0) c = Rules::is_comm_kernel(t.names[static_cast<std::size_t>(name)]) ? 1 : 0;
+    return c == 1;
+  };
   std::map<std::pair<int, std::int64_t>, StreamStats> streams;
   for (std::size_t i = 0; i < n; ++i) {
     const GpuEvent& g = t.gpu[i];
     const int sub = attr[i].subop;
-    is_comm[i] = Rules::is_comm_kernel(t.names[static_cast<std::size_t>(g.name)]) ||
+    is_comm[i] = comm_kernel(g.name) ||
                  (attr[i].pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) || sub == static_cast<int>(SubOp::combine)));
     StreamStats& s = streams[{g.device, g.stream}];
     s.device = g.device;
@@ -286,7 +292,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   double sm_num = 0, sm_den = 0;
   if (t.sms > 0)
     for (std::size_t i = 0; i < n; ++i)
-      if (is_comm[i] && t.gpu[i].blocks > 0 && Rules::is_comm_kernel(t.names[static_cast<std::size_t>(t.gpu[i].name)])) {
+      if (is_comm[i] && t.gpu[i].blocks > 0 && comm_kernel(t.gpu[i].name)) {
         sm_num += static_cast<double>(t.gpu[i].dur) * std::min(1.0, static_cast<double>(t.gpu[i].blocks) / t.sms);
         sm_den += static_cast<double>(t.gpu[i].dur);
       }

@@ -140,24 +140,34 @@ class Handler : public nlohmann::json_sax<json> {
  private:
   enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid };
 
+  // Keys are compared by length first: most keys in a trace (args of kernels) are none of these.
   static Field field_of(const std::string& k, bool args) {
-    if (args) {
-      if (k == "correlation") return Field::correlation;
-      if (k == "stream") return Field::stream;
-      if (k == "device") return Field::device;
-      if (k == "grid") return Field::grid;
-      return Field::none;
+    switch (k.size()) {
+      case 2:
+        if (args) return Field::none;
+        if (k == "ph") return Field::ph;
+        if (k == "ts") return Field::ts;
+        if (k == "id") return Field::id;
+        return Field::none;
+      case 3:
+        if (args) return Field::none;
+        if (k == "cat") return Field::cat;
+        if (k == "pid") return Field::pid;
+        if (k == "tid") return Field::tid;
+        if (k == "dur") return Field::dur;
+        return Field::none;
+      case 4:
+        if (args) return k == "grid" ? Field::grid : Field::none;
+        if (k == "name") return Field::name;
+        if (k == "args") return Field::args;
+        return Field::none;
+      case 6:
+        return args && k == "stream" ? Field::stream : args && k == "device" ? Field::device : Field::none;
+      case 11:
+        return args && k == "correlation" ? Field::correlation : Field::none;
+      default:
+        return Field::none;
     }
-    if (k == "ph") return Field::ph;
-    if (k == "cat") return Field::cat;
-    if (k == "name") return Field::name;
-    if (k == "pid") return Field::pid;
-    if (k == "tid") return Field::tid;
-    if (k == "ts") return Field::ts;
-    if (k == "dur") return Field::dur;
-    if (k == "id") return Field::id;
-    if (k == "args") return Field::args;
-    return Field::none;
   }
 
   bool in_event_field() const {

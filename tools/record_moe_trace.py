@@ -6,12 +6,17 @@ Run on a machine with one CUDA GPU and torch installed (written for torch 2.11, 
     python3 tools/record_moe_trace.py --out DIR
 
 It writes into DIR
-  pair_trace.json        two overlapped chunks as DualPipe runs them: the forward of micro-batch 1
-                         and the full backward of micro-batch 0 through the same L MoE layers,
-                         compute sub-ops on one CUDA stream, dispatch/combine on a second one, in
-                         DeepSeek's order (the order ppsim's overlap model uses, src/sim/overlap.h)
+  pair_trace.json        two overlapped chunks as DualPipe runs them (range "pair"): the forward
+                         of micro-batch 1 and the full backward of micro-batch 0 through the same
+                         L MoE layers, compute sub-ops on one CUDA stream, dispatch/combine on a
+                         second one, in DeepSeek's order (the order ppsim's overlap model uses,
+                         src/sim/overlap.h); before it a plain F of micro-batch 0 ("warmup.F"),
+                         after it a plain B of micro-batch 1 ("cooldown.B"), which show each
+                         kernel away from communication
   onef1b_trace.json.gz   one whole 1F1B step (P virtual stages on this one GPU, M micro-batches),
                          run in one valid serial order on one stream
+  pair_config.yaml, pair.csv   a config naming pair_profile.yaml (written by import-trace) and the
+                         one-rank schedule F(0), (F(1); B(0)), B(1), for `ppsim simulate`
   measured.json          the figures to compare with: the pair's span and its compute stream's busy
                          time, the 1F1B step time (each from CUDA events and from the trace's
                          kernels), and the commands that check them
@@ -192,15 +197,35 @@ class Moe:
         return dx
 
 
-def kernel_figures(trace_path):
-    """Span, per-stream busy time (union of kernel intervals) from a Chrome trace, in ms."""
+def load_events(trace_path):
     opener = gzip.open if trace_path.endswith(".gz") else open
     with opener(trace_path, "rt") as f:
         data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    return data["traceEvents"] if isinstance(data, dict) else data
+
+
+def launches_in(trace_path, range_name):
+    """Correlation ids of the runtime launches made inside the CPU range `range_name`."""
+    events = load_events(trace_path)
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+             if e.get("ph") == "X" and e.get("name") == range_name and e.get("cat") == "user_annotation"]
+    if not spans:
+        raise RuntimeError(f"{trace_path}: no '{range_name}' range in the trace")
+    a, b = spans[0]
+    return {(e.get("args") or {}).get("correlation") for e in events
+            if e.get("ph") == "X" and str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver")
+            and a <= float(e["ts"]) <= b}
+
+
+def kernel_figures(trace_path, within=None):
+    """Span, per-stream busy time (union of kernel intervals) from a Chrome trace, in ms; only the
+    kernels whose correlation id is in `within` when given."""
+    events = load_events(trace_path)
     by_stream = {}
     for e in events:
         if e.get("ph") != "X" or str(e.get("cat", "")).lower() not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        if within is not None and (e.get("args") or {}).get("correlation") not in within:
             continue
         s = (e.get("args") or {}).get("stream", e.get("tid"))
         by_stream.setdefault(s, []).append((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))))
@@ -252,12 +277,14 @@ def record_pair(torch, args, out, figures):
             return e
 
         x_f, dy_b = x0, dy_top
+        saved_f = []
         f_prev = None   # event: the previous F layer's combine done (on comm)
         b_prev = None   # event: the previous B layer's attention input-grad done (on comp)
         comm.wait_stream(comp)
         for i in range(L):  # runs with `comp` as the current stream (see run_pair)
             lb = L - 1 - i
             svf, svb = {}, saved_b[lb]
+            saved_f.append(svf)
             with torch.cuda.stream(comm):                    # combine(B)
                 if b_prev is not None:
                     comm.wait_event(b_prev)
@@ -290,32 +317,37 @@ def record_pair(torch, args, out, figures):
                 x_f = m.combine_f(i, svf)
                 f_prev = ev(comm)
         comp.wait_event(f_prev)                               # join: the pair ends on comp
-        return x_f
+        return x_f, saved_f
 
-    def run_pair(saved_b, start=None, end=None):
-        comp.wait_stream(torch.cuda.current_stream())  # inputs made on the default stream
+    def run_step(start=None, end=None):
+        """As DualPipe's steady state around one pair: a plain F of micro-batch 0, the pair (F of
+        1 with B of 0), a plain B of 1. The plain ops run each kernel away from communication,
+        the pair beside it: the importer reads the slowdown from the two (docs/TRACES.md)."""
+        comp.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(comp):
-            if start is not None:
-                start.record(comp)
-            pair(saved_b)
-            if end is not None:
-                end.record(comp)
+            with torch.profiler.record_function("warmup.F"):
+                _, saved0 = forward_all(x0)
+            with torch.profiler.record_function("pair"):
+                if start is not None:
+                    start.record(comp)
+                _, saved1 = pair(saved0)
+                if end is not None:
+                    end.record(comp)
+            with torch.profiler.record_function("cooldown.B"):
+                dy = dy_top
+                for l in reversed(range(L)):
+                    dy = m.layer_b(l, saved1[l], dy)
         torch.cuda.synchronize()
 
     for _ in range(2):  # warm-up: cuBLAS heuristics, allocator
-        _, saved = forward_all(x0)
-        torch.cuda.synchronize()
-        run_pair(saved)
-    _, saved = forward_all(x0)
-    torch.cuda.synchronize()
+        run_step()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities) as prof:
-        with torch.profiler.record_function("pair"):
-            run_pair(saved, start, end)
+        run_step(start, end)
     path = os.path.join(out, "pair_trace.json")
     prof.export_chrome_trace(path)
-    k = kernel_figures(path)
+    k = kernel_figures(path, within=(launches_in(path, "pair")))
     busy = k["busy_ms_by_stream"]
     comp_stream = max(busy, key=busy.get)  # the compute stream holds most of the kernel time
     figures["pair"] = {
@@ -450,10 +482,24 @@ def main():
             print(f"record_moe_trace: the {name} recording failed: {e}", file=sys.stderr)
         torch.cuda.empty_cache()
     d = args.out
+    # A config for `ppsim simulate` of the pair with the imported profile (pipeline of one rank:
+    # F(0), the pair (F(1); B(0)), B(1); the pair's duration is the JSON's fb_pair_time).
+    with open(os.path.join(d, "pair_config.yaml"), "w") as f:
+        f.write(
+            "# the pair's model for `ppsim simulate` (costs from the imported profile)\n"
+            f"model: {{layers: {args.pair_layers}, hidden: {args.hidden}, heads: {args.heads}, vocab: 32000, "
+            f"seq_len: {args.seq}, moe: {{experts: {args.experts}, top_k: {args.top_k}, "
+            f"expert_ffn_hidden: {args.expert_ffn}}}}}\n"
+            "hardware: {name: h100}\n"
+            "parallel: {pp: 1, microbatches: 2, embedding_on_first: false, head_on_last: false}\n"
+            "profile: pair_profile.yaml\n")
+    with open(os.path.join(d, "pair.csv"), "w") as f:
+        f.write("0F0,(0F1;0B0)OVERLAP_F_B,0B1\n")
     figures["check"] = [
-        f"ppsim import-trace {d}/pair_trace.json -o {d}/pair_profile.yaml --schedule pair",
+        f"ppsim import-trace {d}/pair_trace.json -o {d}/pair_profile.yaml --step-range '^pair$' --schedule pair",
         f"ppsim import-trace {d}/onef1b_trace.json.gz -o {d}/onef1b_profile.yaml --schedule 1f1b "
         f"--pp {args.pp} --microbatches {args.microbatches} --devices 1",
+        f"ppsim simulate {d}/pair_config.yaml --schedule-file {d}/pair.csv --format json  # fb_pair_time",
     ]
     figures["seconds"] = round(time.time() - t0, 1)
     path = os.path.join(d, "measured.json")

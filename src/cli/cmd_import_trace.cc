@@ -18,6 +18,7 @@ struct ImportArgs {
   std::string output;
   std::vector<std::string> map;
   bool no_default_rules = false;
+  std::string step_range;
   trace::PredictRequest predict;
 };
 }  // namespace
@@ -30,6 +31,9 @@ Runner setup_import_trace(CLI::App& sub) {
                  "a mapping rule REGEX=SUBOP:PASS (sub-ops: attention, mlp, dispatch, combine, other; passes: F, I "
                  "or B, W), tried before the defaults (repeatable)");
   sub.add_flag("--no-default-rules", a->no_default_rules, "use only the --map rules");
+  sub.add_option("--step-range", a->step_range,
+                 "the step to report and predict: GPU work launched under CPU ranges matching this regex (default: "
+                 "all of the trace)");
   sub.add_option("--schedule,-s", a->predict.schedule,
                  "the schedule the trace ran (pair, or a family): print the traced step against the prediction");
   sub.add_option("--pp,-p", a->predict.pp, "with --schedule: pipeline ranks P")->capture_default_str();
@@ -42,7 +46,7 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--comm-sms", a->predict.comm_sms, "linear rule fallback: SMs held by communication")->capture_default_str();
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
   return [a]() {
-    const trace::ImportResult r = trace::import_trace_file(a->trace, {a->map, a->no_default_rules});
+    const trace::ImportResult r = trace::import_trace_file(a->trace, {a->map, a->no_default_rules, a->step_range});
     std::string report = trace::render_import_report(r);
     if (!a->predict.schedule.empty()) report += trace::render_prediction(trace::predict_traced(r, a->predict));
     if (!a->output.empty()) {

@@ -373,7 +373,9 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       m.mlp_comm_slowdown = c.profile.mlp_comm_slowdown;
       out.moe.push_back(m);
     }
-    out.comm_sm_fraction = 1.0 - fig.compute_sm_fraction;
+    // The linear rule's sigma (for sub-ops without a profiled slowdown): the SM share the
+    // profile saw the communication kernels hold, else the config's comm_sms / sms.
+    out.comm_sm_fraction = c.profile.comm_sm_fraction > 0 ? c.profile.comm_sm_fraction : 1.0 - fig.compute_sm_fraction;
     check_overlap_work(s, out);
   } else if (!c.profile.present && c.model.moe.enabled()) {
     // The overlap model (sim/overlap.h): each slice's layers as attention / MLP / all-to-all

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <regex>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -25,6 +27,7 @@ namespace {
 
 struct Attribution {
   bool linked = false;
+  bool in_step = false;  // launched under a range matching ImportOptions::step_range
   int subop = -1, pass = -1, layer = -1;
   long instance = -1;  // the range that gave the sub-op (else the pass)
   int top_range = -1;  // innermost range on the stack, for naming unmapped work
@@ -73,7 +76,22 @@ Time ImportResult::compute_busy() const {
 
 ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path) {
   const Rules rules(o.map, o.no_default_rules);
+  std::optional<std::regex> step_re;
+  if (!o.step_range.empty()) {
+    try {
+      step_re.emplace(o.step_range, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw InputError(fmt::format("--step-range '{}': bad regular expression ({})", o.step_range, e.what()), {}, kExitUsage);
+    }
+  }
+  std::vector<signed char> step_name(t.names.size(), -1);
+  auto is_step = [&](int name) {
+    signed char& c = step_name[static_cast<std::size_t>(name)];
+    if (c < 0) c = std::regex_search(t.names[static_cast<std::size_t>(name)], *step_re) ? 1 : 0;
+    return c == 1;
+  };
   ImportResult r;
+  r.step_range = o.step_range;
   r.path = path;
   r.events = t.events;
   r.bytes = t.bytes;
@@ -151,7 +169,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
         if (a.subop < 0 && m.subop) a.subop = static_cast<int>(*m.subop), sub_range = *it;
         if (a.pass < 0 && m.pass) a.pass = static_cast<int>(*m.pass), pass_range = *it;
         if (a.layer < 0 && m.layer >= 0) a.layer = m.layer;
-        if (a.subop >= 0 && a.pass >= 0 && a.layer >= 0) break;
+        if (step_re && !a.in_step) a.in_step = is_step(cr.name);
+        if (a.subop >= 0 && a.pass >= 0 && a.layer >= 0 && (!step_re || a.in_step)) break;
       }
       a.instance = sub_range >= 0 ? sub_range : pass_range;
     }
@@ -197,12 +216,24 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
       comm_by_dev[g.device].push_back(i);
     }
   }
+  // The step's figures: span and busy time of its GPU work (all of it without step_range).
   std::map<int, std::vector<std::pair<Time, Time>>> comp_streams_iv, comm_streams_iv;
+  std::map<int, DeviceFigures> step_dev;
   for (std::size_t i = 0; i < n; ++i) {
     const GpuEvent& g = t.gpu[i];
+    if (step_re && !attr[i].in_step) continue;
+    ++r.step_events;
+    auto [it, fresh] = step_dev.try_emplace(g.device);
+    DeviceFigures& d = it->second;
+    if (fresh) d.device = g.device, d.first = g.ts, d.last = g.end();
+    d.first = std::min(d.first, g.ts);
+    d.last = std::max(d.last, g.end());
     (streams[{g.device, g.stream}].comm ? comm_streams_iv : comp_streams_iv)[g.device].emplace_back(g.ts, g.end());
   }
-  for (auto& [k, d] : dev) {
+  if (step_re && r.step_events == 0)
+    throw InputError(fmt::format("--step-range '{}': no GPU work was launched under a range of that name", o.step_range), {},
+                     kExitUsage);
+  for (auto& [k, d] : step_dev) {
     d.compute_busy = total(merge(comp_streams_iv[k]));
     d.comm_busy = total(merge(comm_streams_iv[k]));
     r.devices.push_back(d);
@@ -430,6 +461,8 @@ std::string render_import_report(const ImportResult& r) {
   for (const auto& s : r.streams)
     o += fmt::format("  device {} stream {:<4} {:<13} {:>6} events {:>10} ms busy ({} ms communication)\n", s.device, s.stream,
                      s.comm ? "communication" : "compute", s.kernels, ms(s.busy), ms(s.comm_busy));
+  if (!r.step_range.empty())
+    o += fmt::format("step: the {} GPU events launched under ranges matching '{}'\n", r.step_events, r.step_range);
   for (const auto& d : r.devices)
     o += fmt::format("device {}: span {} ms, compute streams busy {} ms, communication streams busy {} ms\n", d.device,
                      ms(d.span()), ms(d.compute_busy), ms(d.comm_busy));

@@ -58,7 +58,9 @@ struct ImportResult {
   int unlinked_kernels = 0;
   Time outside_layers = 0;      // mapped, but in no numbered layer (not in the per-layer profile)
   std::vector<StreamStats> streams;
-  std::vector<DeviceFigures> devices;
+  std::vector<DeviceFigures> devices;  // of the step's GPU work (ImportOptions::step_range)
+  std::string step_range;              // "" = the whole trace
+  int step_events = 0;                 // GPU events in the step
   // Communication: transfer vs waiting (only where several devices' collectives can be matched).
   Time comm_total = 0, comm_transfer = 0, comm_wait = 0;
   bool comm_split = false;
@@ -77,6 +79,9 @@ struct ImportResult {
 struct ImportOptions {
   std::vector<std::string> map;  // user rules
   bool no_default_rules = false;
+  // The step whose span and busy time are reported (and predicted): the GPU work launched under
+  // a CPU range whose name matches this regex; empty: all GPU work in the trace.
+  std::string step_range;
 };
 
 ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path);

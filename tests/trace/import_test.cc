@@ -53,8 +53,8 @@ struct TraceBuilder {
   }
 };
 
-ImportResult run(const TraceBuilder& b, std::vector<std::string> map = {}) {
-  return import_trace(read_kineto_text(b.json(), "t.json"), ImportOptions{std::move(map), false}, "t.json");
+ImportResult run(const TraceBuilder& b, std::vector<std::string> map = {}, std::string step = {}) {
+  return import_trace(read_kineto_text(b.json(), "t.json"), ImportOptions{std::move(map), false, std::move(step)}, "t.json");
 }
 
 const Cell& cell(const ImportResult& r, int layer, SubOp s, Pass p) {
@@ -285,7 +285,15 @@ TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
   op("layer0.attn.I", 180, 40, 7);
   op("layer0.combine.F", 180, 10, 20);
   op("layer0.attn.W", 220, 20, 7);
-  const ImportResult r = run(b);
+  // The pair ran under a "pair" range on both threads; a plain forward of micro-batch 2 follows
+  // outside it (GPU 300..340): --step-range pair keeps the step to the pair's kernels.
+  b.range("pair", -10, 260, 1);
+  b.range("pair", -10, 260, 2);
+  b.range("layer0.attn.F", 400, 5);
+  b.launched("k_attn.F", 401, 300, 40);
+  REQUIRE(run(b).step() == 340 * kUs);
+  const ImportResult r = run(b, {}, "^pair$");
+  REQUIRE(r.step_events == 10);
   REQUIRE(r.devices.at(0).span() == 240 * kUs);
   REQUIRE(r.compute_busy() == 240 * kUs);
   PredictRequest req;

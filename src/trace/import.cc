@@ -249,14 +249,20 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     if (it == comm_iv.end()) continue;
     beside[i] = static_cast<double>(covered(it->second, g.ts, g.end())) / static_cast<double>(g.dur);
   }
-  // The same kernel (name, sub-op, pass, position in its range) beside and away from communication.
+  // The same kernel (name, sub-op, pass, position in its range) away from communication (alone
+  // time a: under 2% of it beside) and partly or wholly beside it (duration d, of it o beside).
+  // Beside communication it progresses at 1/s, so d = (d - o) + o s  with  a = (d - o) + o / s:
+  //   d - a = o (1 - 1/s),  and over all samples  1 - 1/s = sum(d - a) / sum(o)
+  // (a least-squares fit through the origin, weighted by o). Samples under 20% beside are left
+  // out: there the kernel's own noise outweighs the slowdown.
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.gpu[a].ts < t.gpu[b].ts; });
   std::unordered_map<long, int> position;
   struct Samples {
-    double alone_sum = 0, beside_sum = 0;
-    int alone_n = 0, beside_n = 0;
+    double alone_sum = 0;
+    int alone_n = 0;
+    std::vector<std::pair<double, double>> beside;  // (duration, time beside)
   };
   std::map<std::tuple<int, int, int, int>, Samples> samples;
   for (std::size_t i : order) {
@@ -265,21 +271,27 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     const int sub = a.subop < 0 ? static_cast<int>(SubOp::other) : a.subop;
     const int pos = position[a.instance]++;
     Samples& s = samples[{sub, a.pass, t.gpu[i].name, pos}];
-    if (beside[i] < 0.05) s.alone_sum += static_cast<double>(t.gpu[i].dur), ++s.alone_n;
-    else if (beside[i] > 0.95) s.beside_sum += static_cast<double>(t.gpu[i].dur), ++s.beside_n;
+    const double d = static_cast<double>(t.gpu[i].dur);
+    if (beside[i] < 0.02) s.alone_sum += d, ++s.alone_n;
+    else if (beside[i] >= 0.2) s.beside.emplace_back(d, d * beside[i]);
   }
   double num[kSubOps] = {}, den[kSubOps] = {};
   int cnt[kSubOps] = {};
   for (const auto& [k, s] : samples) {
-    if (s.alone_n == 0 || s.beside_n == 0) continue;
+    if (s.alone_n == 0 || s.beside.empty()) continue;
     const int sub = std::get<0>(k);
-    num[sub] += s.beside_sum;
-    den[sub] += s.beside_n * (s.alone_sum / s.alone_n);
-    cnt[sub] += s.beside_n;
+    const double alone = s.alone_sum / s.alone_n;
+    for (const auto& [d, o] : s.beside) {
+      num[sub] += d - alone;
+      den[sub] += o;
+      ++cnt[sub];
+    }
   }
   auto slowdown = [&](SubOp s) {
     const int i = static_cast<int>(s);
-    return den[i] > 0 ? num[i] / den[i] : 0.0;
+    if (den[i] <= 0) return 0.0;
+    const double x = num[i] / den[i];  // 1 - 1/s
+    return x < 0.9 ? 1.0 / (1.0 - x) : 10.0;
   };
   r.attn_slowdown = slowdown(SubOp::attention);
   r.mlp_slowdown = slowdown(SubOp::mlp);

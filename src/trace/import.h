@@ -7,8 +7,8 @@
 // and layer from that stack, innermost first. Time overlap alone never attributes anything:
 // kernels without a link to a launch are reported as unlinked.
 // Not obvious: the profile's compute sub-op times are the kernels' time *alone*: a compute
-// kernel that ran beside communication is counted at its duration divided by the slowdown
-// measured for its sub-op, since the overlap model stretches it again where it overlaps.
+// kernel that ran o of its d ns beside communication counts d - o (1 - 1/s), s the slowdown
+// measured for its sub-op (import.cc has the fit), since the overlap model stretches it again.
 #pragma once
 #include <array>
 #include <map>

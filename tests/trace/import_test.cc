@@ -179,6 +179,22 @@ TEST_CASE("overlapping streams: roles, busy time, and the slowdown beside commun
   REQUIRE(r.profile.comm_sm_fraction == Approx(16.0 / 132));
 }
 
+TEST_CASE("slowdown from kernels only partly beside communication", "[trace]") {
+  TraceBuilder b;
+  // Alone the GEMM takes 100 us. In micro-batch 1 it takes 110 us, 50 of them beside an
+  // all-to-all. Beside communication it runs at 1/s: 100 = (110 - 50) + 50 / s, so s = 1.25.
+  b.range("layer0.mlp.F", 0, 10);
+  b.launched("gemm_x", 1, 100, 100);
+  b.range("layer0.mlp.F", 20, 10);
+  b.launched("gemm_x", 21, 300, 110);
+  b.range("layer0.dispatch.F", 40, 10, 2);
+  b.kernel("ncclDevKernel_AllToAll", b.launch(41, 2), 360, 80, 20, 0);  // 360..440: 50 us of 300..410
+  const ImportResult r = run(b);
+  REQUIRE(r.mlp_slowdown == Approx(1.25));
+  // Alone time of the second run: 60 + 50 / 1.25 = 100, so 100 us per execution.
+  REQUIRE(std::llabs(r.profile.sub_ops->mlp_f - 100 * kUs) <= 1);
+}
+
 TEST_CASE("communication across devices: waiting until the last peer joins, then transfer", "[trace]") {
   TraceBuilder b;
   b.range("layer0.combine.F", 0, 10, 1);

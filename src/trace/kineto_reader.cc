@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <filesystem>
 #include <istream>
 #include <regex>
 #include <sstream>
@@ -321,6 +322,9 @@ KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, s
 }  // namespace
 
 KinetoTrace read_kineto(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(SourceLoc{path, 0, 0}, "is a directory, not a trace file", {}, kExitIo);
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw InputError(SourceLoc{path, 0, 0}, "cannot open the trace file", {}, kExitIo);
   gzbuffer(f, 1 << 18);

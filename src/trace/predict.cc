@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "cost/cost_model.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 #include "sim/overlap.h"
@@ -83,6 +84,7 @@ Prediction predict_traced(const ImportResult& r, const PredictRequest& req) {
     for (int rk = 0; rk < s.pp; ++rk) costs.rank_device[static_cast<std::size_t>(rk)] = rk % req.devices;
     costs.share_slowdown = 2.0;  // time-sliced: k at once, each k times slower
   }
+  check_overlap_work(s, costs);  // ops x layers under the limit (--max-ops of the other commands)
   const SimResult res = simulate(s, costs);
   out.what = fmt::format("{} P={} M={} ({} layers per chunk, {} GPU{})", fam.name, s.pp, s.microbatches, layers,
                          std::min(req.devices, s.pp), std::min(req.devices, s.pp) == 1 ? "" : "s");

@@ -281,7 +281,7 @@ def record_pair(torch, args, out, figures):
         f_prev = None   # event: the previous F layer's combine done (on comm)
         b_prev = None   # event: the previous B layer's attention input-grad done (on comp)
         comm.wait_stream(comp)
-        for i in range(L):  # runs with `comp` as the current stream (see run_pair)
+        for i in range(L):  # runs with `comp` as the current stream (see run_step)
             lb = L - 1 - i
             svf, svb = {}, saved_b[lb]
             saved_f.append(svf)

@@ -10,6 +10,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <istream>
@@ -106,7 +107,7 @@ class Handler : public nlohmann::json_sax<json> {
     if (in_args_ && depth_ == event_depth_ + 1) in_args_ = false;
     if (in_event_ && depth_ == event_depth_) end_event();
     --depth_;
-    return value_done();
+    return !bad_event_;  // stops the parse: the event is reported, not rounded
   }
   bool start_array(std::size_t) override {
     ++depth_;
@@ -137,6 +138,7 @@ class Handler : public nlohmann::json_sax<json> {
     return false;
   }
   bool saw_events() const { return saw_events_; }
+  bool bad_event() const { return bad_event_; }
 
  private:
   enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid };
@@ -181,7 +183,7 @@ class Handler : public nlohmann::json_sax<json> {
       if (out_.sms == 0) out_.sms = static_cast<int>(i);
       sms_key_ = false;
     }
-    if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2) blocks_ = std::max<std::int64_t>(1, blocks_) * std::max<std::int64_t>(1, i);
+    if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2) blocks_ = std::min<std::int64_t>(std::max<std::int64_t>(1, blocks_) * std::clamp<std::int64_t>(i, 1, 1 << 20), 1 << 30);
     if (in_event_field()) {
       switch (field_) {
         case Field::ts: ts_ = d; has_ts_ = true; break;
@@ -248,6 +250,14 @@ class Handler : public nlohmann::json_sax<json> {
     in_args_ = false;
     ++out_.events;
     if (!has_ts_) return;
+    // |ts| and dur under 1e15 us (31 years) keep every ns sum inside 64 bits; Kineto's epoch-based
+    // timestamps are ~1.7e12 us. Anything beyond is a broken trace, not a time to round.
+    if (!std::isfinite(ts_) || std::fabs(ts_) > 1e15 || !std::isfinite(dur_) || dur_ > 1e15) {
+      error = fmt::format("event {} ('{}'): ts {} us, dur {} us is out of range (|ts| and dur at most 1e15 us)", out_.events,
+                          name_.substr(0, 60), ts_, dur_);
+      bad_event_ = true;
+      return;
+    }
     if (ph_ == 'X') {
       if (cat_is(cat_, {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})) {
         GpuEvent g;
@@ -259,6 +269,12 @@ class Handler : public nlohmann::json_sax<json> {
         g.thread = thread();
         g.name = intern(name_ids_, out_.names, name_);
         g.blocks = static_cast<int>(std::min<std::int64_t>(blocks_, 1 << 30));
+        gpu_time_ += static_cast<double>(g.dur);
+        if (gpu_time_ > 1e18) {  // keeps every sum of GPU time inside 64-bit ns
+          error = fmt::format("event {}: the GPU events' durations sum to over 1e18 ns (31 years): a broken trace", out_.events);
+          bad_event_ = true;
+          return;
+        }
         out_.gpu.push_back(g);
       } else if (cat_is(cat_, {"cuda_runtime", "cuda_driver", "runtime"})) {
         if (correlation_ >= 0) out_.launches.push_back(Launch{us_to_ns(ts_), thread(), correlation_});
@@ -281,8 +297,9 @@ class Handler : public nlohmann::json_sax<json> {
   std::string cat_, name_, pid_, tid_, thread_key_;
   std::int64_t pid_num_ = -1, tid_num_ = -1, id_ = 0, correlation_ = -1, stream_ = -1, device_ = -1;
   double ts_ = 0, dur_ = 0;
-  bool has_ts_ = false, has_id_ = false, sms_key_ = false;
+  bool has_ts_ = false, has_id_ = false, sms_key_ = false, bad_event_ = false;
   std::int64_t blocks_ = 0;
+  double gpu_time_ = 0;
   std::unordered_map<std::string, int> name_ids_, thread_ids_;
 };
 
@@ -307,6 +324,7 @@ KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, s
   KinetoTrace out;
   Handler h(out);
   const bool ok = json::sax_parse(in, &h, json::input_format_t::json, true);
+  if (h.bad_event()) throw InputError(SourceLoc{name, 0, 0}, h.error);
   if (gz != nullptr && !gz->error.empty())
     throw InputError(SourceLoc{name, 0, 0}, fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", gz->error));
   // An error at the last byte read is a file that stops early (most often a truncated trace).

@@ -94,4 +94,5 @@ profile: p.yaml
   REQUIRE(c.moe[0].dispatch_b == 750000);
   REQUIRE(c.moe[1].attn_comm_slowdown == Approx(1.1));
   REQUIRE(c.slice[0].f == 2 * 4750000);  // per-layer F x 2 layers
+  REQUIRE(c.comm_sm_fraction == Approx(0.15));  // the profile's SM share is the linear rule's sigma
 }

@@ -256,6 +256,19 @@ TEST_CASE("gzip traces read like plain ones; truncated ones are one error", "[tr
   }
 }
 
+TEST_CASE("timestamps out of range are one error, not rounded", "[trace]") {
+  TraceBuilder b;
+  b.range("layer0.attn.F", 0, 10);
+  b.launched("gemm", 2, 1e18, 30);  // 1e18 us = 1e21 ns: past 64-bit ns
+  try {
+    run(b);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    REQUIRE(e.exit_code() == kExitInput);
+    REQUIRE(std::string(e.what()).find("out of range") != std::string::npos);
+  }
+}
+
 TEST_CASE("import-trace CLI: a truncated trace is one line, exit code 3, no output file", "[trace][cli]") {
   robust::Scratch dir("trace_cli");
   TraceBuilder b;

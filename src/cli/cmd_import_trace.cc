@@ -19,6 +19,7 @@ struct ImportArgs {
   std::vector<std::string> map;
   bool no_default_rules = false;
   std::string step_range;
+  std::string format = "table";
   trace::PredictRequest predict;
 };
 }  // namespace
@@ -43,20 +44,31 @@ Runner setup_import_trace(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--layers-per-chunk", a->predict.layers_per_chunk,
                  "with --schedule: layers in one chunk (default: the trace's layers / stages; pair: all)");
+  sub.add_option("--format", a->format, "the report: table or json")->capture_default_str();
   sub.add_option("--comm-sms", a->predict.comm_sms, "linear rule fallback: SMs held by communication")->capture_default_str();
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
   return [a]() {
+    const Format f = parse_format(a->format, {"table", "json"});
     const trace::ImportResult r = trace::import_trace_file(a->trace, {a->map, a->no_default_rules, a->step_range});
-    std::string report = trace::render_import_report(r);
-    if (!a->predict.schedule.empty()) report += trace::render_prediction(trace::predict_traced(r, a->predict));
+    std::string report;
+    nlohmann::json j;
+    if (f == Format::Json) j = trace::import_json(r);
+    else report = trace::render_import_report(r);
+    if (!a->predict.schedule.empty()) {
+      const trace::Prediction p = trace::predict_traced(r, a->predict);
+      if (f == Format::Json) j["prediction"] = trace::prediction_json(p);
+      else report += trace::render_prediction(p);
+    }
     if (!a->output.empty()) {
       if (!r.profile.sub_ops)
         throw InputError(SourceLoc{a->trace, 0, 0},
                          "no work in a numbered layer was found, so there is no per-layer profile to write",
                          "name ranges like 'layer3.attention.F' or give --map rules (docs/TRACES.md)");
       write_output(a->output, trace::render_import_profile(r));
-      if (a->output != "-") report += fmt::format("\nwrote {}\n", a->output);
+      if (a->output != "-" && f != Format::Json) report += fmt::format("\nwrote {}\n", a->output);
+      if (f == Format::Json) j["profile_path"] = a->output;
     }
+    if (f == Format::Json) report = j.dump(2) + "\n";
     if (a->output == "-") std::fputs(report.c_str(), stderr);
     else write_output("-", report);
     return 0;

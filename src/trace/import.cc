@@ -497,6 +497,62 @@ std::string render_import_report(const ImportResult& r) {
   return o;
 }
 
+nlohmann::json import_json(const ImportResult& r) {
+  auto ms = [](double t) { return t / 1e6; };
+  nlohmann::json j;
+  j["trace"] = r.path;
+  j["events"] = r.events;
+  j["gpu_events"] = r.gpu_events;
+  j["json_bytes"] = r.bytes;
+  j["layers"] = r.layers;
+  j["executions"] = r.executions;
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& [layer, per_sub] : r.cells)
+    for (int s = 0; s < kSubOps; ++s)
+      for (int p = 0; p < kPasses; ++p) {
+        const Cell& c = per_sub[static_cast<std::size_t>(s)][static_cast<std::size_t>(p)];
+        if (c.busy == 0 && c.executions == 0) continue;
+        cells.push_back({{"layer", layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(layer)},
+                         {"subop", subop_name(static_cast<SubOp>(s))},
+                         {"pass", pass_name(static_cast<Pass>(p))},
+                         {"busy_ms", ms(static_cast<double>(c.busy))},
+                         {"alone_ms", ms(c.alone)},
+                         {"executions", c.executions}});
+      }
+  j["cells"] = cells;
+  j["unmapped_ms"] = ms(static_cast<double>(r.unmapped));
+  j["unmapped_events"] = r.unmapped_kernels;
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [name, t] : r.unmapped_top) top.push_back({{"range", name}, {"ms", ms(static_cast<double>(t))}});
+  j["unmapped_by_range"] = top;
+  j["unlinked_ms"] = ms(static_cast<double>(r.unlinked));
+  j["unlinked_events"] = r.unlinked_kernels;
+  j["outside_layers_ms"] = ms(static_cast<double>(r.outside_layers));
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& s : r.streams)
+    streams.push_back({{"device", s.device}, {"stream", s.stream}, {"role", s.comm ? "communication" : "compute"},
+                       {"events", s.kernels}, {"busy_ms", ms(static_cast<double>(s.busy))},
+                       {"communication_ms", ms(static_cast<double>(s.comm_busy))}});
+  j["streams"] = streams;
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : r.devices)
+    devices.push_back({{"device", d.device}, {"span_ms", ms(static_cast<double>(d.span()))},
+                       {"compute_busy_ms", ms(static_cast<double>(d.compute_busy))},
+                       {"communication_busy_ms", ms(static_cast<double>(d.comm_busy))}});
+  j["step"] = {{"range", r.step_range.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.step_range)},
+               {"events", r.step_events}, {"devices", devices}};
+  j["communication"] = {{"total_ms", ms(static_cast<double>(r.comm_total))},
+                        {"transfer_ms", ms(static_cast<double>(r.comm_transfer))},
+                        {"waiting_ms", ms(static_cast<double>(r.comm_wait))},
+                        {"split", r.comm_split},
+                        {"note", r.comm_split_note}};
+  auto sd = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  j["comm_slowdown"] = {{"attention", sd(r.attn_slowdown)}, {"mlp", sd(r.mlp_slowdown)},
+                        {"attention_samples", r.attn_slowdown_samples}, {"mlp_samples", r.mlp_slowdown_samples}};
+  j["comm_sm_fraction"] = sd(r.profile.comm_sm_fraction);
+  return j;
+}
+
 std::string render_import_profile(const ImportResult& r) {
   std::string h = fmt::format("# ppsim cost profile imported from {} (ppsim import-trace)\n", r.path);
   h += fmt::format("# {} layers, up to {} executions each; unmapped {:.3f} ms, unlinked {:.3f} ms, outside layers {:.3f} ms\n",

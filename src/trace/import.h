@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cost/config.h"
 #include "trace/kineto_reader.h"
 #include "trace/rules.h"
@@ -89,6 +91,8 @@ ImportResult import_trace_file(const std::string& path, const ImportOptions& o);
 
 // The report: what was found per layer and pass, streams, communication, SM sharing.
 std::string render_import_report(const ImportResult& r);
+// The same as JSON (docs/TRACES.md lists the keys); times in ms.
+nlohmann::json import_json(const ImportResult& r);
 // The profile YAML with a header naming the trace.
 std::string render_import_profile(const ImportResult& r);
 

@@ -104,3 +104,21 @@ std::string render_prediction(const Prediction& p) {
 }
 
 }  // namespace ppsim::trace
+
+namespace ppsim::trace {
+
+nlohmann::json prediction_json(const Prediction& p) {
+  nlohmann::json j = {{"what", p.what},
+                      {"sm_sharing", p.sm_sharing},
+                      {"traced_ms", static_cast<double>(p.traced) / 1e6},
+                      {"predicted_ms", static_cast<double>(p.predicted) / 1e6},
+                      {"error", p.error()}};
+  if (p.has_busy) {
+    j["traced_compute_busy_ms"] = static_cast<double>(p.traced_busy) / 1e6;
+    j["predicted_compute_busy_ms"] = static_cast<double>(p.predicted_busy) / 1e6;
+    j["compute_busy_error"] = p.busy_error();
+  }
+  return j;
+}
+
+}  // namespace ppsim::trace

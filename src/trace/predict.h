@@ -33,5 +33,6 @@ struct Prediction {
 
 Prediction predict_traced(const ImportResult& r, const PredictRequest& req);
 std::string render_prediction(const Prediction& p);
+nlohmann::json prediction_json(const Prediction& p);
 
 }  // namespace ppsim::trace

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "catch.h"
 #include "robustness/run_ppsim.h"
@@ -286,6 +287,14 @@ TEST_CASE("import-trace CLI: a truncated trace is one line, exit code 3, no outp
   REQUIRE(ok.code == 0);
   REQUIRE(ppsim::test::read_file(dir.path("p.yaml")).find("attention: {F: 0.030000") != std::string::npos);
   REQUIRE(robust::run_ppsim(dir, "import-trace t.json --map 'x=nope'").code == kExitUsage);
+  // --format json: the same figures for scripts (attention F of layer 0: the 30 us kernel).
+  const robust::Result js = robust::run_ppsim(dir, "import-trace t.json --format json --schedule pair");
+  REQUIRE(js.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(js.out);
+  REQUIRE(j["cells"][0]["subop"] == "attention");
+  REQUIRE(j["cells"][0]["busy_ms"].get<double>() == Approx(0.030));
+  REQUIRE(j["unlinked_ms"].get<double>() == 0);
+  REQUIRE(j["prediction"]["predicted_ms"].get<double>() == Approx(0.030));  // one F layer, nothing else
 }
 
 TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {

@@ -384,3 +384,168 @@ TEST_CASE("a 1F1B step of virtual stages on one GPU predicts its own step time",
   req.devices = 2;
   REQUIRE(std::llabs(predict_traced(r, req).predicted - 630 * kUs) <= 10);
 }
+
+namespace {
+
+// A kernel-level two-stream GPU for the test below: each sub-op is a few kernels; a compute
+// kernel runs `slowdown` times slower while a communication kernel runs (the effect the importer
+// must measure), communication kernels at their own speed.
+struct SynthOp {
+  int stream;  // 7 compute, 13 communication
+  std::string sub;
+  int layer;
+  std::vector<int> deps;
+};
+struct SynthKernel {
+  int op, index, stream;
+  double ts, dur;
+};
+
+const std::map<std::string, std::vector<double>>& synth_kernels() {
+  static const std::map<std::string, std::vector<double>> k = {
+      {"attn.F", {30, 60, 40, 20, 50}}, {"router.F", {5, 3}},        {"dispatch.F", {25}},
+      {"mlp.F", {120, 30, 120}},        {"combine.F", {25}},          {"combine.B", {25}},
+      {"mlp.I", {120, 40, 30, 120}},    {"mlp.W", {110, 110}},        {"dispatch.B", {25}},
+      {"attn.I", {40, 60, 60, 50, 40, 30, 40}},                       {"attn.W", {30, 30, 30, 30}}};
+  return k;
+}
+
+std::vector<SynthKernel> synth_run(const std::vector<SynthOp>& ops, double t0, double slowdown, double& t_end) {
+  const auto& K = synth_kernels();
+  std::vector<double> end(ops.size(), -1);
+  std::map<int, std::vector<int>> queue;
+  for (int i = 0; i < static_cast<int>(ops.size()); ++i) queue[ops[static_cast<std::size_t>(i)].stream].push_back(i);
+  std::map<int, std::size_t> next;
+  std::map<int, int> cur, kidx;
+  std::map<int, double> rem, kstart;
+  for (int s : {7, 13}) cur[s] = -1, next[s] = 0, queue[s];  // both streams, even when one has no ops
+  std::vector<SynthKernel> out;
+  double t = t0;
+  auto pending = [&] {
+    for (const auto& [s, q] : queue)
+      if (next[s] < q.size() || cur[s] >= 0) return true;
+    return false;
+  };
+  while (pending()) {
+    for (auto& [s, q] : queue) {
+      if (cur[s] >= 0 || next[s] >= q.size()) continue;
+      const int i = q[next[s]];
+      bool ready = true;
+      for (int d : ops[static_cast<std::size_t>(i)].deps) ready &= end[static_cast<std::size_t>(d)] >= 0;
+      if (!ready) continue;
+      cur[s] = i, kidx[s] = 0, rem[s] = K.at(ops[static_cast<std::size_t>(i)].sub)[0], kstart[s] = t;
+    }
+    REQUIRE((cur[7] >= 0 || cur[13] >= 0));
+    const double rate7 = cur[7] >= 0 && cur[13] >= 0 ? 1 / slowdown : 1;
+    double dt = 1e300;
+    if (cur[7] >= 0) dt = std::min(dt, rem[7] / rate7);
+    if (cur[13] >= 0) dt = std::min(dt, rem[13]);
+    t += dt;
+    for (int s : {7, 13}) {
+      if (cur[s] < 0) continue;
+      rem[s] -= dt * (s == 7 ? rate7 : 1);
+      if (rem[s] > 1e-9) continue;
+      const SynthOp& op = ops[static_cast<std::size_t>(cur[s])];
+      out.push_back({cur[s], kidx[s], s, kstart[s], t - kstart[s]});
+      kstart[s] = t;
+      if (++kidx[s] < static_cast<int>(K.at(op.sub).size())) {
+        rem[s] = K.at(op.sub)[static_cast<std::size_t>(kidx[s])];
+      } else {
+        end[static_cast<std::size_t>(cur[s])] = t;
+        cur[s] = -1;
+        ++next[s];
+      }
+    }
+  }
+  t_end = t;
+  return out;
+}
+
+// Writes one phase: a range per op on CPU thread 1 with its kernels' launches inside, all under
+// one outer range `tag`.
+void synth_record(TraceBuilder& b, double& cpu, const std::vector<SynthOp>& ops, const std::vector<SynthKernel>& ks,
+                  const std::string& tag) {
+  const double t0 = cpu++;
+  std::map<int, std::vector<SynthKernel>> by_op;
+  for (const auto& k : ks) by_op[k.op].push_back(k);
+  for (const auto& [i, list] : by_op) {
+    const SynthOp& op = ops[static_cast<std::size_t>(i)];
+    b.range(fmt::format("layer{}.{}", op.layer, op.sub), cpu, 1.0 + static_cast<double>(list.size()));
+    for (std::size_t j = 0; j < list.size(); ++j)
+      b.launched(fmt::format("k_{}_{}", op.sub, list[j].index), cpu + 0.5 + static_cast<double>(j), list[j].ts, list[j].dur,
+                 list[j].stream);
+    cpu += 2.0 + static_cast<double>(list.size());
+  }
+  b.range(tag, t0, cpu - t0);
+  cpu += 1;
+}
+
+}  // namespace
+
+TEST_CASE("the slowdown a pair trace was made with is measured back, and the span predicted", "[trace]") {
+  // As tools/record_moe_trace.py records it: a plain F of micro-batch 0 (each kernel away from
+  // communication), the F&B pair in DeepSeek's order (the overlap model's), a plain B after it.
+  // The GPU here slows compute kernels by s while a communication kernel runs, kernel by kernel;
+  // the importer must find s from the same kernels in and out of the pair, and the overlap model,
+  // given the profile, must reproduce the pair's span (it is the same model at sub-op level).
+  const double s = GENERATE(1.1, 1.3);
+  const int L = 4;
+  TraceBuilder b;
+  double cpu = 0, t = 1000;
+  std::vector<SynthOp> ops;
+  std::vector<int> prev;
+  for (int l = 0; l < L; ++l) {
+    const int a = static_cast<int>(ops.size());
+    ops.push_back({7, "attn.F", l, prev});
+    ops.push_back({7, "router.F", l, {a}});
+    ops.push_back({7, "dispatch.F", l, {a + 1}});
+    ops.push_back({7, "mlp.F", l, {a + 2}});
+    ops.push_back({7, "combine.F", l, {a + 3}});
+    prev = {a + 4};
+  }
+  synth_record(b, cpu, ops, synth_run(ops, t, s, t), "warmup.F");
+  ops.clear();
+  int f_prev = -1, b_prev = -1;
+  auto dep = [](int i) { return i < 0 ? std::vector<int>{} : std::vector<int>{i}; };
+  for (int i = 0; i < L; ++i) {
+    const int lb = L - 1 - i, a = static_cast<int>(ops.size());
+    ops.push_back({13, "combine.B", lb, dep(b_prev)});  // a
+    ops.push_back({7, "attn.F", i, dep(f_prev)});       // a+1
+    ops.push_back({7, "router.F", i, {a + 1}});         // a+2
+    ops.push_back({7, "mlp.I", lb, {a}});               // a+3
+    ops.push_back({13, "dispatch.F", i, {a + 2}});      // a+4
+    ops.push_back({13, "dispatch.B", lb, {a + 3}});     // a+5
+    ops.push_back({7, "mlp.W", lb, {a + 3}});           // a+6
+    ops.push_back({7, "mlp.F", i, {a + 4}});            // a+7
+    ops.push_back({7, "attn.I", lb, {a + 5}});          // a+8
+    ops.push_back({7, "attn.W", lb, {a + 8}});          // a+9
+    ops.push_back({13, "combine.F", i, {a + 7}});       // a+10
+    f_prev = a + 10, b_prev = a + 8;
+  }
+  const double pair_start = t + 20;
+  double pair_end = 0;
+  synth_record(b, cpu, ops, synth_run(ops, pair_start, s, pair_end), "pair");
+  ops.clear();
+  prev.clear();
+  for (int l = L - 1; l >= 0; --l) {
+    const int a = static_cast<int>(ops.size());
+    int j = 0;
+    for (const char* sub : {"combine.B", "mlp.I", "mlp.W", "dispatch.B", "attn.I", "attn.W"})
+      ops.push_back({7, sub, l, j++ == 0 ? prev : std::vector<int>{a + j - 2}});
+    prev = {a + 5};
+  }
+  double t_end = 0;
+  synth_record(b, cpu, ops, synth_run(ops, pair_end + 20, s, t_end), "cooldown.B");
+
+  const ImportResult r = run(b, {}, "^pair$");
+  REQUIRE(r.attn_slowdown == Approx(s).epsilon(1e-3));
+  REQUIRE(r.mlp_slowdown == Approx(s).epsilon(1e-3));
+  REQUIRE(r.layers == L);
+  PredictRequest req;
+  req.schedule = "pair";
+  const Prediction p = predict_traced(r, req);
+  // The trace's span, to the rounding of its microsecond timestamps to ns.
+  REQUIRE(std::abs(static_cast<double>(p.traced) - (pair_end - pair_start) * 1e3) < 5);
+  REQUIRE(std::abs(p.error()) < 1e-3);
+  REQUIRE(std::abs(p.busy_error()) < 1e-3);
+}

@@ -4,8 +4,8 @@
 // library call), repeating; prints min/median/max wall time, MB/s of JSON, events/s and the
 // process's peak RSS (getrusage). Targets (issue 20): 1 GB in under a minute, under 2 GB RAM.
 // Usage: trace_import_bench [MB] [reps] [--gz] [--keep PATH]
+#include <fmt/format.h>
 #include <sys/resource.h>
-
 #include <zlib.h>
 
 #include <algorithm>
@@ -16,8 +16,6 @@
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "trace/import.h"
 
@@ -35,14 +33,19 @@ std::uint64_t write_trace(const std::string& path, std::uint64_t target_bytes, b
   }
   std::uint64_t bytes = 0;
   auto put = [&](const std::string& s) {
-    if (gz) gzwrite(g, s.data(), static_cast<unsigned>(s.size()));
-    else std::fwrite(s.data(), 1, s.size(), f);
+    if (gz)
+      gzwrite(g, s.data(), static_cast<unsigned>(s.size()));
+    else
+      std::fwrite(s.data(), 1, s.size(), f);
     bytes += s.size();
   };
-  put(R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H100","numSms":132}],"traceEvents":[)" "\n");
-  static const char* kSub[] = {"attn.F", "dispatch.F", "mlp.F", "combine.F", "combine.B", "mlp.I", "mlp.W", "dispatch.B", "attn.I", "attn.W"};
+  put(R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"NVIDIA H100","numSms":132}],"traceEvents":[)"
+      "\n");
+  static const char* kSub[] = {"attn.F", "dispatch.F", "mlp.F",      "combine.F", "combine.B",
+                               "mlp.I",  "mlp.W",      "dispatch.B", "attn.I",    "attn.W"};
   static const char* kKernel =
-      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_"
+      "cublas";
   double cpu = 1.7e12, gpu = 1.7e12 + 50;  // us, as Kineto's epoch-based timestamps
   long corr = 1;
   std::string buf;
@@ -53,31 +56,38 @@ std::uint64_t write_trace(const std::string& path, std::uint64_t target_bytes, b
     buf.clear();
     buf += first ? "" : ",\n";
     first = false;
-    buf += fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}","pid":4242,"tid":4242,"ts":{:.3f},"dur":9.5,"args":{{"External id":{}}}}},)"
-                       "\n",
-                       layer, sub, cpu, corr);
-    buf += fmt::format(R"({{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":4242,"tid":4242,"ts":{:.3f},"dur":6.25,"args":{{"External id":{},"Sequence number":{}}}}},)"
-                       "\n",
-                       cpu + 1, corr, unit);
-    buf += fmt::format(R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":4242,"tid":4242,"ts":{:.3f},"dur":3.1,"args":{{"cbid":211,"correlation":{}}}}},)"
-                       "\n",
-                       cpu + 2, corr);
+    buf += fmt::format(
+        R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}","pid":4242,"tid":4242,"ts":{:.3f},"dur":9.5,"args":{{"External id":{}}}}},)"
+        "\n",
+        layer, sub, cpu, corr);
+    buf += fmt::format(
+        R"({{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":4242,"tid":4242,"ts":{:.3f},"dur":6.25,"args":{{"External id":{},"Sequence number":{}}}}},)"
+        "\n",
+        cpu + 1, corr, unit);
+    buf += fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":4242,"tid":4242,"ts":{:.3f},"dur":3.1,"args":{{"cbid":211,"correlation":{}}}}},)"
+        "\n",
+        cpu + 2, corr);
     const double dur = 40 + (unit % 7);
     buf += fmt::format(
         R"({{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":7,"ts":{:.3f},"dur":{:.3f},"args":{{"queued":0,"device":0,"context":1,"stream":{},"correlation":{},"registers per thread":168,"shared memory":213248,"blocks per SM":1.0,"warps per SM":8.0,"grid":[132,1,1],"block":[384,1,1],"est. achieved occupancy %":13}}}},)"
         "\n",
         kKernel, gpu, dur, unit % 10 == 1 || unit % 10 == 3 ? 20 : 7, corr);
-    buf += fmt::format(R"({{"ph":"s","id":{},"pid":4242,"tid":4242,"ts":{:.3f},"cat":"ac2g","name":"ac2g"}},)" "\n", corr,
-                       cpu + 2);
-    buf += fmt::format(R"({{"ph":"f","id":{},"pid":0,"tid":7,"ts":{:.3f},"cat":"ac2g","name":"ac2g","bp":"e"}})", corr, gpu);
+    buf += fmt::format(R"({{"ph":"s","id":{},"pid":4242,"tid":4242,"ts":{:.3f},"cat":"ac2g","name":"ac2g"}},)"
+                       "\n",
+                       corr, cpu + 2);
+    buf += fmt::format(R"({{"ph":"f","id":{},"pid":0,"tid":7,"ts":{:.3f},"cat":"ac2g","name":"ac2g","bp":"e"}})", corr,
+                       gpu);
     put(buf);
     cpu += 12;
     gpu += dur + 1;
     ++corr;
   }
   put("\n]}\n");
-  if (gz) gzclose(g);
-  else std::fclose(f);
+  if (gz)
+    gzclose(g);
+  else
+    std::fclose(f);
   return bytes;
 }
 
@@ -96,9 +106,12 @@ int main(int argc, char** argv) {
   std::string keep;
   std::vector<std::string> pos;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--gz") == 0) gz = true;
-    else if (std::strcmp(argv[i], "--keep") == 0 && i + 1 < argc) keep = argv[++i];
-    else pos.emplace_back(argv[i]);
+    if (std::strcmp(argv[i], "--gz") == 0)
+      gz = true;
+    else if (std::strcmp(argv[i], "--keep") == 0 && i + 1 < argc)
+      keep = argv[++i];
+    else
+      pos.emplace_back(argv[i]);
   }
   if (!pos.empty()) mb = std::atof(pos[0].c_str());
   if (pos.size() > 1) reps = std::max(1, std::atoi(pos[1].c_str()));
@@ -120,10 +133,12 @@ int main(int argc, char** argv) {
   }
   std::sort(t.begin(), t.end());
   const double med = t[t.size() / 2];
-  std::printf("import: min %.2f s, median %.2f s, max %.2f s over %d run(s); %.0f MB/s of JSON, %.2f M events/s; %d GPU events, "
-              "%d layers, unmapped %.3f ms\n",
-              t.front(), med, t.back(), reps, bytes / 1e6 / med, static_cast<double>(r.events) / 1e6 / med, r.gpu_events, r.layers,
-              static_cast<double>(r.unmapped) / 1e6);
+  std::printf(
+      "import: min %.2f s, median %.2f s, max %.2f s over %d run(s); %.0f MB/s of JSON, %.2f M events/s; %d GPU "
+      "events, "
+      "%d layers, unmapped %.3f ms\n",
+      t.front(), med, t.back(), reps, bytes / 1e6 / med, static_cast<double>(r.events) / 1e6 / med, r.gpu_events,
+      r.layers, static_cast<double>(r.unmapped) / 1e6);
   std::printf("peak RSS %.0f MB (target: < 2048 MB); time target: < 60 s for 1 GB -> %s\n", peak_rss_mb(),
               (med * 1000 / (bytes / 1e6) < 60 && peak_rss_mb() < 2048) ? "met" : "NOT met");
   if (keep.empty()) std::filesystem::remove(path);

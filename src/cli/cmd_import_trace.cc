@@ -1,8 +1,8 @@
 // `ppsim import-trace`: a PyTorch profiler (Kineto) trace in, a cost profile and a report out.
 // A thin client: the reading, attribution and prediction are src/trace/ (docs/TRACES.md).
-#include <memory>
-
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -38,26 +38,32 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--schedule,-s", a->predict.schedule,
                  "the schedule the trace ran (pair, or a family): print the traced step against the prediction");
   sub.add_option("--pp,-p", a->predict.pp, "with --schedule: pipeline ranks P")->capture_default_str();
-  sub.add_option("--microbatches,-m", a->predict.microbatches, "with --schedule: micro-batches M")->capture_default_str();
+  sub.add_option("--microbatches,-m", a->predict.microbatches, "with --schedule: micro-batches M")
+      ->capture_default_str();
   sub.add_option("--vpp", a->predict.vpp, "with --schedule: chunks per rank (interleaved-1f1b)");
   sub.add_option("--devices", a->predict.devices, "with --schedule: GPUs the step ran on (ranks share them)")
       ->capture_default_str();
   sub.add_option("--layers-per-chunk", a->predict.layers_per_chunk,
                  "with --schedule: layers in one chunk (default: the trace's layers / stages; pair: all)");
   sub.add_option("--format", a->format, "the report: table or json")->capture_default_str();
-  sub.add_option("--comm-sms", a->predict.comm_sms, "linear rule fallback: SMs held by communication")->capture_default_str();
+  sub.add_option("--comm-sms", a->predict.comm_sms, "linear rule fallback: SMs held by communication")
+      ->capture_default_str();
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
   return [a]() {
     const Format f = parse_format(a->format, {"table", "json"});
     const trace::ImportResult r = trace::import_trace_file(a->trace, {a->map, a->no_default_rules, a->step_range});
     std::string report;
     nlohmann::json j;
-    if (f == Format::Json) j = trace::import_json(r);
-    else report = trace::render_import_report(r);
+    if (f == Format::Json)
+      j = trace::import_json(r);
+    else
+      report = trace::render_import_report(r);
     if (!a->predict.schedule.empty()) {
       const trace::Prediction p = trace::predict_traced(r, a->predict);
-      if (f == Format::Json) j["prediction"] = trace::prediction_json(p);
-      else report += trace::render_prediction(p);
+      if (f == Format::Json)
+        j["prediction"] = trace::prediction_json(p);
+      else
+        report += trace::render_prediction(p);
     }
     if (!a->output.empty()) {
       if (!r.profile.sub_ops)
@@ -69,8 +75,10 @@ Runner setup_import_trace(CLI::App& sub) {
       if (f == Format::Json) j["profile_path"] = a->output;
     }
     if (f == Format::Json) report = j.dump(2) + "\n";
-    if (a->output == "-") std::fputs(report.c_str(), stderr);
-    else write_output("-", report);
+    if (a->output == "-")
+      std::fputs(report.c_str(), stderr);
+    else
+      write_output("-", report);
     return 0;
   };
 }

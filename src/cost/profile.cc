@@ -1,9 +1,9 @@
 // Loading and writing a measured cost profile (schema in profile.h and docs/CONFIG.md).
 #include "cost/profile.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "cost/yaml_reader.h"
 
@@ -46,7 +46,8 @@ OpTimes read_times(const MapReader& r, bool with_fb) {
   t.f = ms_ticks(r.required_number("F", 0, kMaxOpMs, false));
   t.b = ms_ticks(r.required_number("B", 0, kMaxOpMs, false));
   t.w = ms_ticks(r.number("W", 0, 0, kMaxOpMs, false));
-  if (t.w > t.b) r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
+  if (t.w > t.b)
+    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
   if (with_fb) t.fb = ms_ticks(r.number("FB", 0, 0, kMaxOpMs, true));
   return t;
 }
@@ -122,7 +123,8 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
   for (const char* key : {"embedding_ms", "head_ms"}) {
     if (!root.has(key)) continue;
     if (!p.per_layer) root.fail(key, fmt::format("{} needs per_layer: true (a rank's share already includes it)", key));
-    (std::string(key) == "embedding_ms" ? p.embedding : p.head) = read_times(root.child(key, times_schema(false)), false);
+    (std::string(key) == "embedding_ms" ? p.embedding : p.head) =
+        read_times(root.child(key, times_schema(false)), false);
   }
   if (root.has("link")) {
     const MapReader link = root.child("link", *profile_schema().find("link"));
@@ -140,17 +142,20 @@ std::string render_profile(const CostProfile& p, const std::string& header) {
   auto ms = [](Time t) { return fmt::format("{:.6f}", static_cast<double>(t) / 1e6); };
   std::string y = header;
   if (!y.empty() && y.back() != '\n') y += '\n';
-  const bool v2 = p.sub_ops.has_value() || p.attn_comm_slowdown > 0 || p.mlp_comm_slowdown > 0 || p.comm_sm_fraction > 0;
+  const bool v2 =
+      p.sub_ops.has_value() || p.attn_comm_slowdown > 0 || p.mlp_comm_slowdown > 0 || p.comm_sm_fraction > 0;
   y += fmt::format("version: {}\n", v2 ? 2 : 1);
   if (!p.device.empty()) y += fmt::format("device: \"{}\"\n", p.device);
   y += fmt::format("per_layer: {}\n", p.per_layer ? "true" : "false");
   y += fmt::format("op_ms: {{F: {}, B: {}, W: {}", ms(p.op.f), ms(p.op.b), ms(p.op.w));
   if (p.op.fb > 0) y += fmt::format(", FB: {}", ms(p.op.fb));
   y += "}\n";
-  if (p.dense_op) y += fmt::format("dense_op_ms: {{F: {}, B: {}, W: {}}}\n", ms(p.dense_op->f), ms(p.dense_op->b), ms(p.dense_op->w));
+  if (p.dense_op)
+    y += fmt::format("dense_op_ms: {{F: {}, B: {}, W: {}}}\n", ms(p.dense_op->f), ms(p.dense_op->b), ms(p.dense_op->w));
   if (p.per_layer) {
     if (p.embedding.f + p.embedding.b > 0)
-      y += fmt::format("embedding_ms: {{F: {}, B: {}, W: {}}}\n", ms(p.embedding.f), ms(p.embedding.b), ms(p.embedding.w));
+      y += fmt::format("embedding_ms: {{F: {}, B: {}, W: {}}}\n", ms(p.embedding.f), ms(p.embedding.b),
+                       ms(p.embedding.w));
     if (p.head.f + p.head.b > 0)
       y += fmt::format("head_ms: {{F: {}, B: {}, W: {}}}\n", ms(p.head.f), ms(p.head.b), ms(p.head.w));
   }
@@ -165,7 +170,8 @@ std::string render_profile(const CostProfile& p, const std::string& header) {
   if (p.attn_comm_slowdown > 0 || p.mlp_comm_slowdown > 0) {
     y += "comm_slowdown: {";
     if (p.attn_comm_slowdown > 0) y += fmt::format("attention: {:.4f}", p.attn_comm_slowdown);
-    if (p.mlp_comm_slowdown > 0) y += fmt::format("{}mlp: {:.4f}", p.attn_comm_slowdown > 0 ? ", " : "", p.mlp_comm_slowdown);
+    if (p.mlp_comm_slowdown > 0)
+      y += fmt::format("{}mlp: {:.4f}", p.attn_comm_slowdown > 0 ? ", " : "", p.mlp_comm_slowdown);
     y += "}\n";
   }
   if (p.comm_sm_fraction > 0) y += fmt::format("comm_sm_fraction: {:.4f}\n", p.comm_sm_fraction);

@@ -8,6 +8,8 @@
 //   4. cells per (layer, sub-op, pass) -> the per-layer profile.
 #include "trace/import.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -15,8 +17,6 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "cost/profile.h"
@@ -38,8 +38,10 @@ std::vector<std::pair<Time, Time>> merge(std::vector<std::pair<Time, Time>> v) {
   std::vector<std::pair<Time, Time>> out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
   }
   return out;
 }
@@ -81,7 +83,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     try {
       step_re.emplace(o.step_range, std::regex::ECMAScript);
     } catch (const std::regex_error& e) {
-      throw InputError(fmt::format("--step-range '{}': bad regular expression ({})", o.step_range, e.what()), {}, kExitUsage);
+      throw InputError(fmt::format("--step-range '{}': bad regular expression ({})", o.step_range, e.what()), {},
+                       kExitUsage);
     }
   }
   std::vector<signed char> step_name(t.names.size(), -1);
@@ -105,8 +108,10 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
   std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
   for (const auto& f : t.flows) {
-    if (f.start) flow_start.emplace(f.id, &f);
-    else flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
+    if (f.start)
+      flow_start.emplace(f.id, &f);
+    else
+      flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
   }
   struct Query {
     Time ts;
@@ -119,8 +124,10 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     int thread = -1;
     Time ts = 0;
     if (g.correlation >= 0) {
-      if (auto it = by_corr.find(g.correlation); it != by_corr.end()) thread = it->second->thread, ts = it->second->ts;
-      else if (auto f = flow_start.find(g.correlation); f != flow_start.end()) thread = f->second->thread, ts = f->second->ts;
+      if (auto it = by_corr.find(g.correlation); it != by_corr.end())
+        thread = it->second->thread, ts = it->second->ts;
+      else if (auto f = flow_start.find(g.correlation); f != flow_start.end())
+        thread = f->second->thread, ts = f->second->ts;
     }
     if (thread < 0)
       if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
@@ -132,7 +139,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
 
   // ---- 2. stacks of CPU ranges at each launch ------------------------------------------------
   std::vector<std::vector<int>> ranges_of(t.threads.size());
-  for (std::size_t i = 0; i < t.ranges.size(); ++i) ranges_of[static_cast<std::size_t>(t.ranges[i].thread)].push_back(static_cast<int>(i));
+  for (std::size_t i = 0; i < t.ranges.size(); ++i)
+    ranges_of[static_cast<std::size_t>(t.ranges[i].thread)].push_back(static_cast<int>(i));
   std::vector<std::optional<RangeMeaning>> meaning(t.names.size());
   auto meaning_of = [&](int name) -> const RangeMeaning& {
     auto& m = meaning[static_cast<std::size_t>(name)];
@@ -188,8 +196,9 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   for (std::size_t i = 0; i < n; ++i) {
     const GpuEvent& g = t.gpu[i];
     const int sub = attr[i].subop;
-    is_comm[i] = comm_kernel(g.name) ||
-                 (attr[i].pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) || sub == static_cast<int>(SubOp::combine)));
+    is_comm[i] =
+        comm_kernel(g.name) ||
+        (attr[i].pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) || sub == static_cast<int>(SubOp::combine)));
     StreamStats& s = streams[{g.device, g.stream}];
     s.device = g.device;
     s.stream = g.stream;
@@ -231,8 +240,9 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     (streams[{g.device, g.stream}].comm ? comm_streams_iv : comp_streams_iv)[g.device].emplace_back(g.ts, g.end());
   }
   if (step_re && r.step_events == 0)
-    throw InputError(fmt::format("--step-range '{}': no GPU work was launched under a range of that name", o.step_range), {},
-                     kExitUsage);
+    throw InputError(
+        fmt::format("--step-range '{}': no GPU work was launched under a range of that name", o.step_range), {},
+        kExitUsage);
   for (auto& [k, d] : step_dev) {
     d.compute_busy = total(merge(comp_streams_iv[k]));
     d.comm_busy = total(merge(comm_streams_iv[k]));
@@ -272,8 +282,10 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     const int pos = position[a.instance]++;
     Samples& s = samples[{sub, a.pass, t.gpu[i].name, pos}];
     const double d = static_cast<double>(t.gpu[i].dur);
-    if (beside[i] < 0.02) s.alone_sum += d, ++s.alone_n;
-    else if (beside[i] >= 0.2) s.beside.emplace_back(d, d * beside[i]);
+    if (beside[i] < 0.02)
+      s.alone_sum += d, ++s.alone_n;
+    else if (beside[i] >= 0.2)
+      s.beside.emplace_back(d, d * beside[i]);
   }
   double num[kSubOps] = {}, den[kSubOps] = {};
   int cnt[kSubOps] = {};
@@ -309,7 +321,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     equal &= v.size() == count;
   }
   if (comm_by_dev.size() < 2) {
-    r.comm_split_note = "one device in the trace: waiting for a peer cannot be told from transfer; all counted as transfer";
+    r.comm_split_note =
+        "one device in the trace: waiting for a peer cannot be told from transfer; all counted as transfer";
   } else if (!equal) {
     r.comm_split_note = "devices ran different numbers of communication kernels: not split";
   } else {
@@ -354,8 +367,9 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     if (a.pass < 0) {
       r.unmapped += g.dur;
       ++r.unmapped_kernels;
-      const std::string& key = a.top_range >= 0 ? t.names[static_cast<std::size_t>(t.ranges[static_cast<std::size_t>(a.top_range)].name)]
-                                                : "(no range) " + t.names[static_cast<std::size_t>(g.name)];
+      const std::string& key =
+          a.top_range >= 0 ? t.names[static_cast<std::size_t>(t.ranges[static_cast<std::size_t>(a.top_range)].name)]
+                           : "(no range) " + t.names[static_cast<std::size_t>(g.name)];
       unmapped_by[key] += g.dur;
       continue;
     }
@@ -383,7 +397,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     c.executions = std::max(c.executions, ++k);
   }
   for (const auto& [k, v] : unmapped_by) r.unmapped_top.emplace_back(k, v);
-  std::sort(r.unmapped_top.begin(), r.unmapped_top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::sort(r.unmapped_top.begin(), r.unmapped_top.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
   if (r.unmapped_top.size() > 8) r.unmapped_top.resize(8);
 
   for (const auto& [layer, cells] : r.cells) {
@@ -445,15 +460,17 @@ std::string render_import_report(const ImportResult& r) {
   std::string o;
   o += fmt::format("trace {}: {} events, {} GPU events, {:.1f} MB of JSON\n", r.path, r.events, r.gpu_events,
                    static_cast<double>(r.bytes) / 1e6);
-  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n\n", r.layers, r.executions);
+  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n\n", r.layers,
+                   r.executions);
   o += "per layer and pass, ms per execution (kernel time; compute with the communication slowdown taken out):\n";
-  o += fmt::format("{:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "layer", "pass", "attention", "mlp", "dispatch",
-                   "combine", "other", "runs");
+  o += fmt::format("{:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "layer", "pass", "attention", "mlp",
+                   "dispatch", "combine", "other", "runs");
   for (const auto& [layer, cells] : r.cells) {
     for (int p = 0; p < kPasses; ++p) {
       bool any = false;
       int runs = 0;
-      std::string row = fmt::format("{:>6} {:>4}", layer < 0 ? std::string("-") : std::to_string(layer), pass_name(static_cast<Pass>(p)));
+      std::string row = fmt::format("{:>6} {:>4}", layer < 0 ? std::string("-") : std::to_string(layer),
+                                    pass_name(static_cast<Pass>(p)));
       for (int s = 0; s < kSubOps; ++s) {
         const Cell& c = cells[static_cast<std::size_t>(s)][static_cast<std::size_t>(p)];
         any |= c.busy > 0;
@@ -471,8 +488,8 @@ std::string render_import_report(const ImportResult& r) {
                    r.unlinked_kernels);
   o += "streams:\n";
   for (const auto& s : r.streams)
-    o += fmt::format("  device {} stream {:<4} {:<13} {:>6} events {:>10} ms busy ({} ms communication)\n", s.device, s.stream,
-                     s.comm ? "communication" : "compute", s.kernels, ms(s.busy), ms(s.comm_busy));
+    o += fmt::format("  device {} stream {:<4} {:<13} {:>6} events {:>10} ms busy ({} ms communication)\n", s.device,
+                     s.stream, s.comm ? "communication" : "compute", s.kernels, ms(s.busy), ms(s.comm_busy));
   if (!r.step_range.empty())
     o += fmt::format("step: the {} GPU events launched under ranges matching '{}'\n", r.step_events, r.step_range);
   for (const auto& d : r.devices)
@@ -484,10 +501,11 @@ std::string render_import_report(const ImportResult& r) {
     return s > 0 ? fmt::format("{:.3f} (from {} kernels beside communication)", s, n)
                  : std::string("not measured (no kernel ran both beside and away from communication): linear rule");
   };
-  o += fmt::format("compute slowdown beside communication: attention {}, mlp {}\n", sd(r.attn_slowdown, r.attn_slowdown_samples),
-                   sd(r.mlp_slowdown, r.mlp_slowdown_samples));
+  o += fmt::format("compute slowdown beside communication: attention {}, mlp {}\n",
+                   sd(r.attn_slowdown, r.attn_slowdown_samples), sd(r.mlp_slowdown, r.mlp_slowdown_samples));
   if (r.profile.comm_sm_fraction > 0)
-    o += fmt::format("communication kernels held {:.1f}% of the SMs (grid size, time-weighted)\n", 100 * r.profile.comm_sm_fraction);
+    o += fmt::format("communication kernels held {:.1f}% of the SMs (grid size, time-weighted)\n",
+                     100 * r.profile.comm_sm_fraction);
   if (r.profile.sub_ops) {
     const OpTimes& t = r.profile.op;
     o += fmt::format("\nprofile, one layer: F {} ms, B {} ms (W {} ms)\n", ms(t.f), ms(t.b), ms(t.w));
@@ -530,36 +548,45 @@ nlohmann::json import_json(const ImportResult& r) {
   j["outside_layers_ms"] = ms(static_cast<double>(r.outside_layers));
   nlohmann::json streams = nlohmann::json::array();
   for (const auto& s : r.streams)
-    streams.push_back({{"device", s.device}, {"stream", s.stream}, {"role", s.comm ? "communication" : "compute"},
-                       {"events", s.kernels}, {"busy_ms", ms(static_cast<double>(s.busy))},
+    streams.push_back({{"device", s.device},
+                       {"stream", s.stream},
+                       {"role", s.comm ? "communication" : "compute"},
+                       {"events", s.kernels},
+                       {"busy_ms", ms(static_cast<double>(s.busy))},
                        {"communication_ms", ms(static_cast<double>(s.comm_busy))}});
   j["streams"] = streams;
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& d : r.devices)
-    devices.push_back({{"device", d.device}, {"span_ms", ms(static_cast<double>(d.span()))},
+    devices.push_back({{"device", d.device},
+                       {"span_ms", ms(static_cast<double>(d.span()))},
                        {"compute_busy_ms", ms(static_cast<double>(d.compute_busy))},
                        {"communication_busy_ms", ms(static_cast<double>(d.comm_busy))}});
   j["step"] = {{"range", r.step_range.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.step_range)},
-               {"events", r.step_events}, {"devices", devices}};
+               {"events", r.step_events},
+               {"devices", devices}};
   j["communication"] = {{"total_ms", ms(static_cast<double>(r.comm_total))},
                         {"transfer_ms", ms(static_cast<double>(r.comm_transfer))},
                         {"waiting_ms", ms(static_cast<double>(r.comm_wait))},
                         {"split", r.comm_split},
                         {"note", r.comm_split_note}};
   auto sd = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  j["comm_slowdown"] = {{"attention", sd(r.attn_slowdown)}, {"mlp", sd(r.mlp_slowdown)},
-                        {"attention_samples", r.attn_slowdown_samples}, {"mlp_samples", r.mlp_slowdown_samples}};
+  j["comm_slowdown"] = {{"attention", sd(r.attn_slowdown)},
+                        {"mlp", sd(r.mlp_slowdown)},
+                        {"attention_samples", r.attn_slowdown_samples},
+                        {"mlp_samples", r.mlp_slowdown_samples}};
   j["comm_sm_fraction"] = sd(r.profile.comm_sm_fraction);
   return j;
 }
 
 std::string render_import_profile(const ImportResult& r) {
   std::string h = fmt::format("# ppsim cost profile imported from {} (ppsim import-trace)\n", r.path);
-  h += fmt::format("# {} layers, up to {} executions each; unmapped {:.3f} ms, unlinked {:.3f} ms, outside layers {:.3f} ms\n",
-                   r.layers, r.executions, static_cast<double>(r.unmapped) / 1e6, static_cast<double>(r.unlinked) / 1e6,
-                   static_cast<double>(r.outside_layers) / 1e6);
-  h += r.attn_slowdown > 0 || r.mlp_slowdown > 0 ? "# comm_slowdown measured from the trace (SM sharing: profiled)\n"
-                                                 : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
+  h += fmt::format(
+      "# {} layers, up to {} executions each; unmapped {:.3f} ms, unlinked {:.3f} ms, outside layers {:.3f} ms\n",
+      r.layers, r.executions, static_cast<double>(r.unmapped) / 1e6, static_cast<double>(r.unlinked) / 1e6,
+      static_cast<double>(r.outside_layers) / 1e6);
+  h += r.attn_slowdown > 0 || r.mlp_slowdown > 0
+           ? "# comm_slowdown measured from the trace (SM sharing: profiled)\n"
+           : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
   return render_profile(r.profile, h);
 }
 

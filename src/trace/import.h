@@ -12,10 +12,9 @@
 #pragma once
 #include <array>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cost/config.h"
 #include "trace/kineto_reader.h"
@@ -25,15 +24,15 @@ namespace ppsim::trace {
 
 // Time per (layer, sub-op, pass): GPU busy time (ns) and how many times the range ran.
 struct Cell {
-  Time busy = 0;        // kernel time as measured
-  double alone = 0;     // kernel time with the communication slowdown taken out (compute only)
-  int executions = 0;   // distinct range instances that gave the sub-op (or pass)
+  Time busy = 0;       // kernel time as measured
+  double alone = 0;    // kernel time with the communication slowdown taken out (compute only)
+  int executions = 0;  // distinct range instances that gave the sub-op (or pass)
 };
 
 struct StreamStats {
   int device = 0;
   std::int64_t stream = 0;
-  bool comm = false;   // most of its time is communication kernels
+  bool comm = false;  // most of its time is communication kernels
   int kernels = 0;
   Time busy = 0;       // sum of durations
   Time comm_busy = 0;  // of it, communication kernels
@@ -41,9 +40,9 @@ struct StreamStats {
 
 struct DeviceFigures {
   int device = 0;
-  Time first = 0, last = 0;   // first GPU event start, last end
-  Time compute_busy = 0;      // union of the compute streams' events
-  Time comm_busy = 0;         // union of the communication streams' events
+  Time first = 0, last = 0;  // first GPU event start, last end
+  Time compute_busy = 0;     // union of the compute streams' events
+  Time comm_busy = 0;        // union of the communication streams' events
   Time span() const { return last - first; }
 };
 
@@ -53,12 +52,12 @@ struct ImportResult {
   int gpu_events = 0;
   // cells[layer][subop][pass]; layer -1 (key) = work outside any numbered layer.
   std::map<int, std::array<std::array<Cell, kPasses>, kSubOps>> cells;
-  Time unmapped = 0;            // linked to a launch, but no rule gave a pass (or a sub-op)
+  Time unmapped = 0;  // linked to a launch, but no rule gave a pass (or a sub-op)
   int unmapped_kernels = 0;
   std::vector<std::pair<std::string, Time>> unmapped_top;  // largest unmapped by range/kernel name
-  Time unlinked = 0;            // no correlation id / flow to a launch
+  Time unlinked = 0;                                       // no correlation id / flow to a launch
   int unlinked_kernels = 0;
-  Time outside_layers = 0;      // mapped, but in no numbered layer (not in the per-layer profile)
+  Time outside_layers = 0;  // mapped, but in no numbered layer (not in the per-layer profile)
   std::vector<StreamStats> streams;
   std::vector<DeviceFigures> devices;  // of the step's GPU work (ImportOptions::step_range)
   std::string step_range;              // "" = the whole trace
@@ -71,11 +70,11 @@ struct ImportResult {
   // and the number of kernel pairs it rests on.
   double attn_slowdown = 0, mlp_slowdown = 0;
   int attn_slowdown_samples = 0, mlp_slowdown_samples = 0;
-  int layers = 0;               // distinct numbered layers
-  int executions = 0;           // micro-batches seen (most executions of one layer's sub-op)
-  CostProfile profile;          // per layer, version 2
-  Time step() const;            // longest device span
-  Time compute_busy() const;    // of the device with the longest span
+  int layers = 0;             // distinct numbered layers
+  int executions = 0;         // micro-batches seen (most executions of one layer's sub-op)
+  CostProfile profile;        // per layer, version 2
+  Time step() const;          // longest device span
+  Time compute_busy() const;  // of the device with the longest span
 };
 
 struct ImportOptions {

@@ -8,18 +8,17 @@
 // Timestamps are microseconds with a fractional part; they become integer ns here.
 #include "trace/kineto_reader.h"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <streambuf>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
@@ -85,13 +84,27 @@ class Handler : public nlohmann::json_sax<json> {
   bool string(string_t& v) override {
     if (in_event_field()) {
       switch (field_) {
-        case Field::ph: ph_ = v.empty() ? ' ' : v[0]; break;
-        case Field::cat: cat_ = v; break;
-        case Field::name: name_.swap(v); break;
-        case Field::pid: pid_ = v; break;
-        case Field::tid: tid_ = v; break;
-        case Field::id: id_ = static_cast<std::int64_t>(std::hash<std::string>{}(v) >> 1); has_id_ = true; break;
-        default: break;
+        case Field::ph:
+          ph_ = v.empty() ? ' ' : v[0];
+          break;
+        case Field::cat:
+          cat_ = v;
+          break;
+        case Field::name:
+          name_.swap(v);
+          break;
+        case Field::pid:
+          pid_ = v;
+          break;
+        case Field::tid:
+          tid_ = v;
+          break;
+        case Field::id:
+          id_ = static_cast<std::int64_t>(std::hash<std::string>{}(v) >> 1);
+          has_id_ = true;
+          break;
+        default:
+          break;
       }
     }
     return value_done();
@@ -99,8 +112,10 @@ class Handler : public nlohmann::json_sax<json> {
   bool binary(binary_t&) override { return value_done(); }
   bool start_object(std::size_t) override {
     ++depth_;
-    if (depth_ == event_depth_ && in_events_) begin_event();
-    else if (in_event_ && depth_ == event_depth_ + 1 && field_ == Field::args) in_args_ = true;
+    if (depth_ == event_depth_ && in_events_)
+      begin_event();
+    else if (in_event_ && depth_ == event_depth_ + 1 && field_ == Field::args)
+      in_args_ = true;
     return true;
   }
   bool end_object() override {
@@ -127,9 +142,12 @@ class Handler : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) top_key_ = k;
     sms_key_ = depth_ == 3 && top_key_ == "deviceProperties" && k == "numSms";
-    if (in_event_ && depth_ == event_depth_) field_ = field_of(k, false);
-    else if (in_args_ && depth_ == event_depth_ + 1) field_ = field_of(k, true);
-    else field_ = Field::none;
+    if (in_event_ && depth_ == event_depth_)
+      field_ = field_of(k, false);
+    else if (in_args_ && depth_ == event_depth_ + 1)
+      field_ = field_of(k, true);
+    else
+      field_ = Field::none;
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& ex) override {
@@ -183,18 +201,41 @@ class Handler : public nlohmann::json_sax<json> {
       if (out_.sms == 0) out_.sms = static_cast<int>(i);
       sms_key_ = false;
     }
-    if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2) blocks_ = std::min<std::int64_t>(std::max<std::int64_t>(1, blocks_) * std::clamp<std::int64_t>(i, 1, 1 << 20), 1 << 30);
+    if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2)
+      blocks_ =
+          std::min<std::int64_t>(std::max<std::int64_t>(1, blocks_) * std::clamp<std::int64_t>(i, 1, 1 << 20), 1 << 30);
     if (in_event_field()) {
       switch (field_) {
-        case Field::ts: ts_ = d; has_ts_ = true; break;
-        case Field::dur: dur_ = d; break;
-        case Field::pid: pid_ = std::to_string(i); pid_num_ = i; break;
-        case Field::tid: tid_ = std::to_string(i); tid_num_ = i; break;
-        case Field::id: id_ = i; has_id_ = true; break;
-        case Field::correlation: correlation_ = i; break;
-        case Field::stream: stream_ = i; break;
-        case Field::device: device_ = i; break;
-        default: break;
+        case Field::ts:
+          ts_ = d;
+          has_ts_ = true;
+          break;
+        case Field::dur:
+          dur_ = d;
+          break;
+        case Field::pid:
+          pid_ = std::to_string(i);
+          pid_num_ = i;
+          break;
+        case Field::tid:
+          tid_ = std::to_string(i);
+          tid_num_ = i;
+          break;
+        case Field::id:
+          id_ = i;
+          has_id_ = true;
+          break;
+        case Field::correlation:
+          correlation_ = i;
+          break;
+        case Field::stream:
+          stream_ = i;
+          break;
+        case Field::device:
+          device_ = i;
+          break;
+        default:
+          break;
       }
     }
     return value_done();
@@ -253,8 +294,8 @@ class Handler : public nlohmann::json_sax<json> {
     // |ts| and dur under 1e15 us (31 years) keep every ns sum inside 64 bits; Kineto's epoch-based
     // timestamps are ~1.7e12 us. Anything beyond is a broken trace, not a time to round.
     if (!std::isfinite(ts_) || std::fabs(ts_) > 1e15 || !std::isfinite(dur_) || dur_ > 1e15) {
-      error = fmt::format("event {} ('{}'): ts {} us, dur {} us is out of range (|ts| and dur at most 1e15 us)", out_.events,
-                          name_.substr(0, 60), ts_, dur_);
+      error = fmt::format("event {} ('{}'): ts {} us, dur {} us is out of range (|ts| and dur at most 1e15 us)",
+                          out_.events, name_.substr(0, 60), ts_, dur_);
       bad_event_ = true;
       return;
     }
@@ -271,7 +312,8 @@ class Handler : public nlohmann::json_sax<json> {
         g.blocks = static_cast<int>(std::min<std::int64_t>(blocks_, 1 << 30));
         gpu_time_ += static_cast<double>(g.dur);
         if (gpu_time_ > 1e18) {  // keeps every sum of GPU time inside 64-bit ns
-          error = fmt::format("event {}: the GPU events' durations sum to over 1e18 ns (31 years): a broken trace", out_.events);
+          error = fmt::format("event {}: the GPU events' durations sum to over 1e18 ns (31 years): a broken trace",
+                              out_.events);
           bad_event_ = true;
           return;
         }
@@ -279,8 +321,8 @@ class Handler : public nlohmann::json_sax<json> {
       } else if (cat_is(cat_, {"cuda_runtime", "cuda_driver", "runtime"})) {
         if (correlation_ >= 0) out_.launches.push_back(Launch{us_to_ns(ts_), thread(), correlation_});
       } else if (cat_is(cat_, {"user_annotation", "cpu_op", "operator", "python_function"})) {
-        out_.ranges.push_back(CpuRange{us_to_ns(ts_), std::max<Time>(0, us_to_ns(dur_)), thread(),
-                                       intern(name_ids_, out_.names, name_)});
+        out_.ranges.push_back(
+            CpuRange{us_to_ns(ts_), std::max<Time>(0, us_to_ns(dur_)), thread(), intern(name_ids_, out_.names, name_)});
       }
     } else if ((ph_ == 's' || ph_ == 'f') && has_id_ && cat_is(cat_, {"ac2g"})) {
       out_.flows.push_back(FlowPoint{id_, us_to_ns(ts_), thread(), ph_ == 's'});
@@ -315,9 +357,8 @@ class Handler : public nlohmann::json_sax<json> {
   std::string detail = what;
   if (const auto p = what.find("column "); p != std::string::npos)
     if (const auto c = what.find(": ", p); c != std::string::npos) detail = what.substr(c + 2);
-  throw InputError(SourceLoc{name, line, col},
-                   eof ? fmt::format("the trace ends early (a truncated file?): {}", detail)
-                       : fmt::format("not a valid JSON trace: {}", detail));
+  throw InputError(SourceLoc{name, line, col}, eof ? fmt::format("the trace ends early (a truncated file?): {}", detail)
+                                                   : fmt::format("not a valid JSON trace: {}", detail));
 }
 
 KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, std::uint64_t text_size) {
@@ -326,13 +367,16 @@ KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, s
   const bool ok = json::sax_parse(in, &h, json::input_format_t::json, true);
   if (h.bad_event()) throw InputError(SourceLoc{name, 0, 0}, h.error);
   if (gz != nullptr && !gz->error.empty())
-    throw InputError(SourceLoc{name, 0, 0}, fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", gz->error));
+    throw InputError(SourceLoc{name, 0, 0},
+                     fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", gz->error));
   // An error at the last byte read is a file that stops early (most often a truncated trace).
   const std::uint64_t read = gz != nullptr ? gz->bytes : text_size;
   if (!ok) fail_parse(name, h.error, h.error.find("end of input") != std::string::npos || h.error_position + 1 >= read);
-  if (!h.saw_events()) throw InputError(SourceLoc{name, 1, 1}, "no traceEvents list: not a Chrome trace (a PyTorch profiler export?)");
+  if (!h.saw_events())
+    throw InputError(SourceLoc{name, 1, 1}, "no traceEvents list: not a Chrome trace (a PyTorch profiler export?)");
   if (out.gpu.empty())
-    throw InputError(SourceLoc{name, 1, 1}, "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)");
+    throw InputError(SourceLoc{name, 1, 1},
+                     "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)");
   if (gz != nullptr) out.bytes = gz->bytes;
   return out;
 }

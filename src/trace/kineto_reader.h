@@ -50,15 +50,15 @@ struct FlowPoint {
 };
 
 struct KinetoTrace {
-  std::vector<std::string> names;       // interned event names
-  std::vector<std::string> threads;     // "pid/tid" of each thread index, for reports
+  std::vector<std::string> names;    // interned event names
+  std::vector<std::string> threads;  // "pid/tid" of each thread index, for reports
   std::vector<CpuRange> ranges;
   std::vector<Launch> launches;
   std::vector<GpuEvent> gpu;
   std::vector<FlowPoint> flows;
-  int sms = 0;                          // deviceProperties[0].numSms, 0 when absent
-  std::uint64_t events = 0;             // every trace event seen
-  std::uint64_t bytes = 0;              // uncompressed JSON bytes read
+  int sms = 0;               // deviceProperties[0].numSms, 0 when absent
+  std::uint64_t events = 0;  // every trace event seen
+  std::uint64_t bytes = 0;   // uncompressed JSON bytes read
 };
 
 // Reads `path` (.json or .json.gz, detected from the content). Throws InputError

@@ -1,9 +1,9 @@
 // Prediction of a traced step from its imported profile (predict.h).
 #include "trace/predict.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/error.h"
 #include "cost/cost_model.h"
@@ -29,7 +29,8 @@ Prediction predict_traced(const ImportResult& r, const PredictRequest& req) {
   if (!r.profile.sub_ops)
     throw InputError("--schedule: the trace has no per-layer sub-op times to predict from (no numbered layer found)");
   if (req.sms < 1 || req.comm_sms < 0 || req.comm_sms >= req.sms)
-    throw InputError(fmt::format("--comm-sms must be in [0, --sms), got {} of {}", req.comm_sms, req.sms), {}, kExitUsage);
+    throw InputError(fmt::format("--comm-sms must be in [0, --sms), got {} of {}", req.comm_sms, req.sms), {},
+                     kExitUsage);
   const CostProfile& p = r.profile;
   const double sigma = p.comm_sm_fraction > 0 ? p.comm_sm_fraction : static_cast<double>(req.comm_sms) / req.sms;
   Prediction out;
@@ -64,9 +65,10 @@ Prediction predict_traced(const ImportResult& r, const PredictRequest& req) {
   int layers = req.layers_per_chunk;
   if (layers <= 0) {
     if (r.layers % stages != 0)
-      throw InputError(fmt::format("--schedule {}: the trace's {} layers do not split into {} stages; give --layers-per-chunk",
-                                   fam.name, r.layers, stages),
-                       {}, kExitUsage);
+      throw InputError(
+          fmt::format("--schedule {}: the trace's {} layers do not split into {} stages; give --layers-per-chunk",
+                      fam.name, r.layers, stages),
+          {}, kExitUsage);
     layers = r.layers / stages;
   }
   SimCosts costs;
@@ -95,11 +97,11 @@ Prediction predict_traced(const ImportResult& r, const PredictRequest& req) {
 std::string render_prediction(const Prediction& p) {
   auto ms = [](Time t) { return static_cast<double>(t) / 1e6; };
   std::string o = fmt::format("\nprediction for {}; SM sharing: {}\n", p.what, p.sm_sharing);
-  o += fmt::format("  step (GPU span): traced {:.3f} ms, predicted {:.3f} ms, error {:+.1f}%\n", ms(p.traced), ms(p.predicted),
-                   100 * p.error());
+  o += fmt::format("  step (GPU span): traced {:.3f} ms, predicted {:.3f} ms, error {:+.1f}%\n", ms(p.traced),
+                   ms(p.predicted), 100 * p.error());
   if (p.has_busy)
-    o += fmt::format("  compute streams busy: traced {:.3f} ms, predicted {:.3f} ms, error {:+.1f}%\n", ms(p.traced_busy),
-                     ms(p.predicted_busy), 100 * p.busy_error());
+    o += fmt::format("  compute streams busy: traced {:.3f} ms, predicted {:.3f} ms, error {:+.1f}%\n",
+                     ms(p.traced_busy), ms(p.predicted_busy), 100 * p.busy_error());
   return o;
 }
 

@@ -14,21 +14,23 @@
 namespace ppsim::trace {
 
 struct PredictRequest {
-  std::string schedule;   // "pair" or a family name
+  std::string schedule;  // "pair" or a family name
   int pp = 1, microbatches = 1, vpp = 0;
-  int devices = 1;        // GPUs the traced step ran on
-  int layers_per_chunk = 0;  // 0: the trace's layers / (stages of the schedule); pair: all of them
+  int devices = 1;               // GPUs the traced step ran on
+  int layers_per_chunk = 0;      // 0: the trace's layers / (stages of the schedule); pair: all of them
   int comm_sms = 20, sms = 132;  // the linear rule, when the trace measured no slowdown
 };
 
 struct Prediction {
-  std::string what;             // e.g. "1f1b P=4 M=8 (2 layers per chunk, 1 GPU)"
+  std::string what;  // e.g. "1f1b P=4 M=8 (2 layers per chunk, 1 GPU)"
   Time traced = 0, predicted = 0;
-  bool has_busy = false;        // pair: compute busy time compared too
+  bool has_busy = false;  // pair: compute busy time compared too
   Time traced_busy = 0, predicted_busy = 0;
-  std::string sm_sharing;       // "profiled (...)" or "linear rule (...)"
+  std::string sm_sharing;  // "profiled (...)" or "linear rule (...)"
   double error() const { return traced > 0 ? (static_cast<double>(predicted) - traced) / traced : 0; }
-  double busy_error() const { return traced_busy > 0 ? (static_cast<double>(predicted_busy) - traced_busy) / traced_busy : 0; }
+  double busy_error() const {
+    return traced_busy > 0 ? (static_cast<double>(predicted_busy) - traced_busy) / traced_busy : 0;
+  }
 };
 
 Prediction predict_traced(const ImportResult& r, const PredictRequest& req);

@@ -55,21 +55,27 @@ Rule parse_rule(const std::string& text, bool user) {
     return fail(fmt::format("bad regular expression ({})", e.what()));
   }
   static const std::vector<std::string> kSub = {"attention", "mlp", "dispatch", "combine", "other"};
-  if (sub == "attn") r.subop = SubOp::attention;
+  if (sub == "attn")
+    r.subop = SubOp::attention;
   else if (!sub.empty()) {
     bool found = false;
     for (std::size_t i = 0; i < kSub.size(); ++i)
       if (sub == kSub[i]) r.subop = static_cast<SubOp>(i), found = true;
     if (!found)
-      throw InputError(fmt::format("--map '{}': unknown sub-op '{}' (attention, mlp, dispatch, combine, other)", text, sub),
-                       closest_match(sub, kSub), user ? kExitUsage : kExitInternal);
+      throw InputError(
+          fmt::format("--map '{}': unknown sub-op '{}' (attention, mlp, dispatch, combine, other)", text, sub),
+          closest_match(sub, kSub), user ? kExitUsage : kExitInternal);
   }
-  if (pass == "F") r.pass = Pass::F;
-  else if (pass == "I" || pass == "B") r.pass = Pass::I;  // B: the backward for the input (B-input)
-  else if (pass == "W") r.pass = Pass::W;
+  if (pass == "F")
+    r.pass = Pass::F;
+  else if (pass == "I" || pass == "B")
+    r.pass = Pass::I;  // B: the backward for the input (B-input)
+  else if (pass == "W")
+    r.pass = Pass::W;
   else if (!pass.empty())
-    throw InputError(fmt::format("--map '{}': unknown pass '{}' (F, I or B for the input-grad backward, W)", text, pass),
-                     closest_match(pass, {"F", "I", "B", "W"}), user ? kExitUsage : kExitInternal);
+    throw InputError(
+        fmt::format("--map '{}': unknown pass '{}' (F, I or B for the input-grad backward, W)", text, pass),
+        closest_match(pass, {"F", "I", "B", "W"}), user ? kExitUsage : kExitInternal);
   if (!r.subop && !r.pass) return fail("names neither a sub-op nor a pass");
   return r;
 }

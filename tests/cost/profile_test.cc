@@ -1,15 +1,15 @@
 // Cost profiles (cost/profile.h): version 2's sub-op times and comm slowdown, version 1 still
 // read, the writer's output read back, and a v2 profile reaching the overlap model.
+#include "cost/profile.h"
+
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include <fmt/format.h>
-
 #include "catch.h"
 #include "cost/cost_model.h"
-#include "cost/profile.h"
 #include "schedules/registry.h"
 
 using namespace ppsim;
@@ -93,6 +93,6 @@ profile: p.yaml
   REQUIRE(c.moe[0].mlp_f == 3 * kMs);
   REQUIRE(c.moe[0].dispatch_b == 750000);
   REQUIRE(c.moe[1].attn_comm_slowdown == Approx(1.1));
-  REQUIRE(c.slice[0].f == 2 * 4750000);  // per-layer F x 2 layers
+  REQUIRE(c.slice[0].f == 2 * 4750000);         // per-layer F x 2 layers
   REQUIRE(c.comm_sm_fraction == Approx(0.15));  // the profile's SM share is the linear rule's sigma
 }

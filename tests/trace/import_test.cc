@@ -2,17 +2,17 @@
 // attribution rule: correlation ids over time overlap, ac2g flows, nested annotations, kernels
 // with no annotation or no launch, overlapping streams and the slowdown measured there,
 // communication waiting across devices, user rules, gzip, and truncated files.
+#include "trace/import.h"
+
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
 #include "robustness/run_ppsim.h"
-#include "trace/import.h"
 #include "trace/predict.h"
 
 using namespace ppsim;
@@ -26,7 +26,8 @@ struct TraceBuilder {
   std::vector<std::string> ev;
   long next_corr = 1;
   void range(const std::string& name, double ts, double dur, int tid = 1, const char* cat = "user_annotation") {
-    ev.push_back(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":100,"tid":{},"ts":{},"dur":{}}})", cat, name, tid, ts, dur));
+    ev.push_back(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":100,"tid":{},"ts":{},"dur":{}}})", cat, name,
+                             tid, ts, dur));
   }
   long launch(double ts, int tid = 1) {
     const long c = next_corr++;
@@ -40,11 +41,13 @@ struct TraceBuilder {
     std::string args = fmt::format(R"("stream":{},"device":{})", stream, device);
     if (corr >= 0) args += fmt::format(R"(,"correlation":{})", corr);
     if (grid > 0) args += fmt::format(R"(,"grid":[{},1,1])", grid);
-    ev.push_back(fmt::format(R"({{"ph":"X","cat":"kernel","name":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", name,
-                             device, stream, ts, dur, args));
+    ev.push_back(
+        fmt::format(R"({{"ph":"X","cat":"kernel","name":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", name,
+                    device, stream, ts, dur, args));
   }
   // A launch inside `range` and its kernel: returns nothing, the common case.
-  void launched(const std::string& kname, double launch_ts, double ts, double dur, int stream = 7, int device = 0, int tid = 1) {
+  void launched(const std::string& kname, double launch_ts, double ts, double dur, int stream = 7, int device = 0,
+                int tid = 1) {
     kernel(kname, launch(launch_ts, tid), ts, dur, stream, device);
   }
   std::string json() const {
@@ -55,7 +58,8 @@ struct TraceBuilder {
 };
 
 ImportResult run(const TraceBuilder& b, std::vector<std::string> map = {}, std::string step = {}) {
-  return import_trace(read_kineto_text(b.json(), "t.json"), ImportOptions{std::move(map), false, std::move(step)}, "t.json");
+  return import_trace(read_kineto_text(b.json(), "t.json"), ImportOptions{std::move(map), false, std::move(step)},
+                      "t.json");
 }
 
 const Cell& cell(const ImportResult& r, int layer, SubOp s, Pass p) {
@@ -359,9 +363,7 @@ TEST_CASE("a 1F1B step of virtual stages on one GPU predicts its own step time",
     cpu += 3;
     gpu += dur;
   };
-  auto fwd = [&](int s) {
-    sub(s, "attn.F", 30), sub(s, "dispatch.F", 5), sub(s, "mlp.F", 40), sub(s, "combine.F", 5);
-  };
+  auto fwd = [&](int s) { sub(s, "attn.F", 30), sub(s, "dispatch.F", 5), sub(s, "mlp.F", 40), sub(s, "combine.F", 5); };
   auto bwd = [&](int s) {
     sub(s, "combine.B", 5), sub(s, "mlp.I", 50), sub(s, "mlp.W", 20), sub(s, "dispatch.B", 5), sub(s, "attn.I", 35),
         sub(s, "attn.W", 15);
@@ -402,11 +404,17 @@ struct SynthKernel {
 };
 
 const std::map<std::string, std::vector<double>>& synth_kernels() {
-  static const std::map<std::string, std::vector<double>> k = {
-      {"attn.F", {30, 60, 40, 20, 50}}, {"router.F", {5, 3}},        {"dispatch.F", {25}},
-      {"mlp.F", {120, 30, 120}},        {"combine.F", {25}},          {"combine.B", {25}},
-      {"mlp.I", {120, 40, 30, 120}},    {"mlp.W", {110, 110}},        {"dispatch.B", {25}},
-      {"attn.I", {40, 60, 60, 50, 40, 30, 40}},                       {"attn.W", {30, 30, 30, 30}}};
+  static const std::map<std::string, std::vector<double>> k = {{"attn.F", {30, 60, 40, 20, 50}},
+                                                               {"router.F", {5, 3}},
+                                                               {"dispatch.F", {25}},
+                                                               {"mlp.F", {120, 30, 120}},
+                                                               {"combine.F", {25}},
+                                                               {"combine.B", {25}},
+                                                               {"mlp.I", {120, 40, 30, 120}},
+                                                               {"mlp.W", {110, 110}},
+                                                               {"dispatch.B", {25}},
+                                                               {"attn.I", {40, 60, 60, 50, 40, 30, 40}},
+                                                               {"attn.W", {30, 30, 30, 30}}};
   return k;
 }
 
@@ -472,8 +480,8 @@ void synth_record(TraceBuilder& b, double& cpu, const std::vector<SynthOp>& ops,
     const SynthOp& op = ops[static_cast<std::size_t>(i)];
     b.range(fmt::format("layer{}.{}", op.layer, op.sub), cpu, 1.0 + static_cast<double>(list.size()));
     for (std::size_t j = 0; j < list.size(); ++j)
-      b.launched(fmt::format("k_{}_{}", op.sub, list[j].index), cpu + 0.5 + static_cast<double>(j), list[j].ts, list[j].dur,
-                 list[j].stream);
+      b.launched(fmt::format("k_{}_{}", op.sub, list[j].index), cpu + 0.5 + static_cast<double>(j), list[j].ts,
+                 list[j].dur, list[j].stream);
     cpu += 2.0 + static_cast<double>(list.size());
   }
   b.range(tag, t0, cpu - t0);

@@ -2,7 +2,8 @@
 // back-end) each ends with one line and exit code 5.
 //
 // profile: times one transformer layer of the config's model on the GPU (F, full backward B,
-// weight-grad W, overlapped pair FB; medians after warm-up) and writes a version-1 cost profile
+// weight-grad W, overlapped pair FB; medians after warm-up) and writes a version-2 cost profile
+// (with the sub-op times the overlap model uses)
 // (src/cost/profile.h) that `compare`, `simulate` and `plan` read through `profile: file`.
 // validate: for each schedule, profiles the chunk the schedule's stages hold, simulates the
 // schedule with those measured op costs, replays it on the GPUs present, and prints predicted
@@ -157,15 +158,25 @@ Runner setup_profile(CLI::App& sub) {
     const gpu::ProfileResult r = gpu::profile_chunk(chunk_shape(c, 1, true), a->warmup, a->reps, a->device);
     std::string y = fmt::format(
         "# ppsim cost profile: one transformer layer, one micro-batch, medians of {} runs\n"
-        "version: 1\ndevice: \"{}\"\nsource: \"ppsim profile {}\"\nper_layer: true\n"
+        "version: {}\ndevice: \"{}\"\nsource: \"ppsim profile {}\"\nper_layer: true\n"
         "op_ms: {{F: {:.6f}, B: {:.6f}, W: {:.6f}, FB: {:.6f}}}\n",
-        r.reps, r.gpu, a->config, r.f_ms, r.b_ms, r.w_ms, r.fb_ms);
+        r.reps, r.sub_ops_ms.empty() ? 1 : 2, r.gpu, a->config, r.f_ms, r.b_ms, r.w_ms, r.fb_ms);
     if (c.model.moe.enabled() && c.model.dense_layers_first > 0) {
       const gpu::ProfileResult d = gpu::profile_chunk(chunk_shape(c, 1, false), a->warmup, a->reps, a->device);
       y += fmt::format("dense_op_ms: {{F: {:.6f}, B: {:.6f}, W: {:.6f}}}\n", d.f_ms, d.b_ms, d.w_ms);
     }
     y += fmt::format("# input-grad only (I): {:.6f} ms; attention backend: {}\n", r.input_grad_ms, r.attention_backend);
-    for (const auto& [name, ms] : r.sub_ops_ms) y += fmt::format("# sub-op {}: {:.6f} ms\n", name, ms);
+    // Version 2: the sub-op times the overlap model runs on (one layer; src/cost/profile.h).
+    if (!r.sub_ops_ms.empty()) {
+      auto sub = [&r](const char* k) {
+        const auto it = r.sub_ops_ms.find(k);
+        return it != r.sub_ops_ms.end() ? it->second : 0.0;
+      };
+      y += fmt::format("sub_ops_ms:\n  attention: {{F: {:.6f}, I: {:.6f}, W: {:.6f}}}\n  mlp: {{F: {:.6f}, I: {:.6f}, W: {:.6f}}}\n",
+                       sub("attn_fwd"), sub("attn_bwd"), sub("attn_w"), sub("mlp_fwd"), sub("mlp_bwd"), sub("mlp_w"));
+      y += fmt::format("  dispatch: {{F: {:.6f}, B: {:.6f}}}\n  combine: {{F: {:.6f}, B: {:.6f}}}\n", sub("dispatch_fwd"),
+                       sub("dispatch_bwd"), sub("combine_fwd"), sub("combine_bwd"));
+    }
     write_output(a->output, y);
     std::fprintf(stderr, "profiled on %s: F %.3f ms, B %.3f ms, W %.3f ms, FB %.3f ms (per layer)\n", r.gpu.c_str(),
                  r.f_ms, r.b_ms, r.w_ms, r.fb_ms);

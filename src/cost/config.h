@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/time.h"
+#include "sim/costs.h"
 
 namespace ppsim {
 
@@ -155,6 +156,13 @@ struct CostProfile {
   OpTimes head;                      // added to the last slice (per_layer only)
   std::optional<double> link_gbps;   // measured stage-to-stage bandwidth, one direction
   std::optional<double> link_latency_us;
+  // Version 2: one layer's sub-op times per pass (attention / MLP: F, input-grad, W) and per
+  // communication direction (dispatch / combine: forward, backward); `layers` is unused here.
+  std::optional<MoeSliceCosts> sub_ops;
+  // Version 2: compute time beside communication / alone, per compute sub-op (0: not measured).
+  double attn_comm_slowdown = 0, mlp_comm_slowdown = 0;
+  // Version 2, informational: the SM share the communication kernels held (0: not known).
+  double comm_sm_fraction = 0;
 };
 
 struct ModelConfigData {

@@ -317,7 +317,67 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     out.slice.push_back(sc);
   }
-  if (!c.profile.present && c.model.moe.enabled()) {
+  const bool profiled_overlap = c.profile.present && c.profile.sub_ops &&
+                                (c.model.moe.enabled() || c.profile.sub_ops->dispatch + c.profile.sub_ops->combine +
+                                                                  c.profile.sub_ops->dispatch_b + c.profile.sub_ops->combine_b > 0);
+  if (profiled_overlap) {
+    // A version-2 profile of an MoE model (or one with all-to-all times): the overlap model on the
+    // measured sub-op times of one layer (a dense model keeps its measured FB pair). Dense
+    // layers of an MoE model (dense_op_ms) keep the attention times, the rest of their time is
+    // MLP and they have no all-to-all; embedding and head fold into attention (per-layer means,
+    // as for derived costs below), so the slice's totals are kept.
+    const MoeSliceCosts& so = *c.profile.sub_ops;
+    for (int i = 0; i < slices; ++i) {
+      const SliceLayout& lay = fig.slices[static_cast<std::size_t>(i)].layout;
+      const double n = std::max(1, lay.layers);
+      double af = 0, ab = 0, aw = 0, mf = 0, mb = 0, mw = 0, d = 0, cb = 0, db = 0, cf = 0;
+      for (int l = lay.first_layer; l < lay.first_layer + lay.layers; ++l) {
+        af += static_cast<double>(so.attn_f);
+        ab += static_cast<double>(so.attn_b);
+        aw += static_cast<double>(so.attn_w);
+        if (c.model.moe.enabled() && !c.model.layer_is_moe(l) && c.profile.dense_op) {
+          const OpTimes& t = *c.profile.dense_op;
+          mf += std::max<double>(0, static_cast<double>(t.f - so.attn_f));
+          mw += std::max<double>(0, static_cast<double>(t.w - so.attn_w));
+          mb += std::max<double>(0, static_cast<double>(t.b - t.w - so.attn_b));
+          continue;
+        }
+        mf += static_cast<double>(so.mlp_f);
+        mb += static_cast<double>(so.mlp_b);
+        mw += static_cast<double>(so.mlp_w);
+        d += static_cast<double>(so.dispatch);
+        cf += static_cast<double>(so.combine);
+        db += static_cast<double>(so.dispatch_b);
+        cb += static_cast<double>(so.combine_b);
+      }
+      for (const auto& [on, t] : {std::pair{lay.embedding, c.profile.embedding}, std::pair{lay.head, c.profile.head}}) {
+        if (!on) continue;
+        af += static_cast<double>(t.f);
+        ab += static_cast<double>(t.b - t.w);
+        aw += static_cast<double>(t.w);
+      }
+      auto per_layer = [&](double v) { return static_cast<Time>(std::llround(v / n)); };
+      MoeSliceCosts m;
+      m.layers = static_cast<int>(n);
+      m.attn_f = per_layer(af);
+      m.attn_b = per_layer(ab);
+      m.attn_w = per_layer(aw);
+      m.mlp_f = per_layer(mf);
+      m.mlp_b = per_layer(mb);
+      m.mlp_w = per_layer(mw);
+      m.dispatch = per_layer(d);
+      m.combine = per_layer(cf);
+      m.dispatch_b = per_layer(db);
+      m.combine_b = per_layer(cb);
+      m.attn_comm_slowdown = c.profile.attn_comm_slowdown;
+      m.mlp_comm_slowdown = c.profile.mlp_comm_slowdown;
+      out.moe.push_back(m);
+    }
+    // The linear rule's sigma (for sub-ops without a profiled slowdown): the SM share the
+    // profile saw the communication kernels hold, else the config's comm_sms / sms.
+    out.comm_sm_fraction = c.profile.comm_sm_fraction > 0 ? c.profile.comm_sm_fraction : 1.0 - fig.compute_sm_fraction;
+    check_overlap_work(s, out);
+  } else if (!c.profile.present && c.model.moe.enabled()) {
     // The overlap model (sim/overlap.h): each slice's layers as attention / MLP / all-to-all
     // sub-ops. Sub-op costs are the slice's per-layer means (dense layers count zero all-to-all;
     // embedding, head and recompute are folded into attention), so the slice's totals are kept.

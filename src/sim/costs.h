@@ -41,6 +41,10 @@ struct MoeSliceCosts {
   Time mlp_f = 0, mlp_b = 0, mlp_w = 0;     // MLP / experts
   Time dispatch = 0, combine = 0;           // forward all-to-alls on the communication stream
   Time dispatch_b = 0, combine_b = 0;       // their backward counterparts
+  // Profiled SM sharing: how many times longer an attention / MLP compute sub-op runs while a
+  // communication sub-op runs beside it (a measured profile's comm_slowdown). 0 = not measured:
+  // the linear rule, speed 1 - comm_sm_fraction.
+  double attn_comm_slowdown = 0, mlp_comm_slowdown = 0;
 };
 
 struct SimCosts {

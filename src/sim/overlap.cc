@@ -15,12 +15,13 @@ struct SubOp {
   int stream;              // 0 compute, 1 communication
   double work;             // ns at full speed (communication: its duration)
   std::vector<int> deps;   // indices of sub-ops that must finish first
+  double slowdown;         // compute: time beside communication / alone (0: the linear rule)
 };
 
 struct StreamSim {
   std::vector<SubOp> ops;
-  int add(int stream, Time work, std::vector<int> deps) {
-    ops.push_back(SubOp{stream, static_cast<double>(work), std::move(deps)});
+  int add(int stream, Time work, std::vector<int> deps, double slowdown = 0) {
+    ops.push_back(SubOp{stream, static_cast<double>(work), std::move(deps), slowdown});
     return static_cast<int>(ops.size()) - 1;
   }
 
@@ -32,7 +33,7 @@ struct StreamSim {
     std::size_t next[2] = {0, 0};
     int running[2] = {-1, -1};
     double remaining[2] = {0, 0};
-    double t = 0, exposed = 0;
+    double t = 0, exposed = 0, busy = 0;
     int done = 0;
     auto ready = [&](int i) {
       for (int d : ops[i].deps)
@@ -62,7 +63,13 @@ struct StreamSim {
         PPSIM_CHECK(done == n, "overlap sub-ops stuck: {} of {} done", done, n);
         break;
       }
-      const double speed = running[1] >= 0 ? 1.0 - sigma : 1.0;
+      // Beside communication a compute sub-op runs at 1 / (its profiled slowdown), or at the
+      // linear rule's 1 - sigma when none was measured.
+      double speed = 1.0;
+      if (running[1] >= 0 && running[0] >= 0) {
+        const double sd = ops[running[0]].slowdown;
+        speed = sd > 0 ? 1.0 / sd : 1.0 - sigma;
+      }
       double dt = 1e300;
       if (running[0] >= 0) dt = std::min(dt, remaining[0] / speed);
       if (running[1] >= 0) dt = std::min(dt, remaining[1]);
@@ -70,6 +77,7 @@ struct StreamSim {
         // Compute idles while communication runs: exposed only if compute still has work.
         if (next[0] < order[0].size()) exposed += dt;
       }
+      if (running[0] >= 0) busy += dt;
       t += dt;
       for (int s = 0; s < 2; ++s) {
         if (running[s] < 0) continue;
@@ -86,7 +94,8 @@ struct StreamSim {
     for (int i = 0; i < n; ++i)
       if (ops[i].stream == 0) last_compute = std::max(last_compute, end[i]);
     if (t > last_compute) exposed += t - last_compute;
-    return ActionCost{static_cast<Time>(std::llround(t)), static_cast<Time>(std::llround(exposed))};
+    return ActionCost{static_cast<Time>(std::llround(t)), static_cast<Time>(std::llround(exposed)),
+                      static_cast<Time>(std::llround(busy))};
   }
 };
 
@@ -110,25 +119,25 @@ ActionCost overlap_action_cost(const Action& a, const MoeSliceCosts& first, cons
     for (int l = 0; l < c.layers; ++l) {
       switch (op.kind) {
         case OpKind::F:
-          prev = sim.add(0, c.attn_f, dep());
+          prev = sim.add(0, c.attn_f, dep(), c.attn_comm_slowdown);
           prev = sim.add(1, c.dispatch, dep());
-          prev = sim.add(0, c.mlp_f, dep());
+          prev = sim.add(0, c.mlp_f, dep(), c.mlp_comm_slowdown);
           prev = sim.add(1, c.combine, dep());
           break;
         case OpKind::B:
         case OpKind::I: {
           const bool full = op.kind == OpKind::B;
           prev = sim.add(1, c.combine_b, dep());
-          prev = sim.add(0, c.mlp_b, dep());
-          if (full) prev = sim.add(0, c.mlp_w, dep());
+          prev = sim.add(0, c.mlp_b, dep(), c.mlp_comm_slowdown);
+          if (full) prev = sim.add(0, c.mlp_w, dep(), c.mlp_comm_slowdown);
           prev = sim.add(1, c.dispatch_b, dep());
-          prev = sim.add(0, c.attn_b, dep());
-          if (full) prev = sim.add(0, c.attn_w, dep());
+          prev = sim.add(0, c.attn_b, dep(), c.attn_comm_slowdown);
+          if (full) prev = sim.add(0, c.attn_w, dep(), c.attn_comm_slowdown);
           break;
         }
         case OpKind::W:
-          prev = sim.add(0, c.mlp_w, dep());
-          prev = sim.add(0, c.attn_w, dep());
+          prev = sim.add(0, c.mlp_w, dep(), c.mlp_comm_slowdown);
+          prev = sim.add(0, c.attn_w, dep(), c.attn_comm_slowdown);
           break;
       }
     }
@@ -153,14 +162,14 @@ ActionCost overlap_action_cost(const Action& a, const MoeSliceCosts& first, cons
     // DeepSeek's order: combine(B), attention(F), MLP(B), dispatch(F), dispatch(B), MLP(W),
     // MLP(F), attention(B), attention(W), combine(F).
     if (has_b) b.comb = sim.add(1, bc.combine_b, after({b_prev}));
-    if (has_f) f.attn = sim.add(0, fc.attn_f, after({f_prev}));
-    if (has_b) b.mlp = sim.add(0, bc.mlp_b, after({b.comb}));
+    if (has_f) f.attn = sim.add(0, fc.attn_f, after({f_prev}), fc.attn_comm_slowdown);
+    if (has_b) b.mlp = sim.add(0, bc.mlp_b, after({b.comb}), bc.mlp_comm_slowdown);
     if (has_f) f.disp = sim.add(1, fc.dispatch, after({f.attn}));
     if (has_b) b.disp = sim.add(1, bc.dispatch_b, after({b.mlp}));
-    if (has_b && full) b.mlp_w = sim.add(0, bc.mlp_w, after({b.mlp}));
-    if (has_f) f.mlp = sim.add(0, fc.mlp_f, after({f.disp}));
-    if (has_b) b.attn = sim.add(0, bc.attn_b, after({b.disp}));
-    if (has_b && full) b.attn_w = sim.add(0, bc.attn_w, after({b.attn}));
+    if (has_b && full) b.mlp_w = sim.add(0, bc.mlp_w, after({b.mlp}), bc.mlp_comm_slowdown);
+    if (has_f) f.mlp = sim.add(0, fc.mlp_f, after({f.disp}), fc.mlp_comm_slowdown);
+    if (has_b) b.attn = sim.add(0, bc.attn_b, after({b.disp}), bc.attn_comm_slowdown);
+    if (has_b && full) b.attn_w = sim.add(0, bc.attn_w, after({b.attn}), bc.attn_comm_slowdown);
     if (has_f) f.comb = sim.add(1, fc.combine, after({f.mlp}));
     if (has_f) f_prev = f.comb;
     if (has_b) b_prev = b.attn;

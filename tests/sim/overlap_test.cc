@@ -103,3 +103,24 @@ TEST_CASE("halving the all-to-all bandwidth moves 1F1B by the arithmetic's amoun
   REQUIRE(before == 11 * (3 * U + U));
   REQUIRE(after - before == 11 * U);
 }
+
+TEST_CASE("profiled slowdown replaces the linear rule beside communication", "[sim][overlap]") {
+  // As above, but compute beside communication measured 1.25x slower (a profile's comm_slowdown):
+  // speed 1 / 1.25 = 0.8, so each all-to-all of 0.01 costs 0.01 * (1 - 0.8) = 0.002 extra:
+  // F&B = 6 + 4 * 0.002 = 6.008 units, whatever sigma says; compute is busy all of it.
+  MoeSliceCosts m = layer(1, 1, 0.01);
+  m.attn_comm_slowdown = m.mlp_comm_slowdown = 1.25;
+  const ActionCost c = overlap_action_cost(kPair, m, m, kSigma);
+  const double expected = 6.0 * U + 4 * 0.01 * (1 - 1 / 1.25) * U;
+  REQUIRE(std::llabs(c.duration - static_cast<Time>(expected + 0.5)) <= 1);
+  REQUIRE(c.compute_busy == c.duration);
+  // Only the sub-op kind with a measured slowdown changes: attention measured, MLP on the rule.
+  // Which compute runs beside which all-to-all depends on the order, so only bounds here:
+  // between the all-linear and the all-profiled durations.
+  MoeSliceCosts half = layer(1, 1, 0.01);
+  half.attn_comm_slowdown = 1.25;
+  const ActionCost h = overlap_action_cost(kPair, half, half, kSigma);
+  const Time linear = overlap_action_cost(kPair, layer(1, 1, 0.01), layer(1, 1, 0.01), kSigma).duration;
+  REQUIRE(h.duration > std::min(linear, c.duration));
+  REQUIRE(h.duration < std::max(linear, c.duration));
+}

@@ -1,0 +1,98 @@
+// From a Kineto trace to a cost profile: attribution of GPU work to annotated sub-ops, stream
+// roles, communication split into transfer and waiting, and SM sharing measured from the trace.
+//
+// Attribution (docs/TRACES.md): a GPU event is tied to the runtime call that launched it by its
+// correlation id (args.correlation, else the ac2g flow that ends at it), and so to the stack of
+// CPU ranges open on the launching thread at that moment; the rules (rules.h) read sub-op, pass
+// and layer from that stack, innermost first. Time overlap alone never attributes anything:
+// kernels without a link to a launch are reported as unlinked.
+// Not obvious: the profile's compute sub-op times are the kernels' time *alone*: a compute
+// kernel that ran o of its d ns beside communication counts d - o (1 - 1/s), s the slowdown
+// measured for its sub-op (import.cc has the fit), since the overlap model stretches it again.
+#pragma once
+#include <array>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cost/config.h"
+#include "trace/kineto_reader.h"
+#include "trace/rules.h"
+
+namespace ppsim::trace {
+
+// Time per (layer, sub-op, pass): GPU busy time (ns) and how many times the range ran.
+struct Cell {
+  Time busy = 0;       // kernel time as measured
+  double alone = 0;    // kernel time with the communication slowdown taken out (compute only)
+  int executions = 0;  // distinct range instances that gave the sub-op (or pass)
+};
+
+struct StreamStats {
+  int device = 0;
+  std::int64_t stream = 0;
+  bool comm = false;  // most of its time is communication kernels
+  int kernels = 0;
+  Time busy = 0;       // sum of durations
+  Time comm_busy = 0;  // of it, communication kernels
+};
+
+struct DeviceFigures {
+  int device = 0;
+  Time first = 0, last = 0;  // first GPU event start, last end
+  Time compute_busy = 0;     // union of the compute streams' events
+  Time comm_busy = 0;        // union of the communication streams' events
+  Time span() const { return last - first; }
+};
+
+struct ImportResult {
+  std::string path;
+  std::uint64_t events = 0, bytes = 0;
+  int gpu_events = 0;
+  // cells[layer][subop][pass]; layer -1 (key) = work outside any numbered layer.
+  std::map<int, std::array<std::array<Cell, kPasses>, kSubOps>> cells;
+  Time unmapped = 0;  // linked to a launch, but no rule gave a pass (or a sub-op)
+  int unmapped_kernels = 0;
+  std::vector<std::pair<std::string, Time>> unmapped_top;  // largest unmapped by range/kernel name
+  Time unlinked = 0;                                       // no correlation id / flow to a launch
+  int unlinked_kernels = 0;
+  Time outside_layers = 0;  // mapped, but in no numbered layer (not in the per-layer profile)
+  std::vector<StreamStats> streams;
+  std::vector<DeviceFigures> devices;  // of the step's GPU work (ImportOptions::step_range)
+  std::string step_range;              // "" = the whole trace
+  int step_events = 0;                 // GPU events in the step
+  // Communication: transfer vs waiting (only where several devices' collectives can be matched).
+  Time comm_total = 0, comm_transfer = 0, comm_wait = 0;
+  bool comm_split = false;
+  std::string comm_split_note;
+  // SM sharing: compute time beside communication / alone, per compute sub-op (0: not measured)
+  // and the number of kernel pairs it rests on.
+  double attn_slowdown = 0, mlp_slowdown = 0;
+  int attn_slowdown_samples = 0, mlp_slowdown_samples = 0;
+  int layers = 0;             // distinct numbered layers
+  int executions = 0;         // micro-batches seen (most executions of one layer's sub-op)
+  CostProfile profile;        // per layer, version 2
+  Time step() const;          // longest device span
+  Time compute_busy() const;  // of the device with the longest span
+};
+
+struct ImportOptions {
+  std::vector<std::string> map;  // user rules
+  bool no_default_rules = false;
+  // The step whose span and busy time are reported (and predicted): the GPU work launched under
+  // a CPU range whose name matches this regex; empty: all GPU work in the trace.
+  std::string step_range;
+};
+
+ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path);
+ImportResult import_trace_file(const std::string& path, const ImportOptions& o);
+
+// The report: what was found per layer and pass, streams, communication, SM sharing.
+std::string render_import_report(const ImportResult& r);
+// The same as JSON (docs/TRACES.md lists the keys); times in ms.
+nlohmann::json import_json(const ImportResult& r);
+// The profile YAML with a header naming the trace.
+std::string render_import_profile(const ImportResult& r);
+
+}  // namespace ppsim::trace

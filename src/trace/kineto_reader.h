@@ -1,0 +1,70 @@
+// Streaming reader for PyTorch profiler (Kineto) Chrome traces, plain or gzip-compressed.
+//
+// The file is read once through zlib (gzread passes plain files through) and nlohmann-json's SAX
+// interface; only the fields attribution needs are kept, in compact records, so memory grows
+// with the number of events (~40 bytes each), not with the file's text. A file that is not
+// valid JSON (a truncated trace) is one InputError at its line and column.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/time.h"
+
+namespace ppsim::trace {
+
+// A CPU-side range (record_function user_annotation, cpu_op, python_function): [ts, ts + dur).
+struct CpuRange {
+  Time ts = 0, dur = 0;  // ns
+  int thread = 0;        // index into KinetoTrace::threads
+  int name = 0;          // index into KinetoTrace::names
+  Time end() const { return ts + dur; }
+};
+
+// A runtime call that launched GPU work (cudaLaunchKernel, cudaMemcpyAsync, ...).
+struct Launch {
+  Time ts = 0;
+  int thread = 0;
+  std::int64_t correlation = -1;
+};
+
+// GPU work: a kernel, memcpy or memset.
+struct GpuEvent {
+  Time ts = 0, dur = 0;
+  std::int64_t correlation = -1;  // -1: none in the trace
+  int device = 0;
+  std::int64_t stream = 0;
+  int thread = 0;  // the (pid, tid) the event was written under, for ac2g flow ends
+  int name = 0;
+  int blocks = 0;  // grid size (args.grid), 0 when not given: what an NCCL kernel's SM share rests on
+  Time end() const { return ts + dur; }
+};
+
+// One end of an `ac2g` flow (CPU launch -> GPU kernel): `s` at the launch, `f` at the kernel.
+struct FlowPoint {
+  std::int64_t id = 0;
+  Time ts = 0;
+  int thread = 0;
+  bool start = false;
+};
+
+struct KinetoTrace {
+  std::vector<std::string> names;    // interned event names
+  std::vector<std::string> threads;  // "pid/tid" of each thread index, for reports
+  std::vector<CpuRange> ranges;
+  std::vector<Launch> launches;
+  std::vector<GpuEvent> gpu;
+  std::vector<FlowPoint> flows;
+  int sms = 0;               // deviceProperties[0].numSms, 0 when absent
+  std::uint64_t events = 0;  // every trace event seen
+  std::uint64_t bytes = 0;   // uncompressed JSON bytes read
+};
+
+// Reads `path` (.json or .json.gz, detected from the content). Throws InputError
+// (path:line:col) for unreadable, invalid or truncated files and for a file with no events.
+KinetoTrace read_kineto(const std::string& path);
+// The same from JSON text in memory (tests); `name` appears in errors.
+KinetoTrace read_kineto_text(const std::string& text, const std::string& name);
+
+}  // namespace ppsim::trace

@@ -1,0 +1,52 @@
+// Mapping rules: from a CPU range's name (a record_function annotation or an op) to the sub-op
+// (attention / MLP / dispatch / combine / other), the pass (F, I = B-input, W) and the layer.
+//
+// A rule is `regex=subop:pass` (either part may be empty: `regex=attn`, `regex=:W`); the user's
+// rules (--map) are tried before the defaults, the first match of each part wins, and a kernel
+// takes each part from the innermost range on its launch stack that gives it (docs/TRACES.md).
+// The layer is the first number after "layer"/"layers"/"block"/"blocks" in the innermost range
+// that has one.
+#pragma once
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace ppsim::trace {
+
+enum class SubOp { attention = 0, mlp = 1, dispatch = 2, combine = 3, other = 4 };
+inline constexpr int kSubOps = 5;
+enum class Pass { F = 0, I = 1, W = 2 };
+inline constexpr int kPasses = 3;
+const char* subop_name(SubOp s);
+const char* pass_name(Pass p);
+
+struct Rule {
+  std::string text;  // as given, for reports and errors
+  std::regex re;
+  std::optional<SubOp> subop;
+  std::optional<Pass> pass;
+};
+
+struct RangeMeaning {
+  std::optional<SubOp> subop;
+  std::optional<Pass> pass;
+  int layer = -1;
+};
+
+class Rules {
+ public:
+  // `user` rules first (each `regex=subop:pass`), then the defaults unless `no_defaults`.
+  // A malformed rule is an InputError at `--map` (exit code 2).
+  explicit Rules(const std::vector<std::string>& user, bool no_defaults = false);
+  RangeMeaning classify(const std::string& range_name) const;
+  // Whether a kernel name is communication (NCCL, all-to-all and friends).
+  static bool is_comm_kernel(const std::string& kernel_name);
+  const std::vector<Rule>& rules() const { return rules_; }
+  static const std::vector<std::string>& default_rules();
+
+ private:
+  std::vector<Rule> rules_;
+};
+
+}  // namespace ppsim::trace

@@ -1,0 +1,98 @@
+// Cost profiles (cost/profile.h): version 2's sub-op times and comm slowdown, version 1 still
+// read, the writer's output read back, and a v2 profile reaching the overlap model.
+#include "cost/profile.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "catch.h"
+#include "cost/cost_model.h"
+#include "schedules/registry.h"
+
+using namespace ppsim;
+
+namespace {
+const char* kV2 = R"(version: 2
+device: "test"
+per_layer: true
+sub_ops_ms:
+  attention: {F: 1.0, I: 2.0, W: 0.5}
+  mlp: {F: 3.0, I: 4.0, W: 1.5}
+  dispatch: {F: 0.25, B: 0.75}
+  combine: {F: 0.5, B: 1.25}
+comm_slowdown: {attention: 1.1, mlp: 1.2}
+comm_sm_fraction: 0.15
+)";
+constexpr Time kMs = 1000000;
+}  // namespace
+
+TEST_CASE("profile v2: sub-op times per pass and direction, op_ms from their sums", "[cost][profile]") {
+  const CostProfile p = parse_profile(kV2, "p.yaml");
+  REQUIRE(p.sub_ops);
+  REQUIRE(p.sub_ops->attn_b == 2 * kMs);
+  REQUIRE(p.sub_ops->mlp_w == 1500000);
+  REQUIRE(p.sub_ops->dispatch_b == 750000);
+  REQUIRE(p.sub_ops->combine == 500000);
+  // F = 1 + 3 + 0.25 + 0.5 = 4.75; W = 0.5 + 1.5 = 2; B = 2 + 4 + 0.75 + 1.25 + W = 10.
+  REQUIRE(p.op.f == 4750000);
+  REQUIRE(p.op.w == 2 * kMs);
+  REQUIRE(p.op.b == 10 * kMs);
+  REQUIRE(p.attn_comm_slowdown == Approx(1.1));
+  REQUIRE(p.mlp_comm_slowdown == Approx(1.2));
+  REQUIRE(p.comm_sm_fraction == Approx(0.15));
+}
+
+TEST_CASE("profile v1 is still read, and v2 keys need version 2", "[cost][profile]") {
+  const CostProfile p = parse_profile("version: 1\nop_ms: {F: 1, B: 2, W: 1, FB: 2.5}\n", "v1.yaml");
+  REQUIRE_FALSE(p.sub_ops);
+  REQUIRE(p.op.fb == 2500000);
+  REQUIRE(p.attn_comm_slowdown == 0);
+  try {
+    parse_profile("version: 1\nop_ms: {F: 1, B: 2}\nsub_ops_ms: {mlp: {F: 1}}\n", "v1.yaml");
+    FAIL("v1 with sub_ops_ms accepted");
+  } catch (const InputError& e) {
+    REQUIRE(e.loc().line == 3);
+    REQUIRE(std::string(e.what()).find("version: 2") != std::string::npos);
+  }
+  // A slowdown below 1 would make compute faster beside communication.
+  REQUIRE_THROWS_AS(parse_profile("version: 2\nop_ms: {F: 1, B: 2}\ncomm_slowdown: {mlp: 0.9}\n", "x"), InputError);
+}
+
+TEST_CASE("render_profile reads back to the same profile", "[cost][profile]") {
+  const CostProfile p = parse_profile(kV2, "p.yaml");
+  const CostProfile q = parse_profile(render_profile(p, "# header\n"), "q.yaml");
+  REQUIRE(q.sub_ops);
+  REQUIRE(q.sub_ops->attn_f == p.sub_ops->attn_f);
+  REQUIRE(q.sub_ops->combine_b == p.sub_ops->combine_b);
+  REQUIRE(q.op.b == p.op.b);
+  REQUIRE(q.mlp_comm_slowdown == Approx(p.mlp_comm_slowdown).margin(1e-4));
+}
+
+TEST_CASE("a v2 profile drives the overlap model of a config", "[cost][profile]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ppsim_profile_test_{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "p.yaml") << kV2;
+  const std::string cfg_text = R"(model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024,
+  moe: {experts: 8, top_k: 2, expert_ffn_hidden: 1024}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, schedule: 1f1b, embedding_on_first: false, head_on_last: false}
+profile: p.yaml
+)";
+  std::ofstream(dir / "c.yaml") << cfg_text;
+  const ModelConfig cfg = load_config((dir / "c.yaml").string(), {});
+  const Schedule s = make_schedule("1f1b", resolve_params(find_family("1f1b"), ScheduleParams{2, 4, 0, 0}));
+  const SimCosts c = derive_costs(cfg, s);
+  fs::remove_all(dir);
+  // Two slices of 4 / 2 = 2 layers, each layer the profile's sub-ops, the slowdowns carried.
+  REQUIRE(c.moe.size() == 2);
+  REQUIRE(c.moe[0].layers == 2);
+  REQUIRE(c.moe[0].mlp_f == 3 * kMs);
+  REQUIRE(c.moe[0].dispatch_b == 750000);
+  REQUIRE(c.moe[1].attn_comm_slowdown == Approx(1.1));
+  REQUIRE(c.slice[0].f == 2 * 4750000);         // per-layer F x 2 layers
+  REQUIRE(c.comm_sm_fraction == Approx(0.15));  // the profile's SM share is the linear rule's sigma
+}

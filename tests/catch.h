@@ -4,6 +4,7 @@
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
 #define PPSIM_SKIP(msg) SKIP(msg)
+using Catch::Approx;  // v2 has it at global scope
 #else
 #include <catch2/catch.hpp>
 #define PPSIM_SKIP(msg)                  \

@@ -249,11 +249,27 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
       s.total += s.embedding;
     }
     if (lay.head) {
+      // Multi-token prediction (model.mtp_depth): each module is one more layer like the last
+      // one and one more pass through the shared head, on the head's slice. Its 2h x h
+      // projection (2% of the layer's FLOPs in DeepSeek-V3) is not timed.
+      for (int d = 0; d < c.model.mtp_depth; ++d) {
+        s.layers.push_back(figures_of(c.model.layers - 1));
+        const LayerFigures& f = s.layers.back();
+        s.total += f.serial();
+        s.flops_f += f.flops_f;
+        s.flops_b += f.flops_b;
+        s.flops_w += f.flops_w;
+        if (c.parallel.recompute == Recompute::full) s.recompute_ns += f.serial().f;
+      }
+      const double passes = 1.0 + c.model.mtp_depth;
       s.head = rl.block(head);
+      s.head.f *= passes;
+      s.head.b *= passes;
+      s.head.w *= passes;
       s.total += s.head;
-      s.flops_f += head.forward_flops();
-      s.flops_b += head.backward_flops();
-      s.flops_w += head.weight_grad_flops();
+      s.flops_f += passes * head.forward_flops();
+      s.flops_b += passes * head.backward_flops();
+      s.flops_w += passes * head.weight_grad_flops();
     }
     s.total.b += s.recompute_ns;
     out.slices.push_back(std::move(s));
@@ -384,11 +400,26 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     const double flops = model_flops_per_microbatch(c) * s.microbatches * c.parallel.dp;
     p.mfu = peak > 0 ? flops / (gpus * peak * p.step_time_s) : 0;
   }
-  std::vector<int> peak_act;
-  for (const auto& rs : r.ranks) peak_act.push_back(rs.peak_activations);
-  peak_act.resize(static_cast<std::size_t>(s.pp), 0);
-  const std::vector<RankMemory> mem = rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act);
-  for (const auto& m : mem) p.peak_memory_bytes.push_back(m.total());
+  for (const RankPeak& pk : predict_rank_memory(c, s, &r)) {
+    const RankMemory& m = pk.parts;
+    MemoryBreakdown b;
+    b.weights = m.weights;
+    b.gradients = m.grads;
+    b.optimizer = m.optimizer;
+    b.ema = m.ema;
+    b.activations = m.activations;
+    b.comm_buffers = m.comm_buffers;
+    b.workspace = m.workspace;
+    b.host_optimizer = m.host_optimizer;
+    b.host_ema = m.host_ema;
+    b.total = m.total();
+    b.peak_op = pk.op;
+    b.peak_time = pk.time;
+    b.chunks = pk.chunks;
+    p.peak_memory_bytes.push_back(b.total);
+    p.memory.push_back(std::move(b));
+  }
+  if (!r.timeline.intervals.empty()) p.memory_curve = memory_curve(c, s, r.timeline);
   return p;
 }
 
@@ -407,13 +438,12 @@ nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const Sim
   j["slices"] = sl;
   j["link"] = {{"gbps", costs.link.bytes_per_tick}, {"latency_us", costs.link.latency / 1e3}};
   if (r != nullptr) {
-    std::vector<int> peak_act;
-    for (const auto& rs : r->ranks) peak_act.push_back(rs.peak_activations);
-    peak_act.resize(static_cast<std::size_t>(s.pp), 0);
     nlohmann::json mem = nlohmann::json::array();
-    for (const auto& m : rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act))
+    for (const RankPeak& pk : predict_rank_memory(c, s, r)) {
+      const RankMemory& m = pk.parts;
       mem.push_back({{"weights", m.weights}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
-                     {"total", m.total()}});
+                     {"comm_buffers", m.comm_buffers}, {"workspace", m.workspace}, {"ema", m.ema}, {"total", m.total()}});
+    }
     j["memory_per_rank_bytes"] = mem;
   }
   return j;

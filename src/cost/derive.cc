@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -115,6 +116,35 @@ LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& 
   f.flops_b = w.backward_flops();
   f.flops_w = w.attention.weight_grad_flops() + w.mlp.weight_grad_flops();
   return f;
+}
+
+// The op classes of parallel.recompute_ops, re-run before a layer's backward: the attention
+// core when it is materialized (with flash attention its backward recomputes it anyway, inside
+// the 2.5x), MLA's up-projection GEMMs, each norm (read its input, write its output: 4 bytes
+// per element) and the activation function (read its two inputs, write the product: 6 bytes
+// per element; GELU 4).
+double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w, const Roofline& rl) {
+  const unsigned ops = c.parallel.recompute_ops;
+  const ModelSpec& m = c.model;
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / c.parallel.tp, h = static_cast<double>(m.hidden);
+  double ns = 0;
+  if ((ops & kRecomputeAttnCore) && !m.flash_attention) ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+  if (ops & kRecomputeMlaUp)
+    for (const Gemm& g : w.attention.gemms)
+      if (std::string_view(g.name) == "q_up" || std::string_view(g.name) == "kv_up") ns += rl.gemm_fwd(g);
+  if (ops & kRecomputeNorm) {
+    double width = 2 * h;  // before attention and before the MLP
+    if (m.mla.enabled) width += static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
+    ns += rl.elementwise(4 * width * T);
+  }
+  if (ops & kRecomputeActFn) {
+    const double per = m.mlp == MlpKind::swiglu ? 6.0 : 4.0;
+    const double elems = m.layer_is_moe(layer) ? (m.moe.top_k * m.moe.capacity_factor + m.moe.shared_experts) *
+                                                     static_cast<double>(m.moe.expert_ffn_hidden)
+                                               : static_cast<double>(m.ffn_hidden);
+    ns += rl.elementwise(per * elems * T);
+  }
+  return ns;
 }
 
 Time to_ticks(double ns, const char* what, int slice) {
@@ -237,11 +267,12 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
       // Recompute: full re-runs the layer's forward (all-to-alls included) before its backward;
       // selective re-runs the attention core when its s x s tensors were not kept (with flash
       // attention the backward kernel recomputes them anyway, inside the 2.5x).
-      if (c.parallel.recompute == Recompute::full) {
+      const bool full = c.parallel.recompute == Recompute::full &&
+                        (c.parallel.recompute_layers < 0 || l - lay.first_layer < c.parallel.recompute_layers);
+      if (full) {
         s.recompute_ns += f.serial().f;
-      } else if (c.parallel.recompute == Recompute::selective && !c.model.flash_attention) {
-        const LayerWork w = layer_work(c, l, sh);
-        s.recompute_ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+      } else if (c.parallel.recompute_ops != 0) {
+        s.recompute_ns += recompute_ops_ns(c, l, layer_work(c, l, sh), rl);
       }
     }
     if (lay.embedding) {

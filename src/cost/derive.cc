@@ -431,7 +431,15 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     const double flops = model_flops_per_microbatch(c) * s.microbatches * c.parallel.dp;
     p.mfu = peak > 0 ? flops / (gpus * peak * p.step_time_s) : 0;
   }
-  for (const RankPeak& pk : predict_rank_memory(c, s, &r)) {
+  p.memory = predicted_memory(cfg, s, &r);
+  for (const MemoryBreakdown& b : p.memory) p.peak_memory_bytes.push_back(b.total);
+  if (!r.timeline.intervals.empty()) p.memory_curve = memory_curve(c, s, r.timeline);
+  return p;
+}
+
+std::vector<MemoryBreakdown> predicted_memory(const ModelConfig& cfg, const Schedule& s, const SimResult* r) {
+  std::vector<MemoryBreakdown> out;
+  for (const RankPeak& pk : predict_rank_memory(data(cfg), s, r)) {
     const RankMemory& m = pk.parts;
     MemoryBreakdown b;
     b.weights = m.weights;
@@ -447,11 +455,9 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     b.peak_op = pk.op;
     b.peak_time = pk.time;
     b.chunks = pk.chunks;
-    p.peak_memory_bytes.push_back(b.total);
-    p.memory.push_back(std::move(b));
+    out.push_back(std::move(b));
   }
-  if (!r.timeline.intervals.empty()) p.memory_curve = memory_curve(c, s, r.timeline);
-  return p;
+  return out;
 }
 
 nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const SimResult* r) {

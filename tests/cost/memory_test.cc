@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "catch.h"
 #include "cost/config.h"
 #include "cost/cost_model.h"
@@ -264,4 +266,32 @@ TEST_CASE("ZeRO-1 shards the optimizer states over dp, DualPipe holds two slices
   const auto two = rank_memory(c, dp.stage_rank, dp.slice, slice_layouts(c, 4), {0, 0, 0, 0});
   CHECK_THAT(two[0].weights, WithinRel(z1[0].weights + z1[3].weights, 1e-12));
   CHECK_THAT(two[1].weights, WithinRel(z1[1].weights + z1[2].weights, 1e-12));
+}
+
+TEST_CASE("ZeRO stages 0-3 over dp, with EP carved out of DP for the routed experts", "[cost]") {
+  const char* kMoe = R"(
+model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024, moe: {experts: 64, top_k: 8, expert_ffn_hidden: 512}}
+hardware: {name: h800}
+parallel: {pp: 2, ep: 4, dp: 16, microbatches: 4}
+)";
+  const Schedule sch = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  auto rank0 = [&](int zero) {
+    const ModelConfigData c = parse_config(kMoe, "moe.yaml", "", {fmt::format("parallel.zero={}", zero)});
+    return predict_rank_memory(c, sch)[0].parts;
+  };
+  const ModelConfigData c = parse_config(kMoe, "moe.yaml", "", {});
+  // Rank 0: layers 0 and 1 and the embedding. Dense parameters D are replicated over dp = 16;
+  // the routed experts are split over ep = 4 (E/4 on the rank) and replicated over dp/ep = 4.
+  const double D = 2 * layer_params(c.model, 0).dense + embedding_params(c.model);
+  const double E = 2 * layer_params(c.model, 0).expert / 4;
+  // 2 bytes bf16 weights, 4 fp32 gradients, 12 optimizer (fp32 moments + master).
+  const RankMemory z0 = rank0(0), z1 = rank0(1), z2 = rank0(2), z3 = rank0(3);
+  CHECK_THAT(z0.weights, WithinRel(2 * (D + E), 1e-12));
+  CHECK_THAT(z0.grads, WithinRel(4 * (D + E), 1e-12));
+  CHECK_THAT(z0.optimizer, WithinRel(12 * (D + E), 1e-12));
+  CHECK_THAT(z1.optimizer, WithinRel(12 * (D / 16 + E / 4), 1e-12));
+  CHECK(z1.grads == z0.grads);
+  CHECK_THAT(z2.grads, WithinRel(4 * (D / 16 + E / 4), 1e-12));
+  CHECK(z2.weights == z0.weights);
+  CHECK_THAT(z3.weights, WithinRel(2 * (D / 16 + E / 4), 1e-12));
 }

@@ -179,7 +179,7 @@ std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeSc
     if (row.physical.memory.empty()) continue;
     out += fmt::format("\n{}: peak device memory per rank, GB (host: kept off the GPU, not in the total)\n", row.metrics.schedule);
     out += fmt::format("{:>4} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7} {:>10} {:>6}  {}\n", "rank", "weights", "grads",
-                       "optim", "ema", "activ", "comm buf", "workspace", "total", "host", "peak at", "chunks", "op");
+                       "optim", "ema", "activ", "comm buf", "workspace", "total", "host", fmt::format("at ({})", scale.unit), "chunks", "op");
     for (std::size_t r = 0; r < row.physical.memory.size(); ++r) {
       const MemoryBreakdown& b = row.physical.memory[r];
       const std::string at = b.peak_time < 0 ? "-" : tfmt(b.peak_time, scale, 2);

@@ -64,21 +64,30 @@ namespace {
 
 double gemm_in(const ModelConfigData& c) { return cache_bytes_per_elem(c.precision.gemm_input_cache); }
 
-void add(std::vector<ActTensor>& v, std::string name, double elems, double bytes, unsigned dropped_by = 0) {
-  if (elems > 0) v.push_back(ActTensor{std::move(name), elems, bytes, dropped_by});
+void add(std::vector<ActTensor>& v, const char* name, double elems, double bytes, unsigned dropped_by = 0) {
+  if (elems > 0) v.push_back(ActTensor{name, elems, bytes, dropped_by});
 }
 
 // The activation function's tensors for one MLP of width f: its inputs (`in_bytes` each) and
-// its output, the next GEMM's input.
-void add_act_fn(std::vector<ActTensor>& v, const std::string& prefix, const ModelConfigData& c, double f, double in_bytes,
+// its output, the next GEMM's input. names: SwiGLU gate, up, product; GELU input, output.
+struct ActNames {
+  const char *gate, *up, *product, *gelu_in, *gelu_out;
+};
+constexpr ActNames kMlpNames{"mlp.gate", "mlp.up", "mlp.swiglu_out", "mlp.gelu_in", "mlp.gelu_out"};
+constexpr ActNames kRoutedNames{"moe.routed.gate", "moe.routed.up", "moe.routed.swiglu_out", "moe.routed.gelu_in",
+                                "moe.routed.gelu_out"};
+constexpr ActNames kSharedNames{"moe.shared.gate", "moe.shared.up", "moe.shared.swiglu_out", "moe.shared.gelu_in",
+                                "moe.shared.gelu_out"};
+
+void add_act_fn(std::vector<ActTensor>& v, const ActNames& n, const ModelConfigData& c, double f, double in_bytes,
                 double copies) {
   if (c.model.mlp == MlpKind::swiglu) {
-    add(v, prefix + "gate", copies * f, in_bytes);
-    add(v, prefix + "up", copies * f, in_bytes);
-    add(v, prefix + "swiglu_out", copies * f, gemm_in(c), kRecomputeActFn);
+    add(v, n.gate, copies * f, in_bytes);
+    add(v, n.up, copies * f, in_bytes);
+    add(v, n.product, copies * f, gemm_in(c), kRecomputeActFn);
   } else {
-    add(v, prefix + "gelu_in", copies * f, in_bytes);
-    add(v, prefix + "gelu_out", copies * f, gemm_in(c), kRecomputeActFn);
+    add(v, n.gelu_in, copies * f, in_bytes);
+    add(v, n.gelu_out, copies * f, gemm_in(c), kRecomputeActFn);
   }
 }
 
@@ -129,7 +138,7 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
   add(v, "mlp.norm_in", h, 2);
   if (!m.layer_is_moe(layer)) {
     add(v, "mlp.fc1_in", h, gemm_in(c), kRecomputeNorm);
-    add_act_fn(v, "mlp.", c, static_cast<double>(m.ffn_hidden), 2, 1);
+    add_act_fn(v, kMlpNames, c, static_cast<double>(m.ffn_hidden), 2, 1);
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
     const double copies = m.moe.top_k * m.moe.capacity_factor;
@@ -137,14 +146,14 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
     add(v, "moe.norm_out", h, 2, kRecomputeNorm);  // router, shared experts and dispatch read it
     add(v, "moe.router_probs", m.moe.experts, 4);
     add(v, "moe.routed.dispatched_in", copies * h, gemm_in(c));
-    add_act_fn(v, "moe.routed.", c, fe, act_in, copies);
+    add_act_fn(v, kRoutedNames, c, fe, act_in, copies);
     // The routing weights' gradient dg = dy . e needs the expert output e, unless the weights
     // are applied inside the expert, to the activation function's output (Megatron-LM's
     // weighted SwiGLU with the permuted probabilities): then dg = d(g a) . a and each copy
     // keeps its fp32 weight instead.
     if (m.moe.keep_expert_output) add(v, "moe.routed.expert_out", copies * h, 2);
     else add(v, "moe.routed.prob", copies, 4);
-    add_act_fn(v, "moe.shared.", c, fe, act_in, m.moe.shared_experts);
+    add_act_fn(v, kSharedNames, c, fe, act_in, m.moe.shared_experts);
   }
   if (m.dropout) add(v, "mlp.dropout_mask", h, 1);
   return v;
@@ -194,29 +203,76 @@ bool fully_recomputed(const ModelConfigData& c, const SliceLayout& s, int layer)
   return c.parallel.recompute_layers < 0 || layer - s.first_layer < c.parallel.recompute_layers;
 }
 
-double slice_layer_bytes(const ModelConfigData& c, const SliceLayout& s, int layer) {
-  const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  if (fully_recomputed(c, s, layer)) return 2 * static_cast<double>(c.model.hidden) * T / c.parallel.tp;
-  return kept_per_token(layer_tensors(c, layer), c.parallel.recompute_ops) * T / c.parallel.tp;
-}
+// Per-layer bytes (kept with the config's recompute_ops, and stored with none) depend only on
+// whether the layer is dense or MoE: computed once per kind (the planner asks per candidate).
+struct LayerBytes {
+  explicit LayerBytes(const ModelConfigData& cfg) : c(cfg) {}
+  const ModelConfigData& c;
+  bool have[2] = {false, false};
+  double kept[2] = {0, 0}, stored[2] = {0, 0};
+  int kind(int layer) {
+    const int k = c.model.layer_is_moe(layer) ? 1 : 0;
+    if (!have[k]) {
+      const std::vector<ActTensor> t = layer_tensors(c, layer);
+      const double scale = static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+      kept[k] = kept_per_token(t, c.parallel.recompute_ops) * scale;
+      stored[k] = kept_per_token(t, 0) * scale;
+      have[k] = true;
+    }
+    return k;
+  }
+  double in_slice(const SliceLayout& s, int layer) {
+    if (fully_recomputed(c, s, layer))
+      return 2 * static_cast<double>(c.model.hidden) * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+    return kept[kind(layer)];
+  }
+  double workspace(const SliceLayout& s, int layer) {
+    const int k = kind(layer);
+    return fully_recomputed(c, s, layer) ? stored[k] : stored[k] - kept[k];
+  }
+};
 
 }  // namespace
 
-double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s) {
+namespace {
+
+double slice_bytes_with(LayerBytes& lb, const SliceLayout& s) {
+  const ModelConfigData& c = lb.c;
   double sum = 0;
-  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) sum += slice_layer_bytes(c, s, l);
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) sum += lb.in_slice(s, l);
   if (s.embedding) sum += embedding_activation_bytes(c);
   if (s.head) sum += head_activation_bytes(c) + c.model.mtp_depth * mtp_activation_bytes(c);
   return sum;
 }
 
-double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s) {
+double slice_workspace_with(LayerBytes& lb, const SliceLayout& s) {
   double ws = 0;
-  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) {
-    const double stored = layer_activation_bytes_stored(c, l);
-    ws = std::max(ws, fully_recomputed(c, s, l) ? stored : stored - slice_layer_bytes(c, s, l));
-  }
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) ws = std::max(ws, lb.workspace(s, l));
   return ws;
+}
+
+// Per slice: (activation bytes of one micro-batch, recompute workspace).
+void slice_memory(const ModelConfigData& c, const std::vector<SliceLayout>& slices, std::vector<double>& chunk,
+                  std::vector<double>& ws) {
+  LayerBytes lb(c);
+  chunk.clear();
+  ws.clear();
+  for (const SliceLayout& l : slices) {
+    chunk.push_back(slice_bytes_with(lb, l));
+    ws.push_back(slice_workspace_with(lb, l));
+  }
+}
+
+}  // namespace
+
+double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s) {
+  LayerBytes lb(c);
+  return slice_bytes_with(lb, s);
+}
+
+double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s) {
+  LayerBytes lb(c);
+  return slice_workspace_with(lb, s);
 }
 
 namespace {
@@ -240,6 +296,8 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   std::vector<RankMemory> out(static_cast<std::size_t>(ranks));
   std::vector<double> dense(out.size(), 0), expert(out.size(), 0), act_chunk(out.size(), 0), work_set(out.size(), 0);
   std::vector<bool> has_embedding(out.size(), false), has_head(out.size(), false);
+  std::vector<double> slice_bytes, slice_ws;
+  slice_memory(c, slices, slice_bytes, slice_ws);
   for (std::size_t st = 0; st < stage_rank.size(); ++st) {
     const int r = stage_rank[st];
     if (r < 0 || r >= ranks) continue;
@@ -258,8 +316,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     }
     has_embedding[r] = has_embedding[r] || s.embedding;
     has_head[r] = has_head[r] || s.head;
-    act_chunk[r] = std::max(act_chunk[r], slice_activation_bytes(c, s));
-    work_set[r] = std::max(work_set[r], slice_recompute_workspace(c, s));
+    const std::size_t si = static_cast<std::size_t>(stage_slice[st]);
+    act_chunk[r] = std::max(act_chunk[r], slice_bytes[si]);
+    work_set[r] = std::max(work_set[r], slice_ws[si]);
   }
   // The MTP modules share the embedding: a rank holding them without it holds a copy.
   for (int r = 0; r < ranks; ++r)
@@ -288,10 +347,7 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
 std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedule& s, const SimResult* sim) {
   const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
   std::vector<double> chunk, ws;
-  for (const SliceLayout& l : slices) {
-    chunk.push_back(slice_activation_bytes(c, l));
-    ws.push_back(slice_recompute_workspace(c, l));
-  }
+  slice_memory(c, slices, chunk, ws);
   const std::vector<RankMemory> fixed = rank_memory(c, s.stage_rank, s.slice, slices, std::vector<int>(static_cast<std::size_t>(s.pp), 0));
   std::vector<RankPeak> out(static_cast<std::size_t>(s.pp));
   for (int r = 0; r < s.pp; ++r) {
@@ -319,7 +375,6 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
         pk.parts.activations = cur;
         pk.parts.workspace = w;
         pk.action = static_cast<int>(i);
-        pk.op = format_action(a);
         pk.chunks = alive;
       }
       for (int k = 0; k < a.size(); ++k) {
@@ -330,6 +385,7 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
         }
       }
     }
+    if (pk.action >= 0) pk.op = format_action(actions[static_cast<std::size_t>(pk.action)]);
     // A forward chunk's and a backward chunk's all-to-alls are in flight at once in a pair.
     if (pairs) pk.parts.comm_buffers *= 2;
     if (sim != nullptr && pk.action >= 0) {
@@ -344,10 +400,7 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
 std::vector<std::vector<MemorySample>> memory_curve(const ModelConfigData& c, const Schedule& s, const Timeline& t) {
   const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
   std::vector<double> chunk, ws;
-  for (const SliceLayout& l : slices) {
-    chunk.push_back(slice_activation_bytes(c, l));
-    ws.push_back(slice_recompute_workspace(c, l));
-  }
+  slice_memory(c, slices, chunk, ws);
   const std::vector<RankPeak> peaks = predict_rank_memory(c, s, nullptr);
   std::vector<std::vector<MemorySample>> out(static_cast<std::size_t>(s.pp));
   for (int r = 0; r < s.pp; ++r) {

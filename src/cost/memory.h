@@ -55,7 +55,7 @@ double model_params(const ModelSpec& m);
 
 // One tensor a layer's forward keeps for its backward, per token at tp = 1.
 struct ActTensor {
-  std::string name;
+  const char* name = "";     // e.g. "attn.q", "moe.routed.gate"
   double elems = 0;          // per token
   double bytes_per_elem = 2;
   unsigned dropped_by = 0;   // RecomputeOp bits: recomputing any of them drops this tensor

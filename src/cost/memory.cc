@@ -281,7 +281,6 @@ namespace {
 // capacity_factor * top_k copies of every token, bf16 (the backward's all-to-alls are bf16).
 double a2a_buffer_set(const ModelConfigData& c) {
   const ModelSpec& m = c.model;
-  if (!m.moe.enabled() || m.dense_layers_first >= m.layers) return 0;
   const double copies = static_cast<double>(m.tokens_per_microbatch()) * m.moe.top_k * m.moe.capacity_factor;
   return 2 * copies * static_cast<double>(m.hidden) * 2 / c.parallel.tp;
 }
@@ -295,7 +294,7 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   const int ranks = static_cast<int>(peak_activations.size());
   std::vector<RankMemory> out(static_cast<std::size_t>(ranks));
   std::vector<double> dense(out.size(), 0), expert(out.size(), 0), act_chunk(out.size(), 0), work_set(out.size(), 0);
-  std::vector<bool> has_embedding(out.size(), false), has_head(out.size(), false);
+  std::vector<bool> has_embedding(out.size(), false), has_head(out.size(), false), has_moe(out.size(), false);
   std::vector<double> slice_bytes, slice_ws;
   slice_memory(c, slices, slice_bytes, slice_ws);
   for (std::size_t st = 0; st < stage_rank.size(); ++st) {
@@ -306,7 +305,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
       const ParamCount pc = layer_params(c.model, l);
       dense[r] += pc.dense;
       expert[r] += pc.expert;
+      has_moe[r] = has_moe[r] || c.model.layer_is_moe(l);
     }
+    if (s.head && c.model.mtp_depth > 0) has_moe[r] = has_moe[r] || c.model.layer_is_moe(c.model.layers - 1);
     if (s.embedding) dense[r] += embedding_params(c.model);
     if (s.head) dense[r] += head_params(c.model);
     if (s.head && c.model.mtp_depth > 0 && !has_head[r]) {
@@ -339,7 +340,7 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     if (c.precision.ema == Placement::device) m.ema = sharded(1) * 4;
     m.activations = peak_activations[static_cast<std::size_t>(r)] * act_chunk[r];
     m.workspace = work_set[r];
-    m.comm_buffers = a2a_buffer_set(c);
+    m.comm_buffers = has_moe[r] ? a2a_buffer_set(c) : 0;  // a rank of dense layers runs no all-to-all
   }
   return out;
 }

@@ -243,6 +243,11 @@ parallel: {pp: 2, ep: 16, dp: 16, microbatches: 4}
   // DualPipe runs F&B pairs: a forward and a backward all-to-all in flight, two sets.
   const Schedule dp = make_schedule("dualpipe", ScheduleParams{2, 4, 0, 0});
   CHECK_THAT(predict_rank_memory(c, dp)[0].parts.comm_buffers, WithinRel(2 * set, 1e-12));
+  // A rank that holds only dense layers runs no all-to-all: no buffers.
+  const ModelConfigData dense_first = parse_config(kMoe, "moe.yaml", "", {"model.dense_layers_first=2", "model.ffn_hidden=2048"});
+  const auto df = predict_rank_memory(dense_first, f1);
+  CHECK(df[0].parts.comm_buffers == 0);
+  CHECK_THAT(df[1].parts.comm_buffers, WithinRel(set, 1e-12));
   // 1F1B's last rank holds the MTP module (a layer like the last + 2h*h + 3 norms) and, having
   // no embedding, a copy of it; ZeRO 0, bf16 weights: 2 bytes per parameter.
   const double h = 1024;

@@ -38,6 +38,7 @@ struct CompareArgs {
   std::string svg;
   std::string timeline;
   std::string color = "auto";
+  bool memory = false;
 };
 
 void add_common(CLI::App& sub, CompareArgs& a) {
@@ -58,6 +59,7 @@ void add_common(CLI::App& sub, CompareArgs& a) {
   sub.add_option("--trace", a.trace, "write a Chrome/Perfetto trace (JSON) of the timeline(s)");
   sub.add_option("--svg", a.svg, "write an SVG timeline");
   sub.add_option("--color", a.color, "terminal colours: auto, always, never")->capture_default_str();
+  sub.add_flag("--memory", a.memory, "with a config: print each rank's peak memory by part, and the op at the peak");
 }
 
 RunRequest to_request(const CompareArgs& a) {
@@ -89,8 +91,10 @@ Runner setup_compare(CLI::App& sub) {
     const Format f = parse_format(a->format, {"table", "json", "csv"});
     RunRequest req = to_request(*a);
     req.schedules = a->schedules;
+    req.keep_timeline = a->memory;  // dates each rank's peak
     const RunOutput out = run_schedules(req);
     emit_results(out, f, a->output);
+    if (a->memory && f == Format::Table) write_output("-", render_memory_table(out.rows, out.scale));
     return 0;
   };
 }
@@ -110,9 +114,10 @@ Runner setup_simulate(CLI::App& sub) {
       throw InputError("simulate needs --schedule FAMILY or --schedule-file FILE", {}, kExitUsage);
     req.schedules = family->empty() ? std::string{} : *family;
     req.single = true;
-    req.keep_timeline = *chart || !a->timeline.empty();
+    req.keep_timeline = *chart || !a->timeline.empty() || a->memory;
     const RunOutput out = run_schedules(req);
     emit_results(out, f, a->output);
+    if (a->memory && f == Format::Table) write_output("-", render_memory_table(out.rows, out.scale));
     if (*chart && f == Format::Table && !out.timelines.empty())
       write_output("-", "\n" + render_step_chart(out.timelines.front(), use_color(a->color, a->output)));
     return 0;

@@ -156,7 +156,8 @@ RunOutput run_schedules(const RunRequest& req) {
   if (!req.trace.empty() || !req.svg.empty()) {
     std::vector<NamedTimeline> named;
     for (std::size_t i = 0; i < out.timelines.size(); ++i)
-      named.push_back({out.rows[i].metrics.schedule, &out.timelines[i]});
+      named.push_back({out.rows[i].metrics.schedule, &out.timelines[i],
+                       out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve});
     if (!req.trace.empty()) out.side_files.emplace_back(req.trace, render_trace(named));
     if (!req.svg.empty()) out.side_files.emplace_back(req.svg, render_svg(named));
   }

@@ -39,6 +39,34 @@ const char* dtype_name(Dtype d) {
   return "?";
 }
 
+const char* recompute_op_name(unsigned op) {
+  switch (op) {
+    case kRecomputeNorm: return "norm";
+    case kRecomputeMlaUp: return "mla_up_proj";
+    case kRecomputeActFn: return "act_fn";
+    case kRecomputeAttnCore: return "attn_core";
+  }
+  return "?";
+}
+
+double cache_bytes_per_elem(CacheType t) {
+  switch (t) {
+    case CacheType::bf16: return 2;
+    case CacheType::fp8: return 1 + 4 / kCacheTileElems;
+    case CacheType::e5m6: return 1.5 + 4 / kCacheTileElems;
+  }
+  return 2;
+}
+
+const char* cache_type_name(CacheType t) {
+  switch (t) {
+    case CacheType::bf16: return "bf16";
+    case CacheType::fp8: return "fp8";
+    case CacheType::e5m6: return "e5m6";
+  }
+  return "?";
+}
+
 double PrecisionSpec::optimizer_bytes_per_param() const {
   const double master = params == Dtype::fp32 ? 0.0 : 4.0;
   return 2.0 * dtype_bytes(optimizer) + master;
@@ -58,11 +86,13 @@ const SchemaNode& schema() {
       section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
                         leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
-                        leaf("causal"), leaf("tied_embeddings"),
-                        section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden")}),
+                        leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"),
+                        section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
+                                        leaf("capacity_factor"), leaf("keep_expert_output")}),
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
-      section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer")}),
+      section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
+                            leaf("attention_out_cache"), leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema")}),
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
@@ -71,7 +101,8 @@ const SchemaNode& schema() {
       section("cluster", {leaf("gpus")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
-                           leaf("recompute"), leaf("zero"), leaf("blocking_p2p")}),
+                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
+                           leaf("blocking_p2p")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
       SchemaNode{"plan", {}, true},
@@ -161,6 +192,7 @@ ModelSpec read_model(const MapReader& r) {
   m.flash_attention = r.boolean("flash_attention", true);
   m.causal = r.boolean("causal", true);
   m.tied_embeddings = r.boolean("tied_embeddings", false);
+  m.mtp_depth = static_cast<int>(r.integer("mtp_depth", 0, 0, 64));
 
   if (r.has("moe")) {
     const MapReader moe = r.child("moe", sub(sub(schema(), "model"), "moe"));
@@ -168,6 +200,8 @@ ModelSpec read_model(const MapReader& r) {
     m.moe.top_k = static_cast<int>(moe.required_integer("top_k", 1, m.moe.experts));
     m.moe.shared_experts = static_cast<int>(moe.integer("shared_experts", 0, 0, kMaxCount));
     m.moe.expert_ffn_hidden = moe.required_integer("expert_ffn_hidden", 1, kMaxDim);
+    m.moe.capacity_factor = moe.number("capacity_factor", 1.0, 0, 1e3, true);
+    m.moe.keep_expert_output = moe.boolean("keep_expert_output", true);
   }
   m.dense_layers_first = static_cast<int>(r.integer("dense_layers_first", 0, 0, m.layers));
   if (m.dense_layers_first > 0 && !m.moe.enabled())
@@ -196,6 +230,18 @@ PrecisionSpec read_precision(const MapReader& r) {
   p.params = to_dtype(r.choice("params", "bf16", {"bf16", "fp16", "fp32"}));
   p.grads = to_dtype(r.choice("grads", "fp32", {"bf16", "fp16", "fp32"}));
   p.optimizer = to_dtype(r.choice("optimizer", "fp32", {"bf16", "fp16", "fp32"}));
+  auto cache = [&](const char* key, std::vector<std::string> allowed) {
+    const std::string v = r.choice(key, "bf16", allowed);
+    return v == "fp8" ? CacheType::fp8 : v == "e5m6" ? CacheType::e5m6 : CacheType::bf16;
+  };
+  p.gemm_input_cache = cache("gemm_input_cache", {"bf16", "fp8"});
+  if (p.gemm_input_cache == CacheType::fp8 && p.gemm != Dtype::fp8)
+    r.fail("gemm_input_cache", "precision.gemm_input_cache: fp8 caches the inputs of FP8 GEMMs; it needs precision.gemm: fp8");
+  p.attention_out_cache = cache("attention_out_cache", {"bf16", "fp8", "e5m6"});
+  p.expert_act_cache = cache("expert_act_cache", {"bf16", "fp8"});
+  p.optimizer_location = r.choice("optimizer_location", "device", {"device", "host"}) == "host" ? Placement::host : Placement::device;
+  const std::string ema = r.choice("ema", "none", {"none", "device", "host"});
+  p.ema = ema == "host" ? Placement::host : ema == "device" ? Placement::device : Placement::none;
   return p;
 }
 
@@ -297,6 +343,32 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.head_on_last = r.boolean("head_on_last", true);
   const std::string rc = r.choice("recompute", "none", {"none", "selective", "full"});
   p.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
+  p.recompute_layers = static_cast<int>(r.integer("recompute_layers", -1, 0, kMaxCount));
+  if (r.has("recompute_layers") && p.recompute != Recompute::full)
+    r.fail("recompute_layers", "parallel.recompute_layers counts fully recomputed layers per stage; it needs parallel.recompute: full");
+  if (r.has("recompute_ops")) {
+    const YAML::Node n = r.value("recompute_ops");
+    const std::string path = r.path("recompute_ops");
+    auto add = [&](const YAML::Node& item, const std::string& item_path) {
+      static const std::vector<std::string> names{"norm", "mla_up_proj", "act_fn", "attn_core"};
+      // Errors point at the key's value (a list item's own mark is wrong for a --set value).
+      if (!item.IsScalar()) r.fail("recompute_ops", fmt::format("{} must be an op class, got {}", item_path, describe_node(item)));
+      const std::string v = item.Scalar();
+      for (unsigned bit = 1, i = 0; i < names.size(); bit <<= 1, ++i)
+        if (v == names[i]) {
+          p.recompute_ops |= bit;
+          return;
+        }
+      r.fail("recompute_ops", fmt::format("{}: unknown op class '{}' (norm, mla_up_proj, act_fn, attn_core)", item_path, v),
+             closest_match(v, names));
+    };
+    if (n.IsSequence()) {
+      for (std::size_t i = 0; i < n.size(); ++i) add(n[i], fmt::format("{}[{}]", path, i));
+    } else if (!n.IsNull()) {
+      add(n, path);
+    }
+  }
+  if (p.recompute == Recompute::selective) p.recompute_ops |= kRecomputeAttnCore;
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   return p;

@@ -27,6 +27,27 @@ enum class MlpKind { swiglu, gelu };
 enum class NormKind { rmsnorm, layernorm };
 enum class Recompute { none, selective, full };
 
+// Op classes whose outputs a layer may recompute in its backward instead of caching them
+// (parallel.recompute_ops; bits of ParallelSpec::recompute_ops). memory.h lists which tensors
+// each one drops.
+enum RecomputeOp : unsigned {
+  kRecomputeNorm = 1u,       // norm outputs (the inputs of the GEMMs after each norm)
+  kRecomputeMlaUp = 2u,      // MLA up-projections: the per-head Q, K and V
+  kRecomputeActFn = 4u,      // activation-function outputs (GELU output, SwiGLU product)
+  kRecomputeAttnCore = 8u,   // the attention core's s x s tensors (Korthikanti's selective)
+};
+const char* recompute_op_name(unsigned op);
+
+// How the forward caches a tensor for the backward: bf16 (2 bytes), or fp8 / e5m6 (1 / 1.5
+// bytes) plus one fp32 scale per kCacheTileElems elements (DeepSeek-V3's 1x128 tiles).
+enum class CacheType { bf16, fp8, e5m6 };
+inline constexpr double kCacheTileElems = 128;
+double cache_bytes_per_elem(CacheType t);
+const char* cache_type_name(CacheType t);
+
+// Where a state lives: device memory, or the host's (0 GPU bytes, named in the breakdown).
+enum class Placement { none, device, host };
+
 // DeepSeek's multi-head latent attention; replaces the GQA projections when enabled.
 struct MlaSpec {
   bool enabled = false;
@@ -42,6 +63,14 @@ struct MoeSpec {
   int top_k = 0;
   int shared_experts = 0;
   std::int64_t expert_ffn_hidden = 0;
+  // Routed copies an expert rank holds, as a multiple of the mean tokens * top_k: buffers and
+  // the routed activations are sized for capacity_factor * tokens * top_k.
+  double capacity_factor = 1.0;
+  // The expert outputs stay cached for the routing weights' gradient (dg = dy . e): Megatron's
+  // unpermute keeps them (true). false: the weights are applied to the activation function's
+  // output inside the expert (Megatron's weighted SwiGLU, used with the DeepEP dispatcher), so
+  // dg = d(g a) . a needs only the (cached or recomputed) activation and one fp32 weight.
+  bool keep_expert_output = true;
   bool enabled() const { return experts > 0; }
 };
 
@@ -62,6 +91,10 @@ struct ModelSpec {
   bool flash_attention = true;
   bool causal = true;
   bool tied_embeddings = false;
+  // Multi-token-prediction modules (DeepSeek-V3: 1), each one transformer layer (of the last
+  // layer's kind) + a 2h x h projection + 3 norms, on the stage holding the output head, which
+  // they share (as they share the embedding; a rank without the embedding holds a copy).
+  int mtp_depth = 0;
   MoeSpec moe;
   MlaSpec mla;
 
@@ -74,6 +107,14 @@ struct PrecisionSpec {
   Dtype params = Dtype::bf16;     // the weights the model computes with
   Dtype grads = Dtype::fp32;      // gradient accumulation buffer
   Dtype optimizer = Dtype::fp32;  // Adam's two moments
+  // Activation caching (memory.h lists the tensors): the inputs of FP8 GEMMs kept for their
+  // weight gradient (fp8 needs gemm: fp8), the attention output (input of the out-projection
+  // and of the attention backward), and the activation-function inputs of MoE experts.
+  CacheType gemm_input_cache = CacheType::bf16;
+  CacheType attention_out_cache = CacheType::bf16;
+  CacheType expert_act_cache = CacheType::bf16;
+  Placement optimizer_location = Placement::device;  // host: optimizer states + master weights off the GPU
+  Placement ema = Placement::none;                   // an fp32 EMA of the weights (4 bytes per parameter)
   // Optimizer state bytes per parameter: two moments, plus an fp32 master copy when the
   // weights are narrower than fp32 (Adam, fp32 moments, bf16 weights: 2*4 + 4 = 12).
   double optimizer_bytes_per_param() const;
@@ -120,6 +161,8 @@ struct ParallelSpec {
   bool embedding_on_first = true;
   bool head_on_last = true;
   Recompute recompute = Recompute::none;
+  int recompute_layers = -1;       // with full: the first N layers of each stage (Megatron's block method); -1 = all
+  unsigned recompute_ops = 0;      // RecomputeOp bits, in every layer not fully recomputed
   int zero = 0;                    // ZeRO stage: 1 shards optimizer states over dp, 2 also grads, 3 also weights
   bool blocking_p2p = false;
 

@@ -37,5 +37,10 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // derive_costs checks its own costs; callers that build overlap costs themselves call it.
 void check_overlap_work(const Schedule& s, const SimCosts& costs);
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r);
+// Each rank's predicted peak device memory by part (weights, gradients, optimizer, EMA,
+// activations, all-to-all buffers, recompute workspace; host-side states named apart), with
+// the action at the peak; dated when `r` recorded a timeline. cost/memory.h lists the tensors.
+// physical_result(...).memory is the same figure; this one needs no simulation.
+std::vector<MemoryBreakdown> predicted_memory(const ModelConfig& cfg, const Schedule& s, const SimResult* r = nullptr);
 
 }  // namespace ppsim

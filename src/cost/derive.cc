@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -115,6 +116,35 @@ LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& 
   f.flops_b = w.backward_flops();
   f.flops_w = w.attention.weight_grad_flops() + w.mlp.weight_grad_flops();
   return f;
+}
+
+// The op classes of parallel.recompute_ops, re-run before a layer's backward: the attention
+// core when it is materialized (with flash attention its backward recomputes it anyway, inside
+// the 2.5x), MLA's up-projection GEMMs, each norm (read its input, write its output: 4 bytes
+// per element) and the activation function (read its two inputs, write the product: 6 bytes
+// per element; GELU 4).
+double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w, const Roofline& rl) {
+  const unsigned ops = c.parallel.recompute_ops;
+  const ModelSpec& m = c.model;
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / c.parallel.tp, h = static_cast<double>(m.hidden);
+  double ns = 0;
+  if ((ops & kRecomputeAttnCore) && !m.flash_attention) ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+  if (ops & kRecomputeMlaUp)
+    for (const Gemm& g : w.attention.gemms)
+      if (std::string_view(g.name) == "q_up" || std::string_view(g.name) == "kv_up") ns += rl.gemm_fwd(g);
+  if (ops & kRecomputeNorm) {
+    double width = 2 * h;  // before attention and before the MLP
+    if (m.mla.enabled) width += static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
+    ns += rl.elementwise(4 * width * T);
+  }
+  if (ops & kRecomputeActFn) {
+    const double per = m.mlp == MlpKind::swiglu ? 6.0 : 4.0;
+    const double elems = m.layer_is_moe(layer) ? (m.moe.top_k * m.moe.capacity_factor + m.moe.shared_experts) *
+                                                     static_cast<double>(m.moe.expert_ffn_hidden)
+                                               : static_cast<double>(m.ffn_hidden);
+    ns += rl.elementwise(per * elems * T);
+  }
+  return ns;
 }
 
 Time to_ticks(double ns, const char* what, int slice) {
@@ -237,11 +267,12 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
       // Recompute: full re-runs the layer's forward (all-to-alls included) before its backward;
       // selective re-runs the attention core when its s x s tensors were not kept (with flash
       // attention the backward kernel recomputes them anyway, inside the 2.5x).
-      if (c.parallel.recompute == Recompute::full) {
+      const bool full = c.parallel.recompute == Recompute::full &&
+                        (c.parallel.recompute_layers < 0 || l - lay.first_layer < c.parallel.recompute_layers);
+      if (full) {
         s.recompute_ns += f.serial().f;
-      } else if (c.parallel.recompute == Recompute::selective && !c.model.flash_attention) {
-        const LayerWork w = layer_work(c, l, sh);
-        s.recompute_ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+      } else if (c.parallel.recompute_ops != 0) {
+        s.recompute_ns += recompute_ops_ns(c, l, layer_work(c, l, sh), rl);
       }
     }
     if (lay.embedding) {
@@ -249,11 +280,27 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
       s.total += s.embedding;
     }
     if (lay.head) {
+      // Multi-token prediction (model.mtp_depth): each module is one more layer like the last
+      // one and one more pass through the shared head, on the head's slice. Its 2h x h
+      // projection (2% of the layer's FLOPs in DeepSeek-V3) is not timed.
+      for (int d = 0; d < c.model.mtp_depth; ++d) {
+        s.layers.push_back(figures_of(c.model.layers - 1));
+        const LayerFigures& f = s.layers.back();
+        s.total += f.serial();
+        s.flops_f += f.flops_f;
+        s.flops_b += f.flops_b;
+        s.flops_w += f.flops_w;
+        if (c.parallel.recompute == Recompute::full) s.recompute_ns += f.serial().f;
+      }
+      const double passes = 1.0 + c.model.mtp_depth;
       s.head = rl.block(head);
+      s.head.f *= passes;
+      s.head.b *= passes;
+      s.head.w *= passes;
       s.total += s.head;
-      s.flops_f += head.forward_flops();
-      s.flops_b += head.backward_flops();
-      s.flops_w += head.weight_grad_flops();
+      s.flops_f += passes * head.forward_flops();
+      s.flops_b += passes * head.backward_flops();
+      s.flops_w += passes * head.weight_grad_flops();
     }
     s.total.b += s.recompute_ns;
     out.slices.push_back(std::move(s));
@@ -444,12 +491,33 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     const double flops = model_flops_per_microbatch(c) * s.microbatches * c.parallel.dp;
     p.mfu = peak > 0 ? flops / (gpus * peak * p.step_time_s) : 0;
   }
-  std::vector<int> peak_act;
-  for (const auto& rs : r.ranks) peak_act.push_back(rs.peak_activations);
-  peak_act.resize(static_cast<std::size_t>(s.pp), 0);
-  const std::vector<RankMemory> mem = rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act);
-  for (const auto& m : mem) p.peak_memory_bytes.push_back(m.total());
+  p.memory = predicted_memory(cfg, s, &r);
+  for (const MemoryBreakdown& b : p.memory) p.peak_memory_bytes.push_back(b.total);
+  if (!r.timeline.intervals.empty()) p.memory_curve = memory_curve(c, s, r.timeline);
   return p;
+}
+
+std::vector<MemoryBreakdown> predicted_memory(const ModelConfig& cfg, const Schedule& s, const SimResult* r) {
+  std::vector<MemoryBreakdown> out;
+  for (const RankPeak& pk : predict_rank_memory(data(cfg), s, r)) {
+    const RankMemory& m = pk.parts;
+    MemoryBreakdown b;
+    b.weights = m.weights;
+    b.gradients = m.grads;
+    b.optimizer = m.optimizer;
+    b.ema = m.ema;
+    b.activations = m.activations;
+    b.comm_buffers = m.comm_buffers;
+    b.workspace = m.workspace;
+    b.host_optimizer = m.host_optimizer;
+    b.host_ema = m.host_ema;
+    b.total = m.total();
+    b.peak_op = pk.op;
+    b.peak_time = pk.time;
+    b.chunks = pk.chunks;
+    out.push_back(std::move(b));
+  }
+  return out;
 }
 
 nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const SimResult* r) {
@@ -467,13 +535,12 @@ nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const Sim
   j["slices"] = sl;
   j["link"] = {{"gbps", costs.link.bytes_per_tick}, {"latency_us", costs.link.latency / 1e3}};
   if (r != nullptr) {
-    std::vector<int> peak_act;
-    for (const auto& rs : r->ranks) peak_act.push_back(rs.peak_activations);
-    peak_act.resize(static_cast<std::size_t>(s.pp), 0);
     nlohmann::json mem = nlohmann::json::array();
-    for (const auto& m : rank_memory(c, s.stage_rank, s.slice, slice_layouts(c, s.stages_per_pipe), peak_act))
+    for (const RankPeak& pk : predict_rank_memory(c, s, r)) {
+      const RankMemory& m = pk.parts;
       mem.push_back({{"weights", m.weights}, {"grads", m.grads}, {"optimizer", m.optimizer}, {"activations", m.activations},
-                     {"total", m.total()}});
+                     {"comm_buffers", m.comm_buffers}, {"workspace", m.workspace}, {"ema", m.ema}, {"total", m.total()}});
+    }
     j["memory_per_rank_bytes"] = mem;
   }
   return j;

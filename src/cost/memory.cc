@@ -1,4 +1,4 @@
-// Parameter counts and memory per rank (memory.h explains the activation model).
+// Parameter counts and memory per rank (memory.h explains the activation model and lists the tensors).
 #include "cost/memory.h"
 
 #include <algorithm>
@@ -9,7 +9,6 @@ namespace {
 
 double norm_params(const ModelSpec& m, double width) { return m.norm == NormKind::layernorm ? 2 * width : width; }
 double mlp_params(MlpKind k, double h, double f) { return (k == MlpKind::swiglu ? 3.0 : 2.0) * h * f; }
-double act_fn_stored(MlpKind k, double f) { return (k == MlpKind::swiglu ? 6.0 : 4.0) * f; }
 
 }  // namespace
 
@@ -54,71 +53,127 @@ double model_params(const ModelSpec& m) {
   return sum;
 }
 
+ParamCount mtp_module_params(const ModelSpec& m) {
+  ParamCount p = layer_params(m, m.layers - 1);
+  const double h = static_cast<double>(m.hidden);
+  p.dense += 2 * h * h + 3 * norm_params(m, h);
+  return p;
+}
+
 namespace {
 
-// Bytes per token stored by a layer's forward for its backward (tp = 1), and the part that is
-// the s x s attention core (what selective recompute drops).
-struct LayerActs {
-  double per_token = 0;
-  double core_per_token = 0;
-};
+double gemm_in(const ModelConfigData& c) { return cache_bytes_per_elem(c.precision.gemm_input_cache); }
 
-LayerActs layer_acts(const ModelSpec& m, int layer) {
-  const double h = static_cast<double>(m.hidden), a = m.heads, s = static_cast<double>(m.seq_len);
-  LayerActs r;
-  double x = 0;
-  // Attention block. Korthikanti's 11sbh + 5as^2b (+ 2sbh of its norm) for g = a, a*d = h:
-  //   norm input 2h, QKV input 2h, Q 2ad, K 2gd, V 2gd, out-proj input 2ad, dropout mask h.
-  x += 2 * h + 2 * h;
-  if (!m.mla.enabled) {
-    const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
-    x += 2 * a * d + 2 * g * d + 2 * g * d + 2 * a * d;
+void add(std::vector<ActTensor>& v, const char* name, double elems, double bytes, unsigned dropped_by = 0) {
+  if (elems > 0) v.push_back(ActTensor{name, elems, bytes, dropped_by});
+}
+
+// The activation function's tensors for one MLP of width f: its inputs (`in_bytes` each) and
+// its output, the next GEMM's input. names: SwiGLU gate, up, product; GELU input, output.
+struct ActNames {
+  const char *gate, *up, *product, *gelu_in, *gelu_out;
+};
+constexpr ActNames kMlpNames{"mlp.gate", "mlp.up", "mlp.swiglu_out", "mlp.gelu_in", "mlp.gelu_out"};
+constexpr ActNames kRoutedNames{"moe.routed.gate", "moe.routed.up", "moe.routed.swiglu_out", "moe.routed.gelu_in",
+                                "moe.routed.gelu_out"};
+constexpr ActNames kSharedNames{"moe.shared.gate", "moe.shared.up", "moe.shared.swiglu_out", "moe.shared.gelu_in",
+                                "moe.shared.gelu_out"};
+
+void add_act_fn(std::vector<ActTensor>& v, const ActNames& n, const ModelConfigData& c, double f, double in_bytes,
+                double copies) {
+  if (c.model.mlp == MlpKind::swiglu) {
+    add(v, n.gate, copies * f, in_bytes);
+    add(v, n.up, copies * f, in_bytes);
+    add(v, n.product, copies * f, gemm_in(c), kRecomputeActFn);
   } else {
-    const MlaSpec& q = m.mla;
-    const double dqk = static_cast<double>(q.qk_nope_head_dim + q.qk_rope_head_dim), dv = static_cast<double>(q.v_head_dim);
-    const double qr = static_cast<double>(q.q_lora_rank), kvr = static_cast<double>(q.kv_lora_rank);
-    x += 2 * (2 * qr) + 2 * (2 * kvr);                 // latents: norm input and up-projection input
-    x += 2 * a * dqk + 2 * a * dqk + 2 * a * dv + 2 * a * dv;  // Q, K, V, out-proj input
+    add(v, n.gelu_in, copies * f, in_bytes);
+    add(v, n.gelu_out, copies * f, gemm_in(c), kRecomputeActFn);
   }
-  if (m.dropout) x += h;
-  // The core: flash attention keeps the fp32 log-sum-exp per head; a materialized softmax keeps
-  // its output (2as per token) and, with dropout, the mask and the dropped output (5as).
-  if (m.flash_attention) x += 4 * a;
-  else r.core_per_token = (m.dropout ? 5.0 : 2.0) * a * s;
-  // MLP block. Korthikanti's 19sbh (+ 2sbh norm) for GELU, f = 4h:
-  //   norm input 2h, fc1 input 2h, GELU input 2f and output 2f, dropout mask h.
-  x += 2 * h;
-  if (!m.layer_is_moe(layer)) {
-    x += 2 * h + act_fn_stored(m.mlp, static_cast<double>(m.ffn_hidden));
-  } else {
-    const double fe = static_cast<double>(m.moe.expert_ffn_hidden), k = m.moe.top_k;
-    x += 2 * h;                                            // router and shared-expert input
-    x += 4.0 * m.moe.experts;                              // router probabilities, fp32
-    x += k * (2 * h + act_fn_stored(m.mlp, fe) + 2 * h);   // routed copies: input, act, output
-    x += m.moe.shared_experts * act_fn_stored(m.mlp, fe);
-  }
-  if (m.dropout) x += h;
-  r.per_token = x + r.core_per_token;
-  return r;
 }
 
 }  // namespace
 
+std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
+  const ModelSpec& m = c.model;
+  const double h = static_cast<double>(m.hidden), a = m.heads, s = static_cast<double>(m.seq_len);
+  const double attn_out = cache_bytes_per_elem(c.precision.attention_out_cache);
+  std::vector<ActTensor> v;
+  // Attention block.
+  add(v, "attn.norm_in", h, 2);
+  if (!m.mla.enabled) {
+    const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
+    add(v, "attn.qkv_in", h, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.q", a * d, 2);
+    add(v, "attn.k", g * d, 2);
+    add(v, "attn.v", g * d, 2);
+    add(v, "attn.out_proj_in", a * d, attn_out);
+  } else {
+    const MlaSpec& q = m.mla;
+    const double dqk = static_cast<double>(q.qk_nope_head_dim + q.qk_rope_head_dim), dv = static_cast<double>(q.v_head_dim);
+    const double qr = static_cast<double>(q.q_lora_rank), kvr = static_cast<double>(q.kv_lora_rank);
+    add(v, "attn.down_proj_in", h, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.q_latent", qr, 2);
+    add(v, "attn.q_latent_norm_out", qr, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.kv_latent", kvr, 2);
+    add(v, "attn.kv_latent_norm_out", kvr, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.k_rope", static_cast<double>(q.qk_rope_head_dim), 2);
+    add(v, "attn.q", a * dqk, 2, kRecomputeMlaUp);
+    add(v, "attn.k", a * dqk, 2, kRecomputeMlaUp);
+    add(v, "attn.v", a * dv, 2, kRecomputeMlaUp);
+    add(v, "attn.out_proj_in", a * dv, attn_out);
+  }
+  // The core: flash attention keeps the fp32 log-sum-exp per head; a materialized softmax keeps
+  // its output (2as per token) and, with dropout, the mask and the dropped output (5as).
+  if (m.flash_attention) {
+    add(v, "attn.lse", a, 4);
+  } else {
+    add(v, "attn.softmax_out", a * s, 2, kRecomputeAttnCore);
+    if (m.dropout) {
+      add(v, "attn.softmax_dropout_mask", a * s, 1, kRecomputeAttnCore);
+      add(v, "attn.softmax_dropout_out", a * s, 2, kRecomputeAttnCore);
+    }
+  }
+  if (m.dropout) add(v, "attn.dropout_mask", h, 1);
+  // MLP block.
+  add(v, "mlp.norm_in", h, 2);
+  if (!m.layer_is_moe(layer)) {
+    add(v, "mlp.fc1_in", h, gemm_in(c), kRecomputeNorm);
+    add_act_fn(v, kMlpNames, c, static_cast<double>(m.ffn_hidden), 2, 1);
+  } else {
+    const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
+    const double copies = m.moe.top_k * m.moe.capacity_factor;
+    const double act_in = cache_bytes_per_elem(c.precision.expert_act_cache);
+    add(v, "moe.norm_out", h, 2, kRecomputeNorm);  // router, shared experts and dispatch read it
+    add(v, "moe.router_probs", m.moe.experts, 4);
+    add(v, "moe.routed.dispatched_in", copies * h, gemm_in(c));
+    add_act_fn(v, kRoutedNames, c, fe, act_in, copies);
+    // The routing weights' gradient dg = dy . e needs the expert output e, unless the weights
+    // are applied inside the expert, to the activation function's output (Megatron-LM's
+    // weighted SwiGLU with the permuted probabilities): then dg = d(g a) . a and each copy
+    // keeps its fp32 weight instead.
+    if (m.moe.keep_expert_output) add(v, "moe.routed.expert_out", copies * h, 2);
+    else add(v, "moe.routed.prob", copies, 4);
+    add_act_fn(v, kSharedNames, c, fe, act_in, m.moe.shared_experts);
+  }
+  if (m.dropout) add(v, "mlp.dropout_mask", h, 1);
+  return v;
+}
+
+double kept_per_token(const std::vector<ActTensor>& t, unsigned ops) {
+  double sum = 0;
+  for (const ActTensor& x : t)
+    if ((x.dropped_by & ops) == 0) sum += x.bytes();
+  return sum;
+}
+
 double layer_activation_bytes_stored(const ModelConfigData& c, int layer) {
-  const LayerActs a = layer_acts(c.model, layer);
-  return a.per_token * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+  return kept_per_token(layer_tensors(c, layer), 0) * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
 }
 
 double layer_activation_bytes(const ModelConfigData& c, int layer) {
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  const LayerActs a = layer_acts(c.model, layer);
-  double per_token = a.per_token;
-  switch (c.parallel.recompute) {
-    case Recompute::none: break;
-    case Recompute::selective: per_token -= a.core_per_token; break;
-    case Recompute::full: per_token = 2 * static_cast<double>(c.model.hidden); break;  // the layer's input
-  }
-  return per_token * T / c.parallel.tp;
+  if (c.parallel.recompute == Recompute::full) return 2 * static_cast<double>(c.model.hidden) * T / c.parallel.tp;
+  return kept_per_token(layer_tensors(c, layer), c.parallel.recompute_ops) * T / c.parallel.tp;
 }
 
 double embedding_activation_bytes(const ModelConfigData& c) {
@@ -133,13 +188,104 @@ double head_activation_bytes(const ModelConfigData& c) {
   return (4.0 * static_cast<double>(c.model.hidden) + 4.0 * static_cast<double>(c.model.vocab)) * T / c.parallel.tp;
 }
 
-double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s) {
+double mtp_activation_bytes(const ModelConfigData& c) {
+  const double T = static_cast<double>(c.model.tokens_per_microbatch()), h = static_cast<double>(c.model.hidden);
+  // Norm inputs of the hidden state and of the next token's embedding (2h each), the
+  // projection's input (their concatenation, 2 * 2h), then a layer and a head.
+  return (4 * h + 4 * h) * T / c.parallel.tp + layer_activation_bytes(c, c.model.layers - 1) + head_activation_bytes(c);
+}
+
+namespace {
+
+// Megatron's block method: the first recompute_layers layers of each stage are fully recomputed.
+bool fully_recomputed(const ModelConfigData& c, const SliceLayout& s, int layer) {
+  if (c.parallel.recompute != Recompute::full) return false;
+  return c.parallel.recompute_layers < 0 || layer - s.first_layer < c.parallel.recompute_layers;
+}
+
+// Per-layer bytes (kept with the config's recompute_ops, and stored with none) depend only on
+// whether the layer is dense or MoE: computed once per kind (the planner asks per candidate).
+struct LayerBytes {
+  explicit LayerBytes(const ModelConfigData& cfg) : c(cfg) {}
+  const ModelConfigData& c;
+  bool have[2] = {false, false};
+  double kept[2] = {0, 0}, stored[2] = {0, 0};
+  int kind(int layer) {
+    const int k = c.model.layer_is_moe(layer) ? 1 : 0;
+    if (!have[k]) {
+      const std::vector<ActTensor> t = layer_tensors(c, layer);
+      const double scale = static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+      kept[k] = kept_per_token(t, c.parallel.recompute_ops) * scale;
+      stored[k] = kept_per_token(t, 0) * scale;
+      have[k] = true;
+    }
+    return k;
+  }
+  double in_slice(const SliceLayout& s, int layer) {
+    if (fully_recomputed(c, s, layer))
+      return 2 * static_cast<double>(c.model.hidden) * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+    return kept[kind(layer)];
+  }
+  double workspace(const SliceLayout& s, int layer) {
+    const int k = kind(layer);
+    return fully_recomputed(c, s, layer) ? stored[k] : stored[k] - kept[k];
+  }
+};
+
+}  // namespace
+
+namespace {
+
+double slice_bytes_with(LayerBytes& lb, const SliceLayout& s) {
+  const ModelConfigData& c = lb.c;
   double sum = 0;
-  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) sum += layer_activation_bytes(c, l);
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) sum += lb.in_slice(s, l);
   if (s.embedding) sum += embedding_activation_bytes(c);
-  if (s.head) sum += head_activation_bytes(c);
+  if (s.head) sum += head_activation_bytes(c) + c.model.mtp_depth * mtp_activation_bytes(c);
   return sum;
 }
+
+double slice_workspace_with(LayerBytes& lb, const SliceLayout& s) {
+  double ws = 0;
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) ws = std::max(ws, lb.workspace(s, l));
+  return ws;
+}
+
+// Per slice: (activation bytes of one micro-batch, recompute workspace).
+void slice_memory(const ModelConfigData& c, const std::vector<SliceLayout>& slices, std::vector<double>& chunk,
+                  std::vector<double>& ws) {
+  LayerBytes lb(c);
+  chunk.clear();
+  ws.clear();
+  for (const SliceLayout& l : slices) {
+    chunk.push_back(slice_bytes_with(lb, l));
+    ws.push_back(slice_workspace_with(lb, l));
+  }
+}
+
+}  // namespace
+
+double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s) {
+  LayerBytes lb(c);
+  return slice_bytes_with(lb, s);
+}
+
+double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s) {
+  LayerBytes lb(c);
+  return slice_workspace_with(lb, s);
+}
+
+namespace {
+
+// One set of all-to-all receive buffers for a MoE layer: dispatch and combine, each sized for
+// capacity_factor * top_k copies of every token, bf16 (the backward's all-to-alls are bf16).
+double a2a_buffer_set(const ModelConfigData& c) {
+  const ModelSpec& m = c.model;
+  const double copies = static_cast<double>(m.tokens_per_microbatch()) * m.moe.top_k * m.moe.capacity_factor;
+  return 2 * copies * static_cast<double>(m.hidden) * 2 / c.parallel.tp;
+}
+
+}  // namespace
 
 std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<int>& stage_rank,
                                     const std::vector<int>& stage_slice, const std::vector<SliceLayout>& slices,
@@ -148,6 +294,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   const int ranks = static_cast<int>(peak_activations.size());
   std::vector<RankMemory> out(static_cast<std::size_t>(ranks));
   std::vector<double> dense(out.size(), 0), expert(out.size(), 0), act_chunk(out.size(), 0), work_set(out.size(), 0);
+  std::vector<bool> has_embedding(out.size(), false), has_head(out.size(), false), has_moe(out.size(), false);
+  std::vector<double> slice_bytes, slice_ws;
+  slice_memory(c, slices, slice_bytes, slice_ws);
   for (std::size_t st = 0; st < stage_rank.size(); ++st) {
     const int r = stage_rank[st];
     if (r < 0 || r >= ranks) continue;
@@ -156,12 +305,25 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
       const ParamCount pc = layer_params(c.model, l);
       dense[r] += pc.dense;
       expert[r] += pc.expert;
-      if (p.recompute == Recompute::full) work_set[r] = std::max(work_set[r], layer_activation_bytes_stored(c, l));
+      has_moe[r] = has_moe[r] || c.model.layer_is_moe(l);
     }
+    if (s.head && c.model.mtp_depth > 0) has_moe[r] = has_moe[r] || c.model.layer_is_moe(c.model.layers - 1);
     if (s.embedding) dense[r] += embedding_params(c.model);
     if (s.head) dense[r] += head_params(c.model);
-    act_chunk[r] = std::max(act_chunk[r], slice_activation_bytes(c, s));
+    if (s.head && c.model.mtp_depth > 0 && !has_head[r]) {
+      const ParamCount mtp = mtp_module_params(c.model);
+      dense[r] += c.model.mtp_depth * mtp.dense;
+      expert[r] += c.model.mtp_depth * mtp.expert;
+    }
+    has_embedding[r] = has_embedding[r] || s.embedding;
+    has_head[r] = has_head[r] || s.head;
+    const std::size_t si = static_cast<std::size_t>(stage_slice[st]);
+    act_chunk[r] = std::max(act_chunk[r], slice_bytes[si]);
+    work_set[r] = std::max(work_set[r], slice_ws[si]);
   }
+  // The MTP modules share the embedding: a rank holding them without it holds a copy.
+  for (int r = 0; r < ranks; ++r)
+    if (c.model.mtp_depth > 0 && has_head[r] && !has_embedding[r]) dense[r] += embedding_params(c.model);
   // Sharding: dense weights over tp, routed experts over ep*tp; ZeRO shards the optimizer
   // states (1), also the gradients (2), also the weights (3), over the ranks holding copies:
   // dp for dense weights, dp/ep for routed experts.
@@ -173,8 +335,108 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     RankMemory& m = out[static_cast<std::size_t>(r)];
     m.weights = sharded(3) * dtype_bytes(c.precision.params);
     m.grads = sharded(2) * dtype_bytes(c.precision.grads);
-    m.optimizer = sharded(1) * opt;
-    m.activations = peak_activations[static_cast<std::size_t>(r)] * act_chunk[r] + work_set[r];
+    (c.precision.optimizer_location == Placement::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
+    if (c.precision.ema == Placement::host) m.host_ema = sharded(1) * 4;
+    if (c.precision.ema == Placement::device) m.ema = sharded(1) * 4;
+    m.activations = peak_activations[static_cast<std::size_t>(r)] * act_chunk[r];
+    m.workspace = work_set[r];
+    m.comm_buffers = has_moe[r] ? a2a_buffer_set(c) : 0;  // a rank of dense layers runs no all-to-all
+  }
+  return out;
+}
+
+std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedule& s, const SimResult* sim) {
+  const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
+  std::vector<double> chunk, ws;
+  slice_memory(c, slices, chunk, ws);
+  const std::vector<RankMemory> fixed = rank_memory(c, s.stage_rank, s.slice, slices, std::vector<int>(static_cast<std::size_t>(s.pp), 0));
+  std::vector<RankPeak> out(static_cast<std::size_t>(s.pp));
+  for (int r = 0; r < s.pp; ++r) {
+    RankPeak& pk = out[static_cast<std::size_t>(r)];
+    pk.parts = fixed[static_cast<std::size_t>(r)];
+    bool pairs = false;
+    double cur = 0, best = -1;
+    int alive = 0;
+    const auto& actions = s.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      const Action& a = actions[i];
+      pairs = pairs || a.overlapped;
+      double w = 0;
+      for (int k = 0; k < a.size(); ++k) {
+        const Op& op = a.op(k);
+        const std::size_t sl = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)]);
+        if (op.kind == OpKind::F) {
+          cur += chunk[sl];
+          ++alive;
+        }
+        if (op.kind == OpKind::B || op.kind == OpKind::I) w = std::max(w, ws[sl]);
+      }
+      if (cur + w > best) {
+        best = cur + w;
+        pk.parts.activations = cur;
+        pk.parts.workspace = w;
+        pk.action = static_cast<int>(i);
+        pk.chunks = alive;
+      }
+      for (int k = 0; k < a.size(); ++k) {
+        const Op& op = a.op(k);
+        if (op.kind == OpKind::B || op.kind == OpKind::W) {
+          cur -= chunk[static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)])];
+          --alive;
+        }
+      }
+    }
+    if (pk.action >= 0) pk.op = format_action(actions[static_cast<std::size_t>(pk.action)]);
+    // A forward chunk's and a backward chunk's all-to-alls are in flight at once in a pair.
+    if (pairs) pk.parts.comm_buffers *= 2;
+    if (sim != nullptr && pk.action >= 0) {
+      const Action& a = actions[static_cast<std::size_t>(pk.action)];
+      for (const Interval& iv : sim->timeline.intervals)
+        if (iv.rank == r && iv.action == a && (pk.time < 0 || iv.start < pk.time)) pk.time = iv.start;
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<MemorySample>> memory_curve(const ModelConfigData& c, const Schedule& s, const Timeline& t) {
+  const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
+  std::vector<double> chunk, ws;
+  slice_memory(c, slices, chunk, ws);
+  const std::vector<RankPeak> peaks = predict_rank_memory(c, s, nullptr);
+  std::vector<std::vector<MemorySample>> out(static_cast<std::size_t>(s.pp));
+  for (int r = 0; r < s.pp; ++r) {
+    const RankMemory& f = peaks[static_cast<std::size_t>(r)].parts;
+    const double base = f.weights + f.grads + f.optimizer + f.ema + f.comm_buffers;
+    // Each action's span: its intervals on this rank are contiguous in start order, since a
+    // rank runs its actions one after another.
+    std::vector<std::pair<Action, std::pair<Time, Time>>> spans;
+    for (const Interval& iv : t.intervals) {
+      if (iv.rank != r) continue;
+      if (spans.empty() || !(spans.back().first == iv.action)) spans.push_back({iv.action, {iv.start, iv.end}});
+      else spans.back().second.second = std::max(spans.back().second.second, iv.end);
+    }
+    std::vector<std::pair<Time, double>> ev;  // (time, delta)
+    for (const auto& [a, span] : spans) {
+      double w = 0, add_at_start = 0, free_at_end = 0;
+      for (int k = 0; k < a.size(); ++k) {
+        const Op& op = a.op(k);
+        const std::size_t sl = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)]);
+        if (op.kind == OpKind::F) add_at_start += chunk[sl];
+        if (op.kind == OpKind::B || op.kind == OpKind::I) w = std::max(w, ws[sl]);
+        if (op.kind == OpKind::B || op.kind == OpKind::W) free_at_end += chunk[sl];
+      }
+      ev.push_back({span.first, add_at_start + w});
+      ev.push_back({span.second, -(w + free_at_end)});
+    }
+    std::stable_sort(ev.begin(), ev.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    auto& v = out[static_cast<std::size_t>(r)];
+    v.push_back({t.start, base});
+    double cur = base;
+    for (const auto& [time, d] : ev) {
+      cur += d;
+      if (!v.empty() && v.back().t == time) v.back().bytes = cur;
+      else v.push_back({time, cur});
+    }
   }
   return out;
 }

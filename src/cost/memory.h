@@ -1,23 +1,39 @@
-// Memory per rank: parameters, gradients, optimizer states, activations.
+// Memory per rank: parameters, gradients, optimizer states, activations, communication
+// buffers and the backward's recompute workspace, from a stated tensor list.
 //
-// Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
-// Transformer Models", Table 2): a GPT layer with a GELU MLP of 4h, dropout and a materialized
-// softmax stores s*b*h*(34 + 5*a*s/h) bytes at tp = 1; selective recompute drops the 5as/h term,
-// which is Megatron's theoretical-memory figure s*b*h*(18 + 4*ffn/h). We count the same
-// tensors per op, so other shapes follow (tests/cost/memory_test.cc checks both published
-// forms):
-//   GQA: Q is stored as 2*a*d bytes per token, K and V as 2*g*d each (g kv heads);
-//   SwiGLU: gate, up and their product (6*f bytes per token, GELU 4*f);
-//   flash attention: no s x s tensors, the fp32 log-sum-exp instead (4*a per token);
-//   MoE: router probabilities (fp32, 4E), and per routed copy its input, the expert's
-//   activation-function tensors and its output (kept for the gate-weight gradient):
-//   k*(2h + 6fe + 2h); shared experts 6fe each, their input being the router's;
-//   tp > 1 divides everything by t (sequence parallel).
+// Activations are a list of tensors per layer (layer_tensors), each with its elements per token,
+// the bytes it is cached in, and the recompute op classes that drop it. At tp = 1, bf16, no
+// recompute, they sum to Korthikanti et al. 2022 (Table 2) for a GPT layer with a GELU MLP of
+// 4h, dropout and a materialized softmax: s*b*h*(34 + 5*a*s/h) bytes; dropping the attention
+// core (selective) leaves Megatron's theoretical-memory figure s*b*h*(18 + 4*ffn/h).
+// Per token (2 = bf16 bytes; "gemm-in" tensors are cached as precision.gemm_input_cache):
+//   attention, GQA: norm input 2h; QKV input h gemm-in [norm]; Q 2ad, K 2gd, V 2gd (kept for the
+//     attention backward); attention output a*d as attention_out_cache; flash attention: fp32
+//     log-sum-exp 4a, else the softmax output 2as [+ mask as + dropped output 2as] [attn_core];
+//     dropout mask h (1 byte).
+//   attention, MLA: norm input 2h; down-projection input h gemm-in [norm]; q latent 2qr and its
+//     norm output qr gemm-in [norm]; kv latent 2kvr and its norm output kvr gemm-in [norm]; the
+//     rope key 2dr; Q 2a(dn+dr), K 2a(dn+dr), V 2a*dv [mla_up_proj]; output, LSE, mask as GQA.
+//   dense MLP: norm input 2h; fc1 input h gemm-in [norm]; GELU input 2f and output f gemm-in
+//     [act_fn]; SwiGLU gate 2f, up 2f and product f gemm-in [act_fn]; dropout mask h.
+//   MoE MLP: norm input 2h; norm output 2h (bf16: the router's GEMM stays bf16) [norm]; router
+//     probabilities 4E (fp32); per routed copy (top_k * capacity_factor per token): dispatched
+//     input h gemm-in, the activation function's inputs as expert_act_cache (SwiGLU 2fe, GELU fe)
+//     and its output fe gemm-in [act_fn], the expert output 2h (keep_expert_output; else the
+//     routing weight, applied to the activation output inside the expert, 4 bytes); per shared
+//     expert the same activation-function tensors (its input is the norm output); mask h.
+// [x] = dropped by recompute op class x. Full recompute keeps the layer input 2h only.
+// tp > 1 divides everything by t (sequence parallel). tests/cost/memory_test.cc derives a GPT
+// and a Llama layer by hand for every setting.
 #pragma once
+#include <string>
 #include <vector>
 
+#include "core/schedule.h"
 #include "cost/config.h"
 #include "cost/layer_split.h"
+#include "report/trace.h"
+#include "sim/engine.h"
 
 namespace ppsim {
 
@@ -31,31 +47,82 @@ struct ParamCount {
 ParamCount layer_params(const ModelSpec& m, int layer);
 double embedding_params(const ModelSpec& m);
 double head_params(const ModelSpec& m);  // vocab projection + final norm
-// Everything, the embedding once when tied.
+// One multi-token-prediction module: a layer like the last one, a 2h x h projection, 3 norms
+// (the embedding and head are shared with the main model).
+ParamCount mtp_module_params(const ModelSpec& m);
+// Everything, the embedding once when tied, MTP modules not included (DeepSeek's 671B).
 double model_params(const ModelSpec& m);
 
-// Bytes one micro-batch leaves on one rank (tp shard) until its backward, per layer, with
-// the config's recompute applied ("full": the layer's input only).
+// One tensor a layer's forward keeps for its backward, per token at tp = 1.
+struct ActTensor {
+  const char* name = "";     // e.g. "attn.q", "moe.routed.gate"
+  double elems = 0;          // per token
+  double bytes_per_elem = 2;
+  unsigned dropped_by = 0;   // RecomputeOp bits: recomputing any of them drops this tensor
+  double bytes() const { return elems * bytes_per_elem; }
+};
+std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer);
+// Bytes per token kept when the op classes `ops` are recomputed.
+double kept_per_token(const std::vector<ActTensor>& t, unsigned ops);
+
+// Bytes one micro-batch leaves on one rank (tp shard) until its backward, per layer, with the
+// config's recompute applied (recompute: full = the layer's input only, whatever
+// recompute_layers says: slice_activation_bytes applies that).
 double layer_activation_bytes(const ModelConfigData& c, int layer);
-// The same with no recompute: what a layer holds while it runs (the full-recompute working set).
+// The same with no recompute: what a layer holds while its backward runs after a full recompute.
 double layer_activation_bytes_stored(const ModelConfigData& c, int layer);
 double embedding_activation_bytes(const ModelConfigData& c);  // ids (8 bytes per token), dropout mask
 double head_activation_bytes(const ModelConfigData& c);       // 4sbh + 4sbV (fp32 logits)
+// One MTP module: its layer (as the config recomputes it), norm inputs 2*2h, projection input
+// 2*2h, and a head's 4h + 4V.
+double mtp_activation_bytes(const ModelConfigData& c);
 double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s);
+// The backward's transient: the largest layer of the slice's recomputed tensors (all of its
+// tensors for a fully recomputed layer), live while that layer's backward runs.
+double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s);
 
 struct RankMemory {
   double weights = 0;
   double grads = 0;
-  double optimizer = 0;
+  double optimizer = 0;      // moments + master weights on the device (0 when on the host)
+  double ema = 0;            // EMA on the device
   double activations = 0;
-  double total() const { return weights + grads + optimizer + activations; }
+  double comm_buffers = 0;   // MoE all-to-all receive buffers
+  double workspace = 0;      // the backward's recompute transient
+  double host_optimizer = 0; // on the host: 0 GPU bytes, named in the breakdown
+  double host_ema = 0;
+  double total() const { return weights + grads + optimizer + ema + activations + comm_buffers + workspace; }
 };
 
 // Per rank r: the slices of every stage it holds (both pipes of DualPipe/Chimera, both arms of
 // a V: this is the schedule's parameter copies), and peak_activations[r] chunks of one
-// micro-batch, each sized as the rank's largest slice.
+// micro-batch, each sized as the rank's largest slice, plus the workspace of the rank's slices.
+// Comm buffers are for one all-to-all set (no schedule here). predict_rank_memory is exact.
 std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<int>& stage_rank,
                                     const std::vector<int>& stage_slice, const std::vector<SliceLayout>& slices,
                                     const std::vector<int>& peak_activations);
+
+// A rank's predicted peak device memory and where it happens.
+struct RankPeak {
+  RankMemory parts;      // at the peak
+  int action = -1;       // index in the rank's action list of the action running at the peak
+  std::string op;        // that action in PyTorch's notation, e.g. "(0F12;31B3)OVERLAP_F_B"
+  Time time = -1;        // its start in ns, when the simulation recorded a timeline; else -1
+  int chunks = 0;        // micro-batch chunks alive then
+};
+
+// The per-rank peak for a config and a schedule: weights, gradients, optimizer states, EMA
+// (sharded by ZeRO, EP carved out of DP for the routed experts), the activations of the chunks
+// alive (each sized by its own slice), the recompute workspace while a backward runs, and the
+// all-to-all buffers (two sets on ranks that run F&B pairs). Activations follow the engine's
+// rule, +1 chunk when an F starts, -1 when its W or full B ends; a rank runs its actions in
+// order, so the bytes alive at each action do not depend on timing: `sim` (optional) only
+// dates the peak, from its timeline when recorded.
+std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedule& s, const SimResult* sim = nullptr);
+
+// Bytes alive on each rank over time (one sample per change), from a recorded timeline:
+// activations + workspace while a backward runs, on top of the rank's fixed parts. For the
+// SVG/trace memory track.
+std::vector<std::vector<MemorySample>> memory_curve(const ModelConfigData& c, const Schedule& s, const Timeline& t);
 
 }  // namespace ppsim

@@ -403,11 +403,12 @@ class Planner {
     // Weights, gradients and optimizer states alone: no simulation needed to see them overflow.
     const std::vector<SliceLayout> slices = slice_layouts(data, s.stages_per_pipe);
     const std::vector<RankMemory> fixed = rank_memory(data, s.stage_rank, s.slice, slices, std::vector<int>(static_cast<std::size_t>(s.pp), 0));
+    auto states = [](const RankMemory& m) { return m.weights + m.grads + m.optimizer + m.ema; };
     for (std::size_t r = 0; r < fixed.size(); ++r)
-      if (fixed[r].total() > var.cap_bytes)
+      if (states(fixed[r]) > var.cap_bytes)
         return reject(slot, Reason::memory_cap,
                       fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
-                                  "cap of {}", gb_text(fixed[r].total()), r, s.parameter_copies,
+                                  "cap of {}", gb_text(states(fixed[r])), r, s.parameter_copies,
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const SimResult* sim = nullptr;
@@ -435,7 +436,7 @@ class Planner {
     if (peak > var.cap_bytes)
       return reject(slot, Reason::memory_cap,
                     fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
-                                gb_text(peak), peak_rank, gb_text(peak - fixed[peak_rank].total()),
+                                gb_text(peak), peak_rank, gb_text(phys.memory[peak_rank].activations),
                                 sim->ranks[peak_rank].peak_activations, gb_text(var.cap_bytes)));
     Outcome& o = outcomes_[slot];
     o.status = Status::feasible;

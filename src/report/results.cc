@@ -93,6 +93,16 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
     double mx = 0;
     for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
     j["peak_memory_bytes"] = {{"per_rank", row.physical.peak_memory_bytes}, {"max", mx}};
+    if (!row.physical.memory.empty()) {
+      nlohmann::json br = nlohmann::json::array();
+      for (const MemoryBreakdown& b : row.physical.memory)
+        br.push_back({{"weights", b.weights}, {"gradients", b.gradients}, {"optimizer", b.optimizer}, {"ema", b.ema},
+                      {"activations", b.activations}, {"comm_buffers", b.comm_buffers}, {"workspace", b.workspace},
+                      {"total", b.total}, {"host", {{"optimizer", b.host_optimizer}, {"ema", b.host_ema}}},
+                      {"peak_op", b.peak_op}, {"peak_chunks", b.chunks},
+                      {"peak_time", b.peak_time < 0 ? nlohmann::json(nullptr) : nlohmann::json(scale.to_display(b.peak_time))}});
+      j["peak_memory_bytes"]["breakdown"] = std::move(br);
+    }
   }
   return j;
 }
@@ -159,6 +169,25 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
   if (!skipped.empty()) {
     out += "\nskipped:\n";
     for (const auto& s : skipped) out += fmt::format("  {}: {}\n", s.schedule, s.reason);
+  }
+  return out;
+}
+
+std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeScale& scale) {
+  std::string out;
+  for (const auto& row : rows) {
+    if (row.physical.memory.empty()) continue;
+    out += fmt::format("\n{}: peak device memory per rank, GB (host: kept off the GPU, not in the total)\n", row.metrics.schedule);
+    out += fmt::format("{:>4} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7} {:>10} {:>6}  {}\n", "rank", "weights", "grads",
+                       "optim", "ema", "activ", "comm buf", "workspace", "total", "host", fmt::format("at ({})", scale.unit), "chunks", "op");
+    for (std::size_t r = 0; r < row.physical.memory.size(); ++r) {
+      const MemoryBreakdown& b = row.physical.memory[r];
+      const std::string at = b.peak_time < 0 ? "-" : tfmt(b.peak_time, scale, 2);
+      out += fmt::format("{:>4} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.2f} {:>8.2f} {:>8.2f} {:>9.2f} {:>8.2f} {:>7.2f} {:>10} {:>6}  {}\n", r,
+                         b.weights / 1e9, b.gradients / 1e9, b.optimizer / 1e9, b.ema / 1e9, b.activations / 1e9,
+                         b.comm_buffers / 1e9, b.workspace / 1e9, b.total / 1e9, (b.host_optimizer + b.host_ema) / 1e9, at,
+                         b.chunks, b.peak_op);
+    }
   }
   return out;
 }

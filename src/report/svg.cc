@@ -237,7 +237,7 @@ class SvgWriter {
 
     y = rows_top + t.pp * pitch;
     y = axis(out, t, y);
-    y = memory(out, t, y);
+    y = nt.memory != nullptr ? memory_bytes(out, t, *nt.memory, y) : memory(out, t, y);
     out += "</g>\n";
     return y;
   }
@@ -327,6 +327,39 @@ class SvgWriter {
           level = s.activations;
         }
       }
+      pts += fmt::format(" {},{}", num(x_of(t.end)), num(base - level * scale));
+      out += fmt::format("<polyline class=\"mem\" points=\"{}\" fill=\"none\" stroke=\"#2f5f9f\" stroke-width=\"1.2\"/>\n", pts);
+      y += kMemHeight + kMemGap;
+    }
+    out += "</g>\n";
+    return y;
+  }
+
+  // The same lane in GB of device memory (weights, optimizer, buffers and activations).
+  double memory_bytes(std::string& out, const Timeline& t, const std::vector<std::vector<MemorySample>>& mem, double y) {
+    double peak = 0;
+    for (const auto& rank : mem)
+      for (const auto& s : rank) peak = std::max(peak, s.bytes);
+    out += fmt::format("<g class=\"memory\"><text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#444\">"
+                       "device memory per rank (GB, peak {:.1f})</text>\n",
+                       num(kMarginLeft), num(y + 8), peak / 1e9);
+    y += 14;
+    const double scale = peak > 0 ? (kMemHeight - 2) / peak : 0;
+    for (int r = 0; r < t.pp; ++r) {
+      const double base = y + kMemHeight;
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"9\">rank {}</text>", num(kMarginLeft - 6),
+                         num(base - 3), r);
+      std::string pts;
+      double level = 0;
+      if (static_cast<std::size_t>(r) < mem.size()) {
+        for (const auto& s : mem[static_cast<std::size_t>(r)]) {
+          const double x = x_of(std::max(s.t, t.start));
+          pts += fmt::format("{}{},{} {},{}", pts.empty() ? "" : " ", num(x), num(base - level * scale), num(x),
+                             num(base - s.bytes * scale));
+          level = s.bytes;
+        }
+      }
+      if (pts.empty()) pts = fmt::format("{},{}", num(x_of(t.start)), num(base));
       pts += fmt::format(" {},{}", num(x_of(t.end)), num(base - level * scale));
       out += fmt::format("<polyline class=\"mem\" points=\"{}\" fill=\"none\" stroke=\"#2f5f9f\" stroke-width=\"1.2\"/>\n", pts);
       y += kMemHeight + kMemGap;

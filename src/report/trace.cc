@@ -153,6 +153,11 @@ class TraceWriter {
         if (samples.empty() || samples.front().t > t.start) add_counter(pid, t.start, 0, ts);
         for (const auto& s : samples) add_counter(pid, s.t, s.activations, ts);
       }
+      if (nt.memory != nullptr && static_cast<std::size_t>(r) < nt.memory->size())
+        for (const MemorySample& s : (*nt.memory)[static_cast<std::size_t>(r)])
+          events_.push_back({s.t, kSlice,
+                             Json{{"name", "memory GB"}, {"ph", "C"}, {"pid", pid}, {"ts", ts(s.t)},
+                                  {"args", {{"GB", s.bytes / 1e9}}}}});
     }
 
     for (const auto& iv : t.intervals)

@@ -180,3 +180,20 @@ TEST_CASE("show: csv round-trips through --schedule-file", "[cli]") {
   REQUIRE(r.code == 0);
   REQUIRE(nlohmann::json::parse(r.out)["results"][0]["pp"].get<int>() == 4);
 }
+
+TEST_CASE("compare --memory: each rank's peak by part, dated, after the table", "[cli]") {
+  const Result r = run_ppsim(fmt::format("compare {}/configs/deepseek-v3.yaml -s dualpipe --memory", PPSIM_SOURCE_DIR));
+  REQUIRE(r.code == 0);
+  const std::size_t at = r.out.find("dualpipe: peak device memory per rank, GB");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.out.find("workspace", at) != std::string::npos);
+  // 16 rank rows, each naming the action at its peak (DualPipe's F&B pairs on rank 0).
+  CHECK(r.out.find("OVERLAP_F_B", at) != std::string::npos);
+  int lines = 0;  // newlines from the title on: the title, the column header, 16 ranks
+  for (std::size_t p = r.out.find('\n', at); p != std::string::npos; p = r.out.find('\n', p + 1)) lines += 1;
+  CHECK(lines == 1 + 1 + 16);
+  // Without a config there is no memory to break down: the table alone.
+  const Result u = run_ppsim("compare --memory");
+  REQUIRE(u.code == 0);
+  CHECK(u.out.find("peak device memory") == std::string::npos);
+}

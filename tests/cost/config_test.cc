@@ -143,6 +143,25 @@ parallel: {pp: 2, microbatches: 4, schedule: "1f1b,zb-h3"}
 )") == "t.yaml:3:46: parallel.schedule: unknown schedule 'zb-h3', did you mean 'zb-h1'?");
 }
 
+TEST_CASE("memory keys: recompute op classes, caches, placements", "[cost]") {
+  const ModelConfigData c = load(std::string(kOk) + "precision: {gemm: fp8, gemm_input_cache: fp8, ema: host}\n",
+                                 {"parallel.recompute_ops=[norm, act_fn]", "parallel.recompute=selective"});
+  CHECK(c.parallel.recompute_ops == (kRecomputeNorm | kRecomputeActFn | kRecomputeAttnCore));
+  CHECK(c.precision.gemm_input_cache == CacheType::fp8);
+  CHECK(c.precision.ema == Placement::host);
+  CHECK(c.precision.optimizer_location == Placement::device);
+  CHECK(error_of(kOk, {"parallel.recompute_ops=[norms]"}) ==
+        "--set: parallel.recompute_ops[0]: unknown op class 'norms' (norm, mla_up_proj, act_fn, attn_core), did you mean 'norm'?");
+  CHECK(error_of("model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}\nhardware: {name: h100}\n"
+                 "parallel:\n  pp: 2\n  microbatches: 4\n  recompute_ops: [norm, act]\n")
+            .starts_with("t.yaml:6:18: parallel.recompute_ops[1]: unknown op class 'act'"));
+  CHECK(error_of(kOk, {"precision.gemm_input_cache=fp8"}) ==
+        "--set: precision.gemm_input_cache: fp8 caches the inputs of FP8 GEMMs; it needs precision.gemm: fp8");
+  CHECK(error_of(kOk, {"parallel.recompute_layers=2"}) ==
+        "--set: parallel.recompute_layers counts fully recomputed layers per stage; it needs parallel.recompute: full");
+  CHECK(error_of(kOk, {"precision.ema=gpu"}).find("precision.ema") != std::string::npos);
+}
+
 TEST_CASE("inconsistent parallelism: one line at the key that disagrees", "[cost]") {
   const std::string moe_model =
       "model: {layers: 4, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, moe: {experts: 4, top_k: 2, expert_ffn_hidden: 32}}\n"

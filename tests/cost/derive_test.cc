@@ -203,4 +203,12 @@ TEST_CASE("cost_summary: per-slice times and memory parts as JSON", "[cost]") {
   REQUIRE(j["memory_per_rank_bytes"].size() == 4);
   const PhysicalResult p = physical_result(cfg, s, r);
   CHECK(j["memory_per_rank_bytes"][2]["total"].get<double>() == p.peak_memory_bytes[2]);
+  // The results JSON carries the same parts per rank, summing to the total.
+  const nlohmann::json row = result_to_json(ResultRow{compute_metrics(s, r, costs, nullptr, ScheduleParams{}), p}, costs.scale);
+  const nlohmann::json& b = row["peak_memory_bytes"]["breakdown"][2];
+  double sum = 0;
+  for (const char* k : {"weights", "gradients", "optimizer", "ema", "activations", "comm_buffers", "workspace"}) sum += b[k].get<double>();
+  CHECK_THAT(sum, WithinRel(p.peak_memory_bytes[2], 1e-12));
+  CHECK(b["total"].get<double>() == p.peak_memory_bytes[2]);
+  CHECK(!b["peak_op"].get<std::string>().empty());
 }

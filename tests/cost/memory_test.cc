@@ -1,7 +1,10 @@
 // Memory (src/cost/memory.cc) against the published formulas: Korthikanti et al. 2022 (Table 2)
 // per layer, and Megatron-LM's theoretical memory (weights + optimizer + activations of the
 // first pipeline stage, megatron/training/theoretical_memory_usage.py).
+#include <cmath>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "catch.h"
 #include "cost/config.h"
@@ -63,7 +66,17 @@ TEST_CASE("first-stage memory matches Megatron's theoretical memory formula", "[
   REQUIRE(r.ranks[0].peak_activations == 4);  // 1F1B: min(P - r, M) = 4 on rank 0
   const PhysicalResult phys = physical_result(cfg, sch, r);
   REQUIRE(phys.peak_memory_bytes.size() == 4);
-  CHECK_THAT(phys.peak_memory_bytes[0], WithinRel(expected, 1e-12));
+  // Megatron's formula counts weights, gradients, optimizer states and activations; ppsim adds
+  // the backward's transient, which Megatron leaves out: selective recompute rebuilds one
+  // layer's attention core (softmax 2as, mask as, dropped output 2as per token = 5as*sb bytes)
+  // while that layer's backward runs. The peak is then a backward on rank 0 with 4 chunks alive.
+  const double a = 16;
+  const MemoryBreakdown& b0 = phys.memory[0];
+  CHECK_THAT(b0.workspace, WithinRel(5 * a * s * s * b, 1e-12));
+  CHECK(b0.comm_buffers == 0);  // a dense model: no all-to-all buffers
+  CHECK(b0.chunks == 4);
+  CHECK_THAT(b0.weights + b0.gradients + b0.optimizer + b0.activations, WithinRel(expected, 1e-12));
+  CHECK_THAT(phys.peak_memory_bytes[0], WithinRel(expected + 5 * a * s * s * b, 1e-12));
 
   // The parts: 18 bytes/param = params 2 + grads 4 + optimizer 12.
   const std::vector<RankMemory> parts = rank_memory(c, sch.stage_rank, sch.slice, slice_layouts(c, 4), {4, 3, 2, 1});
@@ -72,6 +85,176 @@ TEST_CASE("first-stage memory matches Megatron's theoretical memory formula", "[
   CHECK_THAT(parts[0].grads, WithinRel(4 * params0, 1e-12));
   CHECK_THAT(parts[0].optimizer, WithinRel(12 * params0, 1e-12));
   CHECK_THAT(parts[0].activations, WithinRel(megatron_acts, 1e-12));
+}
+
+// ---- the tensor lists, by hand ------------------------------------------------------------
+
+namespace {
+
+// Llama-3-8B's layer: GQA (a = 32, g = 8, d = 128), SwiGLU f = 14336, RMSNorm, flash attention,
+// no dropout; s = 4096, b = 1.
+const char* kLlama = R"(
+model: {layers: 32, hidden: 4096, ffn_hidden: 14336, heads: 32, kv_heads: 8, vocab: 128256, seq_len: 4096}
+precision: {gemm: fp8}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8, schedule: 1f1b}
+)";
+
+double llama_layer(const std::vector<std::string>& sets) { return layer_activation_bytes(parse_config(kLlama, "llama.yaml", "", sets), 0); }
+
+}  // namespace
+
+TEST_CASE("a Llama layer's activations: every recompute and cache setting from the tensor list", "[cost]") {
+  const double T = 4096, h = 4096, a = 32, gd = 8 * 128, f = 14336;
+  const double fp8 = 1 + 4.0 / 128, e5m6 = 1.5 + 4.0 / 128;  // 1x128 tiles, one fp32 scale each
+  // Per token, bf16, nothing recomputed:
+  //   attn: norm input 2h, QKV input 2h, Q 2ad = 2h, K 2gd, V 2gd, output 2ad = 2h, LSE 4a (fp32)
+  //   mlp:  norm input 2h, fc1 input 2h, gate 2f, up 2f, SwiGLU product 2f
+  const double none = 2 * h + 2 * h + 2 * h + 4 * gd + 2 * h + 4 * a + 2 * h + 2 * h + 6 * f;  // = 139392
+  CHECK(none == 139392);
+  CHECK_THAT(llama_layer({}), WithinRel(T * none, 1e-12));
+  // Flash attention keeps no s x s tensor: selective recompute drops nothing.
+  CHECK_THAT(llama_layer({"parallel.recompute=selective"}), WithinRel(T * none, 1e-12));
+  // Norm recompute drops the two norm outputs (QKV input, fc1 input): -4h.
+  CHECK_THAT(llama_layer({"parallel.recompute_ops=[norm]"}), WithinRel(T * (none - 4 * h), 1e-12));
+  // Activation-function recompute drops the SwiGLU product (rebuilt from gate and up): -2f.
+  CHECK_THAT(llama_layer({"parallel.recompute_ops=[act_fn]"}), WithinRel(T * (none - 2 * f), 1e-12));
+  CHECK_THAT(llama_layer({"parallel.recompute_ops=[norm, act_fn]"}), WithinRel(T * (none - 4 * h - 2 * f), 1e-12));
+  // MLA up-projections: a GQA layer has none, nothing changes.
+  CHECK_THAT(llama_layer({"parallel.recompute_ops=mla_up_proj"}), WithinRel(T * none, 1e-12));
+  // FP8 caching of the FP8 GEMMs' inputs: QKV input h, fc1 input h, product f at 1 + 1/32 bytes.
+  const double gemm_fp8 = none - (2 - fp8) * (h + h + f);
+  CHECK_THAT(llama_layer({"precision.gemm_input_cache=fp8"}), WithinRel(T * gemm_fp8, 1e-12));
+  // ... with norm and act_fn recompute those three are gone anyway: FP8 changes nothing more.
+  CHECK_THAT(llama_layer({"precision.gemm_input_cache=fp8", "parallel.recompute_ops=[norm,act_fn]"}),
+             WithinRel(T * (none - 4 * h - 2 * f), 1e-12));
+  // The attention output (ad = h elements) in E5M6; the experts' cache does not touch a dense MLP.
+  CHECK_THAT(llama_layer({"precision.attention_out_cache=e5m6"}), WithinRel(T * (none - (2 - e5m6) * h), 1e-12));
+  CHECK_THAT(llama_layer({"precision.expert_act_cache=fp8"}), WithinRel(T * none, 1e-12));
+  // Full recompute keeps the input, 2h; tp = 2 (sequence parallel) halves everything.
+  CHECK_THAT(llama_layer({"parallel.recompute=full"}), WithinRel(T * 2 * h, 1e-12));
+  CHECK_THAT(llama_layer({"parallel.tp=2"}), WithinRel(T * none / 2, 1e-12));
+}
+
+TEST_CASE("a GPT layer's activations under the op-class and cache settings", "[cost]") {
+  // Korthikanti's GPT (kGpt): 34 sbh + 5as^2 b. Per token, in units of h: attention 2 (norm
+  // input) + 2 (QKV input) + 6 (Q, K, V) + 2 (output) + 1 (mask) = 13, MLP 2 + 2 (fc1 input) +
+  // 8 (GELU input 4h) + 8 (GELU output) + 1 (mask) = 21.
+  const double s = 2048, b = 2, h = 2048, a = 16, core = 5 * a * s / h;
+  const double fp8 = 1 + 4.0 / 128, e5m6 = 1.5 + 4.0 / 128;
+  CHECK_THAT(layer_activation_bytes(load({"parallel.recompute_ops=[norm]"}), 0), WithinRel(s * b * h * (30 + core), 1e-12));
+  // GELU recompute drops its output (fc2's input), 8h; the GELU input stays.
+  CHECK_THAT(layer_activation_bytes(load({"parallel.recompute_ops=[act_fn]"}), 0), WithinRel(s * b * h * (26 + core), 1e-12));
+  CHECK_THAT(layer_activation_bytes(load({"parallel.recompute_ops=[attn_core, norm, act_fn]"}), 0),
+             WithinRel(s * b * h * 22, 1e-12));
+  // FP8 GEMM inputs: QKV input h, fc1 input h, GELU output 4h elements: 6h at 1 + 1/32 bytes
+  // instead of 12h.
+  CHECK_THAT(layer_activation_bytes(load({"precision.gemm=fp8", "precision.gemm_input_cache=fp8"}), 0),
+             WithinRel(s * b * h * (34 - 6 * (2 - fp8) + core), 1e-12));
+  CHECK_THAT(layer_activation_bytes(load({"precision.attention_out_cache=e5m6"}), 0),
+             WithinRel(s * b * h * (34 - (2 - e5m6) + core), 1e-12));
+  // Megatron's block method: recompute_layers = 2 of each stage's 6 layers keep only 2sbh.
+  const ModelConfigData blk = load({"parallel.recompute=full", "parallel.recompute_layers=2", "parallel.schedule=gpipe"});
+  const SliceLayout mid{6, 6, false, false};
+  const double full_layer = 2 * s * b * h;
+  ModelConfigData none_cfg = load();
+  CHECK_THAT(slice_activation_bytes(blk, mid), WithinRel(2 * full_layer + 4 * layer_activation_bytes(none_cfg, 6), 1e-12));
+  // The workspace while its backward runs: a fully recomputed layer's whole stored set.
+  CHECK_THAT(slice_recompute_workspace(blk, mid), WithinRel(layer_activation_bytes(none_cfg, 6), 1e-12));
+}
+
+TEST_CASE("an MoE layer with MLA: the DeepSeek-V3 tensor list", "[cost]") {
+  // DeepSeek-V3's MoE layer (h = 7168, a = 128, MLA ranks 1536 / 512, dn = 128, dr = 64,
+  // dv = 128, E = 256, k = 8, fe = 2048, one shared expert) with its published recipe.
+  const char* kDsv3 = R"(
+model: {layers: 4, dense_layers_first: 0, hidden: 7168, heads: 128, vocab: 129280, seq_len: 4096,
+        mla: {q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, qk_rope_head_dim: 64, v_head_dim: 128},
+        moe: {experts: 256, top_k: 8, shared_experts: 1, expert_ffn_hidden: 2048, keep_expert_output: false}}
+precision: {gemm: fp8, gemm_input_cache: fp8, attention_out_cache: e5m6, expert_act_cache: fp8}
+hardware: {name: h800}
+parallel: {pp: 2, microbatches: 4, recompute_ops: [norm, mla_up_proj, act_fn]}
+)";
+  const ModelConfigData c = parse_config(kDsv3, "dsv3.yaml", "", {});
+  const double T = 4096, h = 7168, fp8 = 1 + 4.0 / 128, e5m6 = 1.5 + 4.0 / 128;
+  // attention: norm input 2h, q latent 2*1536, kv latent 2*512, rope key 2*64, output
+  //   128*128 elements in E5M6, LSE 4*128; dropped: the norm outputs and Q, K, V.
+  const double attn = 2 * h + 2 * 1536 + 2 * 512 + 2 * 64 + 128 * 128 * e5m6 + 4 * 128;
+  // MoE: norm input 2h, router probabilities 4*256; per routed copy (8): dispatched input h in
+  //   FP8, gate and up 2*2048 in FP8, the routing weight (fp32); shared expert: gate and up in
+  //   FP8. Dropped: the norm output, every SwiGLU product.
+  const double moe = 2 * h + 4 * 256 + 8 * (h * fp8 + 2 * 2048 * fp8 + 4) + 2 * 2048 * fp8;
+  CHECK_THAT(layer_activation_bytes(c, 0), WithinRel(T * (attn + moe), 1e-12));
+  // Keeping the expert outputs (Megatron's unpermute) adds 8 * 2h and drops the 8 weights.
+  const ModelConfigData kept = parse_config(kDsv3, "dsv3.yaml", "", {"model.moe.keep_expert_output=true"});
+  CHECK_THAT(layer_activation_bytes(kept, 0), WithinRel(T * (attn + moe + 8 * (2 * h - 4)), 1e-12));
+}
+
+TEST_CASE("the per-rank peak: chunks of each slice alive, dated, with host-side states named", "[cost]") {
+  // DualPipe, P = 4: rank 0 holds slice 0 (the embedding) and slice 3 (the head) of the GPT.
+  const ModelConfigData c = load({"parallel.dp=8", "parallel.zero=1", "precision.ema=host", "precision.optimizer_location=host"});
+  const ModelConfig cfg{std::make_shared<const ModelConfigData>(c)};
+  const Schedule sch = make_schedule("dualpipe", ScheduleParams{4, 8, 0, 0});
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(sch, derive_costs(cfg, sch), opt);
+  const std::vector<RankPeak> pk = predict_rank_memory(c, sch, &r);
+  const std::vector<SliceLayout> sl = slice_layouts(c, 4);
+  const double c0 = slice_activation_bytes(c, sl[0]), c3 = slice_activation_bytes(c, sl[3]);
+  REQUIRE(c0 != c3);
+  for (int rank = 0; rank < 4; ++rank) {
+    const RankPeak& p = pk[static_cast<std::size_t>(rank)];
+    // No recompute, no MoE: the peak is the engine's peak count of chunks, and its bytes are
+    // n chunks of one of the rank's slices plus the rest of the other.
+    CHECK(p.chunks == r.ranks[static_cast<std::size_t>(rank)].peak_activations);
+    CHECK(p.parts.workspace == 0);
+    const double ca = slice_activation_bytes(c, sl[static_cast<std::size_t>(rank)]);
+    const double cb = slice_activation_bytes(c, sl[static_cast<std::size_t>(3 - rank)]);
+    bool matches = false;
+    for (int n = 0; n <= p.chunks; ++n) matches |= std::abs(p.parts.activations - (n * ca + (p.chunks - n) * cb)) < 1;
+    CHECK(matches);
+    CHECK(p.time >= 0);
+    // Optimizer states and EMA on the host: 0 GPU bytes, the host figures 12 and 4 bytes per
+    // parameter sharded over dp = 8 (ZeRO-1), as the device optimizer figure would be.
+    CHECK(p.parts.optimizer == 0);
+    CHECK(p.parts.ema == 0);
+    CHECK_THAT(p.parts.host_ema * 3, WithinRel(p.parts.host_optimizer, 1e-12));
+    CHECK_THAT(p.parts.host_optimizer, WithinRel(p.parts.weights / 2 * 12 / 8, 1e-12));
+  }
+  // A trace of memory over time reaches the same peak.
+  const auto curve = memory_curve(c, sch, r.timeline);
+  double top = 0;
+  for (const auto& smp : curve[0]) top = std::max(top, smp.bytes);
+  CHECK_THAT(top, WithinRel(pk[0].parts.total(), 1e-12));
+}
+
+TEST_CASE("MoE all-to-all buffers and the MTP module on the head's rank", "[cost]") {
+  const char* kMoe = R"(
+model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024, mtp_depth: 1,
+        moe: {experts: 64, top_k: 8, expert_ffn_hidden: 512, capacity_factor: 1.25}}
+hardware: {name: h800}
+parallel: {pp: 2, ep: 16, dp: 16, microbatches: 4}
+)";
+  const ModelConfigData c = parse_config(kMoe, "moe.yaml", "", {});
+  // One set: dispatch and combine receive buffers, 1.25 * 8 copies of 1024 tokens, bf16.
+  const double set = 2 * 1.25 * 8 * 1024 * 1024 * 2;
+  const Schedule f1 = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const auto one = predict_rank_memory(c, f1);
+  CHECK_THAT(one[0].parts.comm_buffers, WithinRel(set, 1e-12));
+  // DualPipe runs F&B pairs: a forward and a backward all-to-all in flight, two sets.
+  const Schedule dp = make_schedule("dualpipe", ScheduleParams{2, 4, 0, 0});
+  CHECK_THAT(predict_rank_memory(c, dp)[0].parts.comm_buffers, WithinRel(2 * set, 1e-12));
+  // A rank that holds only dense layers runs no all-to-all: no buffers.
+  const ModelConfigData dense_first = parse_config(kMoe, "moe.yaml", "", {"model.dense_layers_first=2", "model.ffn_hidden=2048"});
+  const auto df = predict_rank_memory(dense_first, f1);
+  CHECK(df[0].parts.comm_buffers == 0);
+  CHECK_THAT(df[1].parts.comm_buffers, WithinRel(set, 1e-12));
+  // 1F1B's last rank holds the MTP module (a layer like the last + 2h*h + 3 norms) and, having
+  // no embedding, a copy of it; ZeRO 0, bf16 weights: 2 bytes per parameter.
+  const double h = 1024;
+  const ParamCount layer = layer_params(c.model, 3);
+  const double rank1 = 2 * layer.dense + head_params(c.model) + (layer.dense + 2 * h * h + 3 * h) + embedding_params(c.model);
+  const double rank1_expert = 3 * layer.expert / 16;
+  CHECK_THAT(one[1].parts.weights, WithinRel(2 * (rank1 + rank1_expert), 1e-12));
 }
 
 TEST_CASE("ZeRO-1 shards the optimizer states over dp, DualPipe holds two slices per rank", "[cost]") {
@@ -88,4 +271,32 @@ TEST_CASE("ZeRO-1 shards the optimizer states over dp, DualPipe holds two slices
   const auto two = rank_memory(c, dp.stage_rank, dp.slice, slice_layouts(c, 4), {0, 0, 0, 0});
   CHECK_THAT(two[0].weights, WithinRel(z1[0].weights + z1[3].weights, 1e-12));
   CHECK_THAT(two[1].weights, WithinRel(z1[1].weights + z1[2].weights, 1e-12));
+}
+
+TEST_CASE("ZeRO stages 0-3 over dp, with EP carved out of DP for the routed experts", "[cost]") {
+  const char* kMoe = R"(
+model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024, moe: {experts: 64, top_k: 8, expert_ffn_hidden: 512}}
+hardware: {name: h800}
+parallel: {pp: 2, ep: 4, dp: 16, microbatches: 4}
+)";
+  const Schedule sch = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  auto rank0 = [&](int zero) {
+    const ModelConfigData c = parse_config(kMoe, "moe.yaml", "", {fmt::format("parallel.zero={}", zero)});
+    return predict_rank_memory(c, sch)[0].parts;
+  };
+  const ModelConfigData c = parse_config(kMoe, "moe.yaml", "", {});
+  // Rank 0: layers 0 and 1 and the embedding. Dense parameters D are replicated over dp = 16;
+  // the routed experts are split over ep = 4 (E/4 on the rank) and replicated over dp/ep = 4.
+  const double D = 2 * layer_params(c.model, 0).dense + embedding_params(c.model);
+  const double E = 2 * layer_params(c.model, 0).expert / 4;
+  // 2 bytes bf16 weights, 4 fp32 gradients, 12 optimizer (fp32 moments + master).
+  const RankMemory z0 = rank0(0), z1 = rank0(1), z2 = rank0(2), z3 = rank0(3);
+  CHECK_THAT(z0.weights, WithinRel(2 * (D + E), 1e-12));
+  CHECK_THAT(z0.grads, WithinRel(4 * (D + E), 1e-12));
+  CHECK_THAT(z0.optimizer, WithinRel(12 * (D + E), 1e-12));
+  CHECK_THAT(z1.optimizer, WithinRel(12 * (D / 16 + E / 4), 1e-12));
+  CHECK(z1.grads == z0.grads);
+  CHECK_THAT(z2.grads, WithinRel(4 * (D / 16 + E / 4), 1e-12));
+  CHECK(z2.weights == z0.weights);
+  CHECK_THAT(z3.weights, WithinRel(2 * (D / 16 + E / 4), 1e-12));
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.h"
+#include "report/svg.h"
 #include "report/trace.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
@@ -270,4 +271,25 @@ TEST_CASE("timeline json: intervals, transfers and activations in display units"
   REQUIRE(j.at("activations").size() == 2);
   REQUIRE(near(j.at("activations")[0][0].at("t").get<double>(), 0.0));
   REQUIRE(j.at("activations")[0][0].at("activations") == 1);
+}
+
+TEST_CASE("trace and SVG: device memory in GB when a config gave bytes", "[report][trace]") {
+  const Case c = one_f_one_b();
+  // Rank 0 holds 10 GB from the start, 14 GB at t = 1 unit, back to 10 GB at t = 10 units.
+  const std::vector<std::vector<MemorySample>> mem{{{0, 10e9}, {kU, 14e9}, {10 * kU, 10e9}}, {{0, 5e9}}};
+  const json t = json::parse(render_trace({{"1f1b", &c.r.timeline, &mem}}));
+  std::vector<std::pair<double, double>> rank0;  // (ts in us, GB)
+  int rank1 = 0;
+  for (const auto& e : t["traceEvents"])
+    if (e["name"] == "memory GB") {
+      if (e["pid"] == 0) rank0.emplace_back(e["ts"].get<double>(), e["args"]["GB"].get<double>());
+      if (e["pid"] == 1) ++rank1;
+    }
+  REQUIRE(rank0.size() == 3);
+  CHECK(rank0[1] == std::pair<double, double>{1000.0, 14.0});  // 1 unit = 1000 us
+  CHECK(rank0[2] == std::pair<double, double>{10000.0, 10.0});
+  CHECK(rank1 == 1);
+  const std::string svg = render_svg({{"1f1b", &c.r.timeline, &mem}});
+  CHECK(svg.find("device memory per rank (GB, peak 14.0)") != std::string::npos);
+  CHECK(render_svg({{"1f1b", &c.r.timeline}}).find("chunk-microbatches") != std::string::npos);
 }

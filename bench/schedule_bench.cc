@@ -36,10 +36,11 @@ void bench(const char* family, int p, int m, int reps) {
   const Stat gen = time_it(reps, [&] { ops = make_schedule(family, ScheduleParams{p, m, 0, 0}).num_ops(); });
   const Schedule s = make_schedule(family, ScheduleParams{p, m, 0, 0});
   const Stat val = time_it(reps, [&] { validate_schedule(s); });
-  std::printf("%-18s P=%-4d M=%-5d ops=%8zu  generate+validate min %.4f s median %.4f s max %.4f s -> %5.1f M ops/s best,"
-              " %5.1f median   [validate alone %.4f s -> %5.1f M ops/s]\n",
-              family, p, m, ops, gen.min, gen.median, gen.max, ops / gen.min / 1e6, ops / gen.median / 1e6, val.min,
-              ops / val.min / 1e6);
+  std::printf(
+      "%-18s P=%-4d M=%-5d ops=%8zu  generate+validate min %.4f s median %.4f s max %.4f s -> %5.1f M ops/s best,"
+      " %5.1f median   [validate alone %.4f s -> %5.1f M ops/s]\n",
+      family, p, m, ops, gen.min, gen.median, gen.max, ops / gen.min / 1e6, ops / gen.median / 1e6, val.min,
+      ops / val.min / 1e6);
 }
 
 }  // namespace

@@ -75,14 +75,15 @@ int main(int argc, char** argv) {
   const Profile lat{"latency 0.2 (F=1,B=2,W=1)", 1, 2, 1, 0, 0.2};
   const Profile pair{"F&B saving 0.5", 1, 2, 1, 0, 0, 0.5};
   const std::vector<Case> cases = {
-      {uniform, 4, 4, 0},  {uniform, 4, 16, 4},  {uniform, 8, 32, 8},  {uniform, 8, 64, 0},
-      {f_heavy, 8, 32, 8}, {w_heavy, 8, 32, 8},  {b2f, 8, 32, 8},      {head, 8, 32, 8},
-      {lat, 8, 32, 8},     {uniform, 8, 32, 4},  {w_heavy, 16, 64, 16}, {head, 16, 64, 16},
-      {lat, 16, 64, 0},    {pair, 8, 32, 9},     {uniform, 16, 128, 8}, {b2f, 4, 32, 0},
-      {w_heavy, 4, 4, 4},  {head, 4, 4, 4},      {lat, 4, 4, 0},       {f_heavy, 4, 4, 2},
+      {uniform, 4, 4, 0},    {uniform, 4, 16, 4}, {uniform, 8, 32, 8}, {uniform, 8, 64, 0}, {f_heavy, 8, 32, 8},
+      {w_heavy, 8, 32, 8},   {b2f, 8, 32, 8},     {head, 8, 32, 8},    {lat, 8, 32, 8},     {uniform, 8, 32, 4},
+      {w_heavy, 16, 64, 16}, {head, 16, 64, 16},  {lat, 16, 64, 0},    {pair, 8, 32, 9},    {uniform, 16, 128, 8},
+      {b2f, 4, 32, 0},       {w_heavy, 4, 4, 4},  {head, 4, 4, 4},     {lat, 4, 4, 0},      {f_heavy, 4, 4, 2},
   };
   const double exact_limit = argc > 4 ? std::atof(argv[4]) : 60;
-  std::printf("| # | profile | P | M | cap | best family (makespan, peak) | searched (makespan, peak) | gain | lower bound | gap to bound | exact (no pairs) | gap to exact | s |\n");
+  std::printf(
+      "| # | profile | P | M | cap | best family (makespan, peak) | searched (makespan, peak) | gain | lower bound | "
+      "gap to bound | exact (no pairs) | gap to exact | s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int idx = 0, faster = 0, never_slower = 0, within2 = 0, within_exact = 0;
   for (const Case& c : cases) {
@@ -116,7 +117,10 @@ int main(int argc, char** argv) {
         const SimCosts pc = costs_for(c.prof, layout);
         const int cap = c.cap > 0 ? static_cast<int>(c.cap * layout.chunks_per_rank) : 0;
         const ExactResult e = exact_schedule(layout, pc, cap, exact_limit);
-        if (!e.solved) { all_optimal = all_optimal && e.status.find("infeasible") != std::string::npos; continue; }
+        if (!e.solved) {
+          all_optimal = all_optimal && e.status.find("infeasible") != std::string::npos;
+          continue;
+        }
         all_optimal = all_optimal && e.optimal;
         const Time mk = simulate(e.schedule, pc).makespan();
         if (best == 0 || mk < best) best = mk;
@@ -130,15 +134,18 @@ int main(int argc, char** argv) {
     faster += gain >= 1.0;
     never_slower += !r.best_family.valid || got <= fam;
     within2 += gap <= 2.0;
-    std::printf("| %d | %s | %d | %d | %s | %s %.3f, %.3g | %.3f, %.3g (%s) | %.1f%% | %.3f | %.1f%% | %s | %s | %.1f%s |\n", idx,
-                c.prof.name.c_str(), c.pp, c.m, c.cap > 0 ? std::to_string(static_cast<int>(c.cap)).c_str() : "none",
-                r.best_family.valid ? r.best_family.name.c_str() : "(none fits)", fam, r.best_family.peak_shares, got,
-                r.best.peak_shares, placement_name(placement_of(r.best.schedule)), gain, lb, gap, exact.c_str(), exact_gap.c_str(), secs,
-                r.time_limited ? " (limit)" : "");
+    std::printf(
+        "| %d | %s | %d | %d | %s | %s %.3f, %.3g | %.3f, %.3g (%s) | %.1f%% | %.3f | %.1f%% | %s | %s | %.1f%s |\n",
+        idx, c.prof.name.c_str(), c.pp, c.m, c.cap > 0 ? std::to_string(static_cast<int>(c.cap)).c_str() : "none",
+        r.best_family.valid ? r.best_family.name.c_str() : "(none fits)", fam, r.best_family.peak_shares, got,
+        r.best.peak_shares, placement_name(placement_of(r.best.schedule)), gain, lb, gap, exact.c_str(),
+        exact_gap.c_str(), secs, r.time_limited ? " (limit)" : "");
     std::fflush(stdout);
     if (!dir.empty()) std::ofstream(dir + "/case" + std::to_string(idx) + ".csv") << schedule_to_csv(r.best.schedule);
   }
-  std::printf("\nnever slower: %d/%d; faster by >= 1%%: %d/%d; within 2%% of the bound: %d/%d; within 2%% of a proven exact optimum: %d\n",
-              never_slower, idx, faster, idx, within2, idx, within_exact);
+  std::printf(
+      "\nnever slower: %d/%d; faster by >= 1%%: %d/%d; within 2%% of the bound: %d/%d; within 2%% of a proven exact "
+      "optimum: %d\n",
+      never_slower, idx, faster, idx, within2, idx, within_exact);
   return 0;
 }

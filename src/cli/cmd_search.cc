@@ -5,10 +5,10 @@
 //
 // Not obvious: the schedule file and the SVG are written together or not at all, after the
 // search, so an error or an interrupted search leaves no partial file.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -44,7 +44,8 @@ struct SearchArgs {
 };
 
 std::string row(const std::string& name, const Candidate& c, const SimCosts& costs, const TimeScale& scale) {
-  const ScheduleMetrics m = compute_metrics(c.schedule, c.sim, costs, nullptr, ScheduleParams{c.schedule.pp, c.schedule.microbatches, 0, 0});
+  const ScheduleMetrics m =
+      compute_metrics(c.schedule, c.sim, costs, nullptr, ScheduleParams{c.schedule.pp, c.schedule.microbatches, 0, 0});
   std::string bub;
   for (std::size_t r = 0; r < m.bubble.size(); ++r) bub += (r ? " " : "") + fmt_time(m.bubble[r], scale);
   return fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", name, fmt_time(m.makespan, scale),
@@ -67,7 +68,8 @@ Runner setup_search(CLI::App& sub) {
                  "activations per rank, in micro-batches of one rank's share (a V chunk counts 1/2); 0 = none")
       ->capture_default_str();
   sub.add_option("--placement", a->placement, "linear, v, bidirectional or all")->capture_default_str();
-  sub.add_option("--seed", a->seed, "random seed (same seed, same result unless the time limit binds)")->capture_default_str();
+  sub.add_option("--seed", a->seed, "random seed (same seed, same result unless the time limit binds)")
+      ->capture_default_str();
   sub.add_option("--time-limit", a->time_limit, "seconds for the whole search")->capture_default_str();
   sub.add_option("--threads,-j", a->threads, "threads (0: every core)")->capture_default_str();
   sub.add_option("--svg", a->svg, "write an SVG timeline of the searched schedule and the best family");
@@ -79,11 +81,13 @@ Runner setup_search(CLI::App& sub) {
     if (a->format != "csv" && a->format != "torch")
       throw InputError(fmt::format("--format: expected csv or torch, got '{}'", a->format), {}, kExitUsage);
     if (!(a->time_limit > 0 && a->time_limit <= 86400))
-      throw InputError(fmt::format("--time-limit: expected seconds in (0, 86400], got {}", a->time_limit), {}, kExitUsage);
+      throw InputError(fmt::format("--time-limit: expected seconds in (0, 86400], got {}", a->time_limit), {},
+                       kExitUsage);
     if (!(a->memory_cap >= 0 && a->memory_cap <= 1e9))
       throw InputError(fmt::format("--memory-cap: expected a number >= 0, got {}", a->memory_cap), {}, kExitUsage);
     if (!(a->p2p_latency >= 0 && a->p2p_latency <= 1e9))
-      throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a->p2p_latency), {}, kExitUsage);
+      throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a->p2p_latency), {},
+                       kExitUsage);
     std::shared_ptr<ModelConfig> cfg;
     TimeScale scale = TimeScale::units();
     int pp = ScheduleOptions::kDefaultPp, m = ScheduleOptions::kDefaultMicrobatches;
@@ -97,8 +101,8 @@ Runner setup_search(CLI::App& sub) {
     }
     if (a->so.pp != ScheduleOptions::kUnset) pp = a->so.pp;
     if (a->so.microbatches != ScheduleOptions::kUnset) m = a->so.microbatches;
-    const UniformTimes times = a->chunk_times.empty() ? parse_times(a->times, "--times")
-                                                       : parse_times(a->chunk_times, "--chunk-times");
+    const UniformTimes times =
+        a->chunk_times.empty() ? parse_times(a->times, "--times") : parse_times(a->chunk_times, "--chunk-times");
     const bool per_chunk = !a->chunk_times.empty();
     const Time latency = static_cast<Time>(a->p2p_latency * static_cast<double>(kTicksPerUnit) + 0.5);
 
@@ -112,7 +116,8 @@ Runner setup_search(CLI::App& sub) {
     req.threads = a->threads;
     req.costs = [cfg, times, per_chunk, latency](const Schedule& s) {
       if (cfg) return derive_costs(*cfg, s);
-      SimCosts c = uniform_costs(s.stages_per_pipe, per_chunk ? to_slice(times) : chunk_costs(times, s.chunks_per_rank));
+      SimCosts c =
+          uniform_costs(s.stages_per_pipe, per_chunk ? to_slice(times) : chunk_costs(times, s.chunks_per_rank));
       c.link.latency = latency;
       return c;
     };
@@ -124,9 +129,10 @@ Runner setup_search(CLI::App& sub) {
     const SearchResult r = search_schedule(req);
     if (!a->quiet) std::fprintf(stderr, "\n");
 
-    std::string text = fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n",
-                                   pp, m, a->placement, a->memory_cap > 0 ? fmt::format("{:g}", a->memory_cap) : "none",
-                                   a->seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
+    std::string text =
+        fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n",
+                    pp, m, a->placement, a->memory_cap > 0 ? fmt::format("{:g}", a->memory_cap) : "none", a->seed,
+                    r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
     text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
                         "placement", "bubble per rank");
     const SimCosts best_costs = req.costs(r.best.schedule);
@@ -136,11 +142,13 @@ Runner setup_search(CLI::App& sub) {
     else
       text += "best family: none of the nine fits the cap\n";
     const Time mk = r.best.sim.makespan();
-    text += fmt::format("lower bound {} (docs/SEARCH.md); gap {:.2f}%", fmt_time(r.lower_bound, scale),
-                        r.lower_bound > 0 ? 100.0 * static_cast<double>(mk - r.lower_bound) / static_cast<double>(r.lower_bound) : 0.0);
+    text += fmt::format(
+        "lower bound {} (docs/SEARCH.md); gap {:.2f}%", fmt_time(r.lower_bound, scale),
+        r.lower_bound > 0 ? 100.0 * static_cast<double>(mk - r.lower_bound) / static_cast<double>(r.lower_bound) : 0.0);
     if (r.best_family.valid)
       text += fmt::format("; {:.2f}% faster than {}",
-                          100.0 * static_cast<double>(r.best_family.sim.makespan() - mk) / static_cast<double>(r.best_family.sim.makespan()),
+                          100.0 * static_cast<double>(r.best_family.sim.makespan() - mk) /
+                              static_cast<double>(r.best_family.sim.makespan()),
                           r.best_family.name);
     text += "\n";
     for (const auto& [fam, why] : r.family_notes) text += fmt::format("  not compared: {}: {}\n", fam, why);

@@ -7,13 +7,13 @@
 // tests/schedules/validator_test.cc).
 #include "schedules/validator.h"
 
-#include <algorithm>
-#include <cstdint>
-#include <vector>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/depth_first_search.hpp>
-#include <fmt/format.h>
+#include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 
@@ -54,7 +54,8 @@ void validate_schedule(const Schedule& s) {
   const std::size_t n = first_id[s.pp];
   auto rank_of = [&](std::int64_t id) {
     return static_cast<int>(std::upper_bound(first_id.begin(), first_id.end(), static_cast<std::size_t>(id)) -
-                            first_id.begin()) - 1;
+                            first_id.begin()) -
+           1;
   };
   auto action_of = [&](std::int64_t id) -> const Action& {
     const int r = rank_of(id);
@@ -75,13 +76,14 @@ void validate_schedule(const Schedule& s) {
       const std::int64_t id = static_cast<std::int64_t>(first_id[r]) + k;
       if (a.overlapped) {
         if (a.first.kind != OpKind::F || (a.second.kind != OpKind::B && a.second.kind != OpKind::I))
-          throw InputError(fmt::format("overlapped pair {} on rank {} must be an F with a backward (B or I)",
-                                       format_action(a), r));
+          throw InputError(
+              fmt::format("overlapped pair {} on rank {} must be an F with a backward (B or I)", format_action(a), r));
       }
       for (int i = 0; i < a.size(); ++i) {
         const Op& op = a.op(i);
         if (op.stage < 0 || op.stage >= S)
-          throw InputError(fmt::format("op {} on rank {}: stage {} is out of range 0..{}", format_op(op), r, op.stage, S - 1));
+          throw InputError(
+              fmt::format("op {} on rank {}: stage {} is out of range 0..{}", format_op(op), r, op.stage, S - 1));
         if (op.microbatch < 0 || op.microbatch >= mbp)
           throw InputError(fmt::format("op {} on rank {}: micro-batch {} is out of range 0..{}", format_op(op), r,
                                        op.microbatch, mbp - 1));
@@ -107,8 +109,8 @@ void validate_schedule(const Schedule& s) {
       };
       if (wf[key] < 0) throw missing(OpKind::F);
       if (wb[key] >= 0 && (wi[key] >= 0 || ww[key] >= 0))
-        throw InputError(fmt::format("stage {} micro-batch {} has both a full backward {} and a split one",
-                                     st, m, format_op(Op{OpKind::B, st, m})));
+        throw InputError(fmt::format("stage {} micro-batch {} has both a full backward {} and a split one", st, m,
+                                     format_op(Op{OpKind::B, st, m})));
       if (wb[key] < 0) {
         if (wi[key] < 0) throw missing(OpKind::B);
         if (ww[key] < 0) throw missing(OpKind::W);
@@ -134,7 +136,8 @@ void validate_schedule(const Schedule& s) {
         case OpKind::B:
           if (!s.is_first_stage(op.stage)) visit(static_cast<std::size_t>(bwd_of(key - mbp)));
           break;
-        case OpKind::W: break;
+        case OpKind::W:
+          break;
       }
     }
   };

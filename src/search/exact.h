@@ -17,12 +17,12 @@
 namespace ppsim {
 
 struct ExactResult {
-  bool built = false;     // ppsim was built with CBC
-  bool solved = false;    // the solver returned a schedule (feasible)
-  bool optimal = false;   // and proved it optimal within the time limit
-  Schedule schedule;      // per-rank order by the solver's start times
-  Time objective = 0;     // the MILP's makespan (rounded back to ticks)
-  std::string status;     // why not solved/optimal, or "optimal"
+  bool built = false;    // ppsim was built with CBC
+  bool solved = false;   // the solver returned a schedule (feasible)
+  bool optimal = false;  // and proved it optimal within the time limit
+  Schedule schedule;     // per-rank order by the solver's start times
+  Time objective = 0;    // the MILP's makespan (rounded back to ticks)
+  std::string status;    // why not solved/optimal, or "optimal"
 };
 
 bool exact_available();

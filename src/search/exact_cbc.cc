@@ -10,19 +10,19 @@
 //              C >= the lower bound of search.h (valid, and it tightens the weak big-M relaxation);
 //              stage 0's forwards in micro-batch order (micro-batches are interchangeable).
 // H is the serial length (every op one after another), an upper bound on any start.
+#include <fmt/format.h>
+
+#include <CbcModel.hpp>
+#include <CoinModel.hpp>
+#include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
-#include <CbcModel.hpp>
-#include <CoinModel.hpp>
-#include <OsiClpSolverInterface.hpp>
-#include <fmt/format.h>
-
-#include "search/exact.h"
 #include "core/error.h"
 #include "schedules/validator.h"
+#include "search/exact.h"
 #include "search/search.h"
 #include "sim/engine.h"
 
@@ -41,16 +41,20 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
     double d;
   };
   std::vector<OpRef> ops;
-  auto id = [&](OpKind k, int st, int m) { return (static_cast<int>(st) * mbp + m) * 3 + (k == OpKind::F ? 0 : k == OpKind::I ? 1 : 2); };
+  auto id = [&](OpKind k, int st, int m) {
+    return (static_cast<int>(st) * mbp + m) * 3 + (k == OpKind::F ? 0 : k == OpKind::I ? 1 : 2);
+  };
   Time dmax = 1;
   for (int st = 0; st < S; ++st)
     for (int m = 0; m < mbp; ++m)
-      for (OpKind k : {OpKind::F, OpKind::I, OpKind::W}) dmax = std::max(dmax, op_duration(costs.slice[s.slice[st]], k));
+      for (OpKind k : {OpKind::F, OpKind::I, OpKind::W})
+        dmax = std::max(dmax, op_duration(costs.slice[s.slice[st]], k));
   const double scale = static_cast<double>(dmax) / 10.0;  // durations in [0, 10]
   for (int st = 0; st < S; ++st)
     for (int m = 0; m < mbp; ++m)
       for (OpKind k : {OpKind::F, OpKind::I, OpKind::W})
-        ops.push_back({Op{k, st, m}, s.stage_rank[st], static_cast<double>(op_duration(costs.slice[s.slice[st]], k)) / scale});
+        ops.push_back(
+            {Op{k, st, m}, s.stage_rank[st], static_cast<double>(op_duration(costs.slice[s.slice[st]], k)) / scale});
   const int n = static_cast<int>(ops.size());
   auto hop = [&](int from, int to, bool fwd) -> double {
     if (s.stage_rank[from] == s.stage_rank[to]) return 0;
@@ -218,7 +222,8 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
   model.branchAndBound();
   const double* x = model.bestSolution();
   if (!x) {
-    res.status = model.isProvenInfeasible() ? "infeasible under the cap" : fmt::format("no solution in {} s", time_limit_s);
+    res.status =
+        model.isProvenInfeasible() ? "infeasible under the cap" : fmt::format("no solution in {} s", time_limit_s);
     return res;
   }
   res.solved = true;

@@ -2,6 +2,8 @@
 // and randomised ties, then adjacent swaps; every candidate validated and simulated.
 #include "search/search.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -10,8 +12,6 @@
 #include <limits>
 #include <mutex>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "plan/thread_pool.h"
@@ -42,9 +42,12 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 const char* placement_name(Placement p) {
   switch (p) {
-    case Placement::linear: return "linear";
-    case Placement::v_shape: return "v";
-    case Placement::bidirectional: return "bidirectional";
+    case Placement::linear:
+      return "linear";
+    case Placement::v_shape:
+      return "v";
+    case Placement::bidirectional:
+      return "bidirectional";
   }
   return "?";
 }
@@ -71,8 +74,12 @@ Schedule placement_layout(Placement p, int pp, int microbatches) {
   s.family = "searched";
   s.microbatches = microbatches;
   switch (p) {
-    case Placement::linear: layout_linear(s, pp, 1); break;
-    case Placement::v_shape: layout_v_shape(s, pp); break;
+    case Placement::linear:
+      layout_linear(s, pp, 1);
+      break;
+    case Placement::v_shape:
+      layout_v_shape(s, pp);
+      break;
     case Placement::bidirectional:
       layout_bidirectional(s, pp);
       s.parameter_copies = 2;
@@ -154,6 +161,10 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
   for (int r = 0; r < s.pp; ++r) left += held[r].size() * static_cast<std::size_t>(mbp) * 3;
   auto dur = [&](int st, OpKind k) { return op_duration(c.slice[s.slice[st]], k); };
   auto depth = [&](int st) { return st % s.stages_per_pipe; };
+  std::vector<int> deeper(S, 0);  // stages of the same rank deeper in their pipe than st
+  for (int st = 0; st < S; ++st)
+    for (int o : held[s.stage_rank[st]])
+      if (depth(o) > depth(st)) ++deeper[st];
 
   auto f_ready = [&](int st) -> Time {
     const int m = next_f[st];
@@ -189,19 +200,25 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
     int f_av = -1, b_av = -1, w_av = -1;
     Time f_min = kInf, b_min = kInf;
     int f_wait = -1, b_wait = -1;
-    const bool f_allowed = (cap_chunks <= 0 || act[r] + 1 <= cap_chunks) &&
-                           (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
+    const bool f_allowed =
+        (cap_chunks <= 0 || act[r] + 1 <= cap_chunks) && (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
     for (int st : held[r]) {
-      if (f_allowed) {
+      if (f_allowed && (cap_chunks <= 0 || !rule.reserve_deeper || act[r] + 1 + deeper[st] <= cap_chunks)) {
         const Time fr = f_ready(st);
         if (fr <= t && better_stage(st, f_av, true)) f_av = st;
-        if (fr < f_min) { f_min = fr; f_wait = st; }
+        if (fr < f_min) {
+          f_min = fr;
+          f_wait = st;
+        }
       }
       const Time br = b_ready(st);
       if (br <= t && better_stage(st, b_av, false)) b_av = st;
-      if (br < b_min) { b_min = br; b_wait = st; }
-      if (!pending_w[st].empty() && (w_av < 0 || b_end[key(st, pending_w[st].front())] <
-                                                     b_end[key(w_av, pending_w[w_av].front())]))
+      if (br < b_min) {
+        b_min = br;
+        b_wait = st;
+      }
+      if (!pending_w[st].empty() &&
+          (w_av < 0 || b_end[key(st, pending_w[st].front())] < b_end[key(w_av, pending_w[w_av].front())]))
         w_av = st;
     }
     bool bfirst = rule.backward_first, wfill = rule.w_fills_only;
@@ -220,14 +237,28 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
       // 0 F, 1 backward, 2 W. W last: it fills what would be idle (Zero Bubble's rule).
       static constexpr int kOrders[4][3] = {{0, 2, 1}, {0, 1, 2}, {1, 2, 0}, {1, 0, 2}};
       for (int k : kOrders[2 * bfirst + wfill]) {
-        if (k == 0 && f_av >= 0) { ch.f_stage = f_av; return ch; }
-        if (k == 1 && b_av >= 0) { ch.b_stage = b_av; return ch; }
-        if (k == 2 && w_av >= 0) { ch.w_stage = w_av; return ch; }
+        if (k == 0 && f_av >= 0) {
+          ch.f_stage = f_av;
+          return ch;
+        }
+        if (k == 1 && b_av >= 0) {
+          ch.b_stage = b_av;
+          return ch;
+        }
+        if (k == 2 && w_av >= 0) {
+          ch.w_stage = w_av;
+          return ch;
+        }
       }
     }
     // Nothing available now: wait for the earliest.
-    if (b_min <= f_min && b_wait >= 0) { ch.start = b_min; ch.b_stage = b_wait; }
-    else if (f_wait >= 0) { ch.start = f_min; ch.f_stage = f_wait; }
+    if (b_min <= f_min && b_wait >= 0) {
+      ch.start = b_min;
+      ch.b_stage = b_wait;
+    } else if (f_wait >= 0) {
+      ch.start = f_min;
+      ch.f_stage = f_wait;
+    }
     return ch;
   };
 
@@ -319,7 +350,8 @@ int cap_chunks(const Schedule& s, double cap) {
 SearchResult search_schedule(const SearchRequest& req) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
-  const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.time_limit_s));
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.time_limit_s));
   if (req.pp < 2) throw InputError(fmt::format("--pp: search needs P >= 2, got {}", req.pp), {}, kExitUsage);
   if (req.microbatches < 1)
     throw InputError(fmt::format("--microbatches: M must be >= 1, got {}", req.microbatches), {}, kExitUsage);
@@ -343,9 +375,9 @@ SearchResult search_schedule(const SearchRequest& req) {
     Candidate cand = evaluate(fam.name, std::move(s), c, req.memory_cap);
     ++evaluated;
     if (!cand.valid) {
-      res.family_notes.emplace_back(fam.name, cand.sim.ranks.empty()
-                                                  ? std::string("could not be simulated")
-                                                  : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
+      res.family_notes.emplace_back(
+          fam.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
+                                           : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
       continue;
     }
     if (better(cand, res.best_family)) res.best_family = cand;
@@ -377,15 +409,17 @@ SearchResult search_schedule(const SearchRequest& req) {
       for (int wf = 0; wf < 2; ++wf)
         for (int deep = 0; deep < 2; ++deep)
           for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
-            for (int inflight : {0, req.pp * chunks, 2 * req.pp * chunks}) {
-              ListRule r;
-              r.backward_first = bf;
-              r.w_fills_only = wf;
-              r.deep_first = deep;
-              r.pairs = pairs;
-              r.max_inflight = inflight;
-              trials.push_back({p, r});
-            }
+            for (int inflight : {0, req.pp * chunks, 2 * req.pp * chunks})
+              for (int reserve = 0; reserve < (req.memory_cap > 0 ? 2 : 1); ++reserve) {
+                ListRule r;
+                r.reserve_deeper = reserve == 0;
+                r.backward_first = bf;
+                r.w_fills_only = wf;
+                r.deep_first = deep;
+                r.pairs = pairs;
+                r.max_inflight = inflight;
+                trials.push_back({p, r});
+              }
     for (int k = 0; k < 48; ++k) {
       ListRule r;
       r.backward_first = k % 2 == 0;
@@ -436,7 +470,8 @@ SearchResult search_schedule(const SearchRequest& req) {
     if (better(c, start)) start = c;
   if (!start.valid)
     throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
-                                 req.placements.size() == 1 ? placement_name(req.placements[0]) : "all", req.memory_cap));
+                                 req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
+                                 req.memory_cap));
 
   // 3. Local search: chains of adjacent swaps on one rank, each chain seeded, from `start`.
   const SimCosts chain_costs = req.costs(start.schedule);
@@ -458,7 +493,8 @@ SearchResult search_schedule(const SearchRequest& req) {
           const std::size_t i = rng() % (acts.size() - 1);
           const Action& a = acts[i];
           const Action& b = acts[i + 1];
-          if (!a.overlapped && !b.overlapped && a.first.kind == b.first.kind && a.first.stage == b.first.stage) continue;
+          if (!a.overlapped && !b.overlapped && a.first.kind == b.first.kind && a.first.stage == b.first.stage)
+            continue;
           std::swap(acts[i], acts[i + 1]);
           Candidate next = evaluate("searched", std::move(s), chain_costs, req.memory_cap);
           ++evaluated;

@@ -41,26 +41,26 @@ struct SearchRequest {
   std::uint64_t seed = 1;
   double time_limit_s = 10;  // wall clock for the whole search
   int threads = 1;
-  int swap_rounds = 0;       // local-search trials; 0 = from P and M (docs/SEARCH.md)
+  int swap_rounds = 0;  // local-search trials; 0 = from P and M (docs/SEARCH.md)
   // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
   std::function<void(std::uint64_t, std::uint64_t, Time)> progress;
 };
 
 // One checked and simulated schedule.
 struct Candidate {
-  std::string name;         // family name, or "searched" with its origin
+  std::string name;  // family name, or "searched" with its origin
   Schedule schedule;
-  SimResult sim;            // the engine's run (with its makespan)
-  double peak_shares = 0;   // max over ranks of peak activations, in rank shares
+  SimResult sim;           // the engine's run (with its makespan)
+  double peak_shares = 0;  // max over ranks of peak activations, in rank shares
   bool valid = false;
 };
 
 struct SearchResult {
-  Candidate best;            // the searched schedule (name "searched")
-  Candidate best_family;     // the best of the nine families under the cap (valid=false: none fits)
+  Candidate best;         // the searched schedule (name "searched")
+  Candidate best_family;  // the best of the nine families under the cap (valid=false: none fits)
   std::vector<std::pair<std::string, std::string>> family_notes;  // family -> why not compared
-  Time lower_bound = 0;      // docs/SEARCH.md
-  std::uint64_t evaluated = 0;  // candidates simulated
+  Time lower_bound = 0;                                           // docs/SEARCH.md
+  std::uint64_t evaluated = 0;                                    // candidates simulated
   std::uint64_t trials = 0, trials_run = 0;
   bool time_limited = false;
   double seconds = 0;
@@ -82,12 +82,16 @@ double peak_shares(const Schedule& s, const SimResult& r);
 // earliest-startable action by the rule. cap_chunks = per-rank activation cap in chunks (0 =
 // none). Returns a schedule with empty ranks when the rule cannot finish under the cap.
 struct ListRule {
-  bool backward_first = true;   // an available I/B before an available F
-  bool pairs = false;           // pair an available F with an available backward (F&B)
-  bool w_fills_only = true;     // W only when nothing else is available (else W before F)
-  bool deep_first = true;       // among equal-priority stages: the deeper stage first
-  int max_inflight = 0;         // F ahead of their backward per rank (0: cap only)
-  std::uint64_t noise_seed = 0; // 0: deterministic ties; else random ties and rule flips
+  bool backward_first = true;  // an available I/B before an available F
+  bool pairs = false;          // pair an available F with an available backward (F&B)
+  bool w_fills_only = true;    // W only when nothing else is available (else W before F)
+  bool deep_first = true;      // among equal-priority stages: the deeper stage first
+  int max_inflight = 0;        // F ahead of their backward per rank (0: cap only)
+  // Under a cap, an F keeps one slot free for each stage of its rank that lies deeper in its
+  // pipe (a V's far chunk, the other pipe's stage), so that the ranks cannot fill their caps
+  // with shallow forwards that wait on each other (the deadlock of a V or two pipes at cap P/2).
+  bool reserve_deeper = true;
+  std::uint64_t noise_seed = 0;  // 0: deterministic ties; else random ties and rule flips
 };
 Schedule list_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, const ListRule& rule);
 

@@ -34,8 +34,9 @@ TEST_CASE("ppsim search: the written CSV simulates to the printed makespan", "[s
 
 TEST_CASE("ppsim search: bad flags are one line, exit 2, no file", "[search][cli]") {
   Scratch s("search_cli_bad");
-  for (const char* args : {"search -p 4 -m 8 --placement diagonal --out s.csv", "search -p 4 -m 8 --memory-cap -1 --out s.csv",
-                           "search -p 4 -m 8 --time-limit 0 --out s.csv", "search -p 4 -m 8 --format yaml --out s.csv"}) {
+  for (const char* args :
+       {"search -p 4 -m 8 --placement diagonal --out s.csv", "search -p 4 -m 8 --memory-cap -1 --out s.csv",
+        "search -p 4 -m 8 --time-limit 0 --out s.csv", "search -p 4 -m 8 --format yaml --out s.csv"}) {
     const auto r = run_ppsim(s, args);
     INFO(args << "\n" << r.err);
     REQUIRE(r.code == 2);

@@ -1,11 +1,12 @@
 // The exact method (src/search/exact.h): a proven optimum on a case worked by hand, and the
 // search's heuristic meets it there. Skips with the reason when ppsim was built without CBC.
+#include "search/exact.h"
+
 #include <catch.h>
 
 #include <iostream>
 
 #include "schedules/validator.h"
-#include "search/exact.h"
 #include "search/search.h"
 #include "sim/engine.h"
 

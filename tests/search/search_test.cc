@@ -1,12 +1,13 @@
 // The schedule search (src/search): the lower bound worked by hand, the list scheduler's output
 // is a valid schedule that respects the cap, and the search is never slower than the families,
 // never below the bound, and the same for the same seed.
+#include "search/search.h"
+
 #include <catch.h>
 
 #include "core/error.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
-#include "search/search.h"
 #include "sim/engine.h"
 
 using namespace ppsim;
@@ -62,7 +63,7 @@ TEST_CASE("search: never slower than the best family under the cap, never below 
   req.pp = 4;
   req.microbatches = 8;
   req.placements = parse_placements("all");
-  req.memory_cap = 4;  // 1F1B's rank 0 peak: min(P, M) = 4
+  req.memory_cap = 4;                                                    // 1F1B's rank 0 peak: min(P, M) = 4
   req.costs = [](const Schedule& s) { return unit_costs(s, 1, 3, 2); };  // W-heavy: ZB-H1's formula fails
   req.threads = 2;
   req.swap_rounds = 200;

@@ -371,7 +371,13 @@ SearchResult search_schedule(const SearchRequest& req) {
       res.family_notes.emplace_back(fam.name, e.message());
       continue;
     }
-    const SimCosts c = req.costs(s);
+    SimCosts c;
+    try {
+      c = req.costs(s);  // a config may not cut its layers into this family's slices
+    } catch (const InputError& e) {
+      res.family_notes.emplace_back(fam.name, e.message());
+      continue;
+    }
     Candidate cand = evaluate(fam.name, std::move(s), c, req.memory_cap);
     ++evaluated;
     if (!cand.valid) {

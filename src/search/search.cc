@@ -435,7 +435,7 @@ SearchResult search_schedule(const SearchRequest& req) {
       trials.push_back({p, r});
     }
   }
-  const std::size_t swap_chains = static_cast<std::size_t>(std::max(2, threads * 2));
+  const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads
   const int rounds = req.swap_rounds > 0 ? req.swap_rounds : std::max(200, 60000 / (req.pp * req.microbatches / 8 + 1));
   res.trials = trials.size() + swap_chains;
   std::atomic<std::uint64_t> done{0};

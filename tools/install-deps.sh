@@ -9,8 +9,9 @@ pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libf
       nlohmann-json3-dev catch2 zlib1g-dev)
 # Optional extras: clang + its sanitizer/libFuzzer runtime (tools/fuzz.sh), xmllint (SVG
 # tests), OpenMPI (multi-process `validate` under mpirun/srun, and the mpi_check test); absence
-# only skips those (ppsim builds without MPI and runs one process per job).
-optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin)
+# only skips those (ppsim builds without MPI and runs one process per job). CBC + pkg-config:
+# the schedule search's exact method (docs/SEARCH.md); without them its tests skip, saying why.
+optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do

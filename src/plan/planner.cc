@@ -27,6 +27,7 @@
 #include "plan/candidate_config.h"
 #include "plan/thread_pool.h"
 #include "plan/whatif.h"
+#include "plan/searched_family.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -190,6 +191,7 @@ Schedule generate(const Family& fam, const ScheduleParams& p) {
 
 int family_index(const Family* f) {
   const auto& all = families();
+  if (is_searched(f)) return static_cast<int>(all.size());
   for (std::size_t i = 0; i < all.size(); ++i)
     if (&all[i] == f) return static_cast<int>(i);
   PPSIM_CHECK(false, "family {} is not in the registry", f->name);
@@ -379,6 +381,25 @@ class Planner {
   }
 
   void evaluate_group(const Group& g) {
+    if (is_searched(g.family)) {  // a schedule per candidate: it depends on the costs
+      for (std::size_t slot : g.slots) {
+        const Layout& l = layouts_[slot_layout_[slot]];
+        Schedule s = generate(*g.family, g.params);
+        if (l.cfg) {
+          try {
+            s = search_for_candidate(ModelConfig{l.cfg}, g.params.pp, g.params.microbatches);
+          } catch (const InputError& e) {
+            reject(slot, Reason::schedule_constraint, e.message());
+            done_.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+        }
+        std::vector<std::pair<SimCosts, SimResult>> memo;
+        evaluate_one(slot, g, s, memo);
+        done_.fetch_add(1, std::memory_order_relaxed);
+      }
+      return;
+    }
     const Schedule s = generate(*g.family, g.params);
     std::vector<std::pair<SimCosts, SimResult>> memo;
     for (std::size_t slot : g.slots) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cost/yaml_reader.h"
+#include "plan/searched_family.h"
 #include "schedules/registry.h"
 
 namespace ppsim {
@@ -122,7 +123,7 @@ std::vector<std::string> schedule_list(const MapReader& r) {
     }
     std::string canonical;
     try {
-      canonical = find_family(name).name;
+      canonical = plan_family(name).name;
     } catch (const InputError& e) {
       r.ctx().fail(node, path, path + ": " + e.message(), e.suggestion());
     }
@@ -277,12 +278,12 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& c) {
         name.erase(name.find_last_not_of(' ') + 1);
         pos = comma + 1;
         if (name.empty()) continue;
-        const std::string canonical = find_family(name).name;
+        const std::string canonical = plan_family(name).name;
         if (std::find(names.begin(), names.end(), canonical) == names.end()) names.push_back(canonical);
       }
     }
   }
-  for (const auto& n : names) s.families.push_back(&find_family(n));
+  for (const auto& n : names) s.families.push_back(&plan_family(n));
   s.pp = lists.pp.empty() ? std::vector<int>{c.parallel.pp} : lists.pp;
   s.vpp = lists.vpp.empty() ? std::vector<int>{c.parallel.has_vpp && c.parallel.vpp >= 2 ? c.parallel.vpp : 2} : lists.vpp;
   s.microbatches = lists.microbatches.empty() ? std::vector<int>{c.parallel.microbatches} : lists.microbatches;

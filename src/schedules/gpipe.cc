@@ -11,6 +11,7 @@ Schedule generate_gpipe(const ScheduleParams& p) {
   s.microbatches = p.microbatches;
   layout_linear(s, p.pp, 1);
   for (int r = 0; r < p.pp; ++r) {
+    s.ranks[r].reserve(2 * static_cast<std::size_t>(p.microbatches));  // F and B per micro-batch
     RankEmitter e(s.ranks[r]);
     // Phase 1, fill: M forwards.
     for (int m = 0; m < p.microbatches; ++m) e.f(r, m);

@@ -14,6 +14,7 @@ Schedule generate_1f1b(const ScheduleParams& p) {
   layout_linear(s, p.pp, 1);
   const int m = p.microbatches;
   for (int r = 0; r < p.pp; ++r) {
+    s.ranks[r].reserve(2 * static_cast<std::size_t>(p.microbatches));  // F and B per micro-batch
     RankEmitter e(s.ranks[r]);
     const int warmup = std::min(p.pp - 1 - r, m);
     int next_f = 0, next_b = 0;

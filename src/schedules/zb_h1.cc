@@ -15,6 +15,7 @@ Schedule generate_zb_h1(const ScheduleParams& p) {
   layout_linear(s, p.pp, 1);
   const int m = p.microbatches;
   for (int r = 0; r < p.pp; ++r) {
+    s.ranks[r].reserve(3 * static_cast<std::size_t>(p.microbatches));  // F, I and W per micro-batch
     RankEmitter e(s.ranks[r]);
     const int warmup = std::min(p.pp - 1 - r, m);
     int next_f = 0, next_i = 0;

@@ -1,0 +1,151 @@
+// The schedule-search suite (issue 21; figures in docs/PERFORMANCE.md): cost profiles x (P, M,
+// memory cap); for each, the best of the nine families that fits the cap, the searched schedule,
+// the lower bound (docs/SEARCH.md), the gain and the gap, and the search's wall time.
+// Usage: search_suite [threads] [time_limit_s] [csv_dir] [exact_limit_s]  (defaults 2, 10, none, 60;
+// the exact method (CBC, when built) runs on cases with P x M <= 16; csv_dir: write each
+// searched schedule as <dir>/<case>.csv)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+#include "schedules/notation.h"
+#include "search/exact.h"
+#include "search/search.h"
+#include "sim/engine.h"
+
+using namespace ppsim;
+
+namespace {
+
+struct Profile {
+  std::string name;
+  double f, b, w;        // one rank's share, full backward b = input grad + W
+  double head = 0;       // extra F/b/W-proportional cost of the last slice (the head and loss)
+  double latency = 0;    // per transfer
+  double fb_saving = 0;  // pair saving of a whole-stage chunk
+};
+
+struct Case {
+  Profile prof;
+  int pp, m;
+  double cap;  // rank shares; 0 = none
+};
+
+std::string fmt_units(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+Time ticks(double u) { return static_cast<Time>(u * static_cast<double>(kTicksPerUnit) + 0.5); }
+
+// Per-slice costs for any placement: each chunk is 1/chunks of a rank's share; the last slice
+// carries `head` times the share's cost on top (the same absolute work for every placement).
+SimCosts costs_for(const Profile& p, const Schedule& s) {
+  SimCosts c;
+  const int v = s.chunks_per_rank;
+  for (int i = 0; i < s.stages_per_pipe; ++i) {
+    const double k = 1.0 / v + (i == s.stages_per_pipe - 1 ? p.head : 0.0);
+    SliceCosts sc;
+    sc.f = ticks(p.f * k);
+    sc.b = ticks(p.b * k);
+    sc.w = ticks(p.w * k);
+    sc.fb = p.fb_saving > 0 ? sc.f + sc.b - ticks(p.fb_saving * k) : 0;
+    c.slice.push_back(sc);
+  }
+  c.link.latency = ticks(p.latency);
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const double limit = argc > 2 ? std::atof(argv[2]) : 10;
+  const std::string dir = argc > 3 ? argv[3] : "";
+  const Profile uniform{"F=B=W (F=1,B=2,W=1)", 1, 2, 1};
+  const Profile f_heavy{"F>B (F=2,B=2,W=1)", 2, 2, 1};
+  const Profile w_heavy{"W-heavy (F=1,B=3,W=2)", 1, 3, 2};
+  const Profile b2f{"B=2F,W=F (F=1,B=3,W=1)", 1, 3, 1};
+  const Profile head{"heavy last stage (+50%)", 1, 2, 1, 0.5};
+  const Profile lat{"latency 0.2 (F=1,B=2,W=1)", 1, 2, 1, 0, 0.2};
+  const Profile pair{"F&B saving 0.5", 1, 2, 1, 0, 0, 0.5};
+  const std::vector<Case> cases = {
+      {uniform, 4, 4, 0},    {uniform, 4, 16, 4}, {uniform, 8, 32, 8}, {uniform, 8, 64, 0}, {f_heavy, 8, 32, 8},
+      {w_heavy, 8, 32, 8},   {b2f, 8, 32, 8},     {head, 8, 32, 8},    {lat, 8, 32, 8},     {uniform, 8, 32, 4},
+      {w_heavy, 16, 64, 16}, {head, 16, 64, 16},  {lat, 16, 64, 0},    {pair, 8, 32, 9},    {uniform, 16, 128, 8},
+      {b2f, 4, 32, 0},       {w_heavy, 4, 4, 4},  {head, 4, 4, 4},     {lat, 4, 4, 0},      {f_heavy, 4, 4, 2},
+  };
+  const double exact_limit = argc > 4 ? std::atof(argv[4]) : 60;
+  std::printf(
+      "| # | profile | P | M | cap | best family (makespan, peak) | searched (makespan, peak) | gain | lower bound | "
+      "gap to bound | exact (no pairs) | gap to exact | s |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  int idx = 0, faster = 0, never_slower = 0, within2 = 0, within_exact = 0;
+  for (const Case& c : cases) {
+    ++idx;
+    SearchRequest req;
+    req.pp = c.pp;
+    req.microbatches = c.m;
+    req.placements = parse_placements("all");
+    req.memory_cap = c.cap;
+    req.costs = [&](const Schedule& s) { return costs_for(c.prof, s); };
+    req.seed = 1;
+    req.time_limit_s = limit;
+    req.threads = threads;
+    const auto t0 = std::chrono::steady_clock::now();
+    const SearchResult r = search_schedule(req);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double u = static_cast<double>(kTicksPerUnit);
+    const double fam = r.best_family.valid ? r.best_family.sim.makespan() / u : 0;
+    const double got = r.best.sim.makespan() / u;
+    const double lb = r.lower_bound / u;
+    const double gain = r.best_family.valid ? (fam - got) / fam * 100 : 0;
+    const double gap = (got - lb) / lb * 100;
+    // The exact method on small cases: the best proven optimum over the placements (no pairs).
+    std::string exact = "-", exact_gap = "-";
+    if (c.pp * c.m <= 16 && exact_available()) {
+      Time best = 0;
+      bool all_optimal = true;
+      for (Placement p : req.placements) {
+        if (p == Placement::bidirectional && c.m % 2 != 0) continue;
+        const Schedule layout = placement_layout(p, c.pp, c.m);
+        const SimCosts pc = costs_for(c.prof, layout);
+        const int cap = c.cap > 0 ? static_cast<int>(c.cap * layout.chunks_per_rank) : 0;
+        const ExactResult e = exact_schedule(layout, pc, cap, exact_limit);
+        if (!e.solved) {
+          all_optimal = all_optimal && e.status.find("infeasible") != std::string::npos;
+          continue;
+        }
+        all_optimal = all_optimal && e.optimal;
+        const Time mk = simulate(e.schedule, pc).makespan();
+        if (best == 0 || mk < best) best = mk;
+      }
+      if (best > 0) {
+        exact = fmt_units(best / u) + (all_optimal ? "" : " (not proven)");
+        exact_gap = fmt_units((got - best / u) / (best / u) * 100) + "%";
+        within_exact += all_optimal && got <= best / u * 1.02;
+      }
+    }
+    faster += gain >= 1.0;
+    never_slower += !r.best_family.valid || got <= fam;
+    within2 += gap <= 2.0;
+    std::printf(
+        "| %d | %s | %d | %d | %s | %s %.3f, %.3g | %.3f, %.3g (%s) | %.1f%% | %.3f | %.1f%% | %s | %s | %.1f%s |\n",
+        idx, c.prof.name.c_str(), c.pp, c.m, c.cap > 0 ? std::to_string(static_cast<int>(c.cap)).c_str() : "none",
+        r.best_family.valid ? r.best_family.name.c_str() : "(none fits)", fam, r.best_family.peak_shares, got,
+        r.best.peak_shares, placement_name(placement_of(r.best.schedule)), gain, lb, gap, exact.c_str(),
+        exact_gap.c_str(), secs, r.time_limited ? " (limit)" : "");
+    std::fflush(stdout);
+    if (!dir.empty()) std::ofstream(dir + "/case" + std::to_string(idx) + ".csv") << schedule_to_csv(r.best.schedule);
+  }
+  std::printf(
+      "\nnever slower: %d/%d; faster by >= 1%%: %d/%d; within 2%% of the bound: %d/%d; within 2%% of a proven exact "
+      "optimum: %d\n",
+      never_slower, idx, faster, idx, within2, idx, within_exact);
+  return 0;
+}

@@ -1,0 +1,529 @@
+// The schedule search (search.h): families, then greedy list schedules under a grid of rules
+// and randomised ties, then adjacent swaps; every candidate validated and simulated.
+#include "search/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "core/error.h"
+#include "plan/thread_pool.h"
+#include "schedules/registry.h"
+#include "schedules/validator.h"
+
+namespace ppsim {
+
+namespace {
+
+constexpr Time kInf = std::numeric_limits<Time>::max() / 4;
+
+// Time for a value to cross from stage a to stage b (0 on one rank), without link contention.
+Time hop(const Schedule& s, const SimCosts& c, int from, int to, bool forward) {
+  if (s.stage_rank[from] == s.stage_rank[to]) return 0;
+  const SliceCosts& sc = c.slice[s.slice[from]];
+  return c.link.latency + c.link.occupancy(forward ? sc.act_bytes : sc.grad_bytes);
+}
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  return x ^ (x >> 29);
+}
+
+}  // namespace
+
+const char* placement_name(Placement p) {
+  switch (p) {
+    case Placement::linear:
+      return "linear";
+    case Placement::v_shape:
+      return "v";
+    case Placement::bidirectional:
+      return "bidirectional";
+  }
+  return "?";
+}
+
+std::vector<Placement> parse_placements(const std::string& name) {
+  if (name == "linear") return {Placement::linear};
+  if (name == "v") return {Placement::v_shape};
+  if (name == "bidirectional") return {Placement::bidirectional};
+  if (name == "all") return {Placement::linear, Placement::v_shape, Placement::bidirectional};
+  throw InputError(fmt::format("--placement: unknown placement '{}' (linear, v, bidirectional or all)", name), {},
+                   kExitUsage);
+}
+
+Placement placement_of(const Schedule& s) {
+  if (s.num_pipes == 2) return Placement::bidirectional;
+  if (s.chunks_per_rank == 2 && s.stages_per_pipe == 2 * s.pp && s.stage_rank.size() > 1 &&
+      s.stage_rank[s.stages_per_pipe - 1] == 0)
+    return Placement::v_shape;
+  return Placement::linear;
+}
+
+Schedule placement_layout(Placement p, int pp, int microbatches) {
+  Schedule s;
+  s.family = "searched";
+  s.microbatches = microbatches;
+  switch (p) {
+    case Placement::linear:
+      layout_linear(s, pp, 1);
+      break;
+    case Placement::v_shape:
+      layout_v_shape(s, pp);
+      break;
+    case Placement::bidirectional:
+      layout_bidirectional(s, pp);
+      s.parameter_copies = 2;
+      break;
+  }
+  s.ranks.assign(pp, {});
+  return s;
+}
+
+double peak_shares(const Schedule& s, const SimResult& r) {
+  int peak = 0;
+  for (const RankStats& st : r.ranks) peak = std::max(peak, st.peak_activations);
+  return static_cast<double>(peak) / s.chunks_per_rank;
+}
+
+Time lower_bound(const Schedule& s, const SimCosts& c) {
+  const int S = s.stages_per_pipe;
+  const int mbp = s.mb_per_pipe();
+  Time max_saving = 0;
+  for (const SliceCosts& sc : c.slice) max_saving = std::max(max_saving, sc.pair_saving());
+  const bool pairs = s.num_pipes == 2 && max_saving > 0;
+  // Bound 1: rank r starts no earlier than the shortest forward chain to one of its stages, and
+  // then runs all its work (pairs saving at most max_saving each) on one stream.
+  Time lb = 0;
+  std::vector<Time> fill(s.pp, kInf), work(s.pp, 0);
+  std::vector<int> stages_on(s.pp, 0);
+  for (int pipe = 0; pipe < s.num_pipes; ++pipe) {
+    Time chain = 0;
+    for (int j = 0; j < S; ++j) {
+      const int st = pipe * S + j;
+      const int r = s.stage_rank[st];
+      const SliceCosts& sc = c.slice[s.slice[st]];
+      fill[r] = std::min(fill[r], chain);
+      work[r] += static_cast<Time>(mbp) * (sc.f + sc.b);
+      stages_on[r] += 1;
+      if (j + 1 < S) chain += sc.f + hop(s, c, st, st + 1, true);
+    }
+  }
+  for (int r = 0; r < s.pp; ++r) {
+    Time w = work[r];
+    // At most one pair per backward of the rank: its stages' micro-batches.
+    if (pairs) w -= static_cast<Time>(stages_on[r]) * mbp * max_saving;
+    lb = std::max(lb, fill[r] + std::max<Time>(w, 0));
+  }
+  // Bound 2: one micro-batch's chain, all forwards then all input-grads back, then the first
+  // stage's W. Pairs can shorten the chain's ops, so it is used only without pair savings.
+  if (!pairs) {
+    for (int pipe = 0; pipe < s.num_pipes; ++pipe) {
+      Time chain = 0;
+      for (int j = 0; j < S; ++j) {
+        const int st = pipe * S + j;
+        chain += c.slice[s.slice[st]].f + (j + 1 < S ? hop(s, c, st, st + 1, true) : 0);
+      }
+      for (int j = S - 1; j >= 0; --j) {
+        const int st = pipe * S + j;
+        chain += c.slice[s.slice[st]].input_grad() + (j > 0 ? hop(s, c, st, st - 1, false) : 0);
+      }
+      chain += c.slice[s.slice[pipe * S]].w;
+      lb = std::max(lb, chain);
+    }
+  }
+  return lb;
+}
+
+Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks, const ListRule& rule) {
+  Schedule s = layout;
+  const int S = s.num_stages();
+  const int mbp = s.mb_per_pipe();
+  std::mt19937_64 rng(rule.noise_seed);
+  std::vector<std::vector<int>> held(s.pp);  // stages per rank
+  for (int st = 0; st < S; ++st) held[s.stage_rank[st]].push_back(st);
+  auto key = [&](int st, int m) { return static_cast<std::size_t>(st) * mbp + m; };
+  std::vector<Time> f_end(static_cast<std::size_t>(S) * mbp, kInf), b_end(f_end.size(), kInf);
+  std::vector<int> next_f(S, 0), next_b(S, 0);
+  std::vector<std::deque<int>> pending_w(S);
+  std::vector<Time> t_free(s.pp, 0);
+  std::vector<int> act(s.pp, 0), inflight(s.pp, 0);
+  std::size_t left = 0;
+  for (int r = 0; r < s.pp; ++r) left += held[r].size() * static_cast<std::size_t>(mbp) * 3;
+  auto dur = [&](int st, OpKind k) { return op_duration(c.slice[s.slice[st]], k); };
+  auto depth = [&](int st) { return st % s.stages_per_pipe; };
+  std::vector<int> deeper(S, 0);  // stages of the same rank deeper in their pipe than st
+  for (int st = 0; st < S; ++st)
+    for (int o : held[s.stage_rank[st]])
+      if (depth(o) > depth(st)) ++deeper[st];
+
+  auto f_ready = [&](int st) -> Time {
+    const int m = next_f[st];
+    if (m >= mbp) return kInf;
+    if (s.is_first_stage(st)) return 0;
+    const Time e = f_end[key(st - 1, m)];
+    return e >= kInf ? kInf : e + hop(s, c, st - 1, st, true);
+  };
+  auto b_ready = [&](int st) -> Time {
+    const int m = next_b[st];
+    if (m >= mbp || m >= next_f[st]) return kInf;
+    Time t = f_end[key(st, m)];
+    if (!s.is_last_stage(st)) {
+      const Time e = b_end[key(st + 1, m)];
+      if (e >= kInf) return kInf;
+      t = std::max(t, e + hop(s, c, st + 1, st, false));
+    }
+    return t;
+  };
+  struct Choice {
+    Time start = kInf;
+    int f_stage = -1, b_stage = -1, w_stage = -1;  // one, or f and b for a pair
+  };
+  auto better_stage = [&](int a, int b, bool fwd) {  // true when stage a goes before stage b
+    if (b < 0) return true;
+    const int ma = fwd ? next_f[a] : next_b[a], mb = fwd ? next_f[b] : next_b[b];
+    if (ma != mb) return ma < mb;
+    return rule.deep_first ? depth(a) > depth(b) : depth(a) < depth(b);
+  };
+  auto choose = [&](int r) {
+    Choice ch;
+    const Time t = t_free[r];
+    int f_av = -1, b_av = -1, w_av = -1;
+    Time f_min = kInf, b_min = kInf;
+    int f_wait = -1, b_wait = -1;
+    const bool f_allowed =
+        (cap_chunks <= 0 || act[r] + 1 <= cap_chunks) && (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
+    for (int st : held[r]) {
+      if (f_allowed && (cap_chunks <= 0 || !rule.reserve_deeper || act[r] + 1 + deeper[st] <= cap_chunks)) {
+        const Time fr = f_ready(st);
+        if (fr <= t && better_stage(st, f_av, true)) f_av = st;
+        if (fr < f_min) {
+          f_min = fr;
+          f_wait = st;
+        }
+      }
+      const Time br = b_ready(st);
+      if (br <= t && better_stage(st, b_av, false)) b_av = st;
+      if (br < b_min) {
+        b_min = br;
+        b_wait = st;
+      }
+      if (!pending_w[st].empty() &&
+          (w_av < 0 || b_end[key(st, pending_w[st].front())] < b_end[key(w_av, pending_w[w_av].front())]))
+        w_av = st;
+    }
+    bool bfirst = rule.backward_first, wfill = rule.w_fills_only;
+    if (rule.noise_seed != 0) {
+      const std::uint64_t x = rng();
+      if ((x & 15) == 0) bfirst = !bfirst;
+      if (((x >> 4) & 31) == 0) wfill = !wfill;
+    }
+    if (f_av >= 0 || b_av >= 0 || w_av >= 0) {
+      ch.start = t;
+      if (rule.pairs && f_av >= 0 && b_av >= 0) {
+        ch.f_stage = f_av;
+        ch.b_stage = b_av;
+        return ch;
+      }
+      // 0 F, 1 backward, 2 W. W last: it fills what would be idle (Zero Bubble's rule).
+      static constexpr int kOrders[4][3] = {{0, 2, 1}, {0, 1, 2}, {1, 2, 0}, {1, 0, 2}};
+      for (int k : kOrders[2 * bfirst + wfill]) {
+        if (k == 0 && f_av >= 0) {
+          ch.f_stage = f_av;
+          return ch;
+        }
+        if (k == 1 && b_av >= 0) {
+          ch.b_stage = b_av;
+          return ch;
+        }
+        if (k == 2 && w_av >= 0) {
+          ch.w_stage = w_av;
+          return ch;
+        }
+      }
+    }
+    // Nothing available now: wait for the earliest.
+    if (b_min <= f_min && b_wait >= 0) {
+      ch.start = b_min;
+      ch.b_stage = b_wait;
+    } else if (f_wait >= 0) {
+      ch.start = f_min;
+      ch.f_stage = f_wait;
+    }
+    return ch;
+  };
+
+  std::vector<Choice> choice(s.pp);
+  while (left > 0) {
+    int best = -1;
+    for (int r = 0; r < s.pp; ++r) {
+      // Every commit can make ops of any rank ready, so all are re-chosen (P is small).
+      choice[r] = choose(r);
+      if (choice[r].start < kInf && (best < 0 || choice[r].start < choice[best].start)) best = r;
+    }
+    if (best < 0) return placement_layout(placement_of(layout), layout.pp, layout.microbatches);  // stuck
+    const Choice ch = choice[best];
+    Time t = ch.start;
+    if (ch.f_stage >= 0 && ch.b_stage >= 0) {
+      // Both ops were available at t (choose() pairs only available ops).
+      const int fm = next_f[ch.f_stage]++, bm = next_b[ch.b_stage]++;
+      const Time e = t + pair_duration(c.slice[s.slice[ch.f_stage]], c.slice[s.slice[ch.b_stage]], OpKind::I);
+      s.ranks[best].push_back(Action::pair({OpKind::F, ch.f_stage, fm}, {OpKind::I, ch.b_stage, bm}));
+      f_end[key(ch.f_stage, fm)] = e;
+      b_end[key(ch.b_stage, bm)] = e;
+      pending_w[ch.b_stage].push_back(bm);
+      act[best] += 1;
+      t_free[best] = e;
+      left -= 2;
+    } else if (ch.f_stage >= 0) {
+      const int m = next_f[ch.f_stage]++;
+      const Time e = t + dur(ch.f_stage, OpKind::F);
+      s.ranks[best].push_back(Action::single({OpKind::F, ch.f_stage, m}));
+      f_end[key(ch.f_stage, m)] = e;
+      act[best] += 1;
+      inflight[best] += 1;
+      t_free[best] = e;
+      left -= 1;
+    } else if (ch.b_stage >= 0) {
+      const int m = next_b[ch.b_stage]++;
+      const Time e = t + dur(ch.b_stage, OpKind::I);
+      s.ranks[best].push_back(Action::single({OpKind::I, ch.b_stage, m}));
+      b_end[key(ch.b_stage, m)] = e;
+      pending_w[ch.b_stage].push_back(m);
+      inflight[best] -= 1;
+      t_free[best] = e;
+      left -= 1;
+    } else {
+      const int m = pending_w[ch.w_stage].front();
+      pending_w[ch.w_stage].pop_front();
+      s.ranks[best].push_back(Action::single({OpKind::W, ch.w_stage, m}));
+      t_free[best] = t + dur(ch.w_stage, OpKind::W);
+      act[best] -= 1;
+      left -= 1;
+    }
+  }
+  return s;
+}
+
+namespace {
+
+// Validates and simulates; valid=false when the validator or the engine refuses it or it is
+// over the cap.
+Candidate evaluate(std::string name, Schedule s, const SimCosts& c, double cap) {
+  Candidate out;
+  out.name = std::move(name);
+  out.schedule = std::move(s);
+  if (out.schedule.num_ops() == 0) return out;
+  try {
+    validate_schedule(out.schedule);
+    out.sim = simulate(out.schedule, c);
+  } catch (const InputError&) {
+    return out;
+  }
+  out.peak_shares = peak_shares(out.schedule, out.sim);
+  out.valid = cap <= 0 || out.peak_shares <= cap + 1e-9;
+  return out;
+}
+
+bool better(const Candidate& a, const Candidate& b) {
+  if (!a.valid) return false;
+  if (!b.valid) return true;
+  return a.sim.makespan() < b.sim.makespan();
+}
+
+int cap_chunks(const Schedule& s, double cap) {
+  if (cap <= 0) return 0;
+  return static_cast<int>(std::floor(cap * s.chunks_per_rank + 1e-9));
+}
+
+}  // namespace
+
+SearchResult search_schedule(const SearchRequest& req) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto deadline =
+      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.time_limit_s));
+  if (req.pp < 2) throw InputError(fmt::format("--pp: search needs P >= 2, got {}", req.pp), {}, kExitUsage);
+  if (req.microbatches < 1)
+    throw InputError(fmt::format("--microbatches: M must be >= 1, got {}", req.microbatches), {}, kExitUsage);
+  if (req.placements.empty()) throw InputError("--placement: no placement given", {}, kExitUsage);
+  if (!(req.memory_cap >= 0)) throw InputError("--memory-cap must be >= 0", {}, kExitUsage);
+  SearchResult res;
+  const int threads = resolve_jobs(req.threads);
+  std::atomic<std::uint64_t> evaluated{0};
+
+  // 1. The nine families, each under its own layout's costs.
+  std::vector<Candidate> seeds;
+  for (const Family& fam : families()) {
+    Schedule s;
+    try {
+      s = make_schedule(fam.name, ScheduleParams{req.pp, req.microbatches, 0, 0});
+    } catch (const InputError& e) {
+      res.family_notes.emplace_back(fam.name, e.message());
+      continue;
+    }
+    SimCosts c;
+    try {
+      c = req.costs(s);  // a config may not cut its layers into this family's slices
+    } catch (const InputError& e) {
+      res.family_notes.emplace_back(fam.name, e.message());
+      continue;
+    }
+    Candidate cand = evaluate(fam.name, std::move(s), c, req.memory_cap);
+    ++evaluated;
+    if (!cand.valid) {
+      res.family_notes.emplace_back(
+          fam.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
+                                           : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
+      continue;
+    }
+    if (better(cand, res.best_family)) res.best_family = cand;
+    const Placement p = placement_of(cand.schedule);
+    if (std::find(req.placements.begin(), req.placements.end(), p) != req.placements.end()) seeds.push_back(cand);
+  }
+
+  // 2. Greedy list schedules: a grid of rules per placement, then randomised ties.
+  struct Trial {
+    Placement placement;
+    ListRule rule;
+  };
+  std::vector<Trial> trials;
+  std::vector<Schedule> layouts;
+  std::vector<SimCosts> costs;
+  Time lb = kInf;
+  for (Placement p : req.placements) {
+    if (p == Placement::bidirectional && req.microbatches % 2 != 0) continue;  // two pipes of M/2
+    layouts.push_back(placement_layout(p, req.pp, req.microbatches));
+    costs.push_back(req.costs(layouts.back()));
+    lb = std::min(lb, lower_bound(layouts.back(), costs.back()));
+  }
+  if (layouts.empty()) throw InputError("search: no placement fits (bidirectional needs an even M)");
+  res.lower_bound = lb;
+  for (std::size_t li = 0; li < layouts.size(); ++li) {
+    const Placement p = placement_of(layouts[li]);
+    const int chunks = layouts[li].chunks_per_rank;
+    for (int bf = 0; bf < 2; ++bf)
+      for (int wf = 0; wf < 2; ++wf)
+        for (int deep = 0; deep < 2; ++deep)
+          for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
+            for (int inflight : {0, req.pp * chunks, 2 * req.pp * chunks})
+              for (int reserve = 0; reserve < (req.memory_cap > 0 ? 2 : 1); ++reserve) {
+                ListRule r;
+                r.reserve_deeper = reserve == 0;
+                r.backward_first = bf;
+                r.w_fills_only = wf;
+                r.deep_first = deep;
+                r.pairs = pairs;
+                r.max_inflight = inflight;
+                trials.push_back({p, r});
+              }
+    for (int k = 0; k < 48; ++k) {
+      ListRule r;
+      r.backward_first = k % 2 == 0;
+      r.deep_first = (k / 2) % 2 == 0;
+      r.pairs = p == Placement::bidirectional && (k / 4) % 2 == 0;
+      r.noise_seed = mix(req.seed, k * 7919 + static_cast<int>(p) + 1);
+      trials.push_back({p, r});
+    }
+  }
+  const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads
+  const int rounds = req.swap_rounds > 0 ? req.swap_rounds : std::max(200, 60000 / (req.pp * req.microbatches / 8 + 1));
+  res.trials = trials.size() + swap_chains;
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<Time> best_seen{kInf};
+  auto note = [&](const Candidate& c) {
+    if (!c.valid) return;
+    Time cur = best_seen.load();
+    while (c.sim.makespan() < cur && !best_seen.compare_exchange_weak(cur, c.sim.makespan())) {
+    }
+  };
+  for (const Candidate& c : seeds) note(c);
+  auto tick = [&] {
+    if (req.progress) req.progress(done.load(), res.trials, best_seen.load() >= kInf ? 0 : best_seen.load());
+  };
+  std::vector<Candidate> slots(trials.size());
+  std::atomic<bool> late{false};
+  parallel_for(
+      trials.size(), threads,
+      [&](std::size_t i) {
+        if (Clock::now() > deadline) {
+          late = true;
+          return;
+        }
+        const Trial& t = trials[i];
+        std::size_t li = 0;
+        while (placement_of(layouts[li]) != t.placement) ++li;
+        Schedule s = list_schedule(layouts[li], costs[li], cap_chunks(layouts[li], req.memory_cap), t.rule);
+        slots[i] = evaluate("searched", std::move(s), costs[li], req.memory_cap);
+        ++evaluated;
+        note(slots[i]);
+        ++done;
+      },
+      tick, 200);
+  Candidate start;
+  for (const Candidate& c : seeds)
+    if (better(c, start)) start = c;
+  for (const Candidate& c : slots)
+    if (better(c, start)) start = c;
+  if (!start.valid)
+    throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
+                                 req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
+                                 req.memory_cap));
+
+  // 3. Local search: chains of adjacent swaps on one rank, each chain seeded, from `start`.
+  const SimCosts chain_costs = req.costs(start.schedule);
+  std::vector<Candidate> chains(swap_chains);
+  parallel_for(
+      swap_chains, threads,
+      [&](std::size_t k) {
+        std::mt19937_64 rng(mix(req.seed, 1000003 + k));
+        Candidate cur = start;
+        for (int it = 0; it < rounds; ++it) {
+          if ((it & 15) == 0 && Clock::now() > deadline) {
+            late = true;
+            break;
+          }
+          Schedule s = cur.schedule;
+          const int r = static_cast<int>(rng() % s.pp);
+          auto& acts = s.ranks[r];
+          if (acts.size() < 2) continue;
+          const std::size_t i = rng() % (acts.size() - 1);
+          const Action& a = acts[i];
+          const Action& b = acts[i + 1];
+          if (!a.overlapped && !b.overlapped && a.first.kind == b.first.kind && a.first.stage == b.first.stage)
+            continue;
+          std::swap(acts[i], acts[i + 1]);
+          Candidate next = evaluate("searched", std::move(s), chain_costs, req.memory_cap);
+          ++evaluated;
+          if (next.valid && next.sim.makespan() <= cur.sim.makespan()) {
+            cur = std::move(next);
+            note(cur);
+          }
+        }
+        chains[k] = std::move(cur);
+        ++done;
+      },
+      tick, 200);
+  Candidate best = start;
+  for (const Candidate& c : chains)
+    if (better(c, best)) best = c;
+  best.schedule.family = "searched";
+  best.name = "searched";
+  res.best = std::move(best);
+  res.evaluated = evaluated.load();
+  res.time_limited = late.load();
+  res.trials_run = done.load();
+  res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace ppsim

@@ -1,0 +1,98 @@
+// Schedule search (issue 21; docs/SEARCH.md): per-rank orders of F, I, W (and F&B pairs on the
+// bidirectional placement) for one or all placements, under a per-rank activation cap, for the
+// caller's own costs. Candidates come from a greedy list scheduler run under many priority
+// rules (Zero Bubble's automatic scheduler is one of them), then adjacent swaps of one rank's
+// actions; each candidate is checked by the validator and timed by the engine (src/sim), and
+// the reported makespan is always the engine's.
+//
+// Not obvious:
+// - The cap counts activations in rank shares: one micro-batch of a whole stage is 1, a chunk
+//   of a V (half a rank's layers) is 1/2, so placements compare on the same memory. Parameter
+//   copies (2 on the bidirectional placement) are reported, not capped.
+// - Deterministic for a seed as long as the time limit does not bind: the work is a fixed list
+//   of trials, each with its own seed, results kept per slot and reduced in slot order; a trial
+//   that the deadline skips is the only source of run-to-run difference (`time_limited`).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/schedule.h"
+#include "sim/costs.h"
+#include "sim/engine.h"
+
+namespace ppsim {
+
+enum class Placement { linear, v_shape, bidirectional };
+const char* placement_name(Placement p);
+// "linear", "v", "bidirectional" or "all"; InputError (usage) otherwise.
+std::vector<Placement> parse_placements(const std::string& name);
+Placement placement_of(const Schedule& s);
+
+struct SearchRequest {
+  int pp = 0;
+  int microbatches = 0;  // total; the bidirectional placement splits them over two pipes
+  std::vector<Placement> placements;
+  double memory_cap = 0;  // activations per rank, in rank shares (see above); 0 = no cap
+  // Costs for a schedule of any placement (per slice: Schedule::slice). Called once per
+  // placement and once per family; must be thread-safe to call.
+  std::function<SimCosts(const Schedule&)> costs;
+  std::uint64_t seed = 1;
+  double time_limit_s = 10;  // wall clock for the whole search
+  int threads = 1;
+  int swap_rounds = 0;  // local-search trials; 0 = from P and M (docs/SEARCH.md)
+  // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
+  std::function<void(std::uint64_t, std::uint64_t, Time)> progress;
+};
+
+// One checked and simulated schedule.
+struct Candidate {
+  std::string name;  // family name, or "searched" with its origin
+  Schedule schedule;
+  SimResult sim;           // the engine's run (with its makespan)
+  double peak_shares = 0;  // max over ranks of peak activations, in rank shares
+  bool valid = false;
+};
+
+struct SearchResult {
+  Candidate best;         // the searched schedule (name "searched")
+  Candidate best_family;  // the best of the nine families under the cap (valid=false: none fits)
+  std::vector<std::pair<std::string, std::string>> family_notes;  // family -> why not compared
+  Time lower_bound = 0;                                           // docs/SEARCH.md
+  std::uint64_t evaluated = 0;                                    // candidates simulated
+  std::uint64_t trials = 0, trials_run = 0;
+  bool time_limited = false;
+  double seconds = 0;
+};
+
+// Throws InputError when no schedule of the placements fits the cap.
+SearchResult search_schedule(const SearchRequest& req);
+
+// The bound of docs/SEARCH.md for one placement: max over ranks of (fill + work), and one
+// micro-batch's dependency chain. Exposed for tests.
+Time lower_bound(const Schedule& layout, const SimCosts& costs);
+// An empty schedule (no actions) with the placement's layout.
+Schedule placement_layout(Placement p, int pp, int microbatches);
+// Peak activations of a simulated schedule in rank shares.
+double peak_shares(const Schedule& s, const SimResult& r);
+
+// The greedy list scheduler (exposed for tests): builds every rank's order for `layout` by
+// simulating the ranks with the costs' op durations and link latency, choosing at each step the
+// earliest-startable action by the rule. cap_chunks = per-rank activation cap in chunks (0 =
+// none). Returns a schedule with empty ranks when the rule cannot finish under the cap.
+struct ListRule {
+  bool backward_first = true;  // an available I/B before an available F
+  bool pairs = false;          // pair an available F with an available backward (F&B)
+  bool w_fills_only = true;    // W only when nothing else is available (else W before F)
+  bool deep_first = true;      // among equal-priority stages: the deeper stage first
+  int max_inflight = 0;        // F ahead of their backward per rank (0: cap only)
+  // Under a cap, an F keeps one slot free for each stage of its rank that lies deeper in its
+  // pipe (a V's far chunk, the other pipe's stage), so that the ranks cannot fill their caps
+  // with shallow forwards that wait on each other (the deadlock of a V or two pipes at cap P/2).
+  bool reserve_deeper = true;
+  std::uint64_t noise_seed = 0;  // 0: deterministic ties; else random ties and rule flips
+};
+Schedule list_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, const ListRule& rule);
+
+}  // namespace ppsim

@@ -472,10 +472,30 @@ Runner setup_validate(CLI::App& sub) {
                             "profiled with local permutes (no all-to-all in them)\n",
                             ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends);
       }
-      // Device memory, measured, beside the simulator's peak of micro-batches held per rank.
+      // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
+      // holds no embedding or head and runs no optimizer step: those parts are left out of both).
+      std::vector<MemoryBreakdown> predicted_mem;
+      {
+        std::vector<std::string> sets = a->sets;
+        sets.push_back("parallel.embedding_on_first=false");
+        sets.push_back("parallel.head_on_last=false");
+        const ModelConfig mem_cfg = load_config(a->config, sets);
+        predicted_mem = predicted_memory(mem_cfg, s, &pred);
+      }
       nlohmann::json mj = nlohmann::json::array();
       auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
       for (const auto& rm : mem.ranks) {
+        if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
+          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)];
+          const double predicted = pm.weights + pm.gradients + pm.activations + pm.comm_buffers + pm.workspace;
+          const double measured = static_cast<double>(rm.total());
+          text += fmt::format("  memory rank {} peak: predicted {:.1f} MiB (weights {:.1f}, grads {:.1f}, activations {:.1f} "
+                              "in {} chunk(s), buffers {:.1f}, workspace {:.1f}), measured {:.1f} MiB, error {:+.1f}%\n",
+                              rm.rank, predicted / 1048576.0, pm.weights / 1048576.0, pm.gradients / 1048576.0,
+                              pm.activations / 1048576.0, pm.chunks, pm.comm_buffers / 1048576.0,
+                              pm.workspace / 1048576.0, measured / 1048576.0,
+                              measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0);
+        }
         int predicted_peak = 0;
         if (static_cast<std::size_t>(rm.rank) < pred.timeline.activations.size())
           for (const auto& smp : pred.timeline.activations[static_cast<std::size_t>(rm.rank)])
@@ -490,6 +510,12 @@ Runner setup_validate(CLI::App& sub) {
                       {"activation_set_bytes", rm.activation_set_bytes}, {"activation_sets_in_use", rm.activation_sets_live},
                       {"activations_bytes", rm.activations()},
                       {"predicted_peak_microbatches", predicted_peak}});
+        if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
+          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)];
+          mj.back()["predicted"] = {{"weights", pm.weights}, {"gradients", pm.gradients}, {"activations", pm.activations},
+                                    {"comm_buffers", pm.comm_buffers}, {"workspace", pm.workspace},
+                                    {"chunks", pm.chunks}};
+        }
       }
       nlohmann::json dj = nlohmann::json::array();
       for (const auto& d : mem.devices) {

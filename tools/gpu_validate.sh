@@ -14,7 +14,7 @@
 # (memcheck) over the replay and watchdog GPU tests.
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep timeslice kind sanitize": the extra runs;
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep searched timeslice kind sanitize": the extra runs;
 # "" for none).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,7 +48,7 @@ done
 big=0
 for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-for extra in ${VALIDATE_EXTRA-nccl mpi ep timeslice kind sanitize}; do
+for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
   [ "$big" -gt 0 ] || break
   cfg=$ROOT/configs/small-${big}gpu.yaml
   case $extra in
@@ -57,6 +57,11 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep timeslice kind sanitize}; do
       timeout 150 "$P" validate "$cfg" -s "$S" --devices "$big" --transport nccl ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_nccl.txt" 2>&1 | tail -3
       echo "validate --transport nccl on $big GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    searched)  # a schedule `ppsim search` found (tests/golden), replayed like the families
+      [ "$big" = 1 ] || continue
+      timeout 150 "$P" validate "$cfg" --devices 1 --schedule-file "$ROOT/tests/golden/searched_small_1gpu_p2_m8.csv" \
+        ${VALIDATE_ARGS:-} -o "$OUT/tmp/validate_1gpu_searched.txt" 2>&1 | tail -3
+      echo "validate --schedule-file (searched, P=2 M=8) on 1 GPU: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
     ep)  # expert parallelism: PP x EP = 2 x 2 shards, tokens exchanged by our all-to-all
       timeout 200 "$P" validate "$ROOT/configs/small-2gpu-ep.yaml" -s 1f1b,zb-h1,dualpipe --devices "$big" ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_ep.txt" 2>&1 | tail -3

@@ -32,6 +32,7 @@
 #include "launch/mpi.h"
 #include "report/trace.h"
 #include "report/validation.h"
+#include "schedules/notation.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 
@@ -78,6 +79,7 @@ struct ValidateArgs {
   std::string config;
   std::vector<std::string> sets;
   std::string schedules;
+  std::string schedule_file;
   std::string trace;
   std::string format = "table";
   std::string output = "-";
@@ -189,6 +191,8 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("config", a->config, "YAML config to replay on the GPUs")->required();
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
   sub.add_option("--schedule,-s", a->schedules, "a family, a comma list, or all (default: the config's parallel.schedule)");
+  sub.add_option("--schedule-file", a->schedule_file,
+                 "replay one schedule from PyTorch's compute-only CSV (e.g. one `ppsim search` wrote) instead of families");
   sub.add_option("--devices", a->devices, "GPUs to use (0 = all visible; fewer than ranks: ranks share GPUs)");
   sub.add_option("--reps", a->reps, "timed repetitions when profiling op costs")->capture_default_str();
   sub.add_option("--target", a->target, "makespan error to flag (default 0.05 on 2+ GPUs, 0.10 on one)");
@@ -239,6 +243,8 @@ Runner setup_validate(CLI::App& sub) {
     // Refuse a transport that cannot reach the peers before any GPU work.
     const launch::TransportKind transport =
         launch::choose_transport(a->transport, world.size, multi ? world.local_size : 1);
+    if (!a->schedule_file.empty() && !a->schedules.empty())
+      throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
     require_gpu("validate");
     if (multi && a->devices > 0 && a->devices != world.size)
       throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
@@ -335,19 +341,32 @@ Runner setup_validate(CLI::App& sub) {
       }
     }
     std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
-    for (const Family* fam : fams) {
-      ScheduleParams params = resolve_params(*fam, ScheduleParams{pp, m, v, 0});
+    // What to replay: the families, or one schedule imported from a file (ppsim search writes them).
+    std::vector<std::pair<std::string, const Family*>> items;
+    if (!a->schedule_file.empty()) {
+      const std::size_t slash = a->schedule_file.find_last_of('/');
+      items.emplace_back(slash == std::string::npos ? a->schedule_file : a->schedule_file.substr(slash + 1), nullptr);
+    } else {
+      for (const Family* fam : fams) items.emplace_back(fam->name, fam);
+    }
+    for (const auto& [item_name, fam] : items) {
+      const std::string& name = item_name;
       Schedule s;
-      try {
-        s = make_schedule(fam->name, params);
-      } catch (const InputError& e) {
-        if (e.exit_code() != kExitInput) throw;
-        j["skipped"].push_back({{"schedule", fam->name}, {"reason", e.message()}});
-        continue;
+      if (!fam) {
+        s = import_csv_file(a->schedule_file, pp, m);  // validated on import
+      } else {
+        ScheduleParams params = resolve_params(*fam, ScheduleParams{pp, m, v, 0});
+        try {
+          s = make_schedule(fam->name, params);
+        } catch (const InputError& e) {
+          if (e.exit_code() != kExitInput) throw;
+          j["skipped"].push_back({{"schedule", fam->name}, {"reason", e.message()}});
+          continue;
+        }
       }
       const int slices = s.stages_per_pipe;
       if (c.model.layers % slices != 0) {
-        j["skipped"].push_back({{"schedule", fam->name},
+        j["skipped"].push_back({{"schedule", name},
                                 {"reason", fmt::format("{} layers do not split into {} equal chunks", c.model.layers, slices)}});
         continue;
       }
@@ -436,7 +455,7 @@ Runner setup_validate(CLI::App& sub) {
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
       const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), timeline_stats(meas));
       const double target = a->target > 0 ? a->target : (ndev == 1 ? 0.10 : 0.05);
-      text += render_validation_table(fam->name, rows, target);
+      text += render_validation_table(name, rows, target);
       // The host side (this process's ranks): enqueue time per action against the op's profiled
       // GPU time; actions the GPU began before they were fully enqueued may include launch waits.
       std::string host_line;
@@ -526,16 +545,16 @@ Runner setup_validate(CLI::App& sub) {
         dj.push_back({{"device", d.device}, {"used_before_bytes", d.used_before}, {"used_after_bytes", d.used_after}});
       }
       text += "\n";
-      summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", fam->name, rows.front().predicted,
+      summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, rows.front().predicted,
                              rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
-      nlohmann::json r = validation_json(fam->name, rows);
+      nlohmann::json r = validation_json(name, rows);
       r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
       r["layers_per_chunk"] = layers;
       r["host"] = hj;
       r["host_bound"] = host_bound;
       r["memory_measured"] = {{"ranks", mj}, {"devices", dj}};
       j["results"].push_back(r);
-      names.push_back(fam->name);
+      names.push_back(name);
       keep.push_back(std::move(pred.timeline));
       keep.push_back(std::move(meas));
     }

@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "api/gpu_costs.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
@@ -131,9 +132,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
     p.runs_us.push_back(static_cast<double>(d[d.size() / 2]) / 1e3);
     p.transfers = d.size();
   }
-  std::vector<double> sorted = p.runs_us;
-  std::sort(sorted.begin(), sorted.end());
-  p.median_us = sorted[sorted.size() / 2];
+  p.median_us = api::middle_run(p.runs_us);
   return p;
 }
 
@@ -312,15 +311,7 @@ Runner setup_validate(CLI::App& sub) {
       auto it = profiles.find(layers);
       if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device, split)).first;
       const gpu::ProfileResult& prof = it->second;
-      auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
-      SliceCosts sc;
-      sc.f = ns(prof.f_ms);
-      sc.b = ns(prof.b_ms);
-      sc.w = std::min(sc.b, ns(prof.w_ms));
-      sc.fb = ns(prof.fb_ms);
-      SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
-      const SimCosts derived = derive_costs(cfg, s);
-      costs.link = derived.link;
+      SimCosts costs = api::profiled_costs(cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
       if (ndev < pp) {
         auto sit = sharings.find(layers);
         if (sit == sharings.end()) {
@@ -346,28 +337,12 @@ Runner setup_validate(CLI::App& sub) {
             for (const auto& g : pit->second) pj.push_back({{"F", g[0]}, {"I", g[1]}, {"W", g[2]}});
           }
           // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
-          const auto& sp0 = pit->second.front();
-          costs.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
-          for (int r = 0; r < pp; ++r) {
-            const auto& g = pit->second.at(static_cast<std::size_t>(r / ndev));
-            for (std::size_t k = 0; k < 3; ++k)
-              if (sp0[k] > 0 && g[k] > 0) costs.rank_kind_scale[3 * static_cast<std::size_t>(r) + k] = g[k] / sp0[k];
-          }
+          api::scale_rank_speeds(costs, pp, ndev, pit->second);
         }
-        costs.rank_device.resize(static_cast<std::size_t>(pp));
-        for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = r % ndev;
-        costs.share_slowdown = std::max(1.0, sp.step);
-        if (a->sharing == "kind")
-          for (double v : sp.by_kind) costs.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
+        const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
+        api::share_devices(costs, pp, ndev, sp.step, a->sharing == "kind" ? &by_kind : nullptr);
       }
-      if (probe) {  // the measured transfer time, less the bandwidth share, as the latency
-        const Time measured = static_cast<Time>(std::llround(probe->median_us * 1e3));
-        costs.link.latency = std::max<Time>(0, measured - costs.link.occupancy(probe->bytes));
-      }
-      for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
-        costs.slice[i].act_bytes = derived.slice[i].act_bytes;
-        costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;
-      }
+      if (probe) api::apply_link_probe(costs, probe->median_us, probe->bytes);  // measured time less bandwidth share
       SimOptions opt;
       opt.record_timeline = true;
       SimResult pred = simulate(s, costs, opt);

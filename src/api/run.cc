@@ -97,7 +97,8 @@ Result run(const Request& req) {
   const ScheduleChoice& sc = req.schedule;
   if (sc.schedule || !sc.schedule_file.empty()) {
     const Schedule s = sc.schedule ? *sc.schedule : import_file(sc);
-    run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
+    if (sc.schedule && sc.generated_with) run_one(s, &find_family(s.family), *sc.generated_with);
+    else run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
   } else {
     ScheduleChoice choice = sc;
     if (cfg) {

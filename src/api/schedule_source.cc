@@ -63,6 +63,19 @@ std::vector<FamilyInfo> family_infos() {
   return out;
 }
 
+nlohmann::json family_json(const FamilyInfo& f) {
+  const Family& fam = *f.family;
+  return {{"name", fam.name},
+          {"aliases", fam.aliases},
+          {"description", fam.description},
+          {"constraints", fam.constraints},
+          {"parameter_copies", fam.parameter_copies},
+          {"chunks_per_rank", fam.default_vpp},
+          {"published_bubble", f.published.formula},
+          {"published_condition", f.published.condition},
+          {"activations_per_rank", fam.activation_formula}};
+}
+
 Timeline unit_step_timeline(const Schedule& s) {
   SliceCosts c;
   c.f = kTicksPerUnit;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/schedule.h"
 #include "core/timeline.h"
 #include "schedules/registry.h"
@@ -24,6 +26,9 @@ struct ScheduleChoice {
   std::string schedule_file;         // a PyTorch compute-only CSV instead of a family
   std::string layout = "auto";       // of an imported file: auto, linear, v, bidirectional
   std::optional<Schedule> schedule;  // a schedule already imported or built (wins over the file)
+  // With `schedule`: the family parameters it was generated with (its family is then registered
+  // and results carry the published figures, as for the family itself); unset for imports.
+  std::optional<ScheduleParams> generated_with;
   long long max_ops = 0;             // > 0: lowers or raises limits().max_ops (process-wide)
   static constexpr int kDefaultPp = 8;
   static constexpr int kDefaultMicrobatches = 20;
@@ -47,6 +52,8 @@ struct FamilyInfo {
   PublishedBubble published;
 };
 std::vector<FamilyInfo> family_infos();
+// One entry of `ppsim schedules --format json` (and of ppsim.families()).
+nlohmann::json family_json(const FamilyInfo& f);
 
 // The unit-step timeline `ppsim show` draws: F = 1, B = 2, W = 1, F&B = 3 per chunk, no latency.
 Timeline unit_step_timeline(const Schedule& s);

@@ -18,14 +18,7 @@ Runner setup_schedules(CLI::App& sub) {
     std::string out;
     if (f == Format::Json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& [famp, pb] : api::family_infos()) {
-        const Family& fam = *famp;
-        j.push_back({{"name", fam.name}, {"aliases", fam.aliases}, {"description", fam.description},
-                     {"constraints", fam.constraints}, {"parameter_copies", fam.parameter_copies},
-                     {"chunks_per_rank", fam.default_vpp},
-                     {"published_bubble", pb.formula}, {"published_condition", pb.condition},
-                     {"activations_per_rank", fam.activation_formula}});
-      }
+      for (const auto& info : api::family_infos()) j.push_back(api::family_json(info));
       out = j.dump(2) + "\n";
     } else {
       for (const auto& [famp, pb] : api::family_infos()) {

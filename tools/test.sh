@@ -16,9 +16,15 @@ bash tools/install-deps.sh
 if [ -f tools/install-test-extras.sh ]; then bash tools/install-test-extras.sh || echo "test extras not installed; those tests skip"; fi
 
 echo "== pass 1: -Werror build, CUDA back-end ${PPSIM_CUDA:-AUTO}"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON >/dev/null
 cmake --build build-test -j "$jobs"
 ctest --test-dir build-test --output-on-failure -j "$jobs"
+# The Python module's tests (python/tests), with the interpreter the module was built for.
+[ -f build-test/python/python_executable.txt ] || { echo "the Python module was not built (needs python3-dev and pybind11-dev: tools/install-deps.sh)" >&2; exit 1; }
+py=$(cat build-test/python/python_executable.txt)
+"$py" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $py (apt install python3-pytest: tools/install-deps.sh)" >&2; exit 1; }
+echo "== pytest python/tests ($py)"
+PYTHONPATH=build-test/python PPSIM_BINARY=build-test/ppsim "$py" -m pytest -q python/tests
 if [ -f build-test/libppsim_cuda.a ]; then
   echo "== GPU tests here (they skip, with the reason, where no GPU is present):"
   ./build-test/ppsim_tests "[gpu]" 2>&1 | grep -i -m 3 "skipped" || true
@@ -46,7 +52,7 @@ if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
   echo "== pass 2: AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DPPSIM_SANITIZE=ON -DPPSIM_CUDA=OFF \
-    -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF >/dev/null
+    -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF -DPPSIM_PYTHON=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 fi

@@ -36,14 +36,18 @@ for cfg in configs/*.yaml; do
   ./build-test/ppsim compare "$cfg" >/dev/null
 done
 if [ -f build-test/libppsim_cuda.a ]; then
-  # The CUDA back-end's device code lives in the binary's .nv_fatbin section (cuobjdump, when
-  # installed, also lists its sm_90a images).
-  hex=$(readelf -S --wide build-test/ppsim | awk '$2 == ".nv_fatbin" {print $6}')
+  # The CUDA back-end's device code lives in the .nv_fatbin section of libppsim_gpu.so, which
+  # ppsim opens for GPU commands only (cuobjdump, when installed, also lists its sm_90a images).
+  hex=$(readelf -S --wide build-test/libppsim_gpu.so | awk '$2 == ".nv_fatbin" {print $6}')
   size=$(( 16#${hex:-0} ))
-  echo "== CUDA device code in ppsim: .nv_fatbin of ${size:-0} bytes"
-  [ "${size:-0}" -gt 0 ] || { echo "ppsim was built without CUDA device code" >&2; exit 1; }
+  echo "== CUDA device code in libppsim_gpu.so: .nv_fatbin of ${size:-0} bytes"
+  [ "${size:-0}" -gt 0 ] || { echo "libppsim_gpu.so was built without CUDA device code" >&2; exit 1; }
   if [ -x /usr/local/cuda/bin/cuobjdump ]; then
-    /usr/local/cuda/bin/cuobjdump --list-elf build-test/ppsim | grep -c sm_90a | sed 's/^/   sm_90a ELF images: /'
+    /usr/local/cuda/bin/cuobjdump --list-elf build-test/libppsim_gpu.so | grep -c sm_90a | sed 's/^/   sm_90a ELF images: /'
+  fi
+  # CPU commands must not load the CUDA libraries (they are the .so's, not the binary's).
+  if ldd build-test/ppsim | grep -E "libcudart|libcublas|libcudnn|libnccl"; then
+    echo "ppsim links a CUDA library at start; it belongs in libppsim_gpu.so" >&2; exit 1
   fi
 fi
 

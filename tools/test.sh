@@ -16,9 +16,15 @@ bash tools/install-deps.sh
 if [ -f tools/install-test-extras.sh ]; then bash tools/install-test-extras.sh || echo "test extras not installed; those tests skip"; fi
 
 echo "== pass 1: -Werror build, CUDA back-end ${PPSIM_CUDA:-AUTO}"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON >/dev/null
 cmake --build build-test -j "$jobs"
 ctest --test-dir build-test --output-on-failure -j "$jobs"
+# The Python module's tests (python/tests), with the interpreter the module was built for.
+[ -f build-test/python/python_executable.txt ] || { echo "the Python module was not built (needs python3-dev and pybind11-dev: tools/install-deps.sh)" >&2; exit 1; }
+py=$(cat build-test/python/python_executable.txt)
+"$py" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $py (apt install python3-pytest: tools/install-deps.sh)" >&2; exit 1; }
+echo "== pytest python/tests ($py)"
+PYTHONPATH=build-test/python PPSIM_BINARY=build-test/ppsim "$py" -m pytest -q python/tests
 if [ -f build-test/libppsim_cuda.a ]; then
   echo "== GPU tests here (they skip, with the reason, where no GPU is present):"
   ./build-test/ppsim_tests "[gpu]" 2>&1 | grep -i -m 3 "skipped" || true
@@ -30,14 +36,18 @@ for cfg in configs/*.yaml; do
   ./build-test/ppsim compare "$cfg" >/dev/null
 done
 if [ -f build-test/libppsim_cuda.a ]; then
-  # The CUDA back-end's device code lives in the binary's .nv_fatbin section (cuobjdump, when
-  # installed, also lists its sm_90a images).
-  hex=$(readelf -S --wide build-test/ppsim | awk '$2 == ".nv_fatbin" {print $6}')
+  # The CUDA back-end's device code lives in the .nv_fatbin section of libppsim_gpu.so, which
+  # ppsim opens for GPU commands only (cuobjdump, when installed, also lists its sm_90a images).
+  hex=$(readelf -S --wide build-test/libppsim_gpu.so | awk '$2 == ".nv_fatbin" {print $6}')
   size=$(( 16#${hex:-0} ))
-  echo "== CUDA device code in ppsim: .nv_fatbin of ${size:-0} bytes"
-  [ "${size:-0}" -gt 0 ] || { echo "ppsim was built without CUDA device code" >&2; exit 1; }
+  echo "== CUDA device code in libppsim_gpu.so: .nv_fatbin of ${size:-0} bytes"
+  [ "${size:-0}" -gt 0 ] || { echo "libppsim_gpu.so was built without CUDA device code" >&2; exit 1; }
   if [ -x /usr/local/cuda/bin/cuobjdump ]; then
-    /usr/local/cuda/bin/cuobjdump --list-elf build-test/ppsim | grep -c sm_90a | sed 's/^/   sm_90a ELF images: /'
+    /usr/local/cuda/bin/cuobjdump --list-elf build-test/libppsim_gpu.so | grep -c sm_90a | sed 's/^/   sm_90a ELF images: /'
+  fi
+  # CPU commands must not load the CUDA libraries (they are the .so's, not the binary's).
+  if ldd build-test/ppsim | grep -E "libcudart|libcublas|libcudnn|libnccl"; then
+    echo "ppsim links a CUDA library at start; it belongs in libppsim_gpu.so" >&2; exit 1
   fi
 fi
 
@@ -46,7 +56,7 @@ if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
   echo "== pass 2: AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DPPSIM_SANITIZE=ON -DPPSIM_CUDA=OFF \
-    -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF >/dev/null
+    -DPPSIM_WERROR=ON -DPPSIM_BUILD_BENCH=OFF -DPPSIM_PYTHON=OFF >/dev/null
   cmake --build build-asan -j "$jobs"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$jobs"
 fi

@@ -22,6 +22,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "api/gpu_costs.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
@@ -87,6 +88,7 @@ struct ValidateArgs {
   int reps = 10;
   double target = 0;
   bool no_link_probe = false;
+  bool ep_replay = false;
   std::string transport = "auto";
   double timeout_s = 120;
   std::string sm_split = "auto";
@@ -136,9 +138,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
     p.runs_us.push_back(static_cast<double>(d[d.size() / 2]) / 1e3);
     p.transfers = d.size();
   }
-  std::vector<double> sorted = p.runs_us;
-  std::sort(sorted.begin(), sorted.end());
-  p.median_us = sorted[sorted.size() / 2];
+  p.median_us = api::middle_run(p.runs_us);
   return p;
 }
 
@@ -226,6 +226,9 @@ Runner setup_validate(CLI::App& sub) {
                  "chunk alone against the one the costs were profiled on; equal = all as profiled")
       ->check(CLI::IsMember({"profiled", "equal"}))
       ->capture_default_str();
+  sub.add_flag("--ep-replay", a->ep_replay,
+               "experimental: replay parallel.ep > 1 as EP shards exchanging tokens by our all-to-all (one process); "
+               "without it the chunk's dispatch and combine stay local permutes");
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
@@ -294,15 +297,9 @@ Runner setup_validate(CLI::App& sub) {
     // Expert parallelism (MoE, parallel.ep > 1, one process): the replay runs every pipeline rank
     // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
     // (r * ep + e) % GPUs; the prediction simulates shard 0's pipeline, its ranks on their GPUs.
-    const int ep_r = c.model.moe.enabled() && c.parallel.ep > 1 && !multi ? c.parallel.ep : 1;
+    // Experimental (--ep-replay): on one H100 the shards' all-to-all waits deadlocked (docs/VALIDATION.md).
+    const int ep_r = a->ep_replay && c.model.moe.enabled() && c.parallel.ep > 1 && !multi ? c.parallel.ep : 1;
     const int slots_total = pp * ep_r;
-    auto sim_device = [&](int r) { return (r * ep_r) % ndev; };
-    // The SM partition of shard 0's rank r on its GPU: slots are placed shard by shard, rank by rank.
-    auto sim_partition = [&](int r) {
-      int g = 0;
-      for (int q = 0; q < r; ++q) g += sim_device(q) == sim_device(r) ? 1 : 0;
-      return g;
-    };
     // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
     // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
     const int per_gpu = (slots_total + ndev - 1) / ndev;
@@ -375,15 +372,7 @@ Runner setup_validate(CLI::App& sub) {
       auto it = profiles.find(layers);
       if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device, split)).first;
       const gpu::ProfileResult& prof = it->second;
-      auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
-      SliceCosts sc;
-      sc.f = ns(prof.f_ms);
-      sc.b = ns(prof.b_ms);
-      sc.w = std::min(sc.b, ns(prof.w_ms));
-      sc.fb = ns(prof.fb_ms);
-      SimCosts costs = uniform_costs(slices, sc, TimeScale::millis());
-      const SimCosts derived = derive_costs(cfg, s);
-      costs.link = derived.link;
+      SimCosts costs = api::profiled_costs(cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
       if (ndev < slots_total) {
         auto sit = sharings.find(layers);
         if (sit == sharings.end()) {
@@ -409,28 +398,12 @@ Runner setup_validate(CLI::App& sub) {
             for (const auto& g : pit->second) pj.push_back({{"F", g[0]}, {"I", g[1]}, {"W", g[2]}});
           }
           // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
-          const auto& sp0 = pit->second.front();
-          costs.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
-          for (int r = 0; r < pp; ++r) {
-            const auto& g = pit->second.at(static_cast<std::size_t>(sim_partition(r)));
-            for (std::size_t k = 0; k < 3; ++k)
-              if (sp0[k] > 0 && g[k] > 0) costs.rank_kind_scale[3 * static_cast<std::size_t>(r) + k] = g[k] / sp0[k];
-          }
+          api::scale_rank_speeds(costs, pp, ndev, pit->second, ep_r);
         }
-        costs.rank_device.resize(static_cast<std::size_t>(pp));
-        for (int r = 0; r < pp; ++r) costs.rank_device[static_cast<std::size_t>(r)] = sim_device(r);
-        costs.share_slowdown = std::max(1.0, sp.step);
-        if (a->sharing == "kind")
-          for (double v : sp.by_kind) costs.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
+        const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
+        api::share_devices(costs, pp, ndev, sp.step, a->sharing == "kind" ? &by_kind : nullptr, ep_r);
       }
-      if (probe) {  // the measured transfer time, less the bandwidth share, as the latency
-        const Time measured = static_cast<Time>(std::llround(probe->median_us * 1e3));
-        costs.link.latency = std::max<Time>(0, measured - costs.link.occupancy(probe->bytes));
-      }
-      for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
-        costs.slice[i].act_bytes = derived.slice[i].act_bytes;
-        costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;
-      }
+      if (probe) api::apply_link_probe(costs, probe->median_us, probe->bytes);  // measured time less bandwidth share
       SimOptions opt;
       opt.record_timeline = true;
       SimResult pred = simulate(s, costs, opt);

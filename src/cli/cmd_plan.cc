@@ -11,15 +11,11 @@
 
 #include <fmt/format.h>
 
+#include "api/plan.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "core/error.h"
-#include "cost/cost_model.h"
-#include "cost/yaml_reader.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
-#include "plan/planner.h"
-#include "schedules/registry.h"
 
 namespace ppsim::cli {
 
@@ -36,25 +32,6 @@ struct PlanArgs {
   int jobs = 0;
   long long max_ops = 0;
 };
-
-// "i/n" with 0 <= i < n.
-void parse_shard(const std::string& text, int& index, int& count) {
-  const std::size_t slash = text.find('/');
-  auto bad = [&]() {
-    return InputError(fmt::format("--shard: expected i/n with 0 <= i < n (e.g. 3/16), got '{}'", text), {}, kExitUsage);
-  };
-  if (slash == std::string::npos) throw bad();
-  try {
-    std::size_t a = 0, b = 0;
-    const std::string left = text.substr(0, slash), right = text.substr(slash + 1);
-    index = std::stoi(left, &a);
-    count = std::stoi(right, &b);
-    if (a != left.size() || b != right.size()) throw bad();
-  } catch (const std::logic_error&) {
-    throw bad();
-  }
-  if (count < 1 || index < 0 || index >= count) throw bad();
-}
 
 // A one-line progress bar on stderr, redrawn in place.
 class Progress {
@@ -81,31 +58,18 @@ class Progress {
 
 int run(const PlanArgs& a) {
   const Format f = parse_format(a.format, {"table", "json", "csv"});
-  if (a.top < 0) throw InputError(fmt::format("--top must be >= 1, got {}", a.top), {}, kExitUsage);
-  if (a.jobs < 0) throw InputError(fmt::format("--jobs must be >= 1 (or 0: every core), got {}", a.jobs), {}, kExitUsage);
-  if (a.max_ops < 0) throw InputError(fmt::format("--max-ops: expected a count >= 1, got {}", a.max_ops), {}, kExitUsage);
-  if (a.max_ops > 0) limits().max_ops = a.max_ops;
-  PlanResult result;
-  if (!a.merge.empty()) {
-    if (!a.config.empty()) throw InputError("give a config or --merge shard files, not both", {}, kExitUsage);
-    if (!a.shard.empty() || !a.sets.empty())
-      throw InputError("--merge takes shard files only (no --shard, no --set)", {}, kExitUsage);
-    std::vector<PlanResult> shards;
-    for (const auto& path : a.merge) shards.push_back(plan_from_json(read_yaml_file(path), path));
-    result = merge_plans(std::move(shards), a.merge, a.top);
-  } else {
-    if (a.config.empty()) throw InputError("plan needs a config file (or --merge shard files)", {}, kExitUsage);
-    PlanOptions opt;
-    opt.jobs = a.jobs;
-    opt.top_k = a.top;
-    if (!a.shard.empty()) parse_shard(a.shard, opt.shard_index, opt.shard_count);
-    for (const auto& s : a.sets) opt.set_paths.push_back(s.substr(0, s.find('=')));
-    const ModelConfig cfg = load_config(a.config, a.sets);
-    Progress bar;
-    if (::isatty(2)) opt.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar(done, total); };
-    result = run_plan(cfg, opt);
-    bar.finish();
-  }
+  api::PlanRequest req;
+  req.config = a.config;
+  req.sets = a.sets;
+  req.merge = a.merge;
+  req.shard = a.shard;
+  req.top = a.top;
+  req.jobs = a.jobs;
+  req.max_ops = a.max_ops;
+  Progress bar;
+  if (::isatty(2)) req.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar(done, total); };
+  const PlanResult result = api::plan(req);
+  bar.finish();
   std::string text;
   switch (f) {
     case Format::Json: text = render_plan_json(result); break;

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "api/schedule_source.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "schedules/registry.h"
@@ -17,20 +18,11 @@ Runner setup_schedules(CLI::App& sub) {
     std::string out;
     if (f == Format::Json) {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& fam : families()) {
-        const UniformTimes t{1, 2, 1, 3};
-        j.push_back({{"name", fam.name}, {"aliases", fam.aliases}, {"description", fam.description},
-                     {"constraints", fam.constraints}, {"parameter_copies", fam.parameter_copies},
-                     {"chunks_per_rank", fam.default_vpp},
-                     {"published_bubble", fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t).formula},
-                     {"published_condition", fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t).condition},
-                     {"activations_per_rank", fam.activation_formula}});
-      }
+      for (const auto& info : api::family_infos()) j.push_back(api::family_json(info));
       out = j.dump(2) + "\n";
     } else {
-      for (const auto& fam : families()) {
-        const UniformTimes t{1, 2, 1, 3};
-        const PublishedBubble pb = fam.published(ScheduleParams{8, 20, fam.default_vpp, 8}, t);
+      for (const auto& [famp, pb] : api::family_infos()) {
+        const Family& fam = *famp;
         out += fmt::format("{:<17} {}\n", fam.name, fam.description);
         out += fmt::format("{:<17}   aliases: {}\n", "", fmt::join(fam.aliases, ", "));
         out += fmt::format("{:<17}   needs: {}; params {}x; chunks/rank {}\n", "", fam.constraints, fam.parameter_copies,

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-
+#include "api/schedule_source.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "report/chart.h"
 #include "schedules/notation.h"
-#include "schedules/registry.h"
-#include "sim/engine.h"
 
 namespace ppsim::cli {
 
@@ -24,19 +21,6 @@ struct ShowArgs {
 };
 }  // namespace
 
-Schedule load_schedule(const std::string& family, const ScheduleOptions& so) {
-  apply_limits(so);
-  if (!so.schedule_file.empty()) {
-    if (!family.empty())
-      throw InputError("give a schedule family or --schedule-file, not both", {}, kExitUsage);
-    return import_csv_file(so.schedule_file, so.pp == ScheduleOptions::kUnset ? 0 : so.pp,
-                           so.microbatches == ScheduleOptions::kUnset ? 0 : so.microbatches, parse_layout(so.layout));
-  }
-  if (family.empty()) throw InputError("show needs a schedule family (see 'ppsim schedules') or --schedule-file", {}, kExitUsage);
-  const Family& fam = find_family(family);
-  return make_schedule(fam.name, params_for(fam, so));
-}
-
 Runner setup_show(CLI::App& sub) {
   auto a = std::make_shared<ShowArgs>();
   sub.add_option("family", a->family, "schedule family (ppsim schedules lists them)");
@@ -46,7 +30,7 @@ Runner setup_show(CLI::App& sub) {
   sub.add_option("--color", a->color, "auto, always or never")->capture_default_str();
   return [a]() {
     const Format f = parse_format(a->format, {"text", "csv", "json"});
-    const Schedule s = load_schedule(a->family, a->so);
+    const Schedule s = api::load_schedule(a->family, to_choice(a->so));
     std::string out;
     if (f == Format::Csv) {
       out = schedule_to_csv(s);
@@ -73,17 +57,8 @@ Runner setup_show(CLI::App& sub) {
         for (const auto& act : s.ranks[r]) out += " " + format_action(act);
         out += "\n";
       }
-      // Unit-step chart: F = 1, B = 2, W = 1 per chunk, pairs 3, no latency.
-      SliceCosts c;
-      c.f = kTicksPerUnit;
-      c.b = 2 * kTicksPerUnit;
-      c.w = kTicksPerUnit;
-      c.fb = 3 * kTicksPerUnit;
-      SimOptions opt;
-      opt.record_timeline = true;
-      const SimResult r = simulate(s, uniform_costs(s.stages_per_pipe, c), opt);
       out += "\ntime steps (F=1, I=1, W=1, B=2, F&B=3):\n";
-      out += render_step_chart(r.timeline, use_color(a->color, a->output));
+      out += render_step_chart(api::unit_step_timeline(s), use_color(a->color, a->output));
     }
     write_output(a->output, out);
     return 0;

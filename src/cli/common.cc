@@ -1,6 +1,5 @@
 #include "cli/common.h"
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,81 +11,6 @@
 #include "core/error.h"
 
 namespace ppsim::cli {
-
-namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-Time parse_amount(const std::string& text, const std::string& what, const std::string& flag) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isfinite(v))
-    throw InputError(fmt::format("{}: {} must be a number, got '{}'", flag, what, text), {}, kExitUsage);
-  if (v < 0) throw InputError(fmt::format("{}: {} must be >= 0, got {}", flag, what, text), {}, kExitUsage);
-  if (v > 1e9) throw InputError(fmt::format("{}: {} = {} is too large (at most 1e9 units)", flag, what, text), {}, kExitUsage);
-  return static_cast<Time>(std::llround(v * static_cast<double>(kTicksPerUnit)));
-}
-}  // namespace
-
-UniformTimes parse_times(const std::string& spec, const std::string& flag) {
-  UniformTimes t;
-  bool have_f = false, have_b = false, have_fb = false;
-  std::size_t pos = 0;
-  while (pos <= spec.size()) {
-    std::size_t comma = spec.find(',', pos);
-    if (comma == std::string::npos) comma = spec.size();
-    const std::string item = spec.substr(pos, comma - pos);
-    pos = comma + 1;
-    if (item.empty()) {
-      if (comma == spec.size()) break;
-      continue;
-    }
-    const std::size_t eq = item.find('=');
-    if (eq == std::string::npos)
-      throw InputError(fmt::format("{}: expected KEY=VALUE, got '{}' (keys: F, B, W, FB)", flag, item), {}, kExitUsage);
-    const std::string key = lower(item.substr(0, eq));
-    const Time v = parse_amount(item.substr(eq + 1), item.substr(0, eq), flag);
-    if (key == "f") { t.f = v; have_f = true; }
-    else if (key == "b") { t.b = v; have_b = true; }
-    else if (key == "w") t.w = v;
-    else if (key == "fb" || key == "f&b") { t.fb = v; have_fb = true; }
-    else {
-      auto s = closest_match(key, {"f", "b", "w", "fb"});
-      for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      throw InputError(fmt::format("{}: unknown time '{}' (keys: F, B, W, FB)", flag, item.substr(0, eq)), s, kExitUsage);
-    }
-  }
-  if (!have_f || !have_b) throw InputError(fmt::format("{}: F and B are required, got '{}'", flag, spec), {}, kExitUsage);
-  if (t.w > t.b) throw InputError(fmt::format("{}: W is part of the full backward B, so W <= B is needed, got W > B", flag), {}, kExitUsage);
-  if (t.f + t.b == 0) throw InputError(fmt::format("{}: F + B must be > 0", flag), {}, kExitUsage);
-  if (!have_fb) t.fb = t.f + t.b;
-  return t;
-}
-
-SliceCosts to_slice(const UniformTimes& t) {
-  SliceCosts c;
-  c.f = t.f;
-  c.b = t.b;
-  c.w = t.w;
-  c.fb = t.fb;
-  return c;
-}
-
-SliceCosts chunk_costs(const UniformTimes& share, int v) {
-  SliceCosts c = to_slice(share);
-  c.f /= v;
-  c.b /= v;
-  c.w /= v;
-  c.fb /= v;
-  return c;
-}
 
 double to_unit(Time t, const TimeScale& s) { return s.to_display(t); }
 
@@ -189,18 +113,16 @@ void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_co
   sub.add_option("--max-ops", o.max_ops, "refuse requests that would generate more ops (default 2e8)");
 }
 
-void apply_limits(const ScheduleOptions& o) {
-  if (o.max_ops < 0) throw InputError(fmt::format("--max-ops: expected a count >= 1, got {}", o.max_ops), {}, kExitUsage);
-  if (o.max_ops > 0) limits().max_ops = o.max_ops;
-}
-
-ScheduleParams params_for(const Family& fam, const ScheduleOptions& o) {
-  ScheduleParams p;
-  p.pp = o.pp != ScheduleOptions::kUnset ? o.pp : ScheduleOptions::kDefaultPp;
-  p.microbatches = o.microbatches != ScheduleOptions::kUnset ? o.microbatches : ScheduleOptions::kDefaultMicrobatches;
-  p.vpp = o.vpp;
-  p.group_size = o.group_size;
-  return resolve_params(fam, p);
+api::ScheduleChoice to_choice(const ScheduleOptions& o) {
+  api::ScheduleChoice c;
+  if (o.pp != ScheduleOptions::kUnset) c.pp = o.pp;
+  if (o.microbatches != ScheduleOptions::kUnset) c.microbatches = o.microbatches;
+  c.vpp = o.vpp;
+  c.group_size = o.group_size;
+  c.schedule_file = o.schedule_file;
+  c.layout = o.layout;
+  c.max_ops = o.max_ops;
+  return c;
 }
 
 Format parse_format(const std::string& s, const std::vector<std::string>& allowed) {

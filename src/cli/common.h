@@ -1,5 +1,6 @@
-// Helpers shared by the subcommands: --times parsing, where a schedule comes from (a family or
-// --schedule-file), output formats, and writing files atomically (temp name, then rename).
+// Helpers shared by the subcommands: the schedule flags (turned into the library's
+// api::ScheduleChoice), output formats, and writing files atomically (temp name, then rename).
+// Nothing here decides a cost: times and costs are src/api/'s.
 #pragma once
 #include <optional>
 #include <string>
@@ -8,18 +9,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/schedule.h"
-#include "schedules/registry.h"
-#include "sim/costs.h"
+#include "api/schedule_source.h"
+#include "core/time.h"
 
 namespace ppsim::cli {
-
-// "F=1,B=2,W=1,FB=3" in the user's units -> ticks (kTicksPerUnit per unit). FB defaults to
-// F+B, W to 0. Keys are case-insensitive; F&B is accepted for FB.
-UniformTimes parse_times(const std::string& spec, const std::string& flag);
-// Times for one rank's share cut into v chunks: each op 1/v of the rank's time.
-SliceCosts chunk_costs(const UniformTimes& rank_share, int v);
-SliceCosts to_slice(const UniformTimes& t);
 
 // Formats ticks in the scale's unit: integers without decimals, else up to 4 decimals.
 std::string fmt_time(Time t, const TimeScale& s);
@@ -38,8 +31,6 @@ struct ScheduleOptions {
   static constexpr int kUnset = -2147483647 - 1;
   int pp = kUnset;
   int microbatches = kUnset;
-  static constexpr int kDefaultPp = 8;
-  static constexpr int kDefaultMicrobatches = 20;
   int vpp = 0;
   int group_size = 0;
   std::string schedule_file;
@@ -47,10 +38,8 @@ struct ScheduleOptions {
   long long max_ops = 0;
 };
 void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts = true);
-void apply_limits(const ScheduleOptions& o);
-
-// The family's parameters with the CLI's values filled in.
-ScheduleParams params_for(const Family& fam, const ScheduleOptions& o);
+// The flags as the library's request (kUnset -> unset).
+api::ScheduleChoice to_choice(const ScheduleOptions& o);
 
 enum class Format { Table, Json, Csv, Text };
 Format parse_format(const std::string& s, const std::vector<std::string>& allowed);

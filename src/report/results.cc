@@ -109,6 +109,11 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
 
 std::string render_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale,
                         const nlohmann::json& extra) {
+  return results_json(rows, skipped, scale, extra).dump(2) + "\n";
+}
+
+nlohmann::json results_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped,
+                            const TimeScale& scale, const nlohmann::json& extra) {
   nlohmann::json j;
   j["results"] = nlohmann::json::array();
   for (const auto& r : rows) j["results"].push_back(result_to_json(r, scale));
@@ -116,7 +121,7 @@ std::string render_json(const std::vector<ResultRow>& rows, const std::vector<Sk
   for (const auto& s : skipped) j["skipped"].push_back({{"schedule", s.schedule}, {"reason", s.reason}});
   if (!extra.is_null())
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
-  return j.dump(2) + "\n";
+  return j;
 }
 
 std::string render_table(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale) {

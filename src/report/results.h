@@ -46,6 +46,9 @@ struct ResultRow {
 nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale);
 std::string render_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale,
                         const nlohmann::json& extra = nullptr);
+// The object render_json prints (extra's keys added at the top level).
+nlohmann::json results_json(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped,
+                            const TimeScale& scale, const nlohmann::json& extra = nullptr);
 std::string render_table(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale);
 std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale);
 

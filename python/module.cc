@@ -1,0 +1,284 @@
+// ppsim._ppsim: the pybind11 binding of the library layer (src/api/). The Python package
+// (python/ppsim/__init__.py) wraps it with keyword arguments and PyTorch's pipeline_order.
+//
+// Not obvious: results are built as the CLI's JSON objects (api::to_json, render_plan_json) and
+// converted to Python objects, so Python and `--format json` agree by construction; the GIL is
+// released while schedules are generated, imported and simulated, never while Python objects
+// are touched.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "api/plan.h"
+#include "api/request.h"
+#include "api/schedule_source.h"
+#include "core/error.h"
+#include "plan/plan_json.h"
+#include "ppsim_version.h"
+#include "report/trace.h"
+#include "schedules/notation.h"
+
+namespace py = pybind11;
+using namespace ppsim;
+
+namespace {
+
+// A schedule and, when generated from a family, the parameters it was generated with.
+struct ScheduleHandle {
+  Schedule s;
+  std::optional<ScheduleParams> params;
+};
+
+// A loaded config: the handle, and what results and the planner need to name it.
+struct ConfigHandle {
+  ModelConfig cfg;
+  std::string path;
+  std::vector<std::string> sets;
+};
+
+py::object to_py(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return py::none();
+    case nlohmann::json::value_t::boolean: return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
+    case nlohmann::json::value_t::number_float: return py::float_(j.get<double>());
+    case nlohmann::json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::array: {
+      py::list l;
+      for (const auto& e : j) l.append(to_py(e));
+      return l;
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) d[py::str(it.key())] = to_py(it.value());
+      return d;
+    }
+    default: return py::none();
+  }
+}
+
+// A column of numbers: a NumPy array when asked for (numpy importable), else a list.
+template <class T, class F>
+py::object column(std::size_t n, bool numpy, F&& at) {
+  if (numpy) {
+    py::array_t<T> a(static_cast<py::ssize_t>(n));
+    auto m = a.template mutable_unchecked<1>();
+    for (std::size_t i = 0; i < n; ++i) m(static_cast<py::ssize_t>(i)) = at(i);
+    return a;
+  }
+  py::list l(n);
+  for (std::size_t i = 0; i < n; ++i) l[i] = py::cast(at(i));
+  return l;
+}
+template <class F>
+py::list str_column(std::size_t n, F&& at) {
+  py::list l(n);
+  for (std::size_t i = 0; i < n; ++i) l[i] = py::str(at(i));
+  return l;
+}
+
+// The timeline with the names of `ppsim simulate --timeline` (render_timeline_json), intervals
+// and transfers as columns (one list or array per field), in the timeline's time unit.
+py::dict timeline_to_py(const Timeline& t, bool numpy) {
+  auto d = [&](Time x) { return t.scale.to_display(x); };
+  py::dict out;
+  out["pp"] = t.pp;
+  out["time_unit"] = t.scale.unit;
+  out["start"] = d(t.start);
+  out["end"] = d(t.end);
+  const auto& iv = t.intervals;
+  py::dict ivs;
+  ivs["rank"] = column<std::int32_t>(iv.size(), numpy, [&](std::size_t i) { return iv[i].rank; });
+  ivs["stream"] = str_column(iv.size(), [&](std::size_t i) { return iv[i].stream == Stream::Compute ? "compute" : "comm"; });
+  ivs["part"] = str_column(iv.size(), [&](std::size_t i) { return part_name(iv[i].part); });
+  ivs["start"] = column<double>(iv.size(), numpy, [&](std::size_t i) { return d(iv[i].start); });
+  ivs["end"] = column<double>(iv.size(), numpy, [&](std::size_t i) { return d(iv[i].end); });
+  ivs["action"] = str_column(iv.size(), [&](std::size_t i) { return format_action(iv[i].action); });
+  ivs["op_index"] = column<std::int32_t>(iv.size(), numpy, [&](std::size_t i) { return static_cast<std::int32_t>(iv[i].op_index); });
+  out["intervals"] = ivs;
+  const auto& tr = t.transfers;
+  py::dict trs;
+  trs["src_rank"] = column<std::int32_t>(tr.size(), numpy, [&](std::size_t i) { return tr[i].src_rank; });
+  trs["dst_rank"] = column<std::int32_t>(tr.size(), numpy, [&](std::size_t i) { return tr[i].dst_rank; });
+  trs["start"] = column<double>(tr.size(), numpy, [&](std::size_t i) { return d(tr[i].start); });
+  trs["end"] = column<double>(tr.size(), numpy, [&](std::size_t i) { return d(tr[i].end); });
+  trs["producer"] = str_column(tr.size(), [&](std::size_t i) { return format_op(tr[i].producer); });
+  trs["bytes"] = column<std::int64_t>(tr.size(), numpy, [&](std::size_t i) { return static_cast<std::int64_t>(tr[i].bytes); });
+  out["transfers"] = trs;
+  py::list act;
+  for (const auto& rank : t.activations) {
+    py::dict r;
+    r["t"] = column<double>(rank.size(), numpy, [&](std::size_t i) { return d(rank[i].t); });
+    r["activations"] = column<std::int32_t>(rank.size(), numpy, [&](std::size_t i) { return rank[i].activations; });
+    act.append(r);
+  }
+  out["activations"] = act;
+  return out;
+}
+
+std::vector<std::vector<std::string>> ranks_of(const Schedule& s) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& r : s.ranks) {
+    std::vector<std::string> row;
+    row.reserve(r.size());
+    for (const auto& a : r) row.push_back(format_action(a));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+ScheduleHandle generate(const std::string& family, int pp, int microbatches, int vpp, int group_size, long long max_ops) {
+  api::ScheduleChoice c;
+  c.pp = pp;
+  c.microbatches = microbatches;
+  c.vpp = vpp;
+  c.group_size = group_size;
+  c.max_ops = max_ops;
+  py::gil_scoped_release nogil;
+  api::apply_limits(c);
+  const Family& fam = find_family(family);
+  const ScheduleParams p = api::params_for(fam, c);
+  return ScheduleHandle{make_schedule(fam.name, p), p};
+}
+
+ScheduleHandle import_text(const std::string& text, const std::string& name, int pp, int microbatches,
+                       const std::string& layout) {
+  py::gil_scoped_release nogil;
+  return ScheduleHandle{import_csv(text, name, pp, microbatches, parse_layout(layout)), std::nullopt};
+}
+
+ScheduleHandle import_file(const std::string& path, int pp, int microbatches, const std::string& layout) {
+  py::gil_scoped_release nogil;
+  return ScheduleHandle{import_csv_file(path, pp, microbatches, parse_layout(layout)), std::nullopt};
+}
+
+// One request (api::Request) from keyword values; returns the JSON object and the timelines.
+py::dict run(std::optional<ScheduleHandle> schedule, const std::string& families, bool single, std::optional<int> pp,
+             std::optional<int> microbatches, int vpp, int group_size, const std::string& times,
+             const std::string& chunk_times, double p2p_latency, double a2a, double attn_share, int layers, int comm_sms,
+             int sms, std::optional<ConfigHandle> config, bool timelines, bool numpy, long long max_ops) {
+  api::Request req;
+  if (schedule) {
+    req.schedule.schedule = schedule->s;
+    req.schedule.generated_with = schedule->params;
+  }
+  req.schedule.pp = pp;
+  req.schedule.microbatches = microbatches;
+  req.schedule.vpp = vpp;
+  req.schedule.group_size = group_size;
+  req.schedule.max_ops = max_ops;
+  req.families = families;
+  req.single = single;
+  req.units.times = times;
+  req.units.chunk_times = chunk_times;
+  req.units.p2p_latency = p2p_latency;
+  req.units.a2a = a2a;
+  req.units.attn_share = attn_share;
+  req.units.layers = layers;
+  req.units.comm_sms = comm_sms;
+  req.units.sms = sms;
+  if (config) {
+    req.loaded_config = config->cfg;
+    req.config_name = config->path;
+  }
+  req.timelines = timelines;
+  api::Result r;
+  {
+    py::gil_scoped_release nogil;
+    r = api::run(req);
+  }
+  py::dict out = to_py(api::to_json(r)).cast<py::dict>();
+  if (timelines) {
+    py::list tl;
+    for (const auto& t : r.timelines) tl.append(timeline_to_py(t, numpy));
+    out["timelines"] = tl;
+  }
+  return out;
+}
+
+py::object plan(const ConfigHandle& config, int top, int jobs, const std::string& shard, long long max_ops) {
+  api::PlanRequest req;
+  req.loaded_config = config.cfg;
+  req.sets = config.sets;
+  req.top = top;
+  req.jobs = jobs;
+  req.shard = shard;
+  req.max_ops = max_ops;
+  std::string text;
+  {
+    py::gil_scoped_release nogil;
+    text = render_plan_json(api::plan(req));
+  }
+  return to_py(nlohmann::json::parse(text));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ppsim, m) {
+  m.doc() = "ppsim's library layer (src/api/); use the ppsim package, not this module";
+  m.attr("__version__") = PPSIM_VERSION;
+  // ppsim.Error: the CLI's one-line message (without "ppsim: ") and its exit code (docs/CLI.md).
+  static py::exception<InputError> error(m, "Error");
+  py::register_exception_translator([](std::exception_ptr p) {
+    auto raise = [](const std::string& msg, int code) {
+      py::object inst = py::reinterpret_borrow<py::object>(error.ptr())(msg);
+      inst.attr("exit_code") = code;
+      PyErr_SetObject(error.ptr(), inst.ptr());
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      raise(e.one_line(), e.exit_code());
+    } catch (const InternalError& e) {
+      raise(fmt::format("internal error: {} (please report this)", printable(e.what())), kExitInternal);
+    }
+  });
+
+  py::class_<ScheduleHandle>(m, "Schedule")
+      .def_property_readonly("family", [](const ScheduleHandle& s) { return s.s.family; })
+      .def_property_readonly("pp", [](const ScheduleHandle& s) { return s.s.pp; })
+      .def_property_readonly("microbatches", [](const ScheduleHandle& s) { return s.s.microbatches; })
+      .def_property_readonly("num_pipes", [](const ScheduleHandle& s) { return s.s.num_pipes; })
+      .def_property_readonly("stages_per_pipe", [](const ScheduleHandle& s) { return s.s.stages_per_pipe; })
+      .def_property_readonly("stages", [](const ScheduleHandle& s) { return s.s.num_stages(); })
+      .def_property_readonly("chunks_per_rank", [](const ScheduleHandle& s) { return s.s.chunks_per_rank; })
+      .def_property_readonly("parameter_copies", [](const ScheduleHandle& s) { return s.s.parameter_copies; })
+      .def_property_readonly("stage_rank", [](const ScheduleHandle& s) { return s.s.stage_rank; })
+      .def_property_readonly("num_ops", [](const ScheduleHandle& s) { return s.s.num_ops(); })
+      .def_property_readonly("ranks", [](const ScheduleHandle& s) { return ranks_of(s.s); },
+                             "per rank, its actions in PyTorch's notation ('0F1', '(0F7;7B3)OVERLAP_F_B')")
+      .def("_csv", [](const ScheduleHandle& s) { return schedule_to_csv(s.s); })
+      .def("__eq__", [](const ScheduleHandle& a, const ScheduleHandle& b) {
+        return a.s.pp == b.s.pp && a.s.microbatches == b.s.microbatches && a.s.num_pipes == b.s.num_pipes &&
+               a.s.stage_rank == b.s.stage_rank && a.s.ranks == b.s.ranks;
+      })
+      .def("__repr__", [](const ScheduleHandle& s) {
+        return fmt::format("<ppsim.Schedule {} P={} M={} stages={} ops={}>", s.s.family, s.s.pp, s.s.microbatches,
+                           s.s.num_stages(), s.s.num_ops());
+      });
+
+  py::class_<ConfigHandle>(m, "Config")
+      .def_property_readonly("path", [](const ConfigHandle& c) { return c.path; })
+      .def_property_readonly("overrides", [](const ConfigHandle& c) { return c.sets; })
+      .def("__repr__", [](const ConfigHandle& c) { return fmt::format("<ppsim.Config {}>", c.path); });
+
+  m.def("_families", [] {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& info : api::family_infos()) j.push_back(api::family_json(info));
+    return to_py(j);
+  });
+  m.def("_generate", &generate);
+  m.def("_import_text", &import_text);
+  m.def("_import_file", &import_file);
+  m.def("_load_config", [](const std::string& path, const std::vector<std::string>& sets) {
+    py::gil_scoped_release nogil;
+    return ConfigHandle{load_config(path, sets), path, sets};
+  });
+  m.def("_run", &run);
+  m.def("_plan", &plan);
+}

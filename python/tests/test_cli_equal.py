@@ -1,0 +1,72 @@
+"""Python results equal the CLI's JSON (`ppsim compare --format json`): the README's case, random
+timings, every family simulated one by one, and a config with overrides."""
+import random
+
+import ppsim
+
+
+def test_readme_case_equals_cli(cli_json):
+    # The README's figure: P = 8, M = 20, F = 1, B = 2, W = 1, F&B = 3 (the defaults).
+    assert ppsim.compare() == cli_json("compare")
+    assert ppsim.compare(pp=8, microbatches=20, times={"F": 1, "B": 2, "W": 1, "FB": 3}) == cli_json("compare")
+
+
+def test_every_family_simulated_alone_equals_its_cli_row(cli_json):
+    want = cli_json("compare", "--pp", 4, "--microbatches", 8, "--times", "F=1,B=2,W=1,FB=2.5")
+    rows = {r["schedule"]: r for r in want["results"]}
+    assert len(rows) == len(ppsim.families())  # P = 4, M = 8 suits every family
+    for fam in ppsim.families():
+        s = ppsim.generate(fam["name"], 4, 8)
+        got = ppsim.simulate(s, times="F=1,B=2,W=1,FB=2.5", timeline=False)
+        assert got == rows[fam["name"]], fam["name"]
+        by_name = ppsim.simulate(fam["name"], pp=4, microbatches=8, times="F=1,B=2,W=1,FB=2.5", timeline=False)
+        assert by_name == rows[fam["name"]], fam["name"]
+
+
+def test_random_timings_equal_cli(cli_json):
+    rng = random.Random(22)
+    for _ in range(6):
+        f = round(rng.uniform(0.1, 3), 2)
+        b = round(rng.uniform(0.1, 4), 2)
+        w = round(rng.uniform(0, b), 2)
+        fb = round(rng.uniform(max(f, b), f + b), 2)
+        lat = round(rng.uniform(0, 0.5), 2)
+        pp = rng.choice([2, 4, 6, 8])
+        m = rng.choice([4, 8, 12, 16, 24])
+        spec = f"F={f},B={b},W={w},FB={fb}"
+        want = cli_json("compare", "--pp", pp, "--microbatches", m, "--times", spec, "--p2p-latency", lat)
+        got = ppsim.compare(pp=pp, microbatches=m, times={"F": f, "B": b, "W": w, "FB": fb}, p2p_latency=lat)
+        assert got == want, spec
+        want = cli_json("compare", "--pp", pp, "--microbatches", m, "--chunk-times", spec)
+        assert ppsim.compare(pp=pp, microbatches=m, chunk_times=spec) == want, spec
+
+
+def test_overlap_model_equals_cli(cli_json):
+    want = cli_json("compare", "--pp", 4, "--microbatches", 8, "--a2a", 0.5, "--layers", 2, "--comm-sms", 24)
+    got = ppsim.compare(pp=4, microbatches=8, overlap={"a2a": 0.5, "layers": 2, "comm_sms": 24})
+    assert got == want
+
+
+def test_config_with_overrides_equals_cli(cli_json):
+    cfg = ppsim.load_config("configs/deepseek-v3.yaml", overrides={"parallel.microbatches": 32, "hardware.network_latency_us": 2.5})
+    want = cli_json("compare", "configs/deepseek-v3.yaml", "--set", "parallel.microbatches=32", "--set", "hardware.network_latency_us=2.5")
+    assert ppsim.compare(config=cfg) == want
+    assert want["results"] and want["results"][0]["time_unit"] == "ms"
+
+
+def test_plan_equals_cli(cli_json):
+    cfg = ppsim.load_config("configs/deepseek-v3.yaml")
+    assert ppsim.plan(cfg, top=3) == cli_json("plan", "configs/deepseek-v3.yaml", "--top", 3)
+
+
+def test_timeline_columns():
+    # ZB-V, P = 2, M = 4: 2 ranks x 2 chunks x 4 micro-batches x (F, I, W) = 48 ops, no pairs, so
+    # 48 intervals; the last one ends at the makespan (the timeline starts at 0).
+    s = ppsim.generate("zbv", 2, 4)
+    r = ppsim.simulate(s, times="F=1,B=2,W=1")
+    iv = r["timeline"]["intervals"]
+    assert s.num_ops == 48
+    assert len(iv["start"]) == len(iv["action"]) == 48
+    assert max(iv["end"]) == r["makespan"] == r["timeline"]["end"]
+    assert all(e > st for st, e in zip(iv["start"], iv["end"]))
+    assert sorted(set(iv["action"])) == sorted({a for rank in s.ranks for a in rank})

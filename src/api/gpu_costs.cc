@@ -1,0 +1,66 @@
+#include "api/gpu_costs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace ppsim::api {
+
+SimCosts profiled_costs(const ModelConfig& cfg, const Schedule& s, const ProfiledOps& p) {
+  auto ns = [](double ms) { return static_cast<Time>(std::llround(ms * 1e6)); };
+  SliceCosts sc;
+  sc.f = ns(p.f_ms);
+  sc.b = ns(p.b_ms);
+  sc.w = std::min(sc.b, ns(p.w_ms));
+  sc.fb = ns(p.fb_ms);
+  SimCosts costs = uniform_costs(s.stages_per_pipe, sc, TimeScale::millis());
+  const SimCosts derived = derive_costs(cfg, s);
+  costs.link = derived.link;
+  for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
+    costs.slice[i].act_bytes = derived.slice[i].act_bytes;
+    costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;
+  }
+  return costs;
+}
+
+int replay_gpu(int r, int ep, int gpus) { return (r * std::max(1, ep)) % gpus; }
+
+int replay_partition(int r, int ep, int gpus) {
+  int g = 0;
+  for (int q = 0; q < r; ++q) g += replay_gpu(q, ep, gpus) == replay_gpu(r, ep, gpus) ? 1 : 0;
+  return g;
+}
+
+void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector<double>* by_kind, int ep) {
+  PPSIM_CHECK(gpus >= 1, "gpus = {}", gpus);
+  c.rank_device.resize(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) c.rank_device[static_cast<std::size_t>(r)] = replay_gpu(r, ep, gpus);
+  c.share_slowdown = std::max(1.0, step);
+  if (by_kind)
+    for (double v : *by_kind) c.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
+}
+
+void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& g_alone, int ep) {
+  PPSIM_CHECK(gpus >= 1 && !g_alone.empty(), "gpus = {}, partitions = {}", gpus, g_alone.size());
+  const auto& sp0 = g_alone.front();
+  c.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
+  for (int r = 0; r < pp; ++r) {
+    const auto& g = g_alone.at(static_cast<std::size_t>(replay_partition(r, ep, gpus)));
+    for (std::size_t k = 0; k < 3; ++k)
+      if (sp0[k] > 0 && g[k] > 0) c.rank_kind_scale[3 * static_cast<std::size_t>(r) + k] = g[k] / sp0[k];
+  }
+}
+
+void apply_link_probe(SimCosts& c, double median_us, Bytes bytes) {
+  const Time measured = static_cast<Time>(std::llround(median_us * 1e3));
+  c.link.latency = std::max<Time>(0, measured - c.link.occupancy(bytes));
+}
+
+double middle_run(std::vector<double> runs_us) {
+  PPSIM_CHECK(!runs_us.empty(), "no probe runs");
+  std::sort(runs_us.begin(), runs_us.end());
+  return runs_us[runs_us.size() / 2];
+}
+
+}  // namespace ppsim::api

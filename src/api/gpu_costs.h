@@ -1,0 +1,46 @@
+// validate's prediction costs, from figures the GPU measured (the GPU calls stay in
+// src/cli/cmd_gpu.cc and src/cuda_validate/): the chunk's profiled op times on every slice, the
+// config's link model and transfer sizes, the link probe's transfer time as latency, and ranks
+// sharing GPUs (virtual ranks, SM partitions).
+//
+// Not obvious: the probe measures a whole transfer (staging copy, launch, wire), so its latency
+// is that time less the bandwidth share the link model already charges for the same bytes.
+#pragma once
+#include <array>
+#include <vector>
+
+#include "core/schedule.h"
+#include "cost/cost_model.h"
+#include "sim/costs.h"
+
+namespace ppsim::api {
+
+struct ProfiledOps {
+  double f_ms = 0, b_ms = 0, w_ms = 0, fb_ms = 0;  // one chunk, one micro-batch
+};
+
+// Every slice at the profiled times (W capped at B), in ns; the config's link model and each
+// slice's activation and gradient bytes (derive_costs).
+SimCosts profiled_costs(const ModelConfig& cfg, const Schedule& s, const ProfiledOps& p);
+
+// Where the replay puts rank r (of shard 0, with `ep` expert-parallel shards of every rank): GPU
+// (r * ep) % gpus, and its SM partition there: how many lower ranks share that GPU (ep = 1: GPU
+// r % gpus, partition r / gpus).
+int replay_gpu(int r, int ep, int gpus);
+int replay_partition(int r, int ep, int gpus);
+// Ranks on fewer GPUs than ranks: rank r on replay_gpu(r), slowed by `step` (>= 1) while another
+// runs beside it; with by_kind (the 3x3 F/I/W table, kinds F = 0, I = 1, W = 2) per pair of kinds.
+void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector<double>* by_kind, int ep = 1);
+// Ranks on SM partitions: rank r on replay_partition(r); its F, I, W times scaled by how long its
+// partition runs each alone (partition_alone_ms[g] = {F, I, W}) against partition 0, where the
+// costs were profiled.
+void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& partition_alone_ms,
+                       int ep = 1);
+// The link probe: the measured median transfer time of messages of `bytes`, less the bandwidth
+// share, as the link latency (never negative).
+void apply_link_probe(SimCosts& c, double median_us, Bytes bytes);
+// The middle of the probe's runs (each a replay's median transfer): one slow replay does not
+// stand for every transfer.
+double middle_run(std::vector<double> runs_us);
+
+}  // namespace ppsim::api

@@ -1,0 +1,170 @@
+// The library's request/result API (src/api/): what compare, simulate, plan and the Python module
+// call. Expected figures are worked out here from the schedules' closed forms.
+#include <array>
+
+#include "api/gpu_costs.h"
+#include "api/plan.h"
+#include "api/request.h"
+#include "api/schedule_source.h"
+#include "api/times.h"
+#include "catch.h"
+#include "core/error.h"
+#include "schedules/notation.h"
+
+using namespace ppsim;
+
+namespace {
+constexpr Time U = kTicksPerUnit;
+
+// The exit code and message of the InputError `f` throws.
+template <class F>
+std::pair<int, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return {e.exit_code(), e.one_line()};
+  }
+  return {0, ""};
+}
+}  // namespace
+
+TEST_CASE("parse_times: units to ticks, FB defaults to F+B, errors name the flag", "[api]") {
+  const UniformTimes t = api::parse_times("F=1,b=2.5,W=0.5", "--times");
+  CHECK(t.f == U);
+  CHECK(t.b == 5 * U / 2);
+  CHECK(t.w == U / 2);
+  CHECK(t.fb == t.f + t.b);  // 3.5 units: no pair saving when FB is not given
+  CHECK(api::parse_times("F=1,B=2,F&B=2.5", "--times").fb == 5 * U / 2);
+  CHECK(error_of([] { api::parse_times("F=1,B=2,W=3", "--chunk-times"); }) ==
+        std::pair<int, std::string>{kExitUsage, "--chunk-times: W is part of the full backward B, so W <= B is needed, got W > B"});
+  CHECK(error_of([] { api::parse_times("F=1,BB=2", "--times"); }).second ==
+        "--times: unknown time 'BB' (keys: F, B, W, FB), did you mean 'B'?");
+  CHECK(error_of([] { api::units_to_ticks(-1, "--p2p-latency"); }).first == kExitUsage);
+}
+
+TEST_CASE("chunk_costs: a rank's share cut into v chunks", "[api]") {
+  // F=1, B=2, W=1, FB=3 for the rank; v = 2: each chunk 0.5, 1, 0.5, 1.5.
+  const SliceCosts c = api::chunk_costs(api::parse_times("F=1,B=2,W=1,FB=3", "--times"), 2);
+  CHECK(c.f == U / 2);
+  CHECK(c.b == U);
+  CHECK(c.w == U / 2);
+  CHECK(c.fb == 3 * U / 2);
+}
+
+TEST_CASE("run: 1f1b and gpipe makespans from the closed form; a constraint skips, single throws", "[api]") {
+  api::Request req;
+  req.schedule.pp = 4;
+  req.schedule.microbatches = 8;
+  req.families = "1f1b,gpipe,dualpipe";
+  req.units.times = "F=1,B=2";
+  const api::Result r = api::run(req);
+  // 1F1B and GPipe: makespan (M + P - 1)(F + B) = (8 + 4 - 1) * 3 = 33 units; bubble (P-1)(F+B) = 9.
+  REQUIRE(r.rows.size() == 3);
+  for (int i : {0, 1}) {
+    CHECK(r.rows[static_cast<std::size_t>(i)].metrics.makespan == 33 * U);
+    CHECK(r.rows[static_cast<std::size_t>(i)].metrics.bubble_max == 9 * U);
+  }
+  CHECK(r.skipped.empty());
+  CHECK(std::string(r.scale.unit) == "units");
+  const nlohmann::json j = api::to_json(r);
+  CHECK(j["results"][0]["schedule"] == "1f1b");
+  CHECK(j["results"][0]["makespan"].get<double>() == 33.0);
+
+  // DualPipe needs M even and >= 2P: with M = 6, P = 4 it is skipped, not an error...
+  req.schedule.microbatches = 6;
+  const api::Result r2 = api::run(req);
+  REQUIRE(r2.skipped.size() == 1);
+  CHECK(r2.skipped[0].schedule == "dualpipe");
+  CHECK(r2.rows.size() == 2);
+  // ...but asked for alone with single = true it is the request's error (exit 3).
+  req.families = "dualpipe";
+  req.single = true;
+  CHECK(error_of([&] { api::run(req); }).first == kExitInput);
+  // A bad time stops the run before any schedule (exit 2), it does not skip them all.
+  req.single = false;
+  req.families = "all";
+  req.units.times = "F=1";
+  CHECK(error_of([&] { api::run(req); }) == std::pair<int, std::string>{kExitUsage, "--times: F and B are required, got 'F=1'"});
+}
+
+TEST_CASE("run: an imported schedule simulates as the family it came from", "[api]") {
+  const Schedule gen = make_schedule("zbv", ScheduleParams{4, 8, 2, 4});
+  api::Request req;
+  req.schedule.schedule = import_csv(schedule_to_csv(gen), "mem", 0, 0);
+  req.units.times = "F=1,B=2,W=1";
+  req.timelines = true;
+  const api::Result imported = api::run(req);
+  api::Request fam;
+  fam.schedule.pp = 4;
+  fam.schedule.microbatches = 8;
+  fam.families = "zbv";
+  fam.units.times = "F=1,B=2,W=1";
+  const api::Result generated = api::run(fam);
+  REQUIRE(imported.rows.size() == 1);
+  REQUIRE(imported.timelines.size() == 1);
+  CHECK(imported.rows[0].metrics.makespan == generated.rows[0].metrics.makespan);
+  CHECK(imported.rows[0].metrics.bubble == generated.rows[0].metrics.bubble);
+  // Every op of the schedule appears once in the timeline (no overlapped pairs in ZB-V).
+  CHECK(imported.timelines[0].intervals.size() == gen.num_ops());
+}
+
+TEST_CASE("overlap settings from units: layers must split into chunks", "[api]") {
+  api::UnitCosts u;
+  u.a2a = 0.5;
+  u.layers = 3;
+  const Schedule s = make_schedule("zbv", ScheduleParams{4, 8, 2, 4});
+  CHECK(error_of([&] { api::unit_costs(s, u); }).second == "--layers: 3 layers do not split into 2 chunks per rank");
+  u.layers = 4;  // 2 layers per chunk; chunk F = 1/2 unit: attention 1/2 * 1/2 / 2 = 1/8 per layer
+  const SimCosts c = api::unit_costs(s, u);
+  REQUIRE(c.moe.size() == c.slice.size());
+  CHECK(c.moe[0].layers == 2);
+  CHECK(c.moe[0].attn_f == U / 8);
+  CHECK(c.moe[0].dispatch == U / 2);
+  CHECK(c.comm_sm_fraction == 20.0 / 132.0);
+}
+
+TEST_CASE("load_schedule: defaults P = 8, M = 20; a family and a file exclude each other", "[api]") {
+  api::ScheduleChoice c;
+  const Schedule s = api::load_schedule("1f1b", c);
+  CHECK(s.pp == 8);
+  CHECK(s.microbatches == 20);
+  c.schedule_file = "x.csv";
+  CHECK(error_of([&] { api::load_schedule("1f1b", c); }).first == kExitUsage);
+  c.schedule_file.clear();
+  c.pp = 0;  // an explicit 0 reaches the registry's check: not the default
+  CHECK(error_of([&] { api::load_schedule("1f1b", c); }).first != 0);
+}
+
+TEST_CASE("validate's prediction costs from measured figures", "[api]") {
+  SimCosts c = uniform_costs(4, SliceCosts{}, TimeScale::millis());
+  // Four ranks on two GPUs: rank r on GPU r % 2; a step below 1 is clamped (never faster beside another).
+  api::share_devices(c, 4, 2, 0.9, nullptr);
+  CHECK(c.rank_device == std::vector<int>{0, 1, 0, 1});
+  CHECK(c.share_slowdown == 1.0);
+  // Partition 1 runs F 10% slower and I, W as partition 0: ranks 2, 3 (r / 2 = 1) scale F by 1.1.
+  api::scale_rank_speeds(c, 4, 2, {std::array<double, 3>{1.0, 2.0, 1.0}, std::array<double, 3>{1.1, 2.0, 1.0}});
+  CHECK(c.rank_kind_scale[0] == 1.0);
+  CHECK(c.rank_kind_scale[3 * 2 + 0] == Approx(1.1));
+  CHECK(c.rank_kind_scale[3 * 3 + 1] == 1.0);
+  // Probe: 30 us measured for 1e6 bytes over 100 bytes/ns (10 us on the wire): latency 20 us.
+  c.link.bytes_per_tick = 100;
+  api::apply_link_probe(c, 30.0, 1'000'000);
+  CHECK(c.link.latency == 20'000);
+  api::apply_link_probe(c, 5.0, 1'000'000);  // faster than the wire: latency 0, not negative
+  CHECK(c.link.latency == 0);
+  CHECK(api::middle_run({1400.0, 20.0, 22.0}) == 22.0);
+}
+
+TEST_CASE("plan requests: shard syntax and exclusive sources", "[api]") {
+  int i = 0, n = 0;
+  api::parse_shard("3/16", i, n);
+  CHECK(i == 3);
+  CHECK(n == 16);
+  CHECK(error_of([&] { api::parse_shard("2/2", i, n); }).first == kExitUsage);
+  api::PlanRequest req;
+  req.config = "a.yaml";
+  req.merge = {"s.json"};
+  CHECK(error_of([&] { api::plan(req); }).second == "give a config or --merge shard files, not both");
+  api::PlanRequest none;
+  CHECK(error_of([&] { api::plan(none); }).second == "plan needs a config file (or --merge shard files)");
+}

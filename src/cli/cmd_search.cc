@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "api/request.h"
+#include "api/times.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
@@ -90,7 +92,7 @@ Runner setup_search(CLI::App& sub) {
                        kExitUsage);
     std::shared_ptr<ModelConfig> cfg;
     TimeScale scale = TimeScale::units();
-    int pp = ScheduleOptions::kDefaultPp, m = ScheduleOptions::kDefaultMicrobatches;
+    int pp = api::ScheduleChoice::kDefaultPp, m = api::ScheduleChoice::kDefaultMicrobatches;
     if (!a->config.empty()) {
       cfg = std::make_shared<ModelConfig>(load_config(a->config, a->sets));
       scale = TimeScale::millis();
@@ -101,10 +103,14 @@ Runner setup_search(CLI::App& sub) {
     }
     if (a->so.pp != ScheduleOptions::kUnset) pp = a->so.pp;
     if (a->so.microbatches != ScheduleOptions::kUnset) m = a->so.microbatches;
-    const UniformTimes times =
-        a->chunk_times.empty() ? parse_times(a->times, "--times") : parse_times(a->chunk_times, "--chunk-times");
-    const bool per_chunk = !a->chunk_times.empty();
-    const Time latency = static_cast<Time>(a->p2p_latency * static_cast<double>(kTicksPerUnit) + 0.5);
+    // The costs are the library's (api::unit_costs, as compare's); the times are parsed here
+    // first so that a bad value is one line before any search starts.
+    api::UnitCosts units;
+    units.times = a->times;
+    units.chunk_times = a->chunk_times;
+    units.p2p_latency = a->p2p_latency;
+    (void)(a->chunk_times.empty() ? api::parse_times(a->times, "--times")
+                                  : api::parse_times(a->chunk_times, "--chunk-times"));
 
     SearchRequest req;
     req.pp = pp;
@@ -114,13 +120,7 @@ Runner setup_search(CLI::App& sub) {
     req.seed = a->seed;
     req.time_limit_s = a->time_limit;
     req.threads = a->threads;
-    req.costs = [cfg, times, per_chunk, latency](const Schedule& s) {
-      if (cfg) return derive_costs(*cfg, s);
-      SimCosts c =
-          uniform_costs(s.stages_per_pipe, per_chunk ? to_slice(times) : chunk_costs(times, s.chunks_per_rank));
-      c.link.latency = latency;
-      return c;
-    };
+    req.costs = [cfg, units](const Schedule& s) { return cfg ? derive_costs(*cfg, s) : api::unit_costs(s, units); };
     if (!a->quiet)
       req.progress = [&scale](std::uint64_t done, std::uint64_t all, Time best) {
         std::fprintf(stderr, "\rsearch: %llu/%llu trials, best makespan %s   ", static_cast<unsigned long long>(done),

@@ -80,6 +80,7 @@ std::string gpu_unavailable_reason() {
 }
 std::string device_name(int device) { return table().device_name(device); }
 int device_count() { return table().device_count(); }
+double copy_probe_us(std::size_t bytes, int src, int dst, int reps) { return table().copy_probe_us(bytes, src, dst, reps); }
 ProfileResult profile_chunk(const ChunkShape& s, int warmup, int reps, int device, int sm_groups) {
   return table().profile_chunk(s, warmup, reps, device, sm_groups);
 }

@@ -10,7 +10,7 @@
 
 namespace ppsim::gpu {
 
-inline constexpr int kGpuTableVersion = 1;
+inline constexpr int kGpuTableVersion = 2;
 
 struct GpuTable {
   int version;
@@ -27,6 +27,7 @@ struct GpuTable {
   int (*run_profile)(const ProfileRequest&);
   int (*run_kernel_bench)(const KernelBenchRequest&);
   Timeline (*replay_schedule)(const Schedule&, const ReplayConfig&);
+  double (*copy_probe_us)(std::size_t, int, int, int);
 };
 
 }  // namespace ppsim::gpu

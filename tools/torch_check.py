@@ -21,8 +21,6 @@ import subprocess
 import sys
 import tempfile
 
-import ppsim
-
 P, M, TIMES = 4, 8, "F=1,B=2,W=1"
 
 
@@ -53,10 +51,26 @@ def _torch_order(cls_name):
     except Exception as e:  # the stand-in lacks what this torch version reads: say which
         sys.exit(f"torch_check: {cls_name}(stand-in stages) failed: {type(e).__name__}: {e} "
                  f"(add the attribute to _Stage in tools/torch_check.py)")
-    return {r: list(a) for r, a in obj.pipeline_order.items()}
+    return {r: [None if x is None else str(x) for x in a] for r, a in obj.pipeline_order.items()}
+
+
+def _torch_order_in_child(cls_name):
+    """torch and the ppsim module are never loaded in one process (seen on the GPU machine: torch
+    imported beside the module aborted with free(): invalid pointer). The child prints the order as
+    the actions' string form, which is all ppsim reads."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--torch-order", cls_name], capture_output=True,
+                         text=True)
+    if out.returncode:
+        sys.exit(f"torch_check: torch's {cls_name} failed: {out.stderr.strip() or out.stdout.strip()}")
+    return {int(r): a for r, a in json.loads(out.stdout).items()}
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--torch-order":  # the child: torch only
+        print(json.dumps(_torch_order(sys.argv[2])))
+        return 0
+    import ppsim  # the parent: ppsim only
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--ppsim", default=os.path.join(os.path.dirname(ppsim.__file__), "..", "..", "ppsim"))
     a = ap.parse_args()
@@ -70,7 +84,7 @@ def main():
 
     bad = 0
     for cls_name, family in [("ScheduleInterleavedZeroBubble", "zbv"), ("ScheduleDualPipeV", "dualpipev")]:
-        order = _torch_order(cls_name)
+        order = _torch_order_in_child(cls_name)
         s = ppsim.Schedule.from_pipeline_order(order)
         got = ppsim.simulate(s, times=TIMES, timeline=False)["makespan"]
         want = cli_makespan("compare", "-p", str(P), "-m", str(M), "-s", family)

@@ -562,6 +562,7 @@ A2aCall Chunk::ep_call(EpKind k, int mb, int layer) {
   // Every rank of the group makes the same exchanges on each buffer in the same order, so
   // counting them gives senders and receiver the same epoch without talking.
   c.epoch = ++ep_epochs_.at(ep_index(k, mb, layer));
+  if (ep_timeout_ns_ > 0) c.timeout_ns = ep_timeout_ns_;
   return c;
 }
 

@@ -106,6 +106,10 @@ class Chunk {
   // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
   // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
   unsigned ep_status() const;
+  // How long an exchange's wait spins before it gives up (0: A2aCall's default, 20 s). The replay
+  // shortens it in its warm-up, where a peer's first cuBLAS/cuDNN call or allocation can
+  // synchronise its device and hold back the begin the wait needs.
+  void set_ep_timeout_ns(unsigned long long ns) { ep_timeout_ns_ = ns; }
 
   // For tests and the profiler.
   const bf16* weight(Param p, int layer) const;
@@ -163,6 +167,7 @@ class Chunk {
   std::vector<std::vector<A2aRecvBuffer>> ep_peer_views_;  // [rank][ep_index]
   std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far
   DeviceBuffer<A2aStats> ep_stats_;                        // every exchange's blocks and timeout code
+  unsigned long long ep_timeout_ns_ = 0;
 };
 
 }  // namespace ppsim::gpu

@@ -179,6 +179,10 @@ class RankRunner {
     host_was_ahead_ = false;
     if (runs_++ > 0)  // the warm-up sized the activation pools: no allocation stalls while measured
       for (auto& [stage, c] : chunks_) c->stop_growing();
+    // EP: in the first run a shard's lazy library set-up can synchronise its GPU while a peer's
+    // exchange waits for it; there a wait gives up after 0.1 s (the run is not measured), later
+    // after A2aCall's default.
+    for (auto& [stage, c] : chunks_) c->set_ep_timeout_ns(runs_ == 1 && cfg_.warmup_iterations > 0 ? 100'000'000ull : 0);
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
     if (clock_leader_) {

@@ -71,7 +71,7 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
     sanitize)  # the replay (peer; nccl on 2+ GPUs) and the watchdog under memcheck, tiny shapes
       command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer skipped: not installed"; continue; }
       PPSIM_TEST_UNDER_SANITIZER=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        "$ROOT/build-gpu/ppsim_tests" "replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measures a consistent timeline" \
+        "$ROOT/build-gpu/ppsim_tests" "replay runs 1F1B*" \
         > "$OUT/tmp/sanitize.txt" 2>&1
       echo "compute-sanitizer memcheck over the replay test on $ngpu GPU(s): exit $? after $(( $(date +%s) - START )) s"
       grep -m2 "ERROR SUMMARY\|test cases" "$OUT/tmp/sanitize.txt" ;;

@@ -477,6 +477,7 @@ Runner setup_validate(CLI::App& sub) {
       nlohmann::json mj = nlohmann::json::array();
       auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
       for (const auto& rm : mem.ranks) {
+        if (rm.shard != 0) continue;  // EP shards hold the same as shard 0's ranks
         if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
           const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)];
           const double predicted = pm.weights + pm.gradients + pm.activations + pm.comm_buffers + pm.workspace;

@@ -160,6 +160,7 @@ struct ReplayHostStats {
 struct ReplayMemory {
   struct Rank {
     int rank = 0, device = 0;
+    int shard = 0;  // EP shard (expert parallelism in the replay), else 0
     std::size_t weights = 0, weight_grads = 0;
     std::size_t activation_sets = 0, activation_set_bytes = 0;
     // Sets in use at once at most (program order: what a stream-ordered allocator holds), summed

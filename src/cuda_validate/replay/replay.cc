@@ -216,6 +216,7 @@ class RankRunner {
     ReplayMemory::Rank m;
     m.rank = rank_;
     m.device = device_;
+    m.shard = ep_index_;
     for (const auto& [stage, c] : chunks_) {
       m.weights += c->weight_bytes();
       m.weight_grads += c->weight_grad_bytes();

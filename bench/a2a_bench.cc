@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "cuda_validate/device_buffer.h"
+#include "cuda_validate/peer.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/ops/a2a.h"
 #include "cuda_validate/ops/elementwise.h"
@@ -273,14 +274,7 @@ int main(int argc, char** argv) {
       if (a && b) {
         two = true;
         devices = {0, 1};
-        for (int d : {0, 1}) {
-          PPSIM_CUDA_CHECK(cudaSetDevice(d));
-          const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-          if (e == cudaErrorPeerAccessAlreadyEnabled)
-            (void)cudaGetLastError();
-          else
-            PPSIM_CUDA_CHECK(e);
-        }
+        for (int d : {0, 1}) (void)ppsim::gpu::enable_peer_access(d, 1 - d);
       }
     }
     if (!two) {

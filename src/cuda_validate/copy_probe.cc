@@ -5,22 +5,14 @@
 
 #include "cuda_validate/check.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/peer.h"
 
 namespace ppsim::gpu {
 
 double copy_probe_us(std::size_t bytes, int src, int dst, int reps) {
   int saved = 0;
   PPSIM_CUDA_CHECK(cudaGetDevice(&saved));
-  if (src != dst) {
-    int can = 0;
-    PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, src, dst));
-    if (can) {
-      PPSIM_CUDA_CHECK(cudaSetDevice(src));
-      const cudaError_t e = cudaDeviceEnablePeerAccess(dst, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-      else PPSIM_CUDA_CHECK(e);
-    }
-  }
+  (void)enable_peer_access(src, dst);  // without it the driver stages the copy
   void* to = nullptr;
   PPSIM_CUDA_CHECK(cudaSetDevice(dst));
   PPSIM_CUDA_CHECK(cudaMalloc(&to, bytes));

@@ -6,6 +6,7 @@
 // exactly comm_sms blocks; a buffer is reused with a larger epoch and no reset. Routings: random,
 // skewed (every token's first choice is expert 0), and no remote expert.
 #include "cuda_validate/ops/a2a.h"
+#include "cuda_validate/peer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -401,14 +402,7 @@ std::string two_gpus_with_peer_access() {
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
   if (!can01 || !can10) return "GPUs 0 and 1 have no peer access to each other (no NVLink/P2P between them)";
-  for (int d : {0, 1}) {
-    PPSIM_CUDA_CHECK(cudaSetDevice(d));
-    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled)
-      (void)cudaGetLastError();
-    else
-      PPSIM_CUDA_CHECK(e);
-  }
+  for (int d : {0, 1}) (void)ppsim::gpu::enable_peer_access(d, 1 - d);
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
   return {};
 }

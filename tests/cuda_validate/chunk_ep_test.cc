@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "cuda_validate/chunk.h"
+#include "cuda_validate/peer.h"
 #include "gpu_test_util.h"
 
 using namespace ppsim::gpu;
@@ -189,14 +190,7 @@ TEST_CASE("MoE chunk with ep=2 across two GPUs equals one chunk with every exper
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can01, 0, 1));
   PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can10, 1, 0));
   if (!can01 || !can10) PPSIM_SKIP("GPUs 0 and 1 have no peer access to each other (no NVLink/P2P between them)");
-  for (int d : {0, 1}) {
-    PPSIM_CUDA_CHECK(cudaSetDevice(d));
-    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled)
-      (void)cudaGetLastError();
-    else
-      PPSIM_CUDA_CHECK(e);
-  }
+  for (int d : {0, 1}) (void)ppsim::gpu::enable_peer_access(d, 1 - d);
   run({0, 1}, 20);
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
 }

@@ -8,21 +8,12 @@
 
 #include "schedules/validator.h"
 #include "search/search.h"
+#include "search_test_util.h"
 #include "sim/engine.h"
 
 using namespace ppsim;
 
-namespace {
-
-SimCosts unit_costs(const Schedule& s, double f, double b, double w) {
-  SliceCosts c;
-  c.f = static_cast<Time>(f * kTicksPerUnit / s.chunks_per_rank);
-  c.b = static_cast<Time>(b * kTicksPerUnit / s.chunks_per_rank);
-  c.w = static_cast<Time>(w * kTicksPerUnit / s.chunks_per_rank);
-  return uniform_costs(s.stages_per_pipe, c);
-}
-
-}  // namespace
+using ppsim::test::unit_costs;
 
 TEST_CASE("exact: linear P=2, M=2 reaches rank 1's fill plus work (hand-worked)", "[search][exact]") {
   if (!exact_available()) {

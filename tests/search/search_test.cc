@@ -8,21 +8,12 @@
 #include "core/error.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
+#include "search_test_util.h"
 #include "sim/engine.h"
 
 using namespace ppsim;
 
-namespace {
-
-SimCosts unit_costs(const Schedule& s, double f, double b, double w) {
-  SliceCosts c;
-  c.f = static_cast<Time>(f * kTicksPerUnit / s.chunks_per_rank);
-  c.b = static_cast<Time>(b * kTicksPerUnit / s.chunks_per_rank);
-  c.w = static_cast<Time>(w * kTicksPerUnit / s.chunks_per_rank);
-  return uniform_costs(s.stages_per_pipe, c);
-}
-
-}  // namespace
+using ppsim::test::unit_costs;
 
 TEST_CASE("lower bound: busiest rank's fill plus work, and one micro-batch's chain (hand-worked)", "[search]") {
   // Linear P=4, M=8, F=1, B=2 (b=1), W=1: rank 3 starts after 3 forwards (fill 3) and then

@@ -42,6 +42,7 @@
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
+#include "cuda_validate/peer.h"
 #include "cuda_validate/replay/transport.h"
 #include "ep/ep_plan.h"
 #include "launch/launch.h"
@@ -607,20 +608,12 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     for (const Slot& sl : slots)
       if (std::find(devs.begin(), devs.end(), sl.device) == devs.end()) devs.push_back(sl.device);
     for (int a : devs)
-      for (int b : devs) {
-        int can = 0;
-        if (a == b) continue;
-        PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
-        if (!can)
+      for (int b : devs)
+        if (!enable_peer_access(a, b))
           throw InputError(fmt::format("replay: GPU {} cannot access GPU {} directly (peer access), which the "
                                        "expert-parallel all-to-all needs",
                                        a, b),
                            {}, kExitGpu);
-        PPSIM_CUDA_CHECK(cudaSetDevice(a));
-        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-        else PPSIM_CUDA_CHECK(e);
-      }
   }
   DeviceClocks clocks;
   // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
+#include "cuda_validate/peer.h"
 #include "launch/mpi.h"
 
 namespace ppsim::gpu::replay {
@@ -55,16 +56,7 @@ Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vecto
   for (int d : rank_device_) comm_streams_.push_back(d >= 0 ? urgent_stream(d) : nullptr);
   // Peer access between every two local GPUs (copies still work without it, staged by the driver).
   for (int a : devices_)
-    for (int b : devices_) {
-      if (a == b) continue;
-      int can = 0;
-      PPSIM_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
-      if (!can) continue;
-      PPSIM_CUDA_CHECK(cudaSetDevice(a));
-      const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-      else PPSIM_CUDA_CHECK(e);
-    }
+    for (int b : devices_) (void)enable_peer_access(a, b);
 
   // Each cross-rank message takes a path: within a process the peer way (NCCL mode: the NCCL way
   // between two GPUs); across processes the kind's way.

@@ -57,6 +57,17 @@ void apply_link_probe(SimCosts& c, double median_us, Bytes bytes) {
   c.link.latency = std::max<Time>(0, measured - c.link.occupancy(bytes));
 }
 
+std::vector<ReplayMemoryPrediction> replay_memory(const std::string& config, const std::vector<std::string>& sets,
+                                                  const Schedule& s, const SimResult* r) {
+  std::vector<std::string> all = sets;
+  all.push_back("parallel.embedding_on_first=false");
+  all.push_back("parallel.head_on_last=false");
+  std::vector<ReplayMemoryPrediction> out;
+  for (const MemoryBreakdown& m : predicted_memory(load_config(config, all), s, r))
+    out.push_back({m, m.weights + m.gradients + m.activations + m.comm_buffers + m.workspace});
+  return out;
+}
+
 double middle_run(std::vector<double> runs_us) {
   PPSIM_CHECK(!runs_us.empty(), "no probe runs");
   std::sort(runs_us.begin(), runs_us.end());

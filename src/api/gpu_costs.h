@@ -36,6 +36,16 @@ void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector
 // costs were profiled.
 void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& partition_alone_ms,
                        int ep = 1);
+// What the replay holds of each rank's predicted peak memory (cost/cost_model.h's
+// predicted_memory): the config loaded with `sets` and without embedding and head (the replay's
+// chunks hold transformer layers only); optimizer and EMA left out (the replay runs no optimizer
+// step). `total` = weights + gradients + activations + comm buffers + workspace.
+struct ReplayMemoryPrediction {
+  MemoryBreakdown parts;
+  double total = 0;
+};
+std::vector<ReplayMemoryPrediction> replay_memory(const std::string& config, const std::vector<std::string>& sets,
+                                                  const Schedule& s, const SimResult* r);
 // The link probe: the measured median transfer time of messages of `bytes`, less the bandwidth
 // share, as the link latency (never negative).
 void apply_link_probe(SimCosts& c, double median_us, Bytes bytes);

@@ -466,21 +466,14 @@ Runner setup_validate(CLI::App& sub) {
       }
       // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
       // holds no embedding or head and runs no optimizer step: those parts are left out of both).
-      std::vector<MemoryBreakdown> predicted_mem;
-      {
-        std::vector<std::string> sets = a->sets;
-        sets.push_back("parallel.embedding_on_first=false");
-        sets.push_back("parallel.head_on_last=false");
-        const ModelConfig mem_cfg = load_config(a->config, sets);
-        predicted_mem = predicted_memory(mem_cfg, s, &pred);
-      }
+      const std::vector<api::ReplayMemoryPrediction> predicted_mem = api::replay_memory(a->config, a->sets, s, &pred);
       nlohmann::json mj = nlohmann::json::array();
       auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
       for (const auto& rm : mem.ranks) {
         if (rm.shard != 0) continue;  // EP shards hold the same as shard 0's ranks
         if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
-          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)];
-          const double predicted = pm.weights + pm.gradients + pm.activations + pm.comm_buffers + pm.workspace;
+          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)].parts;
+          const double predicted = predicted_mem[static_cast<std::size_t>(rm.rank)].total;
           const double measured = static_cast<double>(rm.total());
           text += fmt::format("  memory rank {} peak: predicted {:.1f} MiB (weights {:.1f}, grads {:.1f}, activations {:.1f} "
                               "in {} chunk(s), buffers {:.1f}, workspace {:.1f}), measured {:.1f} MiB, error {:+.1f}%\n",
@@ -504,7 +497,7 @@ Runner setup_validate(CLI::App& sub) {
                       {"activations_bytes", rm.activations()},
                       {"predicted_peak_microbatches", predicted_peak}});
         if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
-          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)];
+          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)].parts;
           mj.back()["predicted"] = {{"weights", pm.weights}, {"gradients", pm.gradients}, {"activations", pm.activations},
                                     {"comm_buffers", pm.comm_buffers}, {"workspace", pm.workspace},
                                     {"chunks", pm.chunks}};

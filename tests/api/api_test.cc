@@ -168,3 +168,23 @@ TEST_CASE("plan requests: shard syntax and exclusive sources", "[api]") {
   api::PlanRequest none;
   CHECK(error_of([&] { api::plan(none); }).second == "plan needs a config file (or --merge shard files)");
 }
+
+TEST_CASE("replay_memory: the parts a replay holds, without embedding, head and optimizer", "[api]") {
+  const std::string cfg = std::string(PPSIM_SOURCE_DIR) + "/configs/small-1gpu.yaml";
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 8, 0, 0});
+  const auto replay = api::replay_memory(cfg, {}, s, nullptr);
+  const auto full = predicted_memory(load_config(cfg, {}), s, nullptr);
+  REQUIRE(replay.size() == 2);
+  REQUIRE(full.size() == 2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    const MemoryBreakdown& m = replay[r].parts;
+    INFO("rank " << r);
+    // The total is exactly the five parts; no optimizer or EMA in it.
+    CHECK(replay[r].total == m.weights + m.gradients + m.activations + m.comm_buffers + m.workspace);
+    CHECK(replay[r].total < full[r].total);
+    // Rank 0 holds the embedding, rank 1 the head, in the full model: both weigh less here.
+    CHECK(m.weights < full[r].weights);
+    // Activations: the same micro-batches held (1F1B rank r of P=2 holds P - r = 2 - r at its peak).
+    CHECK(m.chunks == 2 - static_cast<int>(r));
+  }
+}

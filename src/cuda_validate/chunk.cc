@@ -571,6 +571,10 @@ unsigned Chunk::ep_status() const {
   return ep_stats_.to_host().at(0).status;
 }
 
+void Chunk::reset_ep_status(cudaStream_t s) {
+  if (ep()) ep_stats_.zero(s);
+}
+
 std::vector<A2aRecvBuffer> Chunk::ep_receive_buffers() const {
   std::vector<A2aRecvBuffer> v;
   for (const auto& b : ep_bufs_) v.push_back(b->view());

@@ -106,6 +106,8 @@ class Chunk {
   // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
   // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
   unsigned ep_status() const;
+  // Clears the status (in stream order on `s`): what ep_status() says after is about what follows.
+  void reset_ep_status(cudaStream_t s);
   // How long an exchange's wait spins before it gives up (0: A2aCall's default, 20 s). The replay
   // shortens it in its warm-up, where a peer's first cuBLAS/cuDNN call or allocation can
   // synchronise its device and hold back the begin the wait needs.

@@ -62,6 +62,7 @@ struct ActionTiming {
 
 struct RankResult {
   cudaEvent_t epoch = nullptr;
+  unsigned ep_status = 0;  // EP: 0, or 1000 + the shard a wait of this run gave up on
   std::vector<ActionTiming> actions;
   ReplayHostStats host;
 };
@@ -183,7 +184,10 @@ class RankRunner {
     // EP: in the first run a shard's lazy library set-up can synchronise its GPU while a peer's
     // exchange waits for it; there a wait gives up after 0.1 s (the run is not measured), later
     // after A2aCall's default.
-    for (auto& [stage, c] : chunks_) c->set_ep_timeout_ns(runs_ == 1 && cfg_.warmup_iterations > 0 ? 100'000'000ull : 0);
+    for (auto& [stage, c] : chunks_) {
+      c->set_ep_timeout_ns(runs_ == 1 && cfg_.warmup_iterations > 0 ? 100'000'000ull : 0);
+      c->reset_ep_status(main_->get());
+    }
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
     if (clock_leader_) {
@@ -205,6 +209,8 @@ class RankRunner {
       else run_single(a);
     }
     wait_done();
+    result_.ep_status = 0;
+    for (auto& [stage, c] : chunks_) result_.ep_status = std::max(result_.ep_status, c->ep_status());
   }
 
   void watch(Watchdog* w, int slot) {
@@ -729,6 +735,16 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
   if (first_error) std::rethrow_exception(first_error);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
+  // Expert parallelism: a wait that gave up in the measured run leaves its outputs and its time
+  // invalid (the wait spun for its whole timeout): never a silent wrong answer.
+  for (int i = 0; i < n; ++i)
+    if (const unsigned st = runners[static_cast<std::size_t>(i)]->result().ep_status; st != 0)
+      throw_gpu_failure(fmt::format("replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the "
+                                    "measured run, so its times are not valid",
+                                    slots[static_cast<std::size_t>(i)].rank, slots[static_cast<std::size_t>(i)].shard,
+                                    st - 1000),
+                        "the EP replay is experimental: its shards' waits can deadlock (docs/VALIDATION.md, "
+                        "session 5)");
 
   // This process's share: its ranks' actions (in action order), activation samples and transfers.
   launch::TimelinePart part;

@@ -468,23 +468,23 @@ Runner setup_validate(CLI::App& sub) {
       // holds no embedding or head and runs no optimizer step: those parts are left out of both).
       const std::vector<api::ReplayMemoryPrediction> predicted_mem = api::replay_memory(a->config, a->sets, s, &pred);
       nlohmann::json mj = nlohmann::json::array();
-      auto mib = [](std::size_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
+      auto mib = [](auto b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
       for (const auto& rm : mem.ranks) {
         if (rm.shard != 0) continue;  // EP shards hold the same as shard 0's ranks
-        if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
-          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)].parts;
-          const double predicted = predicted_mem[static_cast<std::size_t>(rm.rank)].total;
+        const std::size_t r = static_cast<std::size_t>(rm.rank);
+        const api::ReplayMemoryPrediction* pm = r < predicted_mem.size() ? &predicted_mem[r] : nullptr;
+        if (pm) {
           const double measured = static_cast<double>(rm.total());
           text += fmt::format("  memory rank {} peak: predicted {:.1f} MiB (weights {:.1f}, grads {:.1f}, activations {:.1f} "
                               "in {} chunk(s), buffers {:.1f}, workspace {:.1f}), measured {:.1f} MiB, error {:+.1f}%\n",
-                              rm.rank, predicted / 1048576.0, pm.weights / 1048576.0, pm.gradients / 1048576.0,
-                              pm.activations / 1048576.0, pm.chunks, pm.comm_buffers / 1048576.0,
-                              pm.workspace / 1048576.0, measured / 1048576.0,
-                              measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0);
+                              rm.rank, mib(pm->total), mib(pm->parts.weights), mib(pm->parts.gradients),
+                              mib(pm->parts.activations), pm->parts.chunks, mib(pm->parts.comm_buffers),
+                              mib(pm->parts.workspace), mib(measured),
+                              measured > 0 ? 100.0 * (pm->total - measured) / measured : 0.0);
         }
         int predicted_peak = 0;
-        if (static_cast<std::size_t>(rm.rank) < pred.timeline.activations.size())
-          for (const auto& smp : pred.timeline.activations[static_cast<std::size_t>(rm.rank)])
+        if (r < pred.timeline.activations.size())
+          for (const auto& smp : pred.timeline.activations[r])
             predicted_peak = std::max(predicted_peak, smp.activations);
         text += fmt::format("  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
                             "{:.1f} MiB ({} set(s) of {:.2f} MiB in use at most, in stream order; {} allocated, "
@@ -496,12 +496,10 @@ Runner setup_validate(CLI::App& sub) {
                       {"activation_set_bytes", rm.activation_set_bytes}, {"activation_sets_in_use", rm.activation_sets_live},
                       {"activations_bytes", rm.activations()},
                       {"predicted_peak_microbatches", predicted_peak}});
-        if (static_cast<std::size_t>(rm.rank) < predicted_mem.size()) {
-          const MemoryBreakdown& pm = predicted_mem[static_cast<std::size_t>(rm.rank)].parts;
-          mj.back()["predicted"] = {{"weights", pm.weights}, {"gradients", pm.gradients}, {"activations", pm.activations},
-                                    {"comm_buffers", pm.comm_buffers}, {"workspace", pm.workspace},
-                                    {"chunks", pm.chunks}};
-        }
+        if (pm)
+          mj.back()["predicted"] = {{"weights", pm->parts.weights},           {"gradients", pm->parts.gradients},
+                                    {"activations", pm->parts.activations},   {"comm_buffers", pm->parts.comm_buffers},
+                                    {"workspace", pm->parts.workspace},       {"chunks", pm->parts.chunks}};
       }
       nlohmann::json dj = nlohmann::json::array();
       for (const auto& d : mem.devices) {

@@ -4,45 +4,31 @@
 #include <vector>
 
 #include "cuda_validate/check.h"
+#include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/peer.h"
 
 namespace ppsim::gpu {
 
 double copy_probe_us(std::size_t bytes, int src, int dst, int reps) {
-  int saved = 0;
-  PPSIM_CUDA_CHECK(cudaGetDevice(&saved));
+  DeviceGuard guard;
   (void)enable_peer_access(src, dst);  // without it the driver stages the copy
-  void* to = nullptr;
   PPSIM_CUDA_CHECK(cudaSetDevice(dst));
-  PPSIM_CUDA_CHECK(cudaMalloc(&to, bytes));
+  DeviceBuffer<char> to(bytes);
   PPSIM_CUDA_CHECK(cudaSetDevice(src));
-  void* from = nullptr;
-  PPSIM_CUDA_CHECK(cudaMalloc(&from, bytes));
-  PPSIM_CUDA_CHECK(cudaMemset(from, 1, bytes));
-  cudaStream_t st = nullptr;
-  PPSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t a = nullptr, b = nullptr;
-  PPSIM_CUDA_CHECK(cudaEventCreate(&a));
-  PPSIM_CUDA_CHECK(cudaEventCreate(&b));
+  DeviceBuffer<char> from(bytes);
+  from.poison();
+  Stream st;
+  Event a, b;
   std::vector<double> us;
   for (int i = -3; i < std::max(1, reps); ++i) {  // three untimed first
-    PPSIM_CUDA_CHECK(cudaEventRecord(a, st));
-    if (src == dst) PPSIM_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, st));
-    else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(to, dst, from, src, bytes, st));
-    PPSIM_CUDA_CHECK(cudaEventRecord(b, st));
-    PPSIM_CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    PPSIM_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 0) us.push_back(static_cast<double>(ms) * 1e3);
+    a.record(st.get());
+    if (src == dst) PPSIM_CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, st.get()));
+    else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(to.get(), dst, from.get(), src, bytes, st.get()));
+    b.record(st.get());
+    b.sync();
+    if (i >= 0) us.push_back(static_cast<double>(b.ms_since(a)) * 1e3);
   }
-  (void)cudaEventDestroy(a);
-  (void)cudaEventDestroy(b);
-  (void)cudaStreamDestroy(st);
-  (void)cudaFree(from);
-  PPSIM_CUDA_CHECK(cudaSetDevice(dst));
-  (void)cudaFree(to);
-  PPSIM_CUDA_CHECK(cudaSetDevice(saved));
   std::sort(us.begin(), us.end());
   return us[us.size() / 2];
 }

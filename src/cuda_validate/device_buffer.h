@@ -73,6 +73,18 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// Restores the calling thread's current GPU when leaving a scope that switched it.
+class DeviceGuard {
+ public:
+  DeviceGuard() { PPSIM_CUDA_CHECK(cudaGetDevice(&saved_)); }
+  ~DeviceGuard() { (void)cudaSetDevice(saved_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
 class Stream {
  public:
   // priority: lower numbers run first (cudaDeviceGetStreamPriorityRange); 0 = default.

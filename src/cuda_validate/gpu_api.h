@@ -167,7 +167,6 @@ struct ReplayMemory {
     // over the rank's chunks; activation_sets may be more (the host runs ahead of its GPU).
     std::size_t activation_sets_live = 0;
     std::size_t activations() const { return activation_sets_live * activation_set_bytes; }
-    std::size_t activations_allocated() const { return activation_sets * activation_set_bytes; }
     std::size_t total() const { return weights + weight_grads + activations(); }
   };
   struct Device {
@@ -191,7 +190,6 @@ struct ReplayConfig {
   // copies ordered by CUDA events), "ipc" (the same through CUDA IPC, several processes), "nccl"
   // (one communicator, every message issued in one global order on every process).
   std::string transport = "auto";
-  std::string* transport_used = nullptr;  // when set: the kind "auto" chose
   // Tests of the watchdog: the producer of this message (grad, stage, micro-batch) never sends it,
   // so its consumer waits for a message nobody sends. Empty: every message is sent.
   std::vector<int> never_send;

@@ -107,22 +107,23 @@ std::map<std::pair<int, int>, std::vector<MsgKey>> link_sequences(const Schedule
   return links;
 }
 
+bool input_message(const Schedule& s, const Op& op, MsgKey& key) {
+  if (op.kind == OpKind::F && !s.is_first_stage(op.stage)) {
+    key = MsgKey{0, op.stage, op.microbatch};
+    return true;
+  }
+  if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s.is_last_stage(op.stage)) {
+    key = MsgKey{1, op.stage, op.microbatch};
+    return true;
+  }
+  return false;
+}
+
 std::vector<MsgKey> message_order(const Schedule& s) {
   const int P = static_cast<int>(s.ranks.size());
   std::set<MsgKey> produced;  // every message made so far, cross-rank or within a rank
   std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);
   std::vector<MsgKey> order;
-  auto input_of = [&](const Op& op, MsgKey& key) {
-    if (op.kind == OpKind::F && !s.is_first_stage(op.stage)) {
-      key = MsgKey{0, op.stage, op.microbatch};
-      return true;
-    }
-    if ((op.kind == OpKind::I || op.kind == OpKind::B) && !s.is_last_stage(op.stage)) {
-      key = MsgKey{1, op.stage, op.microbatch};
-      return true;
-    }
-    return false;  // W needs its own I, earlier on the same rank
-  };
   std::size_t done = 0, total = 0;
   for (const auto& acts : s.ranks) total += acts.size();
   while (done < total) {
@@ -134,7 +135,7 @@ std::vector<MsgKey> message_order(const Schedule& s) {
         const Action& a = acts[i];
         bool ready = true;
         for (int k = 0; k < a.size() && ready; ++k)
-          if (MsgKey in; input_of(a.op(k), in) && !produced.count(in)) ready = false;
+          if (MsgKey in; input_message(s, a.op(k), in) && !produced.count(in)) ready = false;
         if (!ready) break;
         for (int k = 0; k < a.size(); ++k) {
           MsgKey out;

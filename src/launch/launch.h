@@ -80,6 +80,10 @@ struct MsgKey {
 // activation into stage+1; I or B of a stage that is not its pipe's first sends the gradient into
 // stage-1. W and the ends of a pipe send nothing.
 bool output_message(const Schedule& s, const Op& op, MsgKey& key);
+// The message an op needs before it runs, if any: F of a stage that is not its pipe's first needs
+// the activation into that stage; I or B of a stage that is not its pipe's last needs the gradient
+// into it. W needs nothing from another stage (its own I ran before, on the same rank).
+bool input_message(const Schedule& s, const Op& op, MsgKey& key);
 // The rank that produces the message `key` (the previous stage's for an activation, the next
 // stage's for a gradient) and the rank that consumes it.
 int producer_rank(const Schedule& s, const MsgKey& key);

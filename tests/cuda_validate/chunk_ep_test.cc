@@ -24,25 +24,10 @@ using namespace ppsim::gpu::test;
 
 namespace {
 
-ChunkShape moe_shape() {
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.seq_len = 64;
-  s.micro_batch = 2;
-  s.layers = 2;
-  s.experts = 8;
-  s.top_k = 2;
-  s.expert_ffn_hidden = 64;
-  s.capacity_factor = 1.0;  // 256 assignments over 8 experts: capacity 32 per source, some dropped
-  return s;
-}
 
 void run(const std::vector<int>& devices, int comm_sms) {
   INFO("devices " << devices[0] << "," << devices[1] << ", comm_sms " << comm_sms);
-  const ChunkShape one = moe_shape();
+  const ChunkShape one = small_moe_shape();
   const std::uint64_t seed = 3;
   PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));
   Chunk single(one, seed);
@@ -196,7 +181,7 @@ TEST_CASE("MoE chunk with ep=2 across two GPUs equals one chunk with every exper
 }
 
 TEST_CASE("ChunkShape refuses bad expert-parallel settings with one line", "[gpu]") {
-  ChunkShape s = moe_shape();
+  ChunkShape s = small_moe_shape();
   s.ep = 3;  // does not divide 8 experts
   s.ep_microbatches = 1;
   CHECK(s.problem().find("must divide experts") != std::string::npos);

@@ -299,19 +299,7 @@ TEST_CASE("dense chunk: forward, input-grad and weight-grads match a CPU model",
 
 TEST_CASE("MoE chunk: forward, input-grad and weight-grads match a CPU model", "[gpu]") {
   PPSIM_REQUIRE_GPU();
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.seq_len = 64;
-  s.micro_batch = 2;
-  s.layers = 2;
-  s.experts = 8;
-  s.top_k = 2;
-  s.expert_ffn_hidden = 64;
-  s.capacity_factor = 1.0;  // 256 assignments over 8 experts: capacity 32, some dropped
-  check_chunk(s);
+  check_chunk(small_moe_shape());  // 256 assignments over 8 experts: capacity 32, some dropped
 }
 
 TEST_CASE("released micro-batch buffers are reused without clobbering live ones", "[gpu]") {

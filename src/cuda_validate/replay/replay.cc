@@ -608,7 +608,6 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     transports.push_back(std::make_unique<Transport>(s, shard_device[static_cast<std::size_t>(e)], process_of, kind,
                                                      message_bytes, cfg.nccl_timeout_s));
   Transport& transport = *transports[0];
-  if (cfg.transport_used) *cfg.transport_used = launch::transport_name(kind);
   if (ep > 1) {  // the shards of a stage write into each other's receive buffers
     std::vector<int> devs;
     for (const Slot& sl : slots)

@@ -11,24 +11,13 @@
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
+#include "cuda_validate/device_buffer.h"
 #include "cuda_validate/peer.h"
 #include "launch/mpi.h"
 
 namespace ppsim::gpu::replay {
 
 namespace {
-// Restores the calling thread's current GPU when leaving a scope that switched it.
-class DeviceGuard {
- public:
-  DeviceGuard() { PPSIM_CUDA_CHECK(cudaGetDevice(&saved_)); }
-  ~DeviceGuard() { (void)cudaSetDevice(saved_); }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
 constexpr std::size_t kAlign = 512;
 std::size_t aligned(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 

@@ -289,8 +289,17 @@ void Transport::post(Board& b, const MsgKey& key, const Posted& p) {
 }
 
 void Transport::fail_wait(const std::string& who, const MsgKey& key, int src_rank, double waited_s) {
-  const std::string why =
-      fmt::format("{} waited {:.0f} s for {} from rank {}", who, waited_s, describe(key), src_rank);
+  std::string why = fmt::format("{} waited {:.0f} s for {} from rank {}", who, waited_s, describe(key), src_rank);
+  {
+    // With NCCL every message waits for the ones before it in message_order: if the sequencer is
+    // stuck on an earlier one, that one is the cause, and this wait only its consequence.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (sequencer_waits_for_ && !(*sequencer_waits_for_ == key))
+      why = fmt::format("the NCCL sequencer waited {:.0f} s for {} from rank {}, which the schedule sends before "
+                        "{} that {} waits for (messages go in one order)",
+                        waited_s, describe(*sequencer_waits_for_), msgs_.at(*sequencer_waits_for_).src, describe(key),
+                        who);
+  }
   abort(why);
   throw_gpu_failure("replay watchdog: " + why,
                     "the schedule waits for a message nobody sends, or a rank stopped early; for very large shapes "
@@ -483,7 +492,15 @@ void Transport::sequence() {
     const Msg& m = msgs_.at(key);
     const bool here_src = is_local(m.src), here_dst = is_local(m.dst);
     Posted staged, landed;
-    if (here_src) staged = take(to_sequencer_, key, fmt::format("the NCCL sequencer (for rank {})", m.dst));
+    if (here_src) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        sequencer_waits_for_ = key;
+      }
+      staged = take(to_sequencer_, key, fmt::format("the NCCL sequencer (for rank {})", m.dst));
+      std::lock_guard<std::mutex> lock(mu_);
+      sequencer_waits_for_.reset();
+    }
     auto stream_of = [&](int dev) {
       return nccl_streams_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
     };

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +158,9 @@ class Transport {
   std::vector<cudaStream_t> nccl_streams_;
   std::map<int, int> nccl_rank_of_device_;  // one process: NCCL rank of each local GPU
   std::thread sequencer_;
+  // The message the NCCL sequencer is waiting for its producer to stage (under mu_): messages go
+  // in one order, so a consumer's wait that times out behind it names it as the cause.
+  std::optional<MsgKey> sequencer_waits_for_;
 
   mutable std::mutex mu_;  // boards, records, events, abort state
   Board to_consumer_;      // peer: `copied` from producers; nccl: landed messages from the sequencer

@@ -487,13 +487,16 @@ Runner setup_validate(CLI::App& sub) {
           for (const auto& smp : pred.timeline.activations[r])
             predicted_peak = std::max(predicted_peak, smp.activations);
         text += fmt::format("  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
-                            "{:.1f} MiB ({} set(s) of {:.2f} MiB in use at most, in stream order; {} allocated, "
-                            "the host running ahead; the simulator's peak: {} micro-batch(es) in flight)\n",
+                            "{:.1f} MiB (micro-batch sets in use at most, in program order, {:.1f} MiB, one "
+                            "micro-batch after its forward {:.1f} MiB; backward workspace {:.1f} MiB; {:.1f} MiB "
+                            "allocated, the host running ahead; the simulator's peak: {} micro-batch(es) in flight)\n",
                             rm.rank, rm.device, mib(rm.weights), mib(rm.weight_grads), mib(rm.activations()),
-                            rm.activation_sets_live, mib(rm.activation_set_bytes), rm.activation_sets, predicted_peak);
+                            mib(rm.activations_peak), mib(rm.microbatch_bytes), mib(rm.workspace),
+                            mib(rm.activations_allocated), predicted_peak);
         mj.push_back({{"rank", rm.rank}, {"device", rm.device}, {"weights_bytes", rm.weights},
-                      {"weight_grads_bytes", rm.weight_grads}, {"activation_sets", rm.activation_sets},
-                      {"activation_set_bytes", rm.activation_set_bytes}, {"activation_sets_in_use", rm.activation_sets_live},
+                      {"weight_grads_bytes", rm.weight_grads}, {"activations_peak_bytes", rm.activations_peak},
+                      {"microbatch_bytes", rm.microbatch_bytes}, {"workspace_bytes", rm.workspace},
+                      {"activations_allocated_bytes", rm.activations_allocated},
                       {"activations_bytes", rm.activations()},
                       {"predicted_peak_microbatches", predicted_peak}});
         if (pm)

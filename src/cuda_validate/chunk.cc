@@ -21,32 +21,61 @@ struct Chunk::Weights {
   DeviceBuffer<float> g[kNumParams];
 };
 
-struct Chunk::LayerActs {
-  // forward
-  DeviceBuffer<bf16> xn1, qkv, o, x1, xn2, gu, a, x2;
+// A micro-batch's buffers, by lifetime (chunk.h, "Memory"). Each kind of set is pooled.
+struct Chunk::KeepLayer {
+  DeviceBuffer<bf16> xn1, o, xn2, a;  // inputs of QKV, Out, Up (and Router), Down
+  DeviceBuffer<bf16> xp;              // MoE, one GPU: the experts' input (EP: a receive buffer)
+};
+
+struct Chunk::KeepSet {  // first use -> release (after W, or B): the forward tensors W reads
+  // The stage's boundary tensors: input and grad_output (allocated on first use: a transport's
+  // receive buffer, bound in place, needs neither), output (the last layer's), grad_in (layer 0's
+  // input-grad): each a message to or from a neighbour.
+  DeviceBuffer<bf16> input, grad_output, output, grad_in;
+  std::vector<KeepLayer> layers;
+  Event free_after{false};  // recorded when given back; the next owner waits for it
+  std::size_t bytes = 0;
+};
+
+struct Chunk::FwdSet {  // one layer, F -> the end of that layer's input-grads: only they read it
+  DeviceBuffer<bf16> qkv, x1, gu, x2;  // x2: not the last layer's (KeepSet::output)
   DeviceBuffer<float> rstd1, lse, rstd2;
-  // MoE forward
-  DeviceBuffer<bf16> logits, xp, zp;
+  DeviceBuffer<bf16> logits, zp, ze;  // MoE (ze: EP, the experts' output before it travels back)
   DeviceBuffer<float> probs, topk_w;
   DeviceBuffer<int> topk_idx, slot_of, slot_token, counts;
-  // backward (kept until W)
-  DeviceBuffer<bf16> da, dgu, dxn2, dx1, dout, dqkv, dxn1, dx;
-  DeviceBuffer<bf16> dzp, dxp, dlogits;
+  Event free_after{false};
+  std::size_t bytes = 0;
+};
+
+struct Chunk::GradLayer {
+  DeviceBuffer<bf16> dqkv, dx1, dgu, dx, dzp, dlogits;  // dx: not layer 0's (KeepSet::grad_in)
+};
+
+struct Chunk::GradSet {  // one layer, split backward: its input-grads -> W, the output-grads W reads
+  GradLayer g;
+  Event free_after{false};
+  std::size_t bytes = 0;
+};
+
+// The chunk's, one layer at a time: the input-grad pass's scratch, and (allocated on the first
+// fused backward) a fused backward's output-grads (W runs right after I, layer by layer; dx lives
+// two layers: by parity).
+struct Chunk::Workspace {
+  DeviceBuffer<bf16> da, dout, dxn1, dxn2, dxp, dzp_src;
   DeviceBuffer<float> dw;
-  // EP only (xp, zp and dzp are then receive buffers, Chunk::ep_bufs_): the experts' output
-  // before it travels back, and w * dout before it travels to the experts.
-  DeviceBuffer<bf16> ze, dzp_src;
+  GradLayer fused;
+  DeviceBuffer<bf16> fused_dx[2];
+  std::size_t bytes = 0;
 };
 
 struct Chunk::Acts {
-  DeviceBuffer<bf16> input, grad_output;
+  std::unique_ptr<KeepSet> keep;
+  std::vector<std::unique_ptr<FwdSet>> fwd;   // by layer; null once given back
+  std::vector<std::unique_ptr<GradSet>> grad;  // by layer; taken by a split backward's input-grads
+  bool fused = false;                          // the backward in progress is fused
   // Bound elsewhere (a transport's receive buffer), until release: read there instead.
   const bf16* input_at = nullptr;
   const bf16* grad_output_at = nullptr;
-  const bf16* in() const { return input_at ? input_at : input.get(); }
-  const bf16* dy() const { return grad_output_at ? grad_output_at : grad_output.get(); }
-  std::vector<LayerActs> layers;
-  Event free_after{false};  // recorded by release(); the next owner waits for it
 };
 
 namespace {
@@ -128,130 +157,292 @@ void Chunk::zero_weight_grads(cudaStream_t s) {
     for (auto& g : w->g) g.zero(s);
 }
 
-std::size_t Chunk::activation_bytes_per_microbatch() const {
+// ---- buffers -------------------------------------------------------------------------------------
+
+namespace {
+
+template <class... B>
+std::size_t bytes_of(const B&... b) {
+  return (b.bytes() + ...);
+}
+template <class... B>
+void poison_all(B&... b) {
+  (b.poison(), ...);
+}
+
+}  // namespace
+
+std::unique_ptr<Chunk::KeepSet> Chunk::make_keep() const {
+  auto k = std::make_unique<KeepSet>();
   const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
-  const std::size_t W = static_cast<std::size_t>(shape_.qkv_width());
   const std::size_t A = static_cast<std::size_t>(shape_.heads) * static_cast<std::size_t>(shape_.head_dim);
-  std::size_t per_layer = 2 * (T * h * 6 + T * W * 2 + T * A * 2 + T * h * 3);
-  if (shape_.is_moe()) {
-    const std::size_t R = static_cast<std::size_t>(capacity_) * static_cast<std::size_t>(shape_.experts);
-    const std::size_t fe = static_cast<std::size_t>(shape_.expert_ffn_hidden);
-    per_layer += 2 * (R * h * 4 + R * fe * 3 * 2);
-  } else {
-    per_layer += 2 * T * static_cast<std::size_t>(shape_.ffn_hidden) * 6;
+  for (auto* b : {&k->output, &k->grad_in}) b->resize(T * h);
+  poison_all(k->output, k->grad_in);
+  k->bytes = bytes_of(k->output, k->grad_in);
+  k->layers.resize(static_cast<std::size_t>(shape_.layers));
+  for (auto& L : k->layers) {
+    L.xn1.resize(T * h);
+    L.o.resize(T * A);
+    L.xn2.resize(T * h);
+    if (shape_.is_moe()) {
+      const std::size_t R = static_cast<std::size_t>(capacity_) * static_cast<std::size_t>(shape_.experts);
+      L.a.resize(R * static_cast<std::size_t>(shape_.expert_ffn_hidden));
+      if (!ep()) L.xp.resize(R * h);
+    } else {
+      L.a.resize(T * static_cast<std::size_t>(shape_.ffn_hidden));
+    }
+    poison_all(L.xn1, L.o, L.xn2, L.a, L.xp);
+    k->bytes += bytes_of(L.xn1, L.o, L.xn2, L.a, L.xp);
   }
-  return per_layer * static_cast<std::size_t>(shape_.layers) + 4 * T * h;
+  return k;
+}
+
+std::unique_ptr<Chunk::FwdSet> Chunk::make_fwd(bool last) const {
+  auto f = std::make_unique<FwdSet>();
+  FwdSet& L = *f;
+  const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
+  L.qkv.resize(T * static_cast<std::size_t>(shape_.qkv_width()));
+  L.x1.resize(T * h);
+  if (!last) L.x2.resize(T * h);
+  L.rstd1.resize(T);
+  L.rstd2.resize(T);
+  L.lse.resize(static_cast<std::size_t>(shape_.micro_batch) * shape_.heads * shape_.seq_len);
+  if (shape_.is_moe()) {
+    const std::size_t E = static_cast<std::size_t>(shape_.experts), k = static_cast<std::size_t>(shape_.top_k);
+    const std::size_t R = static_cast<std::size_t>(capacity_) * E, fe = static_cast<std::size_t>(shape_.expert_ffn_hidden);
+    L.logits.resize(T * E);
+    L.probs.resize(T * E);
+    L.topk_idx.resize(T * k);
+    L.topk_w.resize(T * k);
+    L.slot_of.resize(T * k);
+    L.slot_token.resize(R);
+    L.counts.resize(E);
+    L.gu.resize(R * 2 * fe);
+    (ep() ? L.ze : L.zp).resize(R * h);  // E*C rows
+  } else {
+    L.gu.resize(T * 2 * static_cast<std::size_t>(shape_.ffn_hidden));
+  }
+  poison_all(L.qkv, L.x1, L.gu, L.x2, L.rstd1, L.lse, L.rstd2, L.logits, L.zp, L.ze, L.probs, L.topk_w);
+  L.bytes = bytes_of(L.qkv, L.x1, L.gu, L.x2, L.rstd1, L.lse, L.rstd2, L.logits, L.zp, L.ze, L.probs, L.topk_w,
+                     L.topk_idx, L.slot_of, L.slot_token, L.counts);
+  return f;
+}
+
+void Chunk::size_grads(GradLayer& L, bool with_dx) const {
+  const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
+  L.dqkv.resize(T * static_cast<std::size_t>(shape_.qkv_width()));
+  L.dx1.resize(T * h);
+  if (with_dx) L.dx.resize(T * h);
+  if (shape_.is_moe()) {
+    const std::size_t E = static_cast<std::size_t>(shape_.experts);
+    const std::size_t R = static_cast<std::size_t>(capacity_) * E, fe = static_cast<std::size_t>(shape_.expert_ffn_hidden);
+    L.dgu.resize(R * 2 * fe);
+    L.dlogits.resize(T * E);
+    if (!ep()) L.dzp.resize(R * h);  // EP: a receive buffer
+  } else {
+    L.dgu.resize(T * 2 * static_cast<std::size_t>(shape_.ffn_hidden));
+  }
+  poison_all(L.dqkv, L.dx1, L.dgu, L.dx, L.dzp, L.dlogits);
+}
+
+std::unique_ptr<Chunk::GradSet> Chunk::make_grad(bool first) const {
+  auto g = std::make_unique<GradSet>();
+  size_grads(g->g, !first);
+  g->bytes = bytes_of(g->g.dqkv, g->g.dx1, g->g.dgu, g->g.dx, g->g.dzp, g->g.dlogits);
+  return g;
+}
+
+Chunk::Workspace& Chunk::workspace(bool fused) {
+  if (!ws_) {
+    auto w = std::make_shared<Workspace>();
+    const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
+    const std::size_t A = static_cast<std::size_t>(shape_.heads) * static_cast<std::size_t>(shape_.head_dim);
+    w->dout.resize(T * A);
+    w->dxn1.resize(T * h);
+    w->dxn2.resize(T * h);
+    if (shape_.is_moe()) {
+      const std::size_t E = static_cast<std::size_t>(shape_.experts), k = static_cast<std::size_t>(shape_.top_k);
+      const std::size_t R = static_cast<std::size_t>(capacity_) * E, fe = static_cast<std::size_t>(shape_.expert_ffn_hidden);
+      w->da.resize(R * fe);
+      w->dxp.resize(R * h);
+      if (ep()) w->dzp_src.resize(R * h);
+      w->dw.resize(T * k);
+    } else {
+      w->da.resize(T * static_cast<std::size_t>(shape_.ffn_hidden));
+    }
+    poison_all(w->da, w->dout, w->dxn1, w->dxn2, w->dxp, w->dzp_src, w->dw);
+    w->bytes = bytes_of(w->da, w->dout, w->dxn1, w->dxn2, w->dxp, w->dzp_src, w->dw);
+    // The poison goes out on the legacy stream, which the compute streams (non-blocking) do not
+    // wait for: it must land before the buffers are used, or it could overwrite real data.
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    ws_ = std::move(w);
+  }
+  if (fused && ws_->fused_dx[0].bytes() == 0) {
+    Workspace& w = *ws_;
+    const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
+    size_grads(w.fused, false);
+    for (auto& d : w.fused_dx) {
+      d.resize(T * h);
+      d.poison();
+    }
+    w.bytes += bytes_of(w.fused.dqkv, w.fused.dx1, w.fused.dgu, w.fused.dzp, w.fused.dlogits, w.fused_dx[0],
+                        w.fused_dx[1]);
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  }
+  return *ws_;
+}
+
+void Chunk::share_with(Chunk& other) {
+  counter_ = other.counter_;
+  const ChunkShape &a = shape_, &b = other.shape_;
+  const bool same_layer = a.hidden == b.hidden && a.heads == b.heads && a.kv_heads == b.kv_heads &&
+                          a.head_dim == b.head_dim && a.seq_len == b.seq_len && a.micro_batch == b.micro_batch &&
+                          a.ffn_hidden == b.ffn_hidden && a.is_moe() == b.is_moe() && a.experts == b.experts &&
+                          a.top_k == b.top_k && a.expert_ffn_hidden == b.expert_ffn_hidden && a.ep == b.ep &&
+                          capacity_ == other.capacity_;
+  if (same_layer && !ws_) {
+    other.workspace(false);
+    ws_ = other.ws_;
+    ws_shared_ = true;
+  }
+}
+
+// A released set whose previous owner's work (any stream) is done; else a new set while memory
+// lasts and growing is allowed; else the oldest released set, once its owner is done. Waiting here
+// stalls this rank's thread (and the messages it posts) until its GPU catches up, and the GPU then
+// idles while the thread enqueues the next op; allocating a set (cudaMalloc, the poison) stalls it
+// too, for milliseconds: so the pools grow during warm-up, then stop.
+template <class Set, class Make>
+std::unique_ptr<Set> Chunk::take(std::vector<std::unique_ptr<Set>>& pool, Make make) {
+  std::unique_ptr<Set> a;
+  for (auto p = pool.begin(); p != pool.end(); ++p) {
+    if ((*p)->free_after.done()) {
+      a = std::move(*p);
+      pool.erase(p);
+      break;
+    }
+  }
+  if (!a && !pool.empty() && (!grow_ || !room_for(pool.front()->bytes))) {
+    a = std::move(pool.front());
+    pool.erase(pool.begin());
+    a->free_after.sync();
+  }
+  if (!a) {
+    a = make();
+    // The poison went out on the legacy stream (see workspace()).
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    allocated_bytes_ += a->bytes;
+  }
+  counter_->live += a->bytes;
+  counter_->peak = std::max(counter_->peak, counter_->live);
+  return a;
+}
+
+template <class Set>
+void Chunk::give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s) {
+  if (!set) return;
+  set->free_after.record(s);
+  counter_->live -= set->bytes;
+  pool.push_back(std::move(set));
 }
 
 Chunk::Acts& Chunk::acts(int mb) {
   auto it = live_.find(mb);
   if (it != live_.end()) return *it->second;
-  // A released set whose previous owner's work (any stream) is done; else a new set while memory
-  // lasts and growing is allowed; else the oldest released set, once its owner is done. Waiting
-  // here stalls this rank's thread (and the messages it posts) until its GPU catches up, and the
-  // GPU then idles while the thread enqueues the next op; allocating a set (cudaMalloc, the
-  // poison) stalls it too, for milliseconds: so the pool grows during warm-up, then stops.
-  std::unique_ptr<Acts> a;
-  for (auto p = pool_.begin(); p != pool_.end(); ++p) {
-    if ((*p)->free_after.done()) {
-      a = std::move(*p);
-      pool_.erase(p);
-      break;
-    }
+  auto a = std::make_unique<Acts>();
+  a->keep = take(keep_pool_, [this] { return make_keep(); });
+  const int L = shape_.layers;
+  std::size_t bytes = a->keep->bytes;
+  for (int l = 0; l < L; ++l) {
+    const bool last = l + 1 == L;
+    a->fwd.push_back(take(last ? fwd_last_pool_ : fwd_pool_, [this, last] { return make_fwd(last); }));
+    bytes += a->fwd.back()->bytes;
   }
-  if (!a && !pool_.empty() && (!grow_ || !room_for_another())) {
-    a = std::move(pool_.front());
-    pool_.erase(pool_.begin());
-    a->free_after.sync();
-  }
-  if (!a) {
-    a = std::make_unique<Acts>();
-    const std::size_t T = static_cast<std::size_t>(rows_of(shape_)), h = static_cast<std::size_t>(shape_.hidden);
-    const std::size_t W = static_cast<std::size_t>(shape_.qkv_width());
-    const std::size_t A = static_cast<std::size_t>(shape_.heads) * static_cast<std::size_t>(shape_.head_dim);
-    a->input.resize(T * h);
-    a->grad_output.resize(T * h);
-    a->layers.resize(static_cast<std::size_t>(shape_.layers));
-    for (auto& L : a->layers) {
-      for (auto* b : {&L.xn1, &L.x1, &L.xn2, &L.x2, &L.dxn2, &L.dx1, &L.dxn1, &L.dx}) b->resize(T * h);
-      L.qkv.resize(T * W);
-      L.dqkv.resize(T * W);
-      L.o.resize(T * A);
-      L.dout.resize(T * A);
-      L.rstd1.resize(T);
-      L.rstd2.resize(T);
-      L.lse.resize(static_cast<std::size_t>(shape_.micro_batch) * shape_.heads * shape_.seq_len);
-      if (shape_.is_moe()) {
-        const std::size_t E = static_cast<std::size_t>(shape_.experts), k = static_cast<std::size_t>(shape_.top_k);
-        const std::size_t R = static_cast<std::size_t>(capacity_) * E, fe = static_cast<std::size_t>(shape_.expert_ffn_hidden);
-        L.logits.resize(T * E);
-        L.dlogits.resize(T * E);
-        L.probs.resize(T * E);
-        L.topk_idx.resize(T * k);
-        L.topk_w.resize(T * k);
-        L.slot_of.resize(T * k);
-        L.dw.resize(T * k);
-        L.slot_token.resize(R);
-        L.counts.resize(E);
-        if (ep()) {
-          for (auto* b : {&L.ze, &L.dzp_src, &L.dxp}) b->resize(R * h);  // E*C rows on both sides
-        } else {
-          for (auto* b : {&L.xp, &L.zp, &L.dzp, &L.dxp}) b->resize(R * h);
-        }
-        L.gu.resize(R * 2 * fe);
-        L.dgu.resize(R * 2 * fe);
-        L.a.resize(R * fe);
-        L.da.resize(R * fe);
-      } else {
-        const std::size_t f = static_cast<std::size_t>(shape_.ffn_hidden);
-        L.gu.resize(T * 2 * f);
-        L.dgu.resize(T * 2 * f);
-        L.a.resize(T * f);
-        L.da.resize(T * f);
-      }
-    }
-    // Poison once: a read of anything no op wrote shows up as NaN in the outputs.
-    a->input.poison();
-    a->grad_output.poison();
-    for (auto& L : a->layers) {
-      for (auto* b : {&L.xn1, &L.qkv, &L.o, &L.x1, &L.xn2, &L.gu, &L.a, &L.x2, &L.logits, &L.xp, &L.zp, &L.da, &L.dgu,
-                      &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits, &L.ze,
-                      &L.dzp_src})
-        b->poison();
-      for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) b->poison();
-    }
-    // The poison goes out on the legacy stream, which the compute streams (non-blocking) do not
-    // wait for: it must land before the set is handed out, or it could overwrite real data.
-    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
-    acts_bytes_ = acts_bytes(*a);
-  }
+  a->grad.resize(static_cast<std::size_t>(L));
+  microbatch_bytes_ = bytes;
   auto& ref = *a;
   live_.emplace(mb, std::move(a));
-  max_live_ = std::max(max_live_, live_.size());
   return ref;
 }
 
-std::size_t Chunk::acts_bytes(const Acts& a) {
-  std::size_t n = a.input.bytes() + a.grad_output.bytes();
-  for (const auto& L : a.layers) {
-    for (auto* b : {&L.xn1, &L.qkv, &L.o, &L.x1, &L.xn2, &L.gu, &L.a, &L.x2, &L.logits, &L.xp, &L.zp, &L.da, &L.dgu,
-                    &L.dxn2, &L.dx1, &L.dout, &L.dqkv, &L.dxn1, &L.dx, &L.dzp, &L.dxp, &L.dlogits, &L.ze, &L.dzp_src})
-      n += b->bytes();
-    for (auto* b : {&L.rstd1, &L.lse, &L.rstd2, &L.probs, &L.topk_w, &L.dw}) n += b->bytes();
-    for (auto* b : {&L.topk_idx, &L.slot_of, &L.slot_token, &L.counts}) n += b->bytes();
-  }
-  return n;
+Chunk::KeepLayer& Chunk::keep(int mb, int layer) { return acts(mb).keep->layers.at(static_cast<std::size_t>(layer)); }
+
+Chunk::FwdSet& Chunk::fwd(int mb, int layer) {
+  Acts& A = acts(mb);
+  FwdSet* f = A.fwd.at(static_cast<std::size_t>(layer)).get();
+  PPSIM_CHECK(f != nullptr,
+              "chunk: micro-batch {}'s forward tensors of layer {} were given back after its input-grads, and "
+              "something still reads them",
+              mb, layer);
+  return *f;
 }
 
-// Another set fits with a quarter of the GPU's memory (and at least 1 GiB) left over.
-bool Chunk::room_for_another() const {
+Chunk::Grads Chunk::grads(int mb, int layer) {
+  Acts& A = acts(mb);
+  const auto l = static_cast<std::size_t>(layer);
+  Grads g;
+  if (A.fused) {
+    Workspace& w = workspace(true);
+    g = Grads{w.fused.dqkv.get(), w.fused.dx1.get(), w.fused.dgu.get(), w.fused_dx[l % 2].get(), w.fused.dzp.get(),
+              w.fused.dlogits.get()};
+  } else {
+    auto& set = A.grad.at(l);
+    if (!set) set = take(layer == 0 ? grad_first_pool_ : grad_pool_, [this, layer] { return make_grad(layer == 0); });
+    GradLayer& L = set->g;
+    g = Grads{L.dqkv.get(), L.dx1.get(), L.dgu.get(), L.dx.get(), L.dzp.get(), L.dlogits.get()};
+  }
+  if (layer == 0) g.dx = A.keep->grad_in.get();
+  return g;
+}
+
+const bf16* Chunk::layer_input(int mb, int layer) {
+  if (layer > 0) return fwd(mb, layer - 1).x2.get();
+  Acts& A = acts(mb);
+  return A.input_at ? A.input_at : A.keep->input.get();
+}
+
+bf16* Chunk::layer_output(int mb, int layer) {
+  return layer + 1 == shape_.layers ? acts(mb).keep->output.get() : fwd(mb, layer).x2.get();
+}
+
+const bf16* Chunk::layer_output_grad(int mb, int layer) {
+  if (layer + 1 < shape_.layers) return grads(mb, layer + 1).dx;
+  Acts& A = acts(mb);
+  return A.grad_output_at ? A.grad_output_at : A.keep->grad_output.get();
+}
+
+// A boundary buffer of mb's keep set, allocated on first use (and then kept with the set).
+bf16* Chunk::boundary(int mb, DeviceBuffer<bf16> KeepSet::*which) {
+  KeepSet& k = *acts(mb).keep;
+  DeviceBuffer<bf16>& b = k.*which;
+  if (b.bytes() == 0) {
+    b.resize(static_cast<std::size_t>(rows_of(shape_) * shape_.hidden));
+    b.poison();
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    k.bytes += b.bytes();
+    allocated_bytes_ += b.bytes();
+    counter_->live += b.bytes();
+    counter_->peak = std::max(counter_->peak, counter_->live);
+  }
+  return b.get();
+}
+
+// After layer `layer`'s input-grads (in a replay, which gives memory back as it goes): that
+// layer's forward set, which nothing reads any more (the next layer down reads its own set and
+// this layer's input, which is the layer below's x2).
+void Chunk::layer_input_grads_done(int mb, int layer, cudaStream_t s) {
+  if (!give_back_early_) return;
+  Acts& A = acts(mb);
+  give(layer + 1 == shape_.layers ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd.at(static_cast<std::size_t>(layer))), s);
+}
+
+// Another set of `bytes` fits with a quarter of the GPU's memory (and at least 1 GiB) left over.
+bool Chunk::room_for(std::size_t bytes) const {
   std::size_t free = 0, total = 0;
   PPSIM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
   const std::size_t reserve = std::max<std::size_t>(total / 4, std::size_t{1} << 30);
-  return free > acts_bytes_ + reserve;
+  return free > bytes + reserve;
 }
-
-Chunk::LayerActs& Chunk::layer_acts(int mb, int layer) { return acts(mb).layers.at(static_cast<std::size_t>(layer)); }
 
 std::size_t Chunk::weight_bytes() const {
   std::size_t n = 0;
@@ -265,13 +456,14 @@ std::size_t Chunk::weight_grad_bytes() const {
     for (const auto& b : W->g) n += b.bytes();
   return n;
 }
+std::size_t Chunk::workspace_bytes() const { return ws_ && !ws_shared_ ? ws_->bytes : 0; }
 
-bf16* Chunk::input(int mb) { return acts(mb).input.get(); }
+bf16* Chunk::input(int mb) { return boundary(mb, &KeepSet::input); }
 void Chunk::bind_input(int mb, const bf16* at) { acts(mb).input_at = at; }
 void Chunk::bind_grad_output(int mb, const bf16* at) { acts(mb).grad_output_at = at; }
-const bf16* Chunk::output(int mb) { return acts(mb).layers.back().x2.get(); }
-bf16* Chunk::grad_output(int mb) { return acts(mb).grad_output.get(); }
-const bf16* Chunk::grad_input(int mb) { return acts(mb).layers.front().dx.get(); }
+const bf16* Chunk::output(int mb) { return acts(mb).keep->output.get(); }
+bf16* Chunk::grad_output(int mb) { return boundary(mb, &KeepSet::grad_output); }
+const bf16* Chunk::grad_input(int mb) { return acts(mb).keep->grad_in.get(); }
 
 void Chunk::fill_input(int mb, std::uint64_t seed, cudaStream_t s) {
   fill_uniform(input(mb), rows_of(shape_) * shape_.hidden, 1.0f, seed, s);
@@ -280,86 +472,98 @@ void Chunk::fill_grad_output(int mb, std::uint64_t seed, cudaStream_t s) {
   fill_uniform(grad_output(mb), rows_of(shape_) * shape_.hidden, 1.0f, seed, s);
 }
 
+void Chunk::input_grad_done(int mb, cudaStream_t s) {
+  auto it = live_.find(mb);
+  if (it == live_.end()) return;
+  const int L = shape_.layers;
+  for (int l = 0; l < L; ++l)
+    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(it->second->fwd[static_cast<std::size_t>(l)]), s);
+}
+
 void Chunk::release(int mb, cudaStream_t s) {
   auto it = live_.find(mb);
   if (it == live_.end()) return;
-  it->second->free_after.record(s);
-  it->second->input_at = nullptr;
-  it->second->grad_output_at = nullptr;
-  pool_.push_back(std::move(it->second));
+  Acts& A = *it->second;
+  const int L = shape_.layers;
+  give(keep_pool_, std::move(A.keep), s);
+  for (int l = 0; l < L; ++l) {
+    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd[static_cast<std::size_t>(l)]), s);
+    give(l == 0 ? grad_first_pool_ : grad_pool_, std::move(A.grad[static_cast<std::size_t>(l)]), s);
+  }
   live_.erase(it);
 }
 
 // ---- forward ---------------------------------------------------------------------------------
 
+MoeRouting Chunk::routing_of(FwdSet& F) const {
+  return MoeRouting{F.probs.get(),  F.topk_idx.get(), F.topk_w.get(), F.slot_of.get(),  F.slot_token.get(),
+                    F.counts.get(), rows_of(shape_),  shape_.experts, shape_.top_k,      capacity_};
+}
+
 void Chunk::attn_forward(int mb, int layer, cudaStream_t s) {
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
+  KeepLayer& K = keep(mb, layer);
+  FwdSet& F = fwd(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
-  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
+  const bf16* x = layer_input(mb, layer);
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
-  rmsnorm_fwd(L.xn1.get(), L.rstd1.get(), x, W.w[static_cast<int>(Param::Norm1)].get(), T, shape_.hidden, s);
-  gemm_.linear_fwd(L.qkv.get(), L.xn1.get(), W.w[static_cast<int>(Param::Qkv)].get(), T, h, shape_.qkv_width(), s);
-  attn_->forward(L.o.get(), L.lse.get(), L.qkv.get(), s);
-  gemm_.linear_fwd(L.x1.get(), L.o.get(), W.w[static_cast<int>(Param::Out)].get(), T, Aw, h, s, 1, x);
+  rmsnorm_fwd(K.xn1.get(), F.rstd1.get(), x, W.w[static_cast<int>(Param::Norm1)].get(), T, shape_.hidden, s);
+  gemm_.linear_fwd(F.qkv.get(), K.xn1.get(), W.w[static_cast<int>(Param::Qkv)].get(), T, h, shape_.qkv_width(), s);
+  attn_->forward(K.o.get(), F.lse.get(), F.qkv.get(), s);
+  gemm_.linear_fwd(F.x1.get(), K.o.get(), W.w[static_cast<int>(Param::Out)].get(), T, Aw, h, s, 1, x);
   if (shape_.is_moe()) {
-    rmsnorm_fwd(L.xn2.get(), L.rstd2.get(), L.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(), T, shape_.hidden, s);
-    gemm_.linear_fwd(L.logits.get(), L.xn2.get(), W.w[static_cast<int>(Param::Router)].get(), T, h, shape_.experts, s);
-    MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-                 L.counts.get(), T, shape_.experts, shape_.top_k, capacity_};
-    moe_route(r, L.logits.get(), s);
+    rmsnorm_fwd(K.xn2.get(), F.rstd2.get(), F.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(), T, shape_.hidden, s);
+    gemm_.linear_fwd(F.logits.get(), K.xn2.get(), W.w[static_cast<int>(Param::Router)].get(), T, h, shape_.experts, s);
+    moe_route(routing_of(F), F.logits.get(), s);
   }
 }
 
 void Chunk::dispatch_forward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
-  LayerActs& L = layer_acts(mb, layer);
+  KeepLayer& K = keep(mb, layer);
+  FwdSet& F = fwd(mb, layer);
   if (ep()) {
     const A2aCall c = ep_call(kEpXp, mb, layer);
-    a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), L.xn2.get(), true, L.slot_token.get(), L.counts.get(), nullptr, s);
+    a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), K.xn2.get(), true, F.slot_token.get(), F.counts.get(), nullptr, s);
     a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s);
     return;
   }
-  MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-               L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
-  moe_permute(L.xp.get(), L.xn2.get(), r, shape_.hidden, s);
+  moe_permute(K.xp.get(), K.xn2.get(), routing_of(F), shape_.hidden, s);
 }
 
 void Chunk::mlp_forward(int mb, int layer, cudaStream_t s) {
-  LayerActs& L = layer_acts(mb, layer);
+  KeepLayer& K = keep(mb, layer);
+  FwdSet& F = fwd(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t h = shape_.hidden;
   if (shape_.is_moe()) {
     // Per local expert: C rows (one GPU) or one C-row block from each EP rank (ep * C rows).
     const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
     const int E = shape_.experts_local();
-    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : L.xp.get();
-    bf16* zp = ep() ? L.ze.get() : L.zp.get();
-    gemm_.linear_fwd(L.gu.get(), xp, W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, E);
-    swiglu_fwd(L.a.get(), L.gu.get(), C * E, static_cast<int>(fe), s);
-    gemm_.linear_fwd(zp, L.a.get(), W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, E);
+    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : K.xp.get();
+    bf16* zp = ep() ? F.ze.get() : F.zp.get();
+    gemm_.linear_fwd(F.gu.get(), xp, W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, E);
+    swiglu_fwd(K.a.get(), F.gu.get(), C * E, static_cast<int>(fe), s);
+    gemm_.linear_fwd(zp, K.a.get(), W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, E);
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
-    rmsnorm_fwd(L.xn2.get(), L.rstd2.get(), L.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(), T, shape_.hidden, s);
-    gemm_.linear_fwd(L.gu.get(), L.xn2.get(), W.w[static_cast<int>(Param::Up)].get(), T, h, 2 * f, s);
-    swiglu_fwd(L.a.get(), L.gu.get(), T, static_cast<int>(f), s);
-    gemm_.linear_fwd(L.x2.get(), L.a.get(), W.w[static_cast<int>(Param::Down)].get(), T, f, h, s, 1, L.x1.get());
+    rmsnorm_fwd(K.xn2.get(), F.rstd2.get(), F.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(), T, shape_.hidden, s);
+    gemm_.linear_fwd(F.gu.get(), K.xn2.get(), W.w[static_cast<int>(Param::Up)].get(), T, h, 2 * f, s);
+    swiglu_fwd(K.a.get(), F.gu.get(), T, static_cast<int>(f), s);
+    gemm_.linear_fwd(layer_output(mb, layer), K.a.get(), W.w[static_cast<int>(Param::Down)].get(), T, f, h, s, 1, F.x1.get());
   }
 }
 
 void Chunk::combine_forward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
-  LayerActs& L = layer_acts(mb, layer);
+  FwdSet& F = fwd(mb, layer);
   if (ep()) {
     const A2aCall c = ep_call(kEpZp, mb, layer);
-    a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), L.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
-    a2a_combine_end(c, ep_mine(kEpZp, mb, layer), L.x2.get(), L.x1.get(), L.slot_of.get(), L.topk_w.get(), s);
+    a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), F.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    a2a_combine_end(c, ep_mine(kEpZp, mb, layer), layer_output(mb, layer), F.x1.get(), F.slot_of.get(), F.topk_w.get(), s);
     return;
   }
-  MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-               L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
-  moe_combine(L.x2.get(), L.x1.get(), L.zp.get(), r, shape_.hidden, s);
+  moe_combine(layer_output(mb, layer), F.x1.get(), F.zp.get(), routing_of(F), shape_.hidden, s);
 }
 
 void Chunk::forward(int mb, cudaStream_t s) {
@@ -372,91 +576,100 @@ void Chunk::forward(int mb, cudaStream_t s) {
 }
 
 // ---- backward: input-grad ----------------------------------------------------------------------
+// Norm weight-grads (a [hidden] reduction each) are taken here, while the norm's input and the
+// grad of its output exist, as frameworks do; W holds only the GEMMs' weight-grads.
+
+void Chunk::begin_backward(int mb, bool fused) { acts(mb).fused = fused; }
 
 void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
-  const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
-  MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-               L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
+  FwdSet& F = fwd(mb, layer);
+  Workspace& S = workspace(false);
+  const Grads G = grads(mb, layer);
+  const bf16* dx2 = layer_output_grad(mb, layer);
   if (ep()) {
     // w * dout in the source's [E][C] layout (and dw, from the expert outputs that came back),
     // then to the experts' ranks.
-    moe_combine_bwd(L.dzp_src.get(), L.dw.get(), dx2, ep_mine(kEpZp, mb, layer).rows, r, shape_.hidden, s);
+    moe_combine_bwd(S.dzp_src.get(), S.dw.get(), dx2, ep_mine(kEpZp, mb, layer).rows, routing_of(F), shape_.hidden, s);
     const A2aCall c = ep_call(kEpDzp, mb, layer);
-    a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), L.dzp_src.get(), false, L.slot_token.get(), L.counts.get(),
+    a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), S.dzp_src.get(), false, F.slot_token.get(), F.counts.get(),
                        nullptr, s);
     a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s);
     return;
   }
-  moe_combine_bwd(L.dzp.get(), L.dw.get(), dx2, L.zp.get(), r, shape_.hidden, s);
+  moe_combine_bwd(G.dzp, S.dw.get(), dx2, F.zp.get(), routing_of(F), shape_.hidden, s);
 }
 
 void Chunk::mlp_backward_input(int mb, int layer, cudaStream_t s) {
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
+  FwdSet& F = fwd(mb, layer);
+  Workspace& S = workspace(false);
+  const Grads G = grads(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t h = shape_.hidden;
-  const bf16* dx2 = layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
+  const bf16* dx2 = layer_output_grad(mb, layer);
   if (shape_.is_moe()) {
     const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
     const int E = shape_.experts_local();
-    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : L.dzp.get();
-    gemm_.linear_bwd_input(L.da.get(), dzp, W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, 0.f, E);
-    swiglu_bwd(L.dgu.get(), L.da.get(), L.gu.get(), C * E, static_cast<int>(fe), s);
-    gemm_.linear_bwd_input(L.dxp.get(), L.dgu.get(), W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, 0.f, E);
+    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : G.dzp;
+    gemm_.linear_bwd_input(S.da.get(), dzp, W.w[static_cast<int>(Param::Down)].get(), C, fe, h, s, 0.f, E);
+    swiglu_bwd(G.dgu, S.da.get(), F.gu.get(), C * E, static_cast<int>(fe), s);
+    gemm_.linear_bwd_input(S.dxp.get(), G.dgu, W.w[static_cast<int>(Param::Up)].get(), C, h, 2 * fe, s, 0.f, E);
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
-    gemm_.linear_bwd_input(L.da.get(), dx2, W.w[static_cast<int>(Param::Down)].get(), T, f, h, s);
-    swiglu_bwd(L.dgu.get(), L.da.get(), L.gu.get(), T, static_cast<int>(f), s);
-    gemm_.linear_bwd_input(L.dxn2.get(), L.dgu.get(), W.w[static_cast<int>(Param::Up)].get(), T, h, 2 * f, s);
-    rmsnorm_bwd_input(L.dx1.get(), dx2, L.dxn2.get(), L.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(),
-                      L.rstd2.get(), T, shape_.hidden, s);
+    gemm_.linear_bwd_input(S.da.get(), dx2, W.w[static_cast<int>(Param::Down)].get(), T, f, h, s);
+    swiglu_bwd(G.dgu, S.da.get(), F.gu.get(), T, static_cast<int>(f), s);
+    gemm_.linear_bwd_input(S.dxn2.get(), G.dgu, W.w[static_cast<int>(Param::Up)].get(), T, h, 2 * f, s);
+    rmsnorm_bwd_input(G.dx1, dx2, S.dxn2.get(), F.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(),
+                      F.rstd2.get(), T, shape_.hidden, s);
+    rmsnorm_bwd_gamma(W.g[static_cast<int>(Param::Norm2)].get(), S.dxn2.get(), F.x1.get(), F.rstd2.get(), T,
+                      shape_.hidden, s);
   }
 }
 
 void Chunk::dispatch_backward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
-  LayerActs& L = layer_acts(mb, layer);
-  MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-               L.counts.get(), rows_of(shape_), shape_.experts, shape_.top_k, capacity_};
+  FwdSet& F = fwd(mb, layer);
+  Workspace& S = workspace(false);
   if (ep()) {
     // The experts' input-grads go back to their sources and are summed into each token.
     const A2aCall c = ep_call(kEpDxp, mb, layer);
-    a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), L.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
-    a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), L.dxn2.get(), nullptr, L.slot_of.get(), nullptr, s);
+    a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), S.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), S.dxn2.get(), nullptr, F.slot_of.get(), nullptr, s);
     return;
   }
-  moe_permute_bwd(L.dxn2.get(), L.dxp.get(), r, shape_.hidden, s);
+  moe_permute_bwd(S.dxn2.get(), S.dxp.get(), routing_of(F), shape_.hidden, s);
 }
 
 void Chunk::attn_backward_input(int mb, int layer, cudaStream_t s) {
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
+  KeepLayer& K = keep(mb, layer);
+  FwdSet& F = fwd(mb, layer);
+  Workspace& S = workspace(false);
+  const Grads G = grads(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
-  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
+  const bf16* x = layer_input(mb, layer);
   if (shape_.is_moe()) {
-    const bf16* dx2 =
-        layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
-    MoeRouting r{L.probs.get(), L.topk_idx.get(), L.topk_w.get(), L.slot_of.get(), L.slot_token.get(),
-                 L.counts.get(), T, shape_.experts, shape_.top_k, capacity_};
-    moe_router_bwd(L.dlogits.get(), L.dw.get(), r, s);
-    gemm_.linear_bwd_input(L.dxn2.get(), L.dlogits.get(), W.w[static_cast<int>(Param::Router)].get(), T, h,
+    const bf16* dx2 = layer_output_grad(mb, layer);
+    moe_router_bwd(G.dlogits, S.dw.get(), routing_of(F), s);
+    gemm_.linear_bwd_input(S.dxn2.get(), G.dlogits, W.w[static_cast<int>(Param::Router)].get(), T, h,
                            shape_.experts, s, 1.f);
-    rmsnorm_bwd_input(L.dx1.get(), dx2, L.dxn2.get(), L.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(),
-                      L.rstd2.get(), T, shape_.hidden, s);
+    rmsnorm_bwd_input(G.dx1, dx2, S.dxn2.get(), F.x1.get(), W.w[static_cast<int>(Param::Norm2)].get(),
+                      F.rstd2.get(), T, shape_.hidden, s);
+    rmsnorm_bwd_gamma(W.g[static_cast<int>(Param::Norm2)].get(), S.dxn2.get(), F.x1.get(), F.rstd2.get(), T,
+                      shape_.hidden, s);
   }
-  gemm_.linear_bwd_input(L.dout.get(), L.dx1.get(), W.w[static_cast<int>(Param::Out)].get(), T, Aw, h, s);
-  attn_->backward(L.dqkv.get(), L.dout.get(), L.qkv.get(), L.o.get(), L.lse.get(), s);
-  gemm_.linear_bwd_input(L.dxn1.get(), L.dqkv.get(), W.w[static_cast<int>(Param::Qkv)].get(), T, h, shape_.qkv_width(), s);
-  rmsnorm_bwd_input(L.dx.get(), L.dx1.get(), L.dxn1.get(), x, W.w[static_cast<int>(Param::Norm1)].get(), L.rstd1.get(),
-                    T, shape_.hidden, s);
+  gemm_.linear_bwd_input(S.dout.get(), G.dx1, W.w[static_cast<int>(Param::Out)].get(), T, Aw, h, s);
+  attn_->backward(G.dqkv, S.dout.get(), F.qkv.get(), K.o.get(), F.lse.get(), s);
+  gemm_.linear_bwd_input(S.dxn1.get(), G.dqkv, W.w[static_cast<int>(Param::Qkv)].get(), T, h, shape_.qkv_width(), s);
+  rmsnorm_bwd_input(G.dx, G.dx1, S.dxn1.get(), x, W.w[static_cast<int>(Param::Norm1)].get(), F.rstd1.get(), T,
+                    shape_.hidden, s);
+  rmsnorm_bwd_gamma(W.g[static_cast<int>(Param::Norm1)].get(), S.dxn1.get(), x, F.rstd1.get(), T, shape_.hidden, s);
+  layer_input_grads_done(mb, layer, s);
 }
 
 void Chunk::backward_input(int mb, cudaStream_t s) {
+  begin_backward(mb, false);
   for (int l = shape_.layers - 1; l >= 0; --l) {
     combine_backward(mb, l, s);
     mlp_backward_input(mb, l, s);
@@ -468,42 +681,35 @@ void Chunk::backward_input(int mb, cudaStream_t s) {
 // ---- backward: weight-grad ---------------------------------------------------------------------
 
 void Chunk::attn_backward_weight(int mb, int layer, cudaStream_t s) {
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
+  KeepLayer& K = keep(mb, layer);
+  const Grads G = grads(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t T = rows_of(shape_), h = shape_.hidden;
   const std::int64_t Aw = static_cast<std::int64_t>(shape_.heads) * shape_.head_dim;
-  const bf16* x = layer == 0 ? A.in() : A.layers[static_cast<std::size_t>(layer - 1)].x2.get();
   auto g = [&](Param p) { return W.g[static_cast<int>(p)].get(); };
-  gemm_.linear_bwd_weight(g(Param::Qkv), DType::F32, L.dqkv.get(), L.xn1.get(), T, h, shape_.qkv_width(), s);
-  gemm_.linear_bwd_weight(g(Param::Out), DType::F32, L.dx1.get(), L.o.get(), T, Aw, h, s);
-  rmsnorm_bwd_gamma(g(Param::Norm1), L.dxn1.get(), x, L.rstd1.get(), T, shape_.hidden, s);
-  if (shape_.is_moe()) {
-    gemm_.linear_bwd_weight(g(Param::Router), DType::F32, L.dlogits.get(), L.xn2.get(), T, h, shape_.experts, s);
-    rmsnorm_bwd_gamma(g(Param::Norm2), L.dxn2.get(), L.x1.get(), L.rstd2.get(), T, shape_.hidden, s);
-  }
+  gemm_.linear_bwd_weight(g(Param::Qkv), DType::F32, G.dqkv, K.xn1.get(), T, h, shape_.qkv_width(), s);
+  gemm_.linear_bwd_weight(g(Param::Out), DType::F32, G.dx1, K.o.get(), T, Aw, h, s);
+  if (shape_.is_moe())
+    gemm_.linear_bwd_weight(g(Param::Router), DType::F32, G.dlogits, K.xn2.get(), T, h, shape_.experts, s);
 }
 
 void Chunk::mlp_backward_weight(int mb, int layer, cudaStream_t s) {
-  Acts& A = acts(mb);
-  LayerActs& L = A.layers.at(static_cast<std::size_t>(layer));
+  KeepLayer& K = keep(mb, layer);
+  const Grads G = grads(mb, layer);
   Weights& W = *weights_.at(static_cast<std::size_t>(layer));
   const std::int64_t h = shape_.hidden;
   auto g = [&](Param p) { return W.g[static_cast<int>(p)].get(); };
   if (shape_.is_moe()) {
     const std::int64_t C = capacity_ * shape_.ep, fe = shape_.expert_ffn_hidden;
     const int E = shape_.experts_local();
-    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : L.xp.get();
-    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : L.dzp.get();
-    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, L.dgu.get(), xp, C, h, 2 * fe, s, 1.f, E);
-    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, dzp, L.a.get(), C, fe, h, s, 1.f, E);
+    const bf16* xp = ep() ? ep_mine(kEpXp, mb, layer).rows : K.xp.get();
+    const bf16* dzp = ep() ? ep_mine(kEpDzp, mb, layer).rows : G.dzp;
+    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, G.dgu, xp, C, h, 2 * fe, s, 1.f, E);
+    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, dzp, K.a.get(), C, fe, h, s, 1.f, E);
   } else {
     const std::int64_t T = rows_of(shape_), f = shape_.ffn_hidden;
-    const bf16* dx2 =
-        layer + 1 == shape_.layers ? A.dy() : A.layers[static_cast<std::size_t>(layer + 1)].dx.get();
-    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, L.dgu.get(), L.xn2.get(), T, h, 2 * f, s);
-    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, dx2, L.a.get(), T, f, h, s);
-    rmsnorm_bwd_gamma(g(Param::Norm2), L.dxn2.get(), L.x1.get(), L.rstd2.get(), T, shape_.hidden, s);
+    gemm_.linear_bwd_weight(g(Param::Up), DType::F32, G.dgu, K.xn2.get(), T, h, 2 * f, s);
+    gemm_.linear_bwd_weight(g(Param::Down), DType::F32, layer_output_grad(mb, layer), K.a.get(), T, f, h, s);
   }
 }
 
@@ -514,20 +720,32 @@ void Chunk::backward_weight(int mb, cudaStream_t s) {
   }
 }
 
+void Chunk::backward(int mb, cudaStream_t s) {
+  begin_backward(mb, true);
+  for (int l = shape_.layers - 1; l >= 0; --l) {
+    combine_backward(mb, l, s);
+    mlp_backward_input(mb, l, s);
+    dispatch_backward(mb, l, s);
+    attn_backward_input(mb, l, s);
+    attn_backward_weight(mb, l, s);
+    mlp_backward_weight(mb, l, s);
+  }
+}
+
 // ---- inspection ----------------------------------------------------------------------------------
 
 std::vector<int> Chunk::routing(int mb, int layer) {
   if (!shape_.is_moe()) return {};
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
-  return layer_acts(mb, layer).topk_idx.to_host();
+  return fwd(mb, layer).topk_idx.to_host();
 }
 
 std::int64_t Chunk::dropped_assignments(int mb) {
   if (!shape_.is_moe()) return 0;
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
   std::int64_t dropped = 0;
-  for (auto& L : acts(mb).layers)
-    for (int c : L.counts.to_host()) dropped += c > capacity_ ? c - capacity_ : 0;
+  for (int l = 0; l < shape_.layers; ++l)
+    for (int c : fwd(mb, l).counts.to_host()) dropped += c > capacity_ ? c - capacity_ : 0;
   return dropped;
 }
 

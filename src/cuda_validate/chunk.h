@@ -24,7 +24,7 @@
 // synchronises, such as a first allocation, between an end and the peer's begin would wait for
 // ever). A receive buffer is written once per (micro-batch, layer) and iteration: iterations
 // must not overlap. The receive buffers (4 x E*C rows per micro-batch and layer) are not part of
-// activation_bytes_per_microbatch().
+// the micro-batch sets that activation_bytes_peak() counts.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -42,6 +42,8 @@
 #include "cuda_validate/ops/gemm.h"
 
 namespace ppsim::gpu {
+
+struct MoeRouting;  // ops/moe.h
 
 // Which weight of a layer. Shapes ([out, in] as in PyTorch, E = experts):
 //   Norm1, Norm2 [hidden]; Qkv [(heads + 2 kv_heads) head_dim, hidden]; Out [hidden, heads head_dim];
@@ -75,9 +77,23 @@ class Chunk {
   void fill_grad_output(int mb, std::uint64_t seed, cudaStream_t s);
 
   void forward(int mb, cudaStream_t s);
+  // The backward of mb, split (backward_input now, backward_weight later: the output-grads that W
+  // reads are kept per micro-batch from I to W) or fused (a B that is not split: layer by layer,
+  // each layer's W right after its input-grads, through one layer's gradient buffers that the
+  // chunk keeps; what a framework's backward holds). backward_input and backward begin theirs;
+  // a caller driving the sub-ops says which with begin_backward (default: split).
   void backward_input(int mb, cudaStream_t s);
   void backward_weight(int mb, cudaStream_t s);  // accumulates into the fp32 weight-grads
-  // Returns mb's buffers to the pool once the work enqueued so far on `s` is done.
+  void backward(int mb, cudaStream_t s);         // fused: I then W, per layer
+  void begin_backward(int mb, bool fused);
+  // After mb's (split) input-grad pass: the forward tensors that only it read go back to the pool
+  // once the work enqueued so far on `s` is done, as a framework frees them when I ends.
+  void input_grad_done(int mb, cudaStream_t s);
+  // In a replay: each layer's forward tensors go back to the pool as soon as that layer's
+  // input-grads are enqueued, as autograd frees them (off: kept to input_grad_done or release, so
+  // that the profiler and tests can repeat a backward).
+  void give_back_during_backward(bool on) { give_back_early_ = on; }
+  // Returns all of mb's buffers to the pools once the work enqueued so far on `s` is done.
   void release(int mb, cudaStream_t s);
   // From now on a new micro-batch takes a released set (waiting for it if need be) rather than
   // allocating another while one exists: the replay calls it after its warm-up iterations.
@@ -122,25 +138,58 @@ class Chunk {
   std::vector<int> routing(int mb, int layer);
   // MoE: assignments over capacity in mb's last forward, summed over layers (copied to host).
   std::int64_t dropped_assignments(int mb);
-  std::size_t activation_bytes_per_microbatch() const;
-  // What this chunk holds on its GPU: parameters (bf16) and their gradients (fp32), and the
-  // activation sets allocated so far (sets are kept for reuse, never freed before the chunk is:
-  // after a run, their number is the most micro-batches this chunk held at once).
+  // Memory. A micro-batch's buffers come in three sets, by lifetime (as a framework's autograd
+  // frees them): from its forward to its release, the forward tensors W reads (the GEMMs' inputs)
+  // and the stage's boundary tensors; from its forward to the end of its input-grad pass, the
+  // rest of the forward; from its input-grad pass to W (split backward only), the output-grads W
+  // reads. Besides, the chunk keeps one layer's backward scratch and fused-backward grads.
   std::size_t weight_bytes() const;
   std::size_t weight_grad_bytes() const;
-  std::size_t activation_sets() const { return live_.size() + pool_.size(); }
-  std::size_t activation_set_bytes() const { return acts_bytes_; }
-  // The most sets in use at once (first use to release, in the order the host enqueues, which is
-  // the schedule's): what a stream-ordered allocator would hold. activation_sets() can be more,
-  // since the host runs ahead of the GPU and takes a new set while a released one is still busy.
-  std::size_t activation_sets_live_peak() const { return max_live_; }
+  // The most bytes of micro-batch sets in use at once (taken to given back, in the order the
+  // host enqueues, which is the schedule's: what a stream-ordered allocator would hold).
+  std::size_t activation_bytes_peak() const { return counter_->peak; }
+  // Every set allocated (in use or pooled): more than the peak, since the host runs ahead of the
+  // GPU and takes a new set while a given-back one is still busy.
+  std::size_t activation_bytes_allocated() const { return allocated_bytes_; }
+  std::size_t microbatch_bytes() const { return microbatch_bytes_; }  // one micro-batch after its forward
+  std::size_t workspace_bytes() const;  // the backward scratch and fused-backward grads (0 before one)
+  // The chunks of one rank (driven by one thread, in schedule order, never two backwards at once)
+  // count their sets in use together, so that the peak is the rank's, and share one backward
+  // workspace where their layers have the same shape, as a framework's allocator reuses it.
+  void share_with(Chunk& other);
 
  private:
-  struct LayerActs;
+  struct KeepLayer;
+  struct GradLayer;
+  struct KeepSet;
+  struct FwdSet;
+  struct GradSet;
+  struct Workspace;
   struct Acts;
   struct Weights;
+  struct Grads {  // the output-grads of a layer's backward (mb's GradSet, or the fused workspace)
+    bf16 *dqkv, *dx1, *dgu, *dx, *dzp, *dlogits;
+  };
   Acts& acts(int mb);
-  LayerActs& layer_acts(int mb, int layer);
+  KeepLayer& keep(int mb, int layer);
+  FwdSet& fwd(int mb, int layer);
+  Grads grads(int mb, int layer);
+  const bf16* layer_input(int mb, int layer);        // layer 0: the chunk's input
+  bf16* layer_output(int mb, int layer);             // the last layer: the chunk's output
+  const bf16* layer_output_grad(int mb, int layer);  // the last layer: grad_output
+  bf16* boundary(int mb, DeviceBuffer<bf16> KeepSet::*which);
+  void layer_input_grads_done(int mb, int layer, cudaStream_t s);
+  Workspace& workspace(bool fused);  // fused: with a fused backward's grads
+  MoeRouting routing_of(FwdSet& F) const;
+  std::unique_ptr<KeepSet> make_keep() const;
+  std::unique_ptr<FwdSet> make_fwd(bool last) const;
+  std::unique_ptr<GradSet> make_grad(bool first) const;
+  void size_grads(GradLayer& L, bool with_dx) const;
+  template <class Set, class Make>
+  std::unique_ptr<Set> take(std::vector<std::unique_ptr<Set>>& pool, Make make);
+  template <class Set>
+  void give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s);
+  bool room_for(std::size_t bytes) const;
 
   ChunkShape shape_;
   AttentionShape attn_shape_;
@@ -150,12 +199,19 @@ class Chunk {
   std::string attn_note_;
   std::vector<std::unique_ptr<Weights>> weights_;  // per layer
   std::map<int, std::unique_ptr<Acts>> live_;
-  std::vector<std::unique_ptr<Acts>> pool_;  // released, oldest first
-  std::size_t acts_bytes_ = 0;               // one set's device memory
-  bool grow_ = true;                         // may allocate a set while released ones are busy
-  std::size_t max_live_ = 0;
-  static std::size_t acts_bytes(const Acts& a);
-  bool room_for_another() const;
+  std::vector<std::unique_ptr<KeepSet>> keep_pool_;  // given back, oldest first
+  std::vector<std::unique_ptr<FwdSet>> fwd_pool_, fwd_last_pool_;     // the last layer's has no x2
+  std::vector<std::unique_ptr<GradSet>> grad_pool_, grad_first_pool_;  // layer 0's has no dx
+  std::shared_ptr<Workspace> ws_;
+  bool ws_shared_ = false;        // ws_ belongs to the chunk it was shared from
+  bool give_back_early_ = false;  // give_back_during_backward
+  bool grow_ = true;  // may allocate a set while given-back ones are busy
+  struct LiveBytes {
+    std::size_t live = 0, peak = 0;
+  };
+  std::shared_ptr<LiveBytes> counter_ = std::make_shared<LiveBytes>();
+  std::size_t allocated_bytes_ = 0, microbatch_bytes_ = 0;
+  std::size_t workspace_bytes_ = 0;  // this chunk's share (0 when another chunk allocated it)
 
   // EP receive buffers: dispatch forward (expert side), combine forward (source side), the
   // combine's gradient (expert side), the dispatch's gradient (source side).

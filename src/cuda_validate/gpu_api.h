@@ -153,20 +153,21 @@ struct ReplayHostStats {
 };
 
 // Device memory of a replay, measured (this process's ranks and GPUs). Per rank, what its chunks
-// allocated (the allocator's high-water mark: activation sets are kept for reuse, so their count
-// after the run is the most micro-batches held at once); per GPU, cudaMemGetInfo's used bytes
-// before the replay and after its measured run (everything: chunks, transport buffers, cuBLAS and
-// cuDNN workspaces, the context's own growth).
+// hold: weights, weight-grads, and the micro-batches' activation buffers at their peak (sets
+// taken and given back in program order, which is the schedule's: Chunk, "Memory") plus each
+// chunk's backward workspace; per GPU, cudaMemGetInfo's used bytes before the replay and after
+// its measured run (everything: chunks, transport buffers, cuBLAS and cuDNN workspaces, the
+// context's own growth).
 struct ReplayMemory {
   struct Rank {
     int rank = 0, device = 0;
     int shard = 0;  // EP shard (expert parallelism in the replay), else 0
     std::size_t weights = 0, weight_grads = 0;
-    std::size_t activation_sets = 0, activation_set_bytes = 0;
-    // Sets in use at once at most (program order: what a stream-ordered allocator holds), summed
-    // over the rank's chunks; activation_sets may be more (the host runs ahead of its GPU).
-    std::size_t activation_sets_live = 0;
-    std::size_t activations() const { return activation_sets_live * activation_set_bytes; }
+    std::size_t activations_peak = 0;       // summed over the rank's chunks
+    std::size_t activations_allocated = 0;  // more: the host runs ahead of its GPU, and sets are pooled
+    std::size_t microbatch_bytes = 0;       // one micro-batch of one chunk after its forward
+    std::size_t workspace = 0;              // backward scratch and a fused backward's one-layer grads
+    std::size_t activations() const { return activations_peak + workspace; }
     std::size_t total() const { return weights + weight_grads + activations(); }
   };
   struct Device {

@@ -180,12 +180,7 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
   r.f_ms = time_ms([&] { chunk.forward(0, a); }, a, warmup, reps);
   r.input_grad_ms = time_ms([&] { chunk.backward_input(0, a); }, a, warmup, reps);
   r.w_ms = time_ms([&] { chunk.backward_weight(0, a); }, a, warmup, reps);
-  r.b_ms = time_ms(
-      [&] {
-        chunk.backward_input(0, a);
-        chunk.backward_weight(0, a);
-      },
-      a, warmup, reps);
+  r.b_ms = time_ms([&] { chunk.backward(0, a); }, a, warmup, reps);  // fused, as the replay runs a B
 
   // FB: F(1) on stream a, B(0) on stream b, interleaved by layer; timed on a after joining b.
   Event fork(false), join(false);
@@ -194,6 +189,7 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
       [&] {
         fork.record(a);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
+        chunk.begin_backward(0, true);  // a full backward, fused as the replay's pairs run it
         for (int i = 0; i < L; ++i) {
           const int lb = L - 1 - i;
           chunk.attn_forward(1, i, a);
@@ -203,9 +199,10 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
           chunk.mlp_forward(1, i, a);
           chunk.dispatch_backward(0, lb, b);
           chunk.attn_backward_input(0, lb, b);
+          chunk.attn_backward_weight(0, lb, b);
+          chunk.mlp_backward_weight(0, lb, b);
           chunk.combine_forward(1, i, a);
         }
-        chunk.backward_weight(0, b);
         join.record(b);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
       },

@@ -1,5 +1,6 @@
 // A whole Chunk (dense and MoE) against a CPU model of the same layers: forward output,
-// input-grad and every weight-grad, for two micro-batches whose weight-grads accumulate. The CPU
+// input-grad and every weight-grad, for two micro-batches whose weight-grads accumulate (one
+// backward split into I and W, one fused). The CPU
 // model reads the GPU's bf16 weights and rounds to bf16 where the GPU stores bf16, so the
 // remaining difference is accumulation order (fp32 vs double). MoE routing decisions are taken
 // from the GPU (a near-tie could flip between the two otherwise); the weights follow from them.
@@ -233,6 +234,9 @@ void check_chunk(const ChunkShape& shape) {
       if (cnt) weights[static_cast<std::size_t>(l)].w[p] = cpu::from(download_bf16(chunk.weight(static_cast<Param>(p), l), cnt));
     }
   CpuChunk ref(shape, weights);
+  // As the replay runs it: each layer's forward tensors go back once its input-grads are
+  // enqueued (a read of one after that throws), output and grad_in stay to the release.
+  chunk.give_back_during_backward(true);
 
   // Two micro-batches, forward both, then backward in reverse order on another stream.
   Stream s1, s2;
@@ -246,17 +250,19 @@ void check_chunk(const ChunkShape& shape) {
     chunk.forward(mb, s1.get());
   }
   s1.sync();
-  for (int mb : {1, 0}) {
-    chunk.backward_input(mb, s2.get());
-    chunk.backward_weight(mb, s2.get());
-  }
+  std::map<int, std::vector<std::vector<int>>> routing;  // read now: the backward gives it back
+  for (int mb : {0, 1})
+    for (int l = 0; l < shape.layers; ++l) routing[mb].push_back(chunk.routing(mb, l));
+  // Micro-batch 1 split (I, then W from the grads kept for it), micro-batch 0 fused (a B: each
+  // layer's W right after its I, through the chunk's one-layer workspace).
+  chunk.backward_input(1, s2.get());
+  chunk.backward_weight(1, s2.get());
+  chunk.backward(0, s2.get());
   s2.sync();
 
   for (int mb : {0, 1}) {
     INFO("micro-batch " << mb);
-    std::vector<std::vector<int>> routing;
-    for (int l = 0; l < shape.layers; ++l) routing.push_back(chunk.routing(mb, l));
-    auto [out, din] = ref.run(cpu::from(data[mb].first), cpu::from(data[mb].second), routing);
+    auto [out, din] = ref.run(cpu::from(data[mb].first), cpu::from(data[mb].second), routing[mb]);
     const double eo = rel_error(download_bf16(chunk.output(mb), n), out);
     const double ei = rel_error(download_bf16(chunk.grad_input(mb), n), din);
     INFO("rel error output " << eo << ", grad_input " << ei);
@@ -323,4 +329,103 @@ TEST_CASE("released micro-batch buffers are reused without clobbering live ones"
   chunk.forward(7, st.get());
   const auto again = download_bf16(chunk.output(7), static_cast<std::size_t>(s.tokens() * s.hidden));
   CHECK(rel_error(again, first) == 0.0);
+}
+
+// The memory a chunk's micro-batches hold, by lifetime (chunk.h, "Memory"), derived here from the
+// buffer list of a dense layer (bf16 = 2 bytes, fp32 = 4; T tokens, h hidden, A = heads*head_dim,
+// W = qkv width, f = ffn, L layers):
+//   keep (first use -> release): output, grad_in, and input, grad_output once used (T h each);
+//     per layer xn1, o, xn2, a (the GEMM inputs W reads)
+//   forward, per layer (F -> its input-grads): qkv, x1, gu (2f), x2 (not the last layer's: that
+//     is the output); fp32 rstd1, rstd2 (T each), lse (b * heads * s)
+//   grads, per layer (split backward: its input-grads -> W): dqkv, dx1, dgu; dx (not layer 0's:
+//     that is grad_in)
+//   workspace (the chunk's): da (T f), dout (T A), dxn1, dxn2; with a fused backward also one
+//     layer's dqkv, dx1, dgu and two dx
+struct MemShape {
+  std::size_t T = 64, h = 64, A = 64, W = (2 + 2 * 1) * 32, f = 192, L = 3;
+  std::size_t keep() const { return 2 * 4 * T * h + L * 2 * (T * h + T * A + T * h + T * f); }
+  std::size_t fwd() const { return 2 * (T * W + T * h + T * 2 * f + T * h) + 4 * (T + T + 2 * 2 * 32); }
+  std::size_t fwd_last() const { return fwd() - 2 * T * h; }
+  std::size_t grad() const { return 2 * (T * W + T * h + T * 2 * f + T * h); }
+  std::size_t grad0() const { return grad() - 2 * T * h; }
+  std::size_t mb() const { return keep() + (L - 1) * fwd() + fwd_last(); }
+  std::size_t grads() const { return (L - 1) * grad() + grad0(); }
+  std::size_t ws() const { return 2 * (T * f + T * A + 2 * T * h); }
+  std::size_t ws_fused() const { return ws() + 2 * (T * W + T * h + T * 2 * f + 2 * T * h); }
+  static ChunkShape shape() {
+    ChunkShape s;
+    s.hidden = 64;
+    s.heads = 2;
+    s.kv_heads = 1;
+    s.head_dim = 32;
+    s.ffn_hidden = 192;
+    s.seq_len = 32;
+    s.micro_batch = 2;
+    s.layers = 3;
+    return s;
+  }
+};
+
+// F0, F1, I0 (split), its end, W0 + release, B1 (fused) + release: the peak is at I0, with two
+// micro-batches' forward sets and micro-batch 0's grads; after all, nothing is in use.
+TEST_CASE("a chunk's micro-batch buffers: sets by lifetime, peak in program order", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  const MemShape m;
+  Chunk c(MemShape::shape(), 9);
+  Stream st;
+  for (int mb : {0, 1}) {
+    c.fill_input(mb, 10 + static_cast<std::uint64_t>(mb), st.get());
+    c.fill_grad_output(mb, 20 + static_cast<std::uint64_t>(mb), st.get());
+    c.forward(mb, st.get());
+  }
+  CHECK(c.microbatch_bytes() == m.mb() - 2 * 2 * m.T * m.h);  // at its first use: before input, grad_output
+  CHECK(c.activation_bytes_peak() == 2 * m.mb());
+  c.backward_input(0, st.get());
+  c.input_grad_done(0, st.get());
+  c.backward_weight(0, st.get());
+  c.release(0, st.get());
+  CHECK(c.workspace_bytes() == m.ws());
+  c.backward(1, st.get());
+  c.release(1, st.get());
+  st.sync();
+  CHECK(c.activation_bytes_peak() == 2 * m.mb() + m.grads());
+  CHECK(c.workspace_bytes() == m.ws_fused());
+  // Sets are pooled, never freed: two keep sets and two forward sets per layer, one grad set each.
+  CHECK(c.activation_bytes_allocated() == 2 * m.mb() + m.grads());
+  // A micro-batch after release takes pooled sets: nothing new is allocated, the peak holds.
+  c.fill_input(5, 30, st.get());
+  c.forward(5, st.get());
+  c.release(5, st.get());
+  st.sync();
+  CHECK(c.activation_bytes_allocated() == 2 * m.mb() + m.grads());
+  CHECK(c.activation_bytes_peak() == 2 * m.mb() + m.grads());
+}
+
+// Giving back as it goes (the replay's mode): I0 takes layer 2's grads (+grad) then gives its
+// forward set back (-fwd_last), takes layer 1's (+grad), gives (-fwd), takes layer 0's (+grad0),
+// gives (-fwd). grad - fwd_last = 2Th - 4(2T + b heads s) > 0 and grad0 < fwd, so the peak is
+// at layer 1's take: 2 mb + grad - fwd_last + grad. A fused backward afterwards (B1) holds no
+// grad sets and gives back as it goes too: the peak stays.
+TEST_CASE("a chunk that gives forward sets back during the backward peaks one layer in", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  const MemShape m;
+  REQUIRE(m.grad() > m.fwd_last());
+  REQUIRE(m.grad0() < m.fwd());
+  Chunk c(MemShape::shape(), 9);
+  c.give_back_during_backward(true);
+  Stream st;
+  for (int mb : {0, 1}) {
+    c.fill_input(mb, 10 + static_cast<std::uint64_t>(mb), st.get());
+    c.fill_grad_output(mb, 20 + static_cast<std::uint64_t>(mb), st.get());
+    c.forward(mb, st.get());
+  }
+  c.backward_input(0, st.get());
+  c.input_grad_done(0, st.get());  // nothing left to give
+  c.backward_weight(0, st.get());
+  c.release(0, st.get());
+  c.backward(1, st.get());
+  c.release(1, st.get());
+  st.sync();
+  CHECK(c.activation_bytes_peak() == 2 * m.mb() + 2 * m.grad() - m.fwd_last());
 }

@@ -169,6 +169,10 @@ class RankRunner {
         }
         chunks_[st] = std::make_unique<Chunk>(sh, 1000 + static_cast<std::uint64_t>(st));
       }
+    for (auto& [stage, c] : chunks_) {
+      c->give_back_during_backward(true);
+      if (c != chunks_.begin()->second) c->share_with(*chunks_.begin()->second);
+    }
   }
 
   // Runs the rank's actions once; the result's events are valid until the next run (the epoch
@@ -178,6 +182,7 @@ class RankRunner {
     destroy_events();
     pending_.clear();
     local_.clear();
+    local_at_.clear();
     host_was_ahead_ = false;
     if (runs_++ > 0)  // the warm-up sized the activation pools: no allocation stalls while measured
       for (auto& [stage, c] : chunks_) c->stop_growing();
@@ -227,9 +232,10 @@ class RankRunner {
     for (const auto& [stage, c] : chunks_) {
       m.weights += c->weight_bytes();
       m.weight_grads += c->weight_grad_bytes();
-      m.activation_sets += c->activation_sets();
-      m.activation_sets_live += c->activation_sets_live_peak();
-      m.activation_set_bytes = std::max(m.activation_set_bytes, c->activation_set_bytes());
+      m.activations_peak = c->activation_bytes_peak();  // the rank's: its chunks count together
+      m.activations_allocated += c->activation_bytes_allocated();
+      m.microbatch_bytes = std::max(m.microbatch_bytes, c->microbatch_bytes());
+      m.workspace += c->workspace_bytes();
     }
     return m;
   }
@@ -317,6 +323,11 @@ class RankRunner {
     if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place);
     const cudaEvent_t e = it->second;
     local_.erase(it);
+    if (const auto at = local_at_.find(key); at != local_at_.end()) {
+      PPSIM_CHECK(in_place != nullptr, "replay: the input {} is read in place, but its consumer cannot", key.stage);
+      *in_place = at->second;
+      local_at_.erase(at);
+    }
     return e;
   }
 
@@ -328,14 +339,26 @@ class RankRunner {
     if (MsgKey to; launch::output_message(s_, op, to) && !never_sent(to)) {
       const void* src = to.grad ? c.grad_input(m) : c.output(m);
       cudaEvent_t sent = nullptr;
-      if (local(to)) {
+      if (local(to) && !to.grad) {
+        // The turn of a V within this rank: the next stage reads this output in place (it stays
+        // until this micro-batch's release here, after the next stage's backward). No copy, and
+        // the next stage's buffers are taken when its F starts, as the simulator counts them.
+        local_[to] = done;
+        local_at_[to] = src;
+        sent = done;
+      } else if (local(to)) {
+        // The gradient back down the turn is copied: this stage may release its buffers (after
+        // its W or B) before the stage below runs its backward.
         Chunk& next = *chunks_.at(to.stage);
-        sent = hand_over(to, src, to.grad ? next.grad_output(m) : next.input(m), tensor_bytes(op.stage), st, done);
+        sent = hand_over(to, src, next.grad_output(m), tensor_bytes(op.stage), st, done);
       } else {
         sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op);
       }
       pending_[{op.stage, m}].push_back(sent);
     }
+    // After I, the forward tensors only the input-grads read go back (no message reads them:
+    // output and grad_in stay with the micro-batch until its release).
+    if (op.kind == OpKind::I) c.input_grad_done(m, st);
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.
       for (cudaEvent_t e : pending_[{op.stage, m}]) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e, 0));
@@ -349,10 +372,7 @@ class RankRunner {
     switch (op.kind) {
       case OpKind::F: c.forward(op.microbatch, st); break;
       case OpKind::I: c.backward_input(op.microbatch, st); break;
-      case OpKind::B:
-        c.backward_input(op.microbatch, st);
-        c.backward_weight(op.microbatch, st);
-        break;
+      case OpKind::B: c.backward(op.microbatch, st); break;
       case OpKind::W: c.backward_weight(op.microbatch, st); break;
     }
   }
@@ -405,6 +425,8 @@ class RankRunner {
     Chunk& cb = *chunks_.at(b.stage);
     const int lf = cf.shape().layers, lb = cb.shape().layers;
     const int mf = f.microbatch, mb = b.microbatch;
+    const bool fused = b.kind == OpKind::B;  // a full backward: each layer's W right after its I
+    cb.begin_backward(mb, fused);
     for (int i = 0; i < std::max(lf, lb); ++i) {
       const int jb = lb - 1 - i;
       if (i < lf) cf.attn_forward(mf, i, s0);
@@ -419,10 +441,13 @@ class RankRunner {
       if (jb >= 0) {
         cb.dispatch_backward(mb, jb, s1);
         cb.attn_backward_input(mb, jb, s1);
+        if (fused) {
+          cb.attn_backward_weight(mb, jb, s1);
+          cb.mlp_backward_weight(mb, jb, s1);
+        }
       }
       if (i < lf) cf.combine_forward(mf, i, s0);
     }
-    if (b.kind == OpKind::B) cb.backward_weight(mb, s1);
     host_note(a, t0, start0);
     PPSIM_CUDA_CHECK(cudaEventRecord(end0, s0));
     PPSIM_CUDA_CHECK(cudaEventRecord(end1, s1));
@@ -478,6 +503,7 @@ class RankRunner {
   std::map<int, std::unique_ptr<Chunk>> chunks_;
   std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
   std::map<MsgKey, cudaEvent_t> local_;  // inputs handed over within this rank, not yet consumed
+  std::map<MsgKey, const void*> local_at_;  // of those, the ones read in place (the V's turn): where
   std::vector<cudaEvent_t> events_;
   RankResult result_;
 };

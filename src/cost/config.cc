@@ -92,7 +92,7 @@ const SchemaNode& schema() {
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
       section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
-                            leaf("attention_out_cache"), leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema")}),
+                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema")}),
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
@@ -237,6 +237,10 @@ PrecisionSpec read_precision(const MapReader& r) {
   p.gemm_input_cache = cache("gemm_input_cache", {"bf16", "fp8"});
   if (p.gemm_input_cache == CacheType::fp8 && p.gemm != Dtype::fp8)
     r.fail("gemm_input_cache", "precision.gemm_input_cache: fp8 caches the inputs of FP8 GEMMs; it needs precision.gemm: fp8");
+  p.output_grad_cache = cache("output_grad_cache", {"bf16", "fp8"});
+  if (p.output_grad_cache == CacheType::fp8 && p.gemm != Dtype::fp8)
+    r.fail("output_grad_cache",
+           "precision.output_grad_cache: fp8 keeps the output-grads that FP8 weight-grad GEMMs read; it needs precision.gemm: fp8");
   p.attention_out_cache = cache("attention_out_cache", {"bf16", "fp8", "e5m6"});
   p.expert_act_cache = cache("expert_act_cache", {"bf16", "fp8"});
   p.optimizer_location = r.choice("optimizer_location", "device", {"device", "host"}) == "host" ? Placement::host : Placement::device;

@@ -111,6 +111,9 @@ struct PrecisionSpec {
   // weight gradient (fp8 needs gemm: fp8), the attention output (input of the out-projection
   // and of the attention backward), and the activation-function inputs of MoE experts.
   CacheType gemm_input_cache = CacheType::bf16;
+  // The GEMMs' output-grads a split backward keeps from I to its deferred W (fp8: the FP8
+  // weight-grad GEMM's own input; the router's stays bf16).
+  CacheType output_grad_cache = CacheType::bf16;
   CacheType attention_out_cache = CacheType::bf16;
   CacheType expert_act_cache = CacheType::bf16;
   Placement optimizer_location = Placement::device;  // host: optimizer states + master weights off the GPU

@@ -64,9 +64,11 @@ namespace {
 
 double gemm_in(const ModelConfigData& c) { return cache_bytes_per_elem(c.precision.gemm_input_cache); }
 
-void add(std::vector<ActTensor>& v, const char* name, double elems, double bytes, unsigned dropped_by = 0) {
-  if (elems > 0) v.push_back(ActTensor{name, elems, bytes, dropped_by});
+void add(std::vector<ActTensor>& v, const char* name, double elems, double bytes, unsigned dropped_by = 0,
+         bool w_reads = false) {
+  if (elems > 0) v.push_back(ActTensor{name, elems, bytes, dropped_by, w_reads});
 }
+constexpr bool kWReads = true;
 
 // The activation function's tensors for one MLP of width f: its inputs (`in_bytes` each) and
 // its output, the next GEMM's input. names: SwiGLU gate, up, product; GELU input, output.
@@ -84,10 +86,10 @@ void add_act_fn(std::vector<ActTensor>& v, const ActNames& n, const ModelConfigD
   if (c.model.mlp == MlpKind::swiglu) {
     add(v, n.gate, copies * f, in_bytes);
     add(v, n.up, copies * f, in_bytes);
-    add(v, n.product, copies * f, gemm_in(c), kRecomputeActFn);
+    add(v, n.product, copies * f, gemm_in(c), kRecomputeActFn, kWReads);
   } else {
     add(v, n.gelu_in, copies * f, in_bytes);
-    add(v, n.gelu_out, copies * f, gemm_in(c), kRecomputeActFn);
+    add(v, n.gelu_out, copies * f, gemm_in(c), kRecomputeActFn, kWReads);
   }
 }
 
@@ -102,25 +104,25 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
   add(v, "attn.norm_in", h, 2);
   if (!m.mla.enabled) {
     const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
-    add(v, "attn.qkv_in", h, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.qkv_in", h, gemm_in(c), kRecomputeNorm, kWReads);
     add(v, "attn.q", a * d, 2);
     add(v, "attn.k", g * d, 2);
     add(v, "attn.v", g * d, 2);
-    add(v, "attn.out_proj_in", a * d, attn_out);
+    add(v, "attn.out_proj_in", a * d, attn_out, 0, kWReads);
   } else {
     const MlaSpec& q = m.mla;
     const double dqk = static_cast<double>(q.qk_nope_head_dim + q.qk_rope_head_dim), dv = static_cast<double>(q.v_head_dim);
     const double qr = static_cast<double>(q.q_lora_rank), kvr = static_cast<double>(q.kv_lora_rank);
-    add(v, "attn.down_proj_in", h, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.down_proj_in", h, gemm_in(c), kRecomputeNorm, kWReads);
     add(v, "attn.q_latent", qr, 2);
-    add(v, "attn.q_latent_norm_out", qr, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.q_latent_norm_out", qr, gemm_in(c), kRecomputeNorm, kWReads);
     add(v, "attn.kv_latent", kvr, 2);
-    add(v, "attn.kv_latent_norm_out", kvr, gemm_in(c), kRecomputeNorm);
+    add(v, "attn.kv_latent_norm_out", kvr, gemm_in(c), kRecomputeNorm, kWReads);
     add(v, "attn.k_rope", static_cast<double>(q.qk_rope_head_dim), 2);
     add(v, "attn.q", a * dqk, 2, kRecomputeMlaUp);
     add(v, "attn.k", a * dqk, 2, kRecomputeMlaUp);
     add(v, "attn.v", a * dv, 2, kRecomputeMlaUp);
-    add(v, "attn.out_proj_in", a * dv, attn_out);
+    add(v, "attn.out_proj_in", a * dv, attn_out, 0, kWReads);
   }
   // The core: flash attention keeps the fp32 log-sum-exp per head; a materialized softmax keeps
   // its output (2as per token) and, with dropout, the mask and the dropped output (5as).
@@ -137,15 +139,15 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
   // MLP block.
   add(v, "mlp.norm_in", h, 2);
   if (!m.layer_is_moe(layer)) {
-    add(v, "mlp.fc1_in", h, gemm_in(c), kRecomputeNorm);
+    add(v, "mlp.fc1_in", h, gemm_in(c), kRecomputeNorm, kWReads);
     add_act_fn(v, kMlpNames, c, static_cast<double>(m.ffn_hidden), 2, 1);
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
     const double copies = m.moe.top_k * m.moe.capacity_factor;
     const double act_in = cache_bytes_per_elem(c.precision.expert_act_cache);
-    add(v, "moe.norm_out", h, 2, kRecomputeNorm);  // router, shared experts and dispatch read it
+    add(v, "moe.norm_out", h, 2, kRecomputeNorm, kWReads);  // router, shared experts and dispatch read it
     add(v, "moe.router_probs", m.moe.experts, 4);
-    add(v, "moe.routed.dispatched_in", copies * h, gemm_in(c));
+    add(v, "moe.routed.dispatched_in", copies * h, gemm_in(c), 0, kWReads);
     add_act_fn(v, kRoutedNames, c, fe, act_in, copies);
     // The routing weights' gradient dg = dy . e needs the expert output e, unless the weights
     // are applied inside the expert, to the activation function's output (Megatron-LM's
@@ -157,6 +159,34 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
   }
   if (m.dropout) add(v, "mlp.dropout_mask", h, 1);
   return v;
+}
+
+double layer_wgrad_per_token(const ModelConfigData& c, int layer) {
+  const ModelSpec& m = c.model;
+  const double h = static_cast<double>(m.hidden), a = m.heads;
+  double inputs = 0;
+  for (const ActTensor& x : layer_tensors(c, layer))
+    if (x.w_reads) inputs += x.bytes();
+  double out = h;  // the attention's output projection
+  if (!m.mla.enabled) {
+    out += (a + 2.0 * m.kv_heads) * static_cast<double>(m.head_dim);
+  } else {
+    const MlaSpec& q = m.mla;
+    out += static_cast<double>(q.q_lora_rank + q.kv_lora_rank + q.qk_rope_head_dim) +
+           a * static_cast<double>(q.qk_nope_head_dim + q.qk_rope_head_dim) +
+           a * static_cast<double>(q.qk_nope_head_dim + q.v_head_dim);
+  }
+  const double up = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;  // fc1 / expert up-projection width, in f
+  double router = 0;                                       // the router's GEMM stays bf16
+  if (!m.layer_is_moe(layer)) {
+    out += up * static_cast<double>(m.ffn_hidden) + h;
+  } else {
+    const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
+    const double copies = m.moe.top_k * m.moe.capacity_factor;
+    out += (copies + m.moe.shared_experts) * (up * fe + h);
+    router = m.moe.experts;
+  }
+  return inputs + cache_bytes_per_elem(c.precision.output_grad_cache) * out + 2 * router;
 }
 
 double kept_per_token(const std::vector<ActTensor>& t, unsigned ops) {
@@ -209,7 +239,7 @@ struct LayerBytes {
   explicit LayerBytes(const ModelConfigData& cfg) : c(cfg) {}
   const ModelConfigData& c;
   bool have[2] = {false, false};
-  double kept[2] = {0, 0}, stored[2] = {0, 0};
+  double kept[2] = {0, 0}, stored[2] = {0, 0}, wgrad[2] = {0, 0};
   int kind(int layer) {
     const int k = c.model.layer_is_moe(layer) ? 1 : 0;
     if (!have[k]) {
@@ -217,6 +247,7 @@ struct LayerBytes {
       const double scale = static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
       kept[k] = kept_per_token(t, c.parallel.recompute_ops) * scale;
       stored[k] = kept_per_token(t, 0) * scale;
+      wgrad[k] = layer_wgrad_per_token(c, layer) * scale;
       have[k] = true;
     }
     return k;
@@ -245,21 +276,33 @@ double slice_bytes_with(LayerBytes& lb, const SliceLayout& s) {
   return sum;
 }
 
+double slice_wgrad_with(LayerBytes& lb, const SliceLayout& s) {
+  const ModelConfigData& c = lb.c;
+  double sum = 0;
+  for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) sum += lb.wgrad[lb.kind(l)];
+  if (s.embedding) sum += embedding_activation_bytes(c);
+  if (s.head) sum += head_activation_bytes(c) + c.model.mtp_depth * mtp_activation_bytes(c);
+  return sum;
+}
+
 double slice_workspace_with(LayerBytes& lb, const SliceLayout& s) {
   double ws = 0;
   for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) ws = std::max(ws, lb.workspace(s, l));
   return ws;
 }
 
-// Per slice: (activation bytes of one micro-batch, recompute workspace).
+// Per slice: (activation bytes of one micro-batch, recompute workspace, and optionally the
+// weight-grad state between a split backward's I and W).
 void slice_memory(const ModelConfigData& c, const std::vector<SliceLayout>& slices, std::vector<double>& chunk,
-                  std::vector<double>& ws) {
+                  std::vector<double>& ws, std::vector<double>* wgrad = nullptr) {
   LayerBytes lb(c);
   chunk.clear();
   ws.clear();
+  if (wgrad) wgrad->clear();
   for (const SliceLayout& l : slices) {
     chunk.push_back(slice_bytes_with(lb, l));
     ws.push_back(slice_workspace_with(lb, l));
+    if (wgrad) wgrad->push_back(slice_wgrad_with(lb, l));
   }
 }
 
@@ -268,6 +311,11 @@ void slice_memory(const ModelConfigData& c, const std::vector<SliceLayout>& slic
 double slice_activation_bytes(const ModelConfigData& c, const SliceLayout& s) {
   LayerBytes lb(c);
   return slice_bytes_with(lb, s);
+}
+
+double slice_wgrad_bytes(const ModelConfigData& c, const SliceLayout& s) {
+  LayerBytes lb(c);
+  return slice_wgrad_with(lb, s);
 }
 
 double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s) {
@@ -347,8 +395,8 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
 
 std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedule& s, const SimResult* sim) {
   const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
-  std::vector<double> chunk, ws;
-  slice_memory(c, slices, chunk, ws);
+  std::vector<double> chunk, ws, wg;
+  slice_memory(c, slices, chunk, ws, &wg);
   const std::vector<RankMemory> fixed = rank_memory(c, s.stage_rank, s.slice, slices, std::vector<int>(static_cast<std::size_t>(s.pp), 0));
   std::vector<RankPeak> out(static_cast<std::size_t>(s.pp));
   for (int r = 0; r < s.pp; ++r) {
@@ -361,7 +409,7 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
     for (std::size_t i = 0; i < actions.size(); ++i) {
       const Action& a = actions[i];
       pairs = pairs || a.overlapped;
-      double w = 0;
+      double w = 0, grow = 0;  // grow: an I's weight-grad state beyond the forward bytes it frees
       for (int k = 0; k < a.size(); ++k) {
         const Op& op = a.op(k);
         const std::size_t sl = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)]);
@@ -370,20 +418,22 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
           ++alive;
         }
         if (op.kind == OpKind::B || op.kind == OpKind::I) w = std::max(w, ws[sl]);
+        if (op.kind == OpKind::I) grow += std::max(0.0, wg[sl] - chunk[sl]);
       }
-      if (cur + w > best) {
-        best = cur + w;
-        pk.parts.activations = cur;
+      if (cur + grow + w > best) {
+        best = cur + grow + w;
+        pk.parts.activations = cur + grow;
         pk.parts.workspace = w;
         pk.action = static_cast<int>(i);
         pk.chunks = alive;
       }
       for (int k = 0; k < a.size(); ++k) {
         const Op& op = a.op(k);
-        if (op.kind == OpKind::B || op.kind == OpKind::W) {
-          cur -= chunk[static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)])];
-          --alive;
-        }
+        const std::size_t sl = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)]);
+        if (op.kind == OpKind::I) cur += wg[sl] - chunk[sl];
+        if (op.kind == OpKind::B) cur -= chunk[sl];
+        if (op.kind == OpKind::W) cur -= wg[sl];
+        if (op.kind == OpKind::B || op.kind == OpKind::W) --alive;
       }
     }
     if (pk.action >= 0) pk.op = format_action(actions[static_cast<std::size_t>(pk.action)]);
@@ -400,8 +450,8 @@ std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedu
 
 std::vector<std::vector<MemorySample>> memory_curve(const ModelConfigData& c, const Schedule& s, const Timeline& t) {
   const std::vector<SliceLayout> slices = slice_layouts(c, s.stages_per_pipe);
-  std::vector<double> chunk, ws;
-  slice_memory(c, slices, chunk, ws);
+  std::vector<double> chunk, ws, wg;
+  slice_memory(c, slices, chunk, ws, &wg);
   const std::vector<RankPeak> peaks = predict_rank_memory(c, s, nullptr);
   std::vector<std::vector<MemorySample>> out(static_cast<std::size_t>(s.pp));
   for (int r = 0; r < s.pp; ++r) {
@@ -423,7 +473,12 @@ std::vector<std::vector<MemorySample>> memory_curve(const ModelConfigData& c, co
         const std::size_t sl = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)]);
         if (op.kind == OpKind::F) add_at_start += chunk[sl];
         if (op.kind == OpKind::B || op.kind == OpKind::I) w = std::max(w, ws[sl]);
-        if (op.kind == OpKind::B || op.kind == OpKind::W) free_at_end += chunk[sl];
+        if (op.kind == OpKind::B) free_at_end += chunk[sl];
+        if (op.kind == OpKind::W) free_at_end += wg[sl];
+        if (op.kind == OpKind::I) {  // while it runs, the larger state; after, the weight-grad state
+          add_at_start += std::max(0.0, wg[sl] - chunk[sl]);
+          free_at_end += std::max(0.0, wg[sl] - chunk[sl]) - (wg[sl] - chunk[sl]);
+        }
       }
       ev.push_back({span.first, add_at_start + w});
       ev.push_back({span.second, -(w + free_at_end)});

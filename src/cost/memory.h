@@ -59,11 +59,23 @@ struct ActTensor {
   double elems = 0;          // per token
   double bytes_per_elem = 2;
   unsigned dropped_by = 0;   // RecomputeOp bits: recomputing any of them drops this tensor
+  bool w_reads = false;      // a GEMM's input: the weight-grad pass (W) reads it
   double bytes() const { return elems * bytes_per_elem; }
 };
 std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer);
 // Bytes per token kept when the op classes `ops` are recomputed.
 double kept_per_token(const std::vector<ActTensor>& t, unsigned ops);
+
+// What a layer holds between its input-grads (I) and its weight-grads (W) when the backward is
+// split (Zero Bubble's M_W), per token at tp = 1: the GEMMs' inputs (w_reads; recomputed ones
+// were rebuilt by I and are kept for W) and the GEMMs' output-grads in bf16: attention GQA: QKV
+// out (a + 2g)d, projection out h; MLA: down-projection out qr + kvr + dr, q up a(dn + dr), kv up
+// a(dn + dv), projection out h; dense MLP: fc1 out 2f (SwiGLU) or f, fc2 out h; MoE: router out E
+// (bf16), per routed copy and per shared expert up out 2fe (or fe) and down out h; the others as
+// precision.output_grad_cache. A GPT layer: 32h bytes (the paper's 32sbh).
+double layer_wgrad_per_token(const ModelConfigData& c, int layer);
+// The same for a slice (the embedding, head and MTP module are not split: as their activations).
+double slice_wgrad_bytes(const ModelConfigData& c, const SliceLayout& s);
 
 // Bytes one micro-batch leaves on one rank (tp shard) until its backward, per layer, with the
 // config's recompute applied (recompute: full = the layer's input only, whatever
@@ -114,10 +126,13 @@ struct RankPeak {
 // The per-rank peak for a config and a schedule: weights, gradients, optimizer states, EMA
 // (sharded by ZeRO, EP carved out of DP for the routed experts), the activations of the chunks
 // alive (each sized by its own slice), the recompute workspace while a backward runs, and the
-// all-to-all buffers (two sets on ranks that run F&B pairs). Activations follow the engine's
-// rule, +1 chunk when an F starts, -1 when its W or full B ends; a rank runs its actions in
-// order, so the bytes alive at each action do not depend on timing: `sim` (optional) only
-// dates the peak, from its timeline when recorded.
+// all-to-all buffers (two sets on ranks that run F&B pairs). Activations: a chunk's forward bytes
+// from its F's start to its full B's end, or, with the backward split, to its I's end, where they
+// become the chunk's weight-grad state (slice_wgrad_bytes) until its W ends; while an I runs, the
+// larger of the two is counted (the state builds up layer by layer as the forward's is freed).
+// The engine counts chunks with the same rule (+1 at F, -1 at W or full B). A rank runs its
+// actions in order, so the bytes alive at each action do not depend on timing: `sim` (optional)
+// only dates the peak, from its timeline when recorded.
 std::vector<RankPeak> predict_rank_memory(const ModelConfigData& c, const Schedule& s, const SimResult* sim = nullptr);
 
 // Bytes alive on each rank over time (one sample per change), from a recorded timeline:

@@ -10,6 +10,7 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/memory.h"
+#include "schedules/notation.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 
@@ -299,4 +300,34 @@ parallel: {pp: 2, ep: 4, dp: 16, microbatches: 4}
   CHECK_THAT(z2.grads, WithinRel(4 * (D / 16 + E / 4), 1e-12));
   CHECK(z2.weights == z0.weights);
   CHECK_THAT(z3.weights, WithinRel(2 * (D / 16 + E / 4), 1e-12));
+}
+
+TEST_CASE("between I and W a layer holds what W reads: Zero Bubble's M_W = 32 sbh for a GPT layer", "[cost]") {
+  const double s = 2048, b = 2, h = 2048;
+  // GEMM inputs (bf16): QKV input h, projection input a*d = h, fc1 input h, GELU output 4h: 7h
+  // elements; output-grads: QKV 3h, projection h, fc1 4h, fc2 h: 9h elements; 2 bytes each.
+  CHECK_THAT(layer_wgrad_per_token(load(), 0), WithinRel(2 * (7 + 9) * h, 1e-12));
+  // Recomputed inputs are rebuilt by I and kept for W: the same state under any recompute.
+  CHECK_THAT(layer_wgrad_per_token(load({"parallel.recompute=full"}), 0), WithinRel(32 * h, 1e-12));
+
+  // Two ranks, one slice each (12 layers; rank 1 with the head), two micro-batches, the
+  // backward split: every rank runs F0 F1 I0 I1 W0 W1. Rank 1 holds, action by action, with A
+  // its slice's forward bytes and S its state between I and W (both include the head's A_head):
+  //   F0: A   F1: 2A   I0: 2A + max(0, S - A), then A + S   I1: A + S + max(0, S - A), then 2S
+  //   W0: 2S, then S   W1: S, then 0      -> peak max(2A, 2S)
+  const std::string csv = "0F0,0F1,0I0,0I1,0W0,0W1\n1F0,1F1,1I0,1I1,1W0,1W1\n";
+  const Schedule sch = import_csv(csv, "split.csv", 2, 2);
+  for (const std::string rc : {"none", "full"}) {
+    INFO("recompute " << rc);
+    const ModelConfigData c = load({"parallel.pp=2", "parallel.microbatches=2", "parallel.recompute=" + rc});
+    const SliceLayout last = slice_layouts(c, 2)[1];
+    const double head = head_activation_bytes(c);
+    const double A = slice_activation_bytes(c, last);
+    const double S = 12 * 32 * s * b * h + head;
+    CHECK_THAT(slice_wgrad_bytes(c, last), WithinRel(S, 1e-12));
+    // Without recompute S < A (32 against 114 sbh per layer): the peak is two forward states,
+    // as with a fused backward. Full recompute keeps 2 sbh per layer before I: two W states.
+    CHECK((rc == "none") == (S < A));
+    CHECK_THAT(predict_rank_memory(c, sch)[1].parts.activations, WithinRel(2 * std::max(A, S), 1e-12));
+  }
 }

@@ -444,8 +444,8 @@ Runner setup_validate(CLI::App& sub) {
         early += k.started_early;
       }
       if (!host_line.empty())
-        text += "  host enqueue time per action (how many the GPU began before their last kernel was enqueued, after "
-                "the rank's thread first got ahead): " + host_line + "\n";
+        text += "  host enqueue time per action (how many the GPU began before their last kernel was enqueued, but for "
+                "each rank's opening ones): " + host_line + "\n";
       // Once a rank's thread is ahead of its GPU (after its opening actions) it normally stays so;
       // when a quarter or more actions begin early anyway, the host fell behind its GPU and the
       // measured times include launches.

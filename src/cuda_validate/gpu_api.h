@@ -142,7 +142,7 @@ int run_kernel_bench(const KernelBenchRequest& req);
 // process's ranks), by action kind ("F", "I", "W", "B", "FB"): how long a thread took to enqueue
 // one action's kernels, and how many actions the GPU had begun before their last kernel was
 // enqueued (those may have waited for launches: the op then measures the host, not the GPU),
-// not counting each rank's opening actions, before its thread first got ahead of its GPU.
+// not counting each rank's opening actions (at most two) before its thread first got ahead of its GPU.
 struct ReplayHostStats {
   struct Kind {
     int actions = 0;

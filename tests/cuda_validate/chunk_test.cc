@@ -367,6 +367,15 @@ struct MemShape {
   }
 };
 
+// Micro-batches 0 and 1: inputs and output-grads filled, forward run.
+void forward_two(Chunk& c, Stream& st) {
+  for (int mb : {0, 1}) {
+    c.fill_input(mb, 10 + static_cast<std::uint64_t>(mb), st.get());
+    c.fill_grad_output(mb, 20 + static_cast<std::uint64_t>(mb), st.get());
+    c.forward(mb, st.get());
+  }
+}
+
 // F0, F1, I0 (split), its end, W0 + release, B1 (fused) + release: the peak is at I0, with two
 // micro-batches' forward sets and micro-batch 0's grads; after all, nothing is in use.
 TEST_CASE("a chunk's micro-batch buffers: sets by lifetime, peak in program order", "[gpu]") {
@@ -374,11 +383,7 @@ TEST_CASE("a chunk's micro-batch buffers: sets by lifetime, peak in program orde
   const MemShape m;
   Chunk c(MemShape::shape(), 9);
   Stream st;
-  for (int mb : {0, 1}) {
-    c.fill_input(mb, 10 + static_cast<std::uint64_t>(mb), st.get());
-    c.fill_grad_output(mb, 20 + static_cast<std::uint64_t>(mb), st.get());
-    c.forward(mb, st.get());
-  }
+  forward_two(c, st);
   CHECK(c.microbatch_bytes() == m.mb() - 2 * 2 * m.T * m.h);  // at its first use: before input, grad_output
   CHECK(c.activation_bytes_peak() == 2 * m.mb());
   c.backward_input(0, st.get());
@@ -415,11 +420,7 @@ TEST_CASE("a chunk that gives forward sets back during the backward peaks one la
   Chunk c(MemShape::shape(), 9);
   c.give_back_during_backward(true);
   Stream st;
-  for (int mb : {0, 1}) {
-    c.fill_input(mb, 10 + static_cast<std::uint64_t>(mb), st.get());
-    c.fill_grad_output(mb, 20 + static_cast<std::uint64_t>(mb), st.get());
-    c.forward(mb, st.get());
-  }
+  forward_two(c, st);
   c.backward_input(0, st.get());
   c.input_grad_done(0, st.get());  // nothing left to give
   c.backward_weight(0, st.get());

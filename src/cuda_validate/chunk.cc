@@ -525,6 +525,7 @@ void Chunk::dispatch_forward(int mb, int layer, cudaStream_t s) {
   if (ep()) {
     const A2aCall c = ep_call(kEpXp, mb, layer);
     a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), K.xn2.get(), true, F.slot_token.get(), F.counts.get(), nullptr, s);
+    ep_handshake(kEpXp, mb, layer, c);
     a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s);
     return;
   }
@@ -560,6 +561,7 @@ void Chunk::combine_forward(int mb, int layer, cudaStream_t s) {
   if (ep()) {
     const A2aCall c = ep_call(kEpZp, mb, layer);
     a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), F.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    ep_handshake(kEpZp, mb, layer, c);
     a2a_combine_end(c, ep_mine(kEpZp, mb, layer), layer_output(mb, layer), F.x1.get(), F.slot_of.get(), F.topk_w.get(), s);
     return;
   }
@@ -594,6 +596,7 @@ void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
     const A2aCall c = ep_call(kEpDzp, mb, layer);
     a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), S.dzp_src.get(), false, F.slot_token.get(), F.counts.get(),
                        nullptr, s);
+    ep_handshake(kEpDzp, mb, layer, c);
     a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s);
     return;
   }
@@ -634,6 +637,7 @@ void Chunk::dispatch_backward(int mb, int layer, cudaStream_t s) {
     // The experts' input-grads go back to their sources and are summed into each token.
     const A2aCall c = ep_call(kEpDxp, mb, layer);
     a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), S.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
+    ep_handshake(kEpDxp, mb, layer, c);
     a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), S.dxn2.get(), nullptr, F.slot_of.get(), nullptr, s);
     return;
   }
@@ -809,7 +813,56 @@ void Chunk::connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank) {
   ep_peer_views_ = by_rank;
 }
 
-void Chunk::connect_ep_group(const std::vector<Chunk*>& group) {
+EpGroupSync::EpGroupSync(int ranks, std::size_t buffers)
+    : begun_(static_cast<std::size_t>(ranks), std::vector<unsigned long long>(buffers, 0)) {}
+
+void EpGroupSync::begun(int rank, std::size_t buffer, unsigned long long epoch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& b = begun_.at(static_cast<std::size_t>(rank)).at(buffer);
+    b = std::max(b, epoch);
+  }
+  cv_.notify_all();
+}
+
+void EpGroupSync::wait_all(int rank, std::size_t buffer, unsigned long long epoch, double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  int behind = -1;
+  const bool met = cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
+    if (aborted_) return true;
+    for (std::size_t r = 0; r < begun_.size(); ++r)
+      if (begun_[r].at(buffer) < epoch) {
+        behind = static_cast<int>(r);
+        return false;
+      }
+    return true;
+  });
+  if (aborted_) throw_gpu_failure("expert parallelism: aborted while EP rank " + std::to_string(rank) +
+                                      " waited for its peers' all-to-all begin",
+                                  "another rank failed first: see its message");
+  if (!met)
+    throw_gpu_failure(fmt::format("expert parallelism: EP rank {} waited {:.0f} s for EP rank {} to begin exchange "
+                                  "{} of buffer {}",
+                                  rank, timeout_s, behind, epoch, buffer),
+                      "the EP group's chunks did not run the same exchanges in the same order");
+}
+
+void EpGroupSync::abort() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+  }
+  cv_.notify_all();
+}
+
+void Chunk::ep_handshake(EpKind k, int mb, int layer, const A2aCall& c) {
+  if (!ep_sync_) return;
+  const std::size_t i = ep_index(k, mb, layer);
+  ep_sync_->begun(shape_.ep_rank, i, c.epoch);
+  ep_sync_->wait_all(shape_.ep_rank, i, c.epoch, 20.0);
+}
+
+std::shared_ptr<EpGroupSync> Chunk::connect_ep_group(const std::vector<Chunk*>& group, bool host_handshake) {
   std::vector<std::vector<A2aRecvBuffer>> all(group.size());
   for (const Chunk* c : group) {
     PPSIM_CHECK(c->shape_.ep == static_cast<int>(group.size()) && c->shape_.ep_rank >= 0 &&
@@ -819,6 +872,10 @@ void Chunk::connect_ep_group(const std::vector<Chunk*>& group) {
     all[static_cast<std::size_t>(c->shape_.ep_rank)] = c->ep_receive_buffers();
   }
   for (Chunk* c : group) c->connect_ep(all);
+  if (!host_handshake) return nullptr;
+  auto sync = std::make_shared<EpGroupSync>(static_cast<int>(group.size()), group.front()->ep_bufs_.size());
+  for (Chunk* c : group) c->ep_sync_ = sync;
+  return sync;
 }
 
 }  // namespace ppsim::gpu

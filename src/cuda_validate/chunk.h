@@ -26,8 +26,10 @@
 // must not overlap. The receive buffers (4 x E*C rows per micro-batch and layer) are not part of
 // the micro-batch sets that activation_bytes_peak() counts.
 #pragma once
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +46,29 @@
 namespace ppsim::gpu {
 
 struct MoeRouting;  // ops/moe.h
+
+// The host side of an EP group's exchanges in one process, each chunk driven by its own thread:
+// after enqueuing an exchange's begin, a chunk's thread waits until every peer's thread has
+// enqueued its begin of the same exchange, and only then enqueues the end (which spins on the
+// GPU until every peer's begin has run). A GPU then never spins on a begin its host has not yet
+// enqueued: with the threads also waiting for messages (the transport) and for their own GPU
+// (a pooled set), such a spin could close a cycle and hold until the GPU-side timeout (the EP
+// replay's failures of sessions 5-7).
+class EpGroupSync {
+ public:
+  EpGroupSync(int ranks, std::size_t buffers);
+  void begun(int rank, std::size_t buffer, unsigned long long epoch);
+  // Until every rank has begun `epoch` of `buffer`; throws (GpuError, one line) after
+  // `timeout_s` or once aborted.
+  void wait_all(int rank, std::size_t buffer, unsigned long long epoch, double timeout_s);
+  void abort();  // wakes every waiter, which then throws
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::vector<unsigned long long>> begun_;  // [rank][buffer]: last epoch begun
+  bool aborted_ = false;
+};
 
 // Which weight of a layer. Shapes ([out, in] as in PyTorch, E = experts):
 //   Norm1, Norm2 [hidden]; Qkv [(heads + 2 kv_heads) head_dim, hidden]; Out [hidden, heads head_dim];
@@ -118,7 +143,11 @@ class Chunk {
   void connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank);
   // One process: connects every chunk of the group (by ep_rank) to all the others' buffers;
   // the caller has enabled peer access between their GPUs.
-  static void connect_ep_group(const std::vector<Chunk*>& group);
+  // With `host_handshake` (a thread per chunk, as the replay runs them), the group's exchanges
+  // also meet on the host (EpGroupSync); a single thread driving every chunk of the group must
+  // not ask for it (a chunk would wait for a peer's begin its own thread has yet to enqueue).
+  static std::shared_ptr<EpGroupSync> connect_ep_group(const std::vector<Chunk*>& group,
+                                                       bool host_handshake = false);
   // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
   // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
   unsigned ep_status() const;
@@ -221,6 +250,8 @@ class Chunk {
   A2aRecvBuffer ep_mine(EpKind k, int mb, int layer) const;
   A2aPeerBuffers ep_peers(EpKind k, int mb, int layer) const;
   A2aCall ep_call(EpKind k, int mb, int layer);  // the next epoch of that buffer
+  void ep_handshake(EpKind k, int mb, int layer, const A2aCall& c);  // after a begin, before its end
+  std::shared_ptr<EpGroupSync> ep_sync_;
   std::vector<std::unique_ptr<A2aBufferSet>> ep_bufs_;     // by ep_index
   std::vector<std::vector<A2aRecvBuffer>> ep_peer_views_;  // [rank][ep_index]
   std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far

@@ -13,7 +13,10 @@
 // error far below kBf16Tol = 1e-2, the bound the single-chunk tests use against a CPU model.
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/peer.h"
@@ -196,4 +199,38 @@ TEST_CASE("ChunkShape refuses bad expert-parallel settings with one line", "[gpu
   CHECK(s.experts_local() == 4);
   s.experts = 0;
   CHECK(s.problem().find("MoE") != std::string::npos);
+}
+
+// The host handshake of an EP group (no GPU needed): a rank's wait for an exchange returns once
+// every rank has begun that exchange (its epoch or a later one), times out naming the rank
+// behind, and wakes with an error when aborted.
+TEST_CASE("EpGroupSync: a rank waits for every peer's begin, names the one behind, wakes on abort", "[ep]") {
+  EpGroupSync g(2, 4);
+  g.begun(0, 3, 1);
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    g.begun(1, 3, 2);  // a later epoch counts too
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  g.wait_all(0, 3, 1, 5.0);
+  peer.join();
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(40));
+  // Buffer 2: rank 1 never began epoch 1.
+  g.begun(0, 2, 1);
+  try {
+    g.wait_all(0, 2, 1, 0.05);
+    FAIL("no timeout");
+  } catch (const std::exception& e) {
+    CHECK(std::string(e.what()).find("EP rank 0 waited 0 s for EP rank 1 to begin exchange 1 of buffer 2") !=
+          std::string::npos);
+  }
+  // Abort: a waiter wakes at once and throws.
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    g.abort();
+  });
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK_THROWS(g.wait_all(1, 0, 7, 10.0));
+  aborter.join();
+  CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(5));
 }

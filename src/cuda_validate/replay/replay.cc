@@ -670,6 +670,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   // After every runner made its chunks: connect each stage's EP shards to each other's buffers.
   std::mutex connect_mu;
   std::exception_ptr connect_error;
+  std::vector<std::shared_ptr<EpGroupSync>> ep_syncs;  // aborted when a rank fails
   auto connect_ep = [&]() noexcept {
     if (ep <= 1) return;
     try {
@@ -678,7 +679,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         for (auto& rr : runners)
           if (Chunk* c = rr->chunk(st)) group[static_cast<std::size_t>(rr->ep_index())] = c;
         if (std::find(group.begin(), group.end(), nullptr) != group.end()) continue;
-        Chunk::connect_ep_group(group);
+        ep_syncs.push_back(Chunk::connect_ep_group(group, /*host_handshake=*/true));
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(connect_mu);
@@ -738,6 +739,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         }
         failed = true;
         for (auto& t : transports) t->abort(fmt::format("rank {} failed", slots[static_cast<std::size_t>(i)].rank));
+        for (auto& g : ep_syncs) g->abort();
         connected.arrive_and_drop();
         sync.arrive_and_drop();
         iteration_done.arrive_and_drop();

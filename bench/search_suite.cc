@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   };
   const double exact_limit = argc > 4 ? std::atof(argv[4]) : 60;
   std::printf(
-      "| # | profile | P | M | cap | best family (makespan, peak) | searched (makespan, peak) | gain | lower bound | "
+      "| # | profile | P | M | cap | best family (makespan, peak) | searched (makespan, peak) | gain | lower bound (set by) | "
       "gap to bound | exact (no pairs) | gap to exact | s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int idx = 0, faster = 0, never_slower = 0, within2 = 0, within_exact = 0;
@@ -104,6 +104,32 @@ int main(int argc, char** argv) {
     const double fam = r.best_family.valid ? r.best_family.sim.makespan() / u : 0;
     const double got = r.best.sim.makespan() / u;
     const double lb = r.lower_bound / u;
+    // Which placement and which term of docs/SEARCH.md set the bound (the least placement's
+    // largest term); PPSIM_SUITE_TERMS=1 prints every placement's terms to stderr.
+    std::string bound_by;
+    {
+      Time least = 0;
+      for (Placement p : req.placements) {
+        if (p == Placement::bidirectional && c.m % 2 != 0) continue;
+        const Schedule layout = placement_layout(p, c.pp, c.m);
+        const LowerBoundTerms t = lower_bound_terms(layout, costs_for(c.prof, layout), c.cap);
+        const std::pair<const char*, Time> named[] = {{"chain", t.chain},          {"rank work", t.rank_work},
+                                                      {"pair fill", t.pair_fill},  {"one-machine", t.one_machine},
+                                                      {"Little", t.little},        {"cap fill", t.cap_fill}};
+        const char* top = named[0].first;
+        for (const auto& [name, v] : named)
+          if (v == t.total) top = name;
+        if (std::getenv("PPSIM_SUITE_TERMS") != nullptr) {
+          std::fprintf(stderr, "case %d %s:", idx, placement_name(p));
+          for (const auto& [name, v] : named) std::fprintf(stderr, " %s %.3f", name, v / u);
+          std::fprintf(stderr, "\n");
+        }
+        if (bound_by.empty() || t.total < least) {
+          least = t.total;
+          bound_by = std::string(placement_name(p)) + ": " + top;
+        }
+      }
+    }
     const double gain = r.best_family.valid ? (fam - got) / fam * 100 : 0;
     const double gap = (got - lb) / lb * 100;
     // The exact method on small cases: the best proven optimum over the placements (no pairs).
@@ -135,10 +161,10 @@ int main(int argc, char** argv) {
     never_slower += !r.best_family.valid || got <= fam;
     within2 += gap <= 2.0;
     std::printf(
-        "| %d | %s | %d | %d | %s | %s %.3f, %.3g | %.3f, %.3g (%s) | %.1f%% | %.3f | %.1f%% | %s | %s | %.1f%s |\n",
+        "| %d | %s | %d | %d | %s | %s %.3f, %.3g | %.3f, %.3g (%s) | %.1f%% | %.3f (%s) | %.1f%% | %s | %s | %.1f%s |\n",
         idx, c.prof.name.c_str(), c.pp, c.m, c.cap > 0 ? std::to_string(static_cast<int>(c.cap)).c_str() : "none",
         r.best_family.valid ? r.best_family.name.c_str() : "(none fits)", fam, r.best_family.peak_shares, got,
-        r.best.peak_shares, placement_name(placement_of(r.best.schedule)), gain, lb, gap, exact.c_str(),
+        r.best.peak_shares, placement_name(placement_of(r.best.schedule)), gain, lb, bound_by.c_str(), gap, exact.c_str(),
         exact_gap.c_str(), secs, r.time_limited ? " (limit)" : "");
     std::fflush(stdout);
     if (!dir.empty()) std::ofstream(dir + "/case" + std::to_string(idx) + ".csv") << schedule_to_csv(r.best.schedule);

@@ -120,7 +120,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
   auto f_ready = [&](int st) -> Time {
     const int m = next_f[st];
     if (m >= mbp) return kInf;
-    if (s.is_first_stage(st)) return 0;
+    if (s.is_first_stage(st)) return rule.inject_gap * std::max(0, m - rule.inject_free);
     const Time e = f_end[key(st - 1, m)];
     return e >= kInf ? kInf : e + hop(s, c, st - 1, st, true);
   };
@@ -377,6 +377,31 @@ SearchResult search_schedule(const SearchRequest& req) {
                 r.max_inflight = inflight;
                 trials.push_back({p, r});
               }
+    // Steady injection under a cap: gaps of 60-110% of the busiest rank's work per micro-batch
+    // of each pipe, after a burst of 0, 1, a quarter or a half of the cap's chunks.
+    if (req.memory_cap > 0) {
+      const Schedule& L = layouts[li];
+      std::vector<Time> per_mb(L.pp, 0);
+      for (int st = 0; st < L.num_stages(); ++st) {
+        const SliceCosts& sc = costs[li].slice[L.slice[st]];
+        per_mb[L.stage_rank[st]] += sc.f + sc.b;
+      }
+      const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
+      const int cap = cap_chunks(L, req.memory_cap);
+      for (int pct : {60, 75, 90, 100, 110})
+        for (int burst : {0, 1, cap / 4, cap / 2})
+          for (int bf = 0; bf < 2; ++bf)
+            for (int deep = 0; deep < 2; ++deep)
+              for (int reserve = 0; reserve < 2; ++reserve) {
+                ListRule r;
+                r.backward_first = bf;
+                r.deep_first = deep;
+                r.reserve_deeper = reserve == 0;
+                r.inject_gap = gap * pct / 100;
+                r.inject_free = burst;
+                trials.push_back({p, r});
+              }
+    }
     for (int k = 0; k < 48; ++k) {
       ListRule r;
       r.backward_first = k % 2 == 0;

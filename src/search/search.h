@@ -105,6 +105,12 @@ struct ListRule {
   // with shallow forwards that wait on each other (the deadlock of a V or two pipes at cap P/2).
   bool reserve_deeper = true;
   std::uint64_t noise_seed = 0;  // 0: deterministic ties; else random ties and rule flips
+  // Steady injection: a first stage's F of micro-batch m (per pipe) is ready no earlier than
+  // max(0, m - inject_free) * inject_gap (0: no spacing). Under a tight cap, greedy forwards
+  // fill the cap in a burst and the pipe runs in waves; spacing them by the busiest rank's work
+  // per micro-batch lets every op run as its input arrives (docs/SEARCH.md).
+  Time inject_gap = 0;
+  int inject_free = 0;
 };
 Schedule list_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, const ListRule& rule);
 

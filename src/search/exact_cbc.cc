@@ -66,10 +66,12 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
   for (int st = 0; st + 1 < S; ++st) H += hop(st, st + 1, true) + hop(st + 1, st, false);
   H += 1;
 
+  // The search's lower bound under the same cap (valid here: no pairs, no contention).
+  const Time lb = lower_bound(s, costs, cap_chunks > 0 ? static_cast<double>(cap_chunks) / s.chunks_per_rank : 0);
   CoinModel cm;
   for (int i = 0; i < n; ++i) cm.addColumn(0, nullptr, nullptr, 0.0, H, 0.0);
   const int C = n;
-  cm.addColumn(0, nullptr, nullptr, static_cast<double>(lower_bound(s, costs)) / scale, H, 1.0);
+  cm.addColumn(0, nullptr, nullptr, static_cast<double>(lb) / scale, H, 1.0);
   // y columns for pairs of one rank.
   std::vector<std::vector<int>> on_rank(s.pp);
   for (int i = 0; i < n; ++i) on_rank[ops[i].rank].push_back(i);
@@ -202,7 +204,7 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
           start[i] = st[i];
           cmax = std::max(cmax, st[i] + ops[i].d);
         }
-        start[C] = std::max(cmax, static_cast<double>(lower_bound(s, costs)) / scale);
+        start[C] = std::max(cmax, static_cast<double>(lb) / scale);
         for (const auto& list : on_rank)
           for (std::size_t a = 0; a < list.size(); ++a)
             for (std::size_t b = a + 1; b < list.size(); ++b)

@@ -95,55 +95,6 @@ double peak_shares(const Schedule& s, const SimResult& r) {
   return static_cast<double>(peak) / s.chunks_per_rank;
 }
 
-Time lower_bound(const Schedule& s, const SimCosts& c) {
-  const int S = s.stages_per_pipe;
-  const int mbp = s.mb_per_pipe();
-  Time max_saving = 0;
-  for (const SliceCosts& sc : c.slice) max_saving = std::max(max_saving, sc.pair_saving());
-  const bool pairs = s.num_pipes == 2 && max_saving > 0;
-  // Bound 1: rank r starts no earlier than the shortest forward chain to one of its stages, and
-  // then runs all its work (pairs saving at most max_saving each) on one stream.
-  Time lb = 0;
-  std::vector<Time> fill(s.pp, kInf), work(s.pp, 0);
-  std::vector<int> stages_on(s.pp, 0);
-  for (int pipe = 0; pipe < s.num_pipes; ++pipe) {
-    Time chain = 0;
-    for (int j = 0; j < S; ++j) {
-      const int st = pipe * S + j;
-      const int r = s.stage_rank[st];
-      const SliceCosts& sc = c.slice[s.slice[st]];
-      fill[r] = std::min(fill[r], chain);
-      work[r] += static_cast<Time>(mbp) * (sc.f + sc.b);
-      stages_on[r] += 1;
-      if (j + 1 < S) chain += sc.f + hop(s, c, st, st + 1, true);
-    }
-  }
-  for (int r = 0; r < s.pp; ++r) {
-    Time w = work[r];
-    // At most one pair per backward of the rank: its stages' micro-batches.
-    if (pairs) w -= static_cast<Time>(stages_on[r]) * mbp * max_saving;
-    lb = std::max(lb, fill[r] + std::max<Time>(w, 0));
-  }
-  // Bound 2: one micro-batch's chain, all forwards then all input-grads back, then the first
-  // stage's W. Pairs can shorten the chain's ops, so it is used only without pair savings.
-  if (!pairs) {
-    for (int pipe = 0; pipe < s.num_pipes; ++pipe) {
-      Time chain = 0;
-      for (int j = 0; j < S; ++j) {
-        const int st = pipe * S + j;
-        chain += c.slice[s.slice[st]].f + (j + 1 < S ? hop(s, c, st, st + 1, true) : 0);
-      }
-      for (int j = S - 1; j >= 0; --j) {
-        const int st = pipe * S + j;
-        chain += c.slice[s.slice[st]].input_grad() + (j > 0 ? hop(s, c, st, st - 1, false) : 0);
-      }
-      chain += c.slice[s.slice[pipe * S]].w;
-      lb = std::max(lb, chain);
-    }
-  }
-  return lb;
-}
-
 Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks, const ListRule& rule) {
   Schedule s = layout;
   const int S = s.num_stages();
@@ -169,7 +120,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
   auto f_ready = [&](int st) -> Time {
     const int m = next_f[st];
     if (m >= mbp) return kInf;
-    if (s.is_first_stage(st)) return 0;
+    if (s.is_first_stage(st)) return rule.inject_gap * std::max(0, m - rule.inject_free);
     const Time e = f_end[key(st - 1, m)];
     return e >= kInf ? kInf : e + hop(s, c, st - 1, st, true);
   };
@@ -404,7 +355,7 @@ SearchResult search_schedule(const SearchRequest& req) {
     if (p == Placement::bidirectional && req.microbatches % 2 != 0) continue;  // two pipes of M/2
     layouts.push_back(placement_layout(p, req.pp, req.microbatches));
     costs.push_back(req.costs(layouts.back()));
-    lb = std::min(lb, lower_bound(layouts.back(), costs.back()));
+    lb = std::min(lb, lower_bound(layouts.back(), costs.back(), req.memory_cap));
   }
   if (layouts.empty()) throw InputError("search: no placement fits (bidirectional needs an even M)");
   res.lower_bound = lb;
@@ -426,6 +377,31 @@ SearchResult search_schedule(const SearchRequest& req) {
                 r.max_inflight = inflight;
                 trials.push_back({p, r});
               }
+    // Steady injection under a cap: gaps of 60-110% of the busiest rank's work per micro-batch
+    // of each pipe, after a burst of 0, 1, a quarter or a half of the cap's chunks.
+    if (req.memory_cap > 0) {
+      const Schedule& L = layouts[li];
+      std::vector<Time> per_mb(L.pp, 0);
+      for (int st = 0; st < L.num_stages(); ++st) {
+        const SliceCosts& sc = costs[li].slice[L.slice[st]];
+        per_mb[L.stage_rank[st]] += sc.f + sc.b;
+      }
+      const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
+      const int cap = cap_chunks(L, req.memory_cap);
+      for (int pct : {60, 75, 90, 100, 110})
+        for (int burst : {0, 1, cap / 4, cap / 2})
+          for (int bf = 0; bf < 2; ++bf)
+            for (int deep = 0; deep < 2; ++deep)
+              for (int reserve = 0; reserve < 2; ++reserve) {
+                ListRule r;
+                r.backward_first = bf;
+                r.deep_first = deep;
+                r.reserve_deeper = reserve == 0;
+                r.inject_gap = gap * pct / 100;
+                r.inject_free = burst;
+                trials.push_back({p, r});
+              }
+    }
     for (int k = 0; k < 48; ++k) {
       ListRule r;
       r.backward_first = k % 2 == 0;

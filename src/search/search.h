@@ -69,9 +69,22 @@ struct SearchResult {
 // Throws InputError when no schedule of the placements fits the cap.
 SearchResult search_schedule(const SearchRequest& req);
 
-// The bound of docs/SEARCH.md for one placement: max over ranks of (fill + work), and one
-// micro-batch's dependency chain. Exposed for tests.
-Time lower_bound(const Schedule& layout, const SimCosts& costs);
+// The lower bound of docs/SEARCH.md for one layout (src/search/bound.cc): no schedule of the
+// layout whose peak activations stay within cap_shares (rank shares; 0 = no cap) runs faster in
+// the engine with these costs (without the overlap model, shared devices or per-rank speeds:
+// then it is an estimate). Each term is one argument, worked in docs/SEARCH.md; total is their
+// maximum. Exposed for tests.
+struct LowerBoundTerms {
+  Time chain = 0;        // one micro-batch's forwards, input grads back and first W
+  Time rank_work = 0;    // max over ranks: fill + all work (pairs saving their most)
+  Time pair_fill = 0;    // ... with pairs impossible before the rank's first backward
+  Time one_machine = 0;  // max over ranks: Jackson's preemptive bound with heads and tails
+  Time little = 0;       // cap: Little's law (each chunk held for its least round trip)
+  Time cap_fill = 0;     // cap: no free before the first round trip, so at most K F's
+  Time total = 0;
+};
+LowerBoundTerms lower_bound_terms(const Schedule& layout, const SimCosts& costs, double cap_shares = 0);
+Time lower_bound(const Schedule& layout, const SimCosts& costs, double cap_shares = 0);
 // An empty schedule (no actions) with the placement's layout.
 Schedule placement_layout(Placement p, int pp, int microbatches);
 // Peak activations of a simulated schedule in rank shares.
@@ -92,6 +105,12 @@ struct ListRule {
   // with shallow forwards that wait on each other (the deadlock of a V or two pipes at cap P/2).
   bool reserve_deeper = true;
   std::uint64_t noise_seed = 0;  // 0: deterministic ties; else random ties and rule flips
+  // Steady injection: a first stage's F of micro-batch m (per pipe) is ready no earlier than
+  // max(0, m - inject_free) * inject_gap (0: no spacing). Under a tight cap, greedy forwards
+  // fill the cap in a burst and the pipe runs in waves; spacing them by the busiest rank's work
+  // per micro-batch lets every op run as its input arrives (docs/SEARCH.md).
+  Time inject_gap = 0;
+  int inject_free = 0;
 };
 Schedule list_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, const ListRule& rule);
 

@@ -83,3 +83,26 @@ TEST_CASE("search: a cap no schedule meets is an input error", "[search]") {
   REQUIRE_THROWS_AS(search_schedule(req), InputError);
   REQUIRE_THROWS_AS(parse_placements("diagonal"), InputError);
 }
+
+TEST_CASE("list scheduler: steady injection spaces the first stage's forwards (hand-worked)", "[search]") {
+  // Linear P=2, M=3, F = I = W = 1, gap 10: one micro-batch's round trip (F, F, I, I, W0) takes
+  // 5 < 10, so the list scheduler finishes each micro-batch before the next may start: rank 0
+  // runs F I W per micro-batch. The engine runs the orders without the gap's idle: 3 x 5 = 15,
+  // with one activation per rank. Without spacing, rank 0 starts all three F's first.
+  const Schedule lin = placement_layout(Placement::linear, 2, 3);
+  const SimCosts c = unit_costs(lin, 1, 2, 1);
+  ListRule rule;
+  rule.inject_gap = 10 * kTicksPerUnit;
+  const Schedule s = list_schedule(lin, c, 0, rule);
+  REQUIRE_NOTHROW(validate_schedule(s));
+  for (int m = 0; m < 3; ++m) {
+    REQUIRE(s.ranks[0][3 * m] == Action::single({OpKind::F, 0, m}));
+    REQUIRE(s.ranks[0][3 * m + 1] == Action::single({OpKind::I, 0, m}));
+    REQUIRE(s.ranks[0][3 * m + 2] == Action::single({OpKind::W, 0, m}));
+  }
+  const SimResult r = simulate(s, c);
+  REQUIRE(r.makespan() == 15 * kTicksPerUnit);
+  REQUIRE(peak_shares(s, r) == 1);
+  const Schedule greedy = list_schedule(lin, c, 0, ListRule{});
+  REQUIRE(greedy.ranks[0][1] == Action::single({OpKind::F, 0, 1}));
+}

@@ -1,5 +1,6 @@
 #include "api/times.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 
@@ -63,6 +64,9 @@ UniformTimes parse_times(const std::string& spec, const std::string& flag) {
   if (t.w > t.b) throw InputError(fmt::format("{}: W is part of the full backward B, so W <= B is needed, got W > B", flag), {}, kExitUsage);
   if (t.f + t.b == 0) throw InputError(fmt::format("{}: F + B must be > 0", flag), {}, kExitUsage);
   if (!have_fb) t.fb = t.f + t.b;
+  if (t.fb < std::max(t.f, t.b))
+    throw InputError(fmt::format("{}: an F&B pair runs both ops, so FB >= max(F, B) is needed, got FB < max(F, B)", flag),
+                     {}, kExitUsage);
   return t;
 }
 

@@ -1,5 +1,7 @@
 #include "sim/costs.h"
 
+#include <algorithm>
+
 namespace ppsim {
 
 Time op_duration(const SliceCosts& c, OpKind kind) {
@@ -13,8 +15,11 @@ Time op_duration(const SliceCosts& c, OpKind kind) {
 }
 
 Time pair_duration(const SliceCosts& fa, const SliceCosts& bb, OpKind bwd_kind) {
-  const Time sum = fa.f + op_duration(bb, bwd_kind);
-  return sum - (fa.pair_saving() + bb.pair_saving()) / 2;
+  const Time alone = op_duration(bb, bwd_kind);
+  const Time sum = fa.f + alone;
+  // Overlapping never makes a pair shorter than its longer part (savings given with the full
+  // backward B can exceed what a pair with only the input-grad I has to save).
+  return std::max({sum - (fa.pair_saving() + bb.pair_saving()) / 2, fa.f, alone});
 }
 
 SimCosts uniform_costs(int slices, const SliceCosts& c, TimeScale scale) {

@@ -76,7 +76,7 @@ struct SimCosts {
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the
-// sum minus the mean of the two slices' pair savings.
+// sum minus the mean of the two slices' pair savings, and never less than the longer of the two.
 Time op_duration(const SliceCosts& c, OpKind kind);
 Time pair_duration(const SliceCosts& fa, const SliceCosts& bb, OpKind bwd_kind);
 

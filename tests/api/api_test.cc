@@ -10,6 +10,7 @@
 #include "catch.h"
 #include "core/error.h"
 #include "schedules/notation.h"
+#include "sim/costs.h"
 
 using namespace ppsim;
 
@@ -37,6 +38,19 @@ TEST_CASE("parse_times: units to ticks, FB defaults to F+B, errors name the flag
   CHECK(api::parse_times("F=1,B=2,F&B=2.5", "--times").fb == 5 * U / 2);
   CHECK(error_of([] { api::parse_times("F=1,B=2,W=3", "--chunk-times"); }) ==
         std::pair<int, std::string>{kExitUsage, "--chunk-times: W is part of the full backward B, so W <= B is needed, got W > B"});
+  // A pair runs both ops: it cannot take less than the longer one.
+  CHECK(error_of([] { api::parse_times("F=1,B=2,FB=1.5", "--times"); }) ==
+        std::pair<int, std::string>{kExitUsage,
+                                    "--times: an F&B pair runs both ops, so FB >= max(F, B) is needed, got FB < max(F, B)"});
+  // The engine's pair of an F with an input-grad I: F + I - saving, where the saving (F + B - FB
+  // = 1 here) can exceed what the I leaves: F=1, B=2, W=1.8, FB=2: 1 + 0.2 - 1 = 0.2 < F, so F.
+  SliceCosts c;
+  c.f = 10;
+  c.b = 20;
+  c.w = 18;
+  c.fb = 20;
+  CHECK(pair_duration(c, c, OpKind::I) == 10);
+  CHECK(pair_duration(c, c, OpKind::B) == 20);  // 10 + 20 - 10
   CHECK(error_of([] { api::parse_times("F=1,BB=2", "--times"); }).second ==
         "--times: unknown time 'BB' (keys: F, B, W, FB), did you mean 'B'?");
   CHECK(error_of([] { api::units_to_ticks(-1, "--p2p-latency"); }).first == kExitUsage);

@@ -12,17 +12,15 @@
 
 namespace ppsim {
 
-namespace {
-
-constexpr Time kBig = std::numeric_limits<Time>::max() / 4;
-
-// Least time for a value to cross from stage a to stage b: latency + occupancy (link contention
-// only delays a transfer).
 Time hop_time(const Schedule& s, const SimCosts& c, int from, int to, bool forward) {
   if (s.stage_rank[from] == s.stage_rank[to]) return 0;
   const SliceCosts& sc = c.slice[s.slice[from]];
   return c.link.latency + c.link.occupancy(forward ? sc.act_bytes : sc.grad_bytes);
 }
+
+namespace {
+
+constexpr Time kBig = std::numeric_limits<Time>::max() / 4;
 
 // One op of a rank in the one-machine relaxation: released at `head`, runs `dur` (preemptible),
 // and after it ends at least `tail` must pass before the makespan.

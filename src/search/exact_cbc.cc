@@ -57,9 +57,7 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
             {Op{k, st, m}, s.stage_rank[st], static_cast<double>(op_duration(costs.slice[s.slice[st]], k)) / scale});
   const int n = static_cast<int>(ops.size());
   auto hop = [&](int from, int to, bool fwd) -> double {
-    if (s.stage_rank[from] == s.stage_rank[to]) return 0;
-    const SliceCosts& sc = costs.slice[s.slice[from]];
-    return static_cast<double>(costs.link.latency + costs.link.occupancy(fwd ? sc.act_bytes : sc.grad_bytes)) / scale;
+    return static_cast<double>(hop_time(s, costs, from, to, fwd)) / scale;
   };
   double H = 0;
   for (const OpRef& o : ops) H += o.d;

@@ -24,12 +24,7 @@ namespace {
 
 constexpr Time kInf = std::numeric_limits<Time>::max() / 4;
 
-// Time for a value to cross from stage a to stage b (0 on one rank), without link contention.
-Time hop(const Schedule& s, const SimCosts& c, int from, int to, bool forward) {
-  if (s.stage_rank[from] == s.stage_rank[to]) return 0;
-  const SliceCosts& sc = c.slice[s.slice[from]];
-  return c.link.latency + c.link.occupancy(forward ? sc.act_bytes : sc.grad_bytes);
-}
+Time hop(const Schedule& s, const SimCosts& c, int from, int to, bool forward) { return hop_time(s, c, from, to, forward); }
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t x = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));

@@ -83,6 +83,9 @@ struct LowerBoundTerms {
   Time cap_fill = 0;     // cap: no free before the first round trip, so at most K F's
   Time total = 0;
 };
+// Least time for a value to cross from stage `from` to stage `to` (0 within a rank): latency +
+// occupancy; link contention only delays a transfer.
+Time hop_time(const Schedule& layout, const SimCosts& costs, int from, int to, bool forward);
 LowerBoundTerms lower_bound_terms(const Schedule& layout, const SimCosts& costs, double cap_shares = 0);
 Time lower_bound(const Schedule& layout, const SimCosts& costs, double cap_shares = 0);
 // An empty schedule (no actions) with the placement's layout.

@@ -157,7 +157,24 @@ Runner setup_profile(CLI::App& sub) {
     require_gpu("profile");
     const ModelConfigData& c = *cfg.data;
     if (a->reps < 1 || a->warmup < 0) throw InputError("--reps must be >= 1 and --warmup >= 0", {}, kExitUsage);
-    const gpu::ProfileResult r = gpu::profile_chunk(chunk_shape(c, 1, true), a->warmup, a->reps, a->device);
+    // Expert parallelism: dispatch and combine timed as our all-to-all among min(ep, GPUs, 8) EP
+    // shards, one per GPU (a shard's compute then runs on a whole GPU, as in training); with one
+    // GPU they stay local permutes, and the profile says so.
+    gpu::ChunkShape shape = chunk_shape(c, 1, true);
+    int ep_used = c.model.moe.enabled() && c.parallel.ep > 1 ? std::min({c.parallel.ep, gpu::device_count(), 8}) : 1;
+    while (ep_used > 1 && c.model.moe.experts % ep_used != 0) --ep_used;  // ChunkShape: ep in 1..8, divides experts
+    if (ep_used > 1) {
+      shape.ep = ep_used;
+      shape.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+    }
+    const gpu::ProfileResult r = gpu::profile_chunk(shape, a->warmup, a->reps, a->device);
+    std::string a2a_note;
+    if (ep_used > 1)
+      a2a_note = fmt::format("# dispatch/combine: our all-to-all among {} EP shards (config ep {}), one per GPU, on {} SMs\n",
+                             ep_used, c.parallel.ep, shape.comm_sms);
+    else if (c.model.moe.enabled() && c.parallel.ep > 1)
+      a2a_note = fmt::format("# dispatch/combine: local permutes (config ep {}; an all-to-all needs 2 or more GPUs, {} visible)\n",
+                             c.parallel.ep, gpu::device_count());
     std::string y = fmt::format(
         "# ppsim cost profile: one transformer layer, one micro-batch, medians of {} runs\n"
         "version: {}\ndevice: \"{}\"\nsource: \"ppsim profile {}\"\nper_layer: true\n"
@@ -168,6 +185,7 @@ Runner setup_profile(CLI::App& sub) {
       y += fmt::format("dense_op_ms: {{F: {:.6f}, B: {:.6f}, W: {:.6f}}}\n", d.f_ms, d.b_ms, d.w_ms);
     }
     y += fmt::format("# input-grad only (I): {:.6f} ms; attention backend: {}\n", r.input_grad_ms, r.attention_backend);
+    y += a2a_note;
     // Version 2: the sub-op times the overlap model runs on (one layer; src/cost/profile.h).
     if (!r.sub_ops_ms.empty()) {
       auto sub = [&r](const char* k) {
@@ -297,7 +315,7 @@ Runner setup_validate(CLI::App& sub) {
     // Expert parallelism (MoE, parallel.ep > 1, one process): the replay runs every pipeline rank
     // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
     // (r * ep + e) % GPUs; the prediction simulates shard 0's pipeline, its ranks on their GPUs.
-    // Experimental (--ep-replay): on one H100 the shards' all-to-all waits deadlocked (docs/VALIDATION.md).
+    // Opt-in (--ep-replay); its deadlocks of sessions 5-7 ended with EpGroupSync (docs/VALIDATION.md).
     const int ep_r = a->ep_replay && c.model.moe.enabled() && c.parallel.ep > 1 && !multi ? c.parallel.ep : 1;
     const int slots_total = pp * ep_r;
     // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
@@ -370,7 +388,16 @@ Runner setup_validate(CLI::App& sub) {
       const int layers = c.model.layers / slices;
       const gpu::ChunkShape shape = chunk_shape(c, layers, true);
       auto it = profiles.find(layers);
-      if (it == profiles.end()) it = profiles.emplace(layers, gpu::profile_chunk(shape, 3, a->reps, my_device, split)).first;
+      if (it == profiles.end()) {
+        // With EP shards, profiled as they replay: stage 0's shards on partitions 0..ep-1 (or their
+        // GPUs), exchanging tokens by our all-to-all, so that the op costs carry its time.
+        gpu::ChunkShape prof_shape = shape;
+        if (ep_r > 1) {
+          prof_shape.ep = ep_r;
+          prof_shape.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+        }
+        it = profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, a->reps, my_device, split)).first;
+      }
       const gpu::ProfileResult& prof = it->second;
       SimCosts costs = api::profiled_costs(cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
       if (ndev < slots_total) {
@@ -461,8 +488,8 @@ Runner setup_validate(CLI::App& sub) {
           ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e, static_cast<double>(shard_ends[e]) / 1e6);
         text += fmt::format("  expert parallelism: {} shards of every stage, all-to-all on {} SMs (ours); the table is "
                             "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
-                            "profiled with local permutes (no all-to-all in them)\n",
-                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends);
+                            "profiled on stage 0's {} shards exchanging tokens the same way\n",
+                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends, ep_r);
       }
       // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
       // holds no embedding or head and runs no optimizer step: those parts are left out of both).

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
+#include "cuda_validate/peer.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -149,19 +152,16 @@ struct ProfileStreams {
   }
 };
 
-ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
-  check_profile_request(shape, warmup, reps);
-  PPSIM_CUDA_CHECK(cudaSetDevice(device));
-  ProfileResult r;
-  r.gpu = device_name(device);
-  r.shape = shape;
-  r.warmup = warmup;
-  r.reps = reps;
+namespace {
 
-  Chunk chunk(shape, 7);
+// What one chunk's profile times, on streams `a` and `b` of its rank, each region timed by
+// `timed(fn, stream)` (ms). Shared by the one-chunk profile and the EP one, whose shards run it
+// in lockstep.
+using Timer = std::function<double(const std::function<void()>&, cudaStream_t)>;
+
+void profile_body(Chunk& chunk, const ChunkShape& shape, cudaStream_t a, cudaStream_t b, const Timer& timed,
+                  ProfileResult& r) {
   r.attention_backend = chunk.attention_backend();
-  ProfileStreams streams(device, sm_groups, 0, 0);  // a pair's two chunks share one rank's SMs
-  const cudaStream_t a = streams.s1->get(), b = streams.s2->get();
   for (int mb : {0, 1}) {
     chunk.fill_input(mb, 100 + static_cast<std::uint64_t>(mb), a);
     chunk.fill_grad_output(mb, 200 + static_cast<std::uint64_t>(mb), a);
@@ -177,15 +177,15 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
     r.dropped_token_fraction = static_cast<double>(chunk.dropped_assignments(0)) / assignments;
   }
 
-  r.f_ms = time_ms([&] { chunk.forward(0, a); }, a, warmup, reps);
-  r.input_grad_ms = time_ms([&] { chunk.backward_input(0, a); }, a, warmup, reps);
-  r.w_ms = time_ms([&] { chunk.backward_weight(0, a); }, a, warmup, reps);
-  r.b_ms = time_ms([&] { chunk.backward(0, a); }, a, warmup, reps);  // fused, as the replay runs a B
+  r.f_ms = timed([&] { chunk.forward(0, a); }, a);
+  r.input_grad_ms = timed([&] { chunk.backward_input(0, a); }, a);
+  r.w_ms = timed([&] { chunk.backward_weight(0, a); }, a);
+  r.b_ms = timed([&] { chunk.backward(0, a); }, a);  // fused, as the replay runs a B
 
   // FB: F(1) on stream a, B(0) on stream b, interleaved by layer; timed on a after joining b.
   Event fork(false), join(false);
   const int L = shape.layers;
-  r.fb_ms = time_ms(
+  r.fb_ms = timed(
       [&] {
         fork.record(a);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
@@ -206,26 +206,180 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
         join.record(b);
         PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
       },
-      a, warmup, reps);
+      a);
 
   auto all_layers = [&](void (Chunk::*op)(int, int, cudaStream_t), bool reverse) {
     return [&chunk, op, reverse, L, a] {
       for (int i = 0; i < L; ++i) (chunk.*op)(0, reverse ? L - 1 - i : i, a);
     };
   };
-  r.sub_ops_ms["attn_fwd"] = time_ms(all_layers(&Chunk::attn_forward, false), a, warmup, reps);
-  r.sub_ops_ms["mlp_fwd"] = time_ms(all_layers(&Chunk::mlp_forward, false), a, warmup, reps);
-  r.sub_ops_ms["mlp_bwd"] = time_ms(all_layers(&Chunk::mlp_backward_input, true), a, warmup, reps);
-  r.sub_ops_ms["attn_bwd"] = time_ms(all_layers(&Chunk::attn_backward_input, true), a, warmup, reps);
-  r.sub_ops_ms["attn_w"] = time_ms(all_layers(&Chunk::attn_backward_weight, false), a, warmup, reps);
-  r.sub_ops_ms["mlp_w"] = time_ms(all_layers(&Chunk::mlp_backward_weight, false), a, warmup, reps);
+  r.sub_ops_ms["attn_fwd"] = timed(all_layers(&Chunk::attn_forward, false), a);
+  r.sub_ops_ms["mlp_fwd"] = timed(all_layers(&Chunk::mlp_forward, false), a);
+  r.sub_ops_ms["mlp_bwd"] = timed(all_layers(&Chunk::mlp_backward_input, true), a);
+  r.sub_ops_ms["attn_bwd"] = timed(all_layers(&Chunk::attn_backward_input, true), a);
+  r.sub_ops_ms["attn_w"] = timed(all_layers(&Chunk::attn_backward_weight, false), a);
+  r.sub_ops_ms["mlp_w"] = timed(all_layers(&Chunk::mlp_backward_weight, false), a);
   if (shape.is_moe()) {
-    r.sub_ops_ms["dispatch_fwd"] = time_ms(all_layers(&Chunk::dispatch_forward, false), a, warmup, reps);
-    r.sub_ops_ms["combine_fwd"] = time_ms(all_layers(&Chunk::combine_forward, false), a, warmup, reps);
-    r.sub_ops_ms["combine_bwd"] = time_ms(all_layers(&Chunk::combine_backward, true), a, warmup, reps);
-    r.sub_ops_ms["dispatch_bwd"] = time_ms(all_layers(&Chunk::dispatch_backward, true), a, warmup, reps);
+    r.sub_ops_ms["dispatch_fwd"] = timed(all_layers(&Chunk::dispatch_forward, false), a);
+    r.sub_ops_ms["combine_fwd"] = timed(all_layers(&Chunk::combine_forward, false), a);
+    r.sub_ops_ms["combine_bwd"] = timed(all_layers(&Chunk::combine_backward, true), a);
+    r.sub_ops_ms["dispatch_bwd"] = timed(all_layers(&Chunk::dispatch_backward, true), a);
   }
-  PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(a));
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(b));
+}
+
+// A host barrier that can be called off: when one EP shard's thread fails, the others must not
+// wait for it forever (std::barrier cannot be aborted).
+class HostBarrier {
+ public:
+  explicit HostBarrier(int n) : n_(n) {}
+  void wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (aborted_) throw_gpu_failure("profile: another EP shard's thread failed", "");
+    const unsigned long long gen = gen_;
+    if (++count_ == n_) {
+      count_ = 0;
+      ++gen_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return gen_ != gen || aborted_; });
+    if (gen_ == gen) throw_gpu_failure("profile: another EP shard's thread failed", "");
+  }
+  void abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_;
+  int count_ = 0;
+  unsigned long long gen_ = 0;
+  bool aborted_ = false;
+};
+
+// Expert parallelism: the EP group's shards of the chunk (shape.ep of them) exchange tokens by
+// our all-to-all, each shard driven by its own thread as the replay drives them, every timed
+// region run by all shards at once. time_ms's hold can make one shard repeat a run; here a run is
+// repeated by every shard or by none, so that their exchanges stay paired. Shard e runs on GPU
+// (device + e) % GPUs when there are shape.ep GPUs, else on `device`, on SM partition e of
+// `sm_groups` (>= shape.ep), or on plain streams. The result is shard 0's.
+ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
+  const int E = shape.ep;
+  const int ndev = device_count();
+  std::vector<int> dev(static_cast<std::size_t>(E));
+  for (int e = 0; e < E; ++e) dev[static_cast<std::size_t>(e)] = ndev >= E ? (device + e) % ndev : device;
+  const bool one_gpu = ndev < E;
+  for (int x = 0; x < E; ++x)
+    for (int y = 0; y < E; ++y)
+      if (!enable_peer_access(dev[static_cast<std::size_t>(x)], dev[static_cast<std::size_t>(y)]))
+        throw InputError(fmt::format("profile: expert parallelism needs peer access between GPUs {} and {}",
+                                     dev[static_cast<std::size_t>(x)], dev[static_cast<std::size_t>(y)]),
+                         {}, kExitGpu);
+  std::unique_ptr<SmPartitions> parts;
+  if (one_gpu && sm_groups >= E) parts = std::make_unique<SmPartitions>(device, sm_groups);
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  std::vector<std::unique_ptr<Stream>> s1, s2;
+  for (int e = 0; e < E; ++e) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(dev[static_cast<std::size_t>(e)]));
+    ChunkShape sh = shape;
+    sh.ep_rank = e;
+    chunks.push_back(std::make_unique<Chunk>(sh, 7));
+    if (parts) {
+      s1.push_back(Stream::adopt(parts->create_stream(e, 0)));
+      s2.push_back(Stream::adopt(parts->create_stream(e, 0)));
+    } else {
+      s1.push_back(std::make_unique<Stream>());
+      s2.push_back(std::make_unique<Stream>());
+    }
+  }
+  std::vector<Chunk*> group;
+  for (auto& c : chunks) group.push_back(c.get());
+  const std::shared_ptr<EpGroupSync> sync = Chunk::connect_ep_group(group, /*host_handshake=*/true);
+
+  HostBarrier bar(E);
+  std::vector<char> again(static_cast<std::size_t>(E), 0);
+  std::vector<ProfileResult> results(static_cast<std::size_t>(E));
+  std::mutex error_mu;
+  std::exception_ptr first_error;  // the failure itself, not another shard's "aborted"
+  auto shard = [&](int e) {
+    try {
+      PPSIM_CUDA_CHECK(cudaSetDevice(dev[static_cast<std::size_t>(e)]));
+      const Timer timed = [&, e](const std::function<void()>& fn, cudaStream_t s) {
+        Event start, end;
+        Hold hold;
+        std::vector<float> ms;
+        for (int i = 0; i < warmup + reps;) {
+          bar.wait();
+          const auto t0 = std::chrono::steady_clock::now();
+          hold_stream(s, hold.us());
+          start.record(s);
+          fn();
+          end.record(s);
+          const double host_us =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+          PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+          again[static_cast<std::size_t>(e)] = hold.outlasted(host_us) ? 1 : 0;
+          bar.wait();
+          const bool repeat = std::find(again.begin(), again.end(), 1) != again.end();
+          bar.wait();  // every shard has read `again` before the next run writes it
+          if (repeat) continue;
+          if (i >= warmup) ms.push_back(end.ms_since(start));
+          ++i;
+        }
+        return median(std::move(ms));
+      };
+      Chunk& c = *chunks[static_cast<std::size_t>(e)];
+      profile_body(c, c.shape(), s1[static_cast<std::size_t>(e)]->get(), s2[static_cast<std::size_t>(e)]->get(), timed,
+                   results[static_cast<std::size_t>(e)]);
+      if (const unsigned st = c.ep_status(); st != 0)
+        throw_gpu_failure(fmt::format("profile: EP shard {}'s all-to-all wait for EP rank {} gave up", e, st - 1000),
+                          "");
+    } catch (...) {
+      {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!first_error) first_error = std::current_exception();
+      }
+      bar.abort();
+      sync->abort();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int e = 1; e < E; ++e) threads.emplace_back(shard, e);
+  shard(0);
+  for (auto& t : threads) t.join();
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  if (first_error) std::rethrow_exception(first_error);
+  s1.clear();
+  s2.clear();  // before the partitions they run on
+  return results[0];
+}
+
+}  // namespace
+
+ProfileResult profile_chunk(const ChunkShape& requested, int warmup, int reps, int device, int sm_groups) {
+  ChunkShape shape = requested;
+  if (shape.ep > 1) shape.ep_microbatches = std::max(2, shape.ep_microbatches);  // micro-batches 0 and 1
+  check_profile_request(shape, warmup, reps);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  ProfileResult r;
+  if (shape.ep > 1) {
+    r = profile_chunk_ep(shape, warmup, reps, device, sm_groups);
+  } else {
+    Chunk chunk(shape, 7);
+    ProfileStreams streams(device, sm_groups, 0, 0);  // a pair's two chunks share one rank's SMs
+    profile_body(chunk, shape, streams.s1->get(), streams.s2->get(),
+                 [&](const std::function<void()>& fn, cudaStream_t s) { return time_ms(fn, s, warmup, reps); }, r);
+    PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  r.gpu = device_name(device);
+  r.shape = shape;
+  r.warmup = warmup;
+  r.reps = reps;
   return r;
 }
 

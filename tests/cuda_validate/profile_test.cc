@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/error.h"
 #include "gpu_test_util.h"
 
 using namespace ppsim::gpu;
@@ -41,4 +42,43 @@ TEST_CASE("profile_chunk times F, B, W, FB and sub-ops and writes the cost-profi
     CHECK(y["sub_ops_ms"]["mlp_w"].as<double>() > 0);
     if (experts) CHECK(y["sub_ops_ms"]["dispatch_bwd"].as<double>() > 0);
   }
+}
+
+// Expert parallelism: two EP shards of the chunk, each driven by its own thread, exchange tokens
+// by our all-to-all in every timed region (a run repeated by one shard is repeated by both, or
+// their exchanges would no longer pair up and a wait would give up). Each sub-op is a part of the
+// forward, so the forward's time is their sum, up to the launches and holds between them.
+TEST_CASE("profile_chunk with ep 2: the shards time their ops in lockstep through the all-to-all",
+          "[gpu][profile][ep]") {
+  PPSIM_REQUIRE_GPU();
+  ChunkShape s;
+  s.hidden = 256;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 64;
+  s.seq_len = 128;
+  s.micro_batch = 2;
+  s.layers = 2;
+  s.experts = 8;
+  s.top_k = 2;
+  s.expert_ffn_hidden = 128;
+  s.ep = 2;
+  s.comm_sms = 4;
+  for (int groups : {0, 2}) {
+    INFO("SM partitions " << groups);
+    const ProfileResult r = profile_chunk(s, 1, 3, 0, groups);
+    for (double v : {r.f_ms, r.input_grad_ms, r.w_ms, r.b_ms, r.fb_ms}) {
+      CHECK(std::isfinite(v));
+      CHECK(v > 0);
+    }
+    REQUIRE(r.sub_ops_ms.size() == 10u);
+    const double parts = r.sub_ops_ms.at("attn_fwd") + r.sub_ops_ms.at("dispatch_fwd") + r.sub_ops_ms.at("mlp_fwd") +
+                         r.sub_ops_ms.at("combine_fwd");
+    CHECK(r.f_ms > 0.75 * parts);
+    CHECK(r.f_ms < 1.33 * parts);
+    CHECK(r.shape.ep == 2);
+  }
+  s.experts = 6;
+  s.ep = 4;  // does not divide the experts: refused before anything runs
+  CHECK_THROWS_AS(profile_chunk(s, 1, 3), ppsim::InputError);
 }

@@ -793,6 +793,11 @@ unsigned Chunk::ep_status() const {
   return ep_stats_.to_host().at(0).status;
 }
 
+unsigned long long Chunk::ep_wait_ns() const {
+  if (!ep()) return 0;
+  return ep_stats_.to_host().at(0).wait_ns;
+}
+
 void Chunk::reset_ep_status(cudaStream_t s) {
   if (ep()) ep_stats_.zero(s);
 }

@@ -151,6 +151,9 @@ class Chunk {
   // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
   // (A2aCall::timeout_ns): the outputs since are not valid. Synchronises with the device.
   unsigned ep_status() const;
+  // Since the last reset_ep_status: how long this chunk's exchange ends waited for their peers'
+  // rows (block 0 of each, GPU clock), in ns. Synchronises with the device.
+  unsigned long long ep_wait_ns() const;
   // Clears the status (in stream order on `s`): what ep_status() says after is about what follows.
   void reset_ep_status(cudaStream_t s);
   // How long an exchange's wait spins before it gives up (0: A2aCall's default, 20 s). The replay

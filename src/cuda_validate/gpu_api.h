@@ -202,6 +202,9 @@ struct ReplayConfig {
   // Expert parallelism (stage_shapes[0].ep > 1): when set, each EP shard's makespan (shard 0's
   // is the returned Timeline's; measured from each shard's own GPU clock).
   std::vector<Time>* shard_makespans = nullptr;
+  // Expert parallelism: when set, per rank of shard 0, how long its all-to-all ends waited for
+  // their peers' rows in the measured iteration (ns; block 0 of each end, on the GPU's clock).
+  std::vector<Time>* ep_waits = nullptr;
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

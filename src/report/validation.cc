@@ -7,7 +7,7 @@
 
 namespace ppsim {
 
-TimelineStats timeline_stats(const Timeline& t, const std::vector<Time>& exposed_comm) {
+TimelineStats timeline_stats(const Timeline& t, const std::vector<Time>& exposed_comm, bool exposed_inside_ops) {
   TimelineStats s;
   s.makespan = t.end - t.start;
   s.compute.assign(static_cast<std::size_t>(t.pp), 0);
@@ -23,6 +23,9 @@ TimelineStats timeline_stats(const Timeline& t, const std::vector<Time>& exposed
     ++s.count[kind];
   }
   for (const auto& [k, v] : sum) s.mean_duration[k] = v / s.count[k];
+  if (exposed_inside_ops)
+    for (std::size_t r = 0; r < s.compute.size(); ++r)
+      s.compute[r] -= std::min(s.compute[r], s.exposed_comm[r]);
   for (int r = 0; r < t.pp; ++r)
     s.bubble.push_back(s.makespan - s.compute[static_cast<std::size_t>(r)] - s.exposed_comm[static_cast<std::size_t>(r)]);
   return s;

@@ -20,7 +20,10 @@ struct TimelineStats {
   std::map<std::string, int> count;
 };
 
-TimelineStats timeline_stats(const Timeline& t, const std::vector<Time>& exposed_comm = {});
+// `exposed_inside_ops`: the exposed communication was spent inside the timeline's op intervals
+// (the replay's all-to-all waits), so it is taken out of their compute time.
+TimelineStats timeline_stats(const Timeline& t, const std::vector<Time>& exposed_comm = {},
+                             bool exposed_inside_ops = false);
 
 struct ValidationRow {
   std::string what;      // "makespan", "bubble rank 0", "F mean", ...

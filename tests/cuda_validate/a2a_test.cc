@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "cuda_validate/ops/gemm.h"
+#include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/ops/moe.h"
 #include "cuda_validate/ops/norm_act.h"
 #include "ep/ep_plan.h"
@@ -420,4 +421,49 @@ TEST_CASE("a2a through NCCL (the comparison path) across two GPUs matches the pl
   for (Routing kind : {Routing::random, Routing::skewed, Routing::local_only})
     run_case(kind, {0, 1}, 20, A2aBackend::nccl);
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
+}
+
+// The wait each end records (A2aStats::wait_ns, the replay's measured exposed communication):
+// rank 1's begin is held back by `hold` on its stream, so rank 0's end, enqueued right after
+// rank 0's own begin, spins at least about that long; rank 1's end finds rank 0's rows already
+// there and spins far less. Both ends complete (status 0).
+TEST_CASE("a2a: an end records how long it waited for a late peer", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  const ep::EpGeometry g{kEp, kE, kK, kT, kC, kHidden};
+  const double hold_us = 2000;
+  std::vector<std::unique_ptr<A2aBufferSet>> bufs;
+  for (int r = 0; r < kEp; ++r) bufs.push_back(std::make_unique<A2aBufferSet>(g));
+  A2aPeerBuffers to;
+  for (int r = 0; r < kEp; ++r) to.rank[r] = bufs[static_cast<std::size_t>(r)]->view();
+  DeviceBuffer<bf16> src(static_cast<std::size_t>(kT) * kHidden);
+  src.zero();
+  const std::vector<int> slots(static_cast<std::size_t>(g.rows()), -1);  // every row empty: flags only
+  DeviceBuffer<int> slot_token = upload(slots), counts = upload(std::vector<int>(kE, 0));
+  DeviceBuffer<A2aStats> stats(2);
+  stats.zero();
+  gpu::Stream s0, s1;
+  auto call = [&](int r) {
+    A2aCall c;
+    c.g = g;
+    c.rank = r;
+    c.comm_sms = 4;
+    c.epoch = 1;
+    c.timeout_ns = 10'000'000'000ull;
+    c.stats = stats.get() + r;
+    return c;
+  };
+  PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  hold_stream(s1.get(), hold_us);
+  a2a_dispatch_begin(call(0), to, src.get(), true, slot_token.get(), counts.get(), nullptr, s0.get());
+  a2a_dispatch_end(call(0), to.rank[0], s0.get());
+  a2a_dispatch_begin(call(1), to, src.get(), true, slot_token.get(), counts.get(), nullptr, s1.get());
+  a2a_dispatch_end(call(1), to.rank[1], s1.get());
+  PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<A2aStats> st = stats.to_host();
+  INFO("rank 0 waited " << st[0].wait_ns << " ns, rank 1 " << st[1].wait_ns << " ns; rank 1 held " << hold_us << " us");
+  CHECK(st[0].status == 0u);
+  CHECK(st[1].status == 0u);
+  CHECK(st[0].wait_ns > static_cast<unsigned long long>(0.5 * hold_us * 1e3));
+  CHECK(st[0].wait_ns < static_cast<unsigned long long>(3 * hold_us * 1e3));
+  CHECK(st[1].wait_ns < st[0].wait_ns / 4);
 }

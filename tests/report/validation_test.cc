@@ -1,4 +1,6 @@
 // Predicted-vs-measured statistics on timelines built by hand.
+#include <tuple>
+
 #include "catch.h"
 #include "report/validation.h"
 
@@ -40,4 +42,31 @@ TEST_CASE("timeline statistics and the comparison's errors", "[report][validatio
   REQUIRE(std::abs(rows.front().error + 1.0 / 11.0) < 1e-12);
   const std::string table = render_validation_table("1f1b", rows, 0.05);
   REQUIRE(table.find("OUTSIDE target") != std::string::npos);
+}
+
+TEST_CASE("exposed communication given by the producer: beside the ops, or inside them", "[report][validation]") {
+  // One rank: F [0, 2 ms], B [3 ms, 7 ms], makespan 8 ms; 1.5 ms of exposed communication.
+  Timeline t;
+  t.pp = 1;
+  t.start = 0;
+  t.end = 8'000'000;
+  for (auto [k, a, b] : {std::tuple{OpKind::F, Time{0}, Time{2'000'000}}, std::tuple{OpKind::B, Time{3'000'000}, Time{7'000'000}}}) {
+    Interval i;
+    i.rank = 0;
+    i.start = a;
+    i.end = b;
+    i.action = Action::single(Op{k, 0, 0});
+    t.intervals.push_back(i);
+  }
+  // The simulator's: the communication runs beside the 6 ms of ops, in the 2 ms they leave idle.
+  const TimelineStats beside = timeline_stats(t, {1'500'000});
+  REQUIRE(beside.compute == std::vector<Time>{6'000'000});
+  REQUIRE(beside.bubble == std::vector<Time>{500'000});  // 8 - 6 - 1.5
+  // The replay's all-to-all waits: spent inside the op intervals, so 4.5 ms of compute, and the
+  // idle time between and after the ops (2 ms) stays the bubble.
+  const TimelineStats inside = timeline_stats(t, {1'500'000}, true);
+  REQUIRE(inside.compute == std::vector<Time>{4'500'000});
+  REQUIRE(inside.exposed_comm == std::vector<Time>{1'500'000});
+  REQUIRE(inside.bubble == std::vector<Time>{2'000'000});
+  REQUIRE(inside.mean_duration.at("B") == 4'000'000);  // op means are the intervals'
 }

@@ -44,6 +44,7 @@ struct A2aStatsDev {
   unsigned int blocks;  // blocks that ran (each adds one)
   unsigned int status;  // 0, or 1000 + the source rank a wait timed out on (first one sticks)
   int smid[kA2aMaxBlocksDev];
+  unsigned long long wait_ns;  // summed over calls: how long block 0 of each end spun for peers' flags
 };
 
 #if defined(PPSIM_A2A_PLAIN)
@@ -155,6 +156,9 @@ __device__ __forceinline__ bool wait_all(const unsigned long long* flags, int ep
     }
   }
   __syncthreads();
+  // The time this end waited for its peers (block 0; every block waits for every flag): the
+  // replay's measured exposed communication (one globaltimer read and one atomic per call).
+  if (stats != nullptr && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(&stats->wait_ns, global_timer_ns() - start);
   return failed == 0;
 }
 

@@ -74,6 +74,7 @@ struct A2aStats {
   unsigned int blocks = 0;
   unsigned int status = 0;  // 0 ok; 1000 + r: a wait for rank r's flags timed out
   int smid[kA2aMaxBlocks] = {};
+  unsigned long long wait_ns = 0;  // summed over calls: how long block 0 of each end spun for peers' flags
 };
 
 struct A2aCall {

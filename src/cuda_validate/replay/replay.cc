@@ -63,6 +63,7 @@ struct ActionTiming {
 struct RankResult {
   cudaEvent_t epoch = nullptr;
   unsigned ep_status = 0;  // EP: 0, or 1000 + the shard a wait of this run gave up on
+  Time ep_wait = 0;        // EP: ns this rank's all-to-all ends waited for peers in this run
   std::vector<ActionTiming> actions;
   ReplayHostStats host;
 };
@@ -216,7 +217,11 @@ class RankRunner {
     }
     wait_done();
     result_.ep_status = 0;
-    for (auto& [stage, c] : chunks_) result_.ep_status = std::max(result_.ep_status, c->ep_status());
+    result_.ep_wait = 0;
+    for (auto& [stage, c] : chunks_) {
+      result_.ep_status = std::max(result_.ep_status, c->ep_status());
+      result_.ep_wait += static_cast<Time>(c->ep_wait_ns());
+    }
   }
 
   void watch(Watchdog* w, int slot) {
@@ -774,8 +779,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
                                     "measured run, so its times are not valid",
                                     slots[static_cast<std::size_t>(i)].rank, slots[static_cast<std::size_t>(i)].shard,
                                     st - 1000),
-                        "the EP replay is experimental: its shards' waits can deadlock (docs/VALIDATION.md, "
-                        "session 5)");
+                        "a peer's thread or GPU fell behind by more than the wait's timeout (docs/VALIDATION.md, "
+                        "EP replay)");
 
   // This process's share: its ranks' actions (in action order), activation samples and transfers.
   launch::TimelinePart part;
@@ -805,6 +810,10 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       continue;
     }
     epoch_of_rank[r] = res.epoch;
+    if (cfg.ep_waits) {
+      cfg.ep_waits->resize(static_cast<std::size_t>(s.pp), 0);
+      (*cfg.ep_waits)[static_cast<std::size_t>(r)] += res.ep_wait;
+    }
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {
       Interval iv;

@@ -37,8 +37,17 @@ void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector
   c.rank_device.resize(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) c.rank_device[static_cast<std::size_t>(r)] = replay_gpu(r, ep, gpus);
   c.share_slowdown = std::max(1.0, step);
+  // Shard e of rank r is on GPU (r ep + e) % gpus: on shard 0's GPU when e % gpus == 0.
+  c.share_copies = std::max(1, ep) > 1 ? (ep - 1) / gpus + 1 : 1;
   if (by_kind)
     for (double v : *by_kind) c.share_by_kind.push_back(std::max(1.0, v));  // beside another: never faster
+}
+
+void unshare_profiled_copies(SimCosts& c, int pp) {
+  if (c.share_copies <= 1) return;
+  const double f = 1.0 + (c.share_copies - 1) * (c.share_slowdown - 1.0);
+  if (c.rank_kind_scale.empty()) c.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
+  for (double& x : c.rank_kind_scale) x /= f;
 }
 
 void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& g_alone, int ep) {

@@ -30,7 +30,13 @@ int replay_gpu(int r, int ep, int gpus);
 int replay_partition(int r, int ep, int gpus);
 // Ranks on fewer GPUs than ranks: rank r on replay_gpu(r), slowed by `step` (>= 1) while another
 // runs beside it; with by_kind (the 3x3 F/I/W table, kinds F = 0, I = 1, W = 2) per pair of kinds.
+// The other EP shards of rank r on the same GPU (ep > gpus) run beside it in step: share_copies.
 void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector<double>* by_kind, int ep = 1);
+// The op costs were profiled with each rank's share_copies - 1 copies running beside it on its
+// GPU (the EP profile's shards, on one GPU): scales every rank's F, I and W times by
+// 1 / (1 + (share_copies - 1)(share_slowdown - 1)), the alone time, so that the engine's sharing
+// (which counts the copies) does not count them twice. After share_devices and scale_rank_speeds.
+void unshare_profiled_copies(SimCosts& c, int pp);
 // Ranks on SM partitions: rank r on replay_partition(r); its F, I, W times scaled by how long its
 // partition runs each alone (partition_alone_ms[g] = {F, I, W}) against partition 0, where the
 // costs were profiled.

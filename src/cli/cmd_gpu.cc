@@ -429,6 +429,8 @@ Runner setup_validate(CLI::App& sub) {
         }
         const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
         api::share_devices(costs, pp, ndev, sp.step, a->sharing == "kind" ? &by_kind : nullptr, ep_r);
+        // The EP profile ran stage 0's shards at once, on this GPU when they share it.
+        if (ep_r > 1) api::unshare_profiled_copies(costs, pp);
       }
       if (probe) api::apply_link_probe(costs, probe->median_us, probe->bytes);  // measured time less bandwidth share
       SimOptions opt;

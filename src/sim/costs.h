@@ -62,6 +62,11 @@ struct SimCosts {
   // the engine re-times them whenever k changes (processor sharing).
   std::vector<int> rank_device;
   double share_slowdown = 1.0;
+  // Each running action stands for this many identical actions at once on its device: the EP
+  // shards of its rank that the replay puts on the same GPU, running the same schedule in step
+  // (their all-to-alls couple them). k above then counts each running action that many times; a
+  // rank alone on its device still shares it with its copies. 1: none.
+  int share_copies = 1;
   // Sharing by op kind (empty: every pair of kinds at share_slowdown). share_by_kind[3x + y] is
   // how many times longer an op of kind x runs while one of kind y runs beside it on the device,
   // kinds F = 0, I = 1, W = 2 (B counts as its I and W parts, an F&B pair as its F, I and W

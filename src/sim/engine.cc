@@ -71,12 +71,13 @@ class Engine {
       PPSIM_CHECK(static_cast<int>(c.rank_device.size()) == P_, "rank_device has {} entries for {} ranks",
                   c.rank_device.size(), P_);
       PPSIM_CHECK(c.share_slowdown >= 1.0, "share_slowdown {} < 1", c.share_slowdown);
+      PPSIM_CHECK(c.share_copies >= 1, "share_copies {} < 1", c.share_copies);
       PPSIM_CHECK(c.share_by_kind.empty() || c.share_by_kind.size() == 9, "share_by_kind has {} entries, not 9",
                   c.share_by_kind.size());
       for (double x : c.share_by_kind) PPSIM_CHECK(x >= 1.0 && std::isfinite(x), "share_by_kind entry {} < 1", x);
       std::map<int, int> dev_index;
       for (int d : c.rank_device) dev_index.emplace(d, static_cast<int>(dev_index.size()));
-      if (static_cast<int>(dev_index.size()) < P_) {
+      if (static_cast<int>(dev_index.size()) < P_ || c.share_copies > 1) {
         device_of_.resize(P_);
         for (int r = 0; r < P_; ++r) device_of_[r] = dev_index.at(c.rank_device[r]);
         devices_.resize(dev_index.size());
@@ -324,7 +325,10 @@ class Engine {
   }
 
   // Shared devices: how much slower each of k concurrent actions runs than alone (uniform rule).
-  double slowdown(std::size_t k) const { return 1.0 + (static_cast<double>(k) - 1.0) * (c_.share_slowdown - 1.0); }
+  // Each running action counts share_copies times.
+  double slowdown(std::size_t k) const {
+    return 1.0 + (static_cast<double>(k) * c_.share_copies - 1.0) * (c_.share_slowdown - 1.0);
+  }
   // An action's F, I and W shares of its duration alone (by op count where the costs are all 0).
   std::array<double, 3> mix_of(const Action& a) const {
     std::array<double, 3> by_time{}, by_count{};
@@ -349,13 +353,13 @@ class Engine {
     if (c_.share_by_kind.empty()) return slowdown(d.running.size());
     double f = 1;
     const auto& mr = rank_[r].mix;
+    // The others: every other running action's copies, and this action's own copies but itself.
     for (int q : d.running) {
-      if (q == r) continue;
       const auto& mq = rank_[q].mix;
       double pair = 0;
       for (int x = 0; x < 3; ++x)
         for (int y = 0; y < 3; ++y) pair += mr[x] * mq[y] * c_.share_by_kind[static_cast<std::size_t>(3 * x + y)];
-      f += pair - 1;
+      f += (q == r ? c_.share_copies - 1 : c_.share_copies) * (pair - 1);
     }
     return f;
   }

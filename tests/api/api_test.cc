@@ -155,6 +155,26 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   api::share_devices(c, 4, 2, 0.9, nullptr);
   CHECK(c.rank_device == std::vector<int>{0, 1, 0, 1});
   CHECK(c.share_slowdown == 1.0);
+  CHECK(c.share_copies == 1);
+  // EP 2 (PP 2): on one GPU each rank's other shard is beside it; on two, shard 1 is on the other
+  // GPU ((r ep + 1) % 2 = 1) and shard 0's ranks share GPU 0; on four, every shard has its own.
+  SimCosts e = uniform_costs(2, SliceCosts{}, TimeScale::millis());
+  api::share_devices(e, 2, 1, 1.2, nullptr, 2);
+  CHECK(e.rank_device == std::vector<int>{0, 0});
+  CHECK(e.share_copies == 2);
+  // Costs profiled with the copy beside: every rank's F, I, W at 1 / 1.2 (alone); none without copies.
+  api::unshare_profiled_copies(e, 2);
+  REQUIRE(e.rank_kind_scale.size() == 6u);
+  for (double x : e.rank_kind_scale) CHECK(x == Approx(1 / 1.2));
+  api::share_devices(e, 2, 2, 1.2, nullptr, 2);
+  CHECK(e.rank_device == std::vector<int>{0, 0});
+  CHECK(e.share_copies == 1);
+  api::share_devices(e, 2, 4, 1.2, nullptr, 2);
+  CHECK(e.rank_device == std::vector<int>{0, 2});
+  CHECK(e.share_copies == 1);
+  e.rank_kind_scale.clear();
+  api::unshare_profiled_copies(e, 2);
+  CHECK(e.rank_kind_scale.empty());
   // Partition 1 runs F 10% slower and I, W as partition 0: ranks 2, 3 (r / 2 = 1) scale F by 1.1.
   api::scale_rank_speeds(c, 4, 2, {std::array<double, 3>{1.0, 2.0, 1.0}, std::array<double, 3>{1.1, 2.0, 1.0}});
   CHECK(c.rank_kind_scale[0] == 1.0);

@@ -160,6 +160,26 @@ TEST_CASE("two ranks sharing one device: actions re-timed as they come and go (h
   costs.rank_device = {0, 0};
   costs.share_slowdown = 1.0;
   CHECK(simulate(s, costs).makespan() == 9 * U);
+  // Each action with a copy beside it (an EP shard in step, share_copies 2), time-sliced: k
+  // actions running are 2k at once, each 2k times slower. Alone x2, two at once x4: the walk
+  // above with every duration doubled (0-2 F0; 2-6 F1, F0; 6-10 B0; 10-14 F1 with B0 half done;
+  // 14-18 B0's rest with B1 half done; 18-20 B1; 20-24 B1): 24.
+  costs.share_slowdown = 2.0;
+  costs.share_copies = 2;
+  const SimResult c2 = simulate(s, costs, opt);
+  CHECK(c2.makespan() == 24 * U);
+  check_intervals(c2.timeline, {{0, "0F0", 0, 2}, {0, "0F1", 2, 6}, {1, "1F0", 2, 6},  {1, "1B0", 6, 10},
+                                {0, "0B0", 10, 18}, {1, "1F1", 10, 14}, {1, "1B1", 14, 20}, {0, "0B1", 20, 24}});
+  // The same by kind with every entry 2: the uniform rule with copies.
+  costs.share_by_kind = std::vector<double>(9, 2.0);
+  CHECK(simulate(s, costs).makespan() == 24 * U);
+  costs.share_by_kind.clear();
+  // Separate devices, each rank alone but for its copy, at 1.5: 1F1B's 9 x 1.5.
+  costs.rank_device = {0, 1};
+  costs.share_slowdown = 1.5;
+  CHECK(simulate(s, costs).makespan() == static_cast<Time>(13.5 * U));
+  costs.share_copies = 0;
+  CHECK_THROWS(simulate(s, costs));
 }
 
 TEST_CASE("sharing by op kind: each action re-timed at its own rate (hand-worked)", "[sim][engine]") {

@@ -245,8 +245,9 @@ Runner setup_validate(CLI::App& sub) {
       ->check(CLI::IsMember({"profiled", "equal"}))
       ->capture_default_str();
   sub.add_flag("--ep-replay", a->ep_replay,
-               "experimental: replay parallel.ep > 1 as EP shards exchanging tokens by our all-to-all (one process); "
-               "without it the chunk's dispatch and combine stay local permutes");
+               "replay parallel.ep > 1 as EP shards exchanging tokens by our all-to-all (one process; op costs "
+               "profiled the same way, exposed communication measured); without it the chunk's dispatch and "
+               "combine stay local permutes");
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {

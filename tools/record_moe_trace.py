@@ -47,7 +47,7 @@ def parse_args():
     ap.add_argument("--pair-layers", type=int, default=4, help="layers in each chunk of the F&B pair")
     ap.add_argument("--pp", type=int, default=4, help="virtual pipeline stages of the 1F1B step")
     ap.add_argument("--microbatches", type=int, default=8, help="micro-batches of the 1F1B step")
-    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=16, help="sequences per micro-batch (16 x 1024 tokens: kernels long enough that the trace is not host-bound; docs/TRACES.md)")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--hidden", type=int, default=2048)
     ap.add_argument("--heads", type=int, default=16)

@@ -63,9 +63,12 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
         ${VALIDATE_ARGS:-} -o "$OUT/tmp/validate_1gpu_searched.txt" 2>&1 | tail -3
       echo "validate --schedule-file (searched, P=2 M=8) on 1 GPU: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
     ep)  # expert parallelism: PP x EP = 2 x 2 shards, tokens exchanged by our all-to-all
-      CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 90 "$ROOT/build-gpu/ppsim_tests" "[.ep-replay]" > "$OUT/tmp/ep_replay_test.txt" 2>&1
-      echo "EP replay test (hidden, experimental): exit $? after $(( $(date +%s) - START )) s"; grep -E "replay |FAILED|passed" "$OUT/tmp/ep_replay_test.txt" | head -4
-      timeout 120 "$P" validate "$ROOT/configs/small-2gpu-ep.yaml" -s 1f1b --ep-replay --devices "$big" ${VALIDATE_ARGS:-} \
+      # The hidden test three times (it deadlocked 3-4 times in 5 before EpGroupSync, session 7).
+      for i in 1 2 3; do
+        CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 90 "$ROOT/build-gpu/ppsim_tests" "[.ep-replay]" > "$OUT/tmp/ep_replay_test_$i.txt" 2>&1
+        echo "EP replay test (hidden) run $i: exit $? after $(( $(date +%s) - START )) s"; grep -E "replay |FAILED|passed" "$OUT/tmp/ep_replay_test_$i.txt" | head -3
+      done
+      timeout 240 "$P" validate "$ROOT/configs/small-2gpu-ep.yaml" -s 1f1b,zb-h1,zbv,dualpipe,dualpipev --ep-replay --devices "$big" ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_ep.txt" 2>&1 | tail -3
       echo "validate small-2gpu-ep (PP 2 x EP 2) on $big GPU(s): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
     sanitize)  # the replay (peer; nccl on 2+ GPUs) and the watchdog under memcheck, tiny shapes

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace ppsim::api {
@@ -48,6 +50,26 @@ void unshare_profiled_copies(SimCosts& c, int pp) {
   const double f = 1.0 + (c.share_copies - 1) * (c.share_slowdown - 1.0);
   if (c.rank_kind_scale.empty()) c.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
   for (double& x : c.rank_kind_scale) x /= f;
+}
+
+void profiled_overlap_costs(SimCosts& c, const std::map<std::string, double>& sub_ops_ms, int layers,
+                            double comm_sm_fraction) {
+  PPSIM_CHECK(layers >= 1, "layers = {}", layers);
+  MoeSliceCosts m;
+  m.layers = layers;
+  std::map<std::string, Time MoeSliceCosts::*> field = {
+      {"attn_fwd", &MoeSliceCosts::attn_f},       {"attn_bwd", &MoeSliceCosts::attn_b},
+      {"attn_w", &MoeSliceCosts::attn_w},         {"mlp_fwd", &MoeSliceCosts::mlp_f},
+      {"mlp_bwd", &MoeSliceCosts::mlp_b},         {"mlp_w", &MoeSliceCosts::mlp_w},
+      {"dispatch_fwd", &MoeSliceCosts::dispatch}, {"combine_fwd", &MoeSliceCosts::combine},
+      {"dispatch_bwd", &MoeSliceCosts::dispatch_b}, {"combine_bwd", &MoeSliceCosts::combine_b}};
+  for (const auto& [k, ms] : sub_ops_ms) {
+    const auto it = field.find(k);
+    if (it == field.end()) throw InputError(fmt::format("profiled sub-op '{}' is not one the overlap model takes", k));
+    m.*(it->second) = static_cast<Time>(std::llround(ms * 1e6 / layers));  // ns per layer
+  }
+  c.moe.assign(c.slice.size(), m);
+  c.comm_sm_fraction = comm_sm_fraction;
 }
 
 void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& g_alone, int ep) {

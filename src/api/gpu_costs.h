@@ -7,6 +7,8 @@
 // is that time less the bandwidth share the link model already charges for the same bytes.
 #pragma once
 #include <array>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/schedule.h"
@@ -37,6 +39,12 @@ void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector
 // 1 / (1 + (share_copies - 1)(share_slowdown - 1)), the alone time, so that the engine's sharing
 // (which counts the copies) does not count them twice. After share_devices and scale_rank_speeds.
 void unshare_profiled_copies(SimCosts& c, int pp);
+// The overlap model on profiled sub-ops: every slice's MoeSliceCosts from `sub_ops_ms` (ms summed
+// over a chunk of `layers` layers, as profile_chunk times them: attn_fwd, attn_bwd, attn_w,
+// mlp_fwd, mlp_bwd, mlp_w, dispatch_fwd, combine_fwd, dispatch_bwd, combine_bwd; a missing one is
+// 0), per layer, and the communication's SM share. Throws InputError naming an unknown key.
+void profiled_overlap_costs(SimCosts& c, const std::map<std::string, double>& sub_ops_ms, int layers,
+                            double comm_sm_fraction);
 // Ranks on SM partitions: rank r on replay_partition(r); its F, I, W times scaled by how long its
 // partition runs each alone (partition_alone_ms[g] = {F, I, W}) against partition 0, where the
 // costs were profiled.

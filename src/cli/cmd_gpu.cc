@@ -439,12 +439,13 @@ Runner setup_validate(CLI::App& sub) {
       SimResult pred = simulate(s, costs, opt);
       gpu::ReplayConfig rc;
       rc.stage_shapes = {shape};
-      std::vector<Time> shard_ends, ep_waits;
+      std::vector<Time> shard_ends, ep_waits, ep_exposed;
       if (ep_r > 1) {
         rc.stage_shapes[0].ep = ep_r;
         rc.stage_shapes[0].comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
         rc.shard_makespans = &shard_ends;
         rc.ep_waits = &ep_waits;
+        rc.ep_exposed = &ep_exposed;
       }
       rc.devices = a->devices;
       rc.transport = a->transport;
@@ -457,9 +458,29 @@ Runner setup_validate(CLI::App& sub) {
       Timeline meas = gpu::replay_schedule(s, rc);
       std::vector<Time> exposed;
       for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
-      const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), timeline_stats(meas, ep_waits, /*exposed_inside_ops=*/true));
+      const TimelineStats meas_stats = timeline_stats(meas, ep_exposed, /*exposed_inside_ops=*/true);
+      const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), meas_stats);
       const double target = a->target > 0 ? a->target : (ndev == 1 ? 0.10 : 0.05);
       text += render_validation_table(name, rows, target);
+      // EP: the overlap model on the same profile's sub-ops (dispatch and combine timed through
+      // our all-to-all), with the same sharing, link and speeds: its exposed communication and
+      // F&B pairs against the measured ones. The communication's SM share is comm_sms of the
+      // SMs one rank runs on.
+      std::vector<ValidationRow> overlap_rows;
+      if (ep_r > 1) {
+        SimCosts oc = costs;
+        const int rank_sms = split > 0 ? split_sms : device_sms > 0 ? device_sms : 132;
+        api::profiled_overlap_costs(oc, prof.sub_ops_ms, layers,
+                                    std::min(0.9, static_cast<double>(rc.stage_shapes[0].comm_sms) / rank_sms));
+        const SimResult ov = simulate(s, oc, opt);
+        std::vector<Time> ov_exposed;
+        for (const auto& rs : ov.ranks) ov_exposed.push_back(rs.exposed_comm);
+        overlap_rows = compare_timelines(timeline_stats(ov.timeline, ov_exposed), meas_stats);
+        text += render_validation_table(
+            fmt::format("{}, the overlap model on the profiled sub-ops (communication on {} of {} SMs)", name,
+                        rc.stage_shapes[0].comm_sms, rank_sms),
+            overlap_rows, target);
+      }
       // The host side (this process's ranks): enqueue time per action against the op's profiled
       // GPU time; actions the GPU began before they were fully enqueued may include launch waits.
       std::string host_line;
@@ -487,15 +508,19 @@ Runner setup_validate(CLI::App& sub) {
                             "short for it); compare with a run on a quiet host or larger chunks\n",
                             early, actions);
       if (ep_r > 1) {
+        std::string waits;
+        for (std::size_t r = 0; r < ep_waits.size(); ++r)
+          waits += fmt::format("{}rank {} {:.3f} ms", waits.empty() ? "" : ", ", r, static_cast<double>(ep_waits[r]) / 1e6);
         std::string ends;
         for (std::size_t e = 1; e < shard_ends.size(); ++e)
           ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e, static_cast<double>(shard_ends[e]) / 1e6);
         text += fmt::format("  expert parallelism: {} shards of every stage, all-to-all on {} SMs (ours); the table is "
                             "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
                             "profiled on stage 0's {} shards exchanging tokens the same way, started together. Measured exposed "
-                            "comm: how long the rank's all-to-all ends waited for their peers' rows (inside its ops, "
-                            "so taken out of its compute); the prediction has no such wait\n",
-                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends, ep_r);
+                            "comm: the rank's all-to-all time while none of its streams computed (inside its ops, so "
+                            "taken out of its compute), of which waiting for peers' rows: {}; the op-level prediction "
+                            "has none, the overlap model's is its own\n",
+                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends, ep_r, waits);
       }
       // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
       // holds no embedding or head and runs no optimizer step: those parts are left out of both).
@@ -554,6 +579,7 @@ Runner setup_validate(CLI::App& sub) {
       r["host"] = hj;
       r["host_bound"] = host_bound;
       r["memory_measured"] = {{"ranks", mj}, {"devices", dj}};
+      if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
       j["results"].push_back(r);
       names.push_back(name);
       keep.push_back(std::move(pred.timeline));

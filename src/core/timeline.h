@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/op.h"
@@ -50,6 +51,18 @@ struct MemSample {
   Time t = 0;
   std::int32_t activations = 0;  // live activations after this instant, in chunk-microbatches
 };
+
+// One stream of an action as measured: busy from start to end, of which the `comm` intervals ran
+// communication (an all-to-all's kernels) and the rest computed.
+struct StreamSpan {
+  Time start = 0, end = 0;
+  std::vector<std::pair<Time, Time>> comm;
+};
+// Exposed communication of one action: how long some stream communicated while no stream of the
+// action computed, i.e. the measure of (union of comm) minus (union over streams of its busy span
+// less its comm). One stream: all of its communication; two (an F&B pair): where both
+// communicated at once, or one communicated while the other had ended.
+Time exposed_communication(const std::vector<StreamSpan>& streams);
 
 struct Timeline {
   int pp = 0;

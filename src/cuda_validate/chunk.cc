@@ -131,7 +131,31 @@ Chunk::Chunk(const ChunkShape& shape, std::uint64_t seed) : shape_(shape) {
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-Chunk::~Chunk() = default;
+Chunk::~Chunk() {
+  for (const ExchangeEvents& e : ex_log_) {
+    (void)cudaEventDestroy(e.start);
+    (void)cudaEventDestroy(e.end);
+  }
+}
+
+void Chunk::exchange_started(cudaStream_t s) {
+  if (!record_exchanges_) return;
+  if (ex_next_ == ex_log_.size()) {
+    ExchangeEvents e;
+    PPSIM_CUDA_CHECK(cudaEventCreate(&e.start));
+    PPSIM_CUDA_CHECK(cudaEventCreate(&e.end));
+    ex_log_.push_back(e);
+  }
+  ExchangeEvents& e = ex_log_[ex_next_];
+  e.stream = s;
+  PPSIM_CUDA_CHECK(cudaEventRecord(e.start, s));
+}
+
+void Chunk::exchange_ended(cudaStream_t s) {
+  if (!record_exchanges_) return;
+  PPSIM_CUDA_CHECK(cudaEventRecord(ex_log_.at(ex_next_).end, s));
+  ++ex_next_;
+}
 
 std::int64_t Chunk::param_count(Param p) const {
   const std::int64_t h = shape_.hidden, E = shape_.experts;
@@ -524,9 +548,11 @@ void Chunk::dispatch_forward(int mb, int layer, cudaStream_t s) {
   FwdSet& F = fwd(mb, layer);
   if (ep()) {
     const A2aCall c = ep_call(kEpXp, mb, layer);
+    exchange_started(s);
     a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), K.xn2.get(), true, F.slot_token.get(), F.counts.get(), nullptr, s);
     ep_handshake(kEpXp, mb, layer, c);
     a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s);
+    exchange_ended(s);
     return;
   }
   moe_permute(K.xp.get(), K.xn2.get(), routing_of(F), shape_.hidden, s);
@@ -560,9 +586,11 @@ void Chunk::combine_forward(int mb, int layer, cudaStream_t s) {
   FwdSet& F = fwd(mb, layer);
   if (ep()) {
     const A2aCall c = ep_call(kEpZp, mb, layer);
+    exchange_started(s);
     a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), F.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
     ep_handshake(kEpZp, mb, layer, c);
     a2a_combine_end(c, ep_mine(kEpZp, mb, layer), layer_output(mb, layer), F.x1.get(), F.slot_of.get(), F.topk_w.get(), s);
+    exchange_ended(s);
     return;
   }
   moe_combine(layer_output(mb, layer), F.x1.get(), F.zp.get(), routing_of(F), shape_.hidden, s);
@@ -594,10 +622,12 @@ void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
     // then to the experts' ranks.
     moe_combine_bwd(S.dzp_src.get(), S.dw.get(), dx2, ep_mine(kEpZp, mb, layer).rows, routing_of(F), shape_.hidden, s);
     const A2aCall c = ep_call(kEpDzp, mb, layer);
+    exchange_started(s);
     a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), S.dzp_src.get(), false, F.slot_token.get(), F.counts.get(),
                        nullptr, s);
     ep_handshake(kEpDzp, mb, layer, c);
     a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s);
+    exchange_ended(s);
     return;
   }
   moe_combine_bwd(G.dzp, S.dw.get(), dx2, F.zp.get(), routing_of(F), shape_.hidden, s);
@@ -636,9 +666,11 @@ void Chunk::dispatch_backward(int mb, int layer, cudaStream_t s) {
   if (ep()) {
     // The experts' input-grads go back to their sources and are summed into each token.
     const A2aCall c = ep_call(kEpDxp, mb, layer);
+    exchange_started(s);
     a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), S.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
     ep_handshake(kEpDxp, mb, layer, c);
     a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), S.dxn2.get(), nullptr, F.slot_of.get(), nullptr, s);
+    exchange_ended(s);
     return;
   }
   moe_permute_bwd(S.dxn2.get(), S.dxp.get(), routing_of(F), shape_.hidden, s);

@@ -160,6 +160,17 @@ class Chunk {
   // shortens it in its warm-up, where a peer's first cuBLAS/cuDNN call or allocation can
   // synchronise its device and hold back the begin the wait needs.
   void set_ep_timeout_ns(unsigned long long ns) { ep_timeout_ns_ = ns; }
+  // When on, every exchange (an all-to-all's begin through its end) is bracketed by two CUDA
+  // events on its stream, kept in order until clear_exchanges(): the replay's measured exposed
+  // communication. The events are reused from one clear to the next.
+  struct ExchangeEvents {
+    cudaEvent_t start = nullptr, end = nullptr;
+    cudaStream_t stream = nullptr;
+  };
+  void record_exchanges(bool on) { record_exchanges_ = on; }
+  std::size_t exchanges_recorded() const { return ex_next_; }
+  const ExchangeEvents& exchange(std::size_t i) const { return ex_log_.at(i); }
+  void clear_exchanges() { ex_next_ = 0; }
 
   // For tests and the profiler.
   const bf16* weight(Param p, int layer) const;
@@ -260,6 +271,12 @@ class Chunk {
   std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far
   DeviceBuffer<A2aStats> ep_stats_;                        // every exchange's blocks and timeout code
   unsigned long long ep_timeout_ns_ = 0;
+  // Exchange timing (record_exchanges): event pairs, the first ex_next_ of them used this run.
+  void exchange_started(cudaStream_t s);
+  void exchange_ended(cudaStream_t s);
+  bool record_exchanges_ = false;
+  std::vector<ExchangeEvents> ex_log_;
+  std::size_t ex_next_ = 0;
 };
 
 }  // namespace ppsim::gpu

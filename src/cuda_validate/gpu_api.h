@@ -205,6 +205,12 @@ struct ReplayConfig {
   // Expert parallelism: when set, per rank of shard 0, how long its all-to-all ends waited for
   // their peers' rows in the measured iteration (ns; block 0 of each end, on the GPU's clock).
   std::vector<Time>* ep_waits = nullptr;
+  // Expert parallelism: when set, per rank of shard 0, its exposed communication in the measured
+  // iteration (ns): over its actions, how long an exchange (begin through end, bracketed by CUDA
+  // events) ran while none of the action's streams computed (core/timeline.h,
+  // exposed_communication): a lone op's whole all-to-all time; in an F&B pair, where both
+  // streams communicated at once or one communicated after the other had ended.
+  std::vector<Time>* ep_exposed = nullptr;
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

@@ -187,6 +187,16 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   api::apply_link_probe(c, 5.0, 1'000'000);  // faster than the wire: latency 0, not negative
   CHECK(c.link.latency == 0);
   CHECK(api::middle_run({1400.0, 20.0, 22.0}) == 22.0);
+  // Profiled sub-ops (summed over a 2-layer chunk) become each slice's per-layer overlap costs.
+  api::profiled_overlap_costs(c, {{"attn_fwd", 2.0}, {"dispatch_fwd", 0.5}, {"mlp_w", 3.0}}, 2, 20.0 / 32);
+  REQUIRE(c.moe.size() == c.slice.size());
+  CHECK(c.moe[3].layers == 2);
+  CHECK(c.moe[3].attn_f == 1'000'000);  // ns per layer
+  CHECK(c.moe[3].dispatch == 250'000);
+  CHECK(c.moe[3].mlp_w == 1'500'000);
+  CHECK(c.moe[3].combine == 0);
+  CHECK(c.comm_sm_fraction == 0.625);
+  CHECK_THROWS_AS(api::profiled_overlap_costs(c, {{"attn_forward", 1.0}}, 2, 0.1), InputError);
 }
 
 TEST_CASE("plan requests: shard syntax and exclusive sources", "[api]") {

@@ -70,3 +70,18 @@ TEST_CASE("exposed communication given by the producer: beside the ops, or insid
   REQUIRE(inside.bubble == std::vector<Time>{2'000'000});
   REQUIRE(inside.mean_duration.at("B") == 4'000'000);  // op means are the intervals'
 }
+
+TEST_CASE("exposed communication of one action, from its streams' spans (hand-worked)", "[report][validation]") {
+  // One stream, busy [0, 10), communicating [2, 3) and [6, 8): nothing else computes, so all 3 is
+  // exposed; overlapping comm intervals count once.
+  CHECK(exposed_communication({StreamSpan{0, 10, {{2, 3}, {6, 8}}}}) == 3);
+  CHECK(exposed_communication({StreamSpan{0, 10, {{2, 5}, {4, 6}}}}) == 4);
+  // An F&B pair: stream a [0, 10) communicates [2, 4) and [6, 7); stream b [0, 12) communicates
+  // [3, 5) and [9, 11). Exposed where no stream computes: [3, 4) (both communicate) and [10, 11)
+  // (a has ended, b communicates): 2. Hidden: [2, 3) and [6, 7) under b's compute, [4, 5) and
+  // [9, 10) under a's.
+  CHECK(exposed_communication({StreamSpan{0, 10, {{2, 4}, {6, 7}}}, StreamSpan{0, 12, {{3, 5}, {9, 11}}}}) == 2);
+  // No communication, or none at all: 0.
+  CHECK(exposed_communication({StreamSpan{0, 10, {}}, StreamSpan{0, 5, {}}}) == 0);
+  CHECK(exposed_communication({}) == 0);
+}

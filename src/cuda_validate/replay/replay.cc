@@ -58,12 +58,17 @@ struct ActionTiming {
   Action action;
   cudaEvent_t start = nullptr, end = nullptr;                // whole action
   std::vector<std::pair<cudaEvent_t, int>> activation_deltas;  // (event, +1 / -1)
+  // EP: the action's all-to-all exchanges, and where each of its streams ended (one stream, or a
+  // pair's two); from start to a stream's end the stream was busy.
+  std::vector<Chunk::ExchangeEvents> exchanges;
+  std::vector<std::pair<cudaStream_t, cudaEvent_t>> stream_ends;
 };
 
 struct RankResult {
   cudaEvent_t epoch = nullptr;
   unsigned ep_status = 0;  // EP: 0, or 1000 + the shard a wait of this run gave up on
   Time ep_wait = 0;        // EP: ns this rank's all-to-all ends waited for peers in this run
+  bool ep = false;         // EP: the actions carry their exchanges
   std::vector<ActionTiming> actions;
   ReplayHostStats host;
 };
@@ -169,6 +174,7 @@ class RankRunner {
           sh.ep_microbatches = s_.microbatches;
         }
         chunks_[st] = std::make_unique<Chunk>(sh, 1000 + static_cast<std::uint64_t>(st));
+        chunks_[st]->record_exchanges(sh.ep > 1);
       }
     for (auto& [stage, c] : chunks_) {
       c->give_back_during_backward(true);
@@ -194,6 +200,7 @@ class RankRunner {
     for (auto& [stage, c] : chunks_) {
       c->set_ep_timeout_ns(runs_ == 1 && cfg_.warmup_iterations > 0 ? 100'000'000ull : 0);
       c->reset_ep_status(main_->get());
+      c->clear_exchanges();
     }
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
     sync.arrive_and_wait();
@@ -401,14 +408,19 @@ class RankRunner {
 
   void run_single(const Action& a) {
     const cudaStream_t st = main_->get();
-    ActionTiming at{a, event(), event(), {}};
+    ActionTiming at{a, event(), event(), {}, {}, {}};
     prepare(a.first, st);
     PPSIM_CUDA_CHECK(cudaEventRecord(at.start, st));
     if (a.first.kind == OpKind::F) at.activation_deltas.emplace_back(at.start, +1);
     const auto t0 = std::chrono::steady_clock::now();
+    Chunk* ch = chunk(a.first.stage);
+    const std::size_t ex0 = ch ? ch->exchanges_recorded() : 0;
     compute(a.first, st);
     host_note(a, t0, at.start);
     PPSIM_CUDA_CHECK(cudaEventRecord(at.end, st));
+    if (ch)
+      for (std::size_t i = ex0; i < ch->exchanges_recorded(); ++i) at.exchanges.push_back(ch->exchange(i));
+    at.stream_ends.emplace_back(st, at.end);
     if (a.first.kind == OpKind::B || a.first.kind == OpKind::W) at.activation_deltas.emplace_back(at.end, -1);
     finish(a.first, st, at.end);
     result_.actions.push_back(std::move(at));
@@ -434,6 +446,7 @@ class RankRunner {
     const int lf = cf.shape().layers, lb = cb.shape().layers;
     const int mf = f.microbatch, mb = b.microbatch;
     const bool fused = b.kind == OpKind::B;  // a full backward: each layer's W right after its I
+    const std::size_t exf0 = cf.exchanges_recorded(), exb0 = cb.exchanges_recorded();
     cb.begin_backward(mb, fused);
     for (int i = 0; i < std::max(lf, lb); ++i) {
       const int jb = lb - 1 - i;
@@ -464,7 +477,11 @@ class RankRunner {
     // Join: the next action sees both streams' work.
     PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s0, end1, 0));
     PPSIM_CUDA_CHECK(cudaEventRecord(end, s0));
-    ActionTiming at{a, start0, end, {}};
+    ActionTiming at{a, start0, end, {}, {}, {}};
+    for (std::size_t i = exf0; i < cf.exchanges_recorded(); ++i) at.exchanges.push_back(cf.exchange(i));
+    if (&cb != &cf)
+      for (std::size_t i = exb0; i < cb.exchanges_recorded(); ++i) at.exchanges.push_back(cb.exchange(i));
+    at.stream_ends = {{s0, end0}, {s1, end1}};
     at.activation_deltas.emplace_back(start0, +1);
     if (b.kind == OpKind::B) at.activation_deltas.emplace_back(end1, -1);
     result_.actions.push_back(std::move(at));
@@ -813,6 +830,24 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     if (cfg.ep_waits) {
       cfg.ep_waits->resize(static_cast<std::size_t>(s.pp), 0);
       (*cfg.ep_waits)[static_cast<std::size_t>(r)] += res.ep_wait;
+    }
+    if (cfg.ep_exposed) {  // per action: its exchanges' time while none of its streams computed
+      cfg.ep_exposed->resize(static_cast<std::size_t>(s.pp), 0);
+      for (const ActionTiming& at : res.actions) {
+        if (at.exchanges.empty()) continue;
+        const Time start = ticks_between(res.epoch, at.start);
+        std::vector<StreamSpan> spans;
+        for (const auto& [stream, end_ev] : at.stream_ends) {
+          StreamSpan sp;
+          sp.start = start;
+          sp.end = std::max(start, ticks_between(res.epoch, end_ev));
+          for (const Chunk::ExchangeEvents& ex : at.exchanges)
+            if (ex.stream == stream)
+              sp.comm.emplace_back(ticks_between(res.epoch, ex.start), ticks_between(res.epoch, ex.end));
+          spans.push_back(std::move(sp));
+        }
+        (*cfg.ep_exposed)[static_cast<std::size_t>(r)] += exposed_communication(spans);
+      }
     }
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {

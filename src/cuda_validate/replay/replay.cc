@@ -54,6 +54,8 @@ namespace {
 using replay::MsgKey;
 using replay::Transport;
 
+Time ticks_between(cudaEvent_t epoch, cudaEvent_t e);
+
 struct ActionTiming {
   Action action;
   cudaEvent_t start = nullptr, end = nullptr;                // whole action
@@ -68,7 +70,7 @@ struct RankResult {
   cudaEvent_t epoch = nullptr;
   unsigned ep_status = 0;  // EP: 0, or 1000 + the shard a wait of this run gave up on
   Time ep_wait = 0;        // EP: ns this rank's all-to-all ends waited for peers in this run
-  bool ep = false;         // EP: the actions carry their exchanges
+  Time ep_exposed = 0;     // EP: ns of this run's exchanges while none of an action's streams computed
   std::vector<ActionTiming> actions;
   ReplayHostStats host;
 };
@@ -226,8 +228,25 @@ class RankRunner {
     result_.ep_status = 0;
     result_.ep_wait = 0;
     for (auto& [stage, c] : chunks_) {
-      result_.ep_status = std::max(result_.ep_status, c->ep_status());
+      result_.ep_status = std::max(result_.ep_status, c->ep_status());  // synchronises: the events are done
       result_.ep_wait += static_cast<Time>(c->ep_wait_ns());
+    }
+    // The exchanges' events belong to the chunks (reused next run): read them now.
+    result_.ep_exposed = 0;
+    for (const ActionTiming& at : result_.actions) {
+      if (at.exchanges.empty()) continue;
+      const Time start = ticks_between(result_.epoch, at.start);
+      std::vector<StreamSpan> spans;
+      for (const auto& [stream, end_ev] : at.stream_ends) {
+        StreamSpan sp;
+        sp.start = start;
+        sp.end = std::max(start, ticks_between(result_.epoch, end_ev));
+        for (const Chunk::ExchangeEvents& ex : at.exchanges)
+          if (ex.stream == stream)
+            sp.comm.emplace_back(ticks_between(result_.epoch, ex.start), ticks_between(result_.epoch, ex.end));
+        spans.push_back(std::move(sp));
+      }
+      result_.ep_exposed += exposed_communication(spans);
     }
   }
 
@@ -831,23 +850,9 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       cfg.ep_waits->resize(static_cast<std::size_t>(s.pp), 0);
       (*cfg.ep_waits)[static_cast<std::size_t>(r)] += res.ep_wait;
     }
-    if (cfg.ep_exposed) {  // per action: its exchanges' time while none of its streams computed
+    if (cfg.ep_exposed) {
       cfg.ep_exposed->resize(static_cast<std::size_t>(s.pp), 0);
-      for (const ActionTiming& at : res.actions) {
-        if (at.exchanges.empty()) continue;
-        const Time start = ticks_between(res.epoch, at.start);
-        std::vector<StreamSpan> spans;
-        for (const auto& [stream, end_ev] : at.stream_ends) {
-          StreamSpan sp;
-          sp.start = start;
-          sp.end = std::max(start, ticks_between(res.epoch, end_ev));
-          for (const Chunk::ExchangeEvents& ex : at.exchanges)
-            if (ex.stream == stream)
-              sp.comm.emplace_back(ticks_between(res.epoch, ex.start), ticks_between(res.epoch, ex.end));
-          spans.push_back(std::move(sp));
-        }
-        (*cfg.ep_exposed)[static_cast<std::size_t>(r)] += exposed_communication(spans);
-      }
+      (*cfg.ep_exposed)[static_cast<std::size_t>(r)] += res.ep_exposed;
     }
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {

@@ -580,6 +580,17 @@ Runner setup_validate(CLI::App& sub) {
       r["host_bound"] = host_bound;
       r["memory_measured"] = {{"ranks", mj}, {"devices", dj}};
       if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
+      if (ep_r > 1) {
+        auto ms = [](const std::vector<Time>& v) {
+          std::vector<double> out;
+          for (Time t : v) out.push_back(static_cast<double>(t) / 1e6);
+          return out;
+        };
+        r["expert_parallelism"] = {{"shards", ep_r},
+                                   {"exposed_comm_ms", ms(ep_exposed)},
+                                   {"waiting_for_peers_ms", ms(ep_waits)},
+                                   {"other_shards_makespan_ms", ms(shard_ends)}};
+      }
       j["results"].push_back(r);
       names.push_back(name);
       keep.push_back(std::move(pred.timeline));

@@ -51,17 +51,7 @@ TEST_CASE("profile_chunk times F, B, W, FB and sub-ops and writes the cost-profi
 TEST_CASE("profile_chunk with ep 2: the shards time their ops in lockstep through the all-to-all",
           "[gpu][profile][ep]") {
   PPSIM_REQUIRE_GPU();
-  ChunkShape s;
-  s.hidden = 256;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 64;
-  s.seq_len = 128;
-  s.micro_batch = 2;
-  s.layers = 2;
-  s.experts = 8;
-  s.top_k = 2;
-  s.expert_ffn_hidden = 128;
+  ChunkShape s = test::small_moe_shape();
   s.ep = 2;
   s.comm_sms = 4;
   for (int groups : {0, 2}) {

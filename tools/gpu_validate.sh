@@ -15,7 +15,8 @@
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
 # e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep searched timeslice kind sanitize": the extra runs;
-# "" for none).
+# "" for none; "a2a" adds tools/a2a_check.sh on 2+ GPUs).
+# Issue 18 on two GPUs, in one call: VALIDATE_SETS=2 VALIDATE_EXTRA="ep a2a" bash tools/gpu_validate.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -71,6 +72,10 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
       timeout 240 "$P" validate "$ROOT/configs/small-2gpu-ep.yaml" -s 1f1b,zb-h1,zbv,dualpipe,dualpipev --ep-replay --devices "$big" ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_ep.txt" 2>&1 | tail -3
       echo "validate small-2gpu-ep (PP 2 x EP 2) on $big GPU(s): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+    a2a)  # issue 18's all-to-all on 2+ GPUs: correctness, ours vs NCCL bandwidth and the GEMM beside it
+      [ "$ngpu" -ge 2 ] || { echo "a2a check skipped: needs 2 GPUs ($ngpu present)"; continue; }
+      OUT="$OUT/a2a" BUILD="$ROOT/build-gpu" timeout 300 bash "$ROOT/tools/a2a_check.sh" > "$OUT/tmp/a2a_check.txt" 2>&1
+      echo "a2a check: exit $? after $(( $(date +%s) - START )) s"; tail -12 "$OUT/tmp/a2a_check.txt" ;;
     sanitize)  # the replay (peer; nccl on 2+ GPUs) and the watchdog under memcheck, tiny shapes
       command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer skipped: not installed"; continue; }
       PPSIM_TEST_UNDER_SANITIZER=1 timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 \

@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
     req.seed = 1;
     req.time_limit_s = limit;
     req.threads = threads;
+    if (const char* sr = std::getenv("PPSIM_SWAP_ROUNDS")) req.swap_rounds = std::atoi(sr);
     const auto t0 = std::chrono::steady_clock::now();
     const SearchResult r = search_schedule(req);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
         const LowerBoundTerms t = lower_bound_terms(layout, costs_for(c.prof, layout), c.cap);
         const std::pair<const char*, Time> named[] = {{"chain", t.chain},          {"rank work", t.rank_work},
                                                       {"pair fill", t.pair_fill},  {"one-machine", t.one_machine},
-                                                      {"Little", t.little},        {"cap fill", t.cap_fill}};
+                                                      {"Little", t.little},        {"cap fill", t.cap_fill},
+                                                      {"cap drain", t.cap_drain}};
         const char* top = named[0].first;  // the first term (in this order) that reaches the total
         for (const auto& [name, v] : named)
           if (v == t.total) {

@@ -5,7 +5,9 @@
 // none, 60, all; the exact method (CBC, when built) runs on cases with P x M <= 16, on each
 // placement whose lower bound is below the searched makespan (the others cannot beat it), looking
 // only for schedules at or below the searched makespan; csv_dir: write each searched schedule as
-// <dir>/<case>.csv; cases: e.g. "9,10,20")
+// <dir>/<case>.csv; cases: e.g. "9,10,20"). Environment: PPSIM_SUITE_TERMS=1 prints every
+// placement's bound terms and CBC's status to stderr; PPSIM_SWAP_ROUNDS=n sets the local
+// search's rounds per chain (default: from P and M) for experiments.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

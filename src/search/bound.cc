@@ -171,6 +171,10 @@ LowerBoundTerms lower_bound_terms(const Schedule& s, const SimCosts& c, double c
   }
 
   const int K = cap_shares > 0 ? static_cast<int>(cap_shares * s.chunks_per_rank + 1e-9) : 0;
+  struct Drain {
+    Time E, G, work, before, after, fill;
+  };
+  std::vector<Drain> drains;
   for (int r = 0; r < s.pp; ++r) {
     if (held[r].empty()) continue;
     const Time Sr = save[r];
@@ -259,21 +263,52 @@ LowerBoundTerms lower_bound_terms(const Schedule& s, const SimCosts& c, double c
       }
     if (first_bwd < E) rel.emplace_back(first_bwd, 2);
     std::sort(rel.begin(), rel.end());
+    // For each tau (a release time, or E), what runs in [fill, tau) is at most tau - fill and
+    // at most the work released before tau; what runs in [tau, E) at most E - tau.
     Time before = E - fill;  // tau = fill: nothing released earlier
     int nf = 0, nb = 0;
     bool fr = false;
+    auto released = [&] { return std::min(nf, K) * fmax + std::min(nb, K) * imax + (fr ? freemax : 0); };
     for (std::size_t i = 0; i < rel.size(); ++i) {
       const auto& [tau, kind] = rel[i];
+      if (i == 0 || rel[i - 1].first != tau)
+        before = std::min(before, std::min(released(), tau - fill) + (E - tau));  // released before tau
       if (kind == 0) ++nf;
       if (kind == 1) ++nb;
       if (kind == 2) fr = true;
-      if (i + 1 < rel.size() && rel[i + 1].first == tau) continue;
-      const Time released = std::min(nf, K) * fmax + std::min(nb, K) * imax + (fr ? freemax : 0);
-      before = std::min(before, released + (E - std::max(tau, fill)));
     }
+    before = std::min(before, std::min(released(), E - fill));  // tau = E
     out.cap_fill = std::max(out.cap_fill, E + std::max<Time>(0, least_work - before));
+
+    // 7. Cap drain, the cap window's mirror: from any F's start at least G = min fe + qF[.][0]
+    // passes, so no F starts after C - G; every chunk with work after C - G is then held at
+    // C - G (started, not freed), at most K of them. So after C - G the rank runs at most one
+    // action with an F (which started by C - G) and the backwards and W's of K chunks (at most
+    // a full b each). When C >= E + G (the windows do not overlap), what is not done before
+    // E nor after C - G runs in between.
+    // A pair straddling C - G is its F plus a backward of a held chunk, which the chunks' b
+    // already count (a pair lasts no longer than its parts unless its saving is negative).
+    Time G = kBig, fact = fmax, bfull = 0;
+    for (int st : held[r]) {
+      G = std::min(G, fe[st] + qF[at(st, 0)]);
+      bfull = std::max(bfull, sc(st).b);
+      for (int o : held[r])
+        for (OpKind k : {OpKind::I, OpKind::B})
+          fact = std::max(fact, fmax + pair_duration(sc(st), sc(o), k) - sc(st).f - op_duration(sc(o), k));
+    }
+    const Time after = std::min(G, fact + static_cast<Time>(K) * bfull);
+    drains.push_back({E, G, least_work, before, after, fill});
   }
   out.total = std::max({out.chain, out.rank_work, out.pair_fill, out.one_machine, out.little, out.cap_fill});
+  // The drain needs the windows apart: C >= E + G, which the other terms must already prove
+  // (else only the drain alone, when C >= fill + G is proven).
+  for (const Drain& d : drains) {
+    if (out.total >= d.E + d.G)
+      out.cap_drain = std::max(out.cap_drain, d.E + d.G + std::max<Time>(0, d.work - d.before - d.after));
+    else if (out.total >= d.fill + d.G)
+      out.cap_drain = std::max(out.cap_drain, d.fill + d.work + std::max<Time>(0, d.G - d.after));
+  }
+  out.total = std::max(out.total, out.cap_drain);
   return out;
 }
 

@@ -22,11 +22,17 @@ struct ExactResult {
   bool optimal = false;  // and proved it optimal within the time limit
   Schedule schedule;     // per-rank order by the solver's start times
   Time objective = 0;    // the MILP's makespan (rounded back to ticks)
-  std::string status;    // why not solved/optimal, or "optimal"
+  // With `upper` given: proven that no schedule of the model reaches `upper` or less (the
+  // search over C <= upper finished without a solution), so the optimum is above it.
+  bool above_upper = false;
+  std::string status;  // why not solved/optimal, or "optimal"
 };
 
 bool exact_available();
-// cap_chunks: per-rank activation cap in chunks (0 = none).
-ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, double time_limit_s);
+// cap_chunks: per-rank activation cap in chunks (0 = none). upper > 0: only schedules with a
+// makespan of at most `upper` are sought (a smaller search space; when none exists the result is
+// not solved and `above_upper` says that this is proven).
+ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, double time_limit_s,
+                           Time upper = 0);
 
 }  // namespace ppsim

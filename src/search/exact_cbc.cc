@@ -1,15 +1,20 @@
 // The exact method with CBC (exact.h). A disjunctive MILP:
-//   variables  S_o >= 0 (start of op o), C (makespan), y_ab in {0,1} for ops a < b of one rank
-//              (1: a runs before b);
+//   variables  S_o (start of op o) in [head_o, UB - d_o - tail_o], C (makespan), y_ab in {0,1}
+//              for ops a < b of one rank whose order the precedences below leave open (1: a
+//              runs before b);
 //   minimise   C
-//   subject to C >= S_o + d_o;
+//   subject to C >= S_o + d_o + tail_o;
 //              S_b >= S_a + d_a + hop(a,b) for each dependency a -> b (F chain, backward chain,
-//              F -> own I, I -> W);
-//              S_b >= S_a + d_a - H(1 - y_ab),  S_a >= S_b + d_b - H y_ab  (one op at a time);
+//              F -> own I, I -> W), and each stage's F's, I's and W's in micro-batch order
+//              (no loss: micro-batches are interchangeable; see below);
+//              for two ops of one rank that the precedences order (transitively): the later
+//              starts after the earlier ends; otherwise
+//              S_b >= S_a + d_a - M_ab(1 - y_ab),  S_a >= S_b + d_b - M_ba y_ab  (one op at a time),
+//              with M_ab = hi_a + d_a - lo_b the widest gap the start windows allow;
 //              at each F's start, the rank's activations 1 + #F before it - #W before it <= cap;
-//              C >= the lower bound of search.h (valid, and it tightens the weak big-M relaxation);
-//              stage 0's forwards in micro-batch order (micro-batches are interchangeable).
-// H is the serial length (every op one after another), an upper bound on any start.
+//              C >= the lower bound of search.h (valid, and it tightens the weak big-M relaxation).
+// head/tail are longest paths through the precedences; UB is the list start's makespan, or the
+// caller's `upper` when smaller (then only schedules at or below it are sought).
 #include <fmt/format.h>
 
 #include <CbcModel.hpp>
@@ -17,10 +22,10 @@
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "core/error.h"
+#include "core/time.h"
 #include "schedules/validator.h"
 #include "search/exact.h"
 #include "search/search.h"
@@ -28,9 +33,14 @@
 
 namespace ppsim {
 
+namespace {
+double units(Time t) { return static_cast<double>(t) / static_cast<double>(kTicksPerUnit); }
+}  // namespace
+
 bool exact_available() { return true; }
 
-ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, double time_limit_s) {
+ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, double time_limit_s,
+                           Time upper) {
   ExactResult res;
   res.built = true;
   const Schedule& s = layout;
@@ -64,105 +74,93 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
   for (int st = 0; st + 1 < S; ++st) H += hop(st, st + 1, true) + hop(st + 1, st, false);
   H += 1;
 
-  // The search's lower bound under the same cap (valid here: no pairs, no contention).
-  const Time lb = lower_bound(s, costs, cap_chunks > 0 ? static_cast<double>(cap_chunks) / s.chunks_per_rank : 0);
-  CoinModel cm;
-  for (int i = 0; i < n; ++i) cm.addColumn(0, nullptr, nullptr, 0.0, H, 0.0);
-  const int C = n;
-  cm.addColumn(0, nullptr, nullptr, static_cast<double>(lb) / scale, H, 1.0);
-  // y columns for pairs of one rank.
-  std::vector<std::vector<int>> on_rank(s.pp);
-  for (int i = 0; i < n; ++i) on_rank[ops[i].rank].push_back(i);
-  std::vector<int> ycol(static_cast<std::size_t>(n) * n, -1);
-  int cols = n + 1;
-  for (const auto& list : on_rank)
-    for (std::size_t a = 0; a < list.size(); ++a)
-      for (std::size_t b = a + 1; b < list.size(); ++b) {
-        cm.addColumn(0, nullptr, nullptr, 0.0, 1.0, 0.0, nullptr, true);
-        ycol[static_cast<std::size_t>(list[a]) * n + list[b]] = cols++;
-      }
-  auto row2 = [&](int c1, double v1, int c2, double v2, double lo) {
-    const int idx[2] = {c1, c2};
-    const double val[2] = {v1, v2};
-    cm.addRow(2, idx, val, lo, COIN_DBL_MAX);
+  // Precedences S_b >= S_a + d_a + lag: the dependencies, and every stage's F's, I's and W's
+  // in micro-batch order. The order is no loss: micro-batches are interchangeable, so giving
+  // the j-th start of each (stage, kind) to micro-batch j keeps every dependency (the j-th
+  // start of F(s) follows j distinct ends of F(s-1), so the j-th of those ends, and likewise
+  // for I and W), every rank's busy intervals and its counts of F starts and W ends (the cap).
+  struct Edge {
+    int to;
+    double lag;
   };
-  for (int i = 0; i < n; ++i) row2(C, 1.0, i, -1.0, ops[i].d);  // C - S_i >= d_i
-  auto dep = [&](int a, int b, double extra) { row2(b, 1.0, a, -1.0, ops[a].d + extra); };
+  std::vector<std::vector<Edge>> succ(n);
   for (int st = 0; st < S; ++st)
     for (int m = 0; m < mbp; ++m) {
       const int f = id(OpKind::F, st, m), ii = id(OpKind::I, st, m), w = id(OpKind::W, st, m);
-      if (!s.is_first_stage(st)) dep(id(OpKind::F, st - 1, m), f, hop(st - 1, st, true));
-      if (!s.is_last_stage(st)) dep(id(OpKind::I, st + 1, m), ii, hop(st + 1, st, false));
-      dep(f, ii, 0);
-      dep(ii, w, 0);
-      if (s.is_first_stage(st) && m + 1 < mbp) dep(f, id(OpKind::F, st, m + 1), 0);
+      if (!s.is_first_stage(st)) succ[id(OpKind::F, st - 1, m)].push_back({f, hop(st - 1, st, true)});
+      if (!s.is_last_stage(st)) succ[id(OpKind::I, st + 1, m)].push_back({ii, hop(st + 1, st, false)});
+      succ[f].push_back({ii, 0});
+      succ[ii].push_back({w, 0});
+      if (m + 1 < mbp)
+        for (OpKind k : {OpKind::F, OpKind::I, OpKind::W}) succ[id(k, st, m)].push_back({id(k, st, m + 1), 0});
     }
-  for (const auto& list : on_rank)
-    for (std::size_t a = 0; a < list.size(); ++a)
-      for (std::size_t b = a + 1; b < list.size(); ++b) {
-        const int i = list[a], j = list[b], y = ycol[static_cast<std::size_t>(i) * n + j];
-        const int idx[3] = {j, i, y};
-        const double v1[3] = {1.0, -1.0, -H};  // S_j - S_i - H y >= d_i - H
-        cm.addRow(3, idx, v1, ops[i].d - H, COIN_DBL_MAX);
-        const double v2[3] = {-1.0, 1.0, H};  // S_i - S_j + H y >= d_j
-        cm.addRow(3, idx, v2, ops[j].d, COIN_DBL_MAX);
-      }
-  if (cap_chunks > 0) {
-    // before(a, b) as a linear term: y_ab (a < b) or 1 - y_ba.
-    for (const auto& list : on_rank)
-      for (int k : list) {
-        if (ops[k].op.kind != OpKind::F) continue;
-        std::vector<int> idx;
-        std::vector<double> val;
-        double rhs = cap_chunks - 1;
-        for (int j : list) {
-          if (j == k || ops[j].op.kind == OpKind::I) continue;
-          const double sign = ops[j].op.kind == OpKind::F ? 1.0 : -1.0;
-          if (j < k) {
-            idx.push_back(ycol[static_cast<std::size_t>(j) * n + k]);
-            val.push_back(sign);
-          } else {
-            idx.push_back(ycol[static_cast<std::size_t>(k) * n + j]);  // before(j,k) = 1 - y_kj
-            val.push_back(-sign);
-            rhs -= sign;
-          }
-        }
-        cm.addRow(static_cast<int>(idx.size()), idx.data(), val.data(), -COIN_DBL_MAX, rhs);
-      }
+  // A topological order (the graph is acyclic: every edge goes down the F chain, from F to I,
+  // up the I chain, from I to W, or to a later micro-batch).
+  std::vector<int> indeg(n, 0), topo;
+  for (int a = 0; a < n; ++a)
+    for (const Edge& e : succ[a]) ++indeg[e.to];
+  for (int a = 0; a < n; ++a)
+    if (indeg[a] == 0) topo.push_back(a);
+  for (std::size_t k = 0; k < topo.size(); ++k)
+    for (const Edge& e : succ[topo[k]])
+      if (--indeg[e.to] == 0) topo.push_back(e.to);
+  // Heads (earliest start) and tails (least time from an op's end to the makespan) by longest
+  // paths; reach[a][b]: b must follow a.
+  std::vector<double> head(n, 0), tail(n, 0);
+  for (int a : topo)
+    for (const Edge& e : succ[a]) head[e.to] = std::max(head[e.to], head[a] + ops[a].d + e.lag);
+  std::vector<std::vector<char>> reach(n, std::vector<char>(n, 0));
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const int a = *it;
+    for (const Edge& e : succ[a]) {
+      tail[a] = std::max(tail[a], e.lag + ops[e.to].d + tail[e.to]);
+      reach[a][e.to] = 1;
+      for (int b = 0; b < n; ++b) reach[a][b] |= reach[e.to][b];
+    }
   }
+
+  // The search's lower bound under the same cap (valid here: no pairs, no contention).
+  const Time lb = lower_bound(s, costs, cap_chunks > 0 ? static_cast<double>(cap_chunks) / s.chunks_per_rank : 0);
+  double lb_c = static_cast<double>(lb) / scale;
+  for (int a = 0; a < n; ++a) lb_c = std::max(lb_c, head[a] + ops[a].d + tail[a]);
+  std::vector<std::vector<int>> on_rank(s.pp);
+  for (int i = 0; i < n; ++i) on_rank[ops[i].rank].push_back(i);
+  auto op_id = [&](const Op& o) { return id(o.kind, o.stage, o.microbatch); };
 
   // A start for the solver: the best of the list scheduler's rules (no pairs), its starts
   // computed as early as its order and the dependencies allow. With C >= the lower bound, a
   // start that meets the bound is proven optimal at once.
-  std::vector<double> start;
+  std::vector<double> st_start;
+  std::vector<int> pos(n, 0);
+  double start_c = 0;
   {
     Schedule best;
     Time best_mk = 0;
     for (int bf = 0; bf < 2; ++bf)
       for (int wf = 0; wf < 2; ++wf)
-        for (int deep = 0; deep < 2; ++deep) {
-          ListRule rule;
-          rule.backward_first = bf;
-          rule.w_fills_only = wf;
-          rule.deep_first = deep;
-          Schedule cand = list_schedule(layout, costs, cap_chunks, rule);
-          if (cand.num_ops() == 0) continue;
-          try {
-            validate_schedule(cand);
-            const Time mk = simulate(cand, costs).makespan();
-            if (best_mk == 0 || mk < best_mk) {
-              best_mk = mk;
-              best = std::move(cand);
+        for (int deep = 0; deep < 2; ++deep)
+          for (int reserve = 0; reserve < (cap_chunks > 0 ? 2 : 1); ++reserve) {
+            ListRule rule;
+            rule.backward_first = bf;
+            rule.w_fills_only = wf;
+            rule.deep_first = deep;
+            rule.reserve_deeper = reserve == 0;
+            Schedule cand = list_schedule(layout, costs, cap_chunks, rule);
+            if (cand.num_ops() == 0) continue;
+            try {
+              validate_schedule(cand);
+              const Time mk = simulate(cand, costs).makespan();
+              if (best_mk == 0 || mk < best_mk) {
+                best_mk = mk;
+                best = std::move(cand);
+              }
+            } catch (const InputError&) {
             }
-          } catch (const InputError&) {
           }
-        }
     if (best_mk > 0) {
       std::vector<double> st(n, -1);
-      std::vector<int> pos(n, 0);
       std::vector<std::size_t> next(s.pp, 0);
       std::vector<double> free(s.pp, 0);
-      auto op_id = [&](const Op& o) { return id(o.kind, o.stage, o.microbatch); };
       for (int r = 0; r < s.pp; ++r)
         for (std::size_t k = 0; k < best.ranks[r].size(); ++k) pos[op_id(best.ranks[r][k].first)] = static_cast<int>(k);
       bool progress = true;
@@ -196,19 +194,112 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
         }
       }
       if (std::all_of(st.begin(), st.end(), [](double v) { return v >= 0; })) {
-        start.assign(cols, 0.0);
-        double cmax = 0;
-        for (int i = 0; i < n; ++i) {
-          start[i] = st[i];
-          cmax = std::max(cmax, st[i] + ops[i].d);
-        }
-        start[C] = std::max(cmax, static_cast<double>(lb) / scale);
-        for (const auto& list : on_rank)
-          for (std::size_t a = 0; a < list.size(); ++a)
-            for (std::size_t b = a + 1; b < list.size(); ++b)
-              start[ycol[static_cast<std::size_t>(list[a]) * n + list[b]]] = pos[list[a]] < pos[list[b]] ? 1.0 : 0.0;
+        st_start = st;
+        for (int i = 0; i < n; ++i) start_c = std::max(start_c, st[i] + ops[i].d);
+        start_c = std::max(start_c, lb_c);
       }
     }
+  }
+  // An upper bound on the makespan of interest: the start's, or `upper`. Every start then lies
+  // in [head, UB - d - tail], and the big-M of each order pair is the widest gap those windows
+  // allow (not the serial length).
+  double ub = H;
+  if (!st_start.empty()) ub = start_c + 1e-6;
+  const double upper_c = upper > 0 ? static_cast<double>(upper) / scale + 1e-6 : 0;
+  if (upper > 0 && upper_c < ub) {
+    ub = upper_c;
+    if (start_c > ub) st_start.clear();
+  }
+  if (lb_c > ub) {
+    res.above_upper = upper > 0;
+    res.status = fmt::format("no schedule at or below {:.6g} units (the lower bound is above it)", units(upper));
+    return res;
+  }
+  std::vector<double> lo(n), hi(n);
+  for (int i = 0; i < n; ++i) {
+    lo[i] = head[i];
+    hi[i] = std::max(lo[i], ub - ops[i].d - tail[i]);
+  }
+
+  CoinModel cm;
+  for (int i = 0; i < n; ++i) cm.addColumn(0, nullptr, nullptr, lo[i], hi[i], 0.0);
+  const int C = n;
+  cm.addColumn(0, nullptr, nullptr, lb_c, ub, 1.0);
+  // y columns for pairs of one rank whose order the precedences leave open.
+  std::vector<int> ycol(static_cast<std::size_t>(n) * n, -1);
+  int cols = n + 1;
+  for (const auto& list : on_rank)
+    for (std::size_t a = 0; a < list.size(); ++a)
+      for (std::size_t b = a + 1; b < list.size(); ++b) {
+        const int i = list[a], j = list[b];
+        if (reach[i][j] || reach[j][i]) continue;
+        cm.addColumn(0, nullptr, nullptr, 0.0, 1.0, 0.0, nullptr, true);
+        ycol[static_cast<std::size_t>(i) * n + j] = cols++;
+      }
+  auto row2 = [&](int c1, double v1, int c2, double v2, double lo_v) {
+    const int idx[2] = {c1, c2};
+    const double val[2] = {v1, v2};
+    cm.addRow(2, idx, val, lo_v, COIN_DBL_MAX);
+  };
+  for (int i = 0; i < n; ++i) row2(C, 1.0, i, -1.0, ops[i].d + tail[i]);  // C - S_i >= d_i + tail_i
+  for (int a = 0; a < n; ++a)
+    for (const Edge& e : succ[a]) row2(e.to, 1.0, a, -1.0, ops[a].d + e.lag);
+  for (const auto& list : on_rank)
+    for (std::size_t a = 0; a < list.size(); ++a)
+      for (std::size_t b = a + 1; b < list.size(); ++b) {
+        const int i = list[a], j = list[b];
+        if (reach[i][j] || reach[j][i]) {
+          const int x = reach[i][j] ? i : j, z = reach[i][j] ? j : i;
+          row2(z, 1.0, x, -1.0, ops[x].d);  // one rank: z starts after x ends
+          continue;
+        }
+        const int y = ycol[static_cast<std::size_t>(i) * n + j];
+        const double m1 = std::max(0.0, hi[i] + ops[i].d - lo[j]);  // y = 0 relaxes S_j >= S_i + d_i
+        const double m2 = std::max(0.0, hi[j] + ops[j].d - lo[i]);  // y = 1 relaxes S_i >= S_j + d_j
+        const int idx[3] = {j, i, y};
+        const double v1[3] = {1.0, -1.0, -m1};  // S_j - S_i - m1 y >= d_i - m1
+        cm.addRow(3, idx, v1, ops[i].d - m1, COIN_DBL_MAX);
+        const double v2[3] = {-1.0, 1.0, m2};  // S_i - S_j + m2 y >= d_j
+        cm.addRow(3, idx, v2, ops[j].d, COIN_DBL_MAX);
+      }
+  if (cap_chunks > 0) {
+    // before(j, k): 1 or 0 when the precedences fix it, else y_jk (j < k) or 1 - y_kj.
+    for (const auto& list : on_rank)
+      for (int k : list) {
+        if (ops[k].op.kind != OpKind::F) continue;
+        std::vector<int> idx;
+        std::vector<double> val;
+        double rhs = cap_chunks - 1;
+        for (int j : list) {
+          if (j == k || ops[j].op.kind == OpKind::I) continue;
+          const double sign = ops[j].op.kind == OpKind::F ? 1.0 : -1.0;
+          if (reach[j][k]) {
+            rhs -= sign;
+          } else if (reach[k][j]) {
+          } else if (j < k) {
+            idx.push_back(ycol[static_cast<std::size_t>(j) * n + k]);
+            val.push_back(sign);
+          } else {
+            idx.push_back(ycol[static_cast<std::size_t>(k) * n + j]);  // before(j,k) = 1 - y_kj
+            val.push_back(-sign);
+            rhs -= sign;
+          }
+        }
+        cm.addRow(static_cast<int>(idx.size()), idx.data(), val.data(), -COIN_DBL_MAX, rhs);
+      }
+  }
+
+  std::vector<double> start;
+  if (!st_start.empty()) {
+    start.assign(cols, 0.0);
+    for (int i = 0; i < n; ++i) start[i] = st_start[i];
+    start[C] = start_c;
+    for (const auto& list : on_rank)
+      for (std::size_t a = 0; a < list.size(); ++a)
+        for (std::size_t b = a + 1; b < list.size(); ++b) {
+          const int y = ycol[static_cast<std::size_t>(list[a]) * n + list[b]];
+          if (y >= 0) start[y] = pos[list[a]] < pos[list[b]] ? 1.0 : 0.0;
+        }
   }
 
   OsiClpSolverInterface solver;
@@ -222,8 +313,13 @@ ExactResult exact_schedule(const Schedule& layout, const SimCosts& costs, int ca
   model.branchAndBound();
   const double* x = model.bestSolution();
   if (!x) {
-    res.status =
-        model.isProvenInfeasible() ? "infeasible under the cap" : fmt::format("no solution in {} s", time_limit_s);
+    if (model.isProvenInfeasible()) {
+      res.above_upper = upper > 0;
+      res.status = upper > 0 ? fmt::format("no schedule at or below {:.6g} units (proven)", units(upper))
+                             : "infeasible under the cap";
+    } else {
+      res.status = fmt::format("no solution in {} s", time_limit_s);
+    }
     return res;
   }
   res.solved = true;

@@ -5,7 +5,7 @@ namespace ppsim {
 
 bool exact_available() { return false; }
 
-ExactResult exact_schedule(const Schedule&, const SimCosts&, int, double) {
+ExactResult exact_schedule(const Schedule&, const SimCosts&, int, double, Time) {
   ExactResult r;
   r.status = "ppsim was built without CBC (install coinor-libcbc-dev and re-run cmake)";
   return r;

@@ -81,6 +81,7 @@ struct LowerBoundTerms {
   Time one_machine = 0;  // max over ranks: Jackson's preemptive bound with heads and tails
   Time little = 0;       // cap: Little's law (each chunk held for its least round trip)
   Time cap_fill = 0;     // cap: no free before the first round trip, so at most K F's
+  Time cap_drain = 0;    // cap: ... and no F in the last least tail, so at most K chunks' backwards
   Time total = 0;
 };
 // Least time for a value to cross from stage `from` to stage `to` (0 within a rank): latency +

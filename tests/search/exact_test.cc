@@ -6,6 +6,8 @@
 
 #include <iostream>
 
+#include "core/error.h"
+#include "schedules/registry.h"
 #include "schedules/validator.h"
 #include "search/search.h"
 #include "search_test_util.h"
@@ -47,4 +49,77 @@ TEST_CASE("exact: a cap of one activation forces 1F1B-like alternation (hand-wor
   const SimResult sim = simulate(r.schedule, c);
   REQUIRE(sim.makespan() == 10 * kTicksPerUnit);
   for (const RankStats& st : sim.ranks) REQUIRE(st.peak_activations <= 1);
+}
+
+TEST_CASE("exact: with an upper, proves that nothing reaches below the optimum (hand-worked case above)",
+          "[search][exact]") {
+  if (!exact_available()) return;
+  // The cap-1 case above has the optimum 10: at or below 9.5 there is no schedule (proven),
+  // at or below 10 the optimum is found.
+  const Schedule layout = placement_layout(Placement::linear, 2, 2);
+  const SimCosts c = unit_costs(layout, 1, 2, 1);
+  const ExactResult below = exact_schedule(layout, c, 1, 30, 19 * kTicksPerUnit / 2);
+  INFO(below.status);
+  REQUIRE_FALSE(below.solved);
+  REQUIRE(below.above_upper);
+  const ExactResult at = exact_schedule(layout, c, 1, 30, 10 * kTicksPerUnit);
+  INFO(at.status);
+  REQUIRE(at.optimal);
+  REQUIRE(at.objective == 10 * kTicksPerUnit);
+  REQUIRE_FALSE(at.above_upper);
+}
+
+TEST_CASE("exact: the micro-batch order and the start windows lose nothing: never above a list or family schedule",
+          "[search][exact]") {
+  if (!exact_available()) return;
+  // The model fixes every stage's F, I and W to micro-batch order and bounds each start by
+  // heads and tails; a proven optimum must still be at or below every real schedule (no pairs)
+  // that fits the same cap: the nine families and the list scheduler's rules.
+  struct Case {
+    Placement p;
+    int pp, m, cap_chunks;
+    double f, b, w, latency;
+  };
+  const Case cases[] = {
+      {Placement::linear, 2, 4, 0, 1, 2, 1, 0.3}, {Placement::linear, 3, 3, 2, 2, 2, 1, 0.2},
+      {Placement::linear, 2, 4, 2, 1, 3, 2, 0},   {Placement::v_shape, 2, 2, 2, 1, 2, 1, 0.2},
+      {Placement::v_shape, 2, 3, 3, 2, 2, 1, 0},  {Placement::bidirectional, 2, 4, 2, 1, 2, 1, 0.3},
+  };
+  int compared = 0;
+  for (const Case& k : cases) {
+    const Schedule layout = placement_layout(k.p, k.pp, k.m);
+    const SimCosts c = unit_costs(layout, k.f, k.b, k.w);
+    SimCosts cl = c;
+    cl.link.latency = static_cast<Time>(k.latency * kTicksPerUnit);
+    const ExactResult e = exact_schedule(layout, cl, k.cap_chunks, 30);
+    INFO(placement_name(k.p) << " P=" << k.pp << " M=" << k.m << " cap " << k.cap_chunks << ": " << e.status);
+    REQUIRE(e.optimal);
+    const Time opt = simulate(e.schedule, cl).makespan();
+    auto check = [&](const Schedule& s) {
+      const SimResult r = simulate(s, cl);
+      if (k.cap_chunks > 0 && peak_shares(s, r) * s.chunks_per_rank > k.cap_chunks + 1e-9) return;
+      REQUIRE(opt <= r.makespan());
+      ++compared;
+    };
+    for (int rule = 0; rule < 16; ++rule) {
+      ListRule lr;
+      lr.backward_first = rule % 2;
+      lr.w_fills_only = (rule / 2) % 2;
+      lr.deep_first = (rule / 4) % 2;
+      lr.reserve_deeper = (rule / 8) % 2;
+      const Schedule s = list_schedule(layout, cl, k.cap_chunks, lr);
+      if (s.num_ops() > 0) check(s);
+    }
+    for (const Family& fam : families()) {
+      Schedule s;
+      try {
+        s = make_schedule(fam.name, ScheduleParams{k.pp, k.m, 0, 0});
+      } catch (const InputError&) {
+        continue;
+      }
+      if (s.num_pipes != layout.num_pipes || s.stage_rank != layout.stage_rank || s.slice != layout.slice) continue;
+      check(s);
+    }
+  }
+  REQUIRE(compared > 40);
 }

@@ -23,11 +23,7 @@ struct CompareArgs {
   std::string times = "F=1,B=2,W=1,FB=3";
   std::string chunk_times;
   double p2p_latency = 0;
-  double a2a = -1;
-  double attn_share = 0.5;
-  int layers = 1;
-  int comm_sms = 20;
-  int sms = 132;
+  api::UnitCosts overlap;  // its --a2a ... --sms (the times and latency are the fields above)
   bool blocking = false;
   std::string schedules = "all";
   std::string format = "table";
@@ -49,11 +45,7 @@ void add_common(CLI::App& sub, CompareArgs& a) {
       ->capture_default_str();
   sub.add_option("--chunk-times", a.chunk_times, "per-chunk times instead of --times (same keys)");
   sub.add_option("--p2p-latency", a.p2p_latency, "latency of each stage-to-stage transfer, in the time unit");
-  sub.add_option("--a2a", a.a2a, "overlap model: time of one layer's all-to-all dispatch (and of its combine)");
-  sub.add_option("--layers", a.layers, "overlap model: layers in one rank's share")->capture_default_str();
-  sub.add_option("--attn-share", a.attn_share, "overlap model: share of F/b/W that is attention")->capture_default_str();
-  sub.add_option("--comm-sms", a.comm_sms, "overlap model: SMs reserved for communication")->capture_default_str();
-  sub.add_option("--sms", a.sms, "overlap model: SMs per GPU")->capture_default_str();
+  add_overlap_options(sub, a.overlap);
   sub.add_option("--format", a.format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a.output, "write the results to this file");
   sub.add_option("--trace", a.trace, "write a Chrome/Perfetto trace (JSON) of the timeline(s)");
@@ -68,11 +60,11 @@ RunRequest to_request(const CompareArgs& a) {
   req.times = a.times;
   req.chunk_times = a.chunk_times;
   req.p2p_latency = a.p2p_latency;
-  req.a2a = a.a2a;
-  req.attn_share = a.attn_share;
-  req.layers = a.layers;
-  req.comm_sms = a.comm_sms;
-  req.sms = a.sms;
+  req.a2a = a.overlap.a2a;
+  req.attn_share = a.overlap.attn_share;
+  req.layers = a.overlap.layers;
+  req.comm_sms = a.overlap.comm_sms;
+  req.sms = a.overlap.sms;
   req.config = a.config;
   req.sets = a.sets;
   req.trace = a.trace;

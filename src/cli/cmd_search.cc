@@ -7,6 +7,7 @@
 // search, so an error or an interrupted search leaves no partial file.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -34,6 +35,7 @@ struct SearchArgs {
   std::string times = "F=1,B=2,W=1";
   std::string chunk_times;
   double p2p_latency = 0;
+  api::UnitCosts overlap;  // --a2a ... --sms: the overlap model on unit times
   double memory_cap = 0;
   std::string placement = "all";
   std::uint64_t seed = 1;
@@ -66,6 +68,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--times", a->times, "one rank's share: F=..,B=..(full backward),W=..,FB=..")->capture_default_str();
   sub.add_option("--chunk-times", a->chunk_times, "per-chunk times instead of --times (same keys)");
   sub.add_option("--p2p-latency", a->p2p_latency, "latency of each stage-to-stage transfer, in the time unit");
+  add_overlap_options(sub, a->overlap);
   sub.add_option("--memory-cap", a->memory_cap,
                  "activations per rank, in micro-batches of one rank's share (a V chunk counts 1/2); 0 = none")
       ->capture_default_str();
@@ -105,17 +108,30 @@ Runner setup_search(CLI::App& sub) {
     if (a->so.microbatches != ScheduleOptions::kUnset) m = a->so.microbatches;
     // The costs are the library's (api::unit_costs, as compare's); the times are parsed here
     // first so that a bad value is one line before any search starts.
-    api::UnitCosts units;
+    api::UnitCosts units = a->overlap;
     units.times = a->times;
     units.chunk_times = a->chunk_times;
     units.p2p_latency = a->p2p_latency;
     (void)(a->chunk_times.empty() ? api::parse_times(a->times, "--times")
                                   : api::parse_times(a->chunk_times, "--chunk-times"));
+    const std::vector<Placement> placements = parse_placements(a->placement);
+    if (units.a2a >= 0 || std::isnan(units.a2a)) {
+      if (cfg)
+        throw InputError("--a2a: the overlap flags apply to --times; with a config, its MoE layers give the overlap "
+                         "model its costs",
+                         {}, kExitUsage);
+      // Checked here for every chunk count the placements use (1 per rank on linear, 2 on a V or
+      // two pipes), so that a bad value is one line before any search starts.
+      for (Placement p : placements) {
+        SimCosts probe;
+        api::add_unit_overlap_costs(probe, units, p == Placement::linear ? 1 : 2);
+      }
+    }
 
     SearchRequest req;
     req.pp = pp;
     req.microbatches = m;
-    req.placements = parse_placements(a->placement);
+    req.placements = placements;
     req.memory_cap = a->memory_cap;
     req.seed = a->seed;
     req.time_limit_s = a->time_limit;

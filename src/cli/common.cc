@@ -88,6 +88,14 @@ void write_outputs(const std::vector<std::pair<std::string, std::string>>& files
   }
 }
 
+void add_overlap_options(CLI::App& sub, api::UnitCosts& u) {
+  sub.add_option("--a2a", u.a2a, "overlap model: time of one layer's all-to-all dispatch (and of its combine)");
+  sub.add_option("--layers", u.layers, "overlap model: layers in one rank's share")->capture_default_str();
+  sub.add_option("--attn-share", u.attn_share, "overlap model: share of F/b/W that is attention")->capture_default_str();
+  sub.add_option("--comm-sms", u.comm_sms, "overlap model: SMs reserved for communication")->capture_default_str();
+  sub.add_option("--sms", u.sms, "overlap model: SMs per GPU")->capture_default_str();
+}
+
 void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts) {
   if (with_family_counts) {
     // kUnset marks "not given"; the one int equal to it is refused here as the out-of-range value

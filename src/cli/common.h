@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/request.h"
 #include "api/schedule_source.h"
 #include "core/time.h"
 
@@ -38,6 +39,9 @@ struct ScheduleOptions {
   long long max_ops = 0;
 };
 void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts = true);
+// The overlap model's unit flags (--a2a, --layers, --attn-share, --comm-sms, --sms), shared by
+// compare/simulate and search: they fill the library's UnitCosts (off while --a2a is not given).
+void add_overlap_options(CLI::App& sub, api::UnitCosts& u);
 // The flags as the library's request (kUnset -> unset).
 api::ScheduleChoice to_choice(const ScheduleOptions& o);
 

@@ -17,6 +17,7 @@
 
 using namespace ppsim;
 
+using ppsim::test::SmallCase;
 using ppsim::test::unit_costs;
 
 namespace {
@@ -276,17 +277,12 @@ TEST_CASE("bound: never above any schedule's makespan at its own peak, on random
 
 TEST_CASE("bound: never above a CBC optimum (small cases, with and without a cap)", "[search][bound][exact]") {
   if (!exact_available()) return;  // exact_test.cc prints why
-  struct Case {
-    Placement p;
-    int pp, m, cap_chunks;
-    double f, b, w, latency;
-  };
-  const Case cases[] = {
+  const SmallCase cases[] = {
       {Placement::linear, 2, 3, 0, 1, 2, 1, 0.3},    {Placement::linear, 2, 4, 2, 1, 3, 2, 0},
       {Placement::linear, 3, 3, 2, 2, 2, 1, 0.2},    {Placement::v_shape, 2, 2, 2, 1, 2, 1, 0.2},
       {Placement::bidirectional, 2, 4, 2, 1, 2, 1, 0.3},
   };
-  for (const Case& k : cases) {
+  for (const SmallCase& k : cases) {
     const Schedule layout = placement_layout(k.p, k.pp, k.m);
     const SimCosts c = with_latency(unit_costs(layout, k.f, k.b, k.w), static_cast<Time>(k.latency * U));
     const ExactResult e = exact_schedule(layout, c, k.cap_chunks, 20);

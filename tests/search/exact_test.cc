@@ -15,6 +15,7 @@
 
 using namespace ppsim;
 
+using ppsim::test::SmallCase;
 using ppsim::test::unit_costs;
 
 TEST_CASE("exact: linear P=2, M=2 reaches rank 1's fill plus work (hand-worked)", "[search][exact]") {
@@ -75,18 +76,13 @@ TEST_CASE("exact: the micro-batch order and the start windows lose nothing: neve
   // The model fixes every stage's F, I and W to micro-batch order and bounds each start by
   // heads and tails; a proven optimum must still be at or below every real schedule (no pairs)
   // that fits the same cap: the nine families and the list scheduler's rules.
-  struct Case {
-    Placement p;
-    int pp, m, cap_chunks;
-    double f, b, w, latency;
-  };
-  const Case cases[] = {
+  const SmallCase cases[] = {
       {Placement::linear, 2, 4, 0, 1, 2, 1, 0.3}, {Placement::linear, 3, 3, 2, 2, 2, 1, 0.2},
       {Placement::linear, 2, 4, 2, 1, 3, 2, 0},   {Placement::v_shape, 2, 2, 2, 1, 2, 1, 0.2},
       {Placement::v_shape, 2, 3, 3, 2, 2, 1, 0},  {Placement::bidirectional, 2, 4, 2, 1, 2, 1, 0.3},
   };
   int compared = 0;
-  for (const Case& k : cases) {
+  for (const SmallCase& k : cases) {
     const Schedule layout = placement_layout(k.p, k.pp, k.m);
     const SimCosts c = unit_costs(layout, k.f, k.b, k.w);
     SimCosts cl = c;

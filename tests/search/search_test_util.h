@@ -3,6 +3,7 @@
 #pragma once
 #include "core/schedule.h"
 #include "core/time.h"
+#include "search/search.h"
 #include "sim/costs.h"
 
 namespace ppsim::test {
@@ -14,5 +15,13 @@ inline SimCosts unit_costs(const Schedule& s, double f, double b, double w) {
   c.w = static_cast<Time>(w * kTicksPerUnit / s.chunks_per_rank);
   return uniform_costs(s.stages_per_pipe, c);
 }
+
+// A small case for the exact method: the placement, P, M, the cap in chunks (0: none), one
+// rank's F, B, W (unit_costs) and the link latency, in units.
+struct SmallCase {
+  Placement p;
+  int pp, m, cap_chunks;
+  double f, b, w, latency;
+};
 
 }  // namespace ppsim::test

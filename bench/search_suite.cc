@@ -7,7 +7,8 @@
 // only for schedules at or below the searched makespan; csv_dir: write each searched schedule as
 // <dir>/<case>.csv; cases: e.g. "9,10,20"). Environment: PPSIM_SUITE_TERMS=1 prints every
 // placement's bound terms and CBC's status to stderr; PPSIM_SWAP_ROUNDS=n sets the local
-// search's rounds per chain (default: from P and M) for experiments.
+// search's rounds per chain (default: from P and M) for experiments; PPSIM_SUITE_SEED=n the
+// search's seed (default 1).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -110,7 +111,8 @@ int main(int argc, char** argv) {
     req.placements = parse_placements("all");
     req.memory_cap = c.cap;
     req.costs = [&](const Schedule& s) { return costs_for(c.prof, s); };
-    req.seed = 1;
+    const char* seed = std::getenv("PPSIM_SUITE_SEED");
+    req.seed = seed != nullptr ? std::strtoull(seed, nullptr, 10) : 1;
     req.time_limit_s = limit;
     req.threads = threads;
     if (const char* sr = std::getenv("PPSIM_SWAP_ROUNDS")) req.swap_rounds = std::atoi(sr);

@@ -1,5 +1,7 @@
 // The schedule search (search.h): families, then greedy list schedules under a grid of rules
-// and randomised ties, then adjacent swaps; every candidate validated and simulated.
+// and randomised ties, then a local search of swaps and short moves of one rank's actions, timed
+// by the order timer where it is the engine's (order_timer.h); every schedule kept is validated
+// and simulated.
 #include "search/search.h"
 
 #include <fmt/format.h>
@@ -17,6 +19,7 @@
 #include "plan/thread_pool.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
+#include "search/order_timer.h"
 
 namespace ppsim {
 
@@ -291,6 +294,76 @@ int cap_chunks(const Schedule& s, double cap) {
   return static_cast<int>(std::floor(cap * s.chunks_per_rank + 1e-9));
 }
 
+struct LocalResult {
+  Candidate best;
+  std::uint64_t evaluated = 0;
+};
+
+// One chain of the local search (docs/SEARCH.md, Method 3): `rounds` moves on one random rank,
+// each an adjacent swap (3 in 5) or a move of one action up to kWindow places either way, kept
+// when (makespan, sum of the ranks' ends) is not worse and the cap holds. The sum lets the chain
+// cross the makespan's plateaus (a rank off the critical path finishing earlier frees the ones
+// that wait on it). Timed by the order timer when `timed` (the engine's times for these costs),
+// else validated and simulated; ends early at `stop_at` (the lower bound: nothing is faster) or
+// the deadline. What it returns is always validated and simulated.
+LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, bool timed, int rounds, Time stop_at,
+                         std::uint64_t seed, std::chrono::steady_clock::time_point deadline, std::atomic<bool>& late) {
+  constexpr long kWindow = 8;
+  LocalResult out;
+  out.best = start;
+  std::mt19937_64 rng(seed);
+  OrderTimer timer(start.schedule, c);
+  // (makespan, sum of the ranks' ends); makespan kInf: deadlocked, refused or over the cap.
+  auto judge = [&](const Schedule& s) -> std::pair<Time, Time> {
+    ++out.evaluated;
+    if (timed) {
+      const OrderTimer::Result t = timer.run(s);
+      if (!t.ok || (cap > 0 && static_cast<double>(t.peak) / s.chunks_per_rank > cap + 1e-9)) return {kInf, 0};
+      return {t.makespan, t.end_sum};
+    }
+    const Candidate e = evaluate("searched", s, c, cap);
+    if (!e.valid) return {kInf, 0};
+    Time sum = 0;
+    for (const RankStats& st : e.sim.ranks) sum += st.last_end;
+    return {e.sim.makespan(), sum};
+  };
+  Schedule s = start.schedule;
+  std::pair<Time, Time> cur = judge(s);
+  if (cur.first >= kInf) return out;
+  for (int it = 0; it < rounds && cur.first > stop_at; ++it) {
+    if ((it & 15) == 0 && std::chrono::steady_clock::now() > deadline) {
+      late = true;
+      break;
+    }
+    std::vector<Action>& acts = s.ranks[rng() % static_cast<std::size_t>(s.pp)];
+    if (acts.size() < 2) continue;
+    const std::vector<Action> saved = acts;
+    if (rng() % 5 < 2) {
+      const std::size_t i = rng() % acts.size();
+      const long j = static_cast<long>(i) + static_cast<long>(rng() % (2 * kWindow + 1)) - kWindow;
+      if (j < 0 || j >= static_cast<long>(acts.size()) || j == static_cast<long>(i)) continue;
+      const Action a = acts[i];
+      acts.erase(acts.begin() + static_cast<long>(i));
+      acts.insert(acts.begin() + j, a);
+    } else {
+      const std::size_t i = rng() % (acts.size() - 1);
+      const Action& a = acts[i];
+      const Action& b = acts[i + 1];
+      if (!a.overlapped && !b.overlapped && a.first.kind == b.first.kind && a.first.stage == b.first.stage) continue;
+      std::swap(acts[i], acts[i + 1]);
+    }
+    const std::pair<Time, Time> next = judge(s);
+    if (next.first < kInf && next <= cur)
+      cur = next;
+    else
+      acts = saved;
+  }
+  Candidate e = evaluate("searched", std::move(s), c, cap);
+  ++out.evaluated;
+  if (better(e, out.best)) out.best = std::move(e);
+  return out;
+}
+
 }  // namespace
 
 SearchResult search_schedule(const SearchRequest& req) {
@@ -413,7 +486,6 @@ SearchResult search_schedule(const SearchRequest& req) {
     }
   }
   const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads
-  const int rounds = req.swap_rounds > 0 ? req.swap_rounds : std::max(200, 60000 / (req.pp * req.microbatches / 8 + 1));
   res.trials = trials.size() + swap_chains;
   std::atomic<std::uint64_t> done{0};
   std::atomic<Time> best_seen{kInf};
@@ -456,43 +528,41 @@ SearchResult search_schedule(const SearchRequest& req) {
                                  req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
                                  req.memory_cap));
 
-  // 3. Local search: chains of adjacent swaps on one rank, each chain seeded, from `start`.
-  const SimCosts chain_costs = req.costs(start.schedule);
-  std::vector<Candidate> chains(swap_chains);
+  // 3. Local search: four chains, the even ones from the best schedule so far and the odd ones
+  // from the best list schedule that differs from it (a family that wins often sits in a local
+  // optimum that a slower list schedule does not: suite case 14; and two starts find more than
+  // one: case 9), each seeded.
+  Candidate listed;
+  for (const Candidate& c : slots)
+    if (c.schedule.ranks != start.schedule.ranks && better(c, listed)) listed = c;
+  std::vector<const Candidate*> chain_start(swap_chains, &start);
+  for (std::size_t k = 1; k < swap_chains; k += 2)
+    if (listed.valid) chain_start[k] = &listed;
+  std::vector<SimCosts> chain_costs;
+  for (const Candidate* c : chain_start) chain_costs.push_back(req.costs(c->schedule));
+  // Rounds per chain: with the order timer (about 10x cheaper than validating and simulating) a
+  // fixed count of timed actions, 120000 rounds at P M = 256 (at most 120000); else 60000 / (P M
+  // / 8 + 1) as before. Counts, not seconds, so that the result is the same on any machine.
+  bool timed = true;
+  for (const SimCosts& c : chain_costs) timed = timed && OrderTimer::exact_for(c);
+  const int rounds = req.swap_rounds > 0 ? req.swap_rounds
+                     : timed ? std::clamp(120000 * 256 / (req.pp * req.microbatches), 200, 120000)
+                             : std::max(200, 60000 / (req.pp * req.microbatches / 8 + 1));
+  std::vector<LocalResult> chains(start.sim.makespan() <= lb ? 0 : swap_chains);  // none: start is optimal
+  done += swap_chains - chains.size();
   parallel_for(
-      swap_chains, threads,
+      chains.size(), threads,
       [&](std::size_t k) {
-        std::mt19937_64 rng(mix(req.seed, 1000003 + k));
-        Candidate cur = start;
-        for (int it = 0; it < rounds; ++it) {
-          if ((it & 15) == 0 && Clock::now() > deadline) {
-            late = true;
-            break;
-          }
-          Schedule s = cur.schedule;
-          const int r = static_cast<int>(rng() % s.pp);
-          auto& acts = s.ranks[r];
-          if (acts.size() < 2) continue;
-          const std::size_t i = rng() % (acts.size() - 1);
-          const Action& a = acts[i];
-          const Action& b = acts[i + 1];
-          if (!a.overlapped && !b.overlapped && a.first.kind == b.first.kind && a.first.stage == b.first.stage)
-            continue;
-          std::swap(acts[i], acts[i + 1]);
-          Candidate next = evaluate("searched", std::move(s), chain_costs, req.memory_cap);
-          ++evaluated;
-          if (next.valid && next.sim.makespan() <= cur.sim.makespan()) {
-            cur = std::move(next);
-            note(cur);
-          }
-        }
-        chains[k] = std::move(cur);
+        chains[k] = local_search(*chain_start[k], chain_costs[k], req.memory_cap, timed, rounds, lb,
+                                 mix(req.seed, 1000003 + k), deadline, late);
+        evaluated += chains[k].evaluated;
+        note(chains[k].best);
         ++done;
       },
       tick, 200);
   Candidate best = start;
-  for (const Candidate& c : chains)
-    if (better(c, best)) best = c;
+  for (const LocalResult& c : chains)
+    if (better(c.best, best)) best = c.best;
   best.schedule.family = "searched";
   best.name = "searched";
   res.best = std::move(best);

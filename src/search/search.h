@@ -1,9 +1,10 @@
 // Schedule search (issue 21; docs/SEARCH.md): per-rank orders of F, I, W (and F&B pairs on the
 // bidirectional placement) for one or all placements, under a per-rank activation cap, for the
 // caller's own costs. Candidates come from a greedy list scheduler run under many priority
-// rules (Zero Bubble's automatic scheduler is one of them), then adjacent swaps of one rank's
-// actions; each candidate is checked by the validator and timed by the engine (src/sim), and
-// the reported makespan is always the engine's.
+// rules (Zero Bubble's automatic scheduler is one of them), then swaps and short moves of one
+// rank's actions (timed by a lighter timer where it gives the engine's times); each schedule
+// kept is checked by the validator and timed by the engine (src/sim), and the reported makespan
+// is always the engine's.
 //
 // Not obvious:
 // - The cap counts activations in rank shares: one micro-batch of a whole stage is 1, a chunk
@@ -41,7 +42,7 @@ struct SearchRequest {
   std::uint64_t seed = 1;
   double time_limit_s = 10;  // wall clock for the whole search
   int threads = 1;
-  int swap_rounds = 0;  // local-search trials; 0 = from P and M (docs/SEARCH.md)
+  int swap_rounds = 0;  // local-search moves per chain; 0 = from P and M (docs/SEARCH.md)
   // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
   std::function<void(std::uint64_t, std::uint64_t, Time)> progress;
 };

@@ -106,3 +106,34 @@ TEST_CASE("list scheduler: steady injection spaces the first stage's forwards (h
   const Schedule greedy = list_schedule(lin, c, 0, ListRule{});
   REQUIRE(greedy.ranks[0][1] == Action::single({OpKind::F, 0, 1}));
 }
+
+TEST_CASE("search: no local search from a schedule that meets the bound; chains where it does not", "[search]") {
+  // P=4, M=4, F=1, B=2, W=1, no cap (suite case 1): a list schedule of the bidirectional
+  // placement meets the bound (13), so no chain runs and the rounds change nothing evaluated.
+  SearchRequest req;
+  req.pp = 4;
+  req.microbatches = 4;
+  req.placements = parse_placements("all");
+  req.costs = [](const Schedule& s) { return unit_costs(s, 1, 2, 1); };
+  req.threads = 2;
+  req.swap_rounds = 10;
+  const SearchResult a = search_schedule(req);
+  REQUIRE(a.best.sim.makespan() == a.lower_bound);
+  req.swap_rounds = 1000;
+  const SearchResult b = search_schedule(req);
+  REQUIRE(b.evaluated == a.evaluated);
+  REQUIRE(b.trials_run == b.trials);
+  // With a link latency of 0.2 (suite case 19) the best start (14) is above the bound (13.8):
+  // the chains run their rounds.
+  req.costs = [](const Schedule& s) {
+    SimCosts c = unit_costs(s, 1, 2, 1);
+    c.link.latency = kTicksPerUnit / 5;
+    return c;
+  };
+  req.swap_rounds = 10;
+  const SearchResult c = search_schedule(req);
+  REQUIRE(c.best.sim.makespan() > c.lower_bound);
+  req.swap_rounds = 1000;
+  const SearchResult d = search_schedule(req);
+  REQUIRE(d.evaluated >= c.evaluated + 1000);  // 4 x 990 more rounds (some moves are skipped unevaluated)
+}

@@ -190,15 +190,7 @@ TEST_CASE("bound: never above any schedule's makespan at its own peak, on random
     const Time latency = trial % 3 == 0 ? 0 : pick(0, 5) * tenth;
     const bool bandwidth = trial % 4 == 1;
     const double head = trial % 3 == 1 ? 1.5 : 1.0;
-    std::vector<SliceCosts> base(16);
-    for (SliceCosts& s : base) {
-      s.f = pick(3, 20) * tenth;
-      const Time i = pick(2, 20) * tenth;
-      s.w = pick(0, 20) * tenth;
-      s.b = i + s.w;
-      if (pairs) s.fb = s.f + s.b - pick(0, 8) * std::min(s.f, i) / 10;
-      if (bandwidth) s.act_bytes = s.grad_bytes = pick(1, 8) * 1000;
-    }
+    const std::vector<SliceCosts> base = test::random_slices(rng, pairs, bandwidth);
     auto costs = [&](const Schedule& s) {
       SimCosts c;
       for (int k = 0; k < s.stages_per_pipe; ++k) {

@@ -99,14 +99,7 @@ TEST_CASE("order timer: the engine's makespan, peak and rank ends on moved order
     const int P = pick(2, 4);
     const int M = 2 * pick(1, 4);
     const Time latency = trial % 3 == 0 ? 0 : pick(0, 5) * tenth;
-    std::vector<SliceCosts> base(16);
-    for (SliceCosts& s : base) {
-      s.f = pick(3, 20) * tenth;
-      const Time i = pick(2, 20) * tenth;
-      s.w = pick(0, 20) * tenth;
-      s.b = i + s.w;
-      if (trial % 2 == 0) s.fb = s.f + s.b - pick(0, 8) * std::min(s.f, i) / 10;
-    }
+    const std::vector<SliceCosts> base = test::random_slices(rng, trial % 2 == 0, false);  // in tenths
     auto costs = [&](const Schedule& s) {
       SimCosts c;
       for (int k = 0; k < s.stages_per_pipe; ++k) c.slice.push_back(base[static_cast<std::size_t>(k)]);

@@ -41,14 +41,7 @@ void run(const std::vector<int>& devices, int comm_sms, A2aBackend backend = A2a
   PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));
   Chunk single(one, seed);
   Stream s0;
-  for (int mb = 0; mb < 2; ++mb) {
-    single.fill_input(mb, 11 + static_cast<std::uint64_t>(mb), s0.get());
-    single.fill_grad_output(mb, 21 + static_cast<std::uint64_t>(mb), s0.get());
-    single.forward(mb, s0.get());
-    single.backward_input(mb, s0.get());
-    single.backward_weight(mb, s0.get());
-  }
-  s0.sync();
+  run_ep_reference(single, s0.get());
 
   std::vector<std::unique_ptr<Chunk>> ep(2);
   std::vector<std::unique_ptr<Stream>> streams(2);

@@ -24,6 +24,7 @@
 #include "cuda_validate/ep_wiring.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
+#include "moe_reference.h"
 
 using namespace ppsim;
 using namespace ppsim::gpu;
@@ -31,22 +32,6 @@ using namespace ppsim::gpu;
 namespace {
 
 constexpr double kBf16Tol = 1e-2;
-
-ChunkShape small_moe_shape() {  // gpu_test_util.h's (not included: it brings Catch)
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.seq_len = 64;
-  s.micro_batch = 2;
-  s.layers = 2;
-  s.experts = 8;
-  s.top_k = 2;
-  s.expert_ffn_hidden = 64;
-  s.capacity_factor = 1.0;
-  return s;
-}
 
 std::vector<float> bf16_to_host(const bf16* p, std::size_t n) {
   std::vector<__nv_bfloat16> h(n);
@@ -108,19 +93,12 @@ int main(int argc, char** argv) {
     const int device = process_gpu[static_cast<std::size_t>(w.rank)];
     PPSIM_CUDA_CHECK(cudaSetDevice(device));
     const int r = w.rank;  // EP shard
-    const ChunkShape one = small_moe_shape();
+    const ChunkShape one = test::small_moe_shape();
     const std::uint64_t seed = 3;
     // The reference: one chunk with every expert, both micro-batches (shard s's is micro-batch s).
     Chunk single(one, seed);
     gpu::Stream s0;
-    for (int mb = 0; mb < 2; ++mb) {
-      single.fill_input(mb, 11 + static_cast<std::uint64_t>(mb), s0.get());
-      single.fill_grad_output(mb, 21 + static_cast<std::uint64_t>(mb), s0.get());
-      single.forward(mb, s0.get());
-      single.backward_input(mb, s0.get());
-      single.backward_weight(mb, s0.get());
-    }
-    s0.sync();
+    test::run_ep_reference(single, s0.get());
 
     ChunkShape sh = one;
     sh.ep = 2;

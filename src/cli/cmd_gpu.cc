@@ -389,7 +389,13 @@ Runner setup_validate(CLI::App& sub) {
       j["device_sharing"]["profiles"] = nlohmann::json::object();
     }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
+    // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
+    // processes, pp x ep slots) it cannot run, and the config's link model stands.
+    const bool probe_fits = !multi || world.size <= pp;
+    if (!a->no_link_probe && probe_fits)
+      probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
+    if (!a->no_link_probe && !probe_fits)
+      j["link_probe_skipped"] = fmt::format("{} processes for a {}-rank probe: the config's link model", world.size, pp);
     double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"runs_us", probe->runs_us}, {"transfers", probe->transfers},

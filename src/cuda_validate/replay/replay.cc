@@ -12,8 +12,9 @@
 // waits for and measures from: ranks sharing a GPU share one clock exactly; GPUs are aligned to
 // the barrier, within the host threads' wake-up jitter.
 // Processes (mpirun/srun, mpi::world()): process p replays the ranks r with r % processes == p on
-// its one GPU; the measured shares are gathered into one Timeline on every process
-// (launch::merge_parts).
+// its one GPU (with expert parallelism, the shards (r, e) with (r * ep + e) % processes == p, on
+// one host: EpWiring shares their receive buffers by CUDA IPC); the measured shares are gathered
+// into one Timeline on every process (launch::merge_parts).
 // Activation samples follow the simulator: +1 when an F starts, -1 when a B or W ends.
 // Watchdog: every host wait (a message not yet posted, streams not yet done) is bounded by
 // ReplayConfig::nccl_timeout_s; NCCL async errors are polled; on either, the communicators are

@@ -15,8 +15,15 @@
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
 # e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep searched timeslice kind sanitize": the extra runs;
-# "" for none; "a2a" adds tools/a2a_check.sh on 2+ GPUs).
+# "" for none; "a2a" adds tools/a2a_check.sh on 2+ GPUs). The ep extra: the hidden EP replay test,
+# `validate --ep-replay` in one process, EP across two processes under mpirun (tests/cuda_validate/
+# ep_ipc_check for ours and nccl, then validate; on one GPU the processes share it), and
+# `--a2a nccl` on 2 GPUs (on one: its refusal); EP_SCHEDULES / EP_SCHEDULES_MORE pick the schedules,
+# EP_HIDDEN_RUNS how often the hidden EP replay test runs (3);
+# its summary (ep_summary.txt) is printed last.
 # Issue 18 on two GPUs, in one call: VALIDATE_SETS=2 VALIDATE_EXTRA="ep a2a" bash tools/gpu_validate.sh
+# On one H100, the EP runs in under 10 minutes: SCHEDULES=1f1b VALIDATE_SETS=1 VALIDATE_EXTRA=ep
+#   EP_SCHEDULES=1f1b,dualpipev EP_HIDDEN_RUNS=1 GPU_CHECK_BUDGET=300 bash tools/gpu_validate.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -63,15 +70,58 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
       timeout 150 "$P" validate "$cfg" --devices 1 --schedule-file "$ROOT/tests/golden/searched_small_1gpu_p2_m8.csv" \
         ${VALIDATE_ARGS:-} -o "$OUT/tmp/validate_1gpu_searched.txt" 2>&1 | tail -3
       echo "validate --schedule-file (searched, P=2 M=8) on 1 GPU: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
-    ep)  # expert parallelism: PP x EP = 2 x 2 shards, tokens exchanged by our all-to-all
-      # The hidden test three times (it deadlocked 3-4 times in 5 before EpGroupSync, session 7).
-      for i in 1 2 3; do
+    ep)  # expert parallelism: PP x EP = 2 x 2 shards, tokens exchanged by the all-to-all
+      EPCFG=$ROOT/configs/small-2gpu-ep.yaml
+      EPS=${EP_SCHEDULES:-1f1b,zb-h1,zbv,dualpipe,dualpipev}
+      EPS2=${EP_SCHEDULES_MORE:-1f1b,dualpipev}  # the multi-process and NCCL runs
+      eps() { echo "$*" | tee -a "$OUT/ep_summary.txt"; }
+      # Last line of a validate output's summary table for a schedule: "name predicted measured error".
+      epsum() { [ -f "$1" ] && awk '/^summary \(makespan\):/ {on=1; next} on && NF >= 4 {printf "      %s\n", $0}' "$1" | tee -a "$OUT/ep_summary.txt"; }
+      : > "$OUT/ep_summary.txt"
+      # The hidden test EP_HIDDEN_RUNS times, 3 by default (it deadlocked 3-4 times in 5 before
+      # EpGroupSync, session 7).
+      for i in $(seq 1 "${EP_HIDDEN_RUNS:-3}"); do
         CUDA_DEVICE_MAX_CONNECTIONS=32 timeout 90 "$ROOT/build-gpu/ppsim_tests" "[.ep-replay]" > "$OUT/tmp/ep_replay_test_$i.txt" 2>&1
-        echo "EP replay test (hidden) run $i: exit $? after $(( $(date +%s) - START )) s"; grep -E "replay |FAILED|passed" "$OUT/tmp/ep_replay_test_$i.txt" | head -3
+        eps "EP replay test (hidden) run $i: exit $? after $(( $(date +%s) - START )) s"; grep -E "replay |FAILED|passed" "$OUT/tmp/ep_replay_test_$i.txt" | head -3
       done
-      timeout 240 "$P" validate "$ROOT/configs/small-2gpu-ep.yaml" -s 1f1b,zb-h1,zbv,dualpipe,dualpipev --ep-replay --devices "$big" ${VALIDATE_ARGS:-} \
+      timeout 240 "$P" validate "$EPCFG" -s "$EPS" --ep-replay --devices "$big" ${VALIDATE_ARGS:-} \
         -o "$OUT/tmp/validate_${big}gpu_ep.txt" 2>&1 | tail -3
-      echo "validate small-2gpu-ep (PP 2 x EP 2) on $big GPU(s): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s" ;;
+      eps "validate --ep-replay (one process, PP 2 x EP 2) on $big GPU(s): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+      epsum "$OUT/tmp/validate_${big}gpu_ep.txt"
+      # Across processes (issue 18): EP shards in two processes, their receive buffers shared by
+      # CUDA IPC, the handshake in shared memory. One GPU: both processes share it
+      # (PPSIM_ALLOW_SHARED_GPU=1, time-sliced: functional only, timings mean nothing).
+      if command -v mpirun >/dev/null; then
+        SHARE=(); SPLIT=()
+        [ "$ngpu" -lt 2 ] && SHARE=(-x PPSIM_ALLOW_SHARED_GPU=1) && SPLIT=(--sm-split off)
+        MPI=(mpirun --allow-run-as-root -np 2 --bind-to none "${SHARE[@]}")
+        timeout 120 ninja -C "$ROOT/build-gpu" ep_ipc_check > "$OUT/tmp/ep_ipc_build.txt" 2>&1 ||
+          { eps "ep_ipc_check: not built (no MPI in this build?): $(tail -1 "$OUT/tmp/ep_ipc_build.txt")"; }
+        if [ -x "$ROOT/build-gpu/ep_ipc_check" ]; then
+          for b in ours nccl; do
+            timeout 90 "${MPI[@]}" "$ROOT/build-gpu/ep_ipc_check" "$b" > "$OUT/tmp/ep_ipc_check_$b.txt" 2>&1
+            eps "ep_ipc_check $b (2 processes, CUDA IPC$([ "$b" = nccl ] && echo ", NCCL over MPI")): exit $? after $(( $(date +%s) - START )) s"
+            grep -E "skipped|FAILED|ep_ipc_check (ours|nccl): ok|\(ours|\(nccl|ppsim|error" "$OUT/tmp/ep_ipc_check_$b.txt" | head -4 | sed 's/^/      /' | tee -a "$OUT/ep_summary.txt"
+          done
+        fi
+        timeout 300 "${MPI[@]}" "$P" validate "$EPCFG" -s "$EPS2" --ep-replay "${SPLIT[@]}" ${VALIDATE_ARGS:-} \
+          -o "$OUT/tmp/validate_${big}gpu_ep_mpi.txt" 2>&1 | tail -3
+        eps "mpirun -np 2 validate --ep-replay (EP across processes$([ "$ngpu" -lt 2 ] && echo ", sharing one GPU: functional")): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+        epsum "$OUT/tmp/validate_${big}gpu_ep_mpi.txt"
+      else
+        eps "EP across processes skipped: mpirun not installed"
+      fi
+      # NCCL's all-to-all in the replay where each EP group's shards have their own GPUs; else its
+      # refusal (one line, exit 2, before any GPU work).
+      if [ "$ngpu" -ge 2 ]; then
+        timeout 240 "$P" validate "$EPCFG" -s "$EPS2" --ep-replay --a2a nccl --devices 2 ${VALIDATE_ARGS:-} \
+          -o "$OUT/tmp/validate_2gpu_ep_nccl.txt" 2>&1 | tail -3
+        eps "validate --ep-replay --a2a nccl on 2 GPUs: exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+        epsum "$OUT/tmp/validate_2gpu_ep_nccl.txt"
+      else
+        timeout 60 "$P" validate "$EPCFG" -s 1f1b --ep-replay --a2a nccl --devices 1 > "$OUT/tmp/ep_nccl_refusal.txt" 2>&1
+        eps "validate --ep-replay --a2a nccl on one GPU: exit $? (2 expected): $(head -2 "$OUT/tmp/ep_nccl_refusal.txt")"
+      fi ;;
     a2a)  # issue 18's all-to-all on 2+ GPUs: correctness, ours vs NCCL bandwidth and the GEMM beside it
       [ "$ngpu" -ge 2 ] || { echo "a2a check skipped: needs 2 GPUs ($ngpu present)"; continue; }
       OUT="$OUT/a2a" BUILD="$ROOT/build-gpu" timeout 300 bash "$ROOT/tools/a2a_check.sh" > "$OUT/tmp/a2a_check.txt" 2>&1
@@ -117,3 +167,6 @@ cat "$OUT"/tmp/nccl.*.log 2>/dev/null | grep -E "via (P2P|SHM|NET)|NCCL version|
 rm -rf "$OUT/tmp"
 cat "$OUT/topology.txt"
 awk '/^== validate_/ {print} /^link probe/,/^== validate_|^$/ {if ($0 !~ /^== /) print}' "$OUT/validate.txt"
+# Expert parallelism's runs (the ep extra), last: each step's exit code, and its makespan table
+# (schedule, predicted ms, measured ms, error).
+[ -s "$OUT/ep_summary.txt" ] && { echo "== expert parallelism (issue 18)"; cat "$OUT/ep_summary.txt"; }

@@ -29,6 +29,7 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cuda_validate/gpu_api.h"
+#include "ep/ep_placement.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
 #include "report/trace.h"
@@ -74,6 +75,7 @@ struct ProfileArgs {
   int warmup = 5;
   int reps = 20;
   int device = 0;
+  std::string a2a = "ours";
 };
 
 struct ValidateArgs {
@@ -89,6 +91,7 @@ struct ValidateArgs {
   double target = 0;
   bool no_link_probe = false;
   bool ep_replay = false;
+  std::string a2a = "ours";
   std::string transport = "auto";
   double timeout_s = 120;
   std::string sm_split = "auto";
@@ -152,6 +155,11 @@ Runner setup_profile(CLI::App& sub) {
   sub.add_option("--warmup", a->warmup, "untimed repetitions first")->capture_default_str();
   sub.add_option("--reps", a->reps, "timed repetitions (the median is kept)")->capture_default_str();
   sub.add_option("--device", a->device, "GPU index")->capture_default_str();
+  sub.add_option("--a2a", a->a2a,
+                 "MoE with parallel.ep > 1 on 2+ GPUs: the all-to-all that dispatch and combine are timed through: "
+                 "ours (the config's comm_sms) or nccl (NCCL's grouped send/recv)")
+      ->check(CLI::IsMember({"ours", "nccl"}))
+      ->capture_default_str();
   return [a]() {
     const ModelConfig cfg = load_config(a->config, a->sets);
     require_gpu("profile");
@@ -163,18 +171,26 @@ Runner setup_profile(CLI::App& sub) {
     gpu::ChunkShape shape = chunk_shape(c, 1, true);
     int ep_used = c.model.moe.enabled() && c.parallel.ep > 1 ? std::min({c.parallel.ep, gpu::device_count(), 8}) : 1;
     while (ep_used > 1 && c.model.moe.experts % ep_used != 0) --ep_used;  // ChunkShape: ep in 1..8, divides experts
+    const ep::A2aBackend a2a = ep::parse_a2a_backend(a->a2a);
     if (ep_used > 1) {
       shape.ep = ep_used;
       shape.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+      shape.a2a = a2a;
     }
     const gpu::ProfileResult r = gpu::profile_chunk(shape, a->warmup, a->reps, a->device);
     std::string a2a_note;
     if (ep_used > 1)
-      a2a_note = fmt::format("# dispatch/combine: our all-to-all among {} EP shards (config ep {}), one per GPU, on {} SMs\n",
-                             ep_used, c.parallel.ep, shape.comm_sms);
+      a2a_note = a2a == ep::A2aBackend::ours
+                     ? fmt::format("# dispatch/combine: our all-to-all among {} EP shards (config ep {}), one per GPU, "
+                                   "on {} SMs\n",
+                                   ep_used, c.parallel.ep, shape.comm_sms)
+                     : fmt::format("# dispatch/combine: NCCL's grouped send/recv among {} EP shards (config ep {}), one "
+                                   "per GPU (--a2a nccl)\n",
+                                   ep_used, c.parallel.ep);
     else if (c.model.moe.enabled() && c.parallel.ep > 1)
-      a2a_note = fmt::format("# dispatch/combine: local permutes (config ep {}; an all-to-all needs 2 or more GPUs, {} visible)\n",
-                             c.parallel.ep, gpu::device_count());
+      a2a_note = fmt::format("# dispatch/combine: local permutes (config ep {}; an all-to-all needs 2 or more GPUs, {} "
+                             "visible{})\n",
+                             c.parallel.ep, gpu::device_count(), a2a == ep::A2aBackend::nccl ? "; --a2a nccl unused" : "");
     std::string y = fmt::format(
         "# ppsim cost profile: one transformer layer, one micro-batch, medians of {} runs\n"
         "version: {}\ndevice: \"{}\"\nsource: \"ppsim profile {}\"\nper_layer: true\n"
@@ -245,9 +261,14 @@ Runner setup_validate(CLI::App& sub) {
       ->check(CLI::IsMember({"profiled", "equal"}))
       ->capture_default_str();
   sub.add_flag("--ep-replay", a->ep_replay,
-               "replay parallel.ep > 1 as EP shards exchanging tokens by our all-to-all (one process; op costs "
-               "profiled the same way, exposed communication measured); without it the chunk's dispatch and "
-               "combine stay local permutes");
+               "replay parallel.ep > 1 as EP shards exchanging tokens by the all-to-all (one process, or one per GPU "
+               "under mpirun on one host; op costs profiled the same way, in one process; exposed communication "
+               "measured); without it the chunk's dispatch and combine stay local permutes");
+  sub.add_option("--a2a", a->a2a,
+                 "with --ep-replay, the all-to-all: ours (our SM-bounded kernel on the config's comm_sms) or nccl "
+                 "(NCCL's grouped send/recv, one communicator per stage's EP group; its shards on distinct GPUs)")
+      ->check(CLI::IsMember({"ours", "nccl"}))
+      ->capture_default_str();
   sub.add_flag("--no-link-probe", a->no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
@@ -267,6 +288,28 @@ Runner setup_validate(CLI::App& sub) {
         launch::choose_transport(a->transport, world.size, multi ? world.local_size : 1);
     if (!a->schedule_file.empty() && !a->schedules.empty())
       throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
+    const ModelConfigData& c = *cfg.data;
+    int pp = 0, m = 0, v = 0;
+    apply_config_parallel(cfg, pp, m, v);
+    // Expert parallelism (MoE, parallel.ep > 1, --ep-replay): the replay runs every pipeline rank
+    // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
+    // (r * ep + e) % GPUs in one process, or in process (r * ep + e) % processes under mpirun; the
+    // prediction simulates shard 0's pipeline, its ranks on their GPUs. Opt-in (--ep-replay); its
+    // deadlocks of sessions 5-7 ended with the host handshake (EpGroupSync, docs/VALIDATION.md).
+    const int ep_r = a->ep_replay && c.model.moe.enabled() && c.parallel.ep > 1 ? c.parallel.ep : 1;
+    const ep::A2aBackend a2a = ep::parse_a2a_backend(a->a2a);
+    // Refusals that need no GPU: what the flags and the config say cannot run.
+    if (a2a == ep::A2aBackend::nccl && ep_r == 1)
+      throw InputError("--a2a nccl: there is no all-to-all to run: it moves tokens only with --ep-replay on an MoE "
+                       "config with parallel.ep > 1",
+                       {}, kExitUsage);
+    if (ep_r > 1)
+      if (const std::string why = launch::ep_launch_problem(world.size, multi ? world.local_size : 1, transport);
+          !why.empty())
+        throw InputError(why, {}, kExitUsage);
+    if (a2a == ep::A2aBackend::nccl && !multi && a->devices > 0)  // the GPUs asked for, whatever is present
+      if (const std::string why = ep::nccl_a2a_problem(ep::place_in_process(pp, ep_r, a->devices)); !why.empty())
+        throw InputError(why, {}, kExitUsage);
     require_gpu("validate");
     if (multi && a->devices > 0 && a->devices != world.size)
       throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
@@ -275,14 +318,21 @@ Runner setup_validate(CLI::App& sub) {
                        {}, kExitUsage);
     const bool shared_gpus = launch::shared_gpus_allowed();
     const int my_device = multi ? launch::gpu_of_process(world.local_rank, gpu::device_count(), shared_gpus) : 0;
-    const ModelConfigData& c = *cfg.data;
-    int pp = 0, m = 0, v = 0;
-    apply_config_parallel(cfg, pp, m, v);
     if (multi)
-      if (const std::string why = launch::placement_problem(world.size, world.local_size,
-                                                            shared_gpus ? world.local_size : gpu::device_count(), pp);
+      if (const std::string why = launch::placement_problem(
+              world.size, world.local_size, shared_gpus ? world.local_size : gpu::device_count(), pp * ep_r);
           !why.empty())
         throw InputError(why, {}, kExitUsage);
+    if (a2a == ep::A2aBackend::nccl) {  // the replay's placement (it refuses the same, later)
+      const ep::EpPlacement placement =
+          multi ? ep::place_across_processes(pp, ep_r,
+                                             launch::gpus_of_processes(world.size, world.rank, world.local_rank,
+                                                                       gpu::device_count(), shared_gpus))
+                : ep::place_in_process(pp, ep_r, a->devices > 0 ? std::min(a->devices, gpu::device_count())
+                                                                : gpu::device_count());
+      if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty())
+        throw InputError(why, {}, kExitUsage);
+    }
     std::string list = a->schedules.empty() ? config_schedules(cfg) : a->schedules;
     std::vector<const Family*> fams;
     if (list == "all") {
@@ -313,11 +363,6 @@ Runner setup_validate(CLI::App& sub) {
                            : a->devices > 0 ? std::min(a->devices, gpu::device_count())
                                             : gpu::device_count();
     const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the link probe runs
-    // Expert parallelism (MoE, parallel.ep > 1, one process): the replay runs every pipeline rank
-    // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
-    // (r * ep + e) % GPUs; the prediction simulates shard 0's pipeline, its ranks on their GPUs.
-    // Opt-in (--ep-replay); its deadlocks of sessions 5-7 ended with EpGroupSync (docs/VALIDATION.md).
-    const int ep_r = a->ep_replay && c.model.moe.enabled() && c.parallel.ep > 1 && !multi ? c.parallel.ep : 1;
     const int slots_total = pp * ep_r;
     // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
     // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
@@ -344,7 +389,13 @@ Runner setup_validate(CLI::App& sub) {
       j["device_sharing"]["profiles"] = nlohmann::json::object();
     }
     std::optional<LinkProbe> probe;
-    if (!a->no_link_probe) probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
+    // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
+    // processes, pp x ep slots) it cannot run, and the config's link model stands.
+    const bool probe_fits = !multi || world.size <= pp;
+    if (!a->no_link_probe && probe_fits)
+      probe = probe_link(pp, one_layer, a->devices, a->transport, split > 0, a->timeout_s);
+    if (!a->no_link_probe && !probe_fits)
+      j["link_probe_skipped"] = fmt::format("{} processes for a {}-rank probe: the config's link model", world.size, pp);
     double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
     if (probe) {
       j["link_probe"] = {{"median_us", probe->median_us}, {"runs_us", probe->runs_us}, {"transfers", probe->transfers},
@@ -396,6 +447,7 @@ Runner setup_validate(CLI::App& sub) {
         if (ep_r > 1) {
           prof_shape.ep = ep_r;
           prof_shape.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+          prof_shape.a2a = a2a;  // under mpirun: process 0 profiles the group in one process, the others take its figures
         }
         it = profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, a->reps, my_device, split)).first;
       }
@@ -443,6 +495,7 @@ Runner setup_validate(CLI::App& sub) {
       if (ep_r > 1) {
         rc.stage_shapes[0].ep = ep_r;
         rc.stage_shapes[0].comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+        rc.stage_shapes[0].a2a = a2a;
         rc.shard_makespans = &shard_ends;
         rc.ep_waits = &ep_waits;
         rc.ep_exposed = &ep_exposed;
@@ -514,13 +567,19 @@ Runner setup_validate(CLI::App& sub) {
         std::string ends;
         for (std::size_t e = 1; e < shard_ends.size(); ++e)
           ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e, static_cast<double>(shard_ends[e]) / 1e6);
-        text += fmt::format("  expert parallelism: {} shards of every stage, all-to-all on {} SMs (ours); the table is "
+        const std::string how = a2a == ep::A2aBackend::ours
+                                    ? fmt::format("ours on {} SMs", rc.stage_shapes[0].comm_sms)
+                                    : std::string("NCCL's grouped send/recv (its own channels; comm_sms not applied)");
+        text += fmt::format("  expert parallelism: {} shards of every stage{}, all-to-all: {}; the table is "
                             "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
-                            "profiled on stage 0's {} shards exchanging tokens the same way, started together. Measured exposed "
-                            "comm: the rank's all-to-all time while none of its streams computed (inside its ops, so "
-                            "taken out of its compute), of which waiting for peers' rows: {}; the op-level prediction "
-                            "has none, the overlap model's is its own\n",
-                            ep_r, rc.stage_shapes[0].comm_sms, ends.empty() ? "-" : ends, ep_r, waits);
+                            "profiled on stage 0's {} shards exchanging tokens the same way, started together{}. "
+                            "Measured exposed comm: the rank's all-to-all time while none of its streams computed "
+                            "(inside its ops, so taken out of its compute), of which waiting for peers' rows{}: {}; "
+                            "the op-level prediction has none, the overlap model's is its own\n",
+                            ep_r, multi ? fmt::format(" over {} processes (CUDA IPC)", world.size) : std::string(), how,
+                            ends.empty() ? "-" : ends, ep_r,
+                            multi ? " (in one process: process 0's, on the GPUs it sees)" : "",
+                            a2a == ep::A2aBackend::ours ? "" : " (not measured for NCCL)", waits);
       }
       // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
       // holds no embedding or head and runs no optimizer step: those parts are left out of both).
@@ -587,6 +646,7 @@ Runner setup_validate(CLI::App& sub) {
           return out;
         };
         r["expert_parallelism"] = {{"shards", ep_r},
+                                   {"a2a", ep::a2a_backend_name(a2a)},
                                    {"exposed_comm_ms", ms(ep_exposed)},
                                    {"waiting_for_peers_ms", ms(ep_waits)},
                                    {"other_shards_makespan_ms",  // shard 1 on (shard 0's is the table's)
@@ -629,8 +689,11 @@ Runner setup_validate(CLI::App& sub) {
                             probe->bytes, ndev > 1 && !multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", copy_us,
                             probe->median_us / copy_us);
       if (multi)
-        text += fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n", world.size,
-                            world.launcher, world.size);
+        text += ep_r > 1 ? fmt::format("processes: {} started by {}, one GPU each; EP shard e of rank r replayed by process "
+                                       "(r * {} + e) % {}\n",
+                                       world.size, world.launcher, ep_r, world.size)
+                         : fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n",
+                                       world.size, world.launcher, world.size);
       text += fmt::format("transport: {}\n", transport == launch::TransportKind::Peer
                                                   ? "peer (copy-engine peer copies, ordered by CUDA events)"
                                               : transport == launch::TransportKind::Ipc

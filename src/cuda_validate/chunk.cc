@@ -120,13 +120,16 @@ Chunk::Chunk(const ChunkShape& shape, std::uint64_t seed) : shape_(shape) {
     weights_.push_back(std::move(w));
   }
   if (ep()) {
-    const std::size_t n = static_cast<std::size_t>(kEpKinds) * static_cast<std::size_t>(shape.ep_microbatches) *
-                          static_cast<std::size_t>(shape.layers);
-    for (std::size_t i = 0; i < n; ++i)
-      ep_bufs_.push_back(std::make_unique<A2aBufferSet>(geometry_of(shape, capacity_)));
+    const std::size_t n = ep_buffer_count(shape);
+    ep_slab_ = std::make_unique<A2aSlab>(geometry_of(shape, capacity_), n);
     ep_epochs_.assign(n, 0);
     ep_stats_.resize(1);
     ep_stats_.zero();
+    if (shape.a2a == A2aBackend::nccl) {  // [E*C, hidden]: the gathering dispatch's rows, permuted, before they travel
+      ep_staging_.resize(static_cast<std::size_t>(capacity_) * static_cast<std::size_t>(shape.experts) *
+                         static_cast<std::size_t>(shape.hidden));
+      ep_staging_.zero();
+    }
   }
   PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -547,12 +550,13 @@ void Chunk::dispatch_forward(int mb, int layer, cudaStream_t s) {
   KeepLayer& K = keep(mb, layer);
   FwdSet& F = fwd(mb, layer);
   if (ep()) {
-    const A2aCall c = ep_call(kEpXp, mb, layer);
-    exchange_started(s);
-    a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), K.xn2.get(), true, F.slot_token.get(), F.counts.get(), nullptr, s);
-    ep_handshake(kEpXp, mb, layer, c);
-    a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s);
-    exchange_ended(s);
+    ep_exchange(
+        kEpXp, mb, layer, s,
+        [&](const A2aCall& c) {
+          a2a_dispatch_begin(c, ep_peers(kEpXp, mb, layer), K.xn2.get(), true, F.slot_token.get(), F.counts.get(),
+                             ep_staging_.get(), s);
+        },
+        [&](const A2aCall& c) { a2a_dispatch_end(c, ep_mine(kEpXp, mb, layer), s); });
     return;
   }
   moe_permute(K.xp.get(), K.xn2.get(), routing_of(F), shape_.hidden, s);
@@ -585,12 +589,15 @@ void Chunk::combine_forward(int mb, int layer, cudaStream_t s) {
   if (!shape_.is_moe()) return;
   FwdSet& F = fwd(mb, layer);
   if (ep()) {
-    const A2aCall c = ep_call(kEpZp, mb, layer);
-    exchange_started(s);
-    a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), F.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
-    ep_handshake(kEpZp, mb, layer, c);
-    a2a_combine_end(c, ep_mine(kEpZp, mb, layer), layer_output(mb, layer), F.x1.get(), F.slot_of.get(), F.topk_w.get(), s);
-    exchange_ended(s);
+    ep_exchange(
+        kEpZp, mb, layer, s,
+        [&](const A2aCall& c) {
+          a2a_combine_begin(c, ep_peers(kEpZp, mb, layer), F.ze.get(), ep_mine(kEpXp, mb, layer).counts, s);
+        },
+        [&](const A2aCall& c) {
+          a2a_combine_end(c, ep_mine(kEpZp, mb, layer), layer_output(mb, layer), F.x1.get(), F.slot_of.get(),
+                          F.topk_w.get(), s);
+        });
     return;
   }
   moe_combine(layer_output(mb, layer), F.x1.get(), F.zp.get(), routing_of(F), shape_.hidden, s);
@@ -621,13 +628,13 @@ void Chunk::combine_backward(int mb, int layer, cudaStream_t s) {
     // w * dout in the source's [E][C] layout (and dw, from the expert outputs that came back),
     // then to the experts' ranks.
     moe_combine_bwd(S.dzp_src.get(), S.dw.get(), dx2, ep_mine(kEpZp, mb, layer).rows, routing_of(F), shape_.hidden, s);
-    const A2aCall c = ep_call(kEpDzp, mb, layer);
-    exchange_started(s);
-    a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), S.dzp_src.get(), false, F.slot_token.get(), F.counts.get(),
-                       nullptr, s);
-    ep_handshake(kEpDzp, mb, layer, c);
-    a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s);
-    exchange_ended(s);
+    ep_exchange(
+        kEpDzp, mb, layer, s,
+        [&](const A2aCall& c) {
+          a2a_dispatch_begin(c, ep_peers(kEpDzp, mb, layer), S.dzp_src.get(), false, F.slot_token.get(),
+                             F.counts.get(), nullptr, s);
+        },
+        [&](const A2aCall& c) { a2a_dispatch_end(c, ep_mine(kEpDzp, mb, layer), s); });
     return;
   }
   moe_combine_bwd(G.dzp, S.dw.get(), dx2, F.zp.get(), routing_of(F), shape_.hidden, s);
@@ -665,12 +672,14 @@ void Chunk::dispatch_backward(int mb, int layer, cudaStream_t s) {
   Workspace& S = workspace(false);
   if (ep()) {
     // The experts' input-grads go back to their sources and are summed into each token.
-    const A2aCall c = ep_call(kEpDxp, mb, layer);
-    exchange_started(s);
-    a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), S.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
-    ep_handshake(kEpDxp, mb, layer, c);
-    a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), S.dxn2.get(), nullptr, F.slot_of.get(), nullptr, s);
-    exchange_ended(s);
+    ep_exchange(
+        kEpDxp, mb, layer, s,
+        [&](const A2aCall& c) {
+          a2a_combine_begin(c, ep_peers(kEpDxp, mb, layer), S.dxp.get(), ep_mine(kEpXp, mb, layer).counts, s);
+        },
+        [&](const A2aCall& c) {
+          a2a_combine_end(c, ep_mine(kEpDxp, mb, layer), S.dxn2.get(), nullptr, F.slot_of.get(), nullptr, s);
+        });
     return;
   }
   moe_permute_bwd(S.dxn2.get(), S.dxp.get(), routing_of(F), shape_.hidden, s);
@@ -796,7 +805,7 @@ std::size_t Chunk::ep_index(EpKind k, int mb, int layer) const {
           static_cast<std::size_t>(mb)) * static_cast<std::size_t>(shape_.layers) + static_cast<std::size_t>(layer);
 }
 
-A2aRecvBuffer Chunk::ep_mine(EpKind k, int mb, int layer) const { return ep_bufs_.at(ep_index(k, mb, layer))->view(); }
+A2aRecvBuffer Chunk::ep_mine(EpKind k, int mb, int layer) const { return ep_slab_->view(ep_index(k, mb, layer)); }
 
 A2aPeerBuffers Chunk::ep_peers(EpKind k, int mb, int layer) const {
   PPSIM_CHECK(static_cast<int>(ep_peer_views_.size()) == shape_.ep,
@@ -809,6 +818,8 @@ A2aPeerBuffers Chunk::ep_peers(EpKind k, int mb, int layer) const {
 
 A2aCall Chunk::ep_call(EpKind k, int mb, int layer) {
   A2aCall c;
+  c.backend = shape_.a2a;
+  c.comm = ep_comm_;
   c.g = geometry_of(shape_, capacity_);
   c.rank = shape_.ep_rank;
   c.comm_sms = shape_.comm_sms;
@@ -836,8 +847,17 @@ void Chunk::reset_ep_status(cudaStream_t s) {
 
 std::vector<A2aRecvBuffer> Chunk::ep_receive_buffers() const {
   std::vector<A2aRecvBuffer> v;
-  for (const auto& b : ep_bufs_) v.push_back(b->view());
+  for (std::size_t i = 0; ep_slab_ && i < ep_slab_->buffers(); ++i) v.push_back(ep_slab_->view(i));
   return v;
+}
+
+std::size_t Chunk::ep_buffer_count(const ChunkShape& sh) {
+  return static_cast<std::size_t>(kEpKinds) * static_cast<std::size_t>(std::max(0, sh.ep_microbatches)) *
+         static_cast<std::size_t>(sh.layers);
+}
+
+ep::EpSlabLayout Chunk::ep_slab_layout(const ChunkShape& sh) {
+  return A2aSlab::layout_for(geometry_of(sh, sh.expert_capacity()), ep_buffer_count(sh));
 }
 
 void Chunk::connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank) {
@@ -845,51 +865,9 @@ void Chunk::connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank) {
   PPSIM_CHECK(static_cast<int>(by_rank.size()) == shape_.ep, "connect_ep: {} ranks' buffers for ep = {}",
               by_rank.size(), shape_.ep);
   for (const auto& v : by_rank)
-    PPSIM_CHECK(v.size() == ep_bufs_.size(), "connect_ep: a peer has {} receive buffers, this chunk {}", v.size(),
-                ep_bufs_.size());
+    PPSIM_CHECK(v.size() == ep_epochs_.size(), "connect_ep: a peer has {} receive buffers, this chunk {}", v.size(),
+                ep_epochs_.size());
   ep_peer_views_ = by_rank;
-}
-
-EpGroupSync::EpGroupSync(int ranks, std::size_t buffers)
-    : begun_(static_cast<std::size_t>(ranks), std::vector<unsigned long long>(buffers, 0)) {}
-
-void EpGroupSync::begun(int rank, std::size_t buffer, unsigned long long epoch) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& b = begun_.at(static_cast<std::size_t>(rank)).at(buffer);
-    b = std::max(b, epoch);
-  }
-  cv_.notify_all();
-}
-
-void EpGroupSync::wait_all(int rank, std::size_t buffer, unsigned long long epoch, double timeout_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  int behind = -1;
-  const bool met = cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] {
-    if (aborted_) return true;
-    for (std::size_t r = 0; r < begun_.size(); ++r)
-      if (begun_[r].at(buffer) < epoch) {
-        behind = static_cast<int>(r);
-        return false;
-      }
-    return true;
-  });
-  if (aborted_) throw_gpu_failure("expert parallelism: aborted while EP rank " + std::to_string(rank) +
-                                      " waited for its peers' all-to-all begin",
-                                  "another rank failed first: see its message");
-  if (!met)
-    throw_gpu_failure(fmt::format("expert parallelism: EP rank {} waited {:.0f} s for EP rank {} to begin exchange "
-                                  "{} of buffer {}",
-                                  rank, timeout_s, behind, epoch, buffer),
-                      "the EP group's chunks did not run the same exchanges in the same order");
-}
-
-void EpGroupSync::abort() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    aborted_ = true;
-  }
-  cv_.notify_all();
 }
 
 void Chunk::ep_handshake(EpKind k, int mb, int layer, const A2aCall& c) {
@@ -897,6 +875,19 @@ void Chunk::ep_handshake(EpKind k, int mb, int layer, const A2aCall& c) {
   const std::size_t i = ep_index(k, mb, layer);
   ep_sync_->begun(shape_.ep_rank, i, c.epoch);
   ep_sync_->wait_all(shape_.ep_rank, i, c.epoch, 20.0);
+}
+
+// Ours: the begin's stores need no peer, the end spins for every peer's begin, so the threads meet
+// in between. NCCL: the grouped send/recv is begin and wait in one kernel, so they meet before it.
+template <class Begin, class End>
+void Chunk::ep_exchange(EpKind k, int mb, int layer, cudaStream_t s, Begin&& begin, End&& end) {
+  const A2aCall c = ep_call(k, mb, layer);
+  exchange_started(s);
+  if (c.backend == A2aBackend::nccl) ep_handshake(k, mb, layer, c);
+  begin(c);
+  if (c.backend == A2aBackend::ours) ep_handshake(k, mb, layer, c);
+  end(c);
+  exchange_ended(s);
 }
 
 std::shared_ptr<EpGroupSync> Chunk::connect_ep_group(const std::vector<Chunk*>& group, bool host_handshake) {
@@ -910,7 +901,7 @@ std::shared_ptr<EpGroupSync> Chunk::connect_ep_group(const std::vector<Chunk*>& 
   }
   for (Chunk* c : group) c->connect_ep(all);
   if (!host_handshake) return nullptr;
-  auto sync = std::make_shared<EpGroupSync>(static_cast<int>(group.size()), group.front()->ep_bufs_.size());
+  auto sync = std::make_shared<launch::LocalEpGroupSync>(static_cast<int>(group.size()), group.front()->ep_epochs_.size());
   for (Chunk* c : group) c->ep_sync_ = sync;
   return sync;
 }

@@ -26,10 +26,8 @@
 // must not overlap. The receive buffers (4 x E*C rows per micro-batch and layer) are not part of
 // the micro-batch sets that activation_bytes_peak() counts.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,33 +40,15 @@
 #include "cuda_validate/ops/a2a.h"
 #include "cuda_validate/ops/attention.h"
 #include "cuda_validate/ops/gemm.h"
+#include "launch/ep_sync.h"
 
 namespace ppsim::gpu {
 
 struct MoeRouting;  // ops/moe.h
 
-// The host side of an EP group's exchanges in one process, each chunk driven by its own thread:
-// after enqueuing an exchange's begin, a chunk's thread waits until every peer's thread has
-// enqueued its begin of the same exchange, and only then enqueues the end (which spins on the
-// GPU until every peer's begin has run). A GPU then never spins on a begin its host has not yet
-// enqueued: with the threads also waiting for messages (the transport) and for their own GPU
-// (a pooled set), such a spin could close a cycle and hold until the GPU-side timeout (the EP
-// replay's failures of sessions 5-7).
-class EpGroupSync {
- public:
-  EpGroupSync(int ranks, std::size_t buffers);
-  void begun(int rank, std::size_t buffer, unsigned long long epoch);
-  // Until every rank has begun `epoch` of `buffer`; throws (GpuError, one line) after
-  // `timeout_s` or once aborted.
-  void wait_all(int rank, std::size_t buffer, unsigned long long epoch, double timeout_s);
-  void abort();  // wakes every waiter, which then throws
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::vector<unsigned long long>> begun_;  // [rank][buffer]: last epoch begun
-  bool aborted_ = false;
-};
+// The host side of an EP group's exchanges (launch/ep_sync.h): LocalEpGroupSync in one process,
+// SharedEpGroupSync across the processes of a host; the chunk holds the interface.
+using launch::EpGroupSync;
 
 // Which weight of a layer. Shapes ([out, in] as in PyTorch, E = experts):
 //   Norm1, Norm2 [hidden]; Qkv [(heads + 2 kv_heads) head_dim, hidden]; Out [hidden, heads head_dim];
@@ -139,13 +119,23 @@ class Chunk {
   // Expert parallelism (shape.ep > 1). This chunk's receive buffers, to hand to its peers
   // (directly in one process with peer access, or as CUDA IPC handles across processes), then
   // every EP rank's buffers (by rank, this one's included) as this chunk's device addresses them.
+  // They lie in one allocation (ep_slab(): one IPC handle for all), buffer i of a chunk of shape
+  // `sh` at A2aSlab::view_at(base, ep_slab_layout(sh), i) in any mapping of it.
   std::vector<A2aRecvBuffer> ep_receive_buffers() const;
+  const A2aSlab* ep_slab() const { return ep_slab_.get(); }
+  static ep::EpSlabLayout ep_slab_layout(const ChunkShape& sh);
+  static std::size_t ep_buffer_count(const ChunkShape& sh);  // 4 per micro-batch id and layer
   void connect_ep(const std::vector<std::vector<A2aRecvBuffer>>& by_rank);
+  // The group's host handshake (null: none): after an exchange's begin (ours) or before its
+  // grouped send/recv (nccl), this chunk's thread waits until every shard has reached it.
+  void set_ep_sync(std::shared_ptr<EpGroupSync> sync) { ep_sync_ = std::move(sync); }
+  // a2a = nccl: the EP group's communicator, in which this chunk is rank ep_rank (not owned).
+  void set_ep_comm(ncclComm_t comm) { ep_comm_ = comm; }
   // One process: connects every chunk of the group (by ep_rank) to all the others' buffers;
   // the caller has enabled peer access between their GPUs.
   // With `host_handshake` (a thread per chunk, as the replay runs them), the group's exchanges
-  // also meet on the host (EpGroupSync); a single thread driving every chunk of the group must
-  // not ask for it (a chunk would wait for a peer's begin its own thread has yet to enqueue).
+  // also meet on the host (a LocalEpGroupSync); a single thread driving every chunk of the group
+  // must not ask for it (a chunk would wait for a peer's begin its own thread has yet to enqueue).
   static std::shared_ptr<EpGroupSync> connect_ep_group(const std::vector<Chunk*>& group,
                                                        bool host_handshake = false);
   // 0 when every exchange so far completed; else 1000 + the EP rank whose rows a wait gave up on
@@ -264,9 +254,15 @@ class Chunk {
   A2aRecvBuffer ep_mine(EpKind k, int mb, int layer) const;
   A2aPeerBuffers ep_peers(EpKind k, int mb, int layer) const;
   A2aCall ep_call(EpKind k, int mb, int layer);  // the next epoch of that buffer
-  void ep_handshake(EpKind k, int mb, int layer, const A2aCall& c);  // after a begin, before its end
+  void ep_handshake(EpKind k, int mb, int layer, const A2aCall& c);
+  // One exchange on buffer k: begin(call), the handshake, end(call), bracketed by the exchange
+  // events (ours: the handshake between begin and end; nccl: before the grouped send/recv).
+  template <class Begin, class End>
+  void ep_exchange(EpKind k, int mb, int layer, cudaStream_t s, Begin&& begin, End&& end);
   std::shared_ptr<EpGroupSync> ep_sync_;
-  std::vector<std::unique_ptr<A2aBufferSet>> ep_bufs_;     // by ep_index
+  ncclComm_t ep_comm_ = nullptr;
+  DeviceBuffer<bf16> ep_staging_;                          // nccl: the gathering dispatch permutes here first
+  std::unique_ptr<A2aSlab> ep_slab_;                       // every receive buffer, by ep_index
   std::vector<std::vector<A2aRecvBuffer>> ep_peer_views_;  // [rank][ep_index]
   std::vector<unsigned long long> ep_epochs_;              // by ep_index: exchanges so far
   DeviceBuffer<A2aStats> ep_stats_;                        // every exchange's blocks and timeout code

@@ -16,6 +16,7 @@
 
 #include "core/schedule.h"
 #include "core/timeline.h"
+#include "ep/ep_placement.h"
 
 namespace ppsim::gpu {
 
@@ -51,11 +52,13 @@ struct ChunkShape {
   // experts), this one `ep_rank` holding experts [ep_rank * experts/ep, (ep_rank + 1) * experts/ep).
   // Each has its own micro-batches of `tokens()`; dispatch and combine are our all-to-all
   // (ops/a2a.h) on `comm_sms` blocks, into receive buffers allocated for micro-batches
-  // 0..ep_microbatches-1. ep = 1: local permutes, as on one GPU.
+  // 0..ep_microbatches-1. ep = 1: local permutes, as on one GPU. a2a = nccl: NCCL's grouped
+  // send/recv instead (ops/a2a.h; the EP group's shards on distinct GPUs, comm_sms not applied).
   int ep = 1;
   int ep_rank = 0;
   int comm_sms = 20;
   int ep_microbatches = 0;
+  ep::A2aBackend a2a = ep::A2aBackend::ours;
 
   std::int64_t tokens() const { return static_cast<std::int64_t>(seq_len) * micro_batch; }
   bool is_moe() const { return experts > 0; }

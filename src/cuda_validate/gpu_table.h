@@ -10,7 +10,7 @@
 
 namespace ppsim::gpu {
 
-inline constexpr int kGpuTableVersion = 2;
+inline constexpr int kGpuTableVersion = 3;
 
 struct GpuTable {
   int version;

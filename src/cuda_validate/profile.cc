@@ -11,8 +11,10 @@
 #include <condition_variable>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,15 +22,18 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
+#include "cuda_validate/ep_wiring.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/peer.h"
+#include "launch/mpi.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -274,6 +279,11 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
   std::vector<int> dev(static_cast<std::size_t>(E));
   for (int e = 0; e < E; ++e) dev[static_cast<std::size_t>(e)] = ndev >= E ? (device + e) % ndev : device;
   const bool one_gpu = ndev < E;
+  if (shape.a2a == A2aBackend::nccl && one_gpu)
+    throw InputError(fmt::format("profile --a2a nccl: the {} EP shards would share GPU {} ({} visible), and NCCL cannot "
+                                 "put two ranks of one communicator on one GPU: use --a2a ours, or at least ep ({}) GPUs",
+                                 E, device, ndev, E),
+                     {}, kExitUsage);
   for (int x = 0; x < E; ++x)
     for (int y = 0; y < E; ++y)
       if (!enable_peer_access(dev[static_cast<std::size_t>(x)], dev[static_cast<std::size_t>(y)]))
@@ -297,9 +307,12 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
       s2.push_back(std::make_unique<Stream>());
     }
   }
-  std::vector<Chunk*> group;
-  for (auto& c : chunks) group.push_back(c.get());
-  const std::shared_ptr<EpGroupSync> sync = Chunk::connect_ep_group(group, /*host_handshake=*/true);
+  // One group (stage 0), every shard here: peer pointers, the host handshake, NCCL's communicator.
+  std::vector<EpWiring::Member> members;
+  for (int e = 0; e < E; ++e)
+    members.push_back(EpWiring::Member{0, e, dev[static_cast<std::size_t>(e)], chunks[static_cast<std::size_t>(e)].get()});
+  EpWiring wiring(1, E, std::vector<int>(static_cast<std::size_t>(E), 0), std::move(members), {shape},
+                  /*across_processes=*/false, /*local_ok=*/true, /*handshake=*/true, shape.a2a);
 
   HostBarrier bar(E);
   std::vector<char> again(static_cast<std::size_t>(E), 0);
@@ -345,7 +358,7 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
         if (!first_error) first_error = std::current_exception();
       }
       bar.abort();
-      sync->abort();
+      wiring.abort();
     }
   };
   std::vector<std::thread> threads;
@@ -359,6 +372,59 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
   return results[0];
 }
 
+// The figures of a profile as text, for the other processes of an MPI job.
+std::string encode_profile(const ProfileResult& r) {
+  return nlohmann::json{{"f", r.f_ms},   {"i", r.input_grad_ms},          {"w", r.w_ms},
+                        {"b", r.b_ms},   {"fb", r.fb_ms},                 {"sub_ops", r.sub_ops_ms},
+                        {"dropped", r.dropped_token_fraction}, {"attention", r.attention_backend}}
+      .dump();
+}
+
+ProfileResult decode_profile(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  ProfileResult r;
+  r.f_ms = j.at("f").get<double>();
+  r.input_grad_ms = j.at("i").get<double>();
+  r.w_ms = j.at("w").get<double>();
+  r.b_ms = j.at("b").get<double>();
+  r.fb_ms = j.at("fb").get<double>();
+  r.sub_ops_ms = j.at("sub_ops").get<std::map<std::string, double>>();
+  r.dropped_token_fraction = j.at("dropped").get<double>();
+  r.attention_backend = j.at("attention").get<std::string>();
+  return r;
+}
+
+// Under mpirun (several processes) an EP profile is collective: process 0 profiles the EP group
+// in-process (a thread per shard, on the GPUs it sees, as one process does), the others wait and
+// then take its figures. Each process profiling on its own GPU at once would time the shards'
+// exchanges against each other's profiles, and a process cannot drive another's chunks.
+ProfileResult profile_chunk_ep_collective(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
+  const mpi::World& w = mpi::world();
+  ProfileResult r;
+  std::string mine;
+  std::exception_ptr failed;
+  if (w.rank == 0) {
+    try {
+      r = profile_chunk_ep(shape, warmup, reps, device, sm_groups);
+      mine = "ok" + encode_profile(r);
+    } catch (const InputError& e) {
+      failed = std::current_exception();
+      mine = "no" + e.one_line();
+    } catch (...) {
+      failed = std::current_exception();
+      mine = "no(see process 0's message)";
+    }
+  }
+  const std::vector<std::string> all = mpi::allgather(mine);
+  if (failed) std::rethrow_exception(failed);
+  if (w.rank == 0) return r;
+  const std::string& theirs = all.at(0);
+  if (theirs.rfind("ok", 0) != 0)
+    throw InputError("profile: the EP profile failed in process 0: " + theirs.substr(std::min<std::size_t>(2, theirs.size())),
+                     {}, kExitGpu);
+  return decode_profile(theirs.substr(2));
+}
+
 }  // namespace
 
 ProfileResult profile_chunk(const ChunkShape& requested, int warmup, int reps, int device, int sm_groups) {
@@ -368,7 +434,8 @@ ProfileResult profile_chunk(const ChunkShape& requested, int warmup, int reps, i
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   ProfileResult r;
   if (shape.ep > 1) {
-    r = profile_chunk_ep(shape, warmup, reps, device, sm_groups);
+    r = mpi::world().size > 1 ? profile_chunk_ep_collective(shape, warmup, reps, device, sm_groups)
+                              : profile_chunk_ep(shape, warmup, reps, device, sm_groups);
   } else {
     Chunk chunk(shape, 7);
     ProfileStreams streams(device, sm_groups, 0, 0);  // a pair's two chunks share one rank's SMs

@@ -132,4 +132,18 @@ EpBufferPlan plan_buffers(const EpGeometry& g, int max_blocks) {
   return b;
 }
 
+EpSlabLayout plan_slab(const EpGeometry& g, int max_blocks, std::size_t buffers) {
+  const EpBufferPlan b = plan_buffers(g, max_blocks);
+  auto padded = [](std::int64_t bytes) {
+    const auto n = static_cast<std::size_t>(std::max<std::int64_t>(bytes, 0));
+    return (n + EpSlabLayout::kAlign - 1) / EpSlabLayout::kAlign * EpSlabLayout::kAlign;
+  };
+  EpSlabLayout l;
+  l.buffers = buffers;
+  l.rows_stride = padded(b.data_bytes);
+  l.counts_stride = padded(4 * b.count_words);
+  l.flags_stride = padded(8 * b.flag_words);
+  return l;
+}
+
 }  // namespace ppsim::ep

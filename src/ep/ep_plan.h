@@ -10,6 +10,7 @@
 // holds shard g of every stage (two virtual ranks), stage-to-stage transfers stay on a GPU, and
 // every all-to-all crosses GPUs; with one rank per GPU (gpus = pp * ep) all of them cross.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -109,5 +110,24 @@ struct EpBufferPlan {
   std::int64_t max_send_bytes = 0, max_remote_bytes = 0;
 };
 EpBufferPlan plan_buffers(const EpGeometry& g, int max_blocks);
+
+// All of one chunk's receive buffers in one allocation, so that a peer process needs one CUDA IPC
+// handle per chunk: every buffer's rows first, then every buffer's counts, then every buffer's
+// flags, each buffer's part padded to kAlign bytes. The offsets follow from the geometry and the
+// buffer count alone: a peer finds buffer i at the same offsets in its mapping of the allocation.
+// Two memsets prepare it: rows NaN, counts and flags zero.
+struct EpSlabLayout {
+  static constexpr std::size_t kAlign = 256;
+  std::size_t buffers = 0;
+  std::size_t rows_stride = 0, counts_stride = 0, flags_stride = 0;  // bytes per buffer, padded
+
+  std::size_t rows_offset(std::size_t i) const { return i * rows_stride; }
+  std::size_t counts_offset(std::size_t i) const { return buffers * rows_stride + i * counts_stride; }
+  std::size_t flags_offset(std::size_t i) const { return buffers * (rows_stride + counts_stride) + i * flags_stride; }
+  std::size_t rows_region() const { return buffers * rows_stride; }  // [0, rows_region): rows
+  std::size_t total_bytes() const { return buffers * (rows_stride + counts_stride + flags_stride); }
+};
+// `buffers` receive buffers of plan_buffers(g, max_blocks)'s sizes.
+EpSlabLayout plan_slab(const EpGeometry& g, int max_blocks, std::size_t buffers);
 
 }  // namespace ppsim::ep

@@ -191,6 +191,18 @@ TransportKind choose_transport(const std::string& requested, int processes, int 
   throw InputError(fmt::format("unknown transport '{}' (auto, peer, ipc or nccl)", requested), {}, kExitUsage);
 }
 
+std::string ep_launch_problem(int processes, int local, TransportKind kind) {
+  if (processes <= 1) return {};
+  if (local < processes)
+    return fmt::format("expert parallelism across processes needs every process on one host (its receive buffers "
+                       "travel as CUDA IPC handles); {} of {} are on this one: start them on one host",
+                       local, processes);
+  if (kind != TransportKind::Ipc)
+    return fmt::format("expert parallelism across processes moves stage messages by --transport ipc, not {}: leave "
+                       "--transport out (auto) or give ipc",
+                       transport_name(kind));
+  return {};
+}
 
 // ---- Timeline shares ----------------------------------------------------------------------------
 

@@ -61,6 +61,14 @@ bool shared_gpus_allowed(const EnvLookup& lookup = {});
 inline int gpu_of_process(int local_rank, int gpus, bool shared) {
   return shared && gpus > 0 ? local_rank % gpus : local_rank;
 }
+// The GPU of every process, seen from process `rank` (node-local rank `local_rank`): its own by
+// gpu_of_process, the others' as on one host, where a process's local rank is its rank (what
+// expert parallelism across processes needs, and allows: ep_launch_problem).
+inline std::vector<int> gpus_of_processes(int processes, int rank, int local_rank, int gpus, bool shared) {
+  std::vector<int> v;
+  for (int p = 0; p < processes; ++p) v.push_back(gpu_of_process(p == rank ? local_rank : p, gpus, shared));
+  return v;
+}
 
 // A message between stages: the activation into `stage` (grad 0) or the gradient into `stage`
 // (grad 1) of one micro-batch. Every message of a schedule has a distinct key.
@@ -112,6 +120,11 @@ const char* transport_name(TransportKind k);
 // that does not exist or a kind that cannot reach the peers (peer with several processes, ipc
 // with one process or across hosts).
 TransportKind choose_transport(const std::string& requested, int processes, int local);
+// "" when a replay with expert parallelism can run on `processes` processes (`local` of them on
+// this node) moving stage messages by `kind`: one process, or processes of one host with the ipc
+// transport (each chunk's receive buffers travel as a CUDA IPC handle, the host handshake is in
+// shared memory). Otherwise the one-line reason and what works.
+std::string ep_launch_problem(int processes, int local, TransportKind kind);
 
 // One process's share of a measured Timeline.
 struct SendHalf {  // a message that left for another process

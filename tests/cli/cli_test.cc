@@ -80,6 +80,7 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
       {"--rank-speeds fast", "ppsim: --rank-speeds: fast not in {profiled,equal} (see 'ppsim validate --help')\n"},
       {"--sm-split maybe", "ppsim: --sm-split: maybe not in {auto,on,off} (see 'ppsim validate --help')\n"},
       {"--transport ring", "ppsim: --transport: ring not in {auto,peer,ipc,nccl} (see 'ppsim validate --help')\n"},
+      {"--a2a nvshmem", "ppsim: --a2a: nvshmem not in {ours,nccl} (see 'ppsim validate --help')\n"},
   };
   for (const Case& c : cases) {
     INFO(c.args);
@@ -103,6 +104,28 @@ TEST_CASE("validate: a transport that cannot reach the peers, or a timeout <= 0,
   CHECK(r.code == 2);
   CHECK(r.err.rfind("ppsim: --timeout: ", 0) == 0);
   CHECK(r.err.find('\n') == r.err.size() - 1);
+}
+
+TEST_CASE("validate --a2a nccl: refused before any GPU work where it cannot run, exit 2", "[cli]") {
+  // No EP replay asked for: no all-to-all to run.
+  Result r = run_ppsim(fmt::format("validate {}/configs/small-2gpu-ep.yaml --a2a nccl", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err ==
+        "ppsim: --a2a nccl: there is no all-to-all to run: it moves tokens only with --ep-replay on an MoE config with "
+        "parallel.ep > 1\n");
+  CHECK(r.out.empty());
+  // PP 2 x EP 2 on the one GPU asked for: both shards of every stage on GPU 0, where NCCL cannot
+  // put two ranks of one communicator (the GPU count comes from --devices: no GPU looked for).
+  r = run_ppsim(fmt::format("validate {}/configs/small-2gpu-ep.yaml --ep-replay --a2a nccl --devices 1", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err ==
+        "ppsim: --a2a nccl: EP shards 0 and 1 of pipeline rank 0 would share GPU 0, and NCCL cannot put two ranks of "
+        "one communicator on one GPU: use --a2a ours, or at least ep (2) GPUs\n");
+  CHECK(r.out.empty());
+  // profile checks the value too.
+  r = run_ppsim(fmt::format("profile {}/configs/small-2gpu-ep.yaml --a2a ncl", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err.rfind("ppsim: --a2a: ncl not in {ours,nccl}", 0) == 0);
 }
 
 TEST_CASE("impossible requests name the rule and the values, exit 3", "[cli]") {

@@ -11,6 +11,7 @@
 // where cuBLASLt may pick another algorithm and reorder fp32 sums, so an element may round to
 // the neighbouring bf16 (2^-8 relative) after a GEMM. Those rare flips keep the relative L2
 // error far below kBf16Tol = 1e-2, the bound the single-chunk tests use against a CPU model.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "cuda_validate/chunk.h"
+#include "cuda_validate/ep_wiring.h"
 #include "cuda_validate/peer.h"
 #include "gpu_test_util.h"
 
@@ -28,21 +30,18 @@ using namespace ppsim::gpu::test;
 namespace {
 
 
-void run(const std::vector<int>& devices, int comm_sms) {
-  INFO("devices " << devices[0] << "," << devices[1] << ", comm_sms " << comm_sms);
+// One thread drives both EP chunks (sub-op by sub-op), or (`threads`) each chunk has its own
+// thread and the pair meets through the host handshake, as a replay runs them; NCCL needs the
+// latter (a grouped send/recv of one rank can wait on the host for its peer's).
+void run(const std::vector<int>& devices, int comm_sms, A2aBackend backend = A2aBackend::ours, bool threads = false) {
+  INFO("devices " << devices[0] << "," << devices[1] << ", comm_sms " << comm_sms << ", a2a "
+                  << a2a_backend_name(backend) << (threads ? ", a thread per chunk" : ""));
   const ChunkShape one = small_moe_shape();
   const std::uint64_t seed = 3;
   PPSIM_CUDA_CHECK(cudaSetDevice(devices[0]));
   Chunk single(one, seed);
   Stream s0;
-  for (int mb = 0; mb < 2; ++mb) {
-    single.fill_input(mb, 11 + static_cast<std::uint64_t>(mb), s0.get());
-    single.fill_grad_output(mb, 21 + static_cast<std::uint64_t>(mb), s0.get());
-    single.forward(mb, s0.get());
-    single.backward_input(mb, s0.get());
-    single.backward_weight(mb, s0.get());
-  }
-  s0.sync();
+  run_ep_reference(single, s0.get());
 
   std::vector<std::unique_ptr<Chunk>> ep(2);
   std::vector<std::unique_ptr<Stream>> streams(2);
@@ -53,10 +52,21 @@ void run(const std::vector<int>& devices, int comm_sms) {
     s.ep_rank = r;
     s.comm_sms = comm_sms;
     s.ep_microbatches = 1;
+    s.a2a = backend;
     ep[static_cast<std::size_t>(r)] = std::make_unique<Chunk>(s, seed);
     streams[static_cast<std::size_t>(r)] = std::make_unique<Stream>();
   }
-  Chunk::connect_ep_group({ep[0].get(), ep[1].get()});
+  std::unique_ptr<EpWiring> wiring;
+  if (threads) {
+    std::vector<EpWiring::Member> members;
+    for (int r = 0; r < 2; ++r)
+      members.push_back(EpWiring::Member{0, r, devices[static_cast<std::size_t>(r)], ep[static_cast<std::size_t>(r)].get()});
+    ChunkShape sh = ep[0]->shape();
+    wiring = std::make_unique<EpWiring>(1, 2, std::vector<int>{0, 0}, members, std::vector<ChunkShape>{sh}, false, true,
+                                        true, backend);
+  } else {
+    Chunk::connect_ep_group({ep[0].get(), ep[1].get()});
+  }
   // Rank r runs micro-batch 0 with the single chunk's micro-batch r's data. One thread drives
   // both, so each sub-op is enqueued for both ranks before the next (chunk.h: an exchange's end
   // spins on the GPU until the peer's begin runs; a host call that synchronises between the two
@@ -67,6 +77,34 @@ void run(const std::vector<int>& devices, int comm_sms) {
       fn(*ep[static_cast<std::size_t>(r)], streams[static_cast<std::size_t>(r)]->get(), r);
     }
   };
+  if (threads) {
+    std::vector<std::thread> workers;
+    std::vector<std::string> errors(2);
+    for (int r = 0; r < 2; ++r)
+      workers.emplace_back([&, r] {
+        try {
+          PPSIM_CUDA_CHECK(cudaSetDevice(devices[static_cast<std::size_t>(r)]));
+          Chunk& c = *ep[static_cast<std::size_t>(r)];
+          const cudaStream_t st = streams[static_cast<std::size_t>(r)]->get();
+          c.fill_input(0, 11 + static_cast<std::uint64_t>(r), st);
+          c.fill_grad_output(0, 21 + static_cast<std::uint64_t>(r), st);
+          c.forward(0, st);
+          c.backward_input(0, st);
+          c.backward_weight(0, st);
+          PPSIM_CUDA_CHECK(cudaStreamSynchronize(st));
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+          wiring->abort();
+        }
+      });
+    for (auto& w : workers) w.join();
+    for (int r = 0; r < 2; ++r) {
+      INFO("EP rank " << r << "'s thread");
+      CHECK(errors[static_cast<std::size_t>(r)].empty());
+    }
+    REQUIRE(errors[0].empty());
+    REQUIRE(errors[1].empty());
+  } else {
   each([](Chunk& c, cudaStream_t s, int r) {
     c.fill_input(0, 11 + static_cast<std::uint64_t>(r), s);
     c.fill_grad_output(0, 21 + static_cast<std::uint64_t>(r), s);
@@ -85,6 +123,7 @@ void run(const std::vector<int>& devices, int comm_sms) {
   }
   each([](Chunk& c, cudaStream_t s, int) { c.backward_weight(0, s); });
   each([](Chunk&, cudaStream_t s, int) { PPSIM_CUDA_CHECK(cudaStreamSynchronize(s)); });
+  }
 
   for (int r = 0; r < 2; ++r) {
     PPSIM_CUDA_CHECK(cudaSetDevice(devices[static_cast<std::size_t>(r)]));
@@ -102,9 +141,10 @@ void run(const std::vector<int>& devices, int comm_sms) {
     const double e_out = rel_error(download_bf16(c.output(0), act), ref_out);
     const double e_din = rel_error(download_bf16(c.grad_input(0), act), ref_din);
     std::printf(
-        "chunk ep=2 rank %d devices %d,%d comm_sms %d: output rel error %.3g, input-grad %.3g (bound %.0e); "
+        "chunk ep=2 (%s) rank %d devices %d,%d comm_sms %d: output rel error %.3g, input-grad %.3g (bound %.0e); "
         "dropped %lld assignments\n",
-        r, devices[0], devices[1], comm_sms, e_out, e_din, kBf16Tol, static_cast<long long>(c.dropped_assignments(0)));
+        a2a_backend_name(backend), r, devices[0], devices[1], comm_sms, e_out, e_din, kBf16Tol,
+        static_cast<long long>(c.dropped_assignments(0)));
     INFO("EP rank " << r << ": output rel error " << e_out << ", input-grad " << e_din);
     CHECK(e_out < kBf16Tol);
     CHECK(e_din < kBf16Tol);
@@ -142,6 +182,7 @@ void run(const std::vector<int>& devices, int comm_sms) {
         CHECK(e < kBf16Tol);
       }
     }
+  wiring.reset();  // the communicators before the chunks
   for (int r = 1; r >= 0; --r) {
     PPSIM_CUDA_CHECK(cudaSetDevice(devices[static_cast<std::size_t>(r)]));
     streams[static_cast<std::size_t>(r)].reset();
@@ -183,6 +224,50 @@ TEST_CASE("MoE chunk with ep=2 across two GPUs equals one chunk with every exper
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
 }
 
+TEST_CASE("MoE chunk with ep=2, a thread per chunk meeting through the host handshake, equals one chunk", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  PPSIM_SKIP_UNDER_SANITIZER();
+  run({0, 0}, 8, A2aBackend::ours, /*threads=*/true);
+}
+
+TEST_CASE("MoE chunk with ep=2 through NCCL (--a2a nccl) across two GPUs equals one chunk with every expert", "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  PPSIM_SKIP_UNDER_SANITIZER();
+  if (device_count() < 2)
+    PPSIM_SKIP("needs two GPUs (" << device_count() << " visible): NCCL cannot put two ranks of one communicator on one GPU");
+  for (int d : {0, 1}) (void)ppsim::gpu::enable_peer_access(d, 1 - d);
+  run({0, 1}, 20, A2aBackend::nccl, /*threads=*/true);
+  PPSIM_CUDA_CHECK(cudaSetDevice(0));
+}
+
+// The receive slab (one allocation per chunk): buffer i's parts at the layout's offsets, rows NaN
+// until rows arrive, counts and flags zero.
+TEST_CASE("A2aSlab: every receive buffer at its layout offsets in one allocation, rows NaN, counts and flags zero",
+          "[gpu]") {
+  PPSIM_REQUIRE_GPU();
+  const ppsim::ep::EpGeometry g{2, 8, 2, 128, 32, 128};
+  A2aSlab slab(g, 3);
+  const ppsim::ep::EpSlabLayout& l = slab.layout();
+  CHECK(l.total_bytes() == ppsim::ep::plan_slab(g, kA2aMaxBlocks, 3).total_bytes());
+  char* base = static_cast<char*>(slab.base());
+  for (std::size_t i = 0; i < 3; ++i) {
+    const A2aRecvBuffer b = slab.view(i);
+    CHECK(reinterpret_cast<char*>(b.rows) == base + l.rows_offset(i));
+    CHECK(reinterpret_cast<char*>(b.counts) == base + l.counts_offset(i));
+    CHECK(reinterpret_cast<char*>(b.flags) == base + l.flags_offset(i));
+  }
+  const A2aRecvBuffer last = slab.view(2);
+  const auto rows = download_bf16(last.rows, static_cast<std::size_t>(g.rows() * g.hidden));
+  CHECK(std::isnan(rows.front()));
+  CHECK(std::isnan(rows.back()));
+  std::vector<int> counts(static_cast<std::size_t>(g.ep * g.experts_per_rank()), -1);
+  PPSIM_CUDA_CHECK(cudaMemcpy(counts.data(), last.counts, counts.size() * sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK(counts == std::vector<int>(counts.size(), 0));
+  std::vector<unsigned long long> flags(static_cast<std::size_t>(g.ep * kA2aMaxBlocks), 7);
+  PPSIM_CUDA_CHECK(cudaMemcpy(flags.data(), last.flags, flags.size() * 8, cudaMemcpyDeviceToHost));
+  CHECK(flags == std::vector<unsigned long long>(flags.size(), 0));
+}
+
 TEST_CASE("ChunkShape refuses bad expert-parallel settings with one line", "[gpu]") {
   ChunkShape s = small_moe_shape();
   s.ep = 3;  // does not divide 8 experts
@@ -199,38 +284,4 @@ TEST_CASE("ChunkShape refuses bad expert-parallel settings with one line", "[gpu
   CHECK(s.experts_local() == 4);
   s.experts = 0;
   CHECK(s.problem().find("MoE") != std::string::npos);
-}
-
-// The host handshake of an EP group (no GPU needed): a rank's wait for an exchange returns once
-// every rank has begun that exchange (its epoch or a later one), times out naming the rank
-// behind, and wakes with an error when aborted.
-TEST_CASE("EpGroupSync: a rank waits for every peer's begin, names the one behind, wakes on abort", "[ep]") {
-  EpGroupSync g(2, 4);
-  g.begun(0, 3, 1);
-  std::thread peer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    g.begun(1, 3, 2);  // a later epoch counts too
-  });
-  const auto t0 = std::chrono::steady_clock::now();
-  g.wait_all(0, 3, 1, 5.0);
-  peer.join();
-  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(40));
-  // Buffer 2: rank 1 never began epoch 1.
-  g.begun(0, 2, 1);
-  try {
-    g.wait_all(0, 2, 1, 0.05);
-    FAIL("no timeout");
-  } catch (const std::exception& e) {
-    CHECK(std::string(e.what()).find("EP rank 0 waited 0 s for EP rank 1 to begin exchange 1 of buffer 2") !=
-          std::string::npos);
-  }
-  // Abort: a waiter wakes at once and throws.
-  std::thread aborter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    g.abort();
-  });
-  const auto t1 = std::chrono::steady_clock::now();
-  CHECK_THROWS(g.wait_all(1, 0, 7, 10.0));
-  aborter.join();
-  CHECK(std::chrono::steady_clock::now() - t1 < std::chrono::seconds(5));
 }

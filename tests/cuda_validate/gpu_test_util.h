@@ -14,6 +14,7 @@
 #include "catch.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/gpu_api.h"
+#include "moe_reference.h"
 
 #define PPSIM_REQUIRE_GPU()                                                              \
   do {                                                                                   \
@@ -22,24 +23,6 @@
   } while (0)
 
 namespace ppsim::gpu::test {
-
-// A small MoE chunk (the MoE chunk test's, and the EP chunk test's): 8 experts top-2 over 2 x 64
-// tokens, capacity factor 1, so 256 assignments meet a capacity of 32 per expert and some drop.
-inline ChunkShape small_moe_shape() {
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.seq_len = 64;
-  s.micro_batch = 2;
-  s.layers = 2;
-  s.experts = 8;
-  s.top_k = 2;
-  s.expert_ffn_hidden = 64;
-  s.capacity_factor = 1.0;
-  return s;
-}
 
 using bf16 = __nv_bfloat16;
 

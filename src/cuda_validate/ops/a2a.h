@@ -25,6 +25,8 @@
 #include <string>
 
 #include "cuda_validate/device_buffer.h"
+#include "ep/ep_placement.h"
+#include "ep/ep_plan.h"
 #include "ep/ep_rows.h"
 
 namespace ppsim::gpu {
@@ -33,10 +35,10 @@ inline constexpr int kA2aMaxRanks = 8;     // EP ranks of one group
 inline constexpr int kA2aMaxBlocks = 160;  // comm_sms at most (flag slots per source)
 inline constexpr int kA2aThreads = 512;    // threads per block of every a2a kernel
 
-enum class A2aBackend : std::uint8_t { ours, nccl };
-// "ours" | "nccl"; throws InputError(kExitUsage) naming the choices otherwise.
-A2aBackend parse_a2a_backend(const std::string& name);
-const char* a2a_backend_name(A2aBackend b);
+// The backend's name and parser live with the host plan (ep/ep_placement.h), which the CLI uses.
+using ep::A2aBackend;
+using ep::a2a_backend_name;
+using ep::parse_a2a_backend;
 
 // One receive buffer of one EP rank (in that rank's device memory): E * C rows, the kept
 // counts per (source, local expert) that a dispatch delivers, and arrival flags
@@ -59,6 +61,29 @@ class A2aBufferSet {
   DeviceBuffer<__nv_bfloat16> rows_;
   DeviceBuffer<int> counts_;
   DeviceBuffer<unsigned long long> flags_;
+};
+
+// All of one chunk's receive buffers in one allocation on the current device (ep::EpSlabLayout:
+// one CUDA IPC handle exports them all): rows NaN until rows arrive, counts and flags zero.
+class A2aSlab {
+ public:
+  A2aSlab(const ep::EpGeometry& g, std::size_t buffers);
+  ~A2aSlab();
+  A2aSlab(const A2aSlab&) = delete;
+  A2aSlab& operator=(const A2aSlab&) = delete;
+  static ep::EpSlabLayout layout_for(const ep::EpGeometry& g, std::size_t buffers) {
+    return ep::plan_slab(g, kA2aMaxBlocks, buffers);
+  }
+  // Buffer i of a slab of this layout at `base` (this process's, or a peer's mapped by CUDA IPC).
+  static A2aRecvBuffer view_at(void* base, const ep::EpSlabLayout& l, std::size_t i);
+  A2aRecvBuffer view(std::size_t i) const { return view_at(base_, layout_, i); }
+  void* base() const { return base_; }
+  const ep::EpSlabLayout& layout() const { return layout_; }
+  std::size_t buffers() const { return layout_.buffers; }
+
+ private:
+  ep::EpSlabLayout layout_;
+  void* base_ = nullptr;
 };
 
 // The same receive buffer on every rank of the EP group, as pointers this rank's device can

@@ -1,4 +1,4 @@
-// The host-only half of ops/a2a.h: backend names, the call check, receive-buffer allocation
+// The host-only half of ops/a2a.h: the call check, receive-buffer allocation
 // (kept out of a2a.cu so that fmt is compiled by the host compiler, with -Werror).
 #include <fmt/format.h>
 
@@ -8,15 +8,6 @@
 
 namespace ppsim::gpu {
 
-A2aBackend parse_a2a_backend(const std::string& name) {
-  if (name == "ours") return A2aBackend::ours;
-  if (name == "nccl") return A2aBackend::nccl;
-  throw InputError(fmt::format("unknown all-to-all '{}': choose ours or nccl", printable(name)),
-                   closest_match(name, {"ours", "nccl"}), kExitUsage);
-}
-
-const char* a2a_backend_name(A2aBackend b) { return b == A2aBackend::ours ? "ours" : "nccl"; }
-
 A2aBufferSet::A2aBufferSet(const ep::EpGeometry& g) {
   rows_.resize(static_cast<std::size_t>(g.rows()) * static_cast<std::size_t>(g.hidden));
   counts_.resize(static_cast<std::size_t>(g.ep) * static_cast<std::size_t>(g.experts_per_rank()));
@@ -25,6 +16,27 @@ A2aBufferSet::A2aBufferSet(const ep::EpGeometry& g) {
   counts_.zero();
   flags_.zero();  // epochs start at 1: nothing has arrived
   PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
+
+A2aSlab::A2aSlab(const ep::EpGeometry& g, std::size_t buffers) : layout_(layout_for(g, buffers)) {
+  if (layout_.total_bytes() == 0) return;
+  PPSIM_CUDA_CHECK(cudaMalloc(&base_, layout_.total_bytes()));
+  // Rows NaN (a row read before it was sent shows in the outputs); counts and flags zero (epochs
+  // start at 1: nothing has arrived).
+  PPSIM_CUDA_CHECK(cudaMemsetAsync(base_, 0xFF, layout_.rows_region(), nullptr));
+  PPSIM_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(base_) + layout_.rows_region(), 0,
+                                   layout_.total_bytes() - layout_.rows_region(), nullptr));
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
+
+A2aSlab::~A2aSlab() {
+  if (base_) (void)cudaFree(base_);
+}
+
+A2aRecvBuffer A2aSlab::view_at(void* base, const ep::EpSlabLayout& l, std::size_t i) {
+  char* b = static_cast<char*>(base);
+  return A2aRecvBuffer{reinterpret_cast<__nv_bfloat16*>(b + l.rows_offset(i)), reinterpret_cast<int*>(b + l.counts_offset(i)),
+                       reinterpret_cast<unsigned long long*>(b + l.flags_offset(i))};
 }
 
 void check_a2a_call(const A2aCall& c) {

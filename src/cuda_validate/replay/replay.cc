@@ -12,8 +12,9 @@
 // waits for and measures from: ranks sharing a GPU share one clock exactly; GPUs are aligned to
 // the barrier, within the host threads' wake-up jitter.
 // Processes (mpirun/srun, mpi::world()): process p replays the ranks r with r % processes == p on
-// its one GPU; the measured shares are gathered into one Timeline on every process
-// (launch::merge_parts).
+// its one GPU (with expert parallelism, the shards (r, e) with (r * ep + e) % processes == p, on
+// one host: EpWiring shares their receive buffers by CUDA IPC); the measured shares are gathered
+// into one Timeline on every process (launch::merge_parts).
 // Activation samples follow the simulator: +1 when an F starts, -1 when a B or W ends.
 // Watchdog: every host wait (a message not yet posted, streams not yet done) is bounded by
 // ReplayConfig::nccl_timeout_s; NCCL async errors are polled; on either, the communicators are
@@ -35,15 +36,18 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
+#include "cuda_validate/ep_wiring.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/peer.h"
 #include "cuda_validate/replay/transport.h"
+#include "ep/ep_placement.h"
 #include "ep/ep_plan.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
@@ -55,6 +59,12 @@ using replay::MsgKey;
 using replay::Transport;
 
 Time ticks_between(cudaEvent_t epoch, cudaEvent_t e);
+
+// The chunk shape of a stage: one for all, or the stage's model slice's.
+const ChunkShape& stage_shape_of(const Schedule& s, const ReplayConfig& cfg, int stage) {
+  const std::size_t slice = static_cast<std::size_t>(s.slice[static_cast<std::size_t>(stage)]);
+  return cfg.stage_shapes.size() == 1 ? cfg.stage_shapes[0] : cfg.stage_shapes.at(slice);
+}
 
 struct ActionTiming {
   Action action;
@@ -154,6 +164,7 @@ class RankRunner {
     return it == chunks_.end() ? nullptr : it->second.get();
   }
   int ep_index() const { return ep_index_; }
+  const std::map<int, std::unique_ptr<Chunk>>& chunks() const { return chunks_; }
 
   void setup() {
     PPSIM_CUDA_CHECK(cudaSetDevice(device_));
@@ -282,11 +293,7 @@ class RankRunner {
   }
 
  private:
-  const ChunkShape& shape_of(int stage) const {
-    const auto& shapes = cfg_.stage_shapes;
-    const std::size_t slice = static_cast<std::size_t>(s_.slice[static_cast<std::size_t>(stage)]);
-    return shapes.size() == 1 ? shapes[0] : shapes.at(slice);
-  }
+  const ChunkShape& shape_of(int stage) const { return stage_shape_of(s_, cfg_, stage); }
   std::size_t tensor_bytes(int stage) const {
     const ChunkShape& sh = shape_of(stage);
     return static_cast<std::size_t>(sh.tokens() * sh.hidden) * 2;
@@ -580,6 +587,38 @@ void check_config(const Schedule& s, const ReplayConfig& cfg) {
   if (!(cfg.nccl_timeout_s > 0)) throw InputError("replay: the NCCL timeout must be positive", {}, kExitUsage);
 }
 
+// Expert parallelism's figures of one process (each measured where its shard runs), and all of
+// them after an allgather: the other shards' makespans (max), and per rank of shard 0 its waits
+// for peers' rows and its exposed communication (each counted by the one process holding it).
+struct EpFigures {
+  std::vector<Time> makespans;       // by shard (shard 0's is the Timeline's: left 0)
+  std::vector<Time> waits, exposed;  // by pipeline rank of shard 0
+};
+
+std::string encode_ep_figures(const EpFigures& f) {
+  return nlohmann::json{{"makespans", f.makespans}, {"waits", f.waits}, {"exposed", f.exposed}}.dump();
+}
+
+EpFigures merge_ep_figures(const std::vector<std::string>& parts, int ep, int pp) {
+  EpFigures all;
+  all.makespans.assign(static_cast<std::size_t>(ep), 0);
+  all.waits.assign(static_cast<std::size_t>(pp), 0);
+  all.exposed.assign(static_cast<std::size_t>(pp), 0);
+  for (const std::string& text : parts) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    const auto m = j.at("makespans").get<std::vector<Time>>();
+    const auto w = j.at("waits").get<std::vector<Time>>();
+    const auto x = j.at("exposed").get<std::vector<Time>>();
+    PPSIM_CHECK(m.size() == all.makespans.size() && w.size() == all.waits.size() && x.size() == all.exposed.size(),
+                "replay: a process's EP figures have {} shards and {} ranks, {} and {} expected", m.size(), w.size(),
+                ep, pp);
+    for (std::size_t i = 0; i < m.size(); ++i) all.makespans[i] = std::max(all.makespans[i], m[i]);
+    for (std::size_t i = 0; i < w.size(); ++i) all.waits[i] += w[i];
+    for (std::size_t i = 0; i < x.size(); ++i) all.exposed[i] += x[i];
+  }
+  return all;
+}
+
 // mpirun binds each process to one core by default (OpenMPI, two processes or fewer); the replay
 // issues every rank's kernels from a host thread of its own, and with one core for all of them
 // launch gaps become time in the measurement (seen: makespans 10-20% longer under mpirun -np 1).
@@ -608,40 +647,47 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   const mpi::World& world = mpi::world();
   const bool multi = world.size > 1;
   const std::size_t P = static_cast<std::size_t>(s.pp);
-  // rank_device[r]: r's GPU here, or -1 for a rank another process replays.
-  std::vector<int> rank_device(P, -1), process_of(P, 0);
+  // Expert parallelism (ChunkShape::ep > 1): every pipeline rank r runs as `ep` shards (r, e),
+  // each the same schedule on its own micro-batches, the shards of a stage exchanging tokens by
+  // the all-to-all (ours, or NCCL's: ChunkShape::a2a) at every dispatch and combine. Shard (r, e)
+  // is slot r * ep + e (ep/ep_placement.h): in one process on GPU slot % GPUs, so with GPUs = ep
+  // every GPU holds one shard of every stage, stage-to-stage messages stay on a GPU (one
+  // transport per shard's pipeline) and every all-to-all crosses GPUs; across the processes of a
+  // host (mpirun) in process slot % processes, on its one GPU, the receive buffers shared as CUDA
+  // IPC handles (EpWiring). The returned Timeline is shard 0's pipeline. Without EP (ep 1) the
+  // same rules deal rank r to GPU r % GPUs, or to process r % processes.
+  const int ep = cfg.stage_shapes[0].ep > 1 ? cfg.stage_shapes[0].ep : 1;
+  const ep::A2aBackend a2a = cfg.stage_shapes[0].a2a;
+  const launch::TransportKind kind =
+      launch::choose_transport(cfg.transport, multi ? world.size : 1, multi ? world.local_size : 1);
+  ep::EpPlacement placement;
   if (multi) {
     const bool shared_gpus = launch::shared_gpus_allowed();
-    if (const std::string why =
-            launch::placement_problem(world.size, world.local_size, shared_gpus ? world.local_size : visible, s.pp);
+    if (const std::string why = launch::placement_problem(world.size, world.local_size,
+                                                          shared_gpus ? world.local_size : visible, s.pp * ep);
         !why.empty())
       throw InputError("replay: " + why, {}, kExitUsage);
-    for (int r = 0; r < s.pp; ++r) {
-      process_of[static_cast<std::size_t>(r)] = launch::process_of_rank(r, world.size);
-      if (process_of[static_cast<std::size_t>(r)] == world.rank)
-        rank_device[static_cast<std::size_t>(r)] = launch::gpu_of_process(world.local_rank, visible, shared_gpus);
-    }
+    if (ep > 1)
+      if (const std::string why = launch::ep_launch_problem(world.size, world.local_size, kind); !why.empty())
+        throw InputError("replay: " + why, {}, kExitUsage);
+    placement = ep::place_across_processes(
+        s.pp, ep, launch::gpus_of_processes(world.size, world.rank, world.local_rank, visible, shared_gpus));
+  } else {
+    placement = ep::place_in_process(s.pp, ep, cfg.devices > 0 ? std::min(cfg.devices, visible) : visible);
   }
-  // Expert parallelism (ChunkShape::ep > 1, one process): every pipeline rank r runs as `ep`
-  // shards (r, e), each the same schedule on its own micro-batches, the shards of a stage
-  // exchanging tokens by our all-to-all at every dispatch and combine. Shard (r, e) is EP-layout
-  // rank r * ep + e on GPU (r * ep + e) % GPUs (ep::make_ep_layout): with GPUs = ep, every GPU
-  // holds one shard of every stage, stage-to-stage messages stay on a GPU (one transport per
-  // shard) and every all-to-all crosses GPUs. The returned Timeline is shard 0's pipeline.
-  const int ep = cfg.stage_shapes[0].ep > 1 ? cfg.stage_shapes[0].ep : 1;
-  if (ep > 1 && multi)
-    throw InputError("replay: expert parallelism runs in one process for now (its shards need each other's buffers)",
-                     "one process, --devices", kExitUsage);
-  int ndev = cfg.devices > 0 ? std::min(cfg.devices, visible) : visible;
-  ndev = std::min(ndev, s.pp * ep);
-  const ep::EpLayout layout = ep::make_ep_layout(s.pp, ep, ndev);
-  std::vector<std::vector<int>> shard_device(static_cast<std::size_t>(ep), rank_device);
-  if (!multi)
-    for (int e = 0; e < ep; ++e)
-      for (int r = 0; r < s.pp; ++r)
-        shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] =
-            ep > 1 ? layout.device_of(layout.rank_of(r, e)) : r % ndev;
-  rank_device = shard_device[0];
+  if (ep > 1 && a2a == ep::A2aBackend::nccl)
+    if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty())
+      throw InputError("replay: " + why, {}, kExitUsage);
+  // shard_device[e][r]: the GPU of shard e of rank r here, or -1 for one another process replays.
+  std::vector<std::vector<int>> shard_device(static_cast<std::size_t>(ep), std::vector<int>(P, -1));
+  std::vector<std::vector<int>> shard_process(static_cast<std::size_t>(ep), std::vector<int>(P, 0));
+  for (int e = 0; e < ep; ++e)
+    for (int r = 0; r < s.pp; ++r) {
+      shard_process[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = placement.process_of(r, e);
+      if (placement.process_of(r, e) == (multi ? world.rank : 0))
+        shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = placement.gpu_of(r, e);
+    }
+  const std::vector<int> rank_device = shard_device[0];
   struct Slot {
     int rank = 0, shard = 0, device = 0;
   };
@@ -670,16 +716,15 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   std::mutex memory_mu;
 
   warn_if_few_cores(n);
-  const launch::TransportKind kind =
-      launch::choose_transport(cfg.transport, multi ? world.size : 1, multi ? world.local_size : 1);
   const ChunkShape& sh0 = cfg.stage_shapes[0];
   const std::size_t message_bytes = static_cast<std::size_t>(sh0.tokens() * sh0.hidden) * 2;
   std::vector<std::unique_ptr<Transport>> transports;  // one per EP shard's pipeline
   for (int e = 0; e < ep; ++e)
-    transports.push_back(std::make_unique<Transport>(s, shard_device[static_cast<std::size_t>(e)], process_of, kind,
-                                                     message_bytes, cfg.nccl_timeout_s));
+    transports.push_back(std::make_unique<Transport>(s, shard_device[static_cast<std::size_t>(e)],
+                                                     shard_process[static_cast<std::size_t>(e)], kind, message_bytes,
+                                                     cfg.nccl_timeout_s));
   Transport& transport = *transports[0];
-  if (ep > 1) {  // the shards of a stage write into each other's receive buffers
+  if (ep > 1 && !multi) {  // the shards of a stage write into each other's receive buffers
     std::vector<int> devs;
     for (const Slot& sl : slots)
       if (std::find(devs.begin(), devs.end(), sl.device) == devs.end()) devs.push_back(sl.device);
@@ -708,20 +753,31 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
                                                    *transports[static_cast<std::size_t>(sl.shard)], clocks,
                                                    pit == parts.end() ? nullptr : pit->second.get(), group, sl.shard));
   }
-  // After every runner made its chunks: connect each stage's EP shards to each other's buffers.
+  // After every runner made its chunks: connect each stage's EP shards to each other's buffers
+  // (across processes: a collective, also when a runner here failed: EpWiring).
   std::mutex connect_mu;
   std::exception_ptr connect_error;
-  std::vector<std::shared_ptr<EpGroupSync>> ep_syncs;  // aborted when a rank fails
+  std::atomic<bool> failed{false};
+  std::unique_ptr<EpWiring> wiring;  // aborted when a rank fails
+  const bool ep_multi = ep > 1 && multi;
   auto connect_ep = [&]() noexcept {
     if (ep <= 1) return;
     try {
+      std::vector<EpWiring::Member> local;
+      for (std::size_t i = 0; i < runners.size(); ++i)
+        for (const auto& [stage, c] : runners[i]->chunks())
+          local.push_back(EpWiring::Member{stage, runners[i]->ep_index(), slots[i].device, c.get()});
+      std::vector<int> process_of_shard;
+      std::vector<ChunkShape> shapes;
       for (int st = 0; st < s.num_stages(); ++st) {
-        std::vector<Chunk*> group(static_cast<std::size_t>(ep), nullptr);
-        for (auto& rr : runners)
-          if (Chunk* c = rr->chunk(st)) group[static_cast<std::size_t>(rr->ep_index())] = c;
-        if (std::find(group.begin(), group.end(), nullptr) != group.end()) continue;
-        ep_syncs.push_back(Chunk::connect_ep_group(group, /*host_handshake=*/true));
+        for (int e = 0; e < ep; ++e)
+          process_of_shard.push_back(placement.process_of(s.stage_rank[static_cast<std::size_t>(st)], e));
+        ChunkShape sh = stage_shape_of(s, cfg, st);
+        sh.ep_microbatches = s.microbatches;
+        shapes.push_back(sh);
       }
+      wiring = std::make_unique<EpWiring>(s.num_stages(), ep, std::move(process_of_shard), std::move(local),
+                                          std::move(shapes), multi, !failed, /*handshake=*/true, a2a);
     } catch (...) {
       std::lock_guard<std::mutex> lock(connect_mu);
       connect_error = std::current_exception();
@@ -741,7 +797,6 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   std::barrier iteration_done(n + 1);
   std::mutex err_mu;
   std::exception_ptr first_error;
-  std::atomic<bool> failed{false};
   std::vector<int> slot_ranks;
   for (const Slot& sl : slots) slot_ranks.push_back(sl.rank);
   auto watchdog = std::make_unique<Watchdog>(slot_ranks, cfg.nccl_timeout_s);
@@ -772,7 +827,7 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
           std::lock_guard<std::mutex> lock(memory_mu);
           used_after[d] = std::max(used_after[d], used);
         }
-        rr.teardown();
+        if (!ep_multi) rr.teardown();  // across processes: once no peer process maps its buffers (below)
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(err_mu);
@@ -780,12 +835,12 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         }
         failed = true;
         for (auto& t : transports) t->abort(fmt::format("rank {} failed", slots[static_cast<std::size_t>(i)].rank));
-        for (auto& g : ep_syncs) g->abort();
+        if (wiring) wiring->abort();
         connected.arrive_and_drop();
         sync.arrive_and_drop();
         iteration_done.arrive_and_drop();
         try {
-          rr.teardown();
+          if (!ep_multi) rr.teardown();
         } catch (...) {
         }
       }
@@ -805,18 +860,38 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       cfg.memory->devices.push_back(ReplayMemory::Device{d, before, used_after[d]});
   }
   const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
+  // EP across processes: every process's rank threads are done (the collective above), so no
+  // kernel writes into a peer's buffers any more: the mappings close, and once every process
+  // closed them (a barrier) the chunks that own the buffers go.
+  if (ep_multi) {
+    wiring.reset();
+    mpi::barrier();
+    for (auto& rr : runners) {
+      try {
+        rr->teardown();
+      } catch (...) {
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  }
   if (first_error) std::rethrow_exception(first_error);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
   // Expert parallelism: a wait that gave up in the measured run leaves its outputs and its time
-  // invalid (the wait spun for its whole timeout): never a silent wrong answer.
-  for (int i = 0; i < n; ++i)
+  // invalid (the wait spun for its whole timeout): never a silent wrong answer. Every process
+  // learns of it before the collectives below.
+  std::string ep_failure;
+  for (int i = 0; i < n && ep_failure.empty(); ++i)
     if (const unsigned st = runners[static_cast<std::size_t>(i)]->result().ep_status; st != 0)
-      throw_gpu_failure(fmt::format("replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the "
-                                    "measured run, so its times are not valid",
-                                    slots[static_cast<std::size_t>(i)].rank, slots[static_cast<std::size_t>(i)].shard,
-                                    st - 1000),
-                        "a peer's thread or GPU fell behind by more than the wait's timeout (docs/VALIDATION.md, "
-                        "EP replay)");
+      ep_failure = fmt::format("replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the measured "
+                               "run, so its times are not valid",
+                               slots[static_cast<std::size_t>(i)].rank, slots[static_cast<std::size_t>(i)].shard,
+                               st - 1000);
+  if (multi ? mpi::any_of(!ep_failure.empty()) : !ep_failure.empty())
+    throw_gpu_failure(ep_failure.empty() ? "replay: an all-to-all wait gave up in another process's measured run, so "
+                                           "the times are not valid"
+                                         : ep_failure,
+                      "a peer's thread or GPU fell behind by more than the wait's timeout (docs/VALIDATION.md, EP "
+                      "replay)");
 
   // This process's share: its ranks' actions (in action order), activation samples and transfers.
   launch::TimelinePart part;
@@ -824,6 +899,10 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   part.local.pp = s.pp;
   part.local.activations.resize(P);
   std::map<int, cudaEvent_t> epoch_of_rank;
+  EpFigures ep_figures;
+  ep_figures.makespans.assign(static_cast<std::size_t>(ep), 0);
+  ep_figures.waits.assign(P, 0);
+  ep_figures.exposed.assign(P, 0);
   for (int i = 0; i < n; ++i) {
     const int r = slots[static_cast<std::size_t>(i)].rank;
     PPSIM_CUDA_CHECK(cudaSetDevice(slots[static_cast<std::size_t>(i)].device));
@@ -836,24 +915,15 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
         into.started_early += k.started_early;
       }
     if (slots[static_cast<std::size_t>(i)].shard != 0) {  // other EP shards: their makespan only
-      if (cfg.shard_makespans) {
-        Time end = 0;
-        for (const ActionTiming& at : res.actions) end = std::max(end, ticks_between(res.epoch, at.end));
-        cfg.shard_makespans->resize(static_cast<std::size_t>(ep), 0);
-        auto& m = (*cfg.shard_makespans)[static_cast<std::size_t>(slots[static_cast<std::size_t>(i)].shard)];
-        m = std::max(m, end);
-      }
+      Time end = 0;
+      for (const ActionTiming& at : res.actions) end = std::max(end, ticks_between(res.epoch, at.end));
+      auto& m = ep_figures.makespans[static_cast<std::size_t>(slots[static_cast<std::size_t>(i)].shard)];
+      m = std::max(m, end);
       continue;
     }
     epoch_of_rank[r] = res.epoch;
-    if (cfg.ep_waits) {
-      cfg.ep_waits->resize(static_cast<std::size_t>(s.pp), 0);
-      (*cfg.ep_waits)[static_cast<std::size_t>(r)] += res.ep_wait;
-    }
-    if (cfg.ep_exposed) {
-      cfg.ep_exposed->resize(static_cast<std::size_t>(s.pp), 0);
-      (*cfg.ep_exposed)[static_cast<std::size_t>(r)] += res.ep_exposed;
-    }
+    ep_figures.waits[static_cast<std::size_t>(r)] += res.ep_wait;
+    ep_figures.exposed[static_cast<std::size_t>(r)] += res.ep_exposed;
     std::vector<std::pair<Time, int>> deltas;
     for (const ActionTiming& at : res.actions) {
       Interval iv;
@@ -872,6 +942,14 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       if (!samples.empty() && samples.back().t == t) samples.back().activations = live;
       else samples.push_back(MemSample{t, live});
     }
+  }
+  if (ep > 1) {
+    // Each figure belongs to the process holding its shard: gather them (max of makespans, the
+    // others each counted where they were measured).
+    if (multi) ep_figures = merge_ep_figures(mpi::allgather(encode_ep_figures(ep_figures)), ep, s.pp);
+    if (cfg.shard_makespans) *cfg.shard_makespans = ep_figures.makespans;
+    if (cfg.ep_waits) *cfg.ep_waits = ep_figures.waits;
+    if (cfg.ep_exposed) *cfg.ep_exposed = ep_figures.exposed;
   }
   auto ticks_on = [&](int rank, cudaEvent_t e) {
     PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(rank)]));

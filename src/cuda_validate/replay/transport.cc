@@ -110,8 +110,10 @@ void Transport::setup_mailboxes(const Schedule&, const std::vector<MsgKey>& orde
 // allocations it writes into and the events it waits on. Process 0 makes the shared words.
 void Transport::setup_ipc(const std::vector<MsgKey>& order) {
   DeviceGuard guard;
-  const int dev = devices_.empty() ? 0 : devices_.front();  // one GPU per process
-  PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+  // One GPU per process. None: this process replays no rank of this pipeline (an EP shard's
+  // pipeline held by other processes); it still takes part in the exchange, and makes no context.
+  const int dev = devices_.empty() ? -1 : devices_.front();
+  if (dev >= 0) PPSIM_CUDA_CHECK(cudaSetDevice(dev));
   std::size_t n_ipc = 0;
   std::string blob(sizeof(cudaIpcMemHandle_t) + 1, '\0');
   if (const auto it = mailbox_alloc_.find(dev); it != mailbox_alloc_.end()) {

@@ -49,7 +49,7 @@ TEST_CASE("EP placement across processes: slot r * ep + e in process slot % proc
   CHECK_THROWS_AS(place_across_processes(2, 2, {}), InputError);
 }
 
-TEST_CASE("--a2a nccl is refused where an EP group's shards share a GPU, with what works", "[ep]") {
+TEST_CASE("nccl_a2a_problem: --a2a nccl is refused where an EP group's shards share a GPU, with what works", "[ep]") {
   // Distinct GPUs per group: NCCL can carry it.
   CHECK(nccl_a2a_problem(place_in_process(2, 2, 2)).empty());
   CHECK(nccl_a2a_problem(place_in_process(2, 2, 4)).empty());

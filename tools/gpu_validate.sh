@@ -20,10 +20,12 @@
 # ep_ipc_check for ours and nccl, then validate; on one GPU the processes share it), and
 # `--a2a nccl` on 2 GPUs (on one: its refusal); EP_SCHEDULES / EP_SCHEDULES_MORE pick the schedules,
 # EP_HIDDEN_RUNS how often the hidden EP replay test runs (3);
-# its summary (ep_summary.txt) is printed last.
+# its summary (ep_summary.txt) is printed last, the logs of the multi-process runs in ep_logs.txt;
+# EP_MPI_TIMEOUT bounds the multi-process validate (240 s; on one GPU it runs under MPS where
+# nvidia-cuda-mps-control exists).
 # Issue 18 on two GPUs, in one call: VALIDATE_SETS=2 VALIDATE_EXTRA="ep a2a" bash tools/gpu_validate.sh
 # On one H100, the EP runs in under 10 minutes: SCHEDULES=1f1b VALIDATE_SETS=1 VALIDATE_EXTRA=ep
-#   EP_SCHEDULES=1f1b,dualpipev EP_HIDDEN_RUNS=1 GPU_CHECK_BUDGET=300 bash tools/gpu_validate.sh
+#   EP_SCHEDULES=1f1b,dualpipev EP_HIDDEN_RUNS=1 bash tools/gpu_validate.sh
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -101,12 +103,25 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
           for b in ours nccl; do
             timeout 90 "${MPI[@]}" "$ROOT/build-gpu/ep_ipc_check" "$b" > "$OUT/tmp/ep_ipc_check_$b.txt" 2>&1
             eps "ep_ipc_check $b (2 processes, CUDA IPC$([ "$b" = nccl ] && echo ", NCCL over MPI")): exit $? after $(( $(date +%s) - START )) s"
-            grep -E "skipped|FAILED|ep_ipc_check (ours|nccl): ok|\(ours|\(nccl|ppsim|error" "$OUT/tmp/ep_ipc_check_$b.txt" | head -4 | sed 's/^/      /' | tee -a "$OUT/ep_summary.txt"
+            grep -E "skipped|FAILED|ep_ipc_check (ours|nccl): ok|\(ours|\(nccl|ppsim|error" "$OUT/tmp/ep_ipc_check_$b.txt" | grep -v ": ok: " | head -6 | sed 's/^/      /' | tee -a "$OUT/ep_summary.txt"
+            { echo "== ep_ipc_check $b"; cat "$OUT/tmp/ep_ipc_check_$b.txt"; } >> "$OUT/ep_logs.txt"
           done
         fi
-        timeout 300 "${MPI[@]}" "$P" validate "$EPCFG" -s "$EPS2" --ep-replay "${SPLIT[@]}" ${VALIDATE_ARGS:-} \
-          -o "$OUT/tmp/validate_${big}gpu_ep_mpi.txt" 2>&1 | tail -3
-        eps "mpirun -np 2 validate --ep-replay (EP across processes$([ "$ngpu" -lt 2 ] && echo ", sharing one GPU: functional")): exit ${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"
+        # Two processes on one GPU run their kernels at once only under MPS: without it their
+        # contexts time-slice, and every exchange's end spins until the peer's context gets its turn.
+        MPS=""
+        if [ "$ngpu" -lt 2 ] && command -v nvidia-cuda-mps-control >/dev/null; then
+          export CUDA_MPS_PIPE_DIRECTORY=/tmp/ppsim-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/ppsim-mps-log
+          mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+          nvidia-cuda-mps-control -d && MPS=", under MPS" && MPI+=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+        fi
+        timeout "${EP_MPI_TIMEOUT:-240}" "${MPI[@]}" "$P" validate "$EPCFG" -s "$EPS2" --ep-replay "${SPLIT[@]}" ${VALIDATE_ARGS:-} \
+          -o "$OUT/tmp/validate_${big}gpu_ep_mpi.txt" > "$OUT/tmp/ep_mpi_validate.txt" 2>&1
+        rc=$?
+        { echo "== mpirun -np 2 validate --ep-replay$MPS (exit $rc)"; tail -40 "$OUT/tmp/ep_mpi_validate.txt"; } >> "$OUT/ep_logs.txt"
+        [ -n "$MPS" ] && { echo quit | nvidia-cuda-mps-control; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; }
+        eps "mpirun -np 2 validate --ep-replay (EP across processes$([ "$ngpu" -lt 2 ] && echo ", sharing one GPU$MPS: functional")): exit $rc after $(( $(date +%s) - START )) s"
+        tail -3 "$OUT/tmp/ep_mpi_validate.txt" | sed 's/^/      /' | tee -a "$OUT/ep_summary.txt"
         epsum "$OUT/tmp/validate_${big}gpu_ep_mpi.txt"
       else
         eps "EP across processes skipped: mpirun not installed"

@@ -85,23 +85,44 @@ double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int 
   return median(std::move(ms));
 }
 
-// Times `fn` run back to back, `reps` times after `warmup`, with no pause between runs (median ms):
-// the GPU under sustained load, as in a replay. The sharing step is timed this way: at the larger
-// shape on an H100, held runs (time_ms, the GPU idle between them) gave 1.16x for two steps side
-// by side, back-to-back runs 1.22x, and ops beside each other in the replays ran 1.22x (power or
-// clocks under sustained load of both partitions, we think; not measured at that shape).
-double time_back_to_back_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) fn();
-  PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
-  std::vector<Event> starts(static_cast<std::size_t>(reps)), ends(static_cast<std::size_t>(reps));
-  for (int i = 0; i < reps; ++i) {
-    starts[static_cast<std::size_t>(i)].record(s);
-    fn();
-    ends[static_cast<std::size_t>(i)].record(s);
-  }
-  PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+// Per-step time of `reps` steps of each chunk, every chunk fed back to back by its own host thread
+// on its own stream (a replay's rank threads do the same): from one start event, which the other
+// streams wait for, to the last chunk's last step, divided by reps; the median of five such runs
+// after one of `warmup` steps. With one chunk: its back-to-back rate; with two: both at once, their
+// launches contending in the driver as two ranks' do. Back to back, not held: the GPU under
+// sustained load, as in a replay (at the larger shape on an H100, held runs gave 1.16x for two
+// steps side by side, back-to-back runs 1.22x, and ops beside each other in the replays 1.22x).
+double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, int device, int warmup, int reps,
+                   const std::function<void(Chunk&, cudaStream_t)>& step) {
+  auto run = [&](int steps) {
+    Event start, end;
+    std::vector<Event> done(feeds.size());
+    const cudaStream_t s0 = feeds.front().second;
+    start.record(s0);
+    for (std::size_t i = 1; i < feeds.size(); ++i) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(feeds[i].second, start.get(), 0));
+    std::vector<std::exception_ptr> errors(feeds.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < feeds.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          PPSIM_CUDA_CHECK(cudaSetDevice(device));
+          for (int k = 0; k < steps; ++k) step(*feeds[i].first, feeds[i].second);
+          done[i].record(feeds[i].second);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (std::size_t i = 1; i < feeds.size(); ++i) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s0, done[i].get(), 0));
+    end.record(s0);
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(s0));
+    return static_cast<float>(end.ms_since(start) / std::max(1, steps));
+  };
+  run(std::max(1, warmup));
   std::vector<float> ms;
-  for (int i = 0; i < reps; ++i) ms.push_back(ends[static_cast<std::size_t>(i)].ms_since(starts[static_cast<std::size_t>(i)]));
+  for (int i = 0; i < 5; ++i) ms.push_back(run(std::max(1, reps)));
   return median(std::move(ms));
 }
 
@@ -469,18 +490,13 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
     c.backward_input(0, st);
     c.backward_weight(0, st);
   };
-  const double alone = time_back_to_back_ms([&] { step(one, a); }, a, warmup, reps);
+  // Each chunk fed by its own host thread, as the replay's rank threads feed theirs: with one
+  // thread enqueueing both chunks (before 2026-11-25), a host slower than two small chunks' GPU
+  // time measured its own launches (1.65x for 2-layer chunks on one H100 host where the kernels
+  // beside each other took 1.15-1.37x, and DualPipeV predicted +25%).
+  const double alone = time_fed_ms({{&one, a}}, device, warmup, reps, step);
+  const double both = time_fed_ms({{&one, a}, {&two, b}}, device, warmup, reps, step);
   Event fork(false), join(false);
-  const double both = time_back_to_back_ms(
-      [&] {
-        fork.record(a);
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(b, fork.get(), 0));
-        step(one, a);
-        step(two, b);
-        join.record(b);
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(a, join.get(), 0));
-      },
-      a, warmup, reps);
   out.step = alone > 0 ? both / alone : 0;
 
   // By kind, two ways. Both time kOps ops of kind x on stream a while ops of kind y run on b.

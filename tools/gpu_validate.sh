@@ -101,7 +101,7 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
           { eps "ep_ipc_check: not built (no MPI in this build?): $(tail -1 "$OUT/tmp/ep_ipc_build.txt")"; }
         if [ -x "$ROOT/build-gpu/ep_ipc_check" ]; then
           for b in ours nccl; do
-            timeout 90 "${MPI[@]}" "$ROOT/build-gpu/ep_ipc_check" "$b" > "$OUT/tmp/ep_ipc_check_$b.txt" 2>&1
+            timeout 90 "${MPI[@]}" "$ROOT/build-gpu/ep_ipc_check" "$b" < /dev/null > "$OUT/tmp/ep_ipc_check_$b.txt" 2>&1
             eps "ep_ipc_check $b (2 processes, CUDA IPC$([ "$b" = nccl ] && echo ", NCCL over MPI")): exit $? after $(( $(date +%s) - START )) s"
             grep -E "skipped|FAILED|ep_ipc_check (ours|nccl): ok|\(ours|\(nccl|ppsim|error" "$OUT/tmp/ep_ipc_check_$b.txt" | grep -v ": ok: " | head -6 | sed 's/^/      /' | tee -a "$OUT/ep_summary.txt"
             { echo "== ep_ipc_check $b"; cat "$OUT/tmp/ep_ipc_check_$b.txt"; } >> "$OUT/ep_logs.txt"

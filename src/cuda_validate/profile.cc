@@ -29,6 +29,7 @@
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/ep_wiring.h"
+#include "ep/ep_placement.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
@@ -300,11 +301,11 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
   std::vector<int> dev(static_cast<std::size_t>(E));
   for (int e = 0; e < E; ++e) dev[static_cast<std::size_t>(e)] = ndev >= E ? (device + e) % ndev : device;
   const bool one_gpu = ndev < E;
-  if (shape.a2a == A2aBackend::nccl && one_gpu)
-    throw InputError(fmt::format("profile --a2a nccl: the {} EP shards would share GPU {} ({} visible), and NCCL cannot "
-                                 "put two ranks of one communicator on one GPU: use --a2a ours, or at least ep ({}) GPUs",
-                                 E, device, ndev, E),
-                     {}, kExitUsage);
+  if (shape.a2a == A2aBackend::nccl) {  // the replay's rule, on the profile's own placement (stage 0's shards)
+    const ep::EpPlacement placement{1, E, false, std::vector<int>(static_cast<std::size_t>(E), 0), dev};
+    if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty())
+      throw InputError("profile " + why, {}, kExitUsage);
+  }
   for (int x = 0; x < E; ++x)
     for (int y = 0; y < E; ++y)
       if (!enable_peer_access(dev[static_cast<std::size_t>(x)], dev[static_cast<std::size_t>(y)]))

@@ -142,6 +142,7 @@ class Handler : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) top_key_ = k;
     sms_key_ = depth_ == 3 && top_key_ == "deviceProperties" && k == "numSms";
+    rank_key_ = depth_ == 2 && top_key_ == "distributedInfo" && k == "rank";
     if (in_event_ && depth_ == event_depth_)
       field_ = field_of(k, false);
     else if (in_args_ && depth_ == event_depth_ + 1)
@@ -200,6 +201,10 @@ class Handler : public nlohmann::json_sax<json> {
     if (sms_key_ && depth_ == 3) {
       if (out_.sms == 0) out_.sms = static_cast<int>(i);
       sms_key_ = false;
+    }
+    if (rank_key_ && depth_ == 2) {
+      out_.rank = static_cast<int>(std::clamp<std::int64_t>(i, -1, 1 << 30));
+      rank_key_ = false;
     }
     if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2)
       blocks_ =
@@ -339,7 +344,7 @@ class Handler : public nlohmann::json_sax<json> {
   std::string cat_, name_, pid_, tid_, thread_key_;
   std::int64_t pid_num_ = -1, tid_num_ = -1, id_ = 0, correlation_ = -1, stream_ = -1, device_ = -1;
   double ts_ = 0, dur_ = 0;
-  bool has_ts_ = false, has_id_ = false, sms_key_ = false, bad_event_ = false;
+  bool has_ts_ = false, has_id_ = false, sms_key_ = false, rank_key_ = false, bad_event_ = false;
   std::int64_t blocks_ = 0;
   double gpu_time_ = 0;
   std::unordered_map<std::string, int> name_ids_, thread_ids_;

@@ -57,6 +57,7 @@ struct KinetoTrace {
   std::vector<GpuEvent> gpu;
   std::vector<FlowPoint> flows;
   int sms = 0;               // deviceProperties[0].numSms, 0 when absent
+  int rank = -1;             // distributedInfo.rank, -1 when absent (trace/ranks.h)
   std::uint64_t events = 0;  // every trace event seen
   std::uint64_t bytes = 0;   // uncompressed JSON bytes read
 };

@@ -1,0 +1,62 @@
+// Several ranks' traces of one run (one Kineto trace per process): merged by their
+// `distributedInfo.rank`, their clocks aligned on the ends of collectives, and each rank's
+// communication split into transfer and waiting.
+//
+// Clocks: every process writes its own host clock. The kernels of one NCCL collective end
+// together on every rank (none can finish before the last joins and the data has moved), so the
+// k-th collective of a kind (kernel name) on rank r and on the reference rank (the lowest) end at
+// the same true time; rank r's offset is the median of (end on the reference - end on r) over
+// the matched collectives. Point-to-point kernels (Send/Recv) join the match only with two ranks,
+// where the k-th on one side is the k-th on the other; with more, a kernel does not say its peer.
+// Waiting: once aligned, a collective's kernel that started before the last rank joined waited
+// for that long; the rest is transfer (docs/TRACES.md, "Several ranks").
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+#include "trace/kineto_reader.h"
+
+namespace ppsim::trace {
+
+struct RankTrace {
+  std::string path;
+  int rank = 0;                  // distributedInfo.rank, else the file's position among the inputs
+  bool rank_from_trace = false;  // distributedInfo.rank was there
+  KinetoTrace trace;
+  Time offset = 0;  // ns added to this trace's times to put them on the reference rank's clock
+  // Per GPU event of `trace`: whether it is communication, and its transfer time (the rest of
+  // its duration was waiting for peers; a kernel matched with no peer counts all as transfer).
+  std::vector<bool> comm;
+  std::vector<Time> transfer;
+  // The figures
+  int comm_kernels = 0, matched_kernels = 0;
+  Time comm_total = 0, comm_transfer = 0, comm_wait = 0;
+  Time residual = 0;  // largest |end on the reference - aligned end| over this rank's matched kernels
+};
+
+struct MultiRank {
+  std::vector<RankTrace> ranks;  // ascending rank
+  int matched_groups = 0;        // collectives matched across every rank
+  std::vector<std::string> kinds_matched, kinds_skipped;  // kernel names, by how they were used
+  std::string note;                                       // how the clocks were aligned
+};
+
+// Point-to-point kernels (NCCL Send/Recv): which peer they served is not in the kernel.
+bool is_p2p_kernel(const std::string& kernel_name);
+
+// Trace paths from the command line: files as given; a folder gives its *.json and *.json.gz
+// files (sorted by name). Throws InputError (exit 3) for a folder with none.
+std::vector<std::string> expand_trace_paths(const std::vector<std::string>& args);
+
+// Ranks from traces already read (tests): sorted by rank, aligned, communication split.
+// Two traces with one rank, or a mix of traces with and without it, is an InputError.
+MultiRank merge_ranks(std::vector<RankTrace> ranks);
+// Reads each path (read_kineto) and merges.
+MultiRank read_ranks(const std::vector<std::string>& paths);
+
+std::string render_ranks_report(const MultiRank& m);
+nlohmann::json ranks_json(const MultiRank& m);
+
+}  // namespace ppsim::trace

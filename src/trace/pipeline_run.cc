@@ -319,13 +319,13 @@ std::string render_pipeline_run(const PipelineRun& p) {
   for (const auto& r : p.ranks) {
     o += fmt::format("rank {} ({} ranges): {} actions, compute {} ms, communication waiting {} ms\n", r.rank, r.source,
                      r.actions.size(), ms(r.compute), ms(r.comm_wait));
-    std::string line = "  ";
+    std::string line;
     for (const auto& a : r.actions) {
-      std::string item = fmt::format("{} {}", format_action(a.action), ms(a.compute));
-      if (line.size() + item.size() > 100) o += line + "\n", line = "  ";
-      line += item + "  ";
+      const std::string item = fmt::format("{} {}", format_action(a.action), ms(a.compute));
+      if (!line.empty() && line.size() + item.size() > 100) o += "  " + line + "\n", line.clear();
+      line += (line.empty() ? "" : "  ") + item;
     }
-    o += line + "\n";
+    o += "  " + line + "\n";
   }
   o += "per slice, mean of its actions (ms):";
   for (std::size_t s = 0; s < p.costs.slice.size(); ++s) {

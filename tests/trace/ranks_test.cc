@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "catch.h"
+#include "core/error.h"
+#include "robustness/run_ppsim.h"
 #include "trace/pipeline_run.h"
 #include "trace/ranks.h"
 
@@ -271,4 +273,49 @@ TEST_CASE("a trace without pipeline ranges is refused for the executed order", "
   g.launched("k", 1, 100, 3);
   REQUIRE_THROWS_WITH(rebuild_pipeline(merge_ranks({g.read("g.json")})),
                       Catch::Matchers::Contains("no pipeline action ranges"));
+}
+
+TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --executed-csv, refusals",
+          "[trace][ranks][cli]") {
+  robust::Scratch dir("trace_ranks_cli");
+  auto [b0, b1] = one_f_one_b();
+  std::filesystem::create_directories(dir.path("run"));
+  dir.write("run/r1.json", b1.json());
+  dir.write("run/r0.json", b0.json());
+  const robust::Result r =
+      robust::run_ppsim(dir, "import-trace run/r1.json run/r0.json --schedule executed --executed-csv order.csv");
+  REQUIRE(r.code == 0);
+  REQUIRE(ppsim::test::read_file(dir.path("order.csv")) == "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  REQUIRE(r.out.find("makespan: measured 0.094 ms, simulated 0.094 ms (+0.0%)") != std::string::npos);
+  // The folder: the same two traces; JSON for scripts.
+  const robust::Result js = robust::run_ppsim(dir, "import-trace run --schedule executed --format json");
+  REQUIRE(js.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(js.out);
+  REQUIRE(j["ranks"]["ranks"][1]["offset_ms"].get<double>() == Approx(-5.0));
+  REQUIRE(j["ranks"]["ranks"][0]["waiting_ms"].get<double>() == Approx(0.028));
+  REQUIRE(j["pipeline"]["per_rank"][1]["exposed_communication_ms"].get<double>() == Approx(0.004));
+  REQUIRE(j["prediction"]["per_rank"][0]["simulated"]["bubble_ms"].get<double>() == Approx(0.034));
+  // One rank alone: its import report, then its executed order (P = 1).
+  const robust::Result one = robust::run_ppsim(dir, "import-trace run/r0.json --executed-csv -");
+  REQUIRE(one.code == 0);
+  REQUIRE(one.out == "0F0,0F1,0B0,0B1\n");
+  // Refusals: -o or another --schedule with several traces (2); an empty folder (3); no
+  // pipeline ranges with --schedule executed (3). One line each, no output file.
+  const robust::Result o = robust::run_ppsim(dir, "import-trace run -o p.yaml");
+  REQUIRE(o.code == kExitUsage);
+  REQUIRE(o.one_error_line());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
+  REQUIRE(robust::run_ppsim(dir, "import-trace run --schedule 1f1b").code == kExitUsage);
+  std::filesystem::create_directories(dir.path("empty"));
+  const robust::Result e = robust::run_ppsim(dir, "import-trace empty");
+  REQUIRE(e.code == kExitInput);
+  REQUIRE(e.one_error_line());
+  RankBuilder g;
+  g.range("layer0.attn.F", 0, 2);
+  g.launched("k", 1, 100, 3);
+  dir.write("plain.json", g.json());
+  const robust::Result n = robust::run_ppsim(dir, "import-trace plain.json --schedule executed --executed-csv x.csv");
+  REQUIRE(n.code == kExitInput);
+  REQUIRE(n.one_error_line());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("x.csv")));
 }

@@ -29,13 +29,84 @@ bool is_p2p_kernel(const std::string& name) {
 
 namespace {
 
-Time median(std::vector<Time> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+std::string ms(Time t) { return fmt::format("{:.3f}", static_cast<double>(t) / 1e6); }
+
+// The ends of one collective's kernels on two ranks agree within this (clock conversion, launch
+// skew); HolisticTraceAnalysis's sample traces show up to ~60 us between genuine pairs.
+constexpr Time kEndTolerance = 100'000;
+
+struct OffsetFit {
+  Time offset = 0;  // added to the second rank's times
+  int matches = 0;  // kernel ends paired one to one within the tolerance
+  Time spread = 0;  // sum of |difference| over the pairs
+  std::vector<Time> diffs;  // |difference| of each pair (kept for the best fit)
+};
+
+// Pairs the sorted ends a[] and b[] + c one to one, in time order, each with its nearest within
+// the tolerance.
+void pair_ends(const std::vector<Time>& a, const std::vector<Time>& b, Time c, OffsetFit& f) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const Time d = b[j] + c - a[i];
+    if (d >= -kEndTolerance && d <= kEndTolerance) {
+      const auto dist = [](Time x) { return x < 0 ? -x : x; };
+      // The nearest partner, not the first within the tolerance.
+      if (i + 1 < a.size() && dist(b[j] + c - a[i + 1]) < dist(d)) {
+        ++i;
+        continue;
+      }
+      if (j + 1 < b.size() && dist(b[j + 1] + c - a[i]) < dist(d)) {
+        ++j;
+        continue;
+      }
+      ++f.matches;
+      f.spread += d < 0 ? -d : d;
+      f.diffs.push_back(d < 0 ? -d : d);
+      ++i, ++j;
+    } else if (d < 0) {
+      ++j;
+    } else {
+      ++i;
+    }
+  }
 }
 
-std::string ms(Time t) { return fmt::format("{:.3f}", static_cast<double>(t) / 1e6); }
+// The offset that pairs the most kernel ends of the same kinds (then the closest): candidates
+// are the end differences in the densest window of twice the tolerance.
+OffsetFit fit_offset(const std::vector<std::pair<std::vector<Time>, std::vector<Time>>>& kinds) {
+  constexpr std::size_t kCap = 1000;  // ends per kind and rank looked at for candidates
+  auto sample = [](const std::vector<Time>& v) {
+    if (v.size() <= kCap) return v;
+    std::vector<Time> s;
+    for (std::size_t i = 0; i < kCap; ++i) s.push_back(v[i * v.size() / kCap]);
+    return s;
+  };
+  std::vector<Time> d;
+  for (const auto& [a, b] : kinds) {
+    const std::vector<Time> sa = sample(a), sb = sample(b);
+    for (Time x : sa)
+      for (Time y : sb) d.push_back(x - y);
+  }
+  OffsetFit best;
+  if (d.empty()) return best;
+  std::sort(d.begin(), d.end());
+  std::size_t lo = 0, best_lo = 0, best_hi = 0;
+  for (std::size_t hi = 0; hi < d.size(); ++hi) {
+    while (d[hi] - d[lo] > 2 * kEndTolerance) ++lo;
+    if (hi - lo > best_hi - best_lo) best_lo = lo, best_hi = hi;
+  }
+  const std::size_t n = best_hi - best_lo + 1, step = std::max<std::size_t>(1, n / 256);
+  Time last = std::numeric_limits<Time>::min();
+  for (std::size_t x = best_lo; x <= best_hi; x += step) {
+    if (d[x] == last) continue;
+    last = d[x];
+    OffsetFit f;
+    f.offset = d[x];
+    for (const auto& [a, b] : kinds) pair_ends(a, b, d[x], f);
+    if (f.matches > best.matches || (f.matches == best.matches && f.spread < best.spread)) best = f;
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -104,66 +175,103 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
     for (auto& [k, v] : by_kind[r])
       std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.gpu[a].ts < t.gpu[b].ts; });
   }
-  // A kind is matched when every rank ran it equally often (point-to-point: only with 2 ranks).
-  std::vector<std::string> kinds;
-  if (R >= 2) {
-    std::set<std::string> all;
-    for (const auto& bk : by_kind)
-      for (const auto& [k, v] : bk) all.insert(k);
-    for (const auto& k : all) {
-      bool ok = !(is_p2p_kernel(k) && R > 2);
-      std::size_t count = 0;
-      for (std::size_t r = 0; r < R && ok; ++r) {
-        auto it = by_kind[r].find(k);
-        const std::size_t n = it == by_kind[r].end() ? 0 : it->second.size();
-        if (r == 0) count = n;
-        ok = n > 0 && n == count;
-      }
-      (ok ? m.kinds_matched : m.kinds_skipped).push_back(k);
-    }
-  }
-  // ---- offsets: the median of the end differences to the reference rank ------------------------
+  // ---- offsets: each rank against the aligned rank whose kernel ends it matches best ------------
+  auto ends_of = [&](std::size_t r, const std::vector<std::size_t>& idx) {
+    std::vector<Time> e;
+    e.reserve(idx.size());
+    for (std::size_t i : idx) e.push_back(ranks[r].trace.gpu[i].end());
+    std::sort(e.begin(), e.end());
+    return e;
+  };
+  std::vector<bool> aligned(R, false);
+  if (R > 0) aligned[0] = true;
+  // Kernels of one collective, once aligned, end within this: 3x the median disagreement of the
+  // pairs the offsets rest on, at least 5 us (tighter than the fit's tolerance, so that
+  // collectives closer together than it are not merged).
+  Time group_tolerance = 5'000;
+  int aligned_count = R > 0 ? 1 : 0;
   for (std::size_t r = 1; r < R; ++r) {
-    std::vector<Time> d;
-    for (const auto& k : m.kinds_matched) {
-      const auto& ref = by_kind[0][k];
-      const auto& mine = by_kind[r][k];
-      for (std::size_t j = 0; j < ref.size(); ++j)
-        d.push_back(ranks[0].trace.gpu[ref[j]].end() - ranks[r].trace.gpu[mine[j]].end());
+    OffsetFit best;
+    std::size_t best_q = 0;
+    for (std::size_t q = 0; q < r; ++q) {
+      if (!aligned[q]) continue;
+      std::vector<std::pair<std::vector<Time>, std::vector<Time>>> kinds;
+      for (const auto& [k, v] : by_kind[q])
+        if (auto it = by_kind[r].find(k); it != by_kind[r].end()) kinds.emplace_back(ends_of(q, v), ends_of(r, it->second));
+      const OffsetFit f = fit_offset(kinds);
+      if (f.matches > best.matches || (f.matches == best.matches && f.matches > 0 && f.spread < best.spread))
+        best = f, best_q = q;
     }
-    if (!d.empty()) ranks[r].offset = median(std::move(d));
+    const std::size_t nr = [&] {
+      std::size_t n = 0;
+      for (const auto& [k, v] : by_kind[r]) n += v.size();
+      return n;
+    }();
+    // Enough ends agree: two at least (one where a rank ran only one), a fifth of its kernels.
+    const int need = std::max<int>(std::min<std::size_t>(nr, 2), static_cast<int>((nr + 4) / 5));
+    if (best.matches > 0 && best.matches >= need) {
+      ranks[r].offset = ranks[best_q].offset + best.offset;
+      ranks[r].aligned_to = ranks[best_q].rank;
+      ranks[r].support = best.matches;
+      aligned[r] = true;
+      std::vector<Time>& dd = best.diffs;
+      std::nth_element(dd.begin(), dd.begin() + static_cast<long>(dd.size() / 2), dd.end());
+      group_tolerance = std::max(group_tolerance, 3 * dd[dd.size() / 2]);
+      ++aligned_count;
+    }
   }
   if (R < 2)
     m.note = "one rank: no clock to align";
-  else if (m.kinds_matched.empty())
-    m.note =
-        "no collective ran equally often on every rank: clocks taken as they are, communication not split "
-        "(all counted as transfer)";
+  else if (aligned_count == static_cast<int>(R))
+    m.note = fmt::format("clocks aligned on the ends of collectives, rank {}'s clock the reference", ranks[0].rank);
   else
-    m.note = fmt::format("clocks aligned on the ends of {} kind(s) of collective, rank {}'s clock the reference",
-                         m.kinds_matched.size(), ranks[0].rank);
-  // ---- waiting: before the last rank joined ----------------------------------------------------
-  for (const auto& k : m.kinds_matched) {
-    const std::size_t count = by_kind[0][k].size();
-    m.matched_groups += static_cast<int>(count);
-    for (std::size_t j = 0; j < count; ++j) {
-      Time last_start = std::numeric_limits<Time>::min();
-      Time ref_end = 0;
-      for (std::size_t r = 0; r < R; ++r) {
-        const GpuEvent& g = ranks[r].trace.gpu[by_kind[r][k][j]];
-        last_start = std::max(last_start, g.ts + ranks[r].offset);
-        if (r == 0) ref_end = g.end();
-      }
-      for (std::size_t r = 0; r < R; ++r) {
-        const std::size_t i = by_kind[r][k][j];
+    m.note = fmt::format(
+        "{} of {} ranks' clocks aligned on the ends of collectives; the others kept as written (too few "
+        "communication kernels end together), their communication counted as transfer",
+        aligned_count, R);
+  // ---- waiting: the kernels of one collective (ends within the tolerance, one per rank) ---------
+  std::set<std::string> all_kinds, used_kinds;
+  for (const auto& bk : by_kind)
+    for (const auto& [k, v] : bk) all_kinds.insert(k);
+  struct End {
+    Time end, start;
+    std::size_t r, i;
+  };
+  for (const auto& k : all_kinds) {
+    std::vector<End> v;
+    for (std::size_t r = 0; r < R; ++r) {
+      if (!aligned[r]) continue;
+      auto it = by_kind[r].find(k);
+      if (it == by_kind[r].end()) continue;
+      for (std::size_t i : it->second) {
         const GpuEvent& g = ranks[r].trace.gpu[i];
-        const Time s = g.ts + ranks[r].offset, e = g.end() + ranks[r].offset;
-        ranks[r].transfer[i] = std::clamp<Time>(e - std::max(s, last_start), 0, g.dur);
-        ++ranks[r].matched_kernels;
-        ranks[r].residual = std::max(ranks[r].residual, e > ref_end ? e - ref_end : ref_end - e);
+        v.push_back(End{g.end() + ranks[r].offset, g.ts + ranks[r].offset, r, i});
       }
     }
+    std::sort(v.begin(), v.end(), [](const End& a, const End& b) { return a.end < b.end; });
+    std::size_t a = 0;
+    while (a < v.size()) {
+      std::size_t b = a + 1;
+      std::vector<bool> in(R, false);
+      in[v[a].r] = true;
+      while (b < v.size() && v[b].end - v[a].end <= group_tolerance && !in[v[b].r]) in[v[b++].r] = true;
+      if (b - a >= 2) {
+        ++m.matched_groups;
+        used_kinds.insert(k);
+        Time last_start = std::numeric_limits<Time>::min();
+        for (std::size_t x = a; x < b; ++x) last_start = std::max(last_start, v[x].start);
+        for (std::size_t x = a; x < b; ++x) {
+          RankTrace& rt = ranks[v[x].r];
+          rt.transfer[v[x].i] = std::clamp<Time>(v[x].end - std::max(v[x].start, last_start), 0,
+                                                 rt.trace.gpu[v[x].i].dur);
+          ++rt.matched_kernels;
+          rt.residual = std::max(rt.residual, v[b - 1].end - v[a].end);
+        }
+      }
+      a = b;
+    }
   }
+  for (const auto& k : all_kinds) (used_kinds.count(k) ? m.kinds_matched : m.kinds_skipped).push_back(k);
   for (auto& rt : ranks) {
     for (std::size_t i = 0; i < rt.trace.gpu.size(); ++i)
       if (rt.comm[i]) {
@@ -197,14 +305,15 @@ std::string render_ranks_report(const MultiRank& m) {
     o += fmt::format("  matched {} collectives: {}\n", m.matched_groups, kinds.substr(0, 240));
   }
   if (!m.kinds_skipped.empty())
-    o += fmt::format("  not matched (counts differ between ranks, or point-to-point among more than 2): {} kind(s)\n",
-                     m.kinds_skipped.size());
-  o += fmt::format("{:>5} {:>12} {:>12} {:>10} {:>12} {:>12} {:>12}  {}\n", "rank", "offset ms", "residual us",
-                   "comm", "comm ms", "transfer ms", "waiting ms", "trace");
-  for (const auto& r : m.ranks)
-    o += fmt::format("{:>5} {:>12} {:>12.1f} {:>10} {:>12} {:>12} {:>12}  {}{}\n", r.rank, ms(r.offset),
+    o += fmt::format("  kinds of communication kernel in no matched collective: {}\n", m.kinds_skipped.size());
+  o += fmt::format("{:>5} {:>12} {:>10} {:>12} {:>6} {:>12} {:>12} {:>12}  {}\n", "rank", "offset ms", "fitted on",
+                   "spread us", "comm", "comm ms", "transfer ms", "waiting ms", "trace");
+  for (const auto& r : m.ranks) {
+    const std::string fit = r.aligned_to >= 0 ? fmt::format("{} ends", r.support) : r.rank == m.ranks[0].rank ? "reference" : "-";
+    o += fmt::format("{:>5} {:>12} {:>10} {:>12.1f} {:>6} {:>12} {:>12} {:>12}  {}{}\n", r.rank, ms(r.offset), fit,
                      static_cast<double>(r.residual) / 1e3, r.comm_kernels, ms(r.comm_total), ms(r.comm_transfer),
                      ms(r.comm_wait), r.path, r.rank_from_trace ? "" : " (rank: file order)");
+  }
   return o;
 }
 
@@ -221,7 +330,9 @@ nlohmann::json ranks_json(const MultiRank& m) {
                   {"rank_from_trace", r.rank_from_trace},
                   {"trace", r.path},
                   {"offset_ms", msd(r.offset)},
-                  {"residual_us", static_cast<double>(r.residual) / 1e3},
+                  {"spread_us", static_cast<double>(r.residual) / 1e3},
+                  {"aligned_to", r.aligned_to >= 0 ? nlohmann::json(r.aligned_to) : nlohmann::json(nullptr)},
+                  {"ends_agreeing", r.support},
                   {"communication_kernels", r.comm_kernels},
                   {"matched_kernels", r.matched_kernels},
                   {"communication_ms", msd(r.comm_total)},

@@ -2,14 +2,15 @@
 // `distributedInfo.rank`, their clocks aligned on the ends of collectives, and each rank's
 // communication split into transfer and waiting.
 //
-// Clocks: every process writes its own host clock. The kernels of one NCCL collective end
-// together on every rank (none can finish before the last joins and the data has moved), so the
-// k-th collective of a kind (kernel name) on rank r and on the reference rank (the lowest) end at
-// the same true time; rank r's offset is the median of (end on the reference - end on r) over
-// the matched collectives. Point-to-point kernels (Send/Recv) join the match only with two ranks,
-// where the k-th on one side is the k-th on the other; with more, a kernel does not say its peer.
-// Waiting: once aligned, a collective's kernel that started before the last rank joined waited
-// for that long; the rest is transfer (docs/TRACES.md, "Several ranks").
+// Clocks: every process writes its own host clock. The kernels of one NCCL collective (or of one
+// send and its receive) end together on the ranks taking part: none can finish before the last
+// has joined and the data has moved. Rank r's offset is the one that pairs the most ends of
+// same-named communication kernels with a rank already aligned (one to one, in time order,
+// within 100 us; the closest fit on ties), so that a pipeline's ranks align through their
+// neighbours. A rank with too few ends agreeing keeps its clock and is reported.
+// Waiting: once aligned, kernels of one name whose ends agree (one per rank) are one collective;
+// a kernel that started before the last rank joined waited for that long, the rest is transfer
+// (docs/TRACES.md, "Several ranks").
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,13 +34,15 @@ struct RankTrace {
   // The figures
   int comm_kernels = 0, matched_kernels = 0;
   Time comm_total = 0, comm_transfer = 0, comm_wait = 0;
-  Time residual = 0;  // largest |end on the reference - aligned end| over this rank's matched kernels
+  Time residual = 0;    // largest spread of aligned ends in a collective this rank was matched in
+  int aligned_to = -1;  // the rank whose clock this one was fitted against (-1: reference, or not aligned)
+  int support = 0;      // kernel ends that agreed with the offset
 };
 
 struct MultiRank {
   std::vector<RankTrace> ranks;  // ascending rank
-  int matched_groups = 0;        // collectives matched across every rank
-  std::vector<std::string> kinds_matched, kinds_skipped;  // kernel names, by how they were used
+  int matched_groups = 0;        // collectives matched (kernels of two ranks or more ending together)
+  std::vector<std::string> kinds_matched, kinds_skipped;  // kernel names: in a matched collective or never
   std::string note;                                       // how the clocks were aligned
 };
 

@@ -152,6 +152,7 @@ TEST_CASE("two ranks: merged by distributedInfo.rank, clock offset from collecti
   REQUIRE(m.ranks[0].offset == 0);
   REQUIRE(m.ranks[1].offset == -5000 * kUs);
   REQUIRE(m.ranks[1].residual == 0);
+  REQUIRE(m.ranks[1].support == 4);
   REQUIRE(m.matched_groups == 4);
   // Waiting: each pair transfers from the later start to the common end.
   //   k0: [110,112) / [105,112): rank 1 waited 5;  k1: [120,122) / [118,122): rank 1 waited 2;
@@ -174,18 +175,48 @@ TEST_CASE("a rank given twice, or a mix of traces with and without a rank, is re
                       Catch::Matchers::Contains("has no distributedInfo.rank"));
 }
 
-TEST_CASE("no rank in the traces: the command line's order, and unmatched kernels count as transfer",
+TEST_CASE("no rank in the traces: the command line's order; a kernel no peer matched counts as transfer",
           "[trace][ranks]") {
   auto [b0, b1] = one_f_one_b();
   b0.rank = b1.rank = -1;
-  b1.launched(kP2p, 40, 300, 3, 20);  // a fifth SendRecv on rank 1 only: no kind matches
+  b1.launched(kP2p, 40, 300, 3, 20);  // a fifth SendRecv on rank 1 only, ending at 303: no partner
   const MultiRank m = merge_ranks({b0.read("r0.json"), b1.read("r1.json")});
   REQUIRE(m.ranks[1].rank == 1);
   REQUIRE_FALSE(m.ranks[1].rank_from_trace);
-  REQUIRE(m.matched_groups == 0);
-  REQUIRE(m.ranks[1].offset == 0);
+  REQUIRE(m.ranks[1].offset == -5000 * kUs);
+  REQUIRE(m.ranks[1].support == 4);
+  REQUIRE(m.matched_groups == 4);
+  REQUIRE(m.ranks[1].comm_wait == 7 * kUs);
+  REQUIRE(m.ranks[1].comm_transfer == (8 + 3) * kUs);
+}
+
+TEST_CASE("three ranks of a pipeline: rank 2 aligns through rank 1, its only peer", "[trace][ranks]") {
+  // Rank 0 talks to rank 1 only, rank 1 to both, rank 2 to rank 1 only (point-to-point kernels).
+  // True ends: 0<->1 at 110, 150; 1<->2 at 130, 185. Clocks: rank 1 +300 us, rank 2 -700 us.
+  // Against rank 0, rank 2's ends fit at best 110 and 165 (15 us off); against rank 1, exactly.
+  RankBuilder a, b, c;
+  a.rank = 0, b.rank = 1, c.rank = 2;
+  b.pid = 200, b.device = 1, b.shift = 300;
+  c.pid = 300, c.device = 2, c.shift = -700;
+  a.launched(kP2p, 1, 100, 10, 20);  // ends 110
+  a.launched(kP2p, 2, 140, 10, 20);  // ends 150
+  b.launched(kP2p, 1, 105, 5, 20);   // ends 110, waited for nothing: started after rank 0
+  b.launched(kP2p, 2, 120, 10, 20);  // ends 130
+  b.launched(kP2p, 3, 145, 5, 20);   // ends 150
+  b.launched(kP2p, 4, 183, 2, 20);   // ends 185
+  c.launched(kP2p, 1, 110, 20, 20);  // ends 130: waited 10 for rank 1 (joined at 120)
+  c.launched(kP2p, 2, 175, 10, 20);  // ends 185: waited 8 (rank 1 joined at 183)
+  const MultiRank m = merge_ranks({a.read("a.json"), b.read("b.json"), c.read("c.json")});
+  REQUIRE(m.ranks[1].offset == -300 * kUs);
+  REQUIRE(m.ranks[1].aligned_to == 0);
+  REQUIRE(m.ranks[2].offset == 700 * kUs);
+  REQUIRE(m.ranks[2].aligned_to == 1);
+  REQUIRE(m.ranks[2].support == 2);
+  REQUIRE(m.matched_groups == 4);
+  REQUIRE(m.ranks[2].comm_wait == 18 * kUs);
+  // Rank 0 waited 5 (joined at 100, rank 1 at 105) and 5 (140 against 145).
+  REQUIRE(m.ranks[0].comm_wait == 10 * kUs);
   REQUIRE(m.ranks[1].comm_wait == 0);
-  REQUIRE(m.ranks[1].comm_transfer == 18 * kUs);
 }
 
 TEST_CASE("a pipelining run: executed order, op times, measured bubble and exposed communication",

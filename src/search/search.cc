@@ -16,7 +16,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "plan/thread_pool.h"
+#include "core/thread_pool.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
 #include "search/order_timer.h"

@@ -27,15 +27,17 @@ namespace {
 
 enum class Path { stack, caller, forward };
 
-struct Attribution {
+struct Attribution {  // compact: one per GPU event
   bool linked = false;
-  bool in_step = false;  // launched under a range matching ImportOptions::step_range
+  bool in_step = false;   // launched under a range matching ImportOptions::step_range
   bool autograd = false;  // launched under an op of autograd's engine
   Path path = Path::stack;
-  int subop = -1, pass = -1, layer = -1;
+  int layer = -1;
   int sub_range = -1, pass_range = -1, layer_range = -1;
-  long instance = -1;  // the execution: the range that gave the layer (else the sub-op, else the pass)
+  int instance = -1;   // the execution: the range that gave the layer (else the sub-op, else the pass)
   int top_range = -1;  // innermost range on the stack, for naming unmapped work
+  int bwd_op = -1;     // the autograd op it was launched under
+  signed char subop = -1, pass = -1;
 };
 
 // What a list of open ranges gave: each part and the range that gave it.
@@ -115,39 +117,51 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   const std::size_t n = t.gpu.size();
 
   // ---- 1. launch points ---------------------------------------------------------------------
-  std::unordered_map<std::int64_t, const Launch*> by_corr;
-  by_corr.reserve(t.launches.size());
-  for (const auto& l : t.launches) by_corr.emplace(l.correlation, &l);
-  std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
-  std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
-  for (const auto& f : t.flows) {
-    if (f.start)
-      flow_start.emplace(f.id, &f);
-    else
-      flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
-  }
+  // By correlation id first; the ac2g flows' maps are built only for events that remain.
   struct Query {
     Time ts;
     std::size_t gpu;
   };
   std::vector<std::vector<Query>> queries(t.threads.size());
   std::vector<Attribution> attr(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    int thread = -1;
-    Time ts = 0;
-    if (g.correlation >= 0) {
-      if (auto it = by_corr.find(g.correlation); it != by_corr.end())
-        thread = it->second->thread, ts = it->second->ts;
-      else if (auto f = flow_start.find(g.correlation); f != flow_start.end())
-        thread = f->second->thread, ts = f->second->ts;
+  std::vector<std::size_t> rest;
+  {
+    std::unordered_map<std::int64_t, int> by_corr;  // correlation -> launch index
+    by_corr.reserve(t.launches.size());
+    for (std::size_t k = 0; k < t.launches.size(); ++k) by_corr.emplace(t.launches[k].correlation, static_cast<int>(k));
+    for (std::size_t i = 0; i < n; ++i) {
+      const GpuEvent& g = t.gpu[i];
+      auto it = g.correlation >= 0 ? by_corr.find(g.correlation) : by_corr.end();
+      if (it == by_corr.end()) {
+        rest.push_back(i);
+        continue;
+      }
+      const Launch& l = t.launches[static_cast<std::size_t>(it->second)];
+      attr[i].linked = true;
+      queries[static_cast<std::size_t>(l.thread)].push_back({l.ts, i});
     }
-    if (thread < 0)
-      if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
-        if (auto f = flow_start.find(e->second); f != flow_start.end()) thread = f->second->thread, ts = f->second->ts;
-    if (thread < 0) continue;
-    attr[i].linked = true;
-    queries[static_cast<std::size_t>(thread)].push_back({ts, i});
+  }
+  if (!rest.empty()) {
+    std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
+    std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
+    for (const auto& f : t.flows) {
+      if (f.start)
+        flow_start.emplace(f.id, &f);
+      else
+        flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
+    }
+    for (std::size_t i : rest) {
+      const GpuEvent& g = t.gpu[i];
+      const FlowPoint* s0 = nullptr;
+      if (g.correlation >= 0)
+        if (auto f = flow_start.find(g.correlation); f != flow_start.end()) s0 = f->second;
+      if (s0 == nullptr)
+        if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
+          if (auto f = flow_start.find(e->second); f != flow_start.end()) s0 = f->second;
+      if (s0 == nullptr) continue;
+      attr[i].linked = true;
+      queries[static_cast<std::size_t>(s0->thread)].push_back({s0->ts, i});
+    }
   }
 
   // ---- 2. stacks of CPU ranges at each launch ------------------------------------------------
@@ -215,8 +229,28 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   // Sweep 1: each launch's own stack. Work launched under an op autograd's engine ran (a backward
   // op: "Fwd thread id" given, or autograd::engine::...) keeps its user ranges and its ops apart,
   // for the precedence below, and the innermost backward op for the link to its forward op.
-  std::vector<Found> own(n), own_ops;
-  std::vector<int> bwd_op(n, -1);
+  auto store = [&](Attribution& a, const Found& f) {
+    a.subop = static_cast<signed char>(f.subop);
+    a.pass = static_cast<signed char>(f.pass);
+    a.layer = f.layer;
+    a.sub_range = f.sub_range;
+    a.pass_range = f.pass_range;
+    a.layer_range = f.layer_range;
+    a.top_range = f.top;
+    a.in_step = a.in_step || f.in_step;
+  };
+  auto load = [&](const Attribution& a) {
+    Found f;
+    f.subop = a.subop;
+    f.pass = a.pass;
+    f.layer = a.layer;
+    f.sub_range = a.sub_range;
+    f.pass_range = a.pass_range;
+    f.layer_range = a.layer_range;
+    f.top = a.top_range;
+    f.in_step = a.in_step;
+    return f;
+  };
   std::vector<std::size_t> autograd_events;
   for (std::size_t th = 0; th < t.threads.size(); ++th) {
     auto& q = queries[th];
@@ -227,9 +261,10 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
         const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
         if (cr.end() > qu.ts && is_autograd_op(cr)) op = *it;
       }
-      Found& f = own[qu.gpu];
+      Found f;
       if (op < 0) {
         absorb(f, stack, qu.ts, all_ranges, true);
+        store(attr[qu.gpu], f);
         return;
       }
       // The outermost autograd op of the nest carries the link (evaluate_function: XBackward0).
@@ -240,9 +275,11 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
           break;
         }
       }
-      bwd_op[qu.gpu] = op;
+      attr[qu.gpu].bwd_op = op;
+      attr[qu.gpu].autograd = true;
       autograd_events.push_back(qu.gpu);
       absorb(f, stack, qu.ts, user_ranges, true);
+      store(attr[qu.gpu], f);
     });
   }
   // The forward op of each backward op: its fwdbwd flow, else the forward op of the same
@@ -250,7 +287,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   std::unordered_map<int, int> fwd_of;  // backward op range -> forward op range
   if (!autograd_events.empty()) {
     std::set<int> bwd_ops;
-    for (std::size_t i : autograd_events) bwd_ops.insert(bwd_op[i]);
+    for (std::size_t i : autograd_events) bwd_ops.insert(attr[i].bwd_op);
     std::map<std::pair<int, Time>, std::int64_t> flow_f;
     std::unordered_map<std::int64_t, std::pair<int, Time>> flow_s;
     for (const auto& f : t.fwdbwd) {
@@ -345,13 +382,11 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   // Precedence for autograd's work: user ranges on its own thread (tensor hooks), then those open
   // on the thread that called backward, then the forward op's ranges (layer, sub-op), then the
   // autograd ops' own names; the pass is I unless a range says otherwise (W).
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i : autograd_events) {
     Attribution& a = attr[i];
-    if (!a.linked) continue;
-    Found f = own[i];
+    Found f = load(a);
     a.path = Path::stack;
-    if (bwd_op[i] >= 0) {
-      a.autograd = true;
+    {
       const Found& c = caller[i];
       if (c.in_step) f.in_step = true;
       auto take = [&](const Found& g, bool pass) {
@@ -363,23 +398,16 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
         return used;
       };
       if (take(c, true)) a.path = Path::caller;
-      if (auto it = fwd_of.find(bwd_op[i]); it != fwd_of.end())
+      if (auto it = fwd_of.find(a.bwd_op); it != fwd_of.end())
         if (auto ff = fwd_found.find(it->second); ff != fwd_found.end()) {
           if (ff->second.in_step) f.in_step = true;
           if (take(ff->second, false) && a.path == Path::stack) a.path = Path::forward;
         }
       // Else it is autograd's backward: the input-grad pass (an autograd op names no W).
-      if (f.pass < 0) f.pass = static_cast<int>(Pass::I), f.pass_range = bwd_op[i];
-      if (f.top < 0) f.top = bwd_op[i];
+      if (f.pass < 0) f.pass = static_cast<int>(Pass::I), f.pass_range = a.bwd_op;
+      if (f.top < 0) f.top = a.bwd_op;
     }
-    a.subop = f.subop;
-    a.pass = f.pass;
-    a.layer = f.layer;
-    a.in_step = a.in_step || f.in_step;
-    a.top_range = f.top;
-    a.sub_range = f.sub_range;
-    a.layer_range = f.layer_range;
-    a.pass_range = f.pass_range;
+    store(a, f);
   }
   // Layers: numbers in range names or module scopes; where none (or --layer-order force), the
   // order rule: every sub-op range name repeats L times, and its k-th occurrence is layer k.
@@ -430,7 +458,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   for (std::size_t i = 0; i < n; ++i) {
     Attribution& a = attr[i];
     if (!a.linked) continue;
-    if (a.layer >= 0 && a.pass < 0 && !a.autograd) a.pass = static_cast<int>(Pass::F);
+    if (a.layer >= 0 && a.pass < 0 && !a.autograd) a.pass = static_cast<signed char>(Pass::F);
     a.instance = a.layer >= 0 && a.layer_range >= 0 ? a.layer_range : a.sub_range >= 0 ? a.sub_range : a.pass_range;
   }
 

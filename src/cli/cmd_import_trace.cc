@@ -19,6 +19,8 @@ struct ImportArgs {
   std::vector<std::string> map;
   bool no_default_rules = false;
   std::string step_range;
+  std::string layer_order = "auto";
+  std::string comm_kernel;
   std::string format = "table";
   trace::PredictRequest predict;
 };
@@ -35,6 +37,12 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--step-range", a->step_range,
                  "the step to report and predict: GPU work launched under CPU ranges matching this regex (default: "
                  "all of the trace)");
+  sub.add_option("--layer-order", a->layer_order,
+                 "number layers by the order of sub-op ranges (the k-th 'attn(F)' is layer k): auto (where no name "
+                 "numbers them), force, off")
+      ->capture_default_str();
+  sub.add_option("--comm-kernel", a->comm_kernel,
+                 "kernels whose names match this regex are communication too (beside NCCL, DeepEP, NVSHMEM, ...)");
   sub.add_option("--schedule,-s", a->predict.schedule,
                  "the schedule the trace ran (pair, or a family): print the traced step against the prediction");
   sub.add_option("--pp,-p", a->predict.pp, "with --schedule: pipeline ranks P")->capture_default_str();
@@ -51,7 +59,16 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
   return [a]() {
     const Format f = parse_format(a->format, {"table", "json"});
-    const trace::ImportResult r = trace::import_trace_file(a->trace, {a->map, a->no_default_rules, a->step_range});
+    trace::ImportOptions io{a->map, a->no_default_rules, a->step_range};
+    if (a->layer_order == "force")
+      io.layer_order = trace::LayerOrder::force;
+    else if (a->layer_order == "off")
+      io.layer_order = trace::LayerOrder::off;
+    else if (a->layer_order != "auto")
+      throw InputError(fmt::format("--layer-order '{}': expected auto, force or off", a->layer_order),
+                       closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
+    io.comm_kernel = a->comm_kernel;
+    const trace::ImportResult r = trace::import_trace_file(a->trace, io);
     std::string report;
     nlohmann::json j;
     if (f == Format::Json)

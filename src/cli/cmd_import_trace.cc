@@ -23,6 +23,8 @@ struct ImportArgs {
   std::vector<std::string> map;
   bool no_default_rules = false;
   std::string step_range;
+  std::string layer_order = "auto";
+  std::string comm_kernel;
   std::string format = "table";
   trace::PredictRequest predict;
 };
@@ -30,7 +32,8 @@ struct ImportArgs {
 
 // Several ranks' traces, or a pipeline run (--schedule executed, --executed-csv): the ranks
 // merged and aligned (trace/ranks.h), the executed order and its simulation (trace/pipeline_run.h).
-static int run_ranks(const ImportArgs& a, const std::vector<std::string>& paths, Format f) {
+static int run_ranks(const ImportArgs& a, const trace::ImportOptions& io, const std::vector<std::string>& paths,
+                     Format f) {
   const bool executed = a.predict.schedule == "executed";
   if (paths.size() > 1 && !a.predict.schedule.empty() && !executed)
     throw InputError(fmt::format("--schedule {}: with several traces only 'executed' (the order the ranks ran)",
@@ -47,7 +50,7 @@ static int run_ranks(const ImportArgs& a, const std::vector<std::string>& paths,
   }
   if (paths.size() == 1) {  // one rank: its own import report first, as without these flags
     const trace::ImportResult r =
-        trace::import_trace(ranks[0].trace, {a.map, a.no_default_rules, a.step_range}, paths[0]);
+        trace::import_trace(ranks[0].trace, io, paths[0]);
     if (f == Format::Json)
       j = trace::import_json(r);
     else
@@ -62,7 +65,7 @@ static int run_ranks(const ImportArgs& a, const std::vector<std::string>& paths,
       if (f == Format::Json) j["profile_path"] = a.output;
     }
   }
-  const trace::MultiRank m = trace::merge_ranks(std::move(ranks));
+  const trace::MultiRank m = trace::merge_ranks(std::move(ranks), io.comm_kernel);
   if (paths.size() > 1) {
     if (f == Format::Json)
       j["ranks"] = trace::ranks_json(m);
@@ -119,6 +122,12 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--step-range", a->step_range,
                  "the step to report and predict: GPU work launched under CPU ranges matching this regex (default: "
                  "all of the trace)");
+  sub.add_option("--layer-order", a->layer_order,
+                 "number layers by the order of sub-op ranges (the k-th 'attn(F)' is layer k): auto (where no name "
+                 "numbers them), force, off")
+      ->capture_default_str();
+  sub.add_option("--comm-kernel", a->comm_kernel,
+                 "kernels whose names match this regex are communication too (beside NCCL, DeepEP, NVSHMEM, ...)");
   sub.add_option("--schedule,-s", a->predict.schedule,
                  "the schedule the trace ran (pair, or a family): print the traced step against the prediction; "
                  "executed: the order the ranks ran (pipeline ranges), simulated with its own costs");
@@ -138,10 +147,19 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
   return [a]() {
     const Format f = parse_format(a->format, {"table", "json"});
+    trace::ImportOptions io{a->map, a->no_default_rules, a->step_range};
+    if (a->layer_order == "force")
+      io.layer_order = trace::LayerOrder::force;
+    else if (a->layer_order == "off")
+      io.layer_order = trace::LayerOrder::off;
+    else if (a->layer_order != "auto")
+      throw InputError(fmt::format("--layer-order '{}': expected auto, force or off", a->layer_order),
+                       closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
+    io.comm_kernel = a->comm_kernel;
     const std::vector<std::string> paths = trace::expand_trace_paths(a->traces);
     const bool executed = a->predict.schedule == "executed";
-    if (paths.size() > 1 || executed || !a->executed_csv.empty()) return run_ranks(*a, paths, f);
-    const trace::ImportResult r = trace::import_trace_file(paths[0], {a->map, a->no_default_rules, a->step_range});
+    if (paths.size() > 1 || executed || !a->executed_csv.empty()) return run_ranks(*a, io, paths, f);
+    const trace::ImportResult r = trace::import_trace_file(paths[0], io);
     std::string report;
     nlohmann::json j;
     if (f == Format::Json)

@@ -5,7 +5,11 @@
 //   {"ph":"X","cat":"cuda_runtime"|"cuda_driver","ts":..,"args":{"correlation":N}}        launches
 //   {"ph":"X","cat":"kernel"|"gpu_memcpy"|"gpu_memset","args":{"correlation":N,"stream":S,"device":D}}
 //   {"ph":"s"|"f","cat":"ac2g","id":N,"pid":..,"tid":..,"ts":..}                            flows
-// Timestamps are microseconds with a fractional part; they become integer ns here.
+//   {"ph":"s"|"f","cat":"fwdbwd","id":N,...}                 forward op -> its backward op (autograd)
+// Older traces name the categories Kernel, Memcpy, Memset, Runtime (compared without case).
+// Timestamps are microseconds, integers or with up to 3 decimals (ns resolution), numbers or
+// strings, since the epoch (~1.7e15 us, older Kineto) or since baseTimeNanoseconds: they are read
+// from their text into exact int64 ns and kept relative to the earliest event (origin_ns).
 #include "trace/kineto_reader.h"
 
 #include <fmt/format.h>
@@ -15,6 +19,9 @@
 #include <cmath>
 #include <filesystem>
 #include <istream>
+#include <limits>
+#include <string_view>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -60,7 +67,49 @@ class GzBuf : public std::streambuf {
   std::vector<char> buf_;
 };
 
-Time us_to_ns(double us) { return static_cast<Time>(std::llround(us * 1e3)); }
+// |ts| at most 4e15 us (the year 2096 as epoch us): differences of two stay inside 64-bit ns.
+constexpr std::int64_t kMaxAbsUs = 4'000'000'000'000'000;
+constexpr Time kMaxDurNs = 86'400'000'000'000;  // a day: longer is a broken trace
+
+// Microseconds as written ("1712195495406752.8", "12", "-3.25", "1.7e12") to exact ns, the 4th
+// decimal rounding. False for text that is no number or a |value| beyond kMaxAbsUs.
+bool us_text_to_ns(std::string_view s, Time& out) {
+  std::size_t i = 0;
+  bool neg = false;
+  if (i < s.size() && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+  std::int64_t ip = 0, frac = 0;
+  int nd = 0, fd = 0;
+  bool up = false;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+    if (nd < 18) ip = ip * 10 + (s[i] - '0');
+    ++nd, ++i;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      if (fd < 3)
+        frac = frac * 10 + (s[i] - '0');
+      else if (fd == 3)
+        up = s[i] >= '5';
+      ++fd, ++i;
+    }
+  }
+  if (i != s.size() || nd > 17) {  // an exponent, or very many digits: through double
+    const std::string text(s);
+    char* end = nullptr;
+    const double d = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(d) || std::fabs(d) > static_cast<double>(kMaxAbsUs))
+      return false;
+    out = static_cast<Time>(std::llround(d * 1e3));
+    return true;
+  }
+  if (nd == 0 && fd == 0) return false;
+  if (ip > kMaxAbsUs) return false;
+  for (int k = std::min(fd, 3); k < 3; ++k) frac *= 10;
+  const Time ns = ip * 1000 + frac + (up ? 1 : 0);
+  out = neg ? -ns : ns;
+  return true;
+}
 
 using json = nlohmann::json;
 
@@ -74,12 +123,13 @@ class Handler : public nlohmann::json_sax<json> {
 
   bool null() override { return value_done(); }
   bool boolean(bool) override { return value_done(); }
-  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), v); }
+  bool number_integer(number_integer_t v) override { return number(v, nullptr); }
   bool number_unsigned(number_unsigned_t v) override {
-    return number(static_cast<double>(v), static_cast<std::int64_t>(v));
+    return number(v > static_cast<number_unsigned_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v), nullptr);
   }
-  bool number_float(number_float_t v, const string_t&) override {
-    return number(v, static_cast<std::int64_t>(std::llround(v)));
+  bool number_float(number_float_t v, const string_t& text) override {
+    const double c = std::clamp<double>(v, -9e18, 9e18);
+    return number(std::isfinite(c) ? static_cast<std::int64_t>(std::llround(c)) : 0, &text);
   }
   bool string(string_t& v) override {
     if (in_event_field()) {
@@ -95,9 +145,20 @@ class Handler : public nlohmann::json_sax<json> {
           break;
         case Field::pid:
           pid_ = v;
+          pid_num_ = -1;
           break;
         case Field::tid:
           tid_ = v;
+          tid_num_ = -1;
+          break;
+        case Field::ts:
+          has_ts_ = true;
+          ts_ok_ = us_text_to_ns(v, ts_);
+          ts_text_ = v;
+          break;
+        case Field::dur:
+          dur_ok_ = us_text_to_ns(v, dur_);
+          dur_text_ = v;
           break;
         case Field::id:
           id_ = static_cast<std::int64_t>(std::hash<std::string>{}(v) >> 1);
@@ -107,6 +168,7 @@ class Handler : public nlohmann::json_sax<json> {
           break;
       }
     }
+    if (depth_ == 1 && top_key_ == "baseTimeNanoseconds") base_from_text(v);
     return value_done();
   }
   bool binary(binary_t&) override { return value_done(); }
@@ -142,7 +204,7 @@ class Handler : public nlohmann::json_sax<json> {
   bool key(string_t& k) override {
     if (depth_ == 1) top_key_ = k;
     sms_key_ = depth_ == 3 && top_key_ == "deviceProperties" && k == "numSms";
-    rank_key_ = depth_ == 2 && top_key_ == "distributedInfo" && k == "rank";
+    dist_key_ = depth_ == 2 && top_key_ == "distributedInfo" ? (k == "rank" ? 1 : k == "world_size" ? 2 : 0) : 0;
     if (in_event_ && depth_ == event_depth_)
       field_ = field_of(k, false);
     else if (in_args_ && depth_ == event_depth_ + 1)
@@ -160,7 +222,7 @@ class Handler : public nlohmann::json_sax<json> {
   bool bad_event() const { return bad_event_; }
 
  private:
-  enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid };
+  enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid, seq, fwd_thread };
 
   // Keys are compared by length first: most keys in a trace (args of kernels) are none of these.
   static Field field_of(const std::string& k, bool args) {
@@ -187,6 +249,10 @@ class Handler : public nlohmann::json_sax<json> {
         return args && k == "stream" ? Field::stream : args && k == "device" ? Field::device : Field::none;
       case 11:
         return args && k == "correlation" ? Field::correlation : Field::none;
+      case 13:
+        return args && k == "Fwd thread id" ? Field::fwd_thread : Field::none;
+      case 15:
+        return args && k == "Sequence number" ? Field::seq : Field::none;
       default:
         return Field::none;
     }
@@ -197,14 +263,20 @@ class Handler : public nlohmann::json_sax<json> {
   }
   // Values are consumed by the field their key named; the next key names the next one.
   static bool value_done() { return true; }
-  bool number(double d, std::int64_t i) {
+  void base_from_text(const std::string& v) {
+    char* end = nullptr;
+    const long long b = std::strtoll(v.c_str(), &end, 10);
+    if (end != v.c_str()) out_.base_time_ns = b;
+  }
+  bool number(std::int64_t i, const std::string* text) {
+    if (depth_ == 1 && top_key_ == "baseTimeNanoseconds") out_.base_time_ns = i;
+    if (dist_key_ != 0 && depth_ == 2) {
+      (dist_key_ == 1 ? out_.rank : out_.world_size) = static_cast<int>(std::clamp<std::int64_t>(i, -1, 1 << 30));
+      dist_key_ = 0;
+    }
     if (sms_key_ && depth_ == 3) {
       if (out_.sms == 0) out_.sms = static_cast<int>(i);
       sms_key_ = false;
-    }
-    if (rank_key_ && depth_ == 2) {
-      out_.rank = static_cast<int>(std::clamp<std::int64_t>(i, -1, 1 << 30));
-      rank_key_ = false;
     }
     if (in_args_ && field_ == Field::grid && depth_ == event_depth_ + 2)
       blocks_ =
@@ -212,19 +284,39 @@ class Handler : public nlohmann::json_sax<json> {
     if (in_event_field()) {
       switch (field_) {
         case Field::ts:
-          ts_ = d;
           has_ts_ = true;
+          if (text != nullptr) {
+            ts_ok_ = us_text_to_ns(*text, ts_);
+            ts_text_ = *text;
+          } else {
+            ts_ok_ = i >= -kMaxAbsUs && i <= kMaxAbsUs;
+            ts_ = ts_ok_ ? i * 1000 : 0;
+            if (!ts_ok_) ts_text_ = std::to_string(i);
+          }
           break;
         case Field::dur:
-          dur_ = d;
+          if (text != nullptr) {
+            dur_ok_ = us_text_to_ns(*text, dur_);
+            dur_text_ = *text;
+          } else {
+            dur_ok_ = i >= -kMaxAbsUs && i <= kMaxAbsUs;
+            dur_ = dur_ok_ ? i * 1000 : 0;
+            if (!dur_ok_) dur_text_ = std::to_string(i);
+          }
           break;
         case Field::pid:
-          pid_ = std::to_string(i);
           pid_num_ = i;
+          pid_.clear();
           break;
         case Field::tid:
-          tid_ = std::to_string(i);
           tid_num_ = i;
+          tid_.clear();
+          break;
+        case Field::seq:
+          seq_ = i;
+          break;
+        case Field::fwd_thread:
+          fwd_thread_ = true;
           break;
         case Field::id:
           id_ = i;
@@ -257,7 +349,9 @@ class Handler : public nlohmann::json_sax<json> {
     tid_.clear();
     pid_num_ = tid_num_ = -1;
     ts_ = dur_ = 0;
-    has_ts_ = has_id_ = false;
+    has_ts_ = has_id_ = fwd_thread_ = false;
+    ts_ok_ = dur_ok_ = true;
+    seq_ = -1;
     id_ = 0;
     correlation_ = stream_ = device_ = -1;
     blocks_ = 0;
@@ -271,13 +365,32 @@ class Handler : public nlohmann::json_sax<json> {
     map.emplace(s, id);
     return id;
   }
+  // Threads by (pid, tid): numbers through a map of pairs (no string per event), else by text.
   int thread() {
-    thread_key_.clear();
-    thread_key_ += pid_;
-    thread_key_ += '/';
-    thread_key_ += tid_;
-    return intern(thread_ids_, out_.threads, thread_key_);
+    if (pid_.empty() && tid_.empty()) {
+      const auto key = std::make_pair(pid_num_, tid_num_);
+      if (auto it = num_thread_ids_.find(key); it != num_thread_ids_.end()) return it->second;
+      const int id = add_thread(std::to_string(pid_num_) + "/" + std::to_string(tid_num_), static_cast<int>(pid_num_));
+      num_thread_ids_.emplace(key, id);
+      return id;
+    }
+    thread_key_ = (pid_.empty() ? std::to_string(pid_num_) : pid_) + "/" + (tid_.empty() ? std::to_string(tid_num_) : tid_);
+    if (auto it = thread_ids_.find(thread_key_); it != thread_ids_.end()) return it->second;
+    const int pid = pid_.empty() ? static_cast<int>(pid_num_) : static_cast<int>(std::hash<std::string>{}(pid_) & 0x3fffffff);
+    const int id = add_thread(thread_key_, pid);
+    thread_ids_.emplace(thread_key_, id);
+    return id;
   }
+  int add_thread(std::string key, int pid) {
+    out_.threads.push_back(std::move(key));
+    out_.thread_pid.push_back(pid);
+    return static_cast<int>(out_.threads.size()) - 1;
+  }
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
+      return std::hash<std::int64_t>{}(p.first * 1000003 ^ p.second);
+    }
+  };
 
   static bool cat_is(const std::string& c, std::initializer_list<const char*> names) {
     for (const char* n : names) {
@@ -296,19 +409,26 @@ class Handler : public nlohmann::json_sax<json> {
     in_args_ = false;
     ++out_.events;
     if (!has_ts_) return;
-    // |ts| and dur under 1e15 us (31 years) keep every ns sum inside 64 bits; Kineto's epoch-based
-    // timestamps are ~1.7e12 us. Anything beyond is a broken trace, not a time to round.
-    if (!std::isfinite(ts_) || std::fabs(ts_) > 1e15 || !std::isfinite(dur_) || dur_ > 1e15) {
-      error = fmt::format("event {} ('{}'): ts {} us, dur {} us is out of range (|ts| and dur at most 1e15 us)",
-                          out_.events, name_.substr(0, 60), ts_, dur_);
+    // Absolute times up to 4e15 us (epoch us until 2096) and durations up to a day keep every ns
+    // sum and difference inside 64 bits. Anything beyond is a broken trace, not a time to round.
+    if (!ts_ok_) {
+      error = fmt::format("event {} ('{}'): ts '{}' us is out of range or not a number (|ts| at most 4e15 us)", out_.events,
+                          name_.substr(0, 60), ts_text_.substr(0, 40));
       bad_event_ = true;
       return;
     }
+    if (!dur_ok_ || dur_ > kMaxDurNs) {
+      error = fmt::format("event {} ('{}'): dur '{}' us is out of range (at most a day, 8.64e10 us)", out_.events,
+                          name_.substr(0, 60), dur_ok_ ? fmt::format("{:.3f}", static_cast<double>(dur_) / 1e3) : dur_text_.substr(0, 40));
+      bad_event_ = true;
+      return;
+    }
+    if (ph_ == 'X' || ph_ == 's' || ph_ == 'f') min_ts_ = std::min(min_ts_, ts_);
     if (ph_ == 'X') {
       if (cat_is(cat_, {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})) {
         GpuEvent g;
-        g.ts = us_to_ns(ts_);
-        g.dur = std::max<Time>(0, us_to_ns(dur_));
+        g.ts = ts_;
+        g.dur = std::max<Time>(0, dur_);
         g.correlation = correlation_;
         g.device = static_cast<int>(device_ >= 0 ? device_ : std::max<std::int64_t>(0, pid_num_));
         g.stream = stream_ >= 0 ? stream_ : tid_num_;
@@ -324,13 +444,23 @@ class Handler : public nlohmann::json_sax<json> {
         }
         out_.gpu.push_back(g);
       } else if (cat_is(cat_, {"cuda_runtime", "cuda_driver", "runtime"})) {
-        if (correlation_ >= 0) out_.launches.push_back(Launch{us_to_ns(ts_), thread(), correlation_});
+        if (correlation_ >= 0) out_.launches.push_back(Launch{ts_, thread(), correlation_});
       } else if (cat_is(cat_, {"user_annotation", "cpu_op", "operator", "python_function"})) {
-        out_.ranges.push_back(
-            CpuRange{us_to_ns(ts_), std::max<Time>(0, us_to_ns(dur_)), thread(), intern(name_ids_, out_.names, name_)});
+        CpuRange r;
+        r.ts = ts_;
+        r.dur = std::max<Time>(0, dur_);
+        r.thread = thread();
+        r.name = intern(name_ids_, out_.names, name_);
+        r.seq = seq_ >= 0 && seq_ <= INT32_MAX ? static_cast<int>(seq_) : -1;
+        r.kind = cat_[0] == 'u' || cat_[0] == 'U' ? RangeKind::user : cat_[0] == 'p' || cat_[0] == 'P' ? RangeKind::python : RangeKind::op;
+        r.backward = fwd_thread_;
+        out_.ranges.push_back(r);
       }
-    } else if ((ph_ == 's' || ph_ == 'f') && has_id_ && cat_is(cat_, {"ac2g"})) {
-      out_.flows.push_back(FlowPoint{id_, us_to_ns(ts_), thread(), ph_ == 's'});
+    } else if ((ph_ == 's' || ph_ == 'f') && has_id_) {
+      if (cat_is(cat_, {"ac2g", "async_gpu"}))
+        out_.flows.push_back(FlowPoint{id_, ts_, thread(), ph_ == 's'});
+      else if (cat_is(cat_, {"fwdbwd"}))
+        out_.fwdbwd.push_back(FlowPoint{id_, ts_, thread(), ph_ == 's'});
     }
   }
 
@@ -342,12 +472,19 @@ class Handler : public nlohmann::json_sax<json> {
   Field field_ = Field::none;
   char ph_ = ' ';
   std::string cat_, name_, pid_, tid_, thread_key_;
-  std::int64_t pid_num_ = -1, tid_num_ = -1, id_ = 0, correlation_ = -1, stream_ = -1, device_ = -1;
-  double ts_ = 0, dur_ = 0;
-  bool has_ts_ = false, has_id_ = false, sms_key_ = false, rank_key_ = false, bad_event_ = false;
+  std::int64_t pid_num_ = -1, tid_num_ = -1, id_ = 0, correlation_ = -1, stream_ = -1, device_ = -1, seq_ = -1;
+  Time ts_ = 0, dur_ = 0;
+  std::string ts_text_, dur_text_;
+  bool has_ts_ = false, has_id_ = false, sms_key_ = false, bad_event_ = false, fwd_thread_ = false;
+  bool ts_ok_ = true, dur_ok_ = true;
+  int dist_key_ = 0;
   std::int64_t blocks_ = 0;
   double gpu_time_ = 0;
   std::unordered_map<std::string, int> name_ids_, thread_ids_;
+  std::unordered_map<std::pair<std::int64_t, std::int64_t>, int, PairHash> num_thread_ids_;
+
+ public:
+  Time min_ts_ = std::numeric_limits<Time>::max();
 };
 
 // nlohmann's message carries "at line L, column C"; the rest after the last ": " says what.
@@ -382,6 +519,14 @@ KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, s
   if (out.gpu.empty())
     throw InputError(SourceLoc{name, 1, 1},
                      "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)");
+  // Times relative to the earliest event: small numbers in reports, and any sum of them in 64 bits.
+  const Time o = h.min_ts_;
+  out.origin_ns = o;
+  for (auto& r : out.ranges) r.ts -= o;
+  for (auto& l : out.launches) l.ts -= o;
+  for (auto& g : out.gpu) g.ts -= o;
+  for (auto& f : out.flows) f.ts -= o;
+  for (auto& f : out.fwdbwd) f.ts -= o;
   if (gz != nullptr) out.bytes = gz->bytes;
   return out;
 }

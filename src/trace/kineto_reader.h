@@ -14,11 +14,20 @@
 
 namespace ppsim::trace {
 
+// Every Time below is int64 ns relative to the trace's earliest event (KinetoTrace::origin_ns):
+// Kineto writes microseconds, since the epoch (older traces, ~1.7e15 us) or since
+// baseTimeNanoseconds (newer ones), with up to 3 decimals (ns resolution), as numbers or strings.
+
+enum class RangeKind : std::uint8_t { user = 0, op = 1, python = 2 };  // user_annotation, cpu_op, python_function
+
 // A CPU-side range (record_function user_annotation, cpu_op, python_function): [ts, ts + dur).
 struct CpuRange {
   Time ts = 0, dur = 0;  // ns
   int thread = 0;        // index into KinetoTrace::threads
   int name = 0;          // index into KinetoTrace::names
+  int seq = -1;          // args "Sequence number" (autograd's link from a backward op to its forward op), -1: none
+  RangeKind kind = RangeKind::user;
+  bool backward = false;  // args "Fwd thread id" given: an op autograd's engine ran for a forward op
   Time end() const { return ts + dur; }
 };
 
@@ -41,7 +50,9 @@ struct GpuEvent {
   Time end() const { return ts + dur; }
 };
 
-// One end of an `ac2g` flow (CPU launch -> GPU kernel): `s` at the launch, `f` at the kernel.
+// One end of a flow: `ac2g` (CPU launch -> GPU kernel: `s` at the launch, `f` at the kernel) or
+// `fwdbwd` (forward op -> the backward op autograd ran for it: `s` at the forward op's start, `f`
+// at the backward op's start).
 struct FlowPoint {
   std::int64_t id = 0;
   Time ts = 0;
@@ -55,11 +66,17 @@ struct KinetoTrace {
   std::vector<CpuRange> ranges;
   std::vector<Launch> launches;
   std::vector<GpuEvent> gpu;
-  std::vector<FlowPoint> flows;
+  std::vector<FlowPoint> flows;   // ac2g
+  std::vector<FlowPoint> fwdbwd;  // fwdbwd
+  std::vector<int> thread_pid;    // the pid of each thread index (numeric pids; else a hash), for threads of one process
   int sms = 0;               // deviceProperties[0].numSms, 0 when absent
-  int rank = -1;             // distributedInfo.rank, -1 when absent (trace/ranks.h)
   std::uint64_t events = 0;  // every trace event seen
   std::uint64_t bytes = 0;   // uncompressed JSON bytes read
+  Time origin_ns = 0;        // the earliest event's ts as written (ns, in the trace's own clock): every Time is relative to it
+  std::int64_t base_time_ns = 0;  // baseTimeNanoseconds (epoch ns that ts counts from), 0 when absent
+  int rank = -1, world_size = -1;  // distributedInfo, -1 when absent
+  // Epoch ns of the origin where the trace says (base time given, or ts since the epoch): for aligning ranks.
+  Time origin_epoch_ns() const { return base_time_ns + origin_ns; }
 };
 
 // Reads `path` (.json or .json.gz, detected from the content). Throws InputError

@@ -185,7 +185,7 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
       if (it == windows.begin()) continue;
       --it;
       if (ts >= it->end || it->pid != pid_of(t.threads[static_cast<std::size_t>(thread)])) continue;
-      const Time s = g.ts + rt.offset, e = g.end() + rt.offset;
+      const Time s = g.ts + rt.shift, e = g.end() + rt.shift;
       if (rt.comm[i]) {
         transfer_iv[static_cast<std::size_t>(ri)].emplace_back(e - rt.transfer[i], e);
         run.comm_wait += g.dur - rt.transfer[i];

@@ -133,8 +133,10 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& args
   return out;
 }
 
-MultiRank merge_ranks(std::vector<RankTrace> ranks) {
+MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kernel) {
   MultiRank m;
+  Rules rules({}, true);
+  if (!comm_kernel.empty()) rules.set_comm_kernel(comm_kernel);
   // ---- ranks ---------------------------------------------------------------------------------
   int with = 0;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
@@ -167,7 +169,7 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
     std::vector<signed char> comm_name(t.names.size(), -1);
     for (std::size_t i = 0; i < t.gpu.size(); ++i) {
       signed char& c = comm_name[static_cast<std::size_t>(t.gpu[i].name)];
-      if (c < 0) c = Rules::is_comm_kernel(t.names[static_cast<std::size_t>(t.gpu[i].name)]) ? 1 : 0;
+      if (c < 0) c = rules.comm(t.names[static_cast<std::size_t>(t.gpu[i].name)]) ? 1 : 0;
       rt.comm[i] = c == 1;
       rt.transfer[i] = t.gpu[i].dur;
       if (rt.comm[i]) by_kind[r][t.names[static_cast<std::size_t>(t.gpu[i].name)]].push_back(i);
@@ -183,6 +185,8 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
     std::sort(e.begin(), e.end());
     return e;
   };
+  // Before any fit, the clocks as written: Times count from each trace's first event.
+  for (std::size_t r = 0; r < R; ++r) ranks[r].shift = ranks[r].trace.origin_epoch_ns() - ranks[0].trace.origin_epoch_ns();
   std::vector<bool> aligned(R, false);
   if (R > 0) aligned[0] = true;
   // Kernels of one collective, once aligned, end within this: 3x the median disagreement of the
@@ -210,7 +214,9 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
     // Enough ends agree: two at least (one where a rank ran only one), a fifth of its kernels.
     const int need = std::max<int>(std::min<std::size_t>(nr, 2), static_cast<int>((nr + 4) / 5));
     if (best.matches > 0 && best.matches >= need) {
-      ranks[r].offset = ranks[best_q].offset + best.offset;
+      const Time written = ranks[r].shift;
+      ranks[r].shift = ranks[best_q].shift + best.offset;
+      ranks[r].offset = ranks[r].shift - written;
       ranks[r].aligned_to = ranks[best_q].rank;
       ranks[r].support = best.matches;
       aligned[r] = true;
@@ -245,7 +251,7 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
       if (it == by_kind[r].end()) continue;
       for (std::size_t i : it->second) {
         const GpuEvent& g = ranks[r].trace.gpu[i];
-        v.push_back(End{g.end() + ranks[r].offset, g.ts + ranks[r].offset, r, i});
+        v.push_back(End{g.end() + ranks[r].shift, g.ts + ranks[r].shift, r, i});
       }
     }
     std::sort(v.begin(), v.end(), [](const End& a, const End& b) { return a.end < b.end; });
@@ -285,7 +291,7 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks) {
   return m;
 }
 
-MultiRank read_ranks(const std::vector<std::string>& paths) {
+MultiRank read_ranks(const std::vector<std::string>& paths, const std::string& comm_kernel) {
   std::vector<RankTrace> ranks;
   ranks.reserve(paths.size());
   for (const auto& p : paths) {
@@ -294,7 +300,7 @@ MultiRank read_ranks(const std::vector<std::string>& paths) {
     r.trace = read_kineto(p);
     ranks.push_back(std::move(r));
   }
-  return merge_ranks(std::move(ranks));
+  return merge_ranks(std::move(ranks), comm_kernel);
 }
 
 std::string render_ranks_report(const MultiRank& m) {

@@ -26,7 +26,9 @@ struct RankTrace {
   int rank = 0;                  // distributedInfo.rank, else the file's position among the inputs
   bool rank_from_trace = false;  // distributedInfo.rank was there
   KinetoTrace trace;
-  Time offset = 0;  // ns added to this trace's times to put them on the reference rank's clock
+  Time offset = 0;  // ns added to this trace's clock (timestamps as written) to put it on the reference's
+  Time shift = 0;   // ns added to this trace's Times (relative to its first event) to put them on the
+                    // reference's: offset + this origin - the reference's origin (origin_epoch_ns)
   // Per GPU event of `trace`: whether it is communication, and its transfer time (the rest of
   // its duration was waiting for peers; a kernel matched with no peer counts all as transfer).
   std::vector<bool> comm;
@@ -55,9 +57,10 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& args
 
 // Ranks from traces already read (tests): sorted by rank, aligned, communication split.
 // Two traces with one rank, or a mix of traces with and without it, is an InputError.
-MultiRank merge_ranks(std::vector<RankTrace> ranks);
+// `comm_kernel`: a regex of more communication kernel names (--comm-kernel), beside the defaults.
+MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kernel = {});
 // Reads each path (read_kineto) and merges.
-MultiRank read_ranks(const std::vector<std::string>& paths);
+MultiRank read_ranks(const std::vector<std::string>& paths, const std::string& comm_kernel = {});
 
 std::string render_ranks_report(const MultiRank& m);
 nlohmann::json ranks_json(const MultiRank& m);

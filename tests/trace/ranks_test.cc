@@ -350,3 +350,44 @@ TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --exe
   REQUIRE(n.one_error_line());
   REQUIRE_FALSE(std::filesystem::exists(dir.path("x.csv")));
 }
+
+TEST_CASE("an F&B pair and a split backward: their costs, and the order simulated as measured", "[trace][ranks]") {
+  // One rank holding both stages of a V (DualPipeV on one GPU), M = 2, one stream, back to back
+  // from 100 us: 0F0 10, 1F0 12, 0F1 10, 1B0 20, (1F1;0B0) 27 (two kernels, 12 + 15), 1B1 20,
+  // 0I1 8, 0W1 10: 117 us.
+  RankBuilder r;
+  double cpu = 0, gpu = 100;
+  auto act = [&](const std::string& name, std::vector<double> kernels) {
+    r.range(name, cpu, 3);
+    for (double k : kernels) {
+      r.launched("k", cpu + 1, gpu, k, 7, 2);
+      gpu += k;
+    }
+    cpu += 4;
+  };
+  act("PP:0F0", {10});
+  act("PP:1F0", {12});
+  act("PP:0F1", {10});
+  act("PP:1B0", {20});
+  act("PP:(1F1;0B0)OVERLAP_F_B", {12, 15});
+  act("PP:1B1", {20});
+  act("PP:0I1", {8});
+  act("PP:0W1", {10});
+  const PipelineRun p = rebuild_pipeline(merge_ranks({r.read("v.json")}));
+  REQUIRE(p.csv == "0F0,1F0,0F1,1B0,(1F1;0B0)OVERLAP_F_B,1B1,0I1,0W1\n");
+  REQUIRE(p.schedule.stage_rank == std::vector<int>{0, 0});
+  REQUIRE(p.ranks[0].actions[4].compute == 27 * kUs);
+  // Slice 0: F 10, its backward only split: B = I + W = 18, W 10. Slice 1: F 12, B 20.
+  REQUIRE(p.costs.slice[0].f == 10 * kUs);
+  REQUIRE(p.costs.slice[0].b == 18 * kUs);
+  REQUIRE(p.costs.slice[0].w == 10 * kUs);
+  REQUIRE(p.costs.slice[1].f == 12 * kUs);
+  REQUIRE(p.costs.slice[1].b == 20 * kUs);
+  // The pair saved 12 + 18 - 27 = 3 us: each slice's F&B is its F + B - 3.
+  REQUIRE(p.costs.slice[0].fb == 25 * kUs);
+  REQUIRE(p.costs.slice[1].fb == 29 * kUs);
+  const ExecutedComparison c = compare_executed(p);
+  REQUIRE(c.measured_makespan == 117 * kUs);
+  REQUIRE(c.simulated_makespan == 117 * kUs);
+  REQUIRE(c.ranks[0].measured_bubble == 0);
+}

@@ -93,7 +93,9 @@ TEST_CASE("ppsim search: one vocabulary: --format is the report, --out-format th
   const auto b = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --out c.csv");
   REQUIRE(a.code == 0);
   REQUIRE(b.code == 0);
-  REQUIRE(a.out == b.out);
+  // (the reports differ in their timing figure: the files are what must agree)
+  REQUIRE(!ppsim::test::read_file(s.path("t.csv")).empty());
+  REQUIRE(ppsim::test::read_file(s.path("t.csv")) == ppsim::test::read_file(s.path("c.csv")));
   // --format json: docs/JSON.md's results, the searched row first, then the best family's.
   const auto j = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --format json");
   INFO(j.err);

@@ -315,8 +315,8 @@ class Handler : public nlohmann::json_sax<json> {
         case Field::seq:
           seq_ = i;
           break;
-        case Field::fwd_thread:
-          fwd_thread_ = true;
+        case Field::fwd_thread:  // newer torch writes 0 on forward ops; a backward op names its forward thread
+          fwd_thread_ = i > 0;
           break;
         case Field::id:
           id_ = i;

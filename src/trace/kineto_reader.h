@@ -27,7 +27,7 @@ struct CpuRange {
   int name = 0;          // index into KinetoTrace::names
   int seq = -1;          // args "Sequence number" (autograd's link from a backward op to its forward op), -1: none
   RangeKind kind = RangeKind::user;
-  bool backward = false;  // args "Fwd thread id" given: an op autograd's engine ran for a forward op
+  bool backward = false;  // args "Fwd thread id" > 0 (forward ops have none, or 0): an op autograd's engine ran
   Time end() const { return ts + dur; }
 };
 

@@ -35,10 +35,11 @@ struct Trace {
              const std::string& args = "") {
     range(name, fmt::format("{}", ts), fmt::format("{}", dur), tid, cat, args);
   }
-  // An autograd op: "Sequence number" links it to the forward op of that number.
+  // An op with a "Sequence number": a backward op names its forward thread ("Fwd thread id" 1),
+  // a forward op has 0 there (as torch 2.x writes it).
   void op(const std::string& name, double ts, double dur, int tid, int seq, bool backward) {
     range(name, ts, dur, tid, "cpu_op",
-          fmt::format(R"("Sequence number":{}{})", seq, backward ? R"(,"Fwd thread id":1)" : ""));
+          fmt::format(R"("Sequence number":{},"Fwd thread id":{})", seq, backward ? 1 : 0));
   }
   // A launch on `tid` at `launch` and its kernel on stream 7: [ts, ts + dur).
   void kernel(const std::string& name, const std::string& launch, const std::string& ts, const std::string& dur,

@@ -1,4 +1,5 @@
-// The Kineto trace reader (kineto_reader.h): a SAX handler over a zlib-backed stream buffer.
+// The Kineto trace reader (kineto_reader.h): a JSON scanner (Scanner below) over zlib, driving a
+// SAX handler with nlohmann-json's interface.
 //
 // Event shapes it keeps (Kineto's Chrome trace as torch.profiler writes it):
 //   {"ph":"X","cat":"user_annotation"|"cpu_op"|"python_function","name":..,"pid":..,"tid":..,"ts":us,"dur":us}
@@ -16,6 +17,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <optional>
 #include <cmath>
 #include <filesystem>
 #include <istream>
@@ -32,40 +36,6 @@
 namespace ppsim::trace {
 
 namespace {
-
-// A read-only stream buffer over gzread (which also reads uncompressed files as they are).
-class GzBuf : public std::streambuf {
- public:
-  explicit GzBuf(gzFile f) : f_(f), buf_(1 << 18) {}
-  std::string error;  // set when zlib reports one (a truncated .gz)
-  std::uint64_t bytes = 0;
-
- protected:
-  int_type underflow() override {
-    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-    if (!error.empty()) return traits_type::eof();
-    const int n = gzread(f_, buf_.data(), static_cast<unsigned>(buf_.size()));
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f_, &code);
-      error = msg != nullptr ? msg : "read error";
-      return traits_type::eof();
-    }
-    if (n == 0) {
-      int code = 0;
-      const char* msg = gzerror(f_, &code);
-      if (code != Z_OK && code != Z_STREAM_END) error = msg != nullptr ? msg : "read error";
-      return traits_type::eof();
-    }
-    bytes += static_cast<std::uint64_t>(n);
-    setg(buf_.data(), buf_.data(), buf_.data() + n);
-    return traits_type::to_int_type(*gptr());
-  }
-
- private:
-  gzFile f_;
-  std::vector<char> buf_;
-};
 
 // |ts| at most 4e15 us (the year 2096 as epoch us): differences of two stay inside 64-bit ns.
 constexpr std::int64_t kMaxAbsUs = 4'000'000'000'000'000;
@@ -315,8 +285,8 @@ class Handler : public nlohmann::json_sax<json> {
         case Field::seq:
           seq_ = i;
           break;
-        case Field::fwd_thread:
-          fwd_thread_ = true;
+        case Field::fwd_thread:  // newer torch writes 0 on forward ops; a backward op names its forward thread
+          fwd_thread_ = i > 0;
           break;
         case Field::id:
           id_ = i;
@@ -487,33 +457,326 @@ class Handler : public nlohmann::json_sax<json> {
   Time min_ts_ = std::numeric_limits<Time>::max();
 };
 
-// nlohmann's message carries "at line L, column C"; the rest after the last ": " says what.
-[[noreturn]] void fail_parse(const std::string& name, const std::string& what, bool eof) {
-  int line = 0, col = 0;
-  std::smatch m;
-  static const std::regex re(R"(line (\d+), column (\d+))");
-  if (std::regex_search(what, m, re)) {
-    line = std::stoi(m[1].str());
-    col = std::stoi(m[2].str());
+// The bytes of the trace: a gzip or plain file through zlib (gzread passes plain files through),
+// or text in memory.
+struct Source {
+  gzFile f = nullptr;
+  const char* text = nullptr;
+  std::size_t text_size = 0;
+  bool text_given = false;
+  std::vector<char> buf;
+  std::string error;  // zlib's, when it reports one (a truncated .gz)
+  std::uint64_t bytes = 0;
+  // The next chunk in [p, e); false at the end (or on a read error, kept in `error`).
+  bool next(const char*& p, const char*& e) {
+    if (f == nullptr) {
+      if (text_given) return false;
+      text_given = true;
+      p = text, e = text + text_size, bytes = text_size;
+      return text_size > 0;
+    }
+    if (!error.empty()) return false;
+    if (buf.empty()) buf.resize(1 << 18);
+    const int n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()));
+    int code = 0;
+    if (n <= 0) {
+      const char* msg = gzerror(f, &code);
+      if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) error = msg != nullptr ? msg : "read error";
+      return false;
+    }
+    bytes += static_cast<std::uint64_t>(n);
+    p = buf.data(), e = buf.data() + n;
+    return true;
   }
-  std::string detail = what;
-  if (const auto p = what.find("column "); p != std::string::npos)
-    if (const auto c = what.find(": ", p); c != std::string::npos) detail = what.substr(c + 2);
-  throw InputError(SourceLoc{name, line, col}, eof ? fmt::format("the trace ends early (a truncated file?): {}", detail)
-                                                   : fmt::format("not a valid JSON trace: {}", detail));
-}
+};
 
-KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, std::uint64_t text_size) {
+struct ScanError {
+  std::uint64_t line, col;
+  bool eof;
+  std::string what;
+};
+
+// A JSON scanner driving the SAX handler (the same calls nlohmann's sax_parse makes), written for
+// traces of a GB: strings are found with memchr and copied once, numbers keep their text (the
+// handler reads times from it), and only the line and column of an error are tracked. Strict
+// JSON, but control characters inside strings are let through.
+template <class H>
+class Scanner {
+ public:
+  Scanner(Source& src, H& h) : src_(src), h_(h) {}
+  // False when the handler stopped the parse; throws ScanError for bad JSON.
+  bool parse() {
+    ws();
+    if (!value(0)) return false;
+    ws();
+    if (peek() != kEof) fail("unexpected content after the trace's end");
+    return true;
+  }
+
+ private:
+  static constexpr int kEof = -1;
+  int peek() {
+    if (p_ == e_ && !refill()) return kEof;
+    return static_cast<unsigned char>(*p_);
+  }
+  bool refill() {
+    consumed_ += static_cast<std::uint64_t>(e_ - start_);
+    if (!src_.next(p_, e_)) {
+      start_ = p_ = e_;
+      return false;
+    }
+    start_ = p_;
+    return true;
+  }
+  std::uint64_t offset() const { return consumed_ + static_cast<std::uint64_t>(p_ - start_); }
+  [[noreturn]] void fail(const std::string& what) {
+    const int c = p_ < e_ ? static_cast<unsigned char>(*p_) : kEof;
+    throw ScanError{line_, offset() - line_start_ + 1, c == kEof,
+                    c == kEof ? what + " (unexpected end of input)" : what};
+  }
+  int get() {
+    const int c = peek();
+    if (c == kEof) fail("unexpected end of input");
+    ++p_;
+    return c;
+  }
+  void ws() {
+    for (;;) {
+      while (p_ < e_) {
+        const char c = *p_;
+        if (c == '\n') {
+          ++p_;
+          ++line_;
+          line_start_ = offset();
+        } else if (c == ' ' || c == '\t' || c == '\r') {
+          ++p_;
+        } else {
+          return;
+        }
+      }
+      if (!refill()) return;
+    }
+  }
+  void expect(char c, const char* what) {
+    if (peek() != static_cast<unsigned char>(c)) fail(what);
+    ++p_;
+  }
+  bool value(int depth) {
+    if (depth > 512) fail("nested more than 512 deep");
+    const int c = peek();
+    switch (c) {
+      case '{': {
+        ++p_;
+        if (!h_.start_object(static_cast<std::size_t>(-1))) return false;
+        ws();
+        if (peek() == '}') {
+          ++p_;
+          return h_.end_object();
+        }
+        for (;;) {
+          ws();
+          expect('"', "expected a key in quotes");
+          string(key_);
+          if (!h_.key(key_)) return false;
+          ws();
+          expect(':', "expected ':' after a key");
+          ws();
+          if (!value(depth + 1)) return false;
+          ws();
+          const int d = get();
+          if (d == ',') continue;
+          if (d == '}') return h_.end_object();
+          --p_;
+          fail("expected ',' or '}'");
+        }
+      }
+      case '[': {
+        ++p_;
+        if (!h_.start_array(static_cast<std::size_t>(-1))) return false;
+        ws();
+        if (peek() == ']') {
+          ++p_;
+          return h_.end_array();
+        }
+        for (;;) {
+          ws();
+          if (!value(depth + 1)) return false;
+          ws();
+          const int d = get();
+          if (d == ',') continue;
+          if (d == ']') return h_.end_array();
+          --p_;
+          fail("expected ',' or ']'");
+        }
+      }
+      case '"':
+        ++p_;
+        string(str_);
+        return h_.string(str_);
+      case 't':
+        literal("true");
+        return h_.boolean(true);
+      case 'f':
+        literal("false");
+        return h_.boolean(false);
+      case 'n':
+        literal("null");
+        return h_.null();
+      case kEof:
+        fail("expected a value");
+      default:
+        if (c == '-' || (c >= '0' && c <= '9')) return number();
+        fail(fmt::format("unexpected character '{}'", static_cast<char>(c)));
+    }
+  }
+  void literal(const char* word) {
+    for (const char* w = word; *w != '\0'; ++w)
+      if (get() != static_cast<unsigned char>(*w)) {
+        --p_;
+        fail(fmt::format("expected '{}'", word));
+      }
+  }
+  void string(std::string& s) {
+    s.clear();
+    for (;;) {
+      if (p_ == e_ && !refill()) fail("a string is not closed");
+      const auto n = static_cast<std::size_t>(e_ - p_);
+      const char* q = static_cast<const char*>(std::memchr(p_, '"', n));
+      const char* lim = q != nullptr ? q : e_;
+      const char* b = static_cast<const char*>(std::memchr(p_, '\\', static_cast<std::size_t>(lim - p_)));
+      if (b != nullptr) {
+        s.append(p_, b);
+        p_ = b + 1;
+        escape(s);
+        continue;
+      }
+      s.append(p_, lim);
+      p_ = lim;
+      if (q != nullptr) {
+        ++p_;
+        return;
+      }
+    }
+  }
+  unsigned hex4() {
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const int c = get();
+      v <<= 4;
+      if (c >= '0' && c <= '9')
+        v |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= static_cast<unsigned>(c - 'A' + 10);
+      else
+        fail("bad \\u escape");
+    }
+    return v;
+  }
+  void escape(std::string& s) {
+    const int c = get();
+    switch (c) {
+      case '"': s += '"'; break;
+      case '\\': s += '\\'; break;
+      case '/': s += '/'; break;
+      case 'b': s += '\b'; break;
+      case 'f': s += '\f'; break;
+      case 'n': s += '\n'; break;
+      case 'r': s += '\r'; break;
+      case 't': s += '\t'; break;
+      case 'u': {
+        unsigned cp = hex4();
+        if (cp >= 0xD800 && cp < 0xDC00 && peek() == '\\') {
+          ++p_;
+          if (get() != 'u') fail("bad surrogate pair");
+          const unsigned lo = hex4();
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        }
+        if (cp < 0x80) {
+          s += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          s += static_cast<char>(0xC0 | (cp >> 6));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          s += static_cast<char>(0xE0 | (cp >> 12));
+          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          s += static_cast<char>(0xF0 | (cp >> 18));
+          s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          s += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        break;
+      }
+      default:
+        --p_;
+        fail("bad escape in a string");
+    }
+  }
+  static bool number_char(char c) { return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'; }
+  bool number() {
+    num_.clear();
+    bool is_float = false;
+    for (;;) {
+      const char* q = p_;
+      while (q < e_ && number_char(*q)) {
+        is_float |= *q == '.' || *q == 'e' || *q == 'E';
+        ++q;
+      }
+      num_.append(p_, q);
+      p_ = q;
+      if (p_ < e_ || !refill()) break;
+    }
+    const char* b = num_.data();
+    const char* e = b + num_.size();
+    if (!is_float) {
+      std::int64_t v = 0;
+      const auto r = std::from_chars(b, e, v);
+      if (r.ec == std::errc() && r.ptr == e) return h_.number_integer(v);
+      if (r.ec == std::errc::result_out_of_range && num_[0] != '-') {
+        std::uint64_t u = 0;
+        const auto r2 = std::from_chars(b, e, u);
+        if (r2.ec == std::errc() && r2.ptr == e) return h_.number_unsigned(u);
+      }
+    }
+    double d = 0;
+    const auto r = std::from_chars(b, e, d);
+    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("not a number: '" + num_.substr(0, 40) + "'");
+    if (r.ec == std::errc::result_out_of_range) d = num_[0] == '-' ? -HUGE_VAL : HUGE_VAL;
+    return h_.number_float(d, num_);
+  }
+
+  Source& src_;
+  H& h_;
+  const char *p_ = nullptr, *e_ = nullptr, *start_ = nullptr;
+  std::uint64_t consumed_ = 0, line_ = 1, line_start_ = 0;
+  std::string key_, str_, num_;
+};
+
+KinetoTrace parse_source(Source& src, const std::string& name) {
   KinetoTrace out;
   Handler h(out);
-  const bool ok = json::sax_parse(in, &h, json::input_format_t::json, true);
+  bool ok = true;
+  std::optional<ScanError> bad;
+  try {
+    ok = Scanner<Handler>(src, h).parse();
+  } catch (const ScanError& e) {
+    bad = e;
+  }
   if (h.bad_event()) throw InputError(SourceLoc{name, 0, 0}, h.error);
-  if (gz != nullptr && !gz->error.empty())
+  if (!src.error.empty())
     throw InputError(SourceLoc{name, 0, 0},
-                     fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", gz->error));
-  // An error at the last byte read is a file that stops early (most often a truncated trace).
-  const std::uint64_t read = gz != nullptr ? gz->bytes : text_size;
-  if (!ok) fail_parse(name, h.error, h.error.find("end of input") != std::string::npos || h.error_position + 1 >= read);
+                     fmt::format("the compressed trace cannot be read to its end ({}): a truncated .gz?", src.error));
+  if (bad) {
+    const int line = static_cast<int>(std::min<std::uint64_t>(bad->line, INT32_MAX));
+    const int col = static_cast<int>(std::min<std::uint64_t>(bad->col, INT32_MAX));
+    throw InputError(SourceLoc{name, line, col}, bad->eof
+                                                     ? fmt::format("the trace ends early (a truncated file?): {}", bad->what)
+                                                     : fmt::format("not a valid JSON trace: {}", bad->what));
+  }
+  (void)ok;
   if (!h.saw_events())
     throw InputError(SourceLoc{name, 1, 1}, "no traceEvents list: not a Chrome trace (a PyTorch profiler export?)");
   if (out.gpu.empty())
@@ -527,7 +790,7 @@ KinetoTrace parse_stream(std::istream& in, const std::string& name, GzBuf* gz, s
   for (auto& g : out.gpu) g.ts -= o;
   for (auto& f : out.flows) f.ts -= o;
   for (auto& f : out.fwdbwd) f.ts -= o;
-  if (gz != nullptr) out.bytes = gz->bytes;
+  out.bytes = src.bytes;
   return out;
 }
 
@@ -544,16 +807,16 @@ KinetoTrace read_kineto(const std::string& path) {
     gzFile f;
     ~Closer() { gzclose(f); }
   } closer{f};
-  GzBuf buf(f);
-  std::istream in(&buf);
-  return parse_stream(in, path, &buf, 0);
+  Source src;
+  src.f = f;
+  return parse_source(src, path);
 }
 
 KinetoTrace read_kineto_text(const std::string& text, const std::string& name) {
-  std::istringstream in(text);
-  KinetoTrace t = parse_stream(in, name, nullptr, text.size());
-  t.bytes = text.size();
-  return t;
+  Source src;
+  src.text = text.data();
+  src.text_size = text.size();
+  return parse_source(src, name);
 }
 
 }  // namespace ppsim::trace

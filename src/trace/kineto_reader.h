@@ -1,7 +1,8 @@
 // Streaming reader for PyTorch profiler (Kineto) Chrome traces, plain or gzip-compressed.
 //
-// The file is read once through zlib (gzread passes plain files through) and nlohmann-json's SAX
-// interface; only the fields attribution needs are kept, in compact records, so memory grows
+// The file is read once through zlib (gzread passes plain files through) by a JSON scanner
+// written for GB traces (memchr over strings, numbers kept as text) that drives a handler with
+// nlohmann-json's SAX interface; only the fields attribution needs are kept, in compact records, so memory grows
 // with the number of events (~40 bytes each), not with the file's text. A file that is not
 // valid JSON (a truncated trace) is one InputError at its line and column.
 #pragma once
@@ -27,7 +28,7 @@ struct CpuRange {
   int name = 0;          // index into KinetoTrace::names
   int seq = -1;          // args "Sequence number" (autograd's link from a backward op to its forward op), -1: none
   RangeKind kind = RangeKind::user;
-  bool backward = false;  // args "Fwd thread id" given: an op autograd's engine ran for a forward op
+  bool backward = false;  // args "Fwd thread id" > 0 (forward ops have none, or 0): an op autograd's engine ran
   Time end() const { return ts + dur; }
 };
 

@@ -35,10 +35,11 @@ struct Trace {
              const std::string& args = "") {
     range(name, fmt::format("{}", ts), fmt::format("{}", dur), tid, cat, args);
   }
-  // An autograd op: "Sequence number" links it to the forward op of that number.
+  // An op with a "Sequence number": a backward op names its forward thread ("Fwd thread id" 1),
+  // a forward op has 0 there (as torch 2.x writes it).
   void op(const std::string& name, double ts, double dur, int tid, int seq, bool backward) {
     range(name, ts, dur, tid, "cpu_op",
-          fmt::format(R"("Sequence number":{}{})", seq, backward ? R"(,"Fwd thread id":1)" : ""));
+          fmt::format(R"("Sequence number":{},"Fwd thread id":{})", seq, backward ? 1 : 0));
   }
   // A launch on `tid` at `launch` and its kernel on stream 7: [ts, ts + dur).
   void kernel(const std::string& name, const std::string& launch, const std::string& ts, const std::string& dur,
@@ -290,4 +291,28 @@ TEST_CASE("a user range open on the thread that called backward takes precedence
   REQUIRE(r.outside_layers == 3 * kUs);
   REQUIRE(r.gpu_total == 30 * kUs);
   REQUIRE(r.gpu_total == buckets(r));
+}
+
+TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with its place", "[trace]") {
+  Trace b;
+  b.range("layer0.attn.F", 0, 10);
+  b.add(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
+  b.add(R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
+  const KinetoTrace k = read_kineto_text(b.json(), "t.json");
+  REQUIRE(k.names.at(static_cast<std::size_t>(k.gpu.at(0).name)) == "k\"\\/\xc3\xa9\xf0\x9f\x98\x80");
+  REQUIRE(k.gpu[0].ts == 25 * kUs);
+  REQUIRE(k.gpu[0].dur == 3 * kUs);
+  REQUIRE(cell(run(b), 0, SubOp::attention, Pass::F).busy == 3 * kUs);
+  // A missing comma on the third line: "file:3:11: not a valid JSON trace".
+  const std::string bad = "{\"traceEvents\":[\n{\"ph\":\"X\",\"ts\":1},\n{\"ph\":\"X\" \"ts\":2}]}";
+  try {
+    read_kineto_text(bad, "bad.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    REQUIRE(e.loc().line == 3);
+    REQUIRE(e.loc().col == 11);
+    REQUIRE(std::string(e.what()).find("not a valid JSON trace") != std::string::npos);
+  }
+  REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[tru]}", "x.json"), InputError);
+  REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[]} x", "x.json"), InputError);
 }

@@ -74,7 +74,7 @@ void pair_ends(const std::vector<Time>& a, const std::vector<Time>& b, Time c, O
 // The offset that pairs the most kernel ends of the same kinds (then the closest): candidates
 // are the end differences in the densest window of twice the tolerance.
 OffsetFit fit_offset(const std::vector<std::pair<std::vector<Time>, std::vector<Time>>>& kinds) {
-  constexpr std::size_t kCap = 1000;  // ends per kind and rank looked at for candidates
+  constexpr std::size_t kCap = 400;  // ends per kind and rank looked at for candidates (400^2 differences)
   auto sample = [](const std::vector<Time>& v) {
     if (v.size() <= kCap) return v;
     std::vector<Time> s;

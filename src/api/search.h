@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/request.h"
+#include "report/results.h"
 #include "core/schedule.h"
 #include "sim/costs.h"
 

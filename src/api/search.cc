@@ -12,6 +12,7 @@
 #include "report/svg.h"
 #include "report/trace.h"
 #include "schedules/notation.h"
+#include "search/search.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
 
@@ -94,11 +95,13 @@ SearchOutcome search(const SearchCall& a) {
   req.threads = a.threads;
   req.costs = [cfg, units](const Schedule& s) { return cfg ? derive_costs(*cfg, s) : unit_costs(s, units); };
   req.progress = a.progress;
-  out.result = search_schedule(req);
+  const SearchResult r = search_schedule(req);
+  out.searched = r.best.schedule;
+  out.has_family = r.best_family.valid;
+  if (out.has_family) out.best_family = r.best_family.schedule;
   out.pp = pp;
   out.microbatches = m;
   out.placement = a.placement;
-  const SearchResult& r = out.result;
   out.cap_source = a.memory_cap ? (*a.memory_cap > 0 ? "given" : "none") : (r.memory_cap > 0 ? "best family" : "none");
   const TimeScale& scale = out.scale;
 
@@ -170,17 +173,17 @@ SearchOutcome search(const SearchCall& a) {
   return out;
 }
 
-std::string SearchOutcome::schedule_csv() const { return schedule_to_csv(result.best.schedule); }
+std::string SearchOutcome::schedule_csv() const { return schedule_to_csv(searched); }
 
 std::string SearchOutcome::svg() const {
   SimOptions opt;
   opt.record_timeline = true;
-  const SimResult sr = simulate(result.best.schedule, best_costs, opt);
+  const SimResult sr = simulate(searched, best_costs, opt);
   std::vector<NamedTimeline> named{{"searched", &sr.timeline}};
   SimResult fr;
-  if (result.best_family.valid) {
-    fr = simulate(result.best_family.schedule, family_costs, opt);
-    named.push_back({result.best_family.name, &fr.timeline});
+  if (has_family) {
+    fr = simulate(best_family, family_costs, opt);
+    named.push_back({rows.size() > 1 ? rows[1].metrics.schedule : best_family.family, &fr.timeline});
   }
   return render_svg(named);
 }

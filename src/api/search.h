@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "api/request.h"
-#include "search/search.h"
+#include "report/results.h"
+#include "core/schedule.h"
+#include "sim/costs.h"
 
 namespace ppsim::api {
 
@@ -37,7 +39,9 @@ struct SearchCall {
 };
 
 struct SearchOutcome {
-  SearchResult result;
+  Schedule searched;     // the searched schedule
+  Schedule best_family;  // the best family's under the same cap (has_family)
+  bool has_family = false;
   TimeScale scale;
   int pp = 0, microbatches = 0;
   std::string placement;

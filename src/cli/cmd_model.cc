@@ -72,7 +72,8 @@ Runner setup_model(CLI::App& sub) {
         for (const auto& s : r.stages)
           out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}\n", s.stage, s.layers, s.first_layer, human(s.params),
                              human(s.expert_params),
-                             std::string(s.embedding ? "embedding " : "") + (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+                             std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
+                                 (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
       }
     }
     write_output(a->output, out);

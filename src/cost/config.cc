@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cost/hf_config.h"
+#include "cost/megatron_args.h"
 #include "cost/profile.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
@@ -84,6 +85,7 @@ const SchemaNode& schema() {
   static const SchemaNode root = section("", {
       leaf("name"),
       leaf("description"),
+      leaf("megatron_args"),
       section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
                         leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
@@ -561,6 +563,47 @@ namespace {
 
 // model: {hf_config: config.json}: the file's model keys, those written beside it winning (a
 // section such as moe: merged key by key). Returns the tree to validate (a copy when expanded).
+// Copies `from`'s keys into `to` where `to` has none (maps merged key by key).
+void merge_under(YAML::Node to, const YAML::Node& from) {
+  const YAML::Node& given = to;  // const reads do not insert keys
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const YAML::Node mine = given[k];
+    if (!mine) to[k] = it->second;
+    else if (mine.IsMap() && it->second.IsMap()) merge_under(to[k], it->second);
+  }
+}
+
+// megatron_args: FILE: the launch arguments' model, parallel and precision keys under the
+// config's own. microbatches = global batch / (micro-batch size x dp), dp the config's (or 1).
+YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
+  const MapReader root(ctx, root_node, "", schema());
+  if (!root.has("megatron_args")) return root_node;
+  const std::string rel = root.string("megatron_args", "");
+  if (rel.empty()) root.fail("megatron_args", "megatron_args must name a file of Megatron-LM arguments");
+  std::filesystem::path p(rel);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  const MegatronArgs args = read_megatron_args(p.string(), root.loc("megatron_args"));
+  YAML::Node out = YAML::Clone(root_node);
+  const YAML::Node& given = out;
+  for (const char* section : {"model", "parallel", "precision"})
+    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
+  merge_under(out["model"], args.model);
+  merge_under(out["parallel"], args.parallel);
+  merge_under(out["precision"], args.precision);
+  const YAML::Node& par = out["parallel"];
+  if (args.global_batch_size > 0 && !par["microbatches"]) {
+    long long dp = 1;
+    if (par["dp"]) dp = par["dp"].as<long long>(1);
+    const long long per_step = static_cast<long long>(args.micro_batch_size) * std::max(1LL, dp);
+    if (args.global_batch_size % per_step != 0)
+      root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
+                                             args.global_batch_size, args.micro_batch_size, dp));
+    out["parallel"]["microbatches"] = args.global_batch_size / per_step;
+  }
+  return out;
+}
+
 YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("model")) return root_node;
@@ -595,7 +638,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
                                      const std::vector<std::string>& set_paths) {
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
-  const YAML::Node root_node = expand_hf_config(ctx, original, base_dir);
+  const YAML::Node root_node = expand_hf_config(ctx, expand_megatron_args(ctx, original, base_dir), base_dir);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;
   c.file = name;

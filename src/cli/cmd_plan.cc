@@ -14,6 +14,7 @@
 #include "api/plan.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/megatron_flag.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
 
@@ -24,6 +25,7 @@ namespace {
 struct PlanArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::string megatron_args;
   std::vector<std::string> merge;
   std::string format = "table";
   std::string output = "-";
@@ -61,6 +63,7 @@ int run(const PlanArgs& a) {
   api::PlanRequest req;
   req.config = a.config;
   req.sets = a.sets;
+  add_megatron_set(a.megatron_args, req.sets);
   req.merge = a.merge;
   req.shard = a.shard;
   req.top = a.top;
@@ -86,6 +89,7 @@ Runner setup_plan(CLI::App& sub) {
   auto a = std::make_shared<PlanArgs>();
   sub.add_option("config", a->config, "YAML config with a plan: section");
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--megatron-args", a->megatron_args, "model, parallelism and batch from a Megatron-LM argument list");
   sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");
   sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");

@@ -16,6 +16,7 @@
 #include "cli/common.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
+#include "report/html.h"
 
 namespace ppsim::cli {
 
@@ -28,6 +29,7 @@ struct PlanArgs {
   std::string format = "table";
   std::string output = "-";
   std::string shard;
+  std::string html;
   int top = 0;
   int jobs = 0;
   long long max_ops = 0;
@@ -76,7 +78,10 @@ int run(const PlanArgs& a) {
     case Format::Csv: text = render_plan_csv(result); break;
     default: text = render_plan_table(result); break;
   }
-  write_output(a.output, text);
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.html.empty()) files.emplace_back(a.html, render_html(plan_html(plan_to_json(result))));
+  files.emplace_back(a.output, text);
+  write_outputs(files);  // all of them or none
   return 0;
 }
 
@@ -88,6 +93,7 @@ Runner setup_plan(CLI::App& sub) {
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
   sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--html", a->html, "write a self-contained HTML report: ranked plans and what ruled candidates out");
   sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");
   sub.add_option("--jobs,-j", a->jobs, "threads (default: every core)");
   sub.add_option("--shard", a->shard, "evaluate only candidates with id % n == i (i/n); write --format json for --merge");

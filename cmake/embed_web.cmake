@@ -20,7 +20,9 @@ function(ppsim_literal var file out)
   if(body STREQUAL "")
     set(body "\"\"")
   endif()
-  set(${out} "inline constexpr std::string_view ${var} =\n${body};\n" PARENT_SCOPE)
+  # An array, not a string_view of a literal: computing a 1 MB literal's length at compile time
+  # would exceed GCC's constexpr loop limit.
+  set(${out} "inline constexpr char ${var}_data[] =\n${body};\ninline constexpr std::string_view ${var}{${var}_data, sizeof(${var}_data) - 1};\n" PARENT_SCOPE)
 endfunction()
 
 ppsim_literal(kReportJs "${WEB_DIR}/report.js" js)

@@ -62,6 +62,7 @@ class TableParser(html.parser.HTMLParser):
             self.text_of = a["id"]
 
     def handle_endtag(self, tag):
+        self.text_of = None
         if tag == "table":
             self.table = None
         if tag == "tr":
@@ -111,8 +112,8 @@ def check_table(dom_rows, json_rows, what):
                 if value != json.dumps(want):
                     bad.append(f"{what}: {key}: page {value}, JSON {want}")
             elif isinstance(want, list):
-                got = value.split(" ") if value else []
-                if len(got) != len(want) or not all(near(g, w) if isinstance(w, (int, float)) else g == str(w)
+                got = json.loads(value)
+                if len(got) != len(want) or not all(near(g, w) if isinstance(w, (int, float)) else g == w
                                                     for g, w in zip(got, want)):
                     bad.append(f"{what}: {key}: page {value}, JSON {want}")
             elif isinstance(want, (int, float)):

@@ -289,9 +289,10 @@
         const row = rows[i];
         const tr = $("tr", { dataset: { row: i } }, ...cols.map((c) => {
           const v = value(row, c);
-          const shown = c.scale && typeof v === "number" ? fmtNum(v * c.scale, 3) : fmtNum(v);
+          const shown = Array.isArray(v) ? v.map((x) => fmtNum(x)).join(" ")
+            : c.scale && typeof v === "number" ? fmtNum(v * c.scale, 3) : fmtNum(v);
           const td = $("td", { dataset: { key: c.key } }, shown);
-          if (v !== undefined && v !== null) td.dataset.value = String(v);
+          if (v !== undefined && v !== null) td.dataset.value = Array.isArray(v) ? JSON.stringify(v) : String(v);
           return td;
         }));
         if (opts.rowClass) { const cl = opts.rowClass(row); if (cl) tr.className = cl; }
@@ -328,9 +329,8 @@
   function renderResults(root) {
     const res = DATA.results || { results: [], skipped: [] };
     const rows = res.results || [];
-    root.append($("h2", {}, DATA.kind === "search" ? "Searched schedule and the families" : "Schedules"));
     const cap = state.cap > 0 ? state.cap : 0;
-    root.append(makeTable(resultColumns(rows), rows, {
+    if (DATA.results) root.append($("h2", {}, "Schedules"), makeTable(resultColumns(rows), rows, {
       id: "results", selectable: true, onRow: (i) => select(i, true),
       rowClass: (r) => (cap && Math.max(...r.peak_activations.per_rank) > cap ? "over-cap" : ""),
     }));
@@ -341,7 +341,7 @@
     }
     for (const s of res.skipped || []) root.append($("p", { class: "note" }, "skipped " + s.schedule + ": " + s.reason));
     if (!(DATA.timelines || []).length) return;
-    root.append($("h2", {}, "Timelines"), legend(),
+    root.append($("h2", {}, DATA.kind === "validate" ? "Timelines: each measured over its prediction" : "Timelines"), legend(),
       $("p", { class: "note noprint" }, "wheel: zoom, drag: pan, double-click: reset; hover an op for its details; click a table row or a title to select"));
     panels.length = 0;
     DATA.timelines.forEach((tl, i) => {
@@ -373,7 +373,7 @@
       }
     };
     for (const o of objs) walk(o, "", 0);
-    return keys.map((k) => ({ key: k, label: k, fn: (r) => { const v = get(r, k); return Array.isArray(v) ? v.join(" ") : v; } }));
+    return keys.map((k) => ({ key: k, label: k }));
   }
   function renderSections(root) {
     for (const sec of DATA.sections || []) {

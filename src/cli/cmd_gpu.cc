@@ -32,6 +32,7 @@
 #include "ep/ep_placement.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
+#include "report/html.h"
 #include "report/trace.h"
 #include "report/validation.h"
 #include "schedules/notation.h"
@@ -84,6 +85,7 @@ struct ValidateArgs {
   std::string schedules;
   std::string schedule_file;
   std::string trace;
+  std::string html;
   std::string format = "table";
   std::string output = "-";
   int devices = 0;
@@ -231,6 +233,7 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--reps", a->reps, "timed repetitions when profiling op costs")->capture_default_str();
   sub.add_option("--target", a->target, "makespan error to flag (default 0.05 on 2+ GPUs, 0.10 on one)");
   sub.add_option("--trace", a->trace, "one Perfetto trace with the predicted and measured timelines");
+  sub.add_option("--html", a->html, "a self-contained HTML report: each measured timeline over its prediction, the table");
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the results here");
   sub.add_option("--transport", a->transport,
@@ -672,6 +675,14 @@ Runner setup_validate(CLI::App& sub) {
         named.push_back({names[i] + " measured", &keep[2 * i + 1]});
       }
       files.emplace_back(a->trace, render_trace(named));
+    }
+    if (!a->html.empty()) {
+      HtmlReport rep = json_tables_html("validate", "ppsim validate", j);
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        rep.timelines.push_back({names[i], &keep[2 * i + 1], nullptr, -1, "measured"});
+        rep.timelines.push_back({names[i], &keep[2 * i], nullptr, -1, "predicted"});
+      }
+      files.emplace_back(a->html, render_html(rep));
     }
     if (f == Format::Json) {
       files.emplace_back(a->output, j.dump(2) + "\n");

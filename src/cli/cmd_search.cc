@@ -17,6 +17,8 @@
 #include "cli/common.h"
 #include "core/error.h"
 #include "cost/cost_model.h"
+#include "report/html.h"
+#include "report/results.h"
 #include "report/svg.h"
 #include "report/trace.h"
 #include "schedules/notation.h"
@@ -42,6 +44,7 @@ struct SearchArgs {
   double time_limit = 10;
   int threads = 0;
   std::string svg;
+  std::string html;
   std::string out;
   std::string format = "csv";
   bool quiet = false;
@@ -78,6 +81,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--time-limit", a->time_limit, "seconds for the whole search")->capture_default_str();
   sub.add_option("--threads,-j", a->threads, "threads (0: every core)")->capture_default_str();
   sub.add_option("--svg", a->svg, "write an SVG timeline of the searched schedule and the best family");
+  sub.add_option("--html", a->html, "write a self-contained HTML report of the searched schedule and the best family");
   sub.add_option("--out", a->out, "write the searched schedule to this file");
   sub.add_option("--format", a->format, "schedule file format: csv or torch (both PyTorch's compute-only CSV)")
       ->capture_default_str();
@@ -182,6 +186,31 @@ Runner setup_search(CLI::App& sub) {
         named.push_back({r.best_family.name, &fr.timeline});
       }
       files.emplace_back(a->svg, render_svg(named));
+    }
+    if (!a->html.empty()) {
+      SimOptions opt;
+      opt.record_timeline = true;
+      std::vector<ResultRow> rows;
+      std::vector<SimResult> sims;
+      sims.reserve(2);  // the report points into it
+      auto add = [&](const std::string& name, const Candidate& c) {
+        const SimCosts costs = req.costs(c.schedule);
+        sims.push_back(simulate(c.schedule, costs, opt));
+        ResultRow row;
+        row.metrics = compute_metrics(c.schedule, sims.back(), costs, nullptr,
+                                      ScheduleParams{c.schedule.pp, c.schedule.microbatches, 0, 0});
+        row.metrics.schedule = name;
+        rows.push_back(std::move(row));
+      };
+      add("searched", r.best);
+      if (r.best_family.valid) add(r.best_family.name, r.best_family);
+      HtmlReport rep;
+      rep.kind = "search";
+      rep.title = "ppsim search";
+      rep.results = results_json(rows, {}, scale);
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        rep.timelines.push_back({rows[i].metrics.schedule, &sims[i].timeline, nullptr, static_cast<int>(i), {}});
+      files.emplace_back(a->html, render_html(rep));
     }
     files.emplace_back("-", text);
     write_outputs(files);

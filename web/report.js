@@ -503,12 +503,17 @@
     window.addEventListener("hashchange", () => { readFragment(); if (engine.ready) resimulate(); else render(); });
     const boot = window.ppsimEngineBoot;
     if (DATA.inputs && typeof boot === "function") {
-      boot().then((call) => {
+      const ready = (call) => {
         engine.ready = true; engine.call = call;
         render();
         if (state.bench) bench(state.bench);
         else if (fromFragment) resimulate();
-      }).catch((e) => { errors.push("engine: " + e); render(); });
+      };
+      const failed = (e) => { errors.push("engine: " + e); render(); };
+      try {
+        const r = boot();
+        if (typeof r === "function") ready(r); else r.then(ready).catch(failed);
+      } catch (e) { failed(e); }
     } else {
       render();
       if (fromFragment && DATA.inputs) {

@@ -291,7 +291,7 @@
           const v = value(row, c);
           const shown = Array.isArray(v) ? v.map((x) => fmtNum(x)).join(" ")
             : c.scale && typeof v === "number" ? fmtNum(v * c.scale, 3) : fmtNum(v);
-          const td = $("td", { dataset: { key: c.key } }, shown);
+          const td = $("td", { dataset: { key: c.key }, class: typeof v === "string" ? "text" : "" }, shown);
           if (v !== undefined && v !== null) td.dataset.value = Array.isArray(v) ? JSON.stringify(v) : String(v);
           return td;
         }));
@@ -373,6 +373,11 @@
       }
     };
     for (const o of objs) walk(o, "", 0);
+    // JSON objects come with sorted keys: the names that identify a row first.
+    const first = ["rank", "schedule", "name", "variant", "reason", "count", "pp", "vpp", "microbatches", "step_time_ms",
+      "tokens_per_second", "mfu", "peak_memory_gb", "bubble_ratio", "layer", "pass", "stream"];
+    const pos = (k) => { const i = first.indexOf(k); return i < 0 ? first.length : i; };
+    keys.sort((a, b) => pos(a) - pos(b));
     return keys.map((k) => ({ key: k, label: k }));
   }
   function renderSections(root) {
@@ -386,7 +391,7 @@
         rows = sec.rows.map((r) => Object.fromEntries(sec.columns.map((c, i) => [c, r[i]])));
       }
       if (!rows.length) { root.append($("p", { class: "note" }, "none")); continue; }
-      root.append(makeTable(cols, rows, { id: sec.id, rowClass: (r) => (sec.out_key && get(r, sec.out_key) ? "out" : "") }));
+      root.append($("div", { class: "wide" }, makeTable(cols, rows, { id: sec.id, rowClass: (r) => (sec.out_key && get(r, sec.out_key) ? "out" : "") })));
     }
   }
 

@@ -198,6 +198,29 @@ def main():
             engine = "WebAssembly" in status
         print(f"{name}: {n} values in {len(tables)} table(s) equal the JSON; {status.strip()[:80]}")
 
+    # Interaction, driven by the page itself (#selftest: synthetic hover, wheel, double-click,
+    # clicks on a row, a timeline's title and a column header).
+    want = json.loads(ppsim_run("compare", "--pp", "4", "-m", "8", "--format", "json"))["results"]
+    dom, err = run_chromium(chromium, "file://" + os.path.join(out_dir, "compare.html") + "#selftest", out_dir, "selftest")
+    p, bad = page_state(dom, err, "selftest")
+    failures += bad
+    st = json.loads(p.ids.get("selftest", "{}") or "{}")
+    expect = [
+        ("hover names the op", st.get("hovered", "?") in st.get("tip", "")),
+        ("hover gives start, end and what it waited on", all(s in st.get("tip", "") for s in ("start ", "end ", "waited on:"))),
+        ("rank 1's first op waited on rank 0's 0F0", "waited on: 0F0 (rank 0)" in st.get("tip1", "")),
+        ("wheel zooms in", 0 < st.get("zoomed", 1) < 1),
+        ("double-click resets the view", st.get("reset") is True),
+        ("a row selects its timeline", st.get("row_selects_timeline") == [want[1]["schedule"]]),
+        ("a timeline selects its row", st.get("timeline_selects_row") == [want[0]["schedule"]]),
+        ("a header sorts (makespan, descending)",
+         st.get("sorted_desc") == sorted((r["makespan"] for r in want), reverse=True)),
+    ]
+    for what, ok in expect:
+        if not ok:
+            failures.append(f"selftest: {what}: {st}")
+    print(f"selftest: {sum(ok for _, ok in expect)} of {len(expect)} interactions as expected")
+
     # A fragment the file was not written with: re-simulated in the page, equal to `ppsim simulate`.
     if engine:
         frag = {"family": "dualpipe", "pp": "6", "m": "12", "times": "F=1,B=2,W=1,FB=2.5", "p2p": "0.1"}

@@ -401,6 +401,7 @@
     const h = location.hash.replace(/^#/, "");
     if (!h) return false;
     for (const part of h.split("&")) {
+      if (part === "selftest") { state.selftest = true; continue; }
       const eq = part.indexOf("="); if (eq < 0) continue;
       const k = decodeURIComponent(part.slice(0, eq)), v = decodeURIComponent(part.slice(eq + 1));
       if (k === "family") state.family = v;
@@ -411,6 +412,7 @@
       else if (k === "a2a") state.a2a = Number(v);
       else if (k === "cap") state.cap = Number(v);
       else if (k === "bench") state.bench = v;
+      else if (k === "selftest") state.selftest = true;
     }
     return true;
   }
@@ -449,6 +451,43 @@
     }
     document.getElementById("main").prepend($("p", { id: "bench", dataset: { ms: String(best), ops: String(ops) } },
       "bench: " + ops + " ops simulated in " + best.toFixed(2) + " ms (best of 5)" + (out.error ? ": " + out.error : "")));
+  }
+  // #selftest: the page drives its own interaction with synthetic events (hover an op, wheel,
+  // select a row and a timeline, sort) and writes what happened to #selftest as JSON, for
+  // tools/browser_test.py.
+  function selftest() {
+    const out = {};
+    const p = panels[0];
+    if (p) {
+      const d = decode(p.tl), iv = d.ranks[0][0], rect = p.canvas.getBoundingClientRect();
+      const w = rect.width - GUT_L - GUT_R, span = view.t1 - view.t0;
+      const x = rect.left + GUT_L + ((iv.start + iv.end) / 2 - view.t0) / span * w, y = rect.top + AXIS + LANE / 2;
+      p.canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: x, clientY: y, bubbles: true }));
+      out.tip = document.getElementById("tip").textContent;
+      out.hovered = actionName(iv);
+      if (d.ranks.length > 1) {  // rank 1's first op waits for rank 0's
+        const iv1 = d.ranks[1][0];
+        const x1 = rect.left + GUT_L + ((iv1.start + iv1.end) / 2 - view.t0) / span * w;
+        p.canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: x1, clientY: y + laneHeight(d), bubbles: true }));
+        out.tip1 = document.getElementById("tip").textContent;
+      }
+      const before = view.t1 - view.t0;
+      p.canvas.dispatchEvent(new WheelEvent("wheel", { clientX: x, clientY: y, deltaY: -100, bubbles: true, cancelable: true }));
+      out.zoomed = (view.t1 - view.t0) / before;
+      p.canvas.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+      out.reset = view.t0 === 0 && view.t1 === view.full;
+    }
+    const rows = document.querySelectorAll("#results tbody tr");
+    if (rows.length > 1) {
+      rows[1].click();
+      out.row_selects_timeline = panels.filter((q) => q.el.classList.contains("selected")).map((q) => q.tl.name);
+      panels[0].el.querySelector(".tl-head").click();
+      out.timeline_selects_row = [...document.querySelectorAll("#results tbody tr.selected")].map((tr) => tr.firstChild.textContent);
+      const th = document.querySelectorAll("#results thead th")[3];
+      th.click(); th.click();  // makespan, descending
+      out.sorted_desc = [...document.querySelectorAll("#results tbody tr")].map((tr) => Number(tr.children[3].dataset.value));
+    }
+    document.getElementById("main").prepend($("pre", { id: "selftest" }, JSON.stringify(out)));
   }
   function renderControls(root) {
     if (!DATA.inputs) return;
@@ -512,7 +551,8 @@
         engine.ready = true; engine.call = call;
         render();
         if (state.bench) bench(state.bench);
-        else if (fromFragment) resimulate();
+        else if (fromFragment && !state.selftest) resimulate();
+        if (state.selftest) selftest();
       };
       const failed = (e) => { errors.push("engine: " + e); render(); };
       try {
@@ -521,7 +561,8 @@
       } catch (e) { failed(e); }
     } else {
       render();
-      if (fromFragment && DATA.inputs) {
+      if (state.selftest) selftest();
+      else if (fromFragment && DATA.inputs) {
         const st = document.getElementById("engine-status");
         if (st) st.textContent += "; the URL fragment's values are not simulated (no engine)";
       }

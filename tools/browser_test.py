@@ -158,6 +158,24 @@ def main():
 
     failures = []
     checked_total = 0
+    # A small profiler trace (Kineto's shape: CPU ranges named layer<i>.<sub-op>.<pass>, each
+    # launching one kernel) for import-trace's page: per-layer cells and streams.
+    trace_path = os.path.join(out_dir, "trace.json")
+    events, corr, ts = [], 1, 0
+    for layer in (0, 1):
+        for sub, dur in (("attention", 40), ("mlp", 60)):
+            for pas in ("F", "B"):
+                events.append({"ph": "X", "cat": "user_annotation", "name": f"layer{layer}.{sub}.{pas}", "pid": 100,
+                               "tid": 1, "ts": ts, "dur": 100})
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                               "ts": ts + 5, "dur": 2, "args": {"correlation": corr}})
+                events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 10, "dur": dur,
+                               "args": {"stream": 7, "device": 0, "correlation": corr}})
+                corr, ts = corr + 1, ts + 100
+    with open(trace_path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}],
+                   "traceEvents": events}, f)
+
     # (name, command, screenshot, tables: [(table id in the page, path of its rows in the JSON)])
     results = [("results", ["results"])]
     cases = [
@@ -169,6 +187,7 @@ def main():
         ("plan", ["plan", "configs/whatif-h800-vs-h100.yaml", "--top", "5"], True,
          [("plan-ranking-0", ["variants", 0, "ranking"]), ("plan-best-0", ["variants", 0, "best_per_schedule"]),
           ("plan-rejected-0", ["variants", 0, "rejected"]), ("plan-ranking-1", ["variants", 1, "ranking"])]),
+        ("import-trace", ["import-trace", trace_path], True, [("t-cells", ["cells"]), ("t-streams", ["streams"])]),
         # search has no JSON output: the page must load, with its two rows and timelines.
         ("search", ["search", "--pp", "4", "-m", "8", "--time-limit", "1", "-q"], False, []),
     ]

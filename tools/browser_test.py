@@ -235,6 +235,12 @@ def main():
         ("a header sorts (makespan, descending)",
          st.get("sorted_desc") == sorted((r["makespan"] for r in want), reverse=True)),
     ]
+    over = sorted(r["schedule"] for r in want if max(r["peak_activations"]["per_rank"]) > 4)
+    expect.append(("memory cap 4 marks the schedules over it", sorted(st.get("over_cap", [])) == over))
+    if engine:
+        expect.append(("changing M re-simulates every schedule at M=12",
+                       bool(st.get("m_after_change")) and set(st.get("m_after_change")) == {12}))
+        expect.append(("the fragment follows the controls", "m=12" in st.get("fragment", "") and "cap=4" in st.get("fragment", "")))
     for what, ok in expect:
         if not ok:
             failures.append(f"selftest: {what}: {st}")

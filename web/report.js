@@ -487,6 +487,21 @@
       th.click(); th.click();  // makespan, descending
       out.sorted_desc = [...document.querySelectorAll("#results tbody tr")].map((tr) => Number(tr.children[3].dataset.value));
     }
+    // The memory cap marks the rows over it; with the engine, a control re-simulates and the URL
+    // fragment follows.
+    const setControl = (id, value) => {
+      const e = document.getElementById(id);
+      if (!e) return false;
+      e.value = String(value);
+      e.dispatchEvent(new Event("change", { bubbles: true }));
+      return true;
+    };
+    if (setControl("ctl-cap", 4))
+      out.over_cap = [...document.querySelectorAll("#results tbody tr.over-cap")].map((tr) => tr.firstChild.textContent);
+    if (engine.ready && setControl("ctl-m", 12)) {
+      out.m_after_change = [...document.querySelectorAll('#results td[data-key="microbatches"]')].map((td) => Number(td.dataset.value));
+      out.fragment = location.hash;
+    }
     document.getElementById("main").prepend($("pre", { id: "selftest" }, JSON.stringify(out)));
   }
   function renderControls(root) {

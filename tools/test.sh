@@ -15,8 +15,16 @@ jobs=$(nproc 2>/dev/null || echo 2)
 bash tools/install-deps.sh
 if [ -f tools/install-test-extras.sh ]; then bash tools/install-test-extras.sh || echo "test extras not installed; those tests skip"; fi
 
+# The HTML report's in-page engine (WebAssembly), when the test extras brought emscripten:
+# build-test embeds it and tools/browser_test.py (CTest browser_report) re-simulates in the page.
+wasm=()
+if command -v em++ >/dev/null 2>&1; then
+  echo "== WebAssembly engine (tools/build_wasm.sh)"
+  bash tools/build_wasm.sh build-wasm-test
+  wasm=(-DPPSIM_WASM_ENGINE="$PWD/build-wasm-test/ppsim_engine.js")
+fi
 echo "== pass 1: -Werror build, CUDA back-end ${PPSIM_CUDA:-AUTO}"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON "${wasm[@]}" >/dev/null
 cmake --build build-test -j "$jobs"
 ctest --test-dir build-test --output-on-failure -j "$jobs"
 # The Python module's tests (python/tests), with the interpreter the module was built for.

@@ -40,6 +40,7 @@ struct CompareArgs {
   std::string trace;
   std::string svg;
   std::string timeline;
+  std::string html;
   std::string color = "auto";
   bool memory = false;
 };
@@ -58,6 +59,7 @@ void add_common(CLI::App& sub, CompareArgs& a, bool config_positional = true) {
   sub.add_option("--output,-o", a.output, "write the results to this file");
   sub.add_option("--trace", a.trace, "write a Chrome/Perfetto trace (JSON) of the timeline(s)");
   sub.add_option("--svg", a.svg, "write an SVG timeline");
+  sub.add_option("--html", a.html, "write a self-contained interactive HTML report (timelines, table, in-page engine)");
   sub.add_option("--color", a.color, "terminal colours: auto, always, never")->capture_default_str();
   sub.add_flag("--memory", a.memory, "with a config: print each rank's peak memory by part, and the op at the peak");
 }
@@ -79,6 +81,7 @@ RunRequest to_request(const CompareArgs& a) {
   req.trace = a.trace;
   req.svg = a.svg;
   req.timeline_path = a.timeline;
+  req.html = a.html;
   return req;
 }
 
@@ -130,6 +133,7 @@ Runner setup_simulate(CLI::App& sub) {
       throw InputError("simulate needs --schedule FAMILY or --schedule-file FILE", {}, kExitUsage);
     req.schedules = family->empty() ? std::string{} : *family;
     req.single = true;
+    req.kind = "simulate";
     req.keep_timeline = *chart || !a->timeline.empty() || a->memory;
     const RunOutput out = run_schedules(req);
     emit_results(out, f, a->output);

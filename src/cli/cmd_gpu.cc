@@ -19,6 +19,7 @@
 #include "api/gpu.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "report/html.h"
 
 namespace ppsim::cli {
 
@@ -32,6 +33,7 @@ struct ProfileArgs {
 struct ValidateArgs {
   api::ValidateRequest req;
   std::string trace;
+  std::string html;
   std::string format = "table";
   std::string output = "-";
 };
@@ -72,6 +74,7 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_option("--reps", a->req.reps, "timed repetitions when profiling op costs")->capture_default_str();
   sub.add_option("--target", a->req.target, "makespan error to flag (default 0.05 on 2+ GPUs, 0.10 on one)");
   sub.add_option("--trace", a->trace, "one Perfetto trace with the predicted and measured timelines");
+  sub.add_option("--html", a->html, "a self-contained HTML report: each measured timeline over its prediction, the table");
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the results here");
   sub.add_option("--transport", a->req.transport,
@@ -118,6 +121,14 @@ Runner setup_validate(CLI::App& sub) {
     if (!out.reporter) return 0;  // process 0 reports for all
     std::vector<std::pair<std::string, std::string>> files;  // written together, or none
     if (!a->trace.empty()) files.emplace_back(a->trace, api::validate_trace(out));
+    if (!a->html.empty()) {
+      HtmlReport rep = json_tables_html("validate", "ppsim validate", out.json);
+      for (std::size_t i = 0; i < out.names.size(); ++i) {
+        rep.timelines.push_back({out.names[i], &out.measured[i], nullptr, -1, "measured"});
+        rep.timelines.push_back({out.names[i], &out.predicted[i], nullptr, -1, "predicted"});
+      }
+      files.emplace_back(a->html, render_html(rep));
+    }
     files.emplace_back(a->output, f == Format::Json ? out.json.dump(2) + "\n" : out.text);
     write_outputs(files);
     return 0;

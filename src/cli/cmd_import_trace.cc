@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "report/html.h"
 #include "trace/import.h"
 #include "trace/pipeline_run.h"
 #include "trace/predict.h"
@@ -26,6 +27,7 @@ struct ImportArgs {
   std::string layer_order = "auto";
   std::string comm_kernel;
   std::string format = "table";
+  std::string html;
   trace::PredictRequest predict;
 };
 }  // namespace
@@ -142,6 +144,7 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--layers-per-chunk", a->predict.layers_per_chunk,
                  "with --schedule: layers in one chunk (default: the trace's layers / stages; pair: all)");
   sub.add_option("--format", a->format, "the report: table or json")->capture_default_str();
+  sub.add_option("--html", a->html, "write a self-contained HTML report: per-layer cells and streams as tables");
   sub.add_option("--comm-sms", a->predict.comm_sms, "linear rule fallback: SMs held by communication")
       ->capture_default_str();
   sub.add_option("--sms", a->predict.sms, "linear rule fallback: SMs per GPU")->capture_default_str();
@@ -162,16 +165,12 @@ Runner setup_import_trace(CLI::App& sub) {
     const trace::ImportResult r = trace::import_trace_file(paths[0], io);
     std::string report;
     nlohmann::json j;
-    if (f == Format::Json)
-      j = trace::import_json(r);
-    else
-      report = trace::render_import_report(r);
+    if (f == Format::Json || !a->html.empty()) j = trace::import_json(r);
+    if (f != Format::Json) report = trace::render_import_report(r);
     if (!a->predict.schedule.empty()) {
       const trace::Prediction p = trace::predict_traced(r, a->predict);
-      if (f == Format::Json)
-        j["prediction"] = trace::prediction_json(p);
-      else
-        report += trace::render_prediction(p);
+      if (f == Format::Json || !a->html.empty()) j["prediction"] = trace::prediction_json(p);
+      if (f != Format::Json) report += trace::render_prediction(p);
     }
     if (!a->output.empty()) {
       if (!r.profile.sub_ops)
@@ -183,6 +182,7 @@ Runner setup_import_trace(CLI::App& sub) {
       if (f == Format::Json) j["profile_path"] = a->output;
     }
     if (f == Format::Json) report = j.dump(2) + "\n";
+    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + a->trace, j)));
     if (a->output == "-")
       std::fputs(report.c_str(), stderr);
     else

@@ -17,6 +17,7 @@
 #include "cli/megatron_flag.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
+#include "report/html.h"
 
 namespace ppsim::cli {
 
@@ -30,6 +31,7 @@ struct PlanArgs {
   std::string format = "table";
   std::string output = "-";
   std::string shard;
+  std::string html;
   int top = 0;
   int jobs = 0;
   long long max_ops = 0;
@@ -79,7 +81,10 @@ int run(const PlanArgs& a) {
     case Format::Csv: text = render_plan_csv(result); break;
     default: text = render_plan_table(result); break;
   }
-  write_output(a.output, text);
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.html.empty()) files.emplace_back(a.html, render_html(plan_html(plan_to_json(result))));
+  files.emplace_back(a.output, text);
+  write_outputs(files);  // all of them or none
   return 0;
 }
 
@@ -92,6 +97,7 @@ Runner setup_plan(CLI::App& sub) {
   sub.add_option("--megatron-args", a->megatron_args, "model, parallelism and batch from a Megatron-LM argument list");
   sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--html", a->html, "write a self-contained HTML report: ranked plans and what ruled candidates out");
   sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");
   sub.add_option("--jobs,-j", a->jobs, "threads (default: every core)");
   sub.add_option("--shard", a->shard, "evaluate only candidates with id % n == i (i/n); write --format json for --merge");

@@ -17,7 +17,9 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "report/html.h"
 #include "report/results.h"
+#include "sim/engine.h"
 
 namespace ppsim::cli {
 
@@ -28,6 +30,7 @@ struct SearchArgs {
   std::optional<int> pp, microbatches;
   std::string memory_cap;  // a number, or none; empty: the best family's peak
   std::string svg;
+  std::string html;
   std::string out;
   std::string out_format = "csv";
   std::string format = "table";
@@ -56,6 +59,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--time-limit", c.time_limit, "seconds for the whole search")->capture_default_str();
   sub.add_option("--threads,-j", c.threads, "threads (0: every core)")->capture_default_str();
   sub.add_option("--svg", a->svg, "write an SVG timeline of the searched schedule and the best family");
+  sub.add_option("--html", a->html, "write a self-contained HTML report of the searched schedule and the best family");
   sub.add_option("--out", a->out, "write the searched schedule to this file");
   sub.add_option("--out-format", a->out_format,
                  "schedule file dialect: csv or torch (both PyTorch's compute-only CSV)")
@@ -104,6 +108,22 @@ Runner setup_search(CLI::App& sub) {
     std::vector<std::pair<std::string, std::string>> files;
     if (!a->out.empty()) files.emplace_back(a->out, r.schedule_csv());
     if (!a->svg.empty()) files.emplace_back(a->svg, r.svg());
+    if (!a->html.empty()) {
+      // The timelines of the two rows the search reports, simulated with their own costs.
+      SimOptions opt;
+      opt.record_timeline = true;
+      std::vector<SimResult> sims;
+      sims.reserve(2);  // the report points into it
+      sims.push_back(simulate(r.searched, r.best_costs, opt));
+      if (r.has_family) sims.push_back(simulate(r.best_family, r.family_costs, opt));
+      HtmlReport rep;
+      rep.kind = "search";
+      rep.title = "ppsim search";
+      rep.results = results_json(r.rows, {}, r.scale);
+      for (std::size_t i = 0; i < sims.size() && i < r.rows.size(); ++i)
+        rep.timelines.push_back({r.rows[i].metrics.schedule, &sims[i].timeline, nullptr, static_cast<int>(i), {}});
+      files.emplace_back(a->html, render_html(rep));
+    }
     files.emplace_back("-", f == Format::Json  ? r.json.dump(2) + "\n"
                             : f == Format::Csv ? render_csv(r.rows, r.scale)
                                                : r.table);

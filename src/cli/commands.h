@@ -29,6 +29,7 @@ Runner setup_validate(CLI::App& sub);
 Runner setup_import_trace(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
+Runner setup_fidelity(CLI::App& sub);
 
 inline constexpr Command kCommands[] = {
     {"schedules", "list the schedule families, their constraints and published formulas", setup_schedules},
@@ -41,6 +42,7 @@ inline constexpr Command kCommands[] = {
     {"import-trace", "read a PyTorch profiler (Kineto) trace and write a cost profile", setup_import_trace},
     {"search", "search per-rank op orders for your costs under a memory cap; beside the best family", setup_search},
     {"model", "parameters (total, active) by part, FLOPs per token, params per stage of a config or config.json", setup_model},
+    {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", setup_fidelity},
 };
 
 }  // namespace ppsim::cli

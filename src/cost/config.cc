@@ -101,7 +101,8 @@ const SchemaNode& schema() {
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
                            section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm")}),
                            leaf("comm_sms")}),
-      section("cluster", {leaf("gpus")}),
+      section("cluster", {leaf("gpus"), leaf("gpu")}),
+      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
@@ -109,6 +110,7 @@ const SchemaNode& schema() {
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
       SchemaNode{"plan", {}, true},
+      SchemaNode{"published", {}, true},  // read by `ppsim fidelity` (api/fidelity.h) only
   });
   return root;
 }
@@ -137,6 +139,42 @@ constexpr Preset kPresets[] = {
     {"a100", 312, 0, 2039, 80, 108, 600, 25},
 };
 
+// GPU types for `cluster.gpu`: the datasheet figures and ONE achievable-efficiency set per type,
+// the same for every run on that GPU (docs/FIDELITY.md measures them against published runs; they
+// are never tuned per run). Sources of the datasheet figures:
+//   A100: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 dense 312 TFLOP/s; 40GB SXM4 HBM2
+//         1555 GB/s, 80GB SXM4 HBM2e 2039 GB/s; NVLink 3 600 GB/s; 108 SMs (A100 whitepaper).
+//         Network: DGX A100 / Selene, 8 HDR 200 Gb/s InfiniBand NICs per 8 GPUs: 25 GB/s per GPU.
+//   H100: NVIDIA H100 datasheet, SXM5: BF16 dense 989.4, FP8 1979 TFLOP/s, HBM3 3.35 TB/s, 80 GB,
+//         NVLink 4 900 GB/s, 132 SMs. Network: DGX H100, 8 ConnectX-7 400 Gb/s: 50 GB/s per GPU.
+//   H800: an H100 SXM with NVLink cut to 400 GB/s (DeepSeek-V3 report 3.2.2: 160 GB/s achieved one
+//         way; 3.1: 400 Gb/s InfiniBand per GPU, 50 GB/s).
+//   H200: NVIDIA H200 datasheet: H100's compute, HBM3e 4.8 TB/s, 141 GB.
+// Efficiency (fraction of the peak reached; see EfficiencySpec): one set per architecture.
+//   gemm: large BF16 GEMMs reach ~75-80% of peak on A100 (cuBLAS; Megatron-LM's 2021 paper,
+//         Fig. 7-8: single-GPU GEMM-bound throughput) and ~65-70% on H100 SXM (the H100's
+//         higher peak is harder to feed: power and clock throttling under dense GEMM).
+//   attention: FlashAttention-2 (Dao 2023, section 4.1) reaches 50-73% of A100's peak forward
+//         and less backward; on H100 FlashAttention-2 reaches ~35-50% (FlashAttention-3 paper,
+//         Shah et al. 2024, Fig. 5: FA2 at ~325-370 of 989 TFLOP/s).
+//   elementwise: fused elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy).
+//   comm: NCCL ring collectives reach ~75-80% of link bandwidth as bus bandwidth (nccl-tests).
+struct GpuType {
+  const char* key;
+  double bf16, fp8, hbm_gbps, hbm_gb;
+  int sms;
+  double nvlink_gbps, network_gbps;
+  EfficiencySpec eff;
+};
+
+constexpr GpuType kGpuTypes[] = {
+    {"a100-40gb", 312, 0, 1555, 40, 108, 600, 25, {0.75, 0.55, 0.8, 0.75}},
+    {"a100-80gb", 312, 0, 2039, 80, 108, 600, 25, {0.75, 0.55, 0.8, 0.75}},
+    {"h100", 989, 1979, 3350, 80, 132, 900, 50, {0.65, 0.45, 0.8, 0.75}},
+    {"h800", 989, 1979, 3350, 80, 132, 400, 50, {0.65, 0.45, 0.8, 0.75}},
+    {"h200", 989, 1979, 4800, 141, 132, 900, 50, {0.65, 0.45, 0.8, 0.75}},
+};
+
 std::string preset_key(const std::string& name) {
   std::string k;
   for (char c : name)
@@ -150,6 +188,22 @@ const Preset* find_preset(const std::string& name) {
   const std::string k = preset_key(name);
   for (const auto& p : kPresets)
     if (k == p.key) return &p;
+  return nullptr;
+}
+
+std::string gpu_type_key(const std::string& name) {
+  // Case and separators ignored, an "-sxm"/"sxm4"/"sxm5" suffix dropped: "H100 SXM" is h100,
+  // "A100-80GB" a100-80gb; "a100" alone is ambiguous (40 or 80 GB) and not accepted.
+  std::string k = preset_key(name);
+  for (const char* gb : {"40gb", "80gb"})
+    if (k.size() > 4 && k.ends_with(gb)) k = k.substr(0, k.size() - 4) + "-" + gb;
+  return k;
+}
+
+const GpuType* find_gpu_type(const std::string& name) {
+  const std::string k = gpu_type_key(name);
+  for (const auto& g : kGpuTypes)
+    if (k == g.key) return &g;
   return nullptr;
 }
 
@@ -252,12 +306,22 @@ PrecisionSpec read_precision(const MapReader& r) {
   return p;
 }
 
-HardwareSpec read_hardware(const MapReader& r) {
+HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   const SchemaNode& hs = sub(schema(), "hardware");
   HardwareSpec h;
-  h.name = r.string("name", "");
-  const Preset* preset = find_preset(h.name);
-  if (preset != nullptr) {
+  h.name = r.string("name", type != nullptr ? type->key : "");
+  const Preset* preset = type != nullptr ? nullptr : find_preset(h.name);
+  if (type != nullptr) {
+    // cluster.gpu: the type's datasheet figures and its one efficiency set.
+    h.peak_bf16_tflops = type->bf16;
+    h.peak_fp8_tflops = type->fp8;
+    h.hbm_gbps = type->hbm_gbps;
+    h.hbm_gb = type->hbm_gb;
+    h.sms = type->sms;
+    h.nvlink_gbps = type->nvlink_gbps;
+    h.network_gbps = type->network_gbps;
+    h.efficiency = type->eff;
+  } else if (preset != nullptr) {
     h.peak_bf16_tflops = preset->bf16;
     h.peak_fp8_tflops = preset->fp8;
     h.hbm_gbps = preset->hbm_gbps;
@@ -271,7 +335,7 @@ HardwareSpec read_hardware(const MapReader& r) {
     if (m.has(key) || preset_value > 0) return m.number(key, preset_value, kMinFigure, 1e9, false);
     m.fail_here(fmt::format("{} is required (or name a preset in hardware.name: {})", m.path(key), preset_list()));
   };
-  if (!h.name.empty() && preset == nullptr && !r.has("peak_tflops")) {
+  if (type == nullptr && !h.name.empty() && preset == nullptr && !r.has("peak_tflops")) {
     // A name that is neither a preset nor backed by figures is most likely a misspelt preset.
     std::vector<std::string> keys;
     for (const auto& p : kPresets) keys.emplace_back(p.key);
@@ -469,6 +533,12 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
 
 // ---- public ---------------------------------------------------------------------------------
 
+std::string gpu_type_list() {
+  std::string s;
+  for (const auto& g : kGpuTypes) s += (s.empty() ? "" : ", ") + std::string(g.key);
+  return s;
+}
+
 std::vector<std::string> config_key_paths() {
   std::vector<std::string> out;
   auto walk = [&](auto&& self, const SchemaNode& n, const std::string& prefix) -> void {
@@ -648,8 +718,32 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   if (!root.has("model")) root.fail_here("model is required (the model's dimensions)");
   c.model = read_model(root.child("model", sub(sc, "model")));
   c.precision = read_precision(root.child("precision", sub(sc, "precision")));
-  if (!root.has("hardware")) root.fail_here("hardware is required (peak FLOP/s, memory and link bandwidths)");
-  c.hardware = read_hardware(root.child("hardware", sub(sc, "hardware")));
+  const GpuType* type = nullptr;
+  {
+    const MapReader cl = root.child("cluster", sub(sc, "cluster"));
+    if (cl.has("gpu")) {
+      c.gpu_type = cl.string("gpu", "");
+      type = find_gpu_type(c.gpu_type);
+      if (type == nullptr) {
+        std::vector<std::string> keys;
+        for (const auto& g : kGpuTypes) keys.emplace_back(g.key);
+        cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({})", c.gpu_type, gpu_type_list()),
+                closest_match(gpu_type_key(c.gpu_type), keys));
+      }
+      c.gpu_type = type->key;
+    }
+  }
+  if (!root.has("hardware") && type == nullptr)
+    root.fail_here("hardware is required (peak FLOP/s, memory and link bandwidths), or name a GPU type in cluster.gpu");
+  c.hardware = read_hardware(root.child("hardware", sub(sc, "hardware")), type);
+  {
+    const MapReader co = root.child("costs", sub(sc, "costs"));
+    c.costs.tp_comm = co.boolean("tp_comm", true);
+    c.costs.tp_overlap = co.number("tp_overlap", 0, 0, 1, false);
+    c.costs.dp_comm = co.boolean("dp_comm", false);
+    c.costs.dp_overlap = co.number("dp_overlap", 0, 0, 1, false);
+    c.costs.optimizer_step = co.boolean("optimizer_step", false);
+  }
   if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
   c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));
   if (root.has("times")) {

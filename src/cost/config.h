@@ -150,6 +150,18 @@ struct HardwareSpec {
   double nvlink_bytes_per_ns_one_way() const { return nvlink_gbps / 2.0; }  // GB/s == bytes/ns
 };
 
+// Which cost pieces beyond the per-op rooflines the model counts (`costs:` in the config). Each
+// one can be switched off, so that docs/FIDELITY.md can measure what it changes. Defaults keep the
+// model as it was before these pieces existed (TP collectives counted, nothing else).
+struct CostSwitches {
+  bool tp_comm = true;          // TP / sequence-parallel collectives per block (Megatron's counts, flops.cc)
+  double tp_overlap = 0;        // fraction of them hidden under the GEMMs (0: all exposed)
+  bool dp_comm = false;         // data-parallel gradient reduce(-scatter) and parameter all-gather per step
+  double dp_overlap = 0;        // fraction of that hidden under the backward / forward
+  bool optimizer_step = false;  // the Adam step (HBM-bound) at the end of each step
+  bool any_step_piece() const { return dp_comm || optimizer_step; }
+};
+
 struct ParallelSpec {
   int pp = 1;
   int vpp = 1;
@@ -218,7 +230,9 @@ struct ModelConfigData {
   ModelSpec model;
   PrecisionSpec precision;
   HardwareSpec hardware;
+  std::string gpu_type;     // cluster.gpu: the GPU type whose figures and efficiency were used ("" if none)
   ParallelSpec parallel;
+  CostSwitches costs;
   ExplicitTimes times;
   CostProfile profile;
   YAML::Node plan;          // raw `plan:` map (or null), for the planner; not validated inside
@@ -236,6 +250,9 @@ ModelConfigData validate_config_tree(const YAML::Node& root, const std::string& 
 // Applies one "key.path=value" to the tree (the value parsed as YAML); returns the key path.
 // Unknown keys: InputError at SourceLoc{"--set"} with a suggestion.
 std::string apply_set(YAML::Node& root, const std::string& assignment);
+
+// The GPU types `cluster.gpu` names (a100-40gb, a100-80gb, h100, h800, h200), comma-separated.
+std::string gpu_type_list();
 
 // Every key path the schema knows, e.g. "model.moe.top_k" (sections included).
 std::vector<std::string> config_key_paths();

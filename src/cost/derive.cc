@@ -18,6 +18,7 @@
 
 #include "cost/flops.h"
 #include "cost/memory.h"
+#include "cost/step_costs.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
 
@@ -57,8 +58,13 @@ struct Roofline {
   }
   double elementwise(double bytes) const { return bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.elementwise); }
   // Ring collectives inside a TP group: NVLink (one direction) when the group fits in a node.
+  // costs.tp_comm off: not counted; costs.tp_overlap: that fraction hidden under the GEMMs
+  // (Megatron-LM's --tp-comm-overlap, Transformer Engine's userbuffers).
   double tp_comm(double bytes) const {
-    if (bytes <= 0) return 0;
+    if (bytes <= 0 || !c.costs.tp_comm) return 0;
+    return (1.0 - c.costs.tp_overlap) * tp_comm_exposed(bytes);
+  }
+  double tp_comm_exposed(double bytes) const {
     const bool intra = c.parallel.tp <= c.hardware.gpus_per_node;
     const double bw = (intra ? c.hardware.nvlink_bytes_per_ns_one_way() : c.hardware.network_gbps) * c.hardware.efficiency.comm;
     return bytes / bw + 1e3 * (intra ? c.hardware.nvlink_latency_us : c.hardware.network_latency_us);
@@ -471,6 +477,9 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
   p.available = true;
   // 1 tick = 1 ns with TimeScale::millis().
   p.step_time_s = static_cast<double>(r.makespan()) / 1e9;
+  // costs.dp_comm / costs.optimizer_step: the step's DP collectives and optimizer after the
+  // pipeline (cost/step_costs.h).
+  if (c.costs.any_step_piece()) p.step_time_s += step_costs(c, s).added_ns / 1e9;
   const double tokens = static_cast<double>(s.microbatches) * static_cast<double>(c.model.tokens_per_microbatch()) * c.parallel.dp;
   const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.dp;
   const double peak = c.hardware.peak_tflops(c.precision.gemm) * 1e12;

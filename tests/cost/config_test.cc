@@ -135,7 +135,7 @@ parallel: {pp: 2, microbatches: 4}
        "mean 'h100'?");
   CHECK(error_of(R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
 parallel: {pp: 2, microbatches: 4}
-)") == "t.yaml:1:1: hardware is required (peak FLOP/s, memory and link bandwidths)");
+)") == "t.yaml:1:1: hardware is required (peak FLOP/s, memory and link bandwidths), or name a GPU type in cluster.gpu");
   CHECK(error_of("model: {layers: 4}\n") == "t.yaml:1:8: model.hidden is required (an integer)");
   CHECK(error_of(R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
 hardware: {name: h100}

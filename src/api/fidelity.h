@@ -1,0 +1,68 @@
+// `ppsim fidelity`: every configs/published/ file simulated at its published setting and compared
+// with what its source states (tokens/s, TFLOP/s per GPU, samples/s, GPU-hours; memory). The
+// config's `published:` block (docs/FIDELITY.md gives its keys) lists one or more results, each a
+// schedule and micro-batch count with the published figure; the hardware comes from
+// cluster.gpu's one set per GPU type, never from the run.
+//
+// Every published throughput is turned into tokens/s with the source's own FLOP count
+// (`flops: megatron` = Narayanan et al. 2021, eq. 3, which counts the recompute forward;
+// `flops: model` = ppsim's model FLOPs, forward + backward, no recompute), so that predicted and
+// published compare on one unit. Schedule-relative claims: a result's throughput over the
+// `baseline` schedule's at the same micro-batch count, published against predicted, in
+// percentage points.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ppsim::api {
+
+struct FidelityRequest {
+  std::string dir = "configs/published";  // every *.yaml in it, in name order
+  std::vector<std::string> files;          // instead of dir, when given
+  std::vector<std::string> sets;           // "key.path=value" applied to every file (e.g. costs.dp_comm=false)
+  std::string thresholds;                  // a thresholds file: check each row against it
+};
+
+struct FidelityRow {
+  std::string key;          // "<file stem>/<label>": the thresholds file's key
+  std::string run;          // the config's name
+  std::string label;        // the result's label (schedule, micro-batches)
+  std::string source;       // where the figure is stated
+  std::string schedule;
+  int microbatches = 0;
+  int vpp = 1;
+  int gpus = 0;
+  std::string published_as;       // the figure as the source states it, e.g. "148 TFLOP/s/GPU (megatron)"
+  double published_tokens_s = 0;  // converted to tokens/s
+  double predicted_tokens_s = 0;
+  double error = 0;               // predicted / published - 1
+  // The parts of the step (seconds): the pipeline's makespan, of it the mean bubble, the exposed
+  // DP communication and the optimizer step added after it.
+  double step_s = 0, pipeline_s = 0, bubble_ratio = 0, dp_exposed_s = 0, optimizer_s = 0, tp_comm_s = 0;
+  double mfu = 0;
+  std::optional<double> published_memory_gb;  // as stated
+  std::optional<double> fits_gb;              // the source says the run fit GPUs of this size
+  double predicted_memory_gb = 0;             // the largest rank's peak
+  // Against the baseline schedule at the same micro-batches (absent for the baseline itself).
+  std::string baseline;
+  std::optional<double> published_relative, predicted_relative, relative_diff_pp;
+  // With a thresholds file: the allowed |error| in percent (and |relative_diff_pp|), and whether
+  // this row is within it.
+  std::optional<double> max_error_pct, max_relative_pp;
+  bool within = true;
+};
+
+struct FidelityResult {
+  std::vector<FidelityRow> rows;
+  bool checked = false;   // a thresholds file was given
+  int failures = 0;       // rows past their thresholds
+};
+
+// InputError (file:line:col) for a bad published block or thresholds file.
+FidelityResult fidelity(const FidelityRequest& req);
+nlohmann::json fidelity_json(const FidelityResult& r);
+
+}  // namespace ppsim::api

@@ -1,0 +1,69 @@
+// `ppsim fidelity [files...]`: every configs/published/ run predicted against its source
+// (api/fidelity.h), as a table or JSON; `--check thresholds` exits 7 when a run's error grows
+// past the checked-in threshold (CI's regression test).
+#include <fmt/format.h>
+
+#include "api/fidelity.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace ppsim::cli {
+
+namespace {
+
+struct FidelityArgs {
+  std::vector<std::string> files;
+  std::string dir = "configs/published";
+  std::vector<std::string> sets;
+  std::string format = "table";
+  std::string output = "-";
+  std::string check;
+};
+
+std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:+.1f}", *v) : std::string("-"); }
+
+std::string render_table(const api::FidelityResult& r) {
+  std::string out = fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7}\n", "run / result",
+                                "schedule", "M", "published", "pub tok/s", "pred tok/s", "error%", "step s", "bubble",
+                                "dp s", "opt s", "mem GB", "rel pp");
+  for (const auto& x : r.rows) {
+    std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
+    if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
+    else if (x.fits_gb) mem += fmt::format("{}{:.0f}", x.predicted_memory_gb <= *x.fits_gb ? "<=" : ">!", *x.fits_gb);
+    out += fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>9} {:>7}{}\n",
+                       x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
+                       x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
+                       x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
+                       r.checked ? (x.within ? "" : fmt::format("  PAST THRESHOLD ({})",
+                                                                 x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct)
+                                                                                 : std::string("no entry")))
+                                 : std::string());
+  }
+  if (r.checked) out += fmt::format("{} of {} results past their thresholds\n", r.failures, r.rows.size());
+  return out;
+}
+
+}  // namespace
+
+Runner setup_fidelity(CLI::App& sub) {
+  auto a = std::make_shared<FidelityArgs>();
+  sub.add_option("files", a->files, "published configs (default: every *.yaml in --dir)");
+  sub.add_option("--dir", a->dir, "folder of published configs")->capture_default_str();
+  sub.add_option("--set", a->sets, "override a key in every config: key.path=value (repeatable), e.g. costs.dp_comm=false");
+  sub.add_option("--format", a->format, "table or json")->capture_default_str();
+  sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--check", a->check, "a thresholds file: exit 7 when a result's |error| (or relative pp) is past it");
+  return [a]() {
+    const Format f = parse_format(a->format, {"table", "json"});
+    api::FidelityRequest req;
+    req.files = a->files;
+    req.dir = a->dir;
+    req.sets = a->sets;
+    req.thresholds = a->check;
+    const api::FidelityResult r = api::fidelity(req);
+    write_output(a->output, f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
+    return r.checked && r.failures > 0 ? 7 : 0;
+  };
+}
+
+}  // namespace ppsim::cli

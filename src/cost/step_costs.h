@@ -1,0 +1,54 @@
+// Per-step costs outside the pipeline's makespan: the data-parallel gradient reduction (and the
+// parameter all-gather of a sharded optimizer) and the optimizer step. Both are switched on in
+// the config's `costs:` section (dp_comm, optimizer_step; docs/CONFIG.md) and then added to the
+// simulated makespan by physical_result(): step = makespan + max over ranks of
+// (exposed DP communication + optimizer step).
+//
+// Counts, per rank, G = the parameters it holds (its slices' layers, embedding and head; dense
+// ones split over tp, routed experts over ep x tp), n = the ranks holding copies (dp for dense
+// parameters, dp / ep for routed experts: EP is carved out of DP), bytes(x) = precision.x:
+//   ZeRO 0 (DDP): ring all-reduce of the gradients, 2 (n-1)/n G bytes(grads)
+//   ZeRO 1, 2 (Megatron's distributed optimizer): reduce-scatter of the gradients, (n-1)/n G
+//     bytes(grads), then all-gather of the updated parameters, (n-1)/n G bytes(params)
+//   ZeRO 3: the parameters are all-gathered for the forward and again for the backward:
+//     (n-1)/n G (bytes(grads) + 2 bytes(params))
+// (Rajbhandari et al. 2020, ZeRO, section 7: DDP moves 2 Psi per rank, ZeRO-1/2 as much, ZeRO-3
+// 3 Psi.) Bytes leave each rank at the link's one-way bandwidth times efficiency.comm: NVLink
+// when the DP group fits one node (tp * dp <= gpus_per_node, Megatron's rank order), else the
+// network (each GPU its NIC). The exposed part is (1 - costs.dp_overlap) of it (Megatron-LM's
+// --overlap-grad-reduce / --overlap-param-gather hide the rest under the backward / forward).
+//
+// Optimizer step (Adam, HBM-bound): per parameter the rank updates (all of G, or with ZeRO >= 1
+// its 1/n shard), it reads the gradient twice (the global norm for clipping, then the update),
+// reads and writes the fp32 master copy (when params are narrower than fp32) and both moments,
+// and writes the new parameters: 2 bytes(grads) + 8 + 4 bytes(optimizer) + bytes(params) bytes
+// (fp32 grads and moments, bf16 params: 34), at hbm_gbps * efficiency.elementwise. An optimizer
+// kept on the host (precision.optimizer_location: host) costs the GPU nothing here.
+#pragma once
+#include <vector>
+
+#include "core/schedule.h"
+#include "cost/config.h"
+
+namespace ppsim {
+
+struct RankStepCosts {
+  double dense_params = 0;   // on this rank, after the tp split (before ZeRO)
+  double expert_params = 0;  // routed experts on this rank, after the ep x tp split
+  double dp_bytes = 0;       // bytes this rank sends in the step's DP collectives
+  double dp_ns = 0;          // their time on idle links
+  double dp_exposed_ns = 0;  // (1 - dp_overlap) of dp_ns
+  double optimizer_bytes = 0;
+  double optimizer_ns = 0;
+};
+
+struct StepCosts {
+  std::vector<RankStepCosts> ranks;  // one per pipeline rank
+  double added_ns = 0;               // max over ranks of exposed DP + optimizer (switched-on pieces only)
+  int worst_rank = 0;
+};
+
+// Always computes both pieces' figures; added_ns counts only those switched on in c.costs.
+StepCosts step_costs(const ModelConfigData& c, const Schedule& s);
+
+}  // namespace ppsim

@@ -1,0 +1,116 @@
+// api::fidelity: the published figure turned into tokens/s by hand for every form a source
+// states it in, the schedule-relative claims, and the thresholds check.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "api/fidelity.h"
+#include "catch.h"
+#include "core/error.h"
+
+using namespace ppsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "ppsim_fidelity_test";
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// 8 GPUs (pp 2, dp 4), seq 128, h 64, 4 layers, V 1000.
+const char* kRun = R"(name: tiny
+model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 128}
+cluster: {gpu: a100-80gb, gpus: 8}
+parallel: {pp: 2, dp: 4, microbatches: 4}
+published:
+  source: a test
+  flops: megatron
+  baseline: 1f1b
+  results:
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1000000}
+    - {label: b, schedule: zb-h1, microbatches: 4, samples_per_gpu_s: 1000}
+    - {label: c, schedule: 1f1b, microbatches: 8, tflops_per_gpu: 100}
+    - {label: d, schedule: zb-h1, microbatches: 8, gpu_hours_per_trillion_tokens: 2000}
+)";
+
+}  // namespace
+
+TEST_CASE("fidelity turns each published form into tokens/s", "[api][fidelity]") {
+  api::FidelityRequest req;
+  req.files = {write_temp("tiny.yaml", kRun)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 4);
+  CHECK(r.rows[0].key == "tiny/a");
+  CHECK(r.rows[0].published_tokens_s == 1e6);
+  // 1000 samples/s/GPU x 8 GPUs x 128 tokens.
+  CHECK_THAT(r.rows[1].published_tokens_s, WithinRel(1000.0 * 8 * 128, 1e-12));
+  // Megatron's eq. (3) for one step: B = 8 micro-batches x 4 replicas = 32 sequences:
+  // F = 96 B s l h^2 (1 + s/6h + V/16lh); step = F / (8 GPUs x 100e12); tokens = 32 x 128.
+  const double F = 96.0 * 32 * 128 * 4 * 64 * 64 * (1 + 128.0 / (6 * 64) + 1000.0 / (16 * 4 * 64));
+  CHECK_THAT(r.rows[2].published_tokens_s, WithinRel(32.0 * 128 / (F / (8 * 100e12)), 1e-12));
+  // 8 GPUs x 1e12 tokens / (2000 GPU-hours x 3600 s).
+  CHECK_THAT(r.rows[3].published_tokens_s, WithinRel(8e12 / (2000.0 * 3600), 1e-12));
+  for (const auto& row : r.rows) {
+    CHECK(row.predicted_tokens_s > 0);
+    CHECK_THAT(row.error, WithinRel(row.predicted_tokens_s / row.published_tokens_s - 1, 1e-12));
+  }
+  // Relative claims: zb-h1 against 1f1b at the same micro-batches.
+  CHECK_FALSE(r.rows[0].relative_diff_pp.has_value());
+  REQUIRE(r.rows[1].relative_diff_pp.has_value());
+  CHECK_THAT(*r.rows[1].published_relative, WithinRel(1000.0 * 8 * 128 / 1e6, 1e-12));
+  CHECK_THAT(*r.rows[1].relative_diff_pp,
+             WithinRel(100 * (r.rows[1].predicted_tokens_s / r.rows[0].predicted_tokens_s - *r.rows[1].published_relative), 1e-9));
+  // ZB-H1 is never slower than 1F1B on the same costs.
+  CHECK(*r.rows[1].predicted_relative >= 1.0);
+}
+
+TEST_CASE("fidelity --check: a row past its threshold, or without one, fails", "[api][fidelity]") {
+  api::FidelityRequest req;
+  req.files = {write_temp("tiny.yaml", kRun)};
+  const api::FidelityResult base = api::fidelity(req);
+  std::string th;
+  for (const auto& row : base.rows)
+    th += row.key + " " + std::to_string(std::abs(row.error) * 100 + 0.01) + " 1000\n";
+  req.thresholds = write_temp("ok.txt", th);
+  const api::FidelityResult ok = api::fidelity(req);
+  CHECK(ok.checked);
+  CHECK(ok.failures == 0);
+  // One threshold below the row's error, one row missing.
+  std::string tight = "# comment\n" + base.rows[0].key + " " + std::to_string(std::abs(base.rows[0].error) * 100 / 2) + "\n";
+  for (std::size_t i = 1; i + 1 < base.rows.size(); ++i)
+    tight += base.rows[i].key + " " + std::to_string(std::abs(base.rows[i].error) * 100 + 0.01) + "\n";
+  req.thresholds = write_temp("tight.txt", tight);
+  const api::FidelityResult bad = api::fidelity(req);
+  CHECK(bad.failures == 2);
+  CHECK_FALSE(bad.rows[0].within);
+  CHECK_FALSE(bad.rows[3].within);
+}
+
+TEST_CASE("fidelity: a bad published block is one located error", "[api][fidelity]") {
+  api::FidelityRequest req;
+  std::string text = kRun;
+  text.replace(text.find("tokens_per_s: 1000000"), 21, "tokens_per_s: 1000000, samples_per_gpu_s: 3");
+  req.files = {write_temp("bad.yaml", text)};
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 10);
+    CHECK(e.message().find("exactly one of") != std::string::npos);
+  }
+  text = kRun;
+  text.replace(text.find("schedule: zb-h1, microbatches: 4"), 15, "schedule: zb-h9");
+  req.files = {write_temp("bad2.yaml", text)};
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 11);
+    CHECK(e.message().find("zb-h9") != std::string::npos);
+  }
+}

@@ -1,0 +1,134 @@
+// The cost pieces of issue 31, each derived by hand: GPU types (cluster.gpu), the TP collectives'
+// switch and overlap, the DP gradient reduction / parameter all-gather, the optimizer step, and
+// physical_result adding them to the step.
+#include <string>
+
+#include "catch.h"
+#include "cost/config.h"
+#include "cost/cost_model.h"
+#include "cost/derive.h"
+#include "cost/step_costs.h"
+#include "schedules/registry.h"
+#include "sim/engine.h"
+
+using namespace ppsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// h = 64, a = 4 (d = 16, MHA), f = 256 SwiGLU, RMSNorm (h parameters), V = 1000, 4 layers.
+// One layer: attention 4h^2 = 16,384; norms 2h = 128; SwiGLU 3hf = 49,152: 65,664 parameters.
+// pp 2 (1F1B: 2 slices of 2 layers): rank 0 holds 2 layers + the embedding (Vh = 64,000):
+// 195,328; rank 1 two layers + the head (Vh + h = 64,064): 195,392.
+const char* kModel = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 128}
+cluster: {gpu: a100-80gb, gpus: 8}
+parallel: {pp: 2, dp: 4, microbatches: 4}
+)";
+
+const ModelConfigData& data_of(const ModelConfig& c) { return *c.data; }
+
+}  // namespace
+
+TEST_CASE("cluster.gpu fills the datasheet figures and the type's one efficiency set", "[cost][fidelity]") {
+  const ModelConfig cfg = load_config_text(kModel, "t.yaml", {});
+  const HardwareSpec& h = data_of(cfg).hardware;
+  CHECK(data_of(cfg).gpu_type == "a100-80gb");
+  CHECK(h.peak_bf16_tflops == 312);
+  CHECK(h.hbm_gbps == 2039);
+  CHECK(h.hbm_gb == 80);
+  CHECK(h.nvlink_gbps == 600);
+  CHECK(h.network_gbps == 25);
+  CHECK(h.efficiency.gemm == 0.75);
+  CHECK(h.efficiency.elementwise == 0.8);
+  CHECK(h.efficiency.comm == 0.75);
+  // Spellings: case, separators and an SXM suffix are ignored; the 40 GB part differs in HBM.
+  const ModelConfig a40 = load_config_text(kModel, "t.yaml", {"cluster.gpu=A100 40GB SXM4"});
+  CHECK(data_of(a40).hardware.hbm_gbps == 1555);
+  CHECK(data_of(a40).hardware.hbm_gb == 40);
+  const ModelConfig h800 = load_config_text(kModel, "t.yaml", {"cluster.gpu=H800"});
+  CHECK(data_of(h800).hardware.nvlink_gbps == 400);
+  CHECK(data_of(h800).hardware.peak_fp8_tflops == 1979);
+  // An explicit hardware figure still wins over the type's.
+  const ModelConfig over = load_config_text(kModel, "t.yaml", {"hardware.network_gbps=6.25"});
+  CHECK(data_of(over).hardware.network_gbps == 6.25);
+  // "a100" alone is ambiguous: an error naming the types, at the key.
+  try {
+    load_config_text(kModel, "t.yaml", {"cluster.gpu=a100"});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.message().find("is not a GPU type") != std::string::npos);
+    CHECK(e.message().find("a100-40gb, a100-80gb") != std::string::npos);
+    CHECK(e.loc().file == "--set");
+  }
+}
+
+TEST_CASE("DP collectives and the optimizer step, counted by hand", "[cost][fidelity]") {
+  const ModelConfig cfg = load_config_text(kModel, "t.yaml", {});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const StepCosts sc = step_costs(data_of(cfg), s);
+  REQUIRE(sc.ranks.size() == 2);
+  CHECK(sc.ranks[0].dense_params == 195328);
+  CHECK(sc.ranks[1].dense_params == 195392);
+  CHECK(sc.ranks[1].expert_params == 0);
+  // ZeRO 0: all-reduce of fp32 gradients, 2 (n-1)/n G 4 bytes, n = dp = 4: 6 G.
+  CHECK_THAT(sc.ranks[1].dp_bytes, WithinRel(6.0 * 195392, 1e-12));
+  // tp * dp = 4 <= 8: NVLink, 600/2 GB/s x 0.75 = 225 bytes/ns, one all-reduce, 1 us latency.
+  CHECK_THAT(sc.ranks[1].dp_ns, WithinRel(6.0 * 195392 / 225 + 1000, 1e-12));
+  // Nothing switched on: nothing added.
+  CHECK(sc.added_ns == 0);
+  // Adam on every parameter (ZeRO 0): 2x4 (grad read twice) + 8 (fp32 master) + 4x4 (moments
+  // read and written) + 2 (bf16 weights written) = 34 bytes, at 2039 x 0.8 GB/s.
+  CHECK_THAT(sc.ranks[1].optimizer_ns, WithinRel(34.0 * 195392 / (2039 * 0.8), 1e-12));
+
+  // ZeRO 1 (distributed optimizer): reduce-scatter fp32 grads + all-gather bf16 params:
+  // (4 + 2) x 3/4 G; two collectives; Adam on G/4.
+  const ModelConfig z1 = load_config_text(kModel, "t.yaml", {"parallel.zero=1", "costs.dp_comm=true", "costs.dp_overlap=0.25",
+                                                             "costs.optimizer_step=true"});
+  const StepCosts sz = step_costs(data_of(z1), s);
+  CHECK_THAT(sz.ranks[1].dp_bytes, WithinRel(4.5 * 195392, 1e-12));
+  CHECK_THAT(sz.ranks[1].dp_ns, WithinRel(4.5 * 195392 / 225 + 2000, 1e-12));
+  CHECK_THAT(sz.ranks[1].dp_exposed_ns, WithinRel(0.75 * (4.5 * 195392 / 225 + 2000), 1e-12));
+  CHECK_THAT(sz.ranks[1].optimizer_ns, WithinRel(34.0 * 195392 / 4 / (2039 * 0.8), 1e-12));
+  // Rank 1 holds the most: it decides.
+  CHECK(sz.worst_rank == 1);
+  CHECK_THAT(sz.added_ns, WithinRel(sz.ranks[1].dp_exposed_ns + sz.ranks[1].optimizer_ns, 1e-12));
+
+  // DP over 16 ranks of tp 1 does not fit a node of 8: the network, 25 GB/s x 0.75, 5 us.
+  const ModelConfig wide = load_config_text(kModel, "t.yaml", {"cluster.gpus=32", "parallel.dp=16"});
+  const StepCosts sw = step_costs(data_of(wide), s);
+  CHECK_THAT(sw.ranks[1].dp_ns, WithinRel(2.0 * 4 * 15.0 / 16 * 195392 / (25 * 0.75) + 5000, 1e-12));
+}
+
+TEST_CASE("physical_result adds the switched-on step pieces to the makespan", "[cost][fidelity]") {
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const ModelConfig off = load_config_text(kModel, "t.yaml", {});
+  const ModelConfig on = load_config_text(kModel, "t.yaml", {"costs.dp_comm=true", "costs.optimizer_step=true"});
+  const SimResult r = simulate(s, derive_costs(off, s));
+  const SimResult r2 = simulate(s, derive_costs(on, s));
+  CHECK(r.makespan() == r2.makespan());  // the pipeline itself is unchanged
+  const PhysicalResult p = physical_result(off, s, r);
+  const PhysicalResult p2 = physical_result(on, s, r2);
+  const StepCosts sc = step_costs(data_of(on), s);
+  CHECK_THAT(p2.step_time_s, WithinRel(p.step_time_s + (sc.ranks[1].dp_ns + sc.ranks[1].optimizer_ns) / 1e9, 1e-12));
+  CHECK_THAT(p2.tokens_per_second, WithinRel(p.tokens_per_second * p.step_time_s / p2.step_time_s, 1e-12));
+}
+
+TEST_CASE("TP collectives: switched off, or partly hidden by costs.tp_overlap", "[cost][fidelity]") {
+  // tp 2, no embedding or head: a slice's F is its 2 layers; each block's forward moves
+  // 2 T h 2 (t-1)/t = 2 x 128 x 64 = 16,384 bytes at 225 bytes/ns + 1 us: 4 blocks per slice.
+  const std::vector<std::string> base = {"parallel.tp=2", "parallel.dp=2", "parallel.embedding_on_first=false",
+                                         "parallel.head_on_last=false"};
+  auto f_of = [&](std::vector<std::string> extra) {
+    std::vector<std::string> sets = base;
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    const ModelConfig c = load_config_text(kModel, "t.yaml", sets);
+    const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+    return static_cast<double>(derive_costs(c, s).slice[0].f);
+  };
+  const double none = f_of({"costs.tp_comm=false"});
+  const double all = f_of({});
+  const double half = f_of({"costs.tp_overlap=0.5"});
+  const double per_slice = 4 * (16384.0 / 225 + 1000);
+  CHECK(std::abs(all - none - per_slice) <= 1.0);          // ns rounding
+  CHECK(std::abs(half - none - per_slice / 2) <= 1.0);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Regenerates the tables of docs/FIDELITY.md (between the BEGIN/END markers) from
+`ppsim fidelity --format json`, and with --thresholds rewrites tools/fidelity_thresholds.txt
+from the current errors (each |error| rounded up, plus 0.5 points, so CI fails on a regression).
+
+Usage: tools/fidelity_table.py [--ppsim build/ppsim] [--thresholds]
+Standard library only. The ablation table reruns fidelity with each cost piece switched off
+(`--set costs.X=false`), which measures what each piece does to each run's error.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "FIDELITY.md")
+THRESHOLDS = os.path.join(ROOT, "tools", "fidelity_thresholds.txt")
+PIECES = [("tp_comm", "costs.tp_comm=false"), ("dp_comm", "costs.dp_comm=false"),
+          ("optimizer_step", "costs.optimizer_step=false")]
+
+
+def run(ppsim, sets=()):
+    cmd = [ppsim, "fidelity", "--dir", os.path.join(ROOT, "configs", "published"), "--format", "json"]
+    for s in sets:
+        cmd += ["--set", s]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)["rows"]
+
+
+def pct(x):
+    return f"{100 * x:+.1f}%"
+
+
+def main_table(rows):
+    lines = ["| result | source | published | published tok/s | predicted tok/s | error | bubble | DP / opt s | memory GB (pred / stated) | vs baseline: published / predicted (pp) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mem = f"{r['predicted_memory_gb']:.1f}"
+        if r["published_memory_gb"] is not None:
+            mem += f" / {r['published_memory_gb']:.0f}"
+        elif r["fits_gb"] is not None:
+            mem += f" / fits {r['fits_gb']:.0f}" + ("" if r["predicted_memory_gb"] <= r["fits_gb"] else " (over!)")
+        rel = "-"
+        if r["relative_diff_pp"] is not None:
+            rel = f"{r['published_relative']:.3f} / {r['predicted_relative']:.3f} ({r['relative_diff_pp']:+.1f})"
+        lines.append(f"| `{r['key']}` | {r['source']} | {r['published']} | {r['published_tokens_per_s']:.4g} | "
+                     f"{r['predicted_tokens_per_s']:.4g} | {pct(r['error'])} | {r['bubble_ratio']:.3f} | "
+                     f"{r['dp_exposed_s']:.3f} / {r['optimizer_s']:.3f} | {mem} | {rel} |")
+    return "\n".join(lines)
+
+
+def ablation_table(base, offs):
+    head = "| result | error, all pieces on | " + " | ".join(f"{p} off" for p, _ in PIECES) + " |"
+    lines = [head, "|---|---|" + "---|" * len(PIECES)]
+    for i, r in enumerate(base):
+        cells = [pct(o[i]["error"]) for o in offs]
+        lines.append(f"| `{r['key']}` | {pct(r['error'])} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def replace_between(text, name, body):
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    a, b = text.index(begin) + len(begin), text.index(end)
+    return text[:a] + "\n" + body + "\n" + text[b:]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ppsim", default=os.path.join(ROOT, "build", "ppsim"))
+    ap.add_argument("--thresholds", action="store_true", help="rewrite tools/fidelity_thresholds.txt")
+    a = ap.parse_args()
+    base = run(a.ppsim)
+    offs = [run(a.ppsim, [s]) for _, s in PIECES]
+    text = open(DOC).read()
+    text = replace_between(text, "TABLE", main_table(base))
+    text = replace_between(text, "ABLATION", ablation_table(base, offs))
+    open(DOC, "w").write(text)
+    if a.thresholds:
+        with open(THRESHOLDS, "w") as f:
+            f.write("# <result key> <max |error| %> [<max |relative difference| pp>]\n")
+            f.write("# Written by tools/fidelity_table.py --thresholds from the errors in docs/FIDELITY.md\n")
+            f.write("# (each rounded up, plus 0.5); `ppsim fidelity --check` (CTest fidelity_check) fails past them.\n")
+            for r in base:
+                line = f"{r['key']} {math.ceil(abs(100 * r['error']) * 10) / 10 + 0.5:.1f}"
+                if r["relative_diff_pp"] is not None:
+                    line += f" {math.ceil(abs(r['relative_diff_pp']) * 10) / 10 + 0.5:.1f}"
+                f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

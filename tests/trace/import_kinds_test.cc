@@ -316,3 +316,36 @@ TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with i
   REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[tru]}", "x.json"), InputError);
   REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[]} x", "x.json"), InputError);
 }
+
+TEST_CASE("a ROCm-shaped trace: hip launches, device 2 stream 0, RCCL on its own stream, backward thread", "[trace]") {
+  Trace b;
+  b.top += R"(,"baseTimeNanoseconds":"1735632360000000000")";
+  auto hip = [&](const std::string& kname, double launch, double ts, double dur, int tid, int stream) {
+    const long c = b.corr++;
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":597913,"tid":{},"ts":{:.3f},"dur":5.5,"args":{{"correlation":{},"stream":"0x0"}}}})",
+        tid, launch, c));
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"{}","pid":2,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"device":2,"stream":{},"correlation":{}}}}})",
+        kname, stream, ts, dur, stream, c));
+  };
+  auto range = [&](const std::string& name, double ts, double dur, int tid, const std::string& cat, const std::string& args) {
+    b.add(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":597913,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})",
+                      cat, name, tid, ts, dur, args));
+  };
+  const double t0 = 4203669603018.756;
+  range("layers.0.mlp", t0, 100, 597913, "user_annotation", "");
+  range("aten::addmm", t0 + 10, 20, 597913, "cpu_op", R"("Sequence number":7,"Fwd thread id":0)");
+  hip("Cijk_Alik_Bljk_SB_Bias_MT64x16x32", t0 + 12, t0 + 200, 17.6, 597913, 0);
+  hip("ncclDevKernel_Generic", t0 + 50, t0 + 210, 30, 597913, 3);
+  range("autograd::engine::evaluate_function: AddmmBackward0", t0 + 400, 30, 598009, "cpu_op",
+        R"("Sequence number":7,"Fwd thread id":1)");
+  hip("Cijk_Ailk_Bjlk_SB_MT64x16x16", t0 + 405, t0 + 500, 12.64, 598009, 0);
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::F).busy == 47600);  // 17.6 + 30 us
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::I).busy == 12640);
+  REQUIRE(r.by_forward == 12640);
+  REQUIRE(r.comm_total == 30 * kUs);
+  REQUIRE(r.devices.at(0).device == 2);
+  REQUIRE(r.gpu_total == buckets(r));
+}

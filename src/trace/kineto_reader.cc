@@ -195,34 +195,39 @@ class Handler : public nlohmann::json_sax<json> {
   enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid, seq, fwd_thread };
 
   // Keys are compared by length first: most keys in a trace (args of kernels) are none of these.
+  // Equality with a literal: the length is known, so no strlen per key.
+  template <std::size_t N>
+  static bool eq(const std::string& k, const char (&lit)[N]) {
+    return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+  }
   static Field field_of(const std::string& k, bool args) {
     switch (k.size()) {
       case 2:
         if (args) return Field::none;
-        if (k == "ph") return Field::ph;
-        if (k == "ts") return Field::ts;
-        if (k == "id") return Field::id;
+        if (eq(k, "ph")) return Field::ph;
+        if (eq(k, "ts")) return Field::ts;
+        if (eq(k, "id")) return Field::id;
         return Field::none;
       case 3:
         if (args) return Field::none;
-        if (k == "cat") return Field::cat;
-        if (k == "pid") return Field::pid;
-        if (k == "tid") return Field::tid;
-        if (k == "dur") return Field::dur;
+        if (eq(k, "cat")) return Field::cat;
+        if (eq(k, "pid")) return Field::pid;
+        if (eq(k, "tid")) return Field::tid;
+        if (eq(k, "dur")) return Field::dur;
         return Field::none;
       case 4:
-        if (args) return k == "grid" ? Field::grid : Field::none;
-        if (k == "name") return Field::name;
-        if (k == "args") return Field::args;
+        if (args) return eq(k, "grid") ? Field::grid : Field::none;
+        if (eq(k, "name")) return Field::name;
+        if (eq(k, "args")) return Field::args;
         return Field::none;
       case 6:
-        return args && k == "stream" ? Field::stream : args && k == "device" ? Field::device : Field::none;
+        return args && eq(k, "stream") ? Field::stream : args && eq(k, "device") ? Field::device : Field::none;
       case 11:
-        return args && k == "correlation" ? Field::correlation : Field::none;
+        return args && eq(k, "correlation") ? Field::correlation : Field::none;
       case 13:
-        return args && k == "Fwd thread id" ? Field::fwd_thread : Field::none;
+        return args && eq(k, "Fwd thread id") ? Field::fwd_thread : Field::none;
       case 15:
-        return args && k == "Sequence number" ? Field::seq : Field::none;
+        return args && eq(k, "Sequence number") ? Field::seq : Field::none;
       default:
         return Field::none;
     }
@@ -362,9 +367,9 @@ class Handler : public nlohmann::json_sax<json> {
     }
   };
 
-  static bool cat_is(const std::string& c, std::initializer_list<const char*> names) {
-    for (const char* n : names) {
-      const std::size_t len = std::char_traits<char>::length(n);
+  static bool cat_is(const std::string& c, std::initializer_list<std::string_view> names) {
+    for (const std::string_view n : names) {
+      const std::size_t len = n.size();
       if (c.size() != len) continue;
       bool eq = true;
       for (std::size_t i = 0; i < len && eq; ++i)

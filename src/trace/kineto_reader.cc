@@ -18,18 +18,18 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
-#include <optional>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <istream>
 #include <limits>
-#include <string_view>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <streambuf>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -192,7 +192,24 @@ class Handler : public nlohmann::json_sax<json> {
   bool bad_event() const { return bad_event_; }
 
  private:
-  enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid, seq, fwd_thread };
+  enum class Field {
+    none,
+    ph,
+    cat,
+    name,
+    pid,
+    tid,
+    ts,
+    dur,
+    id,
+    args,
+    correlation,
+    stream,
+    device,
+    grid,
+    seq,
+    fwd_thread
+  };
 
   // Keys are compared by length first: most keys in a trace (args of kernels) are none of these.
   // Equality with a literal: the length is known, so no strlen per key.
@@ -349,9 +366,11 @@ class Handler : public nlohmann::json_sax<json> {
       num_thread_ids_.emplace(key, id);
       return id;
     }
-    thread_key_ = (pid_.empty() ? std::to_string(pid_num_) : pid_) + "/" + (tid_.empty() ? std::to_string(tid_num_) : tid_);
+    thread_key_ =
+        (pid_.empty() ? std::to_string(pid_num_) : pid_) + "/" + (tid_.empty() ? std::to_string(tid_num_) : tid_);
     if (auto it = thread_ids_.find(thread_key_); it != thread_ids_.end()) return it->second;
-    const int pid = pid_.empty() ? static_cast<int>(pid_num_) : static_cast<int>(std::hash<std::string>{}(pid_) & 0x3fffffff);
+    const int pid =
+        pid_.empty() ? static_cast<int>(pid_num_) : static_cast<int>(std::hash<std::string>{}(pid_)&0x3fffffff);
     const int id = add_thread(thread_key_, pid);
     thread_ids_.emplace(thread_key_, id);
     return id;
@@ -387,14 +406,15 @@ class Handler : public nlohmann::json_sax<json> {
     // Absolute times up to 4e15 us (epoch us until 2096) and durations up to a day keep every ns
     // sum and difference inside 64 bits. Anything beyond is a broken trace, not a time to round.
     if (!ts_ok_) {
-      error = fmt::format("event {} ('{}'): ts '{}' us is out of range or not a number (|ts| at most 4e15 us)", out_.events,
-                          name_.substr(0, 60), ts_text_.substr(0, 40));
+      error = fmt::format("event {} ('{}'): ts '{}' us is out of range or not a number (|ts| at most 4e15 us)",
+                          out_.events, name_.substr(0, 60), ts_text_.substr(0, 40));
       bad_event_ = true;
       return;
     }
     if (!dur_ok_ || dur_ > kMaxDurNs) {
       error = fmt::format("event {} ('{}'): dur '{}' us is out of range (at most a day, 8.64e10 us)", out_.events,
-                          name_.substr(0, 60), dur_ok_ ? fmt::format("{:.3f}", static_cast<double>(dur_) / 1e3) : dur_text_.substr(0, 40));
+                          name_.substr(0, 60),
+                          dur_ok_ ? fmt::format("{:.3f}", static_cast<double>(dur_) / 1e3) : dur_text_.substr(0, 40));
       bad_event_ = true;
       return;
     }
@@ -427,7 +447,9 @@ class Handler : public nlohmann::json_sax<json> {
         r.thread = thread();
         r.name = intern(name_ids_, out_.names, name_);
         r.seq = seq_ >= 0 && seq_ <= INT32_MAX ? static_cast<int>(seq_) : -1;
-        r.kind = cat_[0] == 'u' || cat_[0] == 'U' ? RangeKind::user : cat_[0] == 'p' || cat_[0] == 'P' ? RangeKind::python : RangeKind::op;
+        r.kind = cat_[0] == 'u' || cat_[0] == 'U'   ? RangeKind::user
+                 : cat_[0] == 'p' || cat_[0] == 'P' ? RangeKind::python
+                                                    : RangeKind::op;
         r.backward = fwd_thread_;
         out_.ranges.push_back(r);
       }
@@ -682,14 +704,30 @@ class Scanner {
   void escape(std::string& s) {
     const int c = get();
     switch (c) {
-      case '"': s += '"'; break;
-      case '\\': s += '\\'; break;
-      case '/': s += '/'; break;
-      case 'b': s += '\b'; break;
-      case 'f': s += '\f'; break;
-      case 'n': s += '\n'; break;
-      case 'r': s += '\r'; break;
-      case 't': s += '\t'; break;
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case '/':
+        s += '/';
+        break;
+      case 'b':
+        s += '\b';
+        break;
+      case 'f':
+        s += '\f';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 'r':
+        s += '\r';
+        break;
+      case 't':
+        s += '\t';
+        break;
       case 'u': {
         unsigned cp = hex4();
         if (cp >= 0xD800 && cp < 0xDC00 && peek() == '\\') {
@@ -720,7 +758,9 @@ class Scanner {
         fail("bad escape in a string");
     }
   }
-  static bool number_char(char c) { return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'; }
+  static bool number_char(char c) {
+    return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+  }
   bool number() {
     num_.clear();
     bool is_float = false;
@@ -748,7 +788,8 @@ class Scanner {
     }
     double d = 0;
     const auto r = std::from_chars(b, e, d);
-    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("not a number: '" + num_.substr(0, 40) + "'");
+    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
+      fail("not a number: '" + num_.substr(0, 40) + "'");
     if (r.ec == std::errc::result_out_of_range) d = num_[0] == '-' ? -HUGE_VAL : HUGE_VAL;
     return h_.number_float(d, num_);
   }
@@ -777,9 +818,9 @@ KinetoTrace parse_source(Source& src, const std::string& name) {
   if (bad) {
     const int line = static_cast<int>(std::min<std::uint64_t>(bad->line, INT32_MAX));
     const int col = static_cast<int>(std::min<std::uint64_t>(bad->col, INT32_MAX));
-    throw InputError(SourceLoc{name, line, col}, bad->eof
-                                                     ? fmt::format("the trace ends early (a truncated file?): {}", bad->what)
-                                                     : fmt::format("not a valid JSON trace: {}", bad->what));
+    throw InputError(SourceLoc{name, line, col},
+                     bad->eof ? fmt::format("the trace ends early (a truncated file?): {}", bad->what)
+                              : fmt::format("not a valid JSON trace: {}", bad->what));
   }
   (void)ok;
   if (!h.saw_events())

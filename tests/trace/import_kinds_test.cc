@@ -43,7 +43,8 @@ struct Trace {
   }
   // A launch on `tid` at `launch` and its kernel on stream 7: [ts, ts + dur).
   void kernel(const std::string& name, const std::string& launch, const std::string& ts, const std::string& dur,
-              int tid = 1, const std::string& kcat = "kernel", const std::string& rcat = "cuda_runtime", int stream = 7) {
+              int tid = 1, const std::string& kcat = "kernel", const std::string& rcat = "cuda_runtime",
+              int stream = 7) {
     const long c = corr++;
     add(fmt::format(
         R"({{"ph":"X","cat":"{}","name":"cudaLaunchKernel","pid":100,"tid":{},"ts":{},"dur":1,"args":{{"correlation":{}}}}})",
@@ -296,8 +297,10 @@ TEST_CASE("a user range open on the thread that called backward takes precedence
 TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with its place", "[trace]") {
   Trace b;
   b.range("layer0.attn.F", 0, 10);
-  b.add(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
-  b.add(R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
+  b.add(
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
+  b.add(
+      R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
   const KinetoTrace k = read_kineto_text(b.json(), "t.json");
   REQUIRE(k.names.at(static_cast<std::size_t>(k.gpu.at(0).name)) == "k\"\\/\xc3\xa9\xf0\x9f\x98\x80");
   REQUIRE(k.gpu[0].ts == 25 * kUs);
@@ -329,9 +332,11 @@ TEST_CASE("a ROCm-shaped trace: hip launches, device 2 stream 0, RCCL on its own
         R"({{"ph":"X","cat":"kernel","name":"{}","pid":2,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"device":2,"stream":{},"correlation":{}}}}})",
         kname, stream, ts, dur, stream, c));
   };
-  auto range = [&](const std::string& name, double ts, double dur, int tid, const std::string& cat, const std::string& args) {
-    b.add(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":597913,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})",
-                      cat, name, tid, ts, dur, args));
+  auto range = [&](const std::string& name, double ts, double dur, int tid, const std::string& cat,
+                   const std::string& args) {
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"{}","name":"{}","pid":597913,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})", cat,
+        name, tid, ts, dur, args));
   };
   const double t0 = 4203669603018.756;
   range("layers.0.mlp", t0, 100, 597913, "user_annotation", "");

@@ -296,8 +296,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
       else
         flow_f.emplace(std::make_pair(f.thread, f.ts), f.id);
     }
-    std::map<std::pair<int, Time>, int> want_start;  // (thread, ts) of a flow's forward end -> range
-    std::unordered_map<int, std::vector<int>> want_seq;   // seq -> backward ops
+    std::map<std::pair<int, Time>, int> want_start;      // (thread, ts) of a flow's forward end -> range
+    std::unordered_map<int, std::vector<int>> want_seq;  // seq -> backward ops
     std::unordered_map<int, std::pair<int, Time>> by_flow;
     for (int b : bwd_ops) {
       const CpuRange& cr = t.ranges[static_cast<std::size_t>(b)];
@@ -740,8 +740,7 @@ std::string render_import_report(const ImportResult& r) {
   std::string o;
   o += fmt::format("trace {}: {} events, {} GPU events, {:.1f} MB of JSON\n", r.path, r.events, r.gpu_events,
                    static_cast<double>(r.bytes) / 1e6);
-  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n", r.layers,
-                   r.executions);
+  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n", r.layers, r.executions);
   o += fmt::format("layers by: {}\n", r.layer_rule);
   if (r.by_caller + r.by_forward > 0)
     o += fmt::format(

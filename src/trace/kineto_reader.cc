@@ -18,18 +18,18 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
-#include <optional>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <istream>
 #include <limits>
-#include <string_view>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <streambuf>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -192,37 +192,59 @@ class Handler : public nlohmann::json_sax<json> {
   bool bad_event() const { return bad_event_; }
 
  private:
-  enum class Field { none, ph, cat, name, pid, tid, ts, dur, id, args, correlation, stream, device, grid, seq, fwd_thread };
+  enum class Field {
+    none,
+    ph,
+    cat,
+    name,
+    pid,
+    tid,
+    ts,
+    dur,
+    id,
+    args,
+    correlation,
+    stream,
+    device,
+    grid,
+    seq,
+    fwd_thread
+  };
 
   // Keys are compared by length first: most keys in a trace (args of kernels) are none of these.
+  // Equality with a literal: the length is known, so no strlen per key.
+  template <std::size_t N>
+  static bool eq(const std::string& k, const char (&lit)[N]) {
+    return k.size() == N - 1 && std::memcmp(k.data(), lit, N - 1) == 0;
+  }
   static Field field_of(const std::string& k, bool args) {
     switch (k.size()) {
       case 2:
         if (args) return Field::none;
-        if (k == "ph") return Field::ph;
-        if (k == "ts") return Field::ts;
-        if (k == "id") return Field::id;
+        if (eq(k, "ph")) return Field::ph;
+        if (eq(k, "ts")) return Field::ts;
+        if (eq(k, "id")) return Field::id;
         return Field::none;
       case 3:
         if (args) return Field::none;
-        if (k == "cat") return Field::cat;
-        if (k == "pid") return Field::pid;
-        if (k == "tid") return Field::tid;
-        if (k == "dur") return Field::dur;
+        if (eq(k, "cat")) return Field::cat;
+        if (eq(k, "pid")) return Field::pid;
+        if (eq(k, "tid")) return Field::tid;
+        if (eq(k, "dur")) return Field::dur;
         return Field::none;
       case 4:
-        if (args) return k == "grid" ? Field::grid : Field::none;
-        if (k == "name") return Field::name;
-        if (k == "args") return Field::args;
+        if (args) return eq(k, "grid") ? Field::grid : Field::none;
+        if (eq(k, "name")) return Field::name;
+        if (eq(k, "args")) return Field::args;
         return Field::none;
       case 6:
-        return args && k == "stream" ? Field::stream : args && k == "device" ? Field::device : Field::none;
+        return args && eq(k, "stream") ? Field::stream : args && eq(k, "device") ? Field::device : Field::none;
       case 11:
-        return args && k == "correlation" ? Field::correlation : Field::none;
+        return args && eq(k, "correlation") ? Field::correlation : Field::none;
       case 13:
-        return args && k == "Fwd thread id" ? Field::fwd_thread : Field::none;
+        return args && eq(k, "Fwd thread id") ? Field::fwd_thread : Field::none;
       case 15:
-        return args && k == "Sequence number" ? Field::seq : Field::none;
+        return args && eq(k, "Sequence number") ? Field::seq : Field::none;
       default:
         return Field::none;
     }
@@ -344,9 +366,11 @@ class Handler : public nlohmann::json_sax<json> {
       num_thread_ids_.emplace(key, id);
       return id;
     }
-    thread_key_ = (pid_.empty() ? std::to_string(pid_num_) : pid_) + "/" + (tid_.empty() ? std::to_string(tid_num_) : tid_);
+    thread_key_ =
+        (pid_.empty() ? std::to_string(pid_num_) : pid_) + "/" + (tid_.empty() ? std::to_string(tid_num_) : tid_);
     if (auto it = thread_ids_.find(thread_key_); it != thread_ids_.end()) return it->second;
-    const int pid = pid_.empty() ? static_cast<int>(pid_num_) : static_cast<int>(std::hash<std::string>{}(pid_) & 0x3fffffff);
+    const int pid =
+        pid_.empty() ? static_cast<int>(pid_num_) : static_cast<int>(std::hash<std::string>{}(pid_)&0x3fffffff);
     const int id = add_thread(thread_key_, pid);
     thread_ids_.emplace(thread_key_, id);
     return id;
@@ -362,9 +386,9 @@ class Handler : public nlohmann::json_sax<json> {
     }
   };
 
-  static bool cat_is(const std::string& c, std::initializer_list<const char*> names) {
-    for (const char* n : names) {
-      const std::size_t len = std::char_traits<char>::length(n);
+  static bool cat_is(const std::string& c, std::initializer_list<std::string_view> names) {
+    for (const std::string_view n : names) {
+      const std::size_t len = n.size();
       if (c.size() != len) continue;
       bool eq = true;
       for (std::size_t i = 0; i < len && eq; ++i)
@@ -382,14 +406,15 @@ class Handler : public nlohmann::json_sax<json> {
     // Absolute times up to 4e15 us (epoch us until 2096) and durations up to a day keep every ns
     // sum and difference inside 64 bits. Anything beyond is a broken trace, not a time to round.
     if (!ts_ok_) {
-      error = fmt::format("event {} ('{}'): ts '{}' us is out of range or not a number (|ts| at most 4e15 us)", out_.events,
-                          name_.substr(0, 60), ts_text_.substr(0, 40));
+      error = fmt::format("event {} ('{}'): ts '{}' us is out of range or not a number (|ts| at most 4e15 us)",
+                          out_.events, name_.substr(0, 60), ts_text_.substr(0, 40));
       bad_event_ = true;
       return;
     }
     if (!dur_ok_ || dur_ > kMaxDurNs) {
       error = fmt::format("event {} ('{}'): dur '{}' us is out of range (at most a day, 8.64e10 us)", out_.events,
-                          name_.substr(0, 60), dur_ok_ ? fmt::format("{:.3f}", static_cast<double>(dur_) / 1e3) : dur_text_.substr(0, 40));
+                          name_.substr(0, 60),
+                          dur_ok_ ? fmt::format("{:.3f}", static_cast<double>(dur_) / 1e3) : dur_text_.substr(0, 40));
       bad_event_ = true;
       return;
     }
@@ -422,7 +447,9 @@ class Handler : public nlohmann::json_sax<json> {
         r.thread = thread();
         r.name = intern(name_ids_, out_.names, name_);
         r.seq = seq_ >= 0 && seq_ <= INT32_MAX ? static_cast<int>(seq_) : -1;
-        r.kind = cat_[0] == 'u' || cat_[0] == 'U' ? RangeKind::user : cat_[0] == 'p' || cat_[0] == 'P' ? RangeKind::python : RangeKind::op;
+        r.kind = cat_[0] == 'u' || cat_[0] == 'U'   ? RangeKind::user
+                 : cat_[0] == 'p' || cat_[0] == 'P' ? RangeKind::python
+                                                    : RangeKind::op;
         r.backward = fwd_thread_;
         out_.ranges.push_back(r);
       }
@@ -677,14 +704,30 @@ class Scanner {
   void escape(std::string& s) {
     const int c = get();
     switch (c) {
-      case '"': s += '"'; break;
-      case '\\': s += '\\'; break;
-      case '/': s += '/'; break;
-      case 'b': s += '\b'; break;
-      case 'f': s += '\f'; break;
-      case 'n': s += '\n'; break;
-      case 'r': s += '\r'; break;
-      case 't': s += '\t'; break;
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case '/':
+        s += '/';
+        break;
+      case 'b':
+        s += '\b';
+        break;
+      case 'f':
+        s += '\f';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 'r':
+        s += '\r';
+        break;
+      case 't':
+        s += '\t';
+        break;
       case 'u': {
         unsigned cp = hex4();
         if (cp >= 0xD800 && cp < 0xDC00 && peek() == '\\') {
@@ -715,7 +758,9 @@ class Scanner {
         fail("bad escape in a string");
     }
   }
-  static bool number_char(char c) { return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'; }
+  static bool number_char(char c) {
+    return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+  }
   bool number() {
     num_.clear();
     bool is_float = false;
@@ -743,7 +788,8 @@ class Scanner {
     }
     double d = 0;
     const auto r = std::from_chars(b, e, d);
-    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) fail("not a number: '" + num_.substr(0, 40) + "'");
+    if (r.ptr != e || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range))
+      fail("not a number: '" + num_.substr(0, 40) + "'");
     if (r.ec == std::errc::result_out_of_range) d = num_[0] == '-' ? -HUGE_VAL : HUGE_VAL;
     return h_.number_float(d, num_);
   }
@@ -772,9 +818,9 @@ KinetoTrace parse_source(Source& src, const std::string& name) {
   if (bad) {
     const int line = static_cast<int>(std::min<std::uint64_t>(bad->line, INT32_MAX));
     const int col = static_cast<int>(std::min<std::uint64_t>(bad->col, INT32_MAX));
-    throw InputError(SourceLoc{name, line, col}, bad->eof
-                                                     ? fmt::format("the trace ends early (a truncated file?): {}", bad->what)
-                                                     : fmt::format("not a valid JSON trace: {}", bad->what));
+    throw InputError(SourceLoc{name, line, col},
+                     bad->eof ? fmt::format("the trace ends early (a truncated file?): {}", bad->what)
+                              : fmt::format("not a valid JSON trace: {}", bad->what));
   }
   (void)ok;
   if (!h.saw_events())

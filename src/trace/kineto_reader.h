@@ -69,12 +69,13 @@ struct KinetoTrace {
   std::vector<GpuEvent> gpu;
   std::vector<FlowPoint> flows;   // ac2g
   std::vector<FlowPoint> fwdbwd;  // fwdbwd
-  std::vector<int> thread_pid;    // the pid of each thread index (numeric pids; else a hash), for threads of one process
-  int sms = 0;               // deviceProperties[0].numSms, 0 when absent
-  std::uint64_t events = 0;  // every trace event seen
-  std::uint64_t bytes = 0;   // uncompressed JSON bytes read
-  Time origin_ns = 0;        // the earliest event's ts as written (ns, in the trace's own clock): every Time is relative to it
-  std::int64_t base_time_ns = 0;  // baseTimeNanoseconds (epoch ns that ts counts from), 0 when absent
+  std::vector<int> thread_pid;  // the pid of each thread index (numeric pids; else a hash), for threads of one process
+  int sms = 0;                  // deviceProperties[0].numSms, 0 when absent
+  std::uint64_t events = 0;     // every trace event seen
+  std::uint64_t bytes = 0;      // uncompressed JSON bytes read
+  Time origin_ns =
+      0;  // the earliest event's ts as written (ns, in the trace's own clock): every Time is relative to it
+  std::int64_t base_time_ns = 0;   // baseTimeNanoseconds (epoch ns that ts counts from), 0 when absent
   int rank = -1, world_size = -1;  // distributedInfo, -1 when absent
   // Epoch ns of the origin where the trace says (base time given, or ts since the epoch): for aligning ranks.
   Time origin_epoch_ns() const { return base_time_ns + origin_ns; }

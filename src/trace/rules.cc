@@ -132,8 +132,7 @@ void Rules::set_comm_kernel(const std::string& regex) {
   try {
     comm_extra_.emplace(regex, std::regex::ECMAScript | std::regex::optimize);
   } catch (const std::regex_error& e) {
-    throw InputError(fmt::format("--comm-kernel '{}': bad regular expression ({})", regex, e.what()),
-                     "e.g. --comm-kernel 'my_a2a|fused_send'", kExitUsage);
+    throw InputError(fmt::format("--comm-kernel '{}': bad regular expression ({})", regex, e.what()), {}, kExitUsage);
   }
 }
 

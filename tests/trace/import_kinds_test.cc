@@ -43,7 +43,8 @@ struct Trace {
   }
   // A launch on `tid` at `launch` and its kernel on stream 7: [ts, ts + dur).
   void kernel(const std::string& name, const std::string& launch, const std::string& ts, const std::string& dur,
-              int tid = 1, const std::string& kcat = "kernel", const std::string& rcat = "cuda_runtime", int stream = 7) {
+              int tid = 1, const std::string& kcat = "kernel", const std::string& rcat = "cuda_runtime",
+              int stream = 7) {
     const long c = corr++;
     add(fmt::format(
         R"({{"ph":"X","cat":"{}","name":"cudaLaunchKernel","pid":100,"tid":{},"ts":{},"dur":1,"args":{{"correlation":{}}}}})",
@@ -296,8 +297,10 @@ TEST_CASE("a user range open on the thread that called backward takes precedence
 TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with its place", "[trace]") {
   Trace b;
   b.range("layer0.attn.F", 0, 10);
-  b.add(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
-  b.add(R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
+  b.add(
+      R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
+  b.add(
+      R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
   const KinetoTrace k = read_kineto_text(b.json(), "t.json");
   REQUIRE(k.names.at(static_cast<std::size_t>(k.gpu.at(0).name)) == "k\"\\/\xc3\xa9\xf0\x9f\x98\x80");
   REQUIRE(k.gpu[0].ts == 25 * kUs);
@@ -315,4 +318,39 @@ TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with i
   }
   REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[tru]}", "x.json"), InputError);
   REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[]} x", "x.json"), InputError);
+}
+
+TEST_CASE("a ROCm-shaped trace: hip launches, device 2 stream 0, RCCL on its own stream, backward thread", "[trace]") {
+  Trace b;
+  b.top += R"(,"baseTimeNanoseconds":"1735632360000000000")";
+  auto hip = [&](const std::string& kname, double launch, double ts, double dur, int tid, int stream) {
+    const long c = b.corr++;
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":597913,"tid":{},"ts":{:.3f},"dur":5.5,"args":{{"correlation":{},"stream":"0x0"}}}})",
+        tid, launch, c));
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"{}","pid":2,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"device":2,"stream":{},"correlation":{}}}}})",
+        kname, stream, ts, dur, stream, c));
+  };
+  auto range = [&](const std::string& name, double ts, double dur, int tid, const std::string& cat,
+                   const std::string& args) {
+    b.add(fmt::format(
+        R"({{"ph":"X","cat":"{}","name":"{}","pid":597913,"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})", cat,
+        name, tid, ts, dur, args));
+  };
+  const double t0 = 4203669603018.756;
+  range("layers.0.mlp", t0, 100, 597913, "user_annotation", "");
+  range("aten::addmm", t0 + 10, 20, 597913, "cpu_op", R"("Sequence number":7,"Fwd thread id":0)");
+  hip("Cijk_Alik_Bljk_SB_Bias_MT64x16x32", t0 + 12, t0 + 200, 17.6, 597913, 0);
+  hip("ncclDevKernel_Generic", t0 + 50, t0 + 210, 30, 597913, 3);
+  range("autograd::engine::evaluate_function: AddmmBackward0", t0 + 400, 30, 598009, "cpu_op",
+        R"("Sequence number":7,"Fwd thread id":1)");
+  hip("Cijk_Ailk_Bjlk_SB_MT64x16x16", t0 + 405, t0 + 500, 12.64, 598009, 0);
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::F).busy == 47600);  // 17.6 + 30 us
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::I).busy == 12640);
+  REQUIRE(r.by_forward == 12640);
+  REQUIRE(r.comm_total == 30 * kUs);
+  REQUIRE(r.devices.at(0).device == 2);
+  REQUIRE(r.gpu_total == buckets(r));
 }

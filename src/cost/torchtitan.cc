@@ -1,9 +1,9 @@
 #include "cost/torchtitan.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #if PPSIM_HAVE_TOMLPP
 #include <toml++/toml.h>
@@ -39,8 +39,7 @@ class Section {
   long long integer(const char* key, long long def) const {
     const toml::node* n = get(key);
     if (!n) return def;
-    if (!n->is_integer())
-      throw InputError(loc_of(n, name_), fmt::format("[{}] {} must be an integer", section_, key));
+    if (!n->is_integer()) throw InputError(loc_of(n, name_), fmt::format("[{}] {} must be an integer", section_, key));
     return n->value<long long>().value_or(def);
   }
   std::string string(const char* key, const std::string& def) const {
@@ -80,10 +79,13 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   const long long cp = par.integer("context_parallel_degree", 1);
   const long long ep = par.integer("expert_parallel_degree", 1);
   if (pp < 1 || tp < 1 || ep < 1)
-    throw InputError(par.loc(pp < 1 ? "pipeline_parallel_degree" : tp < 1 ? "tensor_parallel_degree" : "expert_parallel_degree"),
+    throw InputError(par.loc(pp < 1   ? "pipeline_parallel_degree"
+                             : tp < 1 ? "tensor_parallel_degree"
+                                      : "expert_parallel_degree"),
                      "[parallelism] degrees must be >= 1");
   if (cp > 1)
-    throw InputError(par.loc("context_parallel_degree"), "[parallelism] context_parallel_degree > 1: context parallelism is not modelled");
+    throw InputError(par.loc("context_parallel_degree"),
+                     "[parallelism] context_parallel_degree > 1: context parallelism is not modelled");
   if (par.integer("expert_tensor_parallel_degree", 1) > 1)
     throw InputError(par.loc("expert_tensor_parallel_degree"),
                      "[parallelism] expert_tensor_parallel_degree > 1: expert tensor parallelism is not modelled");
@@ -98,28 +100,35 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   const std::string sched = par.string("pipeline_parallel_schedule", "1F1B");
   const std::string family = torchtitan_schedule(sched);
   if (family.empty())
-    throw InputError(par.loc("pipeline_parallel_schedule"),
-                     fmt::format("[parallelism] pipeline_parallel_schedule '{}' has no ppsim family (GPipe, 1F1B, "
-                                 "Interleaved1F1B, ZBVZeroBubble, DualPipeV); its CSV can be simulated with --schedule-file",
-                                 sched));
+    throw InputError(
+        par.loc("pipeline_parallel_schedule"),
+        fmt::format("[parallelism] pipeline_parallel_schedule '{}' has no ppsim family (GPipe, 1F1B, "
+                    "Interleaved1F1B, ZBVZeroBubble, DualPipeV); its CSV can be simulated with --schedule-file",
+                    sched));
   p["schedule"] = family;
   const bool multi = family == "interleaved-1f1b" || family == "zbv" || family == "dualpipev";
   const long long mbs = par.integer("pipeline_parallel_microbatch_size", 1);
   const long long local = tr.integer("local_batch_size", tr.integer("batch_size", 8));
   if (mbs < 1 || local % mbs != 0)
-    throw InputError(tr.has("local_batch_size") ? tr.loc("local_batch_size") : par.loc("pipeline_parallel_microbatch_size"),
-                     fmt::format("[training] local_batch_size {} is not a multiple of [parallelism] "
-                                 "pipeline_parallel_microbatch_size {}", local, mbs));
+    throw InputError(
+        tr.has("local_batch_size") ? tr.loc("local_batch_size") : par.loc("pipeline_parallel_microbatch_size"),
+        fmt::format("[training] local_batch_size {} is not a multiple of [parallelism] "
+                    "pipeline_parallel_microbatch_size {}",
+                    local, mbs));
   p["microbatches"] = local / mbs;
   m["micro_batch_size"] = mbs;
   if (tr.has("seq_len")) m["seq_len"] = tr.integer("seq_len", 2048);
   const std::string mp = tr.string("mixed_precision_param", "bfloat16");
   prec["params"] = mp == "float32" ? "fp32" : "bf16";
   const std::string mode = ac.string("mode", "selective");
-  if (mode == "full") p["recompute"] = "full";
-  else if (mode == "selective") p["recompute"] = "selective";
-  else if (mode == "none") p["recompute"] = "none";
-  else throw InputError(ac.loc("mode"), fmt::format("[activation_checkpoint] mode '{}': none, selective or full", mode));
+  if (mode == "full")
+    p["recompute"] = "full";
+  else if (mode == "selective")
+    p["recompute"] = "selective";
+  else if (mode == "none")
+    p["recompute"] = "none";
+  else
+    throw InputError(ac.loc("mode"), fmt::format("[activation_checkpoint] mode '{}': none, selective or full", mode));
   // The model: [model] hf_assets_path/config.json when it exists.
   const std::string assets = model.string("hf_assets_path", "");
   if (!assets.empty()) {
@@ -132,7 +141,8 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   if (par.has("pipeline_parallel_layers_per_stage")) {
     out.layers_per_stage = par.integer("pipeline_parallel_layers_per_stage", 1);
     if (out.layers_per_stage < 1)
-      throw InputError(par.loc("pipeline_parallel_layers_per_stage"), "[parallelism] pipeline_parallel_layers_per_stage must be >= 1");
+      throw InputError(par.loc("pipeline_parallel_layers_per_stage"),
+                       "[parallelism] pipeline_parallel_layers_per_stage must be >= 1");
     out.multi_stage = multi;
   } else if (family == "interleaved-1f1b") {
     p["vpp"] = 2;
@@ -146,7 +156,8 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
 #else
 
 TorchtitanKeys torchtitan_from_text(const std::string&, const std::string& name, const std::string&, long long) {
-  throw InputError(SourceLoc{name, 0, 0}, "this ppsim was built without toml++ (libtomlplusplus-dev): torchtitan TOML configs are refused");
+  throw InputError(SourceLoc{name, 0, 0},
+                   "this ppsim was built without toml++ (libtomlplusplus-dev): torchtitan TOML configs are refused");
 }
 
 #endif
@@ -157,7 +168,8 @@ TorchtitanKeys read_torchtitan(const std::string& path, long long gpus, const So
   if (!in) throw InputError(at, fmt::format("cannot open the torchtitan file '{}'", path), {}, kExitIo);
   std::string text;
   char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
   return torchtitan_from_text(text, path, std::filesystem::path(path).parent_path().string(), gpus);
 }

@@ -7,18 +7,18 @@
 // its multi-stage schedules put 2 stages on a rank unless pipeline_parallel_layers_per_stage says.
 // Built without toml++ (libtomlplusplus-dev), reading one is refused with one line.
 #pragma once
-#include <string>
-
 #include <yaml-cpp/yaml.h>
+
+#include <string>
 
 #include "core/error.h"
 
 namespace ppsim {
 
 struct TorchtitanKeys {
-  YAML::Node model;      // seq_len, micro_batch_size, hf_config (when the TOML names one)
-  YAML::Node parallel;   // pp, tp, ep, dp, vpp, microbatches, schedule, recompute
-  YAML::Node precision;  // params
+  YAML::Node model;                // seq_len, micro_batch_size, hf_config (when the TOML names one)
+  YAML::Node parallel;             // pp, tp, ep, dp, vpp, microbatches, schedule, recompute
+  YAML::Node precision;            // params
   long long layers_per_stage = 0;  // > 0: pipeline_parallel_layers_per_stage (vpp follows from the layers)
   bool multi_stage = false;        // the schedule puts several stages on a rank
 };

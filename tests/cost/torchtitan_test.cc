@@ -1,10 +1,11 @@
 // torchtitan TOML job configs (src/cost/torchtitan.cc): [parallelism] and [training] to config
 // keys, the model from [model]'s config.json; configs/torchtitan/llama3-8b-pp.yaml simulates.
+#include "cost/torchtitan.h"
+
 #include <string>
 
 #include "catch.h"
 #include "cost/config.h"
-#include "cost/torchtitan.h"
 
 using namespace ppsim;
 
@@ -56,14 +57,16 @@ TEST_CASE("torchtitan: located errors", "[cost][torchtitan]") {
   CHECK(error_of("[parallelism]\ncontext_parallel_degree = 2\n") ==
         "t.toml:2:27: [parallelism] context_parallel_degree > 1: context parallelism is not modelled");
   CHECK(error_of("[training]\nlocal_batch_size = 7\n[parallelism]\npipeline_parallel_microbatch_size = 2\n") ==
-        "t.toml:2:20: [training] local_batch_size 7 is not a multiple of [parallelism] pipeline_parallel_microbatch_size 2");
+        "t.toml:2:20: [training] local_batch_size 7 is not a multiple of [parallelism] "
+        "pipeline_parallel_microbatch_size 2");
   CHECK(error_of("[parallelism\n").rfind("t.toml:1:", 0) == 0);
 }
 
 TEST_CASE("torchtitan: configs/torchtitan/llama3-8b-pp.yaml (Llama 3 8B, PP4 interleaved)", "[cost][torchtitan]") {
   if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
   const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/torchtitan";
-  const ModelConfigData c = parse_config("torchtitan: llama3-8b-pp.toml\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
+  const ModelConfigData c =
+      parse_config("torchtitan: llama3-8b-pp.toml\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
   CHECK(c.model.layers == 32);  // from hf-llama-3-8b/config.json
   CHECK(c.model.seq_len == 8192);
   CHECK(c.parallel.pp == 4);

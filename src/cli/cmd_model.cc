@@ -73,11 +73,14 @@ Runner setup_model(CLI::App& sub) {
                          r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
       if (!r.stages.empty()) {
         out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", "stage", "layers", "first", "params", "experts");
-        for (const auto& s : r.stages)
-          out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}\n", s.stage, s.layers, s.first_layer, human(s.params),
-                             human(s.expert_params),
-                             std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
-                                 (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+        for (const auto& s : r.stages) {
+          std::string row = fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers, s.first_layer,
+                                        human(s.params), human(s.expert_params),
+                                        std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
+                                            (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+          while (!row.empty() && row.back() == ' ') row.pop_back();
+          out += row + "\n";
+        }
       }
     }
     write_output(a->output, out);

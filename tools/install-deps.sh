@@ -12,7 +12,9 @@ pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libf
 # tests), OpenMPI (multi-process `validate` under mpirun/srun, and the mpi_check test); absence
 # only skips those (ppsim builds without MPI and runs one process per job). CBC + pkg-config:
 # the schedule search's exact method (docs/SEARCH.md); without them its tests skip, saying why.
-optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config)
+# libtomlplusplus-dev: torchtitan TOML configs (docs/CONFIG.md); without it they are refused.
+optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config
+          libtomlplusplus-dev)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do

@@ -1,9 +1,9 @@
 #include "api/model.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "cost/flops.h"
 #include "cost/hf_config.h"
@@ -42,7 +42,8 @@ ModelReport model_report(const ModelRequest& req) {
   const bool hf = is_hf_config_file(req.path);
   if (hf && !req.sets.empty())
     throw InputError("--set applies to a ppsim YAML config, not to a config.json", {}, kExitUsage);
-  if (req.pp && *req.pp < 1) throw InputError(fmt::format("--pp: expected a count >= 1, got {}", *req.pp), {}, kExitUsage);
+  if (req.pp && *req.pp < 1)
+    throw InputError(fmt::format("--pp: expected a count >= 1, got {}", *req.pp), {}, kExitUsage);
   if (hf) {
     r.config = load_hf(req);
   } else {
@@ -51,14 +52,16 @@ ModelReport model_report(const ModelRequest& req) {
   }
   ModelConfigData& c = r.config;
   if (req.seq_len) {
-    if (*req.seq_len < 1) throw InputError(fmt::format("--seq-len: expected a count >= 1, got {}", *req.seq_len), {}, kExitUsage);
+    if (*req.seq_len < 1)
+      throw InputError(fmt::format("--seq-len: expected a count >= 1, got {}", *req.seq_len), {}, kExitUsage);
     c.model.seq_len = *req.seq_len;
   }
   const ModelSpec& m = c.model;
   r.seq_len = m.seq_len;
 
   // Parameters by part.
-  double attention = 0, norms = final_norm_params(m), dense_mlp = 0, router = 0, shared = 0, routed = 0, routed_active = 0;
+  double attention = 0, norms = final_norm_params(m), dense_mlp = 0, router = 0, shared = 0, routed = 0,
+         routed_active = 0;
   for (int l = 0; l < m.layers; ++l) {
     const LayerParamParts p = layer_param_parts(m, l);
     attention += p.attention;
@@ -71,9 +74,14 @@ ModelReport model_report(const ModelRequest& req) {
   }
   const double embedding = embedding_params(m);
   const double head = m.tied_embeddings ? 0 : head_params(m) - final_norm_params(m);
-  r.parts = {{"embedding", embedding, embedding},   {"attention", attention, attention}, {"dense_mlp", dense_mlp, dense_mlp},
-             {"routed_experts", routed, routed_active}, {"shared_experts", shared, shared}, {"router", router, router},
-             {"norms", norms, norms},                {"head", head, head}};
+  r.parts = {{"embedding", embedding, embedding},
+             {"attention", attention, attention},
+             {"dense_mlp", dense_mlp, dense_mlp},
+             {"routed_experts", routed, routed_active},
+             {"shared_experts", shared, shared},
+             {"router", router, router},
+             {"norms", norms, norms},
+             {"head", head, head}};
   for (const auto& p : r.parts) {
     r.total += p.total;
     r.active += p.active;
@@ -82,8 +90,10 @@ ModelReport model_report(const ModelRequest& req) {
     const LayerParamParts last = layer_param_parts(m, m.layers - 1);
     const double own = mtp_projection_params(m);
     const double layer_active =
-        last.dense() + (m.moe.enabled() && m.layer_is_moe(m.layers - 1) ? last.routed_experts * m.moe.top_k / m.moe.experts : 0);
-    r.parts.push_back({"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own)});
+        last.dense() +
+        (m.moe.enabled() && m.layer_is_moe(m.layers - 1) ? last.routed_experts * m.moe.top_k / m.moe.experts : 0);
+    r.parts.push_back(
+        {"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own)});
   }
 
   // FLOPs per token, the whole model (no parallel sharding), forward and full backward.
@@ -105,7 +115,8 @@ ModelReport model_report(const ModelRequest& req) {
   int pp = req.pp.value_or(hf ? 0 : c.parallel.pp);
   if (!req.layer_split.empty()) {
     if (req.pp && static_cast<int>(req.layer_split.size()) != *req.pp)
-      throw InputError(fmt::format("--layer-split has {} entries for --pp {}", req.layer_split.size(), *req.pp), {}, kExitUsage);
+      throw InputError(fmt::format("--layer-split has {} entries for --pp {}", req.layer_split.size(), *req.pp), {},
+                       kExitUsage);
     pp = static_cast<int>(req.layer_split.size());
     int sum = 0;
     for (int x : req.layer_split) {
@@ -123,7 +134,8 @@ ModelReport model_report(const ModelRequest& req) {
     if (c.parallel.layer_split.empty() && m.layers % pp != 0) {
       // As evenly as possible, the remainder going to the later stages (layer_split.h's rule).
       if (m.layers < pp)
-        throw InputError(fmt::format("--pp {} is more stages than the model's {} layers", pp, m.layers), {}, kExitUsage);
+        throw InputError(fmt::format("--pp {} is more stages than the model's {} layers", pp, m.layers), {},
+                         kExitUsage);
       c.parallel.layer_split.assign(static_cast<std::size_t>(pp), m.layers / pp);
       for (int s = pp - m.layers % pp; s < pp; ++s) ++c.parallel.layer_split[s];
     }
@@ -182,9 +194,8 @@ nlohmann::json model_json(const ModelReport& r) {
   j["parameters"] = {{"total", count(r.total)}, {"active", count(r.active)}, {"by_part", by_part}};
   for (const auto& p : r.parts)
     if (p.name == "mtp") j["mtp"] = {{"total", count(p.total)}, {"active", count(p.active)}, {"depth", m.mtp_depth}};
-  j["flops_per_token"] = {{"seq_len", r.seq_len},
-                          {"forward", r.forward_flops_per_token},
-                          {"backward", r.backward_flops_per_token}};
+  j["flops_per_token"] = {
+      {"seq_len", r.seq_len}, {"forward", r.forward_flops_per_token}, {"backward", r.backward_flops_per_token}};
   j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages)
     j["stages"].push_back({{"stage", s.stage},

@@ -7,22 +7,21 @@
 // the routed experts it visits (top_k of them), every shared expert and the router, and both the
 // embedding and the head (untied); the MTP modules are reported apart, outside the totals.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cost/config.h"
 
 namespace ppsim::api {
 
 struct ModelRequest {
-  std::string path;                 // a ppsim YAML or a config.json
-  std::optional<int> pp;            // unset: a YAML's parallel.pp; a config.json: no stage table
-  std::vector<int> layer_split;     // layers per stage (pp entries); empty: the config's, else even
+  std::string path;                     // a ppsim YAML or a config.json
+  std::optional<int> pp;                // unset: a YAML's parallel.pp; a config.json: no stage table
+  std::vector<int> layer_split;         // layers per stage (pp entries); empty: the config's, else even
   std::optional<std::int64_t> seq_len;  // overrides the config's
-  std::vector<std::string> sets;    // --set key=value on a YAML
+  std::vector<std::string> sets;        // --set key=value on a YAML
 };
 
 struct ModelPart {
@@ -36,8 +35,8 @@ struct StageParams {
   int first_layer = 0;
   int layers = 0;
   bool embedding = false;
-  bool head = false;     // and the MTP modules, when any
-  double params = 0;     // everything the stage holds (no parallel sharding)
+  bool head = false;  // and the MTP modules, when any
+  double params = 0;  // everything the stage holds (no parallel sharding)
   double expert_params = 0;
 };
 

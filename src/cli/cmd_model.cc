@@ -32,7 +32,8 @@ Runner setup_model(CLI::App& sub) {
   auto a = std::make_shared<ModelArgs>();
   sub.add_option("file", a->file, "a ppsim YAML config or a Hugging Face config.json")->required();
   sub.add_option("--pp,-p", a->pp, "pipeline stages: the parameters each holds (default: a YAML's parallel.pp)");
-  sub.add_option("--layer-split", a->layer_split, "layers per stage, comma-separated (default: the config's, else even)")
+  sub.add_option("--layer-split", a->layer_split,
+                 "layers per stage, comma-separated (default: the config's, else even)")
       ->delimiter(',');
   sub.add_option("--seq-len", a->seq_len, "sequence length for the FLOPs (default: the config's)");
   sub.add_option("--set", a->sets, "override a YAML config key, e.g. --set model.layers=4");
@@ -53,27 +54,33 @@ Runner setup_model(CLI::App& sub) {
     } else {
       const ModelSpec& m = r.config.model;
       out += fmt::format("model: {} ({})\n", r.config.name, r.source);
-      out += fmt::format("  {} layers, hidden {}, {} heads ({} kv), vocab {}{}{}{}\n", m.layers, m.hidden, m.heads,
-                         m.mla.enabled ? m.heads : m.kv_heads, m.vocab,
-                         m.moe.enabled() ? fmt::format(", {} experts top-{} ({} shared) on {} layers", m.moe.experts,
-                                                       m.moe.top_k, m.moe.shared_experts, m.layers - m.dense_layers_first)
-                                         : "",
-                         m.mla.enabled ? ", MLA" : "", m.mtp_depth > 0 ? fmt::format(", MTP depth {}", m.mtp_depth) : "");
+      out +=
+          fmt::format("  {} layers, hidden {}, {} heads ({} kv), vocab {}{}{}{}\n", m.layers, m.hidden, m.heads,
+                      m.mla.enabled ? m.heads : m.kv_heads, m.vocab,
+                      m.moe.enabled() ? fmt::format(", {} experts top-{} ({} shared) on {} layers", m.moe.experts,
+                                                    m.moe.top_k, m.moe.shared_experts, m.layers - m.dense_layers_first)
+                                      : "",
+                      m.mla.enabled ? ", MLA" : "", m.mtp_depth > 0 ? fmt::format(", MTP depth {}", m.mtp_depth) : "");
       out += fmt::format("{:<16} {:>12} {:>12}\n", "parameters", "total", "active");
       for (const auto& p : r.parts)
         if (p.name != "mtp") out += fmt::format("  {:<14} {:>12} {:>12}\n", p.name, human(p.total), human(p.active));
       out += fmt::format("  {:<14} {:>12} {:>12}\n", "total", human(r.total), human(r.active));
       for (const auto& p : r.parts)
-        if (p.name == "mtp") out += fmt::format("  {:<14} {:>12} {:>12}  (apart from the total)\n", "mtp", human(p.total), human(p.active));
+        if (p.name == "mtp")
+          out +=
+              fmt::format("  {:<14} {:>12} {:>12}  (apart from the total)\n", "mtp", human(p.total), human(p.active));
       out += fmt::format("FLOPs per token at seq_len {}: forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
                          r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
       if (!r.stages.empty()) {
         out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", "stage", "layers", "first", "params", "experts");
-        for (const auto& s : r.stages)
-          out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}\n", s.stage, s.layers, s.first_layer, human(s.params),
-                             human(s.expert_params),
-                             std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
-                                 (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+        for (const auto& s : r.stages) {
+          std::string row = fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers, s.first_layer,
+                                        human(s.params), human(s.expert_params),
+                                        std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
+                                            (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+          while (!row.empty() && row.back() == ' ') row.pop_back();
+          out += row + "\n";
+        }
       }
     }
     write_output(a->output, out);

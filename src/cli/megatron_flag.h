@@ -2,12 +2,12 @@
 // (given as a --set, the path made absolute), with the arguments ppsim does not use listed on
 // stderr as one note.
 #pragma once
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cost/megatron_args.h"
 

@@ -15,6 +15,7 @@
 
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
+#include "cost/torchtitan.h"
 #include "cost/profile.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
@@ -86,6 +87,7 @@ const SchemaNode& schema() {
       leaf("name"),
       leaf("description"),
       leaf("megatron_args"),
+      leaf("torchtitan"),
       section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
                         leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
@@ -674,6 +676,50 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   return out;
 }
 
+// torchtitan: FILE: its [parallelism] and [training] keys (and [model]'s config.json) under the
+// config's own; pipeline_parallel_layers_per_stage is applied by finish_torchtitan once the
+// model's layers are known.
+YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir,
+                             TorchtitanKeys& keys) {
+  const MapReader root(ctx, root_node, "", schema());
+  if (!root.has("torchtitan")) return root_node;
+  const std::string rel = root.string("torchtitan", "");
+  if (rel.empty()) root.fail("torchtitan", "torchtitan must name a torchtitan TOML job config");
+  std::filesystem::path p(rel);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  long long gpus = 0;
+  const YAML::Node& hw = root_node["hardware"];
+  if (hw && hw.IsMap() && hw["gpus"]) gpus = hw["gpus"].as<long long>(0);
+  keys = read_torchtitan(p.string(), gpus, root.loc("torchtitan"));
+  YAML::Node out = YAML::Clone(root_node);
+  const YAML::Node& given = out;
+  for (const char* section : {"model", "parallel", "precision"})
+    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
+  merge_under(out["model"], keys.model);
+  merge_under(out["parallel"], keys.parallel);
+  merge_under(out["precision"], keys.precision);
+  return out;
+}
+
+YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node, const TorchtitanKeys& keys) {
+  if (keys.layers_per_stage <= 0) return root_node;
+  const MapReader root(ctx, root_node, "", schema());
+  const YAML::Node& given = root_node;
+  const YAML::Node par = given["parallel"], model = given["model"];
+  if (!par || !par.IsMap() || !model || !model.IsMap()) return root_node;  // the readers name it
+  if (par["vpp"]) return root_node;  // written in the YAML: it wins
+  const YAML::Node layers_node = model["layers"];
+  if (!layers_node) return root_node;  // read_model names the missing key
+  const long long layers = layers_node.as<long long>(0), lps = keys.layers_per_stage;
+  const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
+  if (layers % lps != 0 || (layers / lps) % pp != 0)
+    root.fail("torchtitan", fmt::format("pipeline_parallel_layers_per_stage {}: {} layers do not make a multiple of pp {} "
+                                        "stages of {} layers", lps, layers, pp, lps));
+  YAML::Node out = YAML::Clone(root_node);
+  if (layers / lps / pp > 1) out["parallel"]["vpp"] = layers / lps / pp;
+  return out;
+}
+
 YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("model")) return root_node;
@@ -708,7 +754,11 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
                                      const std::vector<std::string>& set_paths) {
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
-  const YAML::Node root_node = expand_hf_config(ctx, expand_megatron_args(ctx, original, base_dir), base_dir);
+  TorchtitanKeys titan;
+  const YAML::Node root_node = finish_torchtitan(
+      ctx,
+      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, original, base_dir, titan), base_dir), base_dir),
+      titan);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;
   c.file = name;

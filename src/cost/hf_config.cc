@@ -1,12 +1,12 @@
 #include "cost/hf_config.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdint>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace ppsim {
 
@@ -48,17 +48,20 @@ class Reader {
 
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
   std::int64_t integer(const char* key) const {
-    if (!has(key)) throw InputError(SourceLoc{name_, 0, 0}, fmt::format("missing key '{}' (model_type {})", key, type_));
+    if (!has(key))
+      throw InputError(SourceLoc{name_, 0, 0}, fmt::format("missing key '{}' (model_type {})", key, type_));
     const auto& v = j_.at(key);
     if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-      throw InputError(key_loc(text_, name_, key), fmt::format("'{}' must be a count (an integer >= 0), got {}", key, v.dump()));
+      throw InputError(key_loc(text_, name_, key),
+                       fmt::format("'{}' must be a count (an integer >= 0), got {}", key, v.dump()));
     return v.get<std::int64_t>();
   }
   std::int64_t integer(const char* key, std::int64_t def) const { return has(key) ? integer(key) : def; }
   bool boolean(const char* key, bool def) const {
     if (!has(key)) return def;
     const auto& v = j_.at(key);
-    if (!v.is_boolean()) throw InputError(key_loc(text_, name_, key), fmt::format("'{}' must be true or false, got {}", key, v.dump()));
+    if (!v.is_boolean())
+      throw InputError(key_loc(text_, name_, key), fmt::format("'{}' must be true or false, got {}", key, v.dump()));
     return v.get<bool>();
   }
   [[noreturn]] void refuse(const char* key, const std::string& why) const {
@@ -91,7 +94,8 @@ void llama_like(const Reader& r, YAML::Node& m, bool mla) {
 
 // Qwen's MoE layer pattern: every layer sparse (decoder_sparse_step 1, no mlp_only_layers).
 void qwen_every_layer_moe(const Reader& r) {
-  if (r.integer("decoder_sparse_step", 1) != 1) r.refuse("decoder_sparse_step", "MoE on every k-th layer is not modelled (only 1)");
+  if (r.integer("decoder_sparse_step", 1) != 1)
+    r.refuse("decoder_sparse_step", "MoE on every k-th layer is not modelled (only 1)");
   if (r.has("mlp_only_layers") && !(r.at("mlp_only_layers").is_array() && r.at("mlp_only_layers").empty()))
     r.refuse("mlp_only_layers", "dense layers between MoE layers are not modelled (only an empty list)");
 }
@@ -99,7 +103,8 @@ void qwen_every_layer_moe(const Reader& r) {
 YAML::Node convert(const nlohmann::json& j, const std::string& text, const std::string& name) {
   if (!j.is_object()) throw InputError(SourceLoc{name, 1, 1}, "a Hugging Face config.json is a JSON object");
   if (!j.contains("model_type") || !j.at("model_type").is_string())
-    throw InputError(SourceLoc{name, 0, 0}, "missing key 'model_type' (a Hugging Face config.json names its architecture)");
+    throw InputError(SourceLoc{name, 0, 0},
+                     "missing key 'model_type' (a Hugging Face config.json names its architecture)");
   const std::string type = j.at("model_type").get<std::string>();
   const Reader r(j, text, name, type);
   YAML::Node m(YAML::NodeType::Map);
@@ -132,7 +137,8 @@ YAML::Node convert(const nlohmann::json& j, const std::string& text, const std::
     llama_like(r, m, true);
     m["ffn_hidden"] = r.integer("intermediate_size");
     if (r.has("n_routed_experts")) {
-      if (r.integer("moe_layer_freq", 1) != 1) r.refuse("moe_layer_freq", "MoE on every k-th layer is not modelled (only 1)");
+      if (r.integer("moe_layer_freq", 1) != 1)
+        r.refuse("moe_layer_freq", "MoE on every k-th layer is not modelled (only 1)");
       YAML::Node moe(YAML::NodeType::Map);
       moe["experts"] = r.integer("n_routed_experts");
       moe["top_k"] = r.integer("num_experts_per_tok");
@@ -182,8 +188,9 @@ YAML::Node convert(const nlohmann::json& j, const std::string& text, const std::
 }  // namespace
 
 const std::vector<std::string>& hf_model_types() {
-  static const std::vector<std::string> kTypes = {"llama",     "mistral",     "mixtral",     "qwen2", "qwen2_moe", "qwen3",
-                                                  "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt2",  "gpt_neox"};
+  static const std::vector<std::string> kTypes = {"llama",       "mistral", "mixtral",   "qwen2",
+                                                  "qwen2_moe",   "qwen3",   "qwen3_moe", "deepseek_v2",
+                                                  "deepseek_v3", "gpt2",    "gpt_neox"};
   return kTypes;
 }
 
@@ -213,9 +220,11 @@ YAML::Node hf_model_keys(const std::string& path, const SourceLoc& where) {
   if (!in) throw InputError(at, fmt::format("cannot open the hf_config file '{}'", path), {}, kExitIo);
   std::string text;
   char buf[1 << 14];
-  while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0)
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (in.bad()) throw InputError(at, fmt::format("cannot read the hf_config file '{}'", path), {}, kExitIo);
-  if (text.size() > kMaxBytes) throw InputError(at, fmt::format("'{}' is over 4 MiB: not a config.json", path), {}, kExitLimit);
+  if (text.size() > kMaxBytes)
+    throw InputError(at, fmt::format("'{}' is over 4 MiB: not a config.json", path), {}, kExitLimit);
   return hf_model_keys_from_text(text, path);
 }
 

@@ -7,10 +7,10 @@
 // and one reader (config.cc's read_model) validates both. seq_len defaults to the file's
 // context length (max_position_embeddings, n_positions); give `seq_len` beside it for training.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
 

@@ -1,13 +1,13 @@
 #include "cost/megatron_args.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace ppsim {
 
@@ -182,8 +182,10 @@ PipelineLayout parse_pipeline_layout(const std::string& layout, const SourceLoc&
   PipelineLayout r;
   std::vector<std::string> chunks(1);
   for (char c : flat) {
-    if (c == '|') chunks.emplace_back();
-    else chunks.back() += c;
+    if (c == '|')
+      chunks.emplace_back();
+    else
+      chunks.back() += c;
   }
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     int t = 0;
@@ -247,7 +249,8 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   copy_int("vocab-size", m, "vocab");
   copy_int("padded-vocab-size", m, "vocab");
   if (a.has("group-query-attention")) {
-    if (!a.has("num-query-groups")) throw InputError(a.get("group-query-attention").loc, "--group-query-attention needs --num-query-groups");
+    if (!a.has("num-query-groups"))
+      throw InputError(a.get("group-query-attention").loc, "--group-query-attention needs --num-query-groups");
     m["kv_heads"] = a.integer("num-query-groups", 1);
   } else if (a.has("num-query-groups")) {
     (void)0;  // read only with --group-query-attention (Megatron ignores it otherwise)
@@ -257,7 +260,8 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   std::string norm = "LayerNorm";
   if (a.has("normalization")) norm = a.value("normalization");
   if (norm != "LayerNorm" && norm != "RMSNorm")
-    throw InputError(a.get("normalization").values[0].loc, fmt::format("--normalization {}: LayerNorm or RMSNorm", norm));
+    throw InputError(a.get("normalization").values[0].loc,
+                     fmt::format("--normalization {}: LayerNorm or RMSNorm", norm));
   m["norm"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
   m["tied_embeddings"] = !a.has("untie-embeddings-and-output-weights");
   const double hidden_dropout = a.has("hidden-dropout") ? a.number("hidden-dropout") : 0.1;
@@ -273,17 +277,22 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   if (a.has("num-experts")) {
     YAML::Node moe(YAML::NodeType::Map);
     moe["experts"] = a.integer("num-experts", 1);
-    if (a.has("moe-router-topk")) moe["top_k"] = a.integer("moe-router-topk", 1);
-    else moe["top_k"] = 2;  // Megatron's default
+    if (a.has("moe-router-topk"))
+      moe["top_k"] = a.integer("moe-router-topk", 1);
+    else
+      moe["top_k"] = 2;  // Megatron's default
     long long fe = 0;
-    if (a.has("moe-ffn-hidden-size")) fe = a.integer("moe-ffn-hidden-size", 1);
-    else if (a.has("ffn-hidden-size")) fe = a.integer("ffn-hidden-size", 1);
+    if (a.has("moe-ffn-hidden-size"))
+      fe = a.integer("moe-ffn-hidden-size", 1);
+    else if (a.has("ffn-hidden-size"))
+      fe = a.integer("ffn-hidden-size", 1);
     if (fe > 0) moe["expert_ffn_hidden"] = fe;
     if (a.has("moe-shared-expert-intermediate-size")) {
       const long long sh = a.integer("moe-shared-expert-intermediate-size", 0);
       if (fe <= 0 || sh % fe != 0)
-        throw InputError(a.get("moe-shared-expert-intermediate-size").loc,
-                         fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide", sh, fe));
+        throw InputError(
+            a.get("moe-shared-expert-intermediate-size").loc,
+            fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide", sh, fe));
       moe["shared_experts"] = sh / fe;
     }
     m["moe"] = moe;
@@ -297,8 +306,9 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
       if (std::regex_match(compact, mt, kPattern)) {
         m["dense_layers_first"] = std::stoi(mt[1].str());
       } else if (compact != "1") {
-        throw InputError(a.get("moe-layer-freq").values[0].loc,
-                         fmt::format("--moe-layer-freq {}: only 1 or ([0]*k+[1]*n) (the first k layers dense) are modelled", f));
+        throw InputError(
+            a.get("moe-layer-freq").values[0].loc,
+            fmt::format("--moe-layer-freq {}: only 1 or ([0]*k+[1]*n) (the first k layers dense) are modelled", f));
       }
     }
   }
@@ -317,15 +327,18 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   copy_int("expert-model-parallel-size", par, "ep");
   copy_int("virtual-pipeline-model-parallel-size", par, "vpp");
   if (a.has("context-parallel-size") && a.integer("context-parallel-size", 1) > 1)
-    throw InputError(a.get("context-parallel-size").values[0].loc, "--context-parallel-size > 1: context parallelism is not modelled");
+    throw InputError(a.get("context-parallel-size").values[0].loc,
+                     "--context-parallel-size > 1: context parallelism is not modelled");
   if (a.has("expert-tensor-parallel-size") && a.integer("expert-tensor-parallel-size", 1) > 1)
     throw InputError(a.get("expert-tensor-parallel-size").values[0].loc,
                      "--expert-tensor-parallel-size > 1: expert tensor parallelism is not modelled");
   (void)a.has("sequence-parallel");  // ppsim's TP collectives are sequence-parallel's (reduce-scatter + all-gather)
-  const int pp = a.has("pipeline-model-parallel-size") ? static_cast<int>(a.integer("pipeline-model-parallel-size", 1)) : 1;
+  const int pp =
+      a.has("pipeline-model-parallel-size") ? static_cast<int>(a.integer("pipeline-model-parallel-size", 1)) : 1;
   if (a.has("num-layers-per-virtual-pipeline-stage")) {
     const long long n = a.integer("num-layers-per-virtual-pipeline-stage", 1);
-    if (!a.has("num-layers")) throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
+    if (!a.has("num-layers"))
+      throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
     const long long layers = a.integer("num-layers", 1);
     if (layers % (n * pp) != 0)
       throw InputError(a.get("num-layers-per-virtual-pipeline-stage").values[0].loc,
@@ -338,26 +351,31 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
     const PipelineLayout pl = parse_pipeline_layout(a.value("pipeline-model-parallel-layout"), loc);
     const int chunks = static_cast<int>(pl.layers.size());
     if (chunks % pp != 0)
-      throw InputError(loc, fmt::format("--pipeline-model-parallel-layout has {} chunks, not a multiple of pp {}", chunks, pp));
+      throw InputError(
+          loc, fmt::format("--pipeline-model-parallel-layout has {} chunks, not a multiple of pp {}", chunks, pp));
     if (!pl.embedding_first || !pl.loss_last)
-      throw InputError(loc, "--pipeline-model-parallel-layout: E must be in the first chunk and L in the last (ppsim's placement)");
+      throw InputError(
+          loc, "--pipeline-model-parallel-layout: E must be in the first chunk and L in the last (ppsim's placement)");
     YAML::Node split(YAML::NodeType::Sequence);
     for (int x : pl.layers) split.push_back(x);
     par["layer_split"] = split;
     if (chunks / pp > 1) par["vpp"] = chunks / pp;
     if (pl.mtp > 0) m["mtp_depth"] = pl.mtp;
   } else if (a.has("decoder-first-pipeline-num-layers") || a.has("decoder-last-pipeline-num-layers")) {
-    if (!a.has("num-layers")) throw InputError(SourceLoc{name, 0, 0}, "--decoder-first/last-pipeline-num-layers need --num-layers");
+    if (!a.has("num-layers"))
+      throw InputError(SourceLoc{name, 0, 0}, "--decoder-first/last-pipeline-num-layers need --num-layers");
     const long long layers = a.integer("num-layers", 1);
-    const bool has_first = a.has("decoder-first-pipeline-num-layers"), has_last = a.has("decoder-last-pipeline-num-layers");
+    const bool has_first = a.has("decoder-first-pipeline-num-layers"),
+               has_last = a.has("decoder-last-pipeline-num-layers");
     const long long first = has_first ? a.integer("decoder-first-pipeline-num-layers", 0) : 0;
     const long long last = has_last ? a.integer("decoder-last-pipeline-num-layers", 0) : 0;
     const int middle = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
     const long long rest = layers - first - last;
     if (middle <= 0 || rest < 0 || rest % middle != 0)
-      throw InputError(a.get(has_first ? "decoder-first-pipeline-num-layers" : "decoder-last-pipeline-num-layers").loc,
-                       fmt::format("{} layers less the first and last stages' do not split evenly over {} middle stages",
-                                   layers, middle));
+      throw InputError(
+          a.get(has_first ? "decoder-first-pipeline-num-layers" : "decoder-last-pipeline-num-layers").loc,
+          fmt::format("{} layers less the first and last stages' do not split evenly over {} middle stages", layers,
+                      middle));
     YAML::Node split(YAML::NodeType::Sequence);
     if (has_first) split.push_back(first);
     for (int s = 0; s < middle; ++s) split.push_back(rest / middle);
@@ -367,11 +385,14 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   if (a.has("recompute-granularity")) {
     const std::string g = a.value("recompute-granularity");
     if (g != "full" && g != "selective")
-      throw InputError(a.get("recompute-granularity").values[0].loc, fmt::format("--recompute-granularity {}: full or selective", g));
+      throw InputError(a.get("recompute-granularity").values[0].loc,
+                       fmt::format("--recompute-granularity {}: full or selective", g));
     // Megatron's selective recompute without --recompute-modules recomputes the attention core
     // (ppsim's `selective`); with modules, only those (ppsim's recompute_ops, below).
-    if (g == "full") par["recompute"] = "full";
-    else if (!a.has("recompute-modules")) par["recompute"] = "selective";
+    if (g == "full")
+      par["recompute"] = "full";
+    else if (!a.has("recompute-modules"))
+      par["recompute"] = "selective";
     if (g == "full" && a.has("recompute-num-layers")) par["recompute_layers"] = a.integer("recompute-num-layers", 0);
     (void)a.has("recompute-method");  // uniform and block both recompute recompute_layers layers per stage here
   }
@@ -381,8 +402,10 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
     YAML::Node ops(YAML::NodeType::Sequence);
     for (const Word& w : a.get("recompute-modules").values) {
       auto it = kOps.find(w.text);
-      if (it != kOps.end()) ops.push_back(it->second);
-      else out.ignored.push_back("--recompute-modules " + w.text);
+      if (it != kOps.end())
+        ops.push_back(it->second);
+      else
+        out.ignored.push_back("--recompute-modules " + w.text);
     }
     if (ops.size() > 0) par["recompute_ops"] = ops;
   }
@@ -403,7 +426,8 @@ MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where)
   if (!in) throw InputError(at, fmt::format("cannot open the megatron_args file '{}'", path), {}, kExitIo);
   std::string text;
   char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
+    text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
   return megatron_args_from_text(text, path);
 }

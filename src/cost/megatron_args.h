@@ -8,19 +8,19 @@
 // what the keys say when a flag is absent. The result merges under the config's own keys (those
 // written in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
 
 namespace ppsim {
 
 struct MegatronArgs {
-  YAML::Node model;      // model keys (layers, hidden, moe, mla, ...)
-  YAML::Node parallel;   // pp, tp, ep, vpp, layer_split, recompute*, zero, microbatches (needs dp)
-  YAML::Node precision;  // params, gemm
+  YAML::Node model;           // model keys (layers, hidden, moe, mla, ...)
+  YAML::Node parallel;        // pp, tp, ep, vpp, layer_split, recompute*, zero, microbatches (needs dp)
+  YAML::Node precision;       // params, gemm
   int global_batch_size = 0;  // 0: not given; microbatches = it / (micro_batch_size * dp)
   int micro_batch_size = 1;
   std::vector<std::string> ignored;  // flags read but not used, in file order

@@ -1,10 +1,11 @@
 // `ppsim model` (src/api/model.cc): parameters by part derived here by hand from the published
 // configs in configs/hf/, checked against the published totals within 1%, FLOPs per token and
 // the parameters per stage.
+#include "api/model.h"
+
 #include <cmath>
 #include <string>
 
-#include "api/model.h"
 #include "catch.h"
 #include "core/error.h"
 #include "cost/memory.h"
@@ -36,10 +37,10 @@ bool within(double x, double published, double tol = 0.01) { return std::abs(x -
 TEST_CASE("model: Llama-3-8B, each part by hand, 8.03B", "[api][model]") {
   const api::ModelReport r = report("llama-3-8b.json");
   const double h = 4096, L = 32, V = 128256, a = 32, g = 8, d = 128, f = 14336;
-  CHECK(part(r, "embedding") == V * h);                           // 525,336,576
+  CHECK(part(r, "embedding") == V * h);                                  // 525,336,576
   CHECK(part(r, "attention") == L * (h * (a + 2 * g) * d + a * d * h));  // 32 x 41,943,040
-  CHECK(part(r, "dense_mlp") == L * 3 * h * f);                   // 32 x 176,160,768
-  CHECK(part(r, "norms") == L * 2 * h + h);                        // RMSNorm: h each, 2 per layer + final
+  CHECK(part(r, "dense_mlp") == L * 3 * h * f);                          // 32 x 176,160,768
+  CHECK(part(r, "norms") == L * 2 * h + h);                              // RMSNorm: h each, 2 per layer + final
   CHECK(part(r, "head") == V * h);
   CHECK(part(r, "routed_experts") == 0);
   CHECK(r.total == 8030261248.0);
@@ -53,7 +54,7 @@ TEST_CASE("model: Llama-3-70B 70.6B", "[api][model]") {
   const api::ModelReport r = report("llama-3-70b.json");
   const double h = 8192, L = 80, V = 128256, a = 64, g = 8, d = 128, f = 28672;
   const double layer = h * (a + 2 * g) * d + a * d * h + 3 * h * f + 2 * h;  // 855,654,400
-  CHECK(r.total == L * layer + 2 * V * h + h);                             // 70,553,706,496
+  CHECK(r.total == L * layer + 2 * V * h + h);                               // 70,553,706,496
   CHECK(within(r.total, 70.6e9));
 }
 

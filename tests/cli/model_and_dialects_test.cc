@@ -2,8 +2,8 @@
 // `--format torch` round trips), and `ppsim model` (table, JSON, exit codes of docs/CLI.md).
 #include <nlohmann/json.hpp>
 
-#include "catch.h"
 #include "../robustness/run_ppsim.h"
+#include "catch.h"
 
 using namespace ppsim::robust;
 

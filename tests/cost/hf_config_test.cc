@@ -1,12 +1,13 @@
 // Hugging Face config.json -> model keys (src/cost/hf_config.cc): each family's mapping, keys
 // beside hf_config overriding, and one located line per bad input.
+#include "cost/hf_config.h"
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "catch.h"
 #include "cost/config.h"
-#include "cost/hf_config.h"
 
 using namespace ppsim;
 
@@ -107,7 +108,8 @@ TEST_CASE("hf_config: gpt2 and gpt_neox are LayerNorm + GELU; gpt2 ties its embe
 }
 
 TEST_CASE("hf_config: keys beside it override, sections merged key by key", "[cost][hf]") {
-  const ModelSpec m = load_hf("deepseek-v3.json", "seq_len: 4096, layers: 4, dense_layers_first: 1, moe: {top_k: 2}").model;
+  const ModelSpec m =
+      load_hf("deepseek-v3.json", "seq_len: 4096, layers: 4, dense_layers_first: 1, moe: {top_k: 2}").model;
   CHECK(m.seq_len == 4096);
   CHECK(m.layers == 4);
   CHECK(m.dense_layers_first == 1);
@@ -162,10 +164,12 @@ TEST_CASE("hf_config: one located line per bad input", "[cost][hf]") {
   CHECK(hf_error("{\"model_type\": \"llama\",\n\"num_hidden_layers\": \"32\"}") ==
         "c.json:2:22: 'num_hidden_layers' must be a count (an integer >= 0), got \"32\"");
   CHECK(hf_error("{\"model_type\": \"llama\", ") == "c.json:1:25: not valid JSON (a Hugging Face config.json)");
-  CHECK(hf_error("{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 8, \"num_attention_heads\": 2, "
-                 "\"vocab_size\": 10, \"max_position_embeddings\": 16, \"intermediate_size\": 8, \"n_routed_experts\": 4, "
-                 "\"moe_layer_freq\": 2}") ==
-        "c.json:1:213: moe_layer_freq (model_type deepseek_v3): MoE on every k-th layer is not modelled (only 1)");
+  CHECK(
+      hf_error(
+          "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 8, \"num_attention_heads\": 2, "
+          "\"vocab_size\": 10, \"max_position_embeddings\": 16, \"intermediate_size\": 8, \"n_routed_experts\": 4, "
+          "\"moe_layer_freq\": 2}") ==
+      "c.json:1:213: moe_layer_freq (model_type deepseek_v3): MoE on every k-th layer is not modelled (only 1)");
   // From a config: a missing file is an I/O error at the hf_config key.
   try {
     (void)parse_config("model: {hf_config: nope.json}\nhardware: {name: h100}\nparallel: {pp: 1, microbatches: 1}\n",

@@ -1,15 +1,16 @@
 // Megatron-LM arguments (src/cost/megatron_args.cc): flags to model/parallel/precision keys,
 // Megatron's defaults, the pipeline layout grammar, ignored flags listed, located errors; the
 // DeepSeek-V3 and Llama-3-70B argument lists give the same results as the YAML configs.
-#include <string>
+#include "cost/megatron_args.h"
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../robustness/run_ppsim.h"
 #include "catch.h"
 #include "cost/config.h"
-#include "cost/megatron_args.h"
-#include "../robustness/run_ppsim.h"
 
 using namespace ppsim;
 
@@ -75,16 +76,19 @@ TEST_CASE("megatron: --pipeline-model-parallel-layout", "[cost][megatron]") {
 }
 
 TEST_CASE("megatron: located errors", "[cost][megatron]") {
-  CHECK(error_of("--num-layers $NL --hidden-size 8") == "a.sh:1:14: --num-layers $NL: a shell variable; write its value");
+  CHECK(error_of("--num-layers $NL --hidden-size 8") ==
+        "a.sh:1:14: --num-layers $NL: a shell variable; write its value");
   CHECK(error_of("--num-layers 4\n--num-layers 5") == "a.sh:2:1: --num-layers is given twice (first at line 1)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
   CHECK(error_of("--num-experts 8 --moe-layer-freq 2") ==
         "a.sh:1:34: --moe-layer-freq 2: only 1 or ([0]*k+[1]*n) (the first k layers dense) are modelled");
-  CHECK(error_of("--context-parallel-size 2") == "a.sh:1:25: --context-parallel-size > 1: context parallelism is not modelled");
+  CHECK(error_of("--context-parallel-size 2") ==
+        "a.sh:1:25: --context-parallel-size > 1: context parallelism is not modelled");
   CHECK(error_of("python train.py") == "a.sh: no Megatron-LM arguments (--flag value) in the file");
 }
 
-TEST_CASE("megatron: the DeepSeek-V3 and Llama-3-70B argument lists give the YAML configs' results", "[cost][megatron][cli]") {
+TEST_CASE("megatron: the DeepSeek-V3 and Llama-3-70B argument lists give the YAML configs' results",
+          "[cost][megatron][cli]") {
   ppsim::robust::Scratch s("megatron");
   const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/";
   for (const char* name : {"deepseek-v3", "llama3-70b"}) {

@@ -1,9 +1,10 @@
 // PyTorch CSV dialects (torch <= 2.5: B input-grad beside W, BW full backward; today's: I, W, B
 // full) and comm actions (SEND/RECV as explicit transfers, the FSDP ones kept for export), with
 // the effect of comm actions on a timeline worked out by hand.
+#include "schedules/notation.h"
+
 #include "catch.h"
 #include "core/error.h"
-#include "schedules/notation.h"
 #include "test_util.h"
 
 using namespace ppsim;
@@ -74,11 +75,14 @@ TEST_CASE("csv dialect: today's (I, W, B full) and files both read alike", "[sch
   CHECK(import_csv("0F0,0B0\n1F0,1B0\n", "fb.csv", 0, 0).dialect == "current");
   // Forcing 2.5 on a file with I, or today's on one with BW, names the token and the fix.
   CHECK(import_error("0F0,0I0,0W0\n1F0,1B0\n", Dialect::Torch25) ==
-        "s.csv:1:5: I is not an action of torch <= 2.5's dialect (its input-grad is B), did you mean '--csv-dialect current'?");
+        "s.csv:1:5: I is not an action of torch <= 2.5's dialect (its input-grad is B), did you mean '--csv-dialect "
+        "current'?");
   CHECK(import_error("0F0,0BW0\n1F0,1BW0\n", Dialect::Current) ==
-        "s.csv:1:5: BW is torch <= 2.5's full backward, not an action of today's dialect, did you mean '--csv-dialect 2.5'?");
+        "s.csv:1:5: BW is torch <= 2.5's full backward, not an action of today's dialect, did you mean '--csv-dialect "
+        "2.5'?");
   CHECK(import_error("0F0,0BW0\n1F0,1I0,1W0\n") ==
-        "s.csv:2:5: this file mixes torch <= 2.5's BW (full backward) with today's I (input-grad); pass --csv-dialect to say "
+        "s.csv:2:5: this file mixes torch <= 2.5's BW (full backward) with today's I (input-grad); pass --csv-dialect "
+        "to say "
         "which it is");
   // Forced today's on a B-beside-W file: the old error (both a full and a split backward).
   CHECK(import_error("0F0,0B0,0W0\n1F0,1B0\n", Dialect::Current).find("0B0") != std::string::npos);
@@ -87,8 +91,7 @@ TEST_CASE("csv dialect: today's (I, W, B full) and files both read alike", "[sch
 }
 
 TEST_CASE("comm actions: read, written back in place, checked", "[schedules][notation]") {
-  const std::string csv =
-      "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0BW0,0REDUCE_GRAD,0RESHARD\n1RECV_F0,1F0,1BW0,1SEND_B0\n";
+  const std::string csv = "0UNSHARD,0F0,0SEND_F0,0RECV_B0,0BW0,0REDUCE_GRAD,0RESHARD\n1RECV_F0,1F0,1BW0,1SEND_B0\n";
   const Schedule s = import_csv(csv, "c.csv", 0, 0);
   CHECK(s.dialect == "2.5");
   CHECK(ranks_text(s) == "0F0 0B0 | 1F0 1B0 | ");

@@ -1,0 +1,34 @@
+// torchtitan's TOML job config -> ppsim config keys, so that `torchtitan: FILE` in a config reads
+// the [parallelism] and [training] sections of a run users already launch; the model comes from a
+// Hugging Face config.json ([model] hf_assets_path/config.json, or model.hf_config beside it).
+//
+// Not obvious: torchtitan counts micro-batches per data-parallel rank (local_batch_size /
+// pipeline_parallel_microbatch_size), which is ppsim's parallel.microbatches as it stands; and
+// its multi-stage schedules put 2 stages on a rank unless pipeline_parallel_layers_per_stage says.
+// Built without toml++ (libtomlplusplus-dev), reading one is refused with one line.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "core/error.h"
+
+namespace ppsim {
+
+struct TorchtitanKeys {
+  YAML::Node model;                // seq_len, micro_batch_size, hf_config (when the TOML names one)
+  YAML::Node parallel;             // pp, tp, ep, dp, vpp, microbatches, schedule, recompute
+  YAML::Node precision;            // params
+  long long layers_per_stage = 0;  // > 0: pipeline_parallel_layers_per_stage (vpp follows from the layers)
+  bool multi_stage = false;        // the schedule puts several stages on a rank
+};
+
+// `gpus`: the config's hardware.gpus (0: not given), for data_parallel_shard_degree = -1.
+TorchtitanKeys read_torchtitan(const std::string& path, long long gpus, const SourceLoc& where = {});
+TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& name, const std::string& dir,
+                                    long long gpus);
+
+// ppsim's family for torchtitan's pipeline_parallel_schedule ("1F1B" -> "1f1b"); "" when none.
+std::string torchtitan_schedule(const std::string& name);
+
+}  // namespace ppsim

@@ -1,0 +1,78 @@
+// torchtitan TOML job configs (src/cost/torchtitan.cc): [parallelism] and [training] to config
+// keys, the model from [model]'s config.json; configs/torchtitan/llama3-8b-pp.yaml simulates.
+#include "cost/torchtitan.h"
+
+#include <string>
+
+#include "catch.h"
+#include "cost/config.h"
+
+using namespace ppsim;
+
+namespace {
+// Skips (returns false) when ppsim was built without toml++.
+bool have_toml() {
+  try {
+    (void)torchtitan_from_text("", "t.toml", "", 0);
+  } catch (const InputError& e) {
+    if (e.message().find("without toml++") != std::string::npos) return false;
+  }
+  return true;
+}
+std::string error_of(const std::string& text) {
+  try {
+    (void)torchtitan_from_text(text, "t.toml", "", 8);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("torchtitan: [parallelism] and [training] keys", "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  const TorchtitanKeys k = torchtitan_from_text(
+      "[training]\nlocal_batch_size = 16\nseq_len = 4096\n"
+      "[parallelism]\npipeline_parallel_degree = 2\ntensor_parallel_degree = 2\ndata_parallel_shard_degree = -1\n"
+      "pipeline_parallel_schedule = \"ZBVZeroBubble\"\npipeline_parallel_microbatch_size = 2\n"
+      "[activation_checkpoint]\nmode = \"full\"\n",
+      "t.toml", "", 16);
+  CHECK(k.parallel["pp"].as<int>() == 2);
+  CHECK(k.parallel["tp"].as<int>() == 2);
+  CHECK(k.parallel["dp"].as<int>() == 16 / (2 * 2));  // shard -1: the GPUs left
+  CHECK(k.parallel["microbatches"].as<int>() == 16 / 2);
+  CHECK(k.parallel["schedule"].as<std::string>() == "zbv");
+  CHECK(k.parallel["recompute"].as<std::string>() == "full");
+  CHECK(k.model["seq_len"].as<int>() == 4096);
+  CHECK(k.model["micro_batch_size"].as<int>() == 2);
+  CHECK(torchtitan_schedule("Interleaved1F1B") == "interleaved-1f1b");
+  CHECK(torchtitan_schedule("LoopedBFS").empty());
+}
+
+TEST_CASE("torchtitan: located errors", "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  CHECK(error_of("[parallelism]\npipeline_parallel_schedule = \"LoopedBFS\"\n") ==
+        "t.toml:2:30: [parallelism] pipeline_parallel_schedule 'LoopedBFS' has no ppsim family (GPipe, 1F1B, "
+        "Interleaved1F1B, ZBVZeroBubble, DualPipeV); its CSV can be simulated with --schedule-file");
+  CHECK(error_of("[parallelism]\ncontext_parallel_degree = 2\n") ==
+        "t.toml:2:27: [parallelism] context_parallel_degree > 1: context parallelism is not modelled");
+  CHECK(error_of("[training]\nlocal_batch_size = 7\n[parallelism]\npipeline_parallel_microbatch_size = 2\n") ==
+        "t.toml:2:20: [training] local_batch_size 7 is not a multiple of [parallelism] "
+        "pipeline_parallel_microbatch_size 2");
+  CHECK(error_of("[parallelism\n").rfind("t.toml:1:", 0) == 0);
+}
+
+TEST_CASE("torchtitan: configs/torchtitan/llama3-8b-pp.yaml (Llama 3 8B, PP4 interleaved)", "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/torchtitan";
+  const ModelConfigData c =
+      parse_config("torchtitan: llama3-8b-pp.toml\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
+  CHECK(c.model.layers == 32);  // from hf-llama-3-8b/config.json
+  CHECK(c.model.seq_len == 8192);
+  CHECK(c.parallel.pp == 4);
+  CHECK(c.parallel.vpp == 32 / 4 / 4);  // layers / layers_per_stage / pp
+  CHECK(c.parallel.microbatches == 8);
+  CHECK(c.parallel.dp == 8 / 4);
+  CHECK(c.parallel.schedule == "interleaved-1f1b");
+  CHECK(c.parallel.recompute == Recompute::none);
+}

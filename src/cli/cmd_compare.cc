@@ -4,7 +4,12 @@
 // --times are one rank's share of the model (1/P of the layers); a schedule that cuts that share
 // into v chunks (interleaved: v = vpp; ZB-V, DualPipeV: v = 2) gives each chunk 1/v of the times,
 // so every schedule in one table runs the same model. --chunk-times sets per-chunk costs directly.
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/error.h"
@@ -38,9 +43,9 @@ struct CompareArgs {
   bool memory = false;
 };
 
-void add_common(CLI::App& sub, CompareArgs& a) {
+void add_common(CLI::App& sub, CompareArgs& a, bool config_positional = true) {
   add_schedule_options(sub, a.so);
-  sub.add_option("config", a.config, "YAML config (model, hardware, parallel); optional");
+  if (config_positional) sub.add_option("config", a.config, "YAML config (model, hardware, parallel); optional");
   sub.add_option("--set", a.sets, "override a config key: key.path=value (repeatable)");
   sub.add_option("--times", a.times, "one rank's share: F=..,B=..(full backward),W=..,FB=..(pair); FB defaults to F+B")
       ->capture_default_str();
@@ -97,13 +102,28 @@ Runner setup_compare(CLI::App& sub) {
 Runner setup_simulate(CLI::App& sub) {
   auto a = std::make_shared<CompareArgs>();
   auto family = std::make_shared<std::string>();
+  auto positional = std::make_shared<std::vector<std::string>>();
   sub.add_option("--schedule,-s", *family, "schedule family")->capture_default_str();
-  add_common(sub, *a);
+  // `simulate dualpipe`, as `show dualpipe`: the family may come first; a YAML config (an existing
+  // file, or a name ending in .yaml/.yml) may follow, or stand alone as compare's.
+  sub.add_option("family_or_config", *positional, "[FAMILY] [CONFIG]: a schedule family and/or a YAML config")
+      ->expected(0, 2);
+  add_common(sub, *a, false);
   sub.add_option("--timeline", a->timeline, "write the simulated timeline (intervals per rank) as JSON");
   auto chart = std::make_shared<bool>(false);
   sub.add_flag("--chart", *chart, "print a time-step chart of the timeline after the table");
-  return [a, family, chart]() {
+  return [a, family, chart, positional]() {
     const Format f = parse_format(a->format, {"table", "json", "csv"});
+    for (const std::string& p : *positional) {
+      const bool is_config = std::filesystem::exists(p) || p.ends_with(".yaml") || p.ends_with(".yml");
+      std::string& slot = is_config ? a->config : *family;
+      if (!slot.empty())
+        throw InputError(is_config ? fmt::format("simulate takes one config, got '{}' and '{}'", slot, p)
+                                   : fmt::format("simulate takes one family, got '{}' and '{}' (compare takes several)",
+                                                 slot, p),
+                         {}, kExitUsage);
+      slot = p;
+    }
     RunRequest req = to_request(*a);
     if (family->empty() && a->so.schedule_file.empty())
       throw InputError("simulate needs --schedule FAMILY or --schedule-file FILE", {}, kExitUsage);

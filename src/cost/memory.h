@@ -32,8 +32,8 @@
 #include "core/schedule.h"
 #include "cost/config.h"
 #include "cost/layer_split.h"
-#include "report/trace.h"
 #include "sim/engine.h"
+#include "sim/physical.h"
 
 namespace ppsim {
 

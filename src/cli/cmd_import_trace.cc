@@ -161,7 +161,12 @@ Runner setup_import_trace(CLI::App& sub) {
     io.comm_kernel = a->comm_kernel;
     const std::vector<std::string> paths = trace::expand_trace_paths(a->traces);
     const bool executed = a->predict.schedule == "executed";
-    if (paths.size() > 1 || executed || !a->executed_csv.empty()) return run_ranks(*a, io, paths, f);
+    if (paths.size() > 1 || executed || !a->executed_csv.empty()) {
+      if (!a->html.empty())
+        throw InputError("--html: the page covers one trace; several ranks' traces and --schedule executed have none yet",
+                         {}, kExitUsage);
+      return run_ranks(*a, io, paths, f);
+    }
     const trace::ImportResult r = trace::import_trace_file(paths[0], io);
     std::string report;
     nlohmann::json j;
@@ -182,7 +187,7 @@ Runner setup_import_trace(CLI::App& sub) {
       if (f == Format::Json) j["profile_path"] = a->output;
     }
     if (f == Format::Json) report = j.dump(2) + "\n";
-    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + a->trace, j)));
+    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + paths[0], j)));
     if (a->output == "-")
       std::fputs(report.c_str(), stderr);
     else

@@ -119,7 +119,7 @@ Runner setup_search(CLI::App& sub) {
       HtmlReport rep;
       rep.kind = "search";
       rep.title = "ppsim search";
-      rep.results = results_json(r.rows, {}, r.scale);
+      rep.results = r.json;  // as --format json prints them
       for (std::size_t i = 0; i < sims.size() && i < r.rows.size(); ++i)
         rep.timelines.push_back({r.rows[i].metrics.schedule, &sims[i].timeline, nullptr, static_cast<int>(i), {}});
       files.emplace_back(a->html, render_html(rep));

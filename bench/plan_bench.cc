@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "cost/cost_model.h"
 #include "plan/planner.h"
-#include "plan/thread_pool.h"
+#include "core/thread_pool.h"
 
 using namespace ppsim;
 

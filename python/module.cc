@@ -13,14 +13,20 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "api/gpu.h"
 #include "api/plan.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
+#include "api/search.h"
 #include "core/error.h"
 #include "plan/plan_json.h"
 #include "ppsim_version.h"
 #include "report/trace.h"
+#include "report/svg.h"
 #include "schedules/notation.h"
+#include "sim/engine.h"
+#include "trace/import.h"
+#include "trace/predict.h"
 
 namespace py = pybind11;
 using namespace ppsim;
@@ -217,6 +223,123 @@ py::object plan(const ConfigHandle& config, int top, int jobs, const std::string
   return to_py(nlohmann::json::parse(text));
 }
 
+// ppsim.search: api::search (as `ppsim search --format json`), with the table, the searched
+// schedule and the best family's.
+py::dict search_call(const std::string& config, const std::vector<std::string>& sets, std::optional<int> pp,
+                std::optional<int> microbatches, const std::string& times, const std::string& chunk_times,
+                double p2p_latency, double a2a, double attn_share, int layers, int comm_sms, int sms,
+                std::optional<double> memory_cap, const std::string& placement, std::uint64_t seed, double time_limit,
+                int threads) {
+  api::SearchCall c;
+  c.config = config;
+  c.sets = sets;
+  c.pp = pp;
+  c.microbatches = microbatches;
+  if (!times.empty()) c.times = times;
+  c.chunk_times = chunk_times;
+  c.p2p_latency = p2p_latency;
+  c.overlap.a2a = a2a;
+  c.overlap.attn_share = attn_share;
+  c.overlap.layers = layers;
+  c.overlap.comm_sms = comm_sms;
+  c.overlap.sms = sms;
+  c.memory_cap = memory_cap;
+  c.placement = placement;
+  c.seed = seed;
+  c.time_limit = time_limit;
+  c.threads = threads;
+  api::SearchOutcome r;
+  {
+    py::gil_scoped_release nogil;
+    r = api::search(c);
+  }
+  py::dict out = to_py(r.json).cast<py::dict>();
+  out["table"] = r.table;
+  out["schedule"] = ScheduleHandle{r.searched, std::nullopt};
+  if (r.has_family) out["best_family_schedule"] = ScheduleHandle{r.best_family, std::nullopt};
+  return out;
+}
+
+// ppsim.import_trace: `ppsim import-trace --format json` (the prediction too with a schedule),
+// and the version-2 profile's YAML text under "profile_yaml" when the trace has per-layer work.
+py::dict import_trace_call(const std::string& path, const std::vector<std::string>& map, bool no_default_rules,
+                      const std::string& step_range, const std::string& schedule, int pp, int microbatches, int vpp,
+                      int devices, int layers_per_chunk, int comm_sms, int sms) {
+  nlohmann::json j;
+  std::string yaml;
+  {
+    py::gil_scoped_release nogil;
+    const trace::ImportResult r = trace::import_trace_file(path, {map, no_default_rules, step_range});
+    j = trace::import_json(r);
+    if (!schedule.empty()) {
+      trace::PredictRequest p;
+      p.schedule = schedule;
+      if (pp > 0) p.pp = pp;
+      if (microbatches > 0) p.microbatches = microbatches;
+      if (vpp > 0) p.vpp = vpp;
+      if (devices > 0) p.devices = devices;
+      if (layers_per_chunk > 0) p.layers_per_chunk = layers_per_chunk;
+      if (comm_sms > 0) p.comm_sms = comm_sms;
+      if (sms > 0) p.sms = sms;
+      j["prediction"] = trace::prediction_json(trace::predict_traced(r, p));
+    }
+    if (r.profile.sub_ops) yaml = trace::render_import_profile(r);
+  }
+  py::dict out = to_py(j).cast<py::dict>();
+  out["profile_yaml"] = yaml.empty() ? py::object(py::none()) : py::object(py::str(yaml));
+  return out;
+}
+
+// ppsim.profile: api::profile (`ppsim profile`): the profile's YAML and one layer's medians.
+py::dict profile_call(const std::string& config, const std::vector<std::string>& sets, int warmup, int reps, int device,
+                 const std::string& a2a) {
+  api::ProfileRequest req{config, sets, warmup, reps, device, a2a};
+  api::ProfileOutcome r;
+  {
+    py::gil_scoped_release nogil;
+    r = api::profile(req);
+  }
+  py::dict out;
+  out["yaml"] = r.yaml;
+  out["gpu"] = r.layer.gpu;
+  out["reps"] = r.layer.reps;
+  py::dict ops;
+  ops["F"] = r.layer.f_ms;
+  ops["B"] = r.layer.b_ms;
+  ops["W"] = r.layer.w_ms;
+  ops["FB"] = r.layer.fb_ms;
+  out["op_ms"] = ops;
+  out["input_grad_ms"] = r.layer.input_grad_ms;
+  py::dict sub;
+  for (const auto& [k, v] : r.layer.sub_ops_ms) sub[py::str(k)] = v;
+  out["sub_ops_ms"] = sub;
+  return out;
+}
+
+// ppsim.validate: api::validate (`ppsim validate --format json`), with the table report as "text".
+py::dict validate_call(const api::ValidateRequest& req) {
+  api::ValidateOutcome r;
+  {
+    py::gil_scoped_release nogil;
+    r = api::validate(req);
+  }
+  py::dict out = to_py(r.json).cast<py::dict>();
+  out["text"] = r.text;
+  return out;
+}
+
+// The timeline of a schedule at unit times (F=1, B=2, W=1, FB=3, as `ppsim show`'s chart), as the
+// SVG `ppsim simulate --svg` draws: a notebook's picture of a Schedule.
+std::string schedule_svg(const ScheduleHandle& h, const std::string& times) {
+  py::gil_scoped_release nogil;
+  api::UnitCosts u;
+  if (!times.empty()) u.times = times;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(h.s, api::unit_costs(h.s, u), opt);
+  return render_svg({{h.s.family, &r.timeline}});
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_ppsim, m) {
@@ -281,4 +404,30 @@ PYBIND11_MODULE(_ppsim, m) {
   });
   m.def("_run", &run);
   m.def("_plan", &plan);
+  m.def("_search", &search_call);
+  m.def("_import_trace", &import_trace_call);
+  m.def("_profile", &profile_call);
+  m.def("_validate", [](const std::string& config, const std::vector<std::string>& sets, const std::string& schedules,
+                        const std::string& schedule_file, int devices, int reps, double target, bool no_link_probe,
+                        bool ep_replay, const std::string& a2a, const std::string& transport, double timeout_s,
+                        const std::string& sm_split, const std::string& sharing, const std::string& rank_speeds) {
+    api::ValidateRequest req;
+    req.config = config;
+    req.sets = sets;
+    req.schedules = schedules;
+    req.schedule_file = schedule_file;
+    req.devices = devices;
+    req.reps = reps;
+    req.target = target;
+    req.no_link_probe = no_link_probe;
+    req.ep_replay = ep_replay;
+    req.a2a = a2a;
+    req.transport = transport;
+    req.timeout_s = timeout_s;
+    req.sm_split = sm_split;
+    req.sharing = sharing;
+    req.rank_speeds = rank_speeds;
+    return validate_call(req);
+  });
+  m.def("_schedule_svg", &schedule_svg);
 }

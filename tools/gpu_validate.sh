@@ -14,7 +14,7 @@
 # (memcheck) over the replay and watchdog GPU tests.
 # Env: SCHEDULES (default 1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev), GPU_CHECK_BUDGET (330),
 # VALIDATE_SETS ("4 2 1": which of the runs to do, by GPU count), VALIDATE_ARGS (more validate flags,
-# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep searched timeslice kind sanitize": the extra runs;
+# e.g. --set model.seq_len=4096), VALIDATE_EXTRA ("nccl mpi ep searched timeslice kind sanitize python": the extra runs;
 # "" for none; "a2a" adds tools/a2a_check.sh on 2+ GPUs). The ep extra: the hidden EP replay test,
 # `validate --ep-replay` in one process, EP across two processes under mpirun (tests/cuda_validate/
 # ep_ipc_check for ours and nccl, then validate; on one GPU the processes share it), and
@@ -23,6 +23,9 @@
 # its summary (ep_summary.txt) is printed last, the logs of the multi-process runs in ep_logs.txt;
 # EP_MPI_TIMEOUT bounds the multi-process validate (240 s; on one GPU it runs under MPS where
 # nvidia-cuda-mps-control exists).
+# The python extra (last): builds the module in build-gpu (pybind11 from python3 -m pybind11) and
+# runs tools/python_gpu_check.py: ppsim.profile and ppsim.validate against `ppsim profile` and
+# `ppsim validate --format json` on small-1gpu (python_summary.txt, printed last).
 # Issue 18 on two GPUs, in one call: VALIDATE_SETS=2 VALIDATE_EXTRA="ep a2a" bash tools/gpu_validate.sh
 # On one H100, the EP runs in under 10 minutes: SCHEDULES=1f1b VALIDATE_SETS=1 VALIDATE_EXTRA=ep
 #   EP_SCHEDULES=1f1b,dualpipev EP_HIDDEN_RUNS=1 bash tools/gpu_validate.sh
@@ -58,7 +61,7 @@ done
 big=0
 for n in ${VALIDATE_SETS:-4 2 1}; do [ "$ngpu" -ge "$n" ] && [ "$n" -gt "$big" ] && big=$n; done
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
+for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize python}; do
   [ "$big" -gt 0 ] || break
   cfg=$ROOT/configs/small-${big}gpu.yaml
   case $extra in
@@ -148,6 +151,19 @@ for extra in ${VALIDATE_EXTRA-nccl mpi ep searched timeslice kind sanitize}; do
         > "$OUT/tmp/sanitize.txt" 2>&1
       echo "compute-sanitizer memcheck over the replay test on $ngpu GPU(s): exit $? after $(( $(date +%s) - START )) s"
       grep -m2 "ERROR SUMMARY\|test cases" "$OUT/tmp/sanitize.txt" ;;
+    python)  # issue 29: ppsim.profile and ppsim.validate from Python against the CLI, on one GPU
+      pyexe=$(command -v python3)
+      pbd=$("$pyexe" -m pybind11 --cmakedir 2>/dev/null) ||
+        { echo "python vs CLI skipped: no pybind11 for $pyexe" | tee "$OUT/python_summary.txt"; continue; }
+      if ! { cmake -S "$ROOT" -B "$ROOT/build-gpu" -DPPSIM_PYTHON=ON -Dpybind11_DIR="$pbd" -DPython3_EXECUTABLE="$pyexe" &&
+             ninja -C "$ROOT/build-gpu" ppsim ppsim_python; } > "$OUT/python_build.log" 2>&1; then
+        echo "python vs CLI: the module did not build (python_build.log)" | tee "$OUT/python_summary.txt"
+        tail -5 "$OUT/python_build.log"; continue
+      fi
+      PYTHONPATH="$ROOT/build-gpu/python" timeout 400 "$pyexe" "$ROOT/tools/python_gpu_check.py" "$P" \
+        "$ROOT/configs/small-1gpu.yaml" 1f1b > "$OUT/python_summary.txt" 2>&1
+      echo "python vs CLI (ppsim.profile, ppsim.validate -s 1f1b on small-1gpu): exit $? after $(( $(date +%s) - START )) s"
+      tail -1 "$OUT/python_summary.txt" ;;
     kind)  # virtual ranks shared by op kind instead of one slowdown for any two ops
       [ "$big" = 1 ] || continue
       timeout 150 "$P" validate "$cfg" -s "$S" --devices 1 --sharing kind ${VALIDATE_ARGS:-} \
@@ -185,3 +201,5 @@ awk '/^== validate_/ {print} /^link probe/,/^== validate_|^$/ {if ($0 !~ /^== /)
 # Expert parallelism's runs (the ep extra), last: each step's exit code, and its makespan table
 # (schedule, predicted ms, measured ms, error).
 [ -s "$OUT/ep_summary.txt" ] && { echo "== expert parallelism (issue 18)"; cat "$OUT/ep_summary.txt"; }
+# Python's profile and validate against the CLI's (the python extra): each figure, then the verdict.
+[ -s "$OUT/python_summary.txt" ] && { echo "== python vs CLI (issue 29)"; cat "$OUT/python_summary.txt"; }

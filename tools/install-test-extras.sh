@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the optional tools the picture tests use (tests/report/svg_test.cc): xmllint
 # (libxml2-utils) checks that SVGs are well-formed XML, headless chromium renders the DualPipe
-# figure to a PNG. Without them those tests are skipped, not failed. Idempotent: prints nothing
+# figure to a PNG and runs the HTML report's browser tests (tools/browser_test.py); emscripten
+# compiles the report's in-page engine (tools/build_wasm.sh). Without them those tests are
+# skipped, not failed. Idempotent: prints nothing
 # and touches nothing when every package is present; names what it could not install and exits
 # 1 otherwise.
 set -euo pipefail
 
-pkgs=(chromium libxml2-utils)
+pkgs=(chromium libxml2-utils emscripten)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -15,8 +15,16 @@ jobs=$(nproc 2>/dev/null || echo 2)
 bash tools/install-deps.sh
 if [ -f tools/install-test-extras.sh ]; then bash tools/install-test-extras.sh || echo "test extras not installed; those tests skip"; fi
 
+# The HTML report's in-page engine (WebAssembly), when the test extras brought emscripten:
+# build-test embeds it and tools/browser_test.py (CTest browser_report) re-simulates in the page.
+wasm=()
+if command -v em++ >/dev/null 2>&1; then
+  echo "== WebAssembly engine (tools/build_wasm.sh)"
+  bash tools/build_wasm.sh build-wasm-test
+  wasm=(-DPPSIM_WASM_ENGINE="$PWD/build-wasm-test/ppsim_engine.js")
+fi
 echo "== pass 1: -Werror build, CUDA back-end ${PPSIM_CUDA:-AUTO}"
-cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON >/dev/null
+cmake -S . -B build-test -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_WERROR=ON -DPPSIM_CUDA="${PPSIM_CUDA:-AUTO}" -DPPSIM_PYTHON=ON "${wasm[@]}" >/dev/null
 cmake --build build-test -j "$jobs"
 ctest --test-dir build-test --output-on-failure -j "$jobs"
 # The Python module's tests (python/tests), with the interpreter the module was built for.
@@ -25,6 +33,24 @@ py=$(cat build-test/python/python_executable.txt)
 "$py" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $py (apt install python3-pytest: tools/install-deps.sh)" >&2; exit 1; }
 echo "== pytest python/tests ($py)"
 PYTHONPATH=build-test/python PPSIM_BINARY=build-test/ppsim "$py" -m pytest -q python/tests
+# The same tests against the package `pip install --no-build-isolation .` installs into a fresh
+# venv (docs/PYTHON.md), with build-test's binary and module (PPSIM_BUILD_DIR); the console script is
+# the CLI the tests compare with. python/ppsim is not on sys.path (the root has no ppsim/), so the
+# installed package is what the tests import; the check after them says so.
+venv=$(mktemp -d)/venv
+"$py" -m venv --system-site-packages "$venv"
+echo "== pip install --no-build-isolation . (venv $venv)"
+PPSIM_BUILD_DIR=build-test "$venv/bin/pip" install -q --no-build-isolation --no-deps --no-index . >/dev/null
+"$venv/bin/ppsim" --version
+"$venv/bin/python" -m ppsim compare >/dev/null
+echo "== pytest python/tests (the installed package)"
+PPSIM_BINARY="$venv/bin/ppsim" "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
+"$venv/bin/python" - <<'PY'
+import ppsim, pathlib
+assert "site-packages" in ppsim.__file__, ppsim.__file__  # the installed package, not the tree's
+print("installed:", pathlib.Path(ppsim.__file__).parent)
+PY
+rm -rf "$(dirname "$venv")"
 if [ -f build-test/libppsim_cuda.a ]; then
   echo "== GPU tests here (they skip, with the reason, where no GPU is present):"
   ./build-test/ppsim_tests "[gpu]" 2>&1 | grep -i -m 3 "skipped" || true

@@ -9,11 +9,21 @@ Not obvious: times may be given as the CLI's strings ("F=1,B=2,W=1") or as dicts
 float exactly, so both reach the simulator as the same ticks. Error messages name the CLI's
 flags (--times, --chunk-times, ...), as the CLI prints them.
 """
-from . import _ppsim
-from ._ppsim import Config, Error, Schedule, __version__
+import os as _os
+import sys as _sys
 
-__all__ = ["Error", "Schedule", "Config", "families", "generate", "simulate", "compare", "load_config", "plan",
-           "__version__"]
+# With the CUDA back-end, ppsim.profile/validate open libppsim_gpu.so (beside _ppsim), which binds
+# to the core symbols _ppsim exports, as the ppsim binary's: they must be global for that.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | _os.RTLD_GLOBAL)
+try:
+    from . import _ppsim
+finally:
+    _sys.setdlopenflags(_flags)
+from ._ppsim import Config, Error, Schedule, __version__  # noqa: E402
+
+__all__ = ["Error", "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
+           "plan", "search", "import_trace", "profile", "validate", "__version__"]
 
 try:
     import numpy as _np  # noqa: F401
@@ -146,7 +156,7 @@ def simulate(schedule, times=None, chunk_times=None, p2p_latency=0.0, overlap=No
     row = out["results"][0]
     if timeline:
         row["timeline"] = out["timelines"][0]
-    return row
+    return Result(row)
 
 
 def compare(schedules="all", pp=None, microbatches=None, times=None, chunk_times=None, p2p_latency=0.0,
@@ -158,8 +168,9 @@ def compare(schedules="all", pp=None, microbatches=None, times=None, chunk_times
     """
     if not isinstance(schedules, str):
         schedules = ",".join(schedules)
-    return _request(families=schedules, pp=pp, microbatches=microbatches, times=times, chunk_times=chunk_times,
-                    p2p_latency=p2p_latency, overlap=overlap, config=config, timelines=timelines, **params)
+    return Result(_request(families=schedules, pp=pp, microbatches=microbatches, times=times,
+                           chunk_times=chunk_times, p2p_latency=p2p_latency, overlap=overlap, config=config,
+                           timelines=timelines, **params))
 
 
 def load_config(path, overrides=None):
@@ -177,3 +188,174 @@ def plan(config, top=0, jobs=0, shard=None, max_ops=0):
     if isinstance(config, str):
         config = load_config(config)
     return _ppsim._plan(config, top, jobs, shard or "", max_ops)
+
+
+def _config_args(config, overrides=None):
+    """(path, sets) for a ppsim.Config, a path, or None."""
+    if config is None:
+        return "", []
+    if isinstance(config, Config):
+        return config.path, list(config.overrides) + _sets(overrides)
+    return str(config), _sets(overrides)
+
+
+def _sets(overrides):
+    sets = []
+    for k, v in (overrides or {}).items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        sets.append(f"{k}={v}")
+    return sets
+
+
+def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2p_latency=0.0, overlap=None,
+           config=None, memory_cap="best", placement="all", seed=1, time_limit=10.0, threads=0):
+    """The schedule search, as `ppsim search --format json` (docs/SEARCH.md).
+
+    memory_cap: activations per rank in rank shares; "best" (the default): the best family's peak,
+    so that a win is at equal memory; None or 0: no cap. Returns a Result with "results" (the
+    searched schedule's, then the best family's, docs/JSON.md's names), "skipped", "search"
+    (cap, bound, gap, ...), "table" (the CLI's report) and "schedule" (the searched ppsim.Schedule;
+    "best_family_schedule" too when a family fits the cap).
+    """
+    path, sets = _config_args(config)
+    ov = dict(overlap or {})
+    unknown = set(ov) - _OVERLAP_KEYS
+    if unknown:
+        raise TypeError(f"overlap: unknown key(s) {sorted(unknown)} (a2a, layers, attn_share, comm_sms, sms)")
+    if memory_cap == "best":
+        cap = None
+    elif memory_cap is None or memory_cap == "none":
+        cap = 0.0
+    else:
+        cap = float(memory_cap)
+    t = _times_spec(times) or "F=1,B=2,W=1"
+    return Result(_ppsim._search(path, sets, pp, microbatches, t, _times_spec(chunk_times), float(p2p_latency),
+                                 float(ov.get("a2a", -1)), float(ov.get("attn_share", 0.5)), int(ov.get("layers", 1)),
+                                 int(ov.get("comm_sms", 20)), int(ov.get("sms", 132)), cap, str(placement),
+                                 int(seed), float(time_limit), int(threads)))
+
+
+def import_trace(trace, map=None, no_default_rules=False, step_range="", schedule="", pp=1, microbatches=1, vpp=0,
+                 devices=1, layers_per_chunk=0, comm_sms=20, sms=132, output=None):
+    """A PyTorch profiler (Kineto) trace, as `ppsim import-trace --format json` (docs/TRACES.md).
+
+    With schedule= (pair or a family) the traced step against the prediction ("prediction").
+    "profile_yaml" is the version-2 cost profile (None without per-layer work); written to
+    `output` when given.
+    """
+    out = _ppsim._import_trace(str(trace), list(map or []), bool(no_default_rules), step_range, schedule, int(pp),
+                               int(microbatches), int(vpp), int(devices), int(layers_per_chunk), int(comm_sms),
+                               int(sms))
+    if output is not None:
+        if out["profile_yaml"] is None:
+            raise Error(f"{trace}: no work in a numbered layer was found, so there is no per-layer profile to write")
+        with open(output, "w") as f:
+            f.write(out["profile_yaml"])
+        out["profile_path"] = str(output)
+    return Result(out)
+
+
+def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", output=None):
+    """`ppsim profile` on the GPU: {"yaml": the cost profile, "gpu", "op_ms": {F, B, W, FB}, ...}.
+
+    Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
+    """
+    path, sets = _config_args(config, overrides)
+    out = _ppsim._profile(path, sets, int(warmup), int(reps), int(device), str(a2a))
+    if output is not None:
+        with open(output, "w") as f:
+            f.write(out["yaml"])
+    return Result(out)
+
+
+def validate(config, overrides=None, schedules="", schedule_file="", devices=0, reps=10, target=0.0,
+             no_link_probe=False, ep_replay=False, a2a="ours", transport="auto", timeout=120.0, sm_split="auto",
+             sharing="uniform", rank_speeds="profiled"):
+    """`ppsim validate --format json` on the GPUs (docs/JSON.md), the table report under "text".
+
+    Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
+    """
+    path, sets = _config_args(config, overrides)
+    if not isinstance(schedules, str):
+        schedules = ",".join(schedules)
+    return Result(_ppsim._validate(path, sets, schedules, str(schedule_file), int(devices), int(reps), float(target),
+                                   bool(no_link_probe), bool(ep_replay), str(a2a), str(transport), float(timeout),
+                                   str(sm_split), str(sharing), str(rank_speeds)))
+
+
+# ---- notebooks -----------------------------------------------------------------------------------
+
+def _schedule_svg(self, times=""):
+    """The schedule's timeline as SVG (unit times F=1, B=2, W=1 unless times= is given), as
+    `ppsim simulate --svg` draws it; Jupyter shows it for a Schedule."""
+    return _ppsim._schedule_svg(self, _times_spec(times))
+
+
+Schedule.svg = _schedule_svg
+Schedule._repr_svg_ = lambda self: _ppsim._schedule_svg(self, "")
+
+
+_COLUMNS = [("schedule", "schedule"), ("pp", "P"), ("microbatches", "M"), ("makespan", "makespan"),
+            ("bubble.max", "bubble max"), ("bubble.ratio", "bubble ratio"), ("peak_activations.max", "peak act."),
+            ("throughput", "throughput"), ("step_time", "step time"), ("mfu", "MFU"),
+            ("peak_memory_bytes.max", "peak memory (bytes)")]
+
+
+def _rows_of(d):
+    if "results" in d and isinstance(d["results"], list):
+        return d["results"]
+    if "makespan" in d:
+        return [d]
+    return []
+
+
+def _flat(row):
+    """One result row's scalars, nested keys joined by '.' (bubble.max, ...); per-rank lists as
+    their maximum under '<key>.max' where the row has none."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                if isinstance(v2, (int, float, str, bool)) or v2 is None:
+                    out[f"{k}.{k2}"] = v2
+            pr = v.get("per_rank")
+            if isinstance(pr, list) and pr and f"{k}.max" not in out:
+                nums = [x for x in pr if isinstance(x, (int, float))]
+                if nums:
+                    out[f"{k}.max"] = max(nums)
+        elif isinstance(v, (int, float, str, bool)) or v is None:
+            out[k] = v
+    return out
+
+
+class Result(dict):
+    """A result: the dict of the CLI's JSON (docs/JSON.md), shown as a table in notebooks
+    (_repr_html_), and as a pandas DataFrame by to_pandas() when pandas is installed."""
+
+    def rows(self):
+        return [_flat(r) for r in _rows_of(self)]
+
+    def to_pandas(self):
+        try:
+            import pandas
+        except ImportError as e:
+            raise ImportError("to_pandas() needs pandas (not a ppsim dependency): apt install python3-pandas") from e
+        return pandas.DataFrame(self.rows())
+
+    def _repr_html_(self):
+        import html
+        rows = self.rows()
+        if not rows:
+            return None
+        cols = [(k, h) for k, h in _COLUMNS if any(k in r for r in rows)]
+
+        def cell(v):
+            if isinstance(v, float):
+                return f"{v:.6g}"
+            return html.escape("" if v is None else str(v))
+        out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in cols) + "</tr>"]
+        for r in rows:
+            out.append("<tr>" + "".join(f"<td>{cell(r.get(k))}</td>" for k, _ in cols) + "</tr>")
+        out.append("</table>")
+        return "\n".join(out)

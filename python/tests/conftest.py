@@ -15,8 +15,9 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def _binary():
     if os.environ.get("PPSIM_BINARY"):
         return os.environ["PPSIM_BINARY"]
-    guess = pathlib.Path(ppsim.__file__).resolve().parents[2] / "ppsim"
-    return str(guess)
+    here = pathlib.Path(ppsim.__file__).resolve()
+    beside = here.parent / "ppsim"  # pip install .: the binary inside the package
+    return str(beside if beside.is_file() else here.parents[2] / "ppsim")
 
 
 @pytest.fixture(scope="session")

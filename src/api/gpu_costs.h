@@ -1,5 +1,5 @@
-// validate's prediction costs, from figures the GPU measured (the GPU calls stay in
-// src/cli/cmd_gpu.cc and src/cuda_validate/): the chunk's profiled op times on every slice, the
+// validate's prediction costs, from figures the GPU measured (the GPU calls are
+// src/api/gpu.cc's and src/cuda_validate/'s): the chunk's profiled op times on every slice, the
 // config's link model and transfer sizes, the link probe's transfer time as latency, and ranks
 // sharing GPUs (virtual ranks, SM partitions).
 //

@@ -97,6 +97,7 @@ Result run(const Request& req) {
   const ScheduleChoice& sc = req.schedule;
   if (sc.schedule || !sc.schedule_file.empty()) {
     const Schedule s = sc.schedule ? *sc.schedule : import_file(sc);
+    if (!s.dialect.empty()) out.extra["schedule_file"] = import_info(s);
     if (sc.schedule && sc.generated_with) run_one(s, &find_family(s.family), *sc.generated_with);
     else run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
   } else {

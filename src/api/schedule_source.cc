@@ -23,7 +23,20 @@ ScheduleParams params_for(const Family& fam, const ScheduleChoice& c) {
 }
 
 Schedule import_file(const ScheduleChoice& c) {
-  return import_csv_file(c.schedule_file, c.pp.value_or(0), c.microbatches.value_or(0), parse_layout(c.layout));
+  return import_csv_file(c.schedule_file, c.pp.value_or(0), c.microbatches.value_or(0), parse_layout(c.layout),
+                         parse_dialect(c.csv_dialect), c.keep_comm);
+}
+
+nlohmann::json import_info(const Schedule& s) {
+  nlohmann::json j;
+  j["dialect"] = s.dialect;
+  std::size_t transfers = 0, fsdp = 0;
+  for (const auto& r : s.comm)
+    for (const auto& c : r) (c.kind <= CommKind::RecvB ? transfers : fsdp) += 1;
+  j["comm_actions"] = transfers + fsdp;
+  j["explicit_transfers"] = transfers > 0;
+  j["fsdp_actions_ignored"] = fsdp;
+  return j;
 }
 
 Schedule load_schedule(const std::string& family, const ScheduleChoice& c) {

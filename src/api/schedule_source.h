@@ -25,6 +25,8 @@ struct ScheduleChoice {
   int group_size = 0;                // 0: P
   std::string schedule_file;         // a PyTorch compute-only CSV instead of a family
   std::string layout = "auto";       // of an imported file: auto, linear, v, bidirectional
+  std::string csv_dialect = "auto";  // of an imported file: auto, current, 2.5 (notation.h)
+  bool keep_comm = true;             // false: an imported file's comm actions are dropped
   std::optional<Schedule> schedule;  // a schedule already imported or built (wins over the file)
   // With `schedule`: the family parameters it was generated with (its family is then registered
   // and results carry the published figures, as for the family itself); unset for imports.
@@ -38,8 +40,10 @@ struct ScheduleChoice {
 void apply_limits(const ScheduleChoice& c);
 // The family's parameters with the choice's values (or the defaults) filled in.
 ScheduleParams params_for(const Family& fam, const ScheduleChoice& c);
-// Reads and validates schedule_file with the choice's P/M (unset: inferred) and layout.
+// Reads and validates schedule_file with the choice's P/M (unset: inferred), layout and dialect.
 Schedule import_file(const ScheduleChoice& c);
+// What results report about an imported schedule: its dialect and comm actions (JSON object).
+nlohmann::json import_info(const Schedule& s);
 // `ppsim show`'s rule: a family, or the file, not both (InputError exit 2); limits applied first.
 Schedule load_schedule(const std::string& family, const ScheduleChoice& c);
 // "all" (or "") -> every family; else a comma-separated list; unknown names throw with a suggestion.

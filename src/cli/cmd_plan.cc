@@ -14,8 +14,10 @@
 #include "api/plan.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/megatron_flag.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
+#include "report/html.h"
 
 namespace ppsim::cli {
 
@@ -24,10 +26,12 @@ namespace {
 struct PlanArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::string megatron_args;
   std::vector<std::string> merge;
   std::string format = "table";
   std::string output = "-";
   std::string shard;
+  std::string html;
   int top = 0;
   int jobs = 0;
   long long max_ops = 0;
@@ -61,6 +65,7 @@ int run(const PlanArgs& a) {
   api::PlanRequest req;
   req.config = a.config;
   req.sets = a.sets;
+  add_megatron_set(a.megatron_args, req.sets);
   req.merge = a.merge;
   req.shard = a.shard;
   req.top = a.top;
@@ -76,7 +81,10 @@ int run(const PlanArgs& a) {
     case Format::Csv: text = render_plan_csv(result); break;
     default: text = render_plan_table(result); break;
   }
-  write_output(a.output, text);
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!a.html.empty()) files.emplace_back(a.html, render_html(plan_html(plan_to_json(result))));
+  files.emplace_back(a.output, text);
+  write_outputs(files);  // all of them or none
   return 0;
 }
 
@@ -86,8 +94,10 @@ Runner setup_plan(CLI::App& sub) {
   auto a = std::make_shared<PlanArgs>();
   sub.add_option("config", a->config, "YAML config with a plan: section");
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  sub.add_option("--megatron-args", a->megatron_args, "model, parallelism and batch from a Megatron-LM argument list");
   sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--html", a->html, "write a self-contained HTML report: ranked plans and what ruled candidates out");
   sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");
   sub.add_option("--jobs,-j", a->jobs, "threads (default: every core)");
   sub.add_option("--shard", a->shard, "evaluate only candidates with id % n == i (i/n); write --format json for --merge");

@@ -1,5 +1,6 @@
 // `ppsim show`: one schedule's per-rank op order as readable text with a compact time-step
-// chart, PyTorch's compute-only CSV, or JSON.
+// chart, PyTorch's CSV (`csv` or `torch`: the same file, in the dialect --write-dialect names;
+// auto writes an imported file's own), or JSON. An imported file's dialect is printed.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@ struct ShowArgs {
   std::string format = "text";
   std::string output = "-";
   std::string color = "auto";
+  std::string write_dialect = "auto";
 };
 }  // namespace
 
@@ -25,15 +27,21 @@ Runner setup_show(CLI::App& sub) {
   auto a = std::make_shared<ShowArgs>();
   sub.add_option("family", a->family, "schedule family (ppsim schedules lists them)");
   add_schedule_options(sub, a->so);
-  sub.add_option("--format", a->format, "text, csv (PyTorch compute-only) or json")->capture_default_str();
+  sub.add_option("--format", a->format, "text, csv or torch (PyTorch's CSV), or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write to this file instead of stdout");
   sub.add_option("--color", a->color, "auto, always or never")->capture_default_str();
+  sub.add_option("--write-dialect", a->write_dialect,
+                 "the PyTorch CSV dialect --format csv|torch writes: auto (an imported file's own, else current), current, "
+                 "2.5 (I as B, B as BW)")
+      ->capture_default_str();
   return [a]() {
-    const Format f = parse_format(a->format, {"text", "csv", "json"});
+    const bool torch = a->format == "torch";
+    const Format f = torch ? Format::Csv : parse_format(a->format, {"text", "csv", "torch", "json"});
+    const Dialect dialect = parse_dialect(a->write_dialect);
     const Schedule s = api::load_schedule(a->family, to_choice(a->so));
     std::string out;
     if (f == Format::Csv) {
-      out = schedule_to_csv(s);
+      out = schedule_to_csv(s, dialect);
     } else if (f == Format::Json) {
       nlohmann::json j;
       j["schedule"] = s.family;
@@ -48,10 +56,18 @@ Runner setup_show(CLI::App& sub) {
         for (const auto& act : r) row.push_back(format_action(act));
         j["ranks"].push_back(row);
       }
+      if (!s.dialect.empty()) j["schedule_file"] = api::import_info(s);
       out = j.dump(2) + "\n";
     } else {
       out += fmt::format("{}: P={} M={} stages={} pipes={} ops={}\n", s.family, s.pp, s.microbatches, s.num_stages(),
                          s.num_pipes, s.num_ops());
+      if (!s.dialect.empty()) {
+        const nlohmann::json info = api::import_info(s);
+        out += fmt::format("dialect: {}\n", describe_dialect(s.dialect == "2.5" ? Dialect::Torch25 : Dialect::Current));
+        if (info["comm_actions"].get<std::size_t>() > 0)
+          out += fmt::format("comm actions: {} ({} FSDP ones not modelled); SEND/RECV kept as explicit transfers\n",
+                             info["comm_actions"].get<std::size_t>(), info["fsdp_actions_ignored"].get<std::size_t>());
+      }
       for (int r = 0; r < s.pp; ++r) {
         out += fmt::format("rank {:>2}:", r);
         for (const auto& act : s.ranks[r]) out += " " + format_action(act);

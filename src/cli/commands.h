@@ -28,6 +28,7 @@ Runner setup_profile(CLI::App& sub);
 Runner setup_validate(CLI::App& sub);
 Runner setup_import_trace(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
+Runner setup_model(CLI::App& sub);
 Runner setup_fidelity(CLI::App& sub);
 
 inline constexpr Command kCommands[] = {
@@ -40,6 +41,7 @@ inline constexpr Command kCommands[] = {
     {"validate", "replay a schedule on the GPUs and compare measured with predicted", setup_validate},
     {"import-trace", "read a PyTorch profiler (Kineto) trace and write a cost profile", setup_import_trace},
     {"search", "search per-rank op orders for your costs under a memory cap; beside the best family", setup_search},
+    {"model", "parameters (total, active) by part, FLOPs per token, params per stage of a config or config.json", setup_model},
     {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", setup_fidelity},
 };
 

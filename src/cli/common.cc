@@ -118,6 +118,12 @@ void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_co
   sub.add_option("--schedule-file", o.schedule_file, "import a schedule from PyTorch's compute-only CSV");
   sub.add_option("--layout", o.layout, "stage layout of an imported file: auto, linear, v, bidirectional")
       ->capture_default_str();
+  sub.add_option("--csv-dialect", o.csv_dialect,
+                 "PyTorch CSV dialect of an imported file: auto, current (torch >= 2.6: I, W, B full), 2.5 (B input-grad "
+                 "beside W, BW full)")
+      ->capture_default_str();
+  sub.add_flag("--drop-comm", o.drop_comm,
+               "ignore an imported file's SEND/RECV actions (each transfer then starts when its producer ends)");
   sub.add_option("--max-ops", o.max_ops, "refuse requests that would generate more ops (default 2e8)");
 }
 
@@ -129,6 +135,8 @@ api::ScheduleChoice to_choice(const ScheduleOptions& o) {
   c.group_size = o.group_size;
   c.schedule_file = o.schedule_file;
   c.layout = o.layout;
+  c.csv_dialect = o.csv_dialect;
+  c.keep_comm = !o.drop_comm;
   c.max_ops = o.max_ops;
   return c;
 }

@@ -36,6 +36,8 @@ struct ScheduleOptions {
   int group_size = 0;
   std::string schedule_file;
   std::string layout = "auto";  // for imported files: auto, linear, v, bidirectional
+  std::string csv_dialect = "auto";  // for imported files: auto, current, 2.5
+  bool drop_comm = false;            // drop an imported file's comm actions
   long long max_ops = 0;
 };
 void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts = true);

@@ -1,5 +1,7 @@
 #include "cli/compare_run.h"
 
+#include "report/html.h"
+#include "schedules/registry.h"
 #include "report/svg.h"
 #include "report/trace.h"
 
@@ -20,7 +22,7 @@ api::Request to_api(const RunRequest& req) {
   r.units.sms = req.sms;
   r.config = req.config;
   r.sets = req.sets;
-  r.timelines = req.keep_timeline || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
+  r.timelines = req.keep_timeline || !req.html.empty() || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
   return r;
 }
 
@@ -39,6 +41,29 @@ RunOutput run_schedules(const RunRequest& req) {
                        out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve});
     if (!req.trace.empty()) out.side_files.emplace_back(req.trace, render_trace(named));
     if (!req.svg.empty()) out.side_files.emplace_back(req.svg, render_svg(named));
+  }
+  if (!req.html.empty()) {
+    HtmlReport rep;
+    rep.kind = req.kind;
+    rep.title = "ppsim " + req.kind;
+    rep.results = results_json(out.rows, out.skipped, out.scale, out.extra);
+    for (std::size_t i = 0; i < out.timelines.size(); ++i)
+      rep.timelines.push_back({out.rows[i].metrics.schedule, &out.timelines[i],
+                               out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve,
+                               static_cast<int>(i), {}});
+    // The page's controls (and its engine) work on unit times of generated families.
+    if (req.config.empty() && req.chunk_times.empty() && req.so.schedule_file.empty() && !out.rows.empty()) {
+      nlohmann::json fams = nlohmann::json::array();
+      for (const Family& f : families()) fams.push_back(f.name);
+      rep.inputs = {{"families", fams},
+                    {"family", req.schedules.empty() ? std::string("all") : req.schedules},
+                    {"pp", out.rows.front().metrics.pp},
+                    {"m", out.rows.front().metrics.microbatches},
+                    {"times", req.times},
+                    {"p2p_latency", req.p2p_latency},
+                    {"a2a", req.a2a}};
+    }
+    out.side_files.emplace_back(req.html, render_html(rep));
   }
   if (!req.timeline_path.empty() && !out.timelines.empty())
     out.side_files.emplace_back(req.timeline_path, render_timeline_json(out.timelines.front()));

@@ -1,5 +1,5 @@
 // compare / simulate's flags as one request to the library (api::run, src/api/request.h), and
-// writing its results and pictures: the table, JSON or CSV, --trace, --svg, --timeline.
+// writing its results and pictures: the table, JSON or CSV, --trace, --svg, --timeline, --html.
 #pragma once
 #include <string>
 #include <vector>
@@ -28,6 +28,8 @@ struct RunRequest {
   std::string config;
   std::vector<std::string> sets;
   std::string trace, svg, timeline_path;
+  std::string html;    // --html: the self-contained report (src/report/html.h)
+  std::string kind = "compare";  // the report's kind: compare or simulate
   bool keep_timeline = false;
 };
 

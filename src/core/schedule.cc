@@ -2,6 +2,13 @@
 
 namespace ppsim {
 
+std::string format_comm(const CommAction& c) {
+  static const char* const kNames[] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD", "REDUCE_GRAD"};
+  std::string out = std::to_string(c.stage) + kNames[static_cast<int>(c.kind)];
+  if (c.microbatch >= 0) out += std::to_string(c.microbatch);
+  return out;
+}
+
 std::size_t Schedule::num_ops() const {
   std::size_t n = 0;
   for (const auto& r : ranks)

@@ -8,12 +8,27 @@
 // it computes (the reverse pipe of DualPipe computes the same slices as the forward pipe, in
 // reverse rank order), so that costs are given per slice.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/op.h"
 
 namespace ppsim {
+
+// A communication action of PyTorch's notation (`3SEND_F7`, `1RECV_B2`, `0UNSHARD`): imported
+// schedules may list them between the compute actions. `after` counts the compute actions of
+// its rank listed before it. SEND/RECV make the stage-to-stage transfer start no earlier than
+// both are posted (the engine's explicit communication); the FSDP kinds are kept for export only.
+enum class CommKind : std::uint8_t { SendF, RecvF, SendB, RecvB, Unshard, Reshard, ReduceGrad };
+struct CommAction {
+  CommKind kind = CommKind::SendF;
+  std::int32_t stage = 0;
+  std::int32_t microbatch = -1;  // -1 for UNSHARD, RESHARD, REDUCE_GRAD
+  std::size_t after = 0;
+};
+std::string format_comm(const CommAction& c);
 
 struct Schedule {
   std::string family;          // registry name, or "file" for an imported schedule
@@ -26,6 +41,10 @@ struct Schedule {
   std::vector<int> stage_rank; // size num_pipes * S
   std::vector<int> slice;      // size num_pipes * S; model slice (0..S-1) a stage computes
   std::vector<std::vector<Action>> ranks;
+  // Imported files only: per rank, the communication actions listed (empty: transfers are
+  // implicit, each issued when its producer ends), and the CSV dialect the file was read in.
+  std::vector<std::vector<CommAction>> comm;
+  std::string dialect;
 
   int num_stages() const { return num_pipes * stages_per_pipe; }
   int mb_per_pipe() const { return microbatches / num_pipes; }

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "cost/hf_config.h"
+#include "cost/megatron_args.h"
 #include "cost/profile.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
@@ -83,10 +85,11 @@ const SchemaNode& schema() {
   static const SchemaNode root = section("", {
       leaf("name"),
       leaf("description"),
+      leaf("megatron_args"),
       section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
                         leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
-                        leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"),
+                        leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"), leaf("hf_config"),
                         section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
                                         leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes")}),
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
@@ -627,14 +630,90 @@ std::string apply_set(YAML::Node& root, const std::string& assignment) {
   return key_path;
 }
 
-ModelConfigData validate_config_tree(const YAML::Node& root_node, const std::string& name, const std::string& base_dir,
+namespace {
+
+// model: {hf_config: config.json}: the file's model keys, those written beside it winning (a
+// section such as moe: merged key by key). Returns the tree to validate (a copy when expanded).
+// Copies `from`'s keys into `to` where `to` has none (maps merged key by key).
+void merge_under(YAML::Node to, const YAML::Node& from) {
+  const YAML::Node& given = to;  // const reads do not insert keys
+  for (auto it = from.begin(); it != from.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const YAML::Node mine = given[k];
+    if (!mine) to[k] = it->second;
+    else if (mine.IsMap() && it->second.IsMap()) merge_under(to[k], it->second);
+  }
+}
+
+// megatron_args: FILE: the launch arguments' model, parallel and precision keys under the
+// config's own. microbatches = global batch / (micro-batch size x dp), dp the config's (or 1).
+YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
+  const MapReader root(ctx, root_node, "", schema());
+  if (!root.has("megatron_args")) return root_node;
+  const std::string rel = root.string("megatron_args", "");
+  if (rel.empty()) root.fail("megatron_args", "megatron_args must name a file of Megatron-LM arguments");
+  std::filesystem::path p(rel);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  const MegatronArgs args = read_megatron_args(p.string(), root.loc("megatron_args"));
+  YAML::Node out = YAML::Clone(root_node);
+  const YAML::Node& given = out;
+  for (const char* section : {"model", "parallel", "precision"})
+    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
+  merge_under(out["model"], args.model);
+  merge_under(out["parallel"], args.parallel);
+  merge_under(out["precision"], args.precision);
+  const YAML::Node& par = out["parallel"];
+  if (args.global_batch_size > 0 && !par["microbatches"]) {
+    long long dp = 1;
+    if (par["dp"]) dp = par["dp"].as<long long>(1);
+    const long long per_step = static_cast<long long>(args.micro_batch_size) * std::max(1LL, dp);
+    if (args.global_batch_size % per_step != 0)
+      root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
+                                             args.global_batch_size, args.micro_batch_size, dp));
+    out["parallel"]["microbatches"] = args.global_batch_size / per_step;
+  }
+  return out;
+}
+
+YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
+  const MapReader root(ctx, root_node, "", schema());
+  if (!root.has("model")) return root_node;
+  const MapReader model = root.child("model", sub(schema(), "model"));
+  if (!model.has("hf_config")) return root_node;
+  const std::string rel = model.string("hf_config", "");
+  if (rel.empty()) model.fail("hf_config", "hf_config must name a Hugging Face config.json");
+  std::filesystem::path p(rel);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  const YAML::Node keys = hf_model_keys(p.string(), model.loc("hf_config"));
+  YAML::Node out = YAML::Clone(root_node);
+  YAML::Node m = out["model"];
+  const YAML::Node& given = m;  // const reads do not insert keys
+  for (auto it = keys.begin(); it != keys.end(); ++it) {
+    const std::string k = it->first.as<std::string>();
+    const YAML::Node mine = given[k];
+    if (!mine) {
+      m[k] = it->second;
+    } else if (mine.IsMap() && it->second.IsMap()) {
+      YAML::Node inner = m[k];
+      const YAML::Node& inner_given = inner;
+      for (auto jt = it->second.begin(); jt != it->second.end(); ++jt)
+        if (!inner_given[jt->first.as<std::string>()]) inner[jt->first.as<std::string>()] = jt->second;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ModelConfigData validate_config_tree(const YAML::Node& original, const std::string& name, const std::string& base_dir,
                                      const std::vector<std::string>& set_paths) {
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
+  const YAML::Node root_node = expand_hf_config(ctx, expand_megatron_args(ctx, original, base_dir), base_dir);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;
   c.file = name;
-  c.tree = root_node;
+  c.tree = original;
   c.name = root.string("name", std::filesystem::path(name).stem().string());
   c.description = root.string("description", "");
   if (!root.has("model")) root.fail_here("model is required (the model's dimensions)");

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "core/schedule.h"
-#include "report/results.h"
 #include "sim/costs.h"
 #include "sim/engine.h"
+#include "sim/physical.h"
 
 namespace ppsim {
 

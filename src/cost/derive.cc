@@ -485,18 +485,6 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   return out;
 }
 
-void check_overlap_work(const Schedule& s, const SimCosts& costs) {
-  long long layers = 0;
-  for (const auto& m : costs.moe) layers = std::max<long long>(layers, m.layers);
-  const long long ops = static_cast<long long>(s.num_ops());
-  const long long steps = ops * layers;  // <= 2e8 ops * 2^31 layers: no overflow
-  if (steps > limits().max_ops)
-    throw InputError(fmt::format("{}: the overlap model would simulate {} ops x {} layers per chunk = {} layer steps, over "
-                                 "the limit of {} (raise it with --max-ops)",
-                                 s.family, ops, layers, steps, limits().max_ops),
-                     {}, kExitLimit);
-}
-
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {
   const ModelConfigData& c = data(cfg);
   PhysicalResult p;

@@ -12,38 +12,50 @@ double mlp_params(MlpKind k, double h, double f) { return (k == MlpKind::swiglu 
 
 }  // namespace
 
-ParamCount layer_params(const ModelSpec& m, int layer) {
+LayerParamParts layer_param_parts(const ModelSpec& m, int layer) {
   const double h = static_cast<double>(m.hidden), a = m.heads;
-  ParamCount p;
+  LayerParamParts p;
   // Attention projections. GQA: h(a+2g)d + a d h. MLA: the low-rank paths and their norms.
   if (!m.mla.enabled) {
     const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
-    p.dense += h * (a + 2 * g) * d + a * d * h;
+    p.attention = h * (a + 2 * g) * d + a * d * h;
   } else {
     const MlaSpec& q = m.mla;
     const double dn = static_cast<double>(q.qk_nope_head_dim), dr = static_cast<double>(q.qk_rope_head_dim);
     const double dv = static_cast<double>(q.v_head_dim), qr = static_cast<double>(q.q_lora_rank);
     const double kvr = static_cast<double>(q.kv_lora_rank);
-    p.dense += qr > 0 ? h * qr + qr * a * (dn + dr) + norm_params(m, qr) : h * a * (dn + dr);
-    p.dense += h * (kvr + dr) + kvr * a * (dn + dv) + norm_params(m, kvr) + a * dv * h;
+    p.attention = qr > 0 ? h * qr + qr * a * (dn + dr) + norm_params(m, qr) : h * a * (dn + dr);
+    p.attention += h * (kvr + dr) + kvr * a * (dn + dv) + norm_params(m, kvr) + a * dv * h;
   }
-  p.dense += 2 * norm_params(m, h);  // before attention and before the MLP
+  p.norms = 2 * norm_params(m, h);  // before attention and before the MLP
   if (!m.layer_is_moe(layer)) {
-    p.dense += mlp_params(m.mlp, h, static_cast<double>(m.ffn_hidden));
+    p.dense_mlp = mlp_params(m.mlp, h, static_cast<double>(m.ffn_hidden));
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
-    p.dense += h * m.moe.experts;                                  // router
-    p.dense += m.moe.shared_experts * mlp_params(m.mlp, h, fe);    // shared experts
-    p.expert += m.moe.experts * mlp_params(m.mlp, h, fe);          // routed experts
+    p.router = h * m.moe.experts;
+    p.shared_experts = m.moe.shared_experts * mlp_params(m.mlp, h, fe);
+    p.routed_experts = m.moe.experts * mlp_params(m.mlp, h, fe);
   }
   return p;
+}
+
+double final_norm_params(const ModelSpec& m) { return norm_params(m, static_cast<double>(m.hidden)); }
+
+double mtp_projection_params(const ModelSpec& m) {
+  const double h = static_cast<double>(m.hidden);
+  return 2 * h * h + 3 * norm_params(m, h);
+}
+
+ParamCount layer_params(const ModelSpec& m, int layer) {
+  const LayerParamParts parts = layer_param_parts(m, layer);
+  return ParamCount{parts.dense(), parts.routed_experts};
 }
 
 double embedding_params(const ModelSpec& m) { return static_cast<double>(m.vocab) * static_cast<double>(m.hidden); }
 
 double head_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
-  return static_cast<double>(m.vocab) * h + norm_params(m, h);
+  return static_cast<double>(m.vocab) * h + final_norm_params(m);
 }
 
 double model_params(const ModelSpec& m) {
@@ -55,8 +67,7 @@ double model_params(const ModelSpec& m) {
 
 ParamCount mtp_module_params(const ModelSpec& m) {
   ParamCount p = layer_params(m, m.layers - 1);
-  const double h = static_cast<double>(m.hidden);
-  p.dense += 2 * h * h + 3 * norm_params(m, h);
+  p.dense += mtp_projection_params(m);
   return p;
 }
 

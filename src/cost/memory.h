@@ -32,8 +32,8 @@
 #include "core/schedule.h"
 #include "cost/config.h"
 #include "cost/layer_split.h"
-#include "report/trace.h"
 #include "sim/engine.h"
+#include "sim/physical.h"
 
 namespace ppsim {
 
@@ -42,6 +42,21 @@ struct ParamCount {
   double expert = 0;  // routed experts: split over ep and tp
   double total() const { return dense + expert; }
 };
+
+// One layer's parameters by part (whole model, not sharded); layer_params sums them.
+struct LayerParamParts {
+  double attention = 0;       // projections (MLA: its low-rank paths and their norms)
+  double norms = 0;           // the pre-attention and pre-MLP norms
+  double dense_mlp = 0;
+  double router = 0;
+  double shared_experts = 0;
+  double routed_experts = 0;  // all routed experts (one of them: routed_experts / experts)
+  double dense() const { return attention + norms + dense_mlp + router + shared_experts; }
+};
+LayerParamParts layer_param_parts(const ModelSpec& m, int layer);
+double final_norm_params(const ModelSpec& m);
+// An MTP module's own parts beside its layer: the 2h x h projection and 3 norms.
+double mtp_projection_params(const ModelSpec& m);
 
 // Whole-model counts (not sharded).
 ParamCount layer_params(const ModelSpec& m, int layer);

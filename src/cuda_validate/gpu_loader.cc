@@ -1,7 +1,8 @@
 // gpu_api.h in the ppsim binary when built with CUDA: each function forwards to
 // libppsim_gpu.so, opened with dlopen on the first call (a GPU command), so that CPU commands
 // start without loading cudart, cuBLASLt, cuDNN or NCCL. The .so is looked for beside the
-// executable, then in ../lib (an installed binary). A missing or broken .so makes
+// executable, then in ../lib (an installed binary), then beside the object holding this code when
+// that is not the executable (the Python module, which links this file too). A missing or broken .so makes
 // gpu_unavailable_reason() say so in one line, and the other calls throw it with exit code 5.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <climits>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,15 @@ std::string exe_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
+// The directory of the shared object (or executable) this code is linked into.
+std::string own_dir() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&exe_dir), &info) == 0 || !info.dli_fname) return {};
+  std::string p(info.dli_fname);
+  const std::size_t slash = p.rfind('/');
+  return slash == std::string::npos ? std::string() : p.substr(0, slash);
+}
+
 struct Loaded {
   const GpuTable* table = nullptr;
   std::string error;  // why table is null
@@ -37,7 +48,8 @@ const Loaded& loaded() {
   static std::once_flag once;
   std::call_once(once, [] {
     const std::string dir = exe_dir();
-    const std::string candidates[] = {dir + "/libppsim_gpu.so", dir + "/../lib/libppsim_gpu.so"};
+    std::vector<std::string> candidates = {dir + "/libppsim_gpu.so", dir + "/../lib/libppsim_gpu.so"};
+    if (const std::string own = own_dir(); !own.empty() && own != dir) candidates.push_back(own + "/libppsim_gpu.so");
     std::string tried;
     for (const auto& path : candidates) {
       if (::access(path.c_str(), F_OK) != 0) {

@@ -25,7 +25,7 @@
 #include "cost/layer_split.h"
 #include "cost/memory.h"
 #include "plan/candidate_config.h"
-#include "plan/thread_pool.h"
+#include "core/thread_pool.h"
 #include "plan/whatif.h"
 #include "plan/searched_family.h"
 #include "schedules/registry.h"

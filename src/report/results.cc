@@ -36,6 +36,8 @@ nlohmann::json stats(const std::vector<Time>& v, const TimeScale& s, Time makesp
 
 }  // namespace
 
+std::string format_time(Time t, const TimeScale& s) { return tfmt(t, s); }
+
 std::string per_rank_summary(const std::vector<std::string>& values, std::size_t max_list) {
   if (values.empty()) return "";
   bool same = std::all_of(values.begin(), values.end(), [&](const std::string& x) { return x == values[0]; });

@@ -7,14 +7,9 @@
 #include <vector>
 
 #include "core/timeline.h"
+#include "sim/physical.h"
 
 namespace ppsim {
-
-// Device memory on one rank from this instant on (cost/memory.h memory_curve).
-struct MemorySample {
-  Time t = 0;
-  double bytes = 0;
-};
 
 struct NamedTimeline {
   std::string name;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <sstream>
 #include <vector>
 
@@ -15,13 +16,53 @@
 
 namespace ppsim {
 
-std::string schedule_to_csv(const Schedule& s) {
+Dialect parse_dialect(const std::string& name) {
+  if (name == "auto") return Dialect::Auto;
+  if (name == "current" || name == "2.6") return Dialect::Current;
+  if (name == "2.5") return Dialect::Torch25;
+  throw InputError(fmt::format("--csv-dialect: unknown dialect '{}' (auto, current, 2.5)", name),
+                   closest_match(name, {"auto", "current", "2.5"}), kExitUsage);
+}
+
+std::string describe_dialect(Dialect d) {
+  return d == Dialect::Torch25 ? "torch <= 2.5 (B input-grad where a W is listed, else full backward; BW full backward)"
+                               : "torch >= 2.6 (I input-grad, W weight-grad, B full backward)";
+}
+
+std::string dialect_key(Dialect d) { return d == Dialect::Torch25 ? "2.5" : "current"; }
+
+namespace {
+std::string format_op_in(const Op& op, bool old) {
+  if (!old) return format_op(op);
+  // torch <= 2.5: the input-grad pass is B, the full backward BW.
+  const char* kind = op.kind == OpKind::I ? "B" : op.kind == OpKind::B ? "BW" : op.kind == OpKind::F ? "F" : "W";
+  return fmt::format("{}{}{}", op.stage, kind, op.microbatch);
+}
+}  // namespace
+
+std::string schedule_to_csv(const Schedule& s, Dialect dialect) {
+  const bool old = dialect == Dialect::Torch25 || (dialect == Dialect::Auto && s.dialect == "2.5");
   std::string out;
-  for (const auto& rank : s.ranks) {
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    const auto& rank = s.ranks[r];
+    const std::vector<CommAction>* comm = r < s.comm.size() ? &s.comm[r] : nullptr;
+    std::size_t c = 0;
+    bool first = true;
+    auto put = [&](const std::string& tok) {
+      if (!first) out += ',';
+      out += tok;
+      first = false;
+    };
+    auto put_comm_until = [&](std::size_t after) {
+      while (comm && c < comm->size() && (*comm)[c].after <= after) put(format_comm((*comm)[c++]));
+    };
     for (std::size_t i = 0; i < rank.size(); ++i) {
-      if (i) out += ',';
-      out += format_action(rank[i]);
+      put_comm_until(i);
+      const Action& a = rank[i];
+      if (a.overlapped) put(fmt::format("({};{})OVERLAP_F_B", format_op_in(a.first, old), format_op_in(a.second, old)));
+      else put(format_op_in(a.first, old));
     }
+    put_comm_until(rank.size());
     out += '\n';
   }
   return out;
@@ -42,9 +83,21 @@ namespace {
 // registry.h refuse smaller ones with their own message).
 constexpr long long kMaxNumber = 100'000'000;
 
-// Parses `{stage}{kind}{mb}` at text[pos..end); returns false on bad syntax, and sets
+// The op kinds a token may carry before the dialect is known: BW is torch <= 2.5's full backward.
+enum class RawKind : std::uint8_t { F, I, W, B, BW };
+
+// One token: a compute op or a comm action.
+struct RawOp {
+  bool comm = false;
+  RawKind kind = RawKind::F;
+  CommKind comm_kind = CommKind::SendF;
+  std::int32_t stage = 0;
+  std::int32_t microbatch = -1;
+};
+
+// Parses `{stage}{kind}{mb}` (or `{stage}UNSHARD` etc.); returns false on bad syntax, and sets
 // `too_large` when a number is over kMaxNumber.
-bool parse_op(const std::string& t, Op& op, bool& too_large) {
+bool parse_raw(const std::string& t, RawOp& op, bool& too_large) {
   std::size_t i = 0;
   auto number = [&](std::int32_t& out) {
     const std::size_t start = i;
@@ -61,17 +114,58 @@ bool parse_op(const std::string& t, Op& op, bool& too_large) {
     return i > start;
   };
   if (!number(op.stage) || i >= t.size()) return false;
-  switch (t[i]) {
-    case 'F': op.kind = OpKind::F; break;
-    case 'I': op.kind = OpKind::I; break;
-    case 'W': op.kind = OpKind::W; break;
-    case 'B': op.kind = OpKind::B; break;
-    default: return false;
+  const std::size_t k0 = i;
+  while (i < t.size() && (std::isupper(static_cast<unsigned char>(t[i])) || t[i] == '_')) ++i;
+  const std::string kind = t.substr(k0, i - k0);
+  static const std::pair<const char*, RawKind> kCompute[] = {
+      {"F", RawKind::F}, {"I", RawKind::I}, {"W", RawKind::W}, {"B", RawKind::B}, {"BW", RawKind::BW}};
+  static const std::pair<const char*, CommKind> kComm[] = {
+      {"SEND_F", CommKind::SendF},   {"RECV_F", CommKind::RecvF},   {"SEND_B", CommKind::SendB},
+      {"RECV_B", CommKind::RecvB},   {"UNSHARD", CommKind::Unshard}, {"RESHARD", CommKind::Reshard},
+      {"REDUCE_GRAD", CommKind::ReduceGrad}};
+  bool found = false;
+  for (const auto& [name, k] : kCompute)
+    if (kind == name) {
+      op.comm = false;
+      op.kind = k;
+      found = true;
+    }
+  for (const auto& [name, k] : kComm)
+    if (kind == name) {
+      op.comm = true;
+      op.comm_kind = k;
+      found = true;
+    }
+  if (!found) return false;
+  if (op.comm && op.comm_kind >= CommKind::Unshard) {  // no micro-batch
+    op.microbatch = -1;
+    return i == t.size();
   }
-  ++i;
   if (!number(op.microbatch)) return false;
   return i == t.size();
 }
+
+// A compute op as today's dialect reads it (BW as the full backward).
+Op to_op(const RawOp& r) {
+  Op op;
+  op.stage = r.stage;
+  op.microbatch = r.microbatch;
+  switch (r.kind) {
+    case RawKind::F: op.kind = OpKind::F; break;
+    case RawKind::I: op.kind = OpKind::I; break;
+    case RawKind::W: op.kind = OpKind::W; break;
+    case RawKind::B:
+    case RawKind::BW: op.kind = OpKind::B; break;
+  }
+  return op;
+}
+
+// A token read before the dialect is resolved: a compute action (one or two raw ops) or a comm.
+struct RawAction {
+  RawOp a, b;
+  bool overlapped = false;
+  SourceLoc loc;
+};
 
 std::string trim(const std::string& s) {
   std::size_t a = 0, b = s.size();
@@ -82,35 +176,52 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-Action parse_action(const std::string& token, const SourceLoc& loc) {
+namespace {
+
+RawAction parse_raw_action(const std::string& token, const SourceLoc& loc) {
   static const std::string kSuffix = ")OVERLAP_F_B";
   auto bad = [&](const std::string& why) {
     return InputError(loc, fmt::format("bad action '{}': {}", token.size() > 60 ? token.substr(0, 57) + "..." : token, why));
   };
   bool too_large = false;
   const std::string kTooLarge = fmt::format("stage and micro-batch numbers must be at most {}", kMaxNumber);
+  RawAction out;
+  out.loc = loc;
   if (!token.empty() && token.front() == '(') {
     if (token.size() < kSuffix.size() + 2 || token.compare(token.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
       throw bad("an overlapped pair is written (aFm;bBn)OVERLAP_F_B");
     const std::string inner = token.substr(1, token.size() - 1 - kSuffix.size());
     const std::size_t semi = inner.find(';');
     if (semi == std::string::npos) throw bad("an overlapped pair needs two ops separated by ';'");
-    Op f, b;
-    if (!parse_op(trim(inner.substr(0, semi)), f, too_large) || !parse_op(trim(inner.substr(semi + 1)), b, too_large))
+    RawOp f, b;
+    if (!parse_raw(trim(inner.substr(0, semi)), f, too_large) || !parse_raw(trim(inner.substr(semi + 1)), b, too_large) ||
+        f.comm || b.comm)
       throw bad(too_large ? kTooLarge : "each op is {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
-    if (f.kind != OpKind::F || (b.kind != OpKind::B && b.kind != OpKind::I))
+    if (f.kind != RawKind::F || (b.kind != RawKind::B && b.kind != RawKind::I && b.kind != RawKind::BW))
       throw bad("an overlapped pair is a forward then a backward, e.g. (0F7;7B3)OVERLAP_F_B");
-    return Action::pair(f, b);
+    out.a = f;
+    out.b = b;
+    out.overlapped = true;
+    return out;
   }
-  Op op;
-  if (!parse_op(token, op, too_large)) throw bad(too_large ? kTooLarge : "expected {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
-  return Action::single(op);
+  if (!parse_raw(token, out.a, too_large)) throw bad(too_large ? kTooLarge : "expected {stage}{F|I|W|B}{micro-batch}, e.g. 3F7");
+  return out;
 }
 
-Schedule import_csv(const std::string& text, const std::string& filename, int pp, int microbatches, Layout layout) {
+}  // namespace
+
+Action parse_action(const std::string& token, const SourceLoc& loc) {
+  const RawAction r = parse_raw_action(token, loc);
+  if (r.a.comm)
+    throw InputError(loc, fmt::format("bad action '{}': a communication action where a compute action is expected", token));
+  return r.overlapped ? Action::pair(to_op(r.a), to_op(r.b)) : Action::single(to_op(r.a));
+}
+
+Schedule import_csv(const std::string& text, const std::string& filename, int pp, int microbatches, Layout layout,
+                    Dialect dialect, bool keep_comm) {
   Schedule s;
   s.family = "file";
-  std::vector<std::vector<std::pair<Action, SourceLoc>>> rows;
+  std::vector<std::vector<RawAction>> raw_rows;
   // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first action.
   const bool bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0;
   std::istringstream in(bom ? text.substr(3) : text);
@@ -121,7 +232,7 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (trim(line).empty()) continue;
     if (trim(line)[0] == '#') continue;
-    std::vector<std::pair<Action, SourceLoc>> row;
+    std::vector<RawAction> row;
     std::size_t pos = 0;
     while (pos <= line.size()) {
       std::size_t comma = line.find(',', pos);
@@ -131,11 +242,67 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
       while (lead < raw.size() && std::isspace(static_cast<unsigned char>(raw[lead]))) ++lead;
       const std::string tok = trim(raw);
       const SourceLoc loc{filename, lineno, static_cast<int>(pos + lead + 1)};
-      if (!tok.empty() && tok != "None") row.emplace_back(parse_action(tok, loc), loc);
+      if (!tok.empty() && tok != "None") row.push_back(parse_raw_action(tok, loc));
       if (comma == line.size()) break;
       pos = comma + 1;
     }
-    rows.push_back(std::move(row));
+    raw_rows.push_back(std::move(row));
+  }
+
+  // The dialect: BW or a B beside a W of the same (stage, micro-batch) is torch <= 2.5's; I is
+  // today's. Both in one file is refused at the second kind's first token.
+  const RawAction* first_bw = nullptr;
+  const RawAction* first_i = nullptr;
+  std::map<std::pair<int, int>, int> backward_marks;  // (stage, mb) -> bit 1: B listed, bit 2: W listed
+  for (const auto& row : raw_rows)
+    for (const auto& ra : row)
+      for (const RawOp* op : {&ra.a, ra.overlapped ? &ra.b : nullptr}) {
+        if (!op || op->comm) continue;
+        if (op->kind == RawKind::BW && !first_bw) first_bw = &ra;
+        if (op->kind == RawKind::I && !first_i) first_i = &ra;
+        if (op->kind == RawKind::B) backward_marks[{op->stage, op->microbatch}] |= 1;
+        if (op->kind == RawKind::W) backward_marks[{op->stage, op->microbatch}] |= 2;
+      }
+  bool b_beside_w = false;
+  for (const auto& [key, marks] : backward_marks) b_beside_w |= marks == 3;
+  if (dialect == Dialect::Auto) {
+    if (first_bw && first_i)
+      throw InputError(first_i->loc, "this file mixes torch <= 2.5's BW (full backward) with today's I (input-grad); "
+                                     "pass --csv-dialect to say which it is");
+    dialect = (first_bw || (b_beside_w && !first_i)) ? Dialect::Torch25 : Dialect::Current;
+  }
+  if (dialect == Dialect::Torch25 && first_i)
+    throw InputError(first_i->loc, "I is not an action of torch <= 2.5's dialect (its input-grad is B)",
+                     "--csv-dialect current");
+  if (dialect == Dialect::Current && first_bw)
+    throw InputError(first_bw->loc, "BW is torch <= 2.5's full backward, not an action of today's dialect",
+                     "--csv-dialect 2.5");
+  s.dialect = dialect_key(dialect);
+  auto resolve = [&](const RawOp& r) {
+    Op op = to_op(r);
+    if (dialect == Dialect::Torch25 && r.kind == RawKind::B && backward_marks[{r.stage, r.microbatch}] == 3)
+      op.kind = OpKind::I;
+    return op;
+  };
+
+  std::vector<std::vector<std::pair<Action, SourceLoc>>> rows;
+  std::vector<std::vector<std::pair<CommAction, SourceLoc>>> comm_rows;
+  for (const auto& row : raw_rows) {
+    rows.emplace_back();
+    comm_rows.emplace_back();
+    for (const auto& ra : row) {
+      if (ra.a.comm) {
+        CommAction c;
+        c.kind = ra.a.comm_kind;
+        c.stage = ra.a.stage;
+        c.microbatch = ra.a.microbatch;
+        c.after = rows.back().size();
+        comm_rows.back().emplace_back(c, ra.loc);
+        continue;
+      }
+      rows.back().emplace_back(ra.overlapped ? Action::pair(resolve(ra.a), resolve(ra.b)) : Action::single(resolve(ra.a)),
+                               ra.loc);
+    }
   }
   const SourceLoc file_loc{filename, 0, 0};
   if (rows.empty()) throw InputError(file_loc, "no ranks: the file has no action lines");
@@ -235,6 +402,34 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
       s.ranks[r].push_back(a);
     }
   }
+  // Comm actions: on the rank of their stage, toward a neighbour stage that exists, once each.
+  if (keep_comm) {
+    bool any = false;
+    for (const auto& row : comm_rows) any |= !row.empty();
+    if (any) s.comm.assign(static_cast<std::size_t>(ranks), {});
+    std::map<std::tuple<int, int, int>, SourceLoc> seen;
+    for (int r = 0; r < ranks && any; ++r)
+      for (const auto& [c, loc] : comm_rows[r]) {
+        const std::string tok = format_comm(c);
+        if (c.stage >= stages)
+          throw InputError(loc, fmt::format("{} names stage {}, but the file's ops use stages 0..{}", tok, c.stage, stages - 1));
+        if (s.stage_rank[c.stage] != r)
+          throw InputError(loc, fmt::format("{} is on rank {}, but stage {} lives on rank {} in this layout", tok, r, c.stage,
+                                            s.stage_rank[c.stage]));
+        if (c.microbatch >= mbp)
+          throw InputError(loc, fmt::format("{} names micro-batch {}, but the file's ops use 0..{}", tok, c.microbatch, mbp - 1));
+        const bool no_next = s.is_last_stage(c.stage), no_prev = s.is_first_stage(c.stage);
+        if ((c.kind == CommKind::SendF && no_next) || (c.kind == CommKind::RecvB && no_next))
+          throw InputError(loc, fmt::format("{}: stage {} is the last of its pipe, it has no next stage", tok, c.stage));
+        if ((c.kind == CommKind::RecvF && no_prev) || (c.kind == CommKind::SendB && no_prev))
+          throw InputError(loc, fmt::format("{}: stage {} is the first of its pipe, it has no previous stage", tok, c.stage));
+        auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.stage, c.microbatch), loc);
+        if (!fresh && c.microbatch >= 0)
+          throw InputError(loc, fmt::format("{} is listed twice (first at line {}, column {})", tok, it->second.line,
+                                            it->second.col));
+        s.comm[r].push_back(c);
+      }
+  }
   try {
     validate_schedule(s);
   } catch (const InputError& e) {
@@ -243,7 +438,8 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   return s;
 }
 
-Schedule import_csv_file(const std::string& path, int pp, int microbatches, Layout layout) {
+Schedule import_csv_file(const std::string& path, int pp, int microbatches, Layout layout, Dialect dialect,
+                         bool keep_comm) {
   constexpr std::size_t kMaxBytes = 64u << 20;
   const SourceLoc where{path, 0, 0};
   std::error_code ec;
@@ -258,7 +454,7 @@ Schedule import_csv_file(const std::string& path, int pp, int microbatches, Layo
   while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (in.bad()) throw InputError(where, "cannot read the schedule file", {}, kExitIo);
   if (text.size() > kMaxBytes) throw InputError(where, "schedule file larger than 64 MiB", {}, kExitLimit);
-  return import_csv(text, path, pp, microbatches, layout);
+  return import_csv(text, path, pp, microbatches, layout, dialect, keep_comm);
 }
 
 }  // namespace ppsim

@@ -16,7 +16,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "plan/thread_pool.h"
+#include "core/thread_pool.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
 #include "search/order_timer.h"
@@ -380,29 +380,55 @@ SearchResult search_schedule(const SearchRequest& req) {
   const int threads = resolve_jobs(req.threads);
   std::atomic<std::uint64_t> evaluated{0};
 
-  // 1. The nine families, each under its own layout's costs.
-  std::vector<Candidate> seeds;
+  // 1. The nine families, each under its own layout's costs (without a cap first when the cap is
+  // the best family's peak).
+  double memory_cap = req.memory_cap;
+  const bool cap_from_family = req.cap_at_best_family && req.memory_cap <= 0;
+  struct FamilyRun {
+    std::string name, note;  // note: why not compared (no candidate)
+    Candidate cand;
+  };
+  std::vector<FamilyRun> runs;
   for (const Family& fam : families()) {
     Schedule s;
     try {
       s = make_schedule(fam.name, ScheduleParams{req.pp, req.microbatches, 0, 0});
     } catch (const InputError& e) {
-      res.family_notes.emplace_back(fam.name, e.message());
+      runs.push_back({fam.name, e.message(), {}});
       continue;
     }
     SimCosts c;
     try {
       c = req.costs(s);  // a config may not cut its layers into this family's slices
     } catch (const InputError& e) {
-      res.family_notes.emplace_back(fam.name, e.message());
+      runs.push_back({fam.name, e.message(), {}});
       continue;
     }
-    Candidate cand = evaluate(fam.name, std::move(s), c, req.memory_cap);
+    runs.push_back({fam.name, {}, evaluate(fam.name, std::move(s), c, cap_from_family ? 0 : memory_cap)});
     ++evaluated;
+  }
+  if (cap_from_family) {
+    const Candidate* fastest = nullptr;
+    for (const FamilyRun& f : runs)
+      if (f.note.empty() && f.cand.valid && (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
+        fastest = &f.cand;
+    if (fastest) memory_cap = fastest->peak_shares;
+    for (FamilyRun& f : runs)
+      if (f.note.empty() && f.cand.valid && memory_cap > 0 && f.cand.peak_shares > memory_cap + 1e-9)
+        f.cand.valid = false;
+  }
+  res.memory_cap = memory_cap;
+  std::vector<Candidate> seeds;
+  for (FamilyRun& f : runs) {
+    if (!f.note.empty()) {
+      res.family_notes.emplace_back(f.name, f.note);
+      continue;
+    }
+    Candidate& cand = f.cand;
     if (!cand.valid) {
       res.family_notes.emplace_back(
-          fam.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
-                                           : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
+          f.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
+                                         : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
       continue;
     }
     if (better(cand, res.best_family)) res.best_family = cand;
@@ -423,7 +449,7 @@ SearchResult search_schedule(const SearchRequest& req) {
     if (p == Placement::bidirectional && req.microbatches % 2 != 0) continue;  // two pipes of M/2
     layouts.push_back(placement_layout(p, req.pp, req.microbatches));
     costs.push_back(req.costs(layouts.back()));
-    lb = std::min(lb, lower_bound(layouts.back(), costs.back(), req.memory_cap));
+    lb = std::min(lb, lower_bound(layouts.back(), costs.back(), memory_cap));
   }
   if (layouts.empty()) throw InputError("search: no placement fits (bidirectional needs an even M)");
   res.lower_bound = lb;
@@ -435,7 +461,7 @@ SearchResult search_schedule(const SearchRequest& req) {
         for (int deep = 0; deep < 2; ++deep)
           for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
             for (int inflight : {0, req.pp * chunks, 2 * req.pp * chunks})
-              for (int reserve = 0; reserve < (req.memory_cap > 0 ? 2 : 1); ++reserve) {
+              for (int reserve = 0; reserve < (memory_cap > 0 ? 2 : 1); ++reserve) {
                 ListRule r;
                 r.reserve_deeper = reserve == 0;
                 r.backward_first = bf;
@@ -447,7 +473,7 @@ SearchResult search_schedule(const SearchRequest& req) {
               }
     // Steady injection under a cap: gaps of 60-110% of the busiest rank's work per micro-batch
     // of each pipe, after a burst of 0-3, a quarter, a third, a half or 3/4 of the cap's chunks.
-    if (req.memory_cap > 0) {
+    if (memory_cap > 0) {
       const Schedule& L = layouts[li];
       std::vector<Time> per_mb(L.pp, 0);
       for (int st = 0; st < L.num_stages(); ++st) {
@@ -455,7 +481,7 @@ SearchResult search_schedule(const SearchRequest& req) {
         per_mb[L.stage_rank[st]] += sc.f + sc.b;
       }
       const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
-      const int cap = cap_chunks(L, req.memory_cap);
+      const int cap = cap_chunks(L, memory_cap);
       // Bursts up to 3/4 of the cap (suite case 9: 104.6 -> 104 against bursts up to 1/2; gaps in
       // steps of 5% instead gained nothing there and doubled the time of case 15); repeated
       // bursts (small caps) are run once.
@@ -511,8 +537,8 @@ SearchResult search_schedule(const SearchRequest& req) {
         const Trial& t = trials[i];
         std::size_t li = 0;
         while (placement_of(layouts[li]) != t.placement) ++li;
-        Schedule s = list_schedule(layouts[li], costs[li], cap_chunks(layouts[li], req.memory_cap), t.rule);
-        slots[i] = evaluate("searched", std::move(s), costs[li], req.memory_cap);
+        Schedule s = list_schedule(layouts[li], costs[li], cap_chunks(layouts[li], memory_cap), t.rule);
+        slots[i] = evaluate("searched", std::move(s), costs[li], memory_cap);
         ++evaluated;
         note(slots[i]);
         ++done;
@@ -526,7 +552,7 @@ SearchResult search_schedule(const SearchRequest& req) {
   if (!start.valid)
     throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
                                  req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
-                                 req.memory_cap));
+                                 memory_cap));
 
   // 3. Local search: four chains, the even ones from the best schedule so far and the odd ones
   // from the best list schedule that differs from it (a family that wins often sits in a local
@@ -553,7 +579,7 @@ SearchResult search_schedule(const SearchRequest& req) {
   parallel_for(
       chains.size(), threads,
       [&](std::size_t k) {
-        chains[k] = local_search(*chain_start[k], chain_costs[k], req.memory_cap, timed, rounds, lb,
+        chains[k] = local_search(*chain_start[k], chain_costs[k], memory_cap, timed, rounds, lb,
                                  mix(req.seed, 1000003 + k), deadline, late);
         evaluated += chains[k].evaluated;
         note(chains[k].best);

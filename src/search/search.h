@@ -36,6 +36,9 @@ struct SearchRequest {
   int microbatches = 0;  // total; the bidirectional placement splits them over two pipes
   std::vector<Placement> placements;
   double memory_cap = 0;  // activations per rank, in rank shares (see above); 0 = no cap
+  // With memory_cap 0: cap at the best family's peak (in rank shares), the nine families first
+  // simulated without a cap, so that a searched win is at equal memory (SearchResult::memory_cap).
+  bool cap_at_best_family = false;
   // Costs for a schedule of any placement (per slice: Schedule::slice). Called once per
   // placement and once per family; must be thread-safe to call.
   std::function<SimCosts(const Schedule&)> costs;
@@ -65,6 +68,7 @@ struct SearchResult {
   std::uint64_t trials = 0, trials_run = 0;
   bool time_limited = false;
   double seconds = 0;
+  double memory_cap = 0;  // the cap used (rank shares; 0 = none)
 };
 
 // Throws InputError when no schedule of the placements fits the cap.

@@ -50,6 +50,20 @@ class Engine {
         bwd_link_[st] = link_id(s.stage_rank[st], s.stage_rank[st - 1]);
     }
     link_free_.assign(ids.size(), 0);
+    // Explicit communication (an imported file's SEND/RECV actions): a transfer starts when its
+    // producer has ended and both its send and its receive are posted (a rank posts its comm
+    // actions when it reaches them in its list). A listed one is unposted until then; an absent
+    // one counts as posted.
+    if (!s.comm.empty()) {
+      PPSIM_CHECK(static_cast<int>(s.comm.size()) == P_, "comm lists for {} ranks, schedule has {}", s.comm.size(), P_);
+      for (int r = 0; r < P_; ++r)
+        for (const CommAction& c : s.comm[r]) {
+          if (c.kind > CommKind::RecvB) continue;  // FSDP actions: not modelled
+          if (!explicit_) post_.assign(keys, Posts{});
+          explicit_ = true;
+          post_slot(c) = kNever;
+        }
+    }
     rank_.resize(P_);
     for (int r = 0; r < P_; ++r) {
       rank_[r].next = s.ranks[r].data();
@@ -92,6 +106,8 @@ class Engine {
 
   SimResult run() {
     for (int r = 0; r < P_; ++r) q_.set(r, 0, kWake);
+    if (explicit_)
+      for (int r = 0; r < P_; ++r) post_comm(r, 0);
     Event e;
     while (q_.pop(e)) {
       if (e.kind == kActionEnd) on_end(e.rank, e.t);
@@ -134,6 +150,7 @@ class Engine {
     double work_left = 0;        // shared device: its duration alone still to run, as of the device's `since`
     double factor = 1;           // shared device: how many times slower than alone it runs now
     std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
+    std::size_t comm_next = 0;    // explicit communication: its next comm action to post
   };
   // A device that several ranks share: its running ranks and when their work was last updated.
   struct Device {
@@ -293,8 +310,9 @@ class Engine {
           slot_[k].f_done = now;
           if (!last_[op.stage]) {
             const int link = fwd_link_[op.stage];
-            slot_[k].f_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage + 1], now, sc.act_bytes, op);
-            last_arrival = std::max(last_arrival, slot_[k].f_avail);
+            if (link >= 0 && explicit_) issue_fwd(k, op);
+            else slot_[k].f_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage + 1], now, sc.act_bytes, op);
+            if (slot_[k].f_avail != kNever) last_arrival = std::max(last_arrival, slot_[k].f_avail);
           }
           break;
         case OpKind::B:
@@ -302,8 +320,12 @@ class Engine {
           slot_[k].bwd_done = now;
           if (!first_[op.stage]) {
             const int link = bwd_link_[op.stage];
-            slot_[k].bwd_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage - 1], now, sc.grad_bytes, op);
-            last_arrival = std::max(last_arrival, slot_[k].bwd_avail);
+            if (link >= 0 && explicit_) {
+              post_[k].bwd_kind = op.kind;
+              issue_bwd(k, op.stage, op.microbatch);
+            }
+            else slot_[k].bwd_avail = link < 0 ? now : transfer(link, r, s_.stage_rank[op.stage - 1], now, sc.grad_bytes, op);
+            if (slot_[k].bwd_avail != kNever) last_arrival = std::max(last_arrival, slot_[k].bwd_avail);
           }
           if (op.kind == OpKind::B) free_activation(r, now);
           break;
@@ -312,6 +334,7 @@ class Engine {
           break;
       }
     }
+    if (explicit_) post_comm(r, now);
     if (c_.link.blocking && last_arrival > now) {
       st.blocked_until = last_arrival;
       res_.ranks[r].exposed_comm += last_arrival - now;
@@ -322,6 +345,59 @@ class Engine {
     // Idle receivers of this action's outputs, in send order.
     for (int dst : pending_wakes_) try_start(dst, now);
     pending_wakes_.clear();
+  }
+
+  // Explicit communication. The post time of comm action c, in the slot of the transfer it
+  // belongs to: SEND_F(s, m) and RECV_F(s+1, m) to the forward transfer of (s, m); SEND_B(s, m)
+  // and RECV_B(s-1, m) to the backward transfer of (s, m).
+  Time& post_slot(const CommAction& c) {
+    switch (c.kind) {
+      case CommKind::SendF: return post_[key(Op{OpKind::F, c.stage, c.microbatch})].send_f;
+      case CommKind::RecvF: return post_[key(Op{OpKind::F, c.stage - 1, c.microbatch})].recv_f;
+      case CommKind::SendB: return post_[key(Op{OpKind::F, c.stage, c.microbatch})].send_b;
+      default: return post_[key(Op{OpKind::F, c.stage + 1, c.microbatch})].recv_b;
+    }
+  }
+  // Posts rank r's comm actions listed after its compute actions that have ended, at `now`;
+  // a transfer whose producer has ended and both sides are posted starts now.
+  void post_comm(int r, Time now) {
+    if (s_.comm[r].empty()) return;
+    RankState& st = rank_[r];
+    const std::size_t done = static_cast<std::size_t>(st.next - s_.ranks[r].data());
+    while (st.comm_next < s_.comm[r].size() && s_.comm[r][st.comm_next].after <= done) {
+      const CommAction& c = s_.comm[r][st.comm_next++];
+      if (c.kind > CommKind::RecvB) continue;
+      post_slot(c) = now;
+      switch (c.kind) {
+        case CommKind::SendF: issue_fwd(key(Op{OpKind::F, c.stage, c.microbatch}), Op{OpKind::F, c.stage, c.microbatch}); break;
+        case CommKind::RecvF:
+          issue_fwd(key(Op{OpKind::F, c.stage - 1, c.microbatch}), Op{OpKind::F, c.stage - 1, c.microbatch});
+          break;
+        case CommKind::SendB: issue_bwd(key(Op{OpKind::F, c.stage, c.microbatch}), c.stage, c.microbatch); break;
+        default: issue_bwd(key(Op{OpKind::F, c.stage + 1, c.microbatch}), c.stage + 1, c.microbatch); break;
+      }
+    }
+  }
+  // Starts the forward transfer of slot k (producer `op`) once its F ended and both sides posted.
+  void issue_fwd(std::size_t k, const Op& op) {
+    const Posts& p = post_[k];
+    Slot& sl = slot_[k];
+    if (fwd_link_[op.stage] < 0 || sl.f_avail != kNever || sl.f_done == kNever || p.send_f == kNever || p.recv_f == kNever)
+      return;
+    const Time start = std::max({sl.f_done, p.send_f, p.recv_f});
+    const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
+    sl.f_avail = transfer(fwd_link_[op.stage], s_.stage_rank[op.stage], s_.stage_rank[op.stage + 1], start, sc.act_bytes, op);
+  }
+  // The same for the backward transfer of slot k (its producer's kind recorded when it ended).
+  void issue_bwd(std::size_t k, int stage, int mb) {
+    const Posts& p = post_[k];
+    Slot& sl = slot_[k];
+    if (bwd_link_[stage] < 0 || sl.bwd_avail != kNever || sl.bwd_done == kNever || p.send_b == kNever || p.recv_b == kNever)
+      return;
+    const Time start = std::max({sl.bwd_done, p.send_b, p.recv_b});
+    const SliceCosts& sc = c_.slice[s_.slice[stage]];
+    sl.bwd_avail = transfer(bwd_link_[stage], s_.stage_rank[stage], s_.stage_rank[stage - 1], start, sc.grad_bytes,
+                            Op{p.bwd_kind, stage, mb});
   }
 
   // Shared devices: how much slower each of k concurrent actions runs than alone (uniform rule).
@@ -399,6 +475,14 @@ class Engine {
     Time f_done = kNever, f_avail = kNever, bwd_done = kNever, bwd_avail = kNever;
   };
   std::vector<Slot> slot_;
+  // Explicit communication only: per slot, when each side of its two transfers was posted
+  // (kNever: listed, not yet reached; 0: not listed), and the kind of its backward producer.
+  struct Posts {
+    Time send_f = 0, recv_f = 0, send_b = 0, recv_b = 0;
+    OpKind bwd_kind = OpKind::B;
+  };
+  std::vector<Posts> post_;
+  bool explicit_ = false;
   std::vector<std::uint8_t> first_, last_;
   std::vector<int> fwd_link_, bwd_link_;
   std::vector<Time> link_free_;

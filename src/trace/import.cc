@@ -25,12 +25,26 @@ namespace ppsim::trace {
 
 namespace {
 
-struct Attribution {
+enum class Path { stack, caller, forward };
+
+struct Attribution {  // compact: one per GPU event
   bool linked = false;
-  bool in_step = false;  // launched under a range matching ImportOptions::step_range
-  int subop = -1, pass = -1, layer = -1;
-  long instance = -1;  // the range that gave the sub-op (else the pass)
+  bool in_step = false;   // launched under a range matching ImportOptions::step_range
+  bool autograd = false;  // launched under an op of autograd's engine
+  Path path = Path::stack;
+  int layer = -1;
+  int sub_range = -1, pass_range = -1, layer_range = -1;
+  int instance = -1;   // the execution: the range that gave the layer (else the sub-op, else the pass)
   int top_range = -1;  // innermost range on the stack, for naming unmapped work
+  int bwd_op = -1;     // the autograd op it was launched under
+  signed char subop = -1, pass = -1;
+};
+
+// What a list of open ranges gave: each part and the range that gave it.
+struct Found {
+  int subop = -1, pass = -1, layer = -1;
+  int sub_range = -1, pass_range = -1, layer_range = -1, top = -1;
+  bool in_step = false;
 };
 
 std::vector<std::pair<Time, Time>> merge(std::vector<std::pair<Time, Time>> v) {
@@ -77,7 +91,8 @@ Time ImportResult::compute_busy() const {
 }
 
 ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path) {
-  const Rules rules(o.map, o.no_default_rules);
+  Rules rules(o.map, o.no_default_rules);
+  rules.set_comm_kernel(o.comm_kernel);
   std::optional<std::regex> step_re;
   if (!o.step_range.empty()) {
     try {
@@ -102,86 +117,349 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   const std::size_t n = t.gpu.size();
 
   // ---- 1. launch points ---------------------------------------------------------------------
-  std::unordered_map<std::int64_t, const Launch*> by_corr;
-  by_corr.reserve(t.launches.size());
-  for (const auto& l : t.launches) by_corr.emplace(l.correlation, &l);
-  std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
-  std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
-  for (const auto& f : t.flows) {
-    if (f.start)
-      flow_start.emplace(f.id, &f);
-    else
-      flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
-  }
+  // By correlation id first; the ac2g flows' maps are built only for events that remain.
   struct Query {
     Time ts;
     std::size_t gpu;
   };
   std::vector<std::vector<Query>> queries(t.threads.size());
   std::vector<Attribution> attr(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    int thread = -1;
-    Time ts = 0;
-    if (g.correlation >= 0) {
-      if (auto it = by_corr.find(g.correlation); it != by_corr.end())
-        thread = it->second->thread, ts = it->second->ts;
-      else if (auto f = flow_start.find(g.correlation); f != flow_start.end())
-        thread = f->second->thread, ts = f->second->ts;
+  std::vector<std::size_t> rest;
+  {
+    std::unordered_map<std::int64_t, int> by_corr;  // correlation -> launch index
+    by_corr.reserve(t.launches.size());
+    for (std::size_t k = 0; k < t.launches.size(); ++k) by_corr.emplace(t.launches[k].correlation, static_cast<int>(k));
+    for (std::size_t i = 0; i < n; ++i) {
+      const GpuEvent& g = t.gpu[i];
+      auto it = g.correlation >= 0 ? by_corr.find(g.correlation) : by_corr.end();
+      if (it == by_corr.end()) {
+        rest.push_back(i);
+        continue;
+      }
+      const Launch& l = t.launches[static_cast<std::size_t>(it->second)];
+      attr[i].linked = true;
+      queries[static_cast<std::size_t>(l.thread)].push_back({l.ts, i});
     }
-    if (thread < 0)
-      if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
-        if (auto f = flow_start.find(e->second); f != flow_start.end()) thread = f->second->thread, ts = f->second->ts;
-    if (thread < 0) continue;
-    attr[i].linked = true;
-    queries[static_cast<std::size_t>(thread)].push_back({ts, i});
+  }
+  if (!rest.empty()) {
+    std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
+    std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
+    for (const auto& f : t.flows) {
+      if (f.start)
+        flow_start.emplace(f.id, &f);
+      else
+        flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
+    }
+    for (std::size_t i : rest) {
+      const GpuEvent& g = t.gpu[i];
+      const FlowPoint* s0 = nullptr;
+      if (g.correlation >= 0)
+        if (auto f = flow_start.find(g.correlation); f != flow_start.end()) s0 = f->second;
+      if (s0 == nullptr)
+        if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
+          if (auto f = flow_start.find(e->second); f != flow_start.end()) s0 = f->second;
+      if (s0 == nullptr) continue;
+      attr[i].linked = true;
+      queries[static_cast<std::size_t>(s0->thread)].push_back({s0->ts, i});
+    }
   }
 
   // ---- 2. stacks of CPU ranges at each launch ------------------------------------------------
   std::vector<std::vector<int>> ranges_of(t.threads.size());
   for (std::size_t i = 0; i < t.ranges.size(); ++i)
     ranges_of[static_cast<std::size_t>(t.ranges[i].thread)].push_back(static_cast<int>(i));
+  for (auto& rs : ranges_of)  // outer ranges first at equal starts, so that the stack is innermost on top
+    std::sort(rs.begin(), rs.end(), [&](int a, int b) {
+      const CpuRange &x = t.ranges[static_cast<std::size_t>(a)], &y = t.ranges[static_cast<std::size_t>(b)];
+      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+    });
   std::vector<std::optional<RangeMeaning>> meaning(t.names.size());
   auto meaning_of = [&](int name) -> const RangeMeaning& {
     auto& m = meaning[static_cast<std::size_t>(name)];
     if (!m) m = rules.classify(t.names[static_cast<std::size_t>(name)]);
     return *m;
   };
-  for (std::size_t th = 0; th < t.threads.size(); ++th) {
-    auto& q = queries[th];
-    if (q.empty()) continue;
+  // Sweeps one thread's ranges in time order, calling f(query, stack) with the ranges open at each
+  // query's time (outermost first; ended ones under a range that still runs may remain: skip them).
+  auto sweep = [&](std::size_t th, std::vector<Query>& q, auto&& f) {
     std::sort(q.begin(), q.end(), [](const Query& a, const Query& b) { return a.ts < b.ts; });
-    auto& rs = ranges_of[th];
-    // Outer ranges first at equal starts, so that the stack is innermost on top.
-    std::sort(rs.begin(), rs.end(), [&](int a, int b) {
-      const CpuRange &x = t.ranges[static_cast<std::size_t>(a)], &y = t.ranges[static_cast<std::size_t>(b)];
-      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-    });
+    const auto& rs = ranges_of[th];
     std::vector<int> stack;
     std::size_t next = 0;
     for (const Query& qu : q) {
       while (next < rs.size() && t.ranges[static_cast<std::size_t>(rs[next])].ts <= qu.ts) {
-        // Drop ranges that ended before this one starts (keeps the stack short).
         const Time start = t.ranges[static_cast<std::size_t>(rs[next])].ts;
         while (!stack.empty() && t.ranges[static_cast<std::size_t>(stack.back())].end() <= start) stack.pop_back();
         stack.push_back(rs[next++]);
       }
       while (!stack.empty() && t.ranges[static_cast<std::size_t>(stack.back())].end() <= qu.ts) stack.pop_back();
-      Attribution& a = attr[qu.gpu];
-      long sub_range = -1, pass_range = -1;
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
-        if (cr.end() <= qu.ts) continue;  // ended, under a range that still runs (improper nesting)
-        if (a.top_range < 0) a.top_range = *it;
-        const RangeMeaning& m = meaning_of(cr.name);
-        if (a.subop < 0 && m.subop) a.subop = static_cast<int>(*m.subop), sub_range = *it;
-        if (a.pass < 0 && m.pass) a.pass = static_cast<int>(*m.pass), pass_range = *it;
-        if (a.layer < 0 && m.layer >= 0) a.layer = m.layer;
-        if (step_re && !a.in_step) a.in_step = is_step(cr.name);
-        if (a.subop >= 0 && a.pass >= 0 && a.layer >= 0 && (!step_re || a.in_step)) break;
-      }
-      a.instance = sub_range >= 0 ? sub_range : pass_range;
+      f(qu, stack);
     }
+  };
+  enum Filter { all_ranges, user_ranges, op_ranges };
+  // Fills the parts `f` lacks from `stack` (innermost first): sub-op, pass, layer ("layer" numbers
+  // before "block" numbers), and which range gave each.
+  auto absorb = [&](Found& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass) {
+    bool gave = false;
+    int weak = -1, weak_range = -1;
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+      const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
+      if (cr.end() <= ts && !(cr.dur == 0 && cr.ts == ts)) continue;  // ended, under a range that still runs
+      const bool user = cr.kind == RangeKind::user;
+      if ((filter == user_ranges && !user) || (filter == op_ranges && user)) continue;
+      if (f.top < 0) f.top = *it;
+      const RangeMeaning& m = meaning_of(cr.name);
+      if (f.subop < 0 && m.subop) f.subop = static_cast<int>(*m.subop), f.sub_range = *it, gave = true;
+      if (take_pass && f.pass < 0 && m.pass) f.pass = static_cast<int>(*m.pass), f.pass_range = *it, gave = true;
+      if (f.layer < 0 && m.layer >= 0) {
+        if (m.layer_strong)
+          f.layer = m.layer, f.layer_range = *it, gave = true;
+        else if (weak < 0)
+          weak = m.layer, weak_range = *it;
+      }
+      if (step_re && !f.in_step) f.in_step = is_step(cr.name);
+    }
+    if (f.layer < 0 && weak >= 0) f.layer = weak, f.layer_range = weak_range, gave = true;
+    return gave;
+  };
+  auto is_autograd_op = [&](const CpuRange& cr) {
+    return cr.backward || t.names[static_cast<std::size_t>(cr.name)].rfind("autograd::engine::", 0) == 0;
+  };
+
+  // Sweep 1: each launch's own stack. Work launched under an op autograd's engine ran (a backward
+  // op: "Fwd thread id" given, or autograd::engine::...) keeps its user ranges and its ops apart,
+  // for the precedence below, and the innermost backward op for the link to its forward op.
+  auto store = [&](Attribution& a, const Found& f) {
+    a.subop = static_cast<signed char>(f.subop);
+    a.pass = static_cast<signed char>(f.pass);
+    a.layer = f.layer;
+    a.sub_range = f.sub_range;
+    a.pass_range = f.pass_range;
+    a.layer_range = f.layer_range;
+    a.top_range = f.top;
+    a.in_step = a.in_step || f.in_step;
+  };
+  auto load = [&](const Attribution& a) {
+    Found f;
+    f.subop = a.subop;
+    f.pass = a.pass;
+    f.layer = a.layer;
+    f.sub_range = a.sub_range;
+    f.pass_range = a.pass_range;
+    f.layer_range = a.layer_range;
+    f.top = a.top_range;
+    f.in_step = a.in_step;
+    return f;
+  };
+  std::vector<std::size_t> autograd_events;
+  for (std::size_t th = 0; th < t.threads.size(); ++th) {
+    auto& q = queries[th];
+    if (q.empty()) continue;
+    sweep(th, q, [&](const Query& qu, const std::vector<int>& stack) {
+      int op = -1;
+      for (auto it = stack.rbegin(); it != stack.rend() && op < 0; ++it) {
+        const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
+        if (cr.end() > qu.ts && is_autograd_op(cr)) op = *it;
+      }
+      Found f;
+      if (op < 0) {
+        absorb(f, stack, qu.ts, all_ranges, true);
+        store(attr[qu.gpu], f);
+        return;
+      }
+      // The outermost autograd op of the nest carries the link (evaluate_function: XBackward0).
+      for (int r : stack) {
+        const CpuRange& cr = t.ranges[static_cast<std::size_t>(r)];
+        if (cr.end() > qu.ts && is_autograd_op(cr) && (cr.seq >= 0 || r == op)) {
+          op = r;
+          break;
+        }
+      }
+      attr[qu.gpu].bwd_op = op;
+      attr[qu.gpu].autograd = true;
+      autograd_events.push_back(qu.gpu);
+      absorb(f, stack, qu.ts, user_ranges, true);
+      store(attr[qu.gpu], f);
+    });
+  }
+  // The forward op of each backward op: its fwdbwd flow, else the forward op of the same
+  // Sequence number (an op with that number and no "Fwd thread id").
+  std::unordered_map<int, int> fwd_of;  // backward op range -> forward op range
+  if (!autograd_events.empty()) {
+    std::set<int> bwd_ops;
+    for (std::size_t i : autograd_events) bwd_ops.insert(attr[i].bwd_op);
+    std::map<std::pair<int, Time>, std::int64_t> flow_f;
+    std::unordered_map<std::int64_t, std::pair<int, Time>> flow_s;
+    for (const auto& f : t.fwdbwd) {
+      if (f.start)
+        flow_s.emplace(f.id, std::make_pair(f.thread, f.ts));
+      else
+        flow_f.emplace(std::make_pair(f.thread, f.ts), f.id);
+    }
+    std::map<std::pair<int, Time>, int> want_start;  // (thread, ts) of a flow's forward end -> range
+    std::unordered_map<int, std::vector<int>> want_seq;   // seq -> backward ops
+    std::unordered_map<int, std::pair<int, Time>> by_flow;
+    for (int b : bwd_ops) {
+      const CpuRange& cr = t.ranges[static_cast<std::size_t>(b)];
+      if (auto e = flow_f.find({cr.thread, cr.ts}); e != flow_f.end())
+        if (auto s0 = flow_s.find(e->second); s0 != flow_s.end()) {
+          by_flow[b] = s0->second;
+          want_start.emplace(s0->second, -1);
+          continue;
+        }
+      if (cr.seq >= 0) want_seq[cr.seq].push_back(b);
+    }
+    std::unordered_map<int, int> fwd_seq;
+    for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+      const CpuRange& cr = t.ranges[i];
+      if (cr.backward || cr.kind == RangeKind::user) continue;
+      if (!want_start.empty())
+        if (auto w = want_start.find({cr.thread, cr.ts}); w != want_start.end())
+          if (w->second < 0 || cr.dur > t.ranges[static_cast<std::size_t>(w->second)].dur)
+            w->second = static_cast<int>(i);
+      if (cr.seq >= 0 && want_seq.count(cr.seq) != 0) {
+        auto [it, fresh] = fwd_seq.try_emplace(cr.seq, static_cast<int>(i));
+        if (!fresh && cr.ts < t.ranges[static_cast<std::size_t>(it->second)].ts) it->second = static_cast<int>(i);
+      }
+    }
+    for (const auto& [b, at] : by_flow)
+      if (const int fr = want_start[at]; fr >= 0) fwd_of[b] = fr;
+    for (const auto& [seq, bs] : want_seq)
+      if (auto it = fwd_seq.find(seq); it != fwd_seq.end())
+        for (int b : bs)
+          if (t.ranges[static_cast<std::size_t>(it->second)].ts < t.ranges[static_cast<std::size_t>(b)].ts)
+            fwd_of[b] = it->second;
+  }
+  // Sweep 2: the stacks around those forward ops (their layer and sub-op), and the user ranges
+  // open on the process's other threads while autograd ran (the thread that called backward).
+  std::unordered_map<int, Found> fwd_found;
+  std::vector<Found> caller(autograd_events.empty() ? 0 : n);
+  if (!autograd_events.empty()) {
+    std::vector<std::vector<Query>> q2(t.threads.size());
+    std::vector<int> fwd_list;
+    for (const auto& [b, fr] : fwd_of) fwd_list.push_back(fr);
+    std::sort(fwd_list.begin(), fwd_list.end());
+    fwd_list.erase(std::unique(fwd_list.begin(), fwd_list.end()), fwd_list.end());
+    for (int fr : fwd_list) {
+      const CpuRange& cr = t.ranges[static_cast<std::size_t>(fr)];
+      q2[static_cast<std::size_t>(cr.thread)].push_back({cr.ts, static_cast<std::size_t>(fr)});
+    }
+    for (std::size_t th = 0; th < t.threads.size(); ++th)
+      if (!q2[th].empty())
+        sweep(th, q2[th], [&](const Query& qu, const std::vector<int>& stack) {
+          Found f;
+          absorb(f, stack, qu.ts, all_ranges, false);
+          fwd_found[static_cast<int>(qu.gpu)] = f;
+        });
+    std::vector<char> has_user(t.threads.size(), 0);
+    for (const auto& cr : t.ranges)
+      if (cr.kind == RangeKind::user) has_user[static_cast<std::size_t>(cr.thread)] = 1;
+    std::vector<std::vector<Query>> q3(t.threads.size());
+    std::vector<Time> launch_ts(n, 0);
+    std::vector<int> launch_thread(n, -1);
+    for (std::size_t th = 0; th < t.threads.size(); ++th)
+      for (const Query& qu : queries[th]) launch_ts[qu.gpu] = qu.ts, launch_thread[qu.gpu] = static_cast<int>(th);
+    for (std::size_t i : autograd_events) {
+      const int lt = launch_thread[i];
+      for (std::size_t th = 0; th < t.threads.size(); ++th)
+        if (has_user[th] && static_cast<int>(th) != lt &&
+            t.thread_pid[th] == t.thread_pid[static_cast<std::size_t>(lt)])
+          q3[th].push_back({launch_ts[i], i});
+    }
+    for (std::size_t th = 0; th < t.threads.size(); ++th)
+      if (!q3[th].empty())
+        sweep(th, q3[th], [&](const Query& qu, const std::vector<int>& stack) {
+          Found& f = caller[qu.gpu];
+          if (f.subop >= 0 || f.pass >= 0 || f.layer >= 0) return;  // a thread before gave something
+          Found g;
+          if (absorb(g, stack, qu.ts, user_ranges, true) || g.in_step) {
+            const bool step = f.in_step || g.in_step;
+            f = g;
+            f.in_step = step;
+          }
+        });
+  }
+  // Precedence for autograd's work: user ranges on its own thread (tensor hooks), then those open
+  // on the thread that called backward, then the forward op's ranges (layer, sub-op), then the
+  // autograd ops' own names; the pass is I unless a range says otherwise (W).
+  for (std::size_t i : autograd_events) {
+    Attribution& a = attr[i];
+    Found f = load(a);
+    a.path = Path::stack;
+    {
+      const Found& c = caller[i];
+      if (c.in_step) f.in_step = true;
+      auto take = [&](const Found& g, bool pass) {
+        bool used = false;
+        if (f.subop < 0 && g.subop >= 0) f.subop = g.subop, f.sub_range = g.sub_range, used = true;
+        if (pass && f.pass < 0 && g.pass >= 0) f.pass = g.pass, f.pass_range = g.pass_range, used = true;
+        if (f.layer < 0 && g.layer >= 0) f.layer = g.layer, f.layer_range = g.layer_range, used = true;
+        if (f.top < 0) f.top = g.top;
+        return used;
+      };
+      if (take(c, true)) a.path = Path::caller;
+      if (auto it = fwd_of.find(a.bwd_op); it != fwd_of.end())
+        if (auto ff = fwd_found.find(it->second); ff != fwd_found.end()) {
+          if (ff->second.in_step) f.in_step = true;
+          if (take(ff->second, false) && a.path == Path::stack) a.path = Path::forward;
+        }
+      // Else it is autograd's backward: the input-grad pass (an autograd op names no W).
+      if (f.pass < 0) f.pass = static_cast<int>(Pass::I), f.pass_range = a.bwd_op;
+      if (f.top < 0) f.top = a.bwd_op;
+    }
+    store(a, f);
+  }
+  // Layers: numbers in range names or module scopes; where none (or --layer-order force), the
+  // order rule: every sub-op range name repeats L times, and its k-th occurrence is layer k.
+  bool any_layer = false;
+  for (std::size_t i = 0; i < n; ++i) any_layer |= attr[i].linked && attr[i].layer >= 0;
+  if (o.layer_order == LayerOrder::force || (o.layer_order == LayerOrder::automatic && !any_layer)) {
+    std::set<int> sub_names;
+    for (std::size_t i = 0; i < n; ++i)
+      if (attr[i].linked && attr[i].sub_range >= 0)
+        sub_names.insert(t.ranges[static_cast<std::size_t>(attr[i].sub_range)].name);
+    std::map<int, std::vector<int>> occurrences;  // name -> its ranges in time order
+    for (std::size_t i = 0; i < t.ranges.size(); ++i)
+      if (sub_names.count(t.ranges[i].name) != 0) occurrences[t.ranges[i].name].push_back(static_cast<int>(i));
+    int count = -1;
+    bool same = true;
+    for (auto& [name, v] : occurrences) {
+      std::sort(v.begin(), v.end(), [&](int a, int b) {
+        return t.ranges[static_cast<std::size_t>(a)].ts < t.ranges[static_cast<std::size_t>(b)].ts;
+      });
+      if (count < 0) count = static_cast<int>(v.size());
+      same &= static_cast<int>(v.size()) == count;
+    }
+    if (!occurrences.empty() && (o.layer_order == LayerOrder::force || (same && count >= 2))) {
+      std::unordered_map<int, int> occ;
+      for (const auto& [name, v] : occurrences)
+        for (std::size_t k = 0; k < v.size(); ++k) occ[v[k]] = static_cast<int>(k);
+      for (std::size_t i = 0; i < n; ++i)
+        if (attr[i].linked && attr[i].sub_range >= 0) {
+          attr[i].layer = occ[attr[i].sub_range];
+          attr[i].layer_range = attr[i].sub_range;
+        }
+      r.layer_rule = fmt::format("order of sub-op ranges: the k-th of each ({} names, {} times each{}) is layer k",
+                                 occurrences.size(), count, same ? "" : " or fewer; forced");
+    }
+  }
+  if (r.layer_rule.empty()) {
+    Time user = 0, scope = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (attr[i].linked && attr[i].layer_range >= 0)
+        (t.ranges[static_cast<std::size_t>(attr[i].layer_range)].kind == RangeKind::user ? user : scope) +=
+            t.gpu[i].dur;
+    r.layer_rule = user + scope == 0 ? "none (no range or module scope numbers a layer; the order rule did not apply)"
+                   : user >= scope   ? "numbers in range names (layer3, layers.3, block3)"
+                                     : "module scopes and op names (nn.Module: XLayer_3, model.layers.3)";
+  }
+  // A kernel in a layer under no range that names a pass, outside autograd's backward: forward.
+  // Each execution is one entry of the range that gave the layer (else the sub-op, else the pass).
+  for (std::size_t i = 0; i < n; ++i) {
+    Attribution& a = attr[i];
+    if (!a.linked) continue;
+    if (a.layer >= 0 && a.pass < 0 && !a.autograd) a.pass = static_cast<signed char>(Pass::F);
+    a.instance = a.layer >= 0 && a.layer_range >= 0 ? a.layer_range : a.sub_range >= 0 ? a.sub_range : a.pass_range;
   }
 
   // ---- 3. streams, communication, SM sharing -------------------------------------------------
@@ -189,7 +467,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   std::vector<signed char> comm_name(t.names.size(), -1);  // regex once per kernel name
   auto comm_kernel = [&](int name) {
     signed char& c = comm_name[static_cast<std::size_t>(name)];
-    if (c < 0) c = Rules::is_comm_kernel(t.names[static_cast<std::size_t>(name)]) ? 1 : 0;
+    if (c < 0) c = rules.comm(t.names[static_cast<std::size_t>(name)]) ? 1 : 0;
     return c == 1;
   };
   std::map<std::pair<int, std::int64_t>, StreamStats> streams;
@@ -359,6 +637,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   for (std::size_t i = 0; i < n; ++i) {
     const GpuEvent& g = t.gpu[i];
     const Attribution& a = attr[i];
+    r.gpu_total += g.dur;
     if (!a.linked) {
       r.unlinked += g.dur;
       ++r.unlinked_kernels;
@@ -387,6 +666,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     }
     instances.insert({a.layer, sub, a.pass, a.instance});
     if (a.layer < 0) r.outside_layers += g.dur;
+    (a.path == Path::caller ? r.by_caller : a.path == Path::forward ? r.by_forward : r.by_stack) += g.dur;
   }
   // Executions of a cell: the most instances of any one range name in it (a router range and an
   // experts range that both map to the MLP of one layer are one execution, not two).
@@ -446,8 +726,8 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
 }
 
 ImportResult import_trace_file(const std::string& path, const ImportOptions& o) {
-  const Rules check(o.map, o.no_default_rules);  // bad --map values fail before a long read
-  (void)check;
+  Rules check(o.map, o.no_default_rules);  // bad --map / --comm-kernel values fail before a long read
+  check.set_comm_kernel(o.comm_kernel);
   return import_trace(read_kineto(path), o, path);
 }
 
@@ -460,8 +740,15 @@ std::string render_import_report(const ImportResult& r) {
   std::string o;
   o += fmt::format("trace {}: {} events, {} GPU events, {:.1f} MB of JSON\n", r.path, r.events, r.gpu_events,
                    static_cast<double>(r.bytes) / 1e6);
-  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n\n", r.layers,
+  o += fmt::format("layers found: {}, executions (micro-batches) per layer sub-op: up to {}\n", r.layers,
                    r.executions);
+  o += fmt::format("layers by: {}\n", r.layer_rule);
+  if (r.by_caller + r.by_forward > 0)
+    o += fmt::format(
+        "attributed by: launch stack {} ms, ranges open on the thread that called backward {} ms, autograd's link "
+        "to the forward op {} ms\n",
+        ms(r.by_stack), ms(r.by_caller), ms(r.by_forward));
+  o += "\n";
   o += "per layer and pass, ms per execution (kernel time; compute with the communication slowdown taken out):\n";
   o += fmt::format("{:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "layer", "pass", "attention", "mlp",
                    "dispatch", "combine", "other", "runs");
@@ -484,8 +771,15 @@ std::string render_import_report(const ImportResult& r) {
   o += fmt::format("unmapped (launched under no range that names a pass): {} ms in {} GPU events\n", ms(r.unmapped),
                    r.unmapped_kernels);
   for (const auto& [name, t] : r.unmapped_top) o += fmt::format("  {:>10} ms  {}\n", ms(t), name.substr(0, 100));
-  o += fmt::format("unlinked (no correlation id or ac2g flow to a launch): {} ms in {} GPU events\n\n", ms(r.unlinked),
+  o += fmt::format("unlinked (no correlation id or ac2g flow to a launch): {} ms in {} GPU events\n", ms(r.unlinked),
                    r.unlinked_kernels);
+  Time in_layers = 0;
+  for (const auto& [layer, cells] : r.cells)
+    if (layer >= 0)
+      for (const auto& per_sub : cells)
+        for (const Cell& c : per_sub) in_layers += c.busy;
+  o += fmt::format("GPU time {} ms = layers {} + outside layers {} + unmapped {} + unlinked {}\n\n", ms(r.gpu_total),
+                   ms(in_layers), ms(r.outside_layers), ms(r.unmapped), ms(r.unlinked));
   o += "streams:\n";
   for (const auto& s : r.streams)
     o += fmt::format("  device {} stream {:<4} {:<13} {:>6} events {:>10} ms busy ({} ms communication)\n", s.device,
@@ -546,6 +840,11 @@ nlohmann::json import_json(const ImportResult& r) {
   j["unlinked_ms"] = ms(static_cast<double>(r.unlinked));
   j["unlinked_events"] = r.unlinked_kernels;
   j["outside_layers_ms"] = ms(static_cast<double>(r.outside_layers));
+  j["gpu_ms"] = ms(static_cast<double>(r.gpu_total));
+  j["layer_rule"] = r.layer_rule;
+  j["attributed_by"] = {{"launch_stack_ms", ms(static_cast<double>(r.by_stack))},
+                        {"backward_caller_ms", ms(static_cast<double>(r.by_caller))},
+                        {"forward_link_ms", ms(static_cast<double>(r.by_forward))}};
   nlohmann::json streams = nlohmann::json::array();
   for (const auto& s : r.streams)
     streams.push_back({{"device", s.device},

@@ -70,6 +70,13 @@ struct ImportResult {
   // and the number of kernel pairs it rests on.
   double attn_slowdown = 0, mlp_slowdown = 0;
   int attn_slowdown_samples = 0, mlp_slowdown_samples = 0;
+  std::string layer_rule;  // which rule found the layers (numbers in names, module scopes, the order rule, none)
+  // Every GPU event is in exactly one bucket: a layer cell, outside layers (a cell of layer -1),
+  // unmapped or unlinked; they add up to gpu_total.
+  Time gpu_total = 0;
+  // Mapped GPU time by the path that attributed it: the launch's own stack, the user ranges open on
+  // the thread that called backward while autograd ran, or autograd's link to the forward op.
+  Time by_stack = 0, by_caller = 0, by_forward = 0;
   int layers = 0;             // distinct numbered layers
   int executions = 0;         // micro-batches seen (most executions of one layer's sub-op)
   CostProfile profile;        // per layer, version 2
@@ -77,12 +84,17 @@ struct ImportResult {
   Time compute_busy() const;  // of the device with the longest span
 };
 
+// Layers by the order of sub-op ranges (import.cc): where no name numbers them, always, never.
+enum class LayerOrder { automatic, force, off };
+
 struct ImportOptions {
   std::vector<std::string> map;  // user rules
   bool no_default_rules = false;
   // The step whose span and busy time are reported (and predicted): the GPU work launched under
   // a CPU range whose name matches this regex; empty: all GPU work in the trace.
   std::string step_range;
+  LayerOrder layer_order = LayerOrder::automatic;
+  std::string comm_kernel = {};  // --comm-kernel: kernels matching this regex are communication too
 };
 
 ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path);

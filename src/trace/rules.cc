@@ -20,11 +20,11 @@ const std::vector<std::string>& Rules::default_rules() {
   // Order matters: the first rule that gives a part wins. Weight-grad names before the general
   // backward names; dispatch/combine before MLP (Megatron's token_dispatcher lives in the MoE layer).
   static const std::vector<std::string> kDefaults = {
-      // passes
-      R"((?:^|[._\-\s])(?:W|wgrad)(?:$|[._\-\s])|weight_grad|backward_w(?:eight)?\b|\bbwd_w\b|_w_chunk=:W)",
-      R"((?:^|[._\-\s])(?:I|B|dgrad)(?:$|[._\-\s])|backward|bwd|input_grad|Backward=:I)",
+      // passes: a letter alone between separators (layer3.attn.F, attn(B), mlp[W], x_I), or words
+      R"((?:^|[._\-\s()\[\]:])(?:W|wgrad)(?:$|[._\-\s()\[\]:])|weight_grad|backward_w(?:eight)?\b|\bbwd_w\b|_w_chunk=:W)",
+      R"((?:^|[._\-\s()\[\]:])(?:I|B|dgrad)(?:$|[._\-\s()\[\]:])|backward|bwd|input_grad|Backward=:I)",
       // "forward" but not "feed_forward" (a module name): not after an underscore unless a chunk.
-      R"((?:^|[._\-\s])F(?:$|[._\-\s])|forward_chunk|(?:^|[^_])forward|fwd=:F)",
+      R"((?:^|[._\-\s()\[\]:])F(?:$|[._\-\s()\[\]:])|forward_chunk|(?:^|[^_])forward|fwd=:F)",
       // sub-ops
       R"(combine|unpermute=combine:)",
       R"(dispatch|permute=dispatch:)",
@@ -98,9 +98,15 @@ RangeMeaning Rules::classify(const std::string& name) const {
       if (r.pass && !m.pass) m.pass = r.pass;
     }
   }
-  static const std::regex kLayer(R"((?:layers?|blocks?)[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
+  // "layer" numbers (layer3, layers.3, model.layers.3, decoder.layers.3, nn.Module: XDecoderLayer_3)
+  // before "block" numbers (blocks.3, block3: torchvision, or a module inside a layer).
+  static const std::regex kLayer(R"(layers?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
+  static const std::regex kBlock(R"(blocks?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
   std::smatch lm;
   if (std::regex_search(name, lm, kLayer)) {
+    const std::string d = lm[1].str();
+    if (d.size() < 7) m.layer = std::stoi(d), m.layer_strong = true;
+  } else if (std::regex_search(name, lm, kBlock)) {
     const std::string d = lm[1].str();
     if (d.size() < 7) m.layer = std::stoi(d);
   }
@@ -108,10 +114,27 @@ RangeMeaning Rules::classify(const std::string& name) const {
 }
 
 bool Rules::is_comm_kernel(const std::string& k) {
+  // NCCL/RCCL, DeepEP (deep_ep::, DeepSeek's dpsk::ep::), NVSHMEM, torch symmetric memory
+  // (symm_mem, multimem/one_shot/two_shot all-reduce), and collectives by name.
   static const std::regex kComm(
-      R"(nccl|all_?to_?all|alltoall|all_?gather|reduce_?scatter|all_?reduce|send_?recv|deep_?ep|cross_device)",
+      R"(nccl|rccl|all_?to_?all|alltoall|all_?gather|reduce_?scatter|all_?reduce|send_?recv|deep_?ep|dpsk::ep::|nvshmem|symm_?mem|symmetric_?memory|multimem|cross_device)",
       std::regex::icase | std::regex::optimize);
   return std::regex_search(k, kComm);
+}
+
+bool Rules::comm(const std::string& k) const {
+  if (comm_extra_ && std::regex_search(k, *comm_extra_)) return true;
+  return is_comm_kernel(k);
+}
+
+void Rules::set_comm_kernel(const std::string& regex) {
+  if (regex.empty()) return;
+  try {
+    comm_extra_.emplace(regex, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    throw InputError(fmt::format("--comm-kernel '{}': bad regular expression ({})", regex, e.what()),
+                     "e.g. --comm-kernel 'my_a2a|fused_send'", kExitUsage);
+  }
 }
 
 }  // namespace ppsim::trace

@@ -4,8 +4,8 @@
 // A rule is `regex=subop:pass` (either part may be empty: `regex=attn`, `regex=:W`); the user's
 // rules (--map) are tried before the defaults, the first match of each part wins, and a kernel
 // takes each part from the innermost range on its launch stack that gives it (docs/TRACES.md).
-// The layer is the first number after "layer"/"layers"/"block"/"blocks" in the innermost range
-// that has one.
+// The layer is the first number after "layer"/"layers" (else "block"/"blocks") in the innermost
+// range that has one; import.cc also numbers layers by module scopes and by the order rule.
 #pragma once
 #include <optional>
 #include <regex>
@@ -32,6 +32,7 @@ struct RangeMeaning {
   std::optional<SubOp> subop;
   std::optional<Pass> pass;
   int layer = -1;
+  bool layer_strong = false;  // from "layer"/"layers" (else "block"/"blocks": taken only where no range says layer)
 };
 
 class Rules {
@@ -40,13 +41,17 @@ class Rules {
   // A malformed rule is an InputError at `--map` (exit code 2).
   explicit Rules(const std::vector<std::string>& user, bool no_defaults = false);
   RangeMeaning classify(const std::string& range_name) const;
-  // Whether a kernel name is communication (NCCL, all-to-all and friends).
+  // Whether a kernel name is communication (NCCL, DeepEP, NVSHMEM, symmetric memory, all-to-all...).
   static bool is_comm_kernel(const std::string& kernel_name);
+  // The same, or matching the user's --comm-kernel regex (set_comm_kernel; an InputError, exit 2, if bad).
+  bool comm(const std::string& kernel_name) const;
+  void set_comm_kernel(const std::string& regex);
   const std::vector<Rule>& rules() const { return rules_; }
   static const std::vector<std::string>& default_rules();
 
  private:
   std::vector<Rule> rules_;
+  std::optional<std::regex> comm_extra_;
 };
 
 }  // namespace ppsim::trace

@@ -248,3 +248,28 @@ TEST_CASE("fidelity: a table, JSON, exit 7 past a threshold, one-line errors", "
   // A directory without configs: exit 4.
   CHECK(run_ppsim("fidelity --dir /nonexistent").code == 4);
 }
+
+TEST_CASE("simulate FAMILY is simulate -s FAMILY, as show FAMILY", "[cli]") {
+  const Result pos = run_ppsim("simulate dualpipe --pp 4 --microbatches 8 --format csv");
+  const Result flag = run_ppsim("simulate -s dualpipe --pp 4 --microbatches 8 --format csv");
+  REQUIRE(pos.code == 0);
+  REQUIRE(flag.code == 0);
+  REQUIRE(pos.out == flag.out);
+  REQUIRE(pos.out.find("\ndualpipe,") != std::string::npos);
+  // With a config after the family (a .yaml name): the config's costs, as with -s.
+  const std::string cfg = std::string(PPSIM_SOURCE_DIR) + "/configs/small-2gpu.yaml";
+  const Result pc = run_ppsim("simulate 1f1b " + cfg + " --format csv");
+  const Result fc = run_ppsim("simulate -s 1f1b " + cfg + " --format csv");
+  REQUIRE(pc.code == 0);
+  REQUIRE(pc.out == fc.out);
+  // Two families, or the family both ways: one line, exit 2.
+  Result r = run_ppsim("simulate dualpipe 1f1b --pp 4 --microbatches 8");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err == "ppsim: simulate takes one family, got 'dualpipe' and '1f1b' (compare takes several)\n");
+  r = run_ppsim("simulate dualpipe -s gpipe --pp 4 --microbatches 8");
+  REQUIRE(r.code == 2);
+  // An unknown name is the unknown family it always was (exit 2, with a suggestion).
+  r = run_ppsim("simulate dualpip --pp 4 --microbatches 8");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.err.find("dualpipe") != std::string::npos);
+}

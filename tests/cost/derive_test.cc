@@ -11,6 +11,7 @@
 #include "cost/cost_model.h"
 #include "cost/derive.h"
 #include "cost/flops.h"
+#include "report/results.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 

@@ -4,6 +4,9 @@
 #include <catch.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "robustness/run_ppsim.h"
 
@@ -74,4 +77,85 @@ TEST_CASE("ppsim search: bad flags are one line, exit 2, no file", "[search][cli
   REQUIRE(r.code == 3);
   REQUIRE(r.one_error_line());
   REQUIRE_FALSE(std::filesystem::exists(s.path("s.csv")));
+}
+
+TEST_CASE("ppsim search: one vocabulary: --format is the report, --out-format the file's dialect", "[search][cli]") {
+  Scratch s("search_cli_vocab");
+  // The old spelling of the dialect: one line, exit 2, a suggestion, no file.
+  auto r = run_ppsim(s, "search -p 4 -m 8 -q --format torch --out s.csv");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.one_error_line());
+  REQUIRE(r.err.find("did you mean --out-format torch?") != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(s.path("s.csv")));
+  r = run_ppsim(s, "search -p 4 -m 8 -q --out-format yaml --out s.csv");
+  REQUIRE(r.code == 2);
+  REQUIRE(r.one_error_line());
+  // --out-format torch writes the same file as csv (both are PyTorch's compute-only CSV).
+  const auto a = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --out-format torch --out t.csv");
+  const auto b = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --out c.csv");
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  auto slurp = [&s](const char* name) {
+    std::ifstream in(s.path(name));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  REQUIRE_FALSE(slurp("t.csv").empty());
+  REQUIRE(slurp("t.csv") == slurp("c.csv"));
+  // --format json: docs/JSON.md's results, the searched row first, then the best family's.
+  const auto j = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --format json");
+  INFO(j.err);
+  REQUIRE(j.code == 0);
+  REQUIRE(j.out.find("\"schedule\": \"searched\"") != std::string::npos);
+  REQUIRE(j.out.find("\"makespan\":") != std::string::npos);
+  REQUIRE(j.out.find("\"memory_cap_source\": \"best family\"") != std::string::npos);
+  // The table's searched makespan is the JSON's: at P=4 M=8 F=1 B=2 W=1 the table prints an
+  // integer makespan; the JSON carries it as a number of the same value.
+  const auto row = b.out.find("\nsearched");
+  REQUIRE(row != std::string::npos);
+  const std::size_t i = b.out.find_first_not_of(' ', row + 9);
+  const std::string mk = b.out.substr(i, b.out.find(' ', i) - i);
+  REQUIRE(j.out.find("\"makespan\": " + mk + ".0") != std::string::npos);
+  const auto c = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --format csv");
+  REQUIRE(c.code == 0);
+  REQUIRE(c.out.rfind("schedule,", 0) == 0);  // the CSV header first
+  REQUIRE(c.out.find("\nsearched,") != std::string::npos);
+}
+
+TEST_CASE("ppsim search: the default cap is the best family's peak; --memory-cap none lifts it", "[search][cli]") {
+  // The issue's case: P=4 M=12 F=1 B=3 W=1.5. DualPipe (the best family, makespan 50) holds 5
+  // activations per rank at its peak; uncapped, the search held 12 (all micro-batches) to win.
+  Scratch s("search_cli_cap");
+  const std::string base = "search -p 4 -m 12 --times F=1,B=3,W=1.5 -j 1 -q --time-limit 5 ";
+  const auto d = run_ppsim(s, base, 90);
+  INFO(d.err);
+  REQUIRE(d.code == 0);
+  REQUIRE(d.out.find("cap 5 (the best family's peak)") != std::string::npos);
+  REQUIRE(d.out.find("best family: dualpipe ") != std::string::npos);
+  // Every schedule in the table fits the cap: the searched row's peak column is at most 5.
+  const auto row = d.out.find("\nsearched");
+  REQUIRE(row != std::string::npos);
+  std::string line = d.out.substr(row + 1, d.out.find('\n', row + 1) - row - 1);
+  double peak = 0;
+  {
+    // columns: name, makespan, bubble(max), peak, ...
+    std::istringstream in(line);
+    std::string name, mk, bub;
+    in >> name >> mk >> bub >> peak;
+  }
+  REQUIRE(peak <= 5.0);
+  const auto n = run_ppsim(s, base + "--memory-cap none", 90);
+  REQUIRE(n.code == 0);
+  REQUIRE(n.out.find(" cap none ") != std::string::npos);
+  // A cap that is neither a number nor none: one line, exit 2.
+  const auto bad = run_ppsim(s, base + "--memory-cap lots");
+  REQUIRE(bad.code == 2);
+  REQUIRE(bad.one_error_line());
+}
+
+TEST_CASE("ppsim search: no progress line when stderr is not a terminal", "[search][cli]") {
+  Scratch s("search_cli_progress");
+  // run_ppsim sends stderr to a file: without -q, stderr stays empty.
+  const auto r = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 --time-limit 2");
+  REQUIRE(r.code == 0);
+  REQUIRE(r.err.empty());
 }

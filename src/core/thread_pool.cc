@@ -1,6 +1,6 @@
 // parallel_for (thread_pool.h): workers pull indices from an atomic counter; the calling thread
 // only waits (and ticks the progress display), so `jobs` threads do all the work.
-#include "plan/thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>

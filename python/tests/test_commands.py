@@ -1,0 +1,134 @@
+"""search, import_trace, profile and validate from Python: the same library calls as the CLI
+(src/api/), so their results equal its JSON; the notebook views (_repr_svg_, _repr_html_,
+to_pandas)."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+import ppsim
+
+
+def _has_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    return subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+def test_search_equals_cli_json(cli):
+    # -j 1 and a time limit that does not bind at this size: deterministic for the seed.
+    rc, out, err = cli("search", "-p", 4, "-m", 8, "--times", "F=1,B=2,W=1", "-j", 1, "-q", "--format", "json")
+    assert rc == 0, err
+    want = json.loads(out)
+    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1)
+    assert got["results"] == want["results"]
+    assert got["skipped"] == want["skipped"]
+    for k in ("memory_cap", "memory_cap_source", "lower_bound", "gap", "best_family", "searched_peak_shares"):
+        assert got["search"][k] == want["search"][k], k
+    # The default cap is the best family's peak, and the searched schedule fits it.
+    assert got["search"]["memory_cap_source"] == "best family"
+    assert got["search"]["memory_cap"] == got["search"]["best_family_peak_shares"]
+    assert got["search"]["searched_peak_shares"] <= got["search"]["memory_cap"] + 1e-9
+    # The searched schedule simulates to the reported makespan.
+    s = got["schedule"]
+    assert isinstance(s, ppsim.Schedule)
+    assert ppsim.simulate(s, times="F=1,B=2,W=1", timeline=False)["makespan"] == got["results"][0]["makespan"]
+    assert got["table"].startswith("schedule search: P=4 M=8")
+
+
+def test_search_without_cap_and_errors():
+    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap=None, time_limit=3)
+    assert got["search"]["memory_cap"] is None
+    assert got["search"]["memory_cap_source"] == "none"
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.search(pp=4, microbatches=8, placement="diagonal")
+    assert e.value.exit_code == 2
+    with pytest.raises(ppsim.Error) as e:  # below one micro-batch: nothing fits
+        ppsim.search(pp=4, microbatches=8, memory_cap=0.5, time_limit=2)
+    assert e.value.exit_code == 3
+
+
+def _trace(path):
+    """A Kineto-shaped trace: layer 0's F and B, one kernel each (100 us and 200 us)."""
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "layer0.attention.F", "pid": 100, "tid": 1, "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1, "ts": 10, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "gemm_f", "pid": 0, "tid": 7, "ts": 100, "dur": 100,
+         "args": {"stream": 7, "device": 0, "correlation": 1}},
+        {"ph": "X", "cat": "user_annotation", "name": "layer0.attention.B", "pid": 100, "tid": 1, "ts": 300, "dur": 50},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1, "ts": 310, "dur": 2,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "gemm_b", "pid": 0, "tid": 7, "ts": 400, "dur": 200,
+         "args": {"stream": 7, "device": 0, "correlation": 2}},
+    ]
+    path.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}],
+                                "traceEvents": ev}))
+    return path
+
+
+def test_import_trace_equals_cli_json(cli, tmp_path):
+    t = _trace(tmp_path / "t.json")
+    rc, out, err = cli("import-trace", t, "--format", "json")
+    assert rc == 0, err
+    got = ppsim.import_trace(t)
+    want = json.loads(out)
+    for k in want:
+        assert got[k] == want[k], k
+    assert got["profile_yaml"] is not None
+    got = ppsim.import_trace(t, output=tmp_path / "p.yaml")
+    assert (tmp_path / "p.yaml").read_text() == got["profile_yaml"]
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.import_trace(tmp_path / "missing.json")
+    assert e.value.exit_code == 4
+
+
+@pytest.mark.skipif(_has_gpu(), reason="a GPU is present: tools/gpu_validate.sh compares profile/validate with the CLI")
+def test_profile_and_validate_without_gpu_are_exit_5(cli):
+    cfg = "configs/small-1gpu.yaml"
+    import pathlib
+    cfg = str(pathlib.Path(__file__).resolve().parents[2] / cfg)
+    for call in (lambda: ppsim.validate(cfg), lambda: ppsim.profile(cfg)):
+        with pytest.raises(ppsim.Error) as e:
+            call()
+        assert e.value.exit_code == 5
+    # The CLI says the same line.
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.validate(cfg)
+    rc, _, err = cli("validate", cfg)
+    assert rc == 5
+    assert err == f"ppsim: {e.value}\n"
+
+
+def test_schedule_svg_is_its_timeline():
+    s = ppsim.generate("1f1b", 2, 2)
+    svg = s._repr_svg_()
+    assert svg.startswith("<svg") or svg.startswith("<?xml")
+    assert svg.rstrip().endswith("</svg>")
+    # One box per op at least: 1F1B with P=2, M=2 has 2 ranks x 2 micro-batches x (F, B) = 8 ops.
+    assert svg.count("<rect") >= 8
+    assert s.svg(times="F=1,B=3") != svg  # other times, another picture
+
+
+def test_result_html_and_pandas():
+    r = ppsim.compare("1f1b,gpipe", pp=4, microbatches=8)
+    assert isinstance(r, ppsim.Result) and isinstance(r, dict)
+    html = r._repr_html_()
+    assert html.startswith("<table>")
+    assert html.count("<tr>") == 3  # the header and two schedules
+    assert "<td>1f1b</td>" in html and "<td>gpipe</td>" in html
+    rows = r.rows()
+    assert [x["schedule"] for x in rows] == ["1f1b", "gpipe"]
+    # GPipe's bubble at P=4, F=1, B=2: (P-1)(F+B) = 9 units on every rank; 1F1B's is the same.
+    assert rows[1]["bubble.max"] == 9.0
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError):
+            r.to_pandas()
+        return
+    df = r.to_pandas()
+    assert list(df["schedule"]) == ["1f1b", "gpipe"]
+    assert df.loc[1, "bubble.max"] == 9.0

@@ -1,0 +1,191 @@
+#include "api/search.h"
+
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "api/times.h"
+#include "core/error.h"
+#include "cost/cost_model.h"
+#include "report/results.h"
+#include "report/svg.h"
+#include "report/trace.h"
+#include "schedules/notation.h"
+#include "search/search.h"
+#include "sim/engine.h"
+#include "sim/metrics.h"
+
+namespace ppsim::api {
+
+namespace {
+
+ScheduleMetrics metrics_of(const std::string& name, const Candidate& c, const SimCosts& costs) {
+  ScheduleMetrics m =
+      compute_metrics(c.schedule, c.sim, costs, nullptr, ScheduleParams{c.schedule.pp, c.schedule.microbatches, 0, 0});
+  m.schedule = name;
+  return m;
+}
+
+std::string row(const std::string& name, const Candidate& c, const ScheduleMetrics& m, const TimeScale& scale) {
+  std::string bub;
+  for (std::size_t r = 0; r < m.bubble.size(); ++r) {
+    if (r) bub += ' ';
+    bub += format_time(m.bubble[r], scale);
+  }
+  return fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", name, format_time(m.makespan, scale),
+                     format_time(m.bubble_max, scale), fmt::format("{:.4g}", c.peak_shares),
+                     fmt::format("{} x{}", placement_name(placement_of(c.schedule)), c.schedule.parameter_copies), bub);
+}
+
+}  // namespace
+
+SearchOutcome search(const SearchCall& a) {
+  if (!(a.time_limit > 0 && a.time_limit <= 86400))
+    throw InputError(fmt::format("--time-limit: expected seconds in (0, 86400], got {}", a.time_limit), {}, kExitUsage);
+  if (a.memory_cap && !(*a.memory_cap >= 0 && *a.memory_cap <= 1e9))
+    throw InputError(fmt::format("--memory-cap: expected a number >= 0 or none, got {}", *a.memory_cap), {},
+                     kExitUsage);
+  if (!(a.p2p_latency >= 0 && a.p2p_latency <= 1e9))
+    throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a.p2p_latency), {},
+                     kExitUsage);
+  std::shared_ptr<ModelConfig> cfg;
+  SearchOutcome out;
+  out.scale = TimeScale::units();
+  int pp = ScheduleChoice::kDefaultPp, m = ScheduleChoice::kDefaultMicrobatches;
+  if (!a.config.empty()) {
+    cfg = std::make_shared<ModelConfig>(load_config(a.config, a.sets));
+    out.scale = TimeScale::millis();
+    int v = 0;
+    apply_config_parallel(*cfg, pp, m, v);
+  } else if (!a.sets.empty()) {
+    throw InputError("--set needs a config file", {}, kExitUsage);
+  }
+  if (a.pp) pp = *a.pp;
+  if (a.microbatches) m = *a.microbatches;
+  // The costs are compare's (unit_costs); the times are parsed first so that a bad value is one
+  // line before any search starts.
+  UnitCosts units = a.overlap;
+  units.times = a.times;
+  units.chunk_times = a.chunk_times;
+  units.p2p_latency = a.p2p_latency;
+  (void)(a.chunk_times.empty() ? parse_times(a.times, "--times") : parse_times(a.chunk_times, "--chunk-times"));
+  const std::vector<Placement> placements = parse_placements(a.placement);
+  if (units.a2a >= 0 || std::isnan(units.a2a)) {
+    if (cfg)
+      throw InputError("--a2a: the overlap flags apply to --times; with a config, its MoE layers give the overlap "
+                       "model its costs",
+                       {}, kExitUsage);
+    // Checked for every chunk count the placements use (1 per rank on linear, 2 on a V or two
+    // pipes), so that a bad value is one line before any search starts.
+    for (Placement p : placements) {
+      SimCosts probe;
+      add_unit_overlap_costs(probe, units, p == Placement::linear ? 1 : 2);
+    }
+  }
+
+  SearchRequest req;
+  req.pp = pp;
+  req.microbatches = m;
+  req.placements = placements;
+  req.memory_cap = a.memory_cap.value_or(0);
+  req.cap_at_best_family = !a.memory_cap;
+  req.seed = a.seed;
+  req.time_limit_s = a.time_limit;
+  req.threads = a.threads;
+  req.costs = [cfg, units](const Schedule& s) { return cfg ? derive_costs(*cfg, s) : unit_costs(s, units); };
+  req.progress = a.progress;
+  const SearchResult r = search_schedule(req);
+  out.searched = r.best.schedule;
+  out.has_family = r.best_family.valid;
+  if (out.has_family) out.best_family = r.best_family.schedule;
+  out.pp = pp;
+  out.microbatches = m;
+  out.placement = a.placement;
+  out.cap_source = a.memory_cap ? (*a.memory_cap > 0 ? "given" : "none") : (r.memory_cap > 0 ? "best family" : "none");
+  const TimeScale& scale = out.scale;
+
+  out.best_costs = req.costs(r.best.schedule);
+  out.rows.push_back({metrics_of("searched", r.best, out.best_costs), {}});
+  if (cfg) out.rows.back().physical = physical_result(*cfg, r.best.schedule, r.best.sim);
+  if (r.best_family.valid) {
+    out.family_costs = req.costs(r.best_family.schedule);
+    out.rows.push_back({metrics_of(r.best_family.name, r.best_family, out.family_costs), {}});
+    if (cfg) out.rows.back().physical = physical_result(*cfg, r.best_family.schedule, r.best_family.sim);
+  }
+
+  const std::string cap_text = r.memory_cap <= 0 ? "none"
+                               : out.cap_source == "best family"
+                                   ? fmt::format("{:g} (the best family's peak)", r.memory_cap)
+                                   : fmt::format("{:g}", r.memory_cap);
+  std::string text =
+      fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n", pp,
+                  m, a.placement, cap_text, a.seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
+  text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
+                      "placement", "bubble per rank");
+  text += row("searched", r.best, out.rows[0].metrics, scale);
+  if (r.best_family.valid)
+    text += row("best family: " + r.best_family.name, r.best_family, out.rows[1].metrics, scale);
+  else
+    text += "best family: none of the nine fits the cap\n";
+  const Time mk = r.best.sim.makespan();
+  const double gap =
+      r.lower_bound > 0 ? 100.0 * static_cast<double>(mk - r.lower_bound) / static_cast<double>(r.lower_bound) : 0.0;
+  text += fmt::format("lower bound {} (docs/SEARCH.md); gap {:.2f}%", format_time(r.lower_bound, scale), gap);
+  double faster = 0;
+  if (r.best_family.valid) {
+    faster = 100.0 * static_cast<double>(r.best_family.sim.makespan() - mk) /
+             static_cast<double>(r.best_family.sim.makespan());
+    text += fmt::format("; {:.2f}% faster than {}", faster, r.best_family.name);
+  }
+  text += "\n";
+  std::vector<Skipped> notes;
+  for (const auto& [fam, why] : r.family_notes) {
+    text += fmt::format("  not compared: {}: {}\n", fam, why);
+    notes.push_back({fam, why});
+  }
+  out.table = std::move(text);
+
+  nlohmann::json extra;
+  if (!a.config.empty()) extra["config"] = a.config;
+  nlohmann::json sj = {{"pp", pp},
+                       {"microbatches", m},
+                       {"placement", a.placement},
+                       {"memory_cap", r.memory_cap > 0 ? nlohmann::json(r.memory_cap) : nlohmann::json()},
+                       {"memory_cap_source", out.cap_source},
+                       {"seed", a.seed},
+                       {"candidates", r.evaluated},
+                       {"seconds", r.seconds},
+                       {"time_limited", r.time_limited},
+                       {"lower_bound", scale.to_display(r.lower_bound)},
+                       {"gap", gap / 100.0},
+                       {"searched_peak_shares", r.best.peak_shares},
+                       {"searched_placement", placement_name(placement_of(r.best.schedule))}};
+  if (r.best_family.valid) {
+    sj["best_family"] = r.best_family.name;
+    sj["best_family_peak_shares"] = r.best_family.peak_shares;
+    sj["faster_than_best_family"] = faster / 100.0;
+  } else {
+    sj["best_family"] = nullptr;
+  }
+  extra["search"] = sj;
+  out.json = results_json(out.rows, notes, scale, extra);
+  return out;
+}
+
+std::string SearchOutcome::schedule_csv() const { return schedule_to_csv(searched); }
+
+std::string SearchOutcome::svg() const {
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult sr = simulate(searched, best_costs, opt);
+  std::vector<NamedTimeline> named{{"searched", &sr.timeline}};
+  SimResult fr;
+  if (has_family) {
+    fr = simulate(best_family, family_costs, opt);
+    named.push_back({rows.size() > 1 ? rows[1].metrics.schedule : best_family.family, &fr.timeline});
+  }
+  return render_svg(named);
+}
+
+}  // namespace ppsim::api

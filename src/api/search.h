@@ -1,0 +1,61 @@
+// `ppsim search` as a library call (the CLI and ppsim.search): the costs for any placement (unit
+// times or a config through the cost model), the search (src/search, docs/SEARCH.md), and its
+// report: the searched schedule beside the best of the nine families under the same cap, as a
+// table, as docs/JSON.md's results, as the schedule file and as an SVG.
+//
+// Not obvious: without a cap given, the cap is the best family's peak activations, so that a
+// searched win is at equal memory; `memory_cap = 0` lifts it (`--memory-cap none`).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/request.h"
+#include "report/results.h"
+#include "core/schedule.h"
+#include "sim/costs.h"
+
+namespace ppsim::api {
+
+struct SearchCall {
+  std::string config;  // optional YAML config (costs from the cost model, times in ms)
+  std::vector<std::string> sets;
+  std::optional<int> pp, microbatches;  // unset: the config's, else 8 and 20
+  std::string times = "F=1,B=2,W=1";
+  std::string chunk_times;
+  double p2p_latency = 0;
+  UnitCosts overlap;  // its a2a ... sms: the overlap model on unit times (off while a2a < 0)
+  std::optional<double> memory_cap;  // rank shares; unset: the best family's peak; 0: none
+  std::string placement = "all";
+  std::uint64_t seed = 1;
+  double time_limit = 10;
+  int threads = 0;
+  // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
+  std::function<void(std::uint64_t, std::uint64_t, Time)> progress;
+};
+
+struct SearchOutcome {
+  Schedule searched;     // the searched schedule
+  Schedule best_family;  // the best family's under the same cap (has_family)
+  bool has_family = false;
+  TimeScale scale;
+  int pp = 0, microbatches = 0;
+  std::string placement;
+  std::string cap_source;  // "given", "best family" or "none"
+  std::vector<ResultRow> rows;  // the searched schedule's, then the best family's (when one fits)
+  std::string table;            // the report `ppsim search` prints
+  nlohmann::json json;          // docs/JSON.md's results, "search" added
+  // The searched schedule as PyTorch's compute-only CSV; the SVG of it beside the best family.
+  std::string schedule_csv() const;
+  std::string svg() const;
+  SimCosts best_costs, family_costs;
+};
+
+// Flag errors: InputError with kExitUsage; no schedule fits the cap: kExitInput.
+SearchOutcome search(const SearchCall& call);
+
+}  // namespace ppsim::api

@@ -1,0 +1,84 @@
+// `ppsim model FILE`: parameters (total, active per token) by part, FLOPs per token, and with
+// --pp the parameters each stage holds, of a ppsim YAML config or a Hugging Face config.json.
+#include <fmt/format.h>
+
+#include "api/model.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+
+namespace ppsim::cli {
+
+namespace {
+struct ModelArgs {
+  std::string file;
+  int pp = 0;
+  std::vector<int> layer_split;
+  long long seq_len = 0;
+  std::vector<std::string> sets;
+  std::string format = "table";
+  std::string output = "-";
+};
+
+// 8030261248 -> "8.03B", 525336576 -> "525.34M".
+std::string human(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.2f}K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+}  // namespace
+
+Runner setup_model(CLI::App& sub) {
+  auto a = std::make_shared<ModelArgs>();
+  sub.add_option("file", a->file, "a ppsim YAML config or a Hugging Face config.json")->required();
+  sub.add_option("--pp,-p", a->pp, "pipeline stages: the parameters each holds (default: a YAML's parallel.pp)");
+  sub.add_option("--layer-split", a->layer_split, "layers per stage, comma-separated (default: the config's, else even)")
+      ->delimiter(',');
+  sub.add_option("--seq-len", a->seq_len, "sequence length for the FLOPs (default: the config's)");
+  sub.add_option("--set", a->sets, "override a YAML config key, e.g. --set model.layers=4");
+  sub.add_option("--format", a->format, "table or json")->capture_default_str();
+  sub.add_option("--output,-o", a->output, "write to this file instead of stdout");
+  return [a]() {
+    const Format f = parse_format(a->format, {"table", "json"});
+    api::ModelRequest req;
+    req.path = a->file;
+    if (a->pp != 0) req.pp = a->pp;
+    req.layer_split = a->layer_split;
+    if (a->seq_len != 0) req.seq_len = a->seq_len;
+    req.sets = a->sets;
+    const api::ModelReport r = api::model_report(req);
+    std::string out;
+    if (f == Format::Json) {
+      out = api::model_json(r).dump(2) + "\n";
+    } else {
+      const ModelSpec& m = r.config.model;
+      out += fmt::format("model: {} ({})\n", r.config.name, r.source);
+      out += fmt::format("  {} layers, hidden {}, {} heads ({} kv), vocab {}{}{}{}\n", m.layers, m.hidden, m.heads,
+                         m.mla.enabled ? m.heads : m.kv_heads, m.vocab,
+                         m.moe.enabled() ? fmt::format(", {} experts top-{} ({} shared) on {} layers", m.moe.experts,
+                                                       m.moe.top_k, m.moe.shared_experts, m.layers - m.dense_layers_first)
+                                         : "",
+                         m.mla.enabled ? ", MLA" : "", m.mtp_depth > 0 ? fmt::format(", MTP depth {}", m.mtp_depth) : "");
+      out += fmt::format("{:<16} {:>12} {:>12}\n", "parameters", "total", "active");
+      for (const auto& p : r.parts)
+        if (p.name != "mtp") out += fmt::format("  {:<14} {:>12} {:>12}\n", p.name, human(p.total), human(p.active));
+      out += fmt::format("  {:<14} {:>12} {:>12}\n", "total", human(r.total), human(r.active));
+      for (const auto& p : r.parts)
+        if (p.name == "mtp") out += fmt::format("  {:<14} {:>12} {:>12}  (apart from the total)\n", "mtp", human(p.total), human(p.active));
+      out += fmt::format("FLOPs per token at seq_len {}: forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
+                         r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
+      if (!r.stages.empty()) {
+        out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", "stage", "layers", "first", "params", "experts");
+        for (const auto& s : r.stages)
+          out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}\n", s.stage, s.layers, s.first_layer, human(s.params),
+                             human(s.expert_params),
+                             std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
+                                 (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+      }
+    }
+    write_output(a->output, out);
+    return 0;
+  };
+}
+
+}  // namespace ppsim::cli

@@ -1,0 +1,403 @@
+// A pipeline run rebuilt from its traces (pipeline_run.h).
+#include "trace/pipeline_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "schedules/notation.h"
+#include "sim/engine.h"
+#include "sim/metrics.h"
+
+namespace ppsim::trace {
+
+namespace {
+
+using Intervals = std::vector<std::pair<Time, Time>>;
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+Time length(const Intervals& m) {
+  Time t = 0;
+  for (const auto& [a, b] : m) t += b - a;
+  return t;
+}
+
+// Length of the merged intervals `a` not covered by the merged intervals `b`.
+Time uncovered(const Intervals& a, const Intervals& b) {
+  Time t = 0;
+  std::size_t j = 0;
+  for (const auto& [s, e] : a) {
+    Time cur = s, free = 0;
+    while (j < b.size() && b[j].second <= s) ++j;
+    for (std::size_t k = j; k < b.size() && b[k].first < e; ++k) {
+      if (b[k].first > cur) free += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+    }
+    if (cur < e) free += e - cur;
+    t += free;
+  }
+  return t;
+}
+
+std::string pid_of(const std::string& thread) { return thread.substr(0, thread.find('/')); }
+
+std::string ms(Time t) { return fmt::format("{:.3f}", static_cast<double>(t) / 1e6); }
+
+struct Window {
+  Time start = 0, end = 0;
+  std::string pid;
+  int action = -1;  // index into RankRun::actions; -1: a communication action
+};
+
+}  // namespace
+
+std::optional<PipelineRange> parse_pipeline_range(const std::string& name) {
+  static const std::regex kCompute(R"(\d+[FIWB]\d+)");
+  static const std::regex kPair(R"(\(\s*\d+F\d+\s*;\s*\d+[BI]\d+\s*\)OVERLAP_F_B)");
+  static const std::regex kComm(R"(\d+(?:UNSHARD|RESHARD|REDUCE_GRAD|SEND_F|RECV_F|SEND_B|RECV_B)\d*)");
+  static const std::regex kGpipe(R"((Forward|Backward) (\d{1,8}))");
+  PipelineRange r;
+  if (name.size() > 3 && name.compare(0, 3, "PP:") == 0) {
+    const std::string a = name.substr(3);
+    if (std::regex_match(a, kCompute) || std::regex_match(a, kPair)) {
+      try {
+        r.action = parse_action(a, SourceLoc{});
+      } catch (const InputError&) {
+        return std::nullopt;  // a number out of range: not an action of ours
+      }
+      return r;
+    }
+    if (std::regex_match(a, kComm)) {
+      r.kind = PipelineRange::Kind::comm;
+      return r;
+    }
+    return std::nullopt;
+  }
+  std::smatch m;
+  if (std::regex_match(name, m, kGpipe)) {
+    r.action = Action::single(Op{m[1].str() == "Forward" ? OpKind::F : OpKind::B, -1, std::stoi(m[2].str())});
+    return r;
+  }
+  if (name == "forward-compute") return PipelineRange{PipelineRange::Kind::megatron_f, {}};
+  if (name == "backward-compute") return PipelineRange{PipelineRange::Kind::megatron_b, {}};
+  return std::nullopt;
+}
+
+PipelineRun rebuild_pipeline(const MultiRank& m) {
+  PipelineRun p;
+  const int P = static_cast<int>(m.ranks.size());
+  std::vector<Intervals> compute_iv(m.ranks.size()), transfer_iv(m.ranks.size());
+  Time p2p_sum = 0;
+  long p2p_n = 0;
+  for (int ri = 0; ri < P; ++ri) {
+    const RankTrace& rt = m.ranks[static_cast<std::size_t>(ri)];
+    const KinetoTrace& t = rt.trace;
+    RankRun run;
+    run.rank = rt.rank;
+    // ---- the rank's actions, outermost ranges in time order ----------------------------------
+    std::vector<std::optional<PipelineRange>> meaning(t.names.size());
+    std::vector<char> known(t.names.size(), 0);
+    std::vector<std::pair<std::size_t, PipelineRange>> found;
+    for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+      const auto name = static_cast<std::size_t>(t.ranges[i].name);
+      if (!known[name]) meaning[name] = parse_pipeline_range(t.names[name]), known[name] = 1;
+      if (meaning[name]) found.emplace_back(i, *meaning[name]);
+    }
+    std::stable_sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+      const CpuRange &x = t.ranges[a.first], &y = t.ranges[b.first];
+      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+    });
+    std::vector<Window> windows;
+    int mega_f = 0, mega_b = 0;
+    for (const auto& [i, pr] : found) {
+      const CpuRange& cr = t.ranges[i];
+      if (!windows.empty() && cr.ts < windows.back().end) continue;  // nested in (or overlapping) the last one
+      Window w{cr.ts, cr.end(), pid_of(t.threads[static_cast<std::size_t>(cr.thread)]), -1};
+      if (pr.kind != PipelineRange::Kind::comm) {
+        ExecutedAction a;
+        a.cpu_start = cr.ts;
+        a.cpu_end = cr.end();
+        switch (pr.kind) {
+          case PipelineRange::Kind::megatron_f:
+            a.action = Action::single(Op{OpKind::F, ri, mega_f++});
+            run.source = "Megatron";
+            break;
+          case PipelineRange::Kind::megatron_b:
+            a.action = Action::single(Op{OpKind::B, ri, mega_b++});
+            run.source = "Megatron";
+            break;
+          default:
+            a.action = pr.action;
+            if (a.action.first.stage < 0) {
+              a.action.first.stage = ri;
+              run.source = "GPipe";
+            } else {
+              run.source = "PP:";
+            }
+        }
+        w.action = static_cast<int>(run.actions.size());
+        run.actions.push_back(a);
+      }
+      windows.push_back(std::move(w));
+    }
+    if (run.actions.empty())
+      throw InputError(SourceLoc{rt.path, 0, 0},
+                       fmt::format("rank {}: no pipeline action ranges (PP:{{action}}, 'Forward i'/'Backward i', or "
+                                   "Megatron's forward-compute/backward-compute)",
+                                   rt.rank),
+                       "record the step with torch.profiler while torch.distributed.pipelining runs it "
+                       "(docs/TRACES.md, \"Pipeline runs\")");
+    // ---- GPU events to the action open at their launch ----------------------------------------
+    std::unordered_map<std::int64_t, const Launch*> by_corr;
+    by_corr.reserve(t.launches.size());
+    for (const auto& l : t.launches) by_corr.emplace(l.correlation, &l);
+    std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
+    for (const auto& f : t.flows)
+      if (f.start) flow_start.emplace(f.id, &f);
+    std::vector<Intervals> per_action(run.actions.size());
+    for (std::size_t i = 0; i < t.gpu.size(); ++i) {
+      const GpuEvent& g = t.gpu[i];
+      int thread = -1;
+      Time ts = 0;
+      if (auto it = by_corr.find(g.correlation); g.correlation >= 0 && it != by_corr.end())
+        thread = it->second->thread, ts = it->second->ts;
+      else if (auto f = flow_start.find(g.correlation); g.correlation >= 0 && f != flow_start.end())
+        thread = f->second->thread, ts = f->second->ts;
+      if (thread < 0) continue;
+      auto it = std::upper_bound(windows.begin(), windows.end(), ts,
+                                 [](Time v, const Window& w) { return v < w.start; });
+      if (it == windows.begin()) continue;
+      --it;
+      if (ts >= it->end || it->pid != pid_of(t.threads[static_cast<std::size_t>(thread)])) continue;
+      const Time s = g.ts + rt.shift, e = g.end() + rt.shift;
+      if (rt.comm[i]) {
+        transfer_iv[static_cast<std::size_t>(ri)].emplace_back(e - rt.transfer[i], e);
+        run.comm_wait += g.dur - rt.transfer[i];
+        if (is_p2p_kernel(t.names[static_cast<std::size_t>(g.name)])) p2p_sum += rt.transfer[i], ++p2p_n;
+        if (it->action >= 0) run.actions[static_cast<std::size_t>(it->action)].comm += g.dur;
+      } else if (it->action >= 0) {
+        per_action[static_cast<std::size_t>(it->action)].emplace_back(s, e);
+        compute_iv[static_cast<std::size_t>(ri)].emplace_back(s, e);
+      }
+      if (it->action >= 0) ++run.actions[static_cast<std::size_t>(it->action)].kernels;
+    }
+    for (std::size_t a = 0; a < run.actions.size(); ++a) {
+      const Intervals iv = merged(std::move(per_action[a]));
+      ExecutedAction& ea = run.actions[a];
+      ea.compute = length(iv);
+      if (!iv.empty()) {
+        ea.gpu_start = iv.front().first;
+        ea.gpu_end = iv.back().second;
+        run.first = std::min(run.first, ea.gpu_start);
+        run.last = std::max(run.last, ea.gpu_end);
+      }
+    }
+    p.ranks.push_back(std::move(run));
+  }
+  // ---- the step, measured ------------------------------------------------------------------------
+  p.start = kNever;
+  for (const auto& r : p.ranks)
+    if (r.first != kNever) p.start = std::min(p.start, r.first), p.end = std::max(p.end, r.last);
+  if (p.start == kNever) p.start = p.end = 0;
+  for (std::size_t ri = 0; ri < p.ranks.size(); ++ri) {
+    RankRun& r = p.ranks[ri];
+    const Intervals c = merged(std::move(compute_iv[ri]));
+    Intervals tr;
+    for (const auto& [a, b] : merged(std::move(transfer_iv[ri]))) {
+      const Time s = std::max(a, p.start), e = std::min(b, p.end);
+      if (s < e) tr.emplace_back(s, e);
+    }
+    r.compute = length(c);
+    r.exposed_comm = uncovered(tr, c);
+    r.bubble = p.makespan() - r.compute - r.exposed_comm;
+  }
+  // ---- the order as a schedule ---------------------------------------------------------------------
+  for (const auto& r : p.ranks) {
+    std::string line;
+    for (const auto& a : r.actions) line += (line.empty() ? "" : ",") + format_action(a.action);
+    p.csv += line + "\n";
+  }
+  p.schedule = import_csv(p.csv, "the executed order", P, 0);
+  p.schedule.family = "executed";
+  // ---- its costs: per slice, the mean of its measured actions -------------------------------------
+  int slices = 0;
+  for (int s : p.schedule.slice) slices = std::max(slices, s + 1);
+  struct Acc {
+    Time sum[kNumOpKinds] = {};
+    int n[kNumOpKinds] = {};
+    double saving = 0;
+    int pairs = 0;
+  };
+  std::vector<Acc> acc(static_cast<std::size_t>(slices));
+  auto slice_of = [&](const Op& o) { return static_cast<std::size_t>(p.schedule.slice[static_cast<std::size_t>(o.stage)]); };
+  for (const auto& r : p.ranks)
+    for (const auto& a : r.actions)
+      if (!a.action.overlapped) {
+        Acc& x = acc[slice_of(a.action.first)];
+        x.sum[static_cast<int>(a.action.first.kind)] += a.compute;
+        ++x.n[static_cast<int>(a.action.first.kind)];
+      }
+  auto mean = [](const Acc& x, OpKind k) -> Time {
+    const int i = static_cast<int>(k);
+    return x.n[i] > 0 ? x.sum[i] / x.n[i] : 0;
+  };
+  p.costs.slice.resize(static_cast<std::size_t>(slices));
+  for (std::size_t s = 0; s < acc.size(); ++s) {
+    SliceCosts& c = p.costs.slice[s];
+    const Acc& x = acc[s];
+    c.f = mean(x, OpKind::F);
+    c.w = mean(x, OpKind::W);
+    c.b = x.n[static_cast<int>(OpKind::B)] > 0 ? mean(x, OpKind::B) : mean(x, OpKind::I) + c.w;
+  }
+  // Pairs: their saving against the two ops alone, shared by the two slices.
+  for (const auto& r : p.ranks)
+    for (const auto& a : r.actions)
+      if (a.action.overlapped) {
+        const SliceCosts &fa = p.costs.slice[slice_of(a.action.first)], &bb = p.costs.slice[slice_of(a.action.second)];
+        const Time alone = fa.f + (a.action.second.kind == OpKind::I ? bb.input_grad() : bb.b);
+        const double saving = static_cast<double>(alone - a.compute);
+        for (std::size_t s : {slice_of(a.action.first), slice_of(a.action.second)}) {
+          acc[s].saving += saving;
+          ++acc[s].pairs;
+        }
+      }
+  for (std::size_t s = 0; s < acc.size(); ++s)
+    if (acc[s].pairs > 0) {
+      SliceCosts& c = p.costs.slice[s];
+      const Time fb = c.f + c.b - static_cast<Time>(std::llround(acc[s].saving / acc[s].pairs));
+      c.fb = std::max({fb, c.f, c.b, Time{1}});
+    }
+  p.costs.link.latency = p2p_n > 0 ? p2p_sum / p2p_n : 0;
+  p.costs.scale = TimeScale::millis();
+  return p;
+}
+
+ExecutedComparison compare_executed(const PipelineRun& p) {
+  ExecutedComparison c;
+  const SimResult sim = simulate(p.schedule, p.costs);
+  const ScheduleMetrics mt =
+      compute_metrics(p.schedule, sim, p.costs, nullptr, ScheduleParams{p.schedule.pp, p.schedule.microbatches});
+  c.measured_makespan = p.makespan();
+  c.simulated_makespan = mt.makespan;
+  c.link_latency = p.costs.link.latency;
+  for (std::size_t r = 0; r < p.ranks.size(); ++r) {
+    RankComparison rc;
+    rc.rank = p.ranks[r].rank;
+    rc.measured_compute = p.ranks[r].compute;
+    rc.measured_exposed = p.ranks[r].exposed_comm;
+    rc.measured_bubble = p.ranks[r].bubble;
+    rc.simulated_compute = mt.compute[r];
+    rc.simulated_exposed = mt.exposed_comm[r];
+    rc.simulated_bubble = mt.bubble[r];
+    c.ranks.push_back(rc);
+  }
+  return c;
+}
+
+std::string render_pipeline_run(const PipelineRun& p) {
+  std::string o = fmt::format("\npipeline run: {} ranks, {} micro-batches, layout {}; the step {} ms (first to last "
+                              "action kernel, aligned clocks)\n",
+                              p.schedule.pp, p.schedule.microbatches,
+                              p.schedule.num_pipes == 2 ? "two pipes" : p.schedule.chunks_per_rank > 1 ? "v/interleaved" : "linear",
+                              ms(p.makespan()));
+  for (const auto& r : p.ranks) {
+    o += fmt::format("rank {} ({} ranges): {} actions, compute {} ms, communication waiting {} ms\n", r.rank, r.source,
+                     r.actions.size(), ms(r.compute), ms(r.comm_wait));
+    std::string line;
+    for (const auto& a : r.actions) {
+      const std::string item = fmt::format("{} {}", format_action(a.action), ms(a.compute));
+      if (!line.empty() && line.size() + item.size() > 100) o += "  " + line + "\n", line.clear();
+      line += (line.empty() ? "" : "  ") + item;
+    }
+    o += "  " + line + "\n";
+  }
+  o += "per slice, mean of its actions (ms):";
+  for (std::size_t s = 0; s < p.costs.slice.size(); ++s) {
+    const SliceCosts& c = p.costs.slice[s];
+    o += fmt::format(" [{}] F {} B {} W {}{}", s, ms(c.f), ms(c.b), ms(c.w), c.fb > 0 ? " F&B " + ms(c.fb) : "");
+  }
+  o += "\n";
+  return o;
+}
+
+std::string render_executed_comparison(const ExecutedComparison& c) {
+  std::string o = fmt::format(
+      "\nexecuted order, measured against simulated with its own costs (links: {} ms latency, the mean "
+      "point-to-point transfer):\n",
+      ms(c.link_latency));
+  o += fmt::format("makespan: measured {} ms, simulated {} ms ({:+.1f}%)\n", ms(c.measured_makespan),
+                   ms(c.simulated_makespan), 100 * c.error());
+  o += fmt::format("{:>5} {:>12} {:>12} {:>14} {:>14} {:>12} {:>12}\n", "rank", "compute ms", "(simulated)",
+                   "exposed comm", "(simulated)", "bubble ms", "(simulated)");
+  for (const auto& r : c.ranks)
+    o += fmt::format("{:>5} {:>12} {:>12} {:>14} {:>14} {:>12} {:>12}\n", r.rank, ms(r.measured_compute),
+                     ms(r.simulated_compute), ms(r.measured_exposed), ms(r.simulated_exposed), ms(r.measured_bubble),
+                     ms(r.simulated_bubble));
+  return o;
+}
+
+nlohmann::json pipeline_run_json(const PipelineRun& p) {
+  auto msd = [](Time t) { return static_cast<double>(t) / 1e6; };
+  nlohmann::json j;
+  j["ranks"] = p.schedule.pp;
+  j["microbatches"] = p.schedule.microbatches;
+  j["step_ms"] = msd(p.makespan());
+  j["csv"] = p.csv;
+  nlohmann::json rs = nlohmann::json::array();
+  for (const auto& r : p.ranks) {
+    nlohmann::json acts = nlohmann::json::array();
+    for (const auto& a : r.actions)
+      acts.push_back({{"action", format_action(a.action)},
+                      {"compute_ms", msd(a.compute)},
+                      {"communication_ms", msd(a.comm)},
+                      {"start_ms", a.gpu_start == kNever ? nlohmann::json(nullptr) : nlohmann::json(msd(a.gpu_start - p.start))},
+                      {"end_ms", a.gpu_start == kNever ? nlohmann::json(nullptr) : nlohmann::json(msd(a.gpu_end - p.start))},
+                      {"kernels", a.kernels}});
+    rs.push_back({{"rank", r.rank},
+                  {"source", r.source},
+                  {"compute_ms", msd(r.compute)},
+                  {"exposed_communication_ms", msd(r.exposed_comm)},
+                  {"bubble_ms", msd(r.bubble)},
+                  {"communication_waiting_ms", msd(r.comm_wait)},
+                  {"actions", acts}});
+  }
+  j["per_rank"] = rs;
+  nlohmann::json sl = nlohmann::json::array();
+  for (const auto& c : p.costs.slice)
+    sl.push_back({{"F_ms", msd(c.f)}, {"B_ms", msd(c.b)}, {"W_ms", msd(c.w)}, {"FB_ms", c.fb > 0 ? nlohmann::json(msd(c.fb)) : nlohmann::json(nullptr)}});
+  j["slices"] = sl;
+  return j;
+}
+
+nlohmann::json executed_comparison_json(const ExecutedComparison& c) {
+  auto msd = [](Time t) { return static_cast<double>(t) / 1e6; };
+  nlohmann::json j;
+  j["measured_makespan_ms"] = msd(c.measured_makespan);
+  j["simulated_makespan_ms"] = msd(c.simulated_makespan);
+  j["link_latency_ms"] = msd(c.link_latency);
+  nlohmann::json rs = nlohmann::json::array();
+  for (const auto& r : c.ranks)
+    rs.push_back({{"rank", r.rank},
+                  {"measured", {{"compute_ms", msd(r.measured_compute)}, {"exposed_communication_ms", msd(r.measured_exposed)}, {"bubble_ms", msd(r.measured_bubble)}}},
+                  {"simulated", {{"compute_ms", msd(r.simulated_compute)}, {"exposed_communication_ms", msd(r.simulated_exposed)}, {"bubble_ms", msd(r.simulated_bubble)}}}});
+  j["per_rank"] = rs;
+  return j;
+}
+
+}  // namespace ppsim::trace

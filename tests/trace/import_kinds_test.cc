@@ -1,0 +1,318 @@
+// The importer on traces as users have them (issue 27): timestamps of every Kineto era (epoch
+// microseconds, baseTimeNanoseconds, ns resolution, strings, the old category names), pass and
+// communication names of DeepSeek, DeepEP and friends, layers numbered by module scopes or by the
+// order of sub-op ranges, executions per entry of the layer's scope, autograd's backward on its
+// own thread linked to the forward op, and every GPU event in exactly one bucket.
+// Each trace is hand-made, shaped like the real file that had the feature (docs/TRACES.md).
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "catch.h"
+#include "core/error.h"
+#include "trace/import.h"
+
+using namespace ppsim;
+using namespace ppsim::trace;
+
+namespace {
+
+constexpr Time kUs = 1000;
+
+// Events as JSON text; times as the caller writes them (numbers or strings of us).
+struct Trace {
+  std::vector<std::string> ev;
+  std::string top = R"("schemaVersion":1,"deviceProperties":[{"id":0,"name":"GPU","numSms":132}])";
+  long corr = 1;
+  void add(std::string e) { ev.push_back(std::move(e)); }
+  void range(const std::string& name, const std::string& ts, const std::string& dur, int tid = 1,
+             const std::string& cat = "user_annotation", const std::string& args = "") {
+    add(fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":100,"tid":{},"ts":{},"dur":{}{}}})", cat, name, tid, ts,
+                    dur, args.empty() ? "" : ",\"args\":{" + args + "}"));
+  }
+  void range(const std::string& name, double ts, double dur, int tid = 1, const std::string& cat = "user_annotation",
+             const std::string& args = "") {
+    range(name, fmt::format("{}", ts), fmt::format("{}", dur), tid, cat, args);
+  }
+  // An op with a "Sequence number": a backward op names its forward thread ("Fwd thread id" 1),
+  // a forward op has 0 there (as torch 2.x writes it).
+  void op(const std::string& name, double ts, double dur, int tid, int seq, bool backward) {
+    range(name, ts, dur, tid, "cpu_op",
+          fmt::format(R"("Sequence number":{},"Fwd thread id":{})", seq, backward ? 1 : 0));
+  }
+  // A launch on `tid` at `launch` and its kernel on stream 7: [ts, ts + dur).
+  void kernel(const std::string& name, const std::string& launch, const std::string& ts, const std::string& dur,
+              int tid = 1, const std::string& kcat = "kernel", const std::string& rcat = "cuda_runtime", int stream = 7) {
+    const long c = corr++;
+    add(fmt::format(
+        R"({{"ph":"X","cat":"{}","name":"cudaLaunchKernel","pid":100,"tid":{},"ts":{},"dur":1,"args":{{"correlation":{}}}}})",
+        rcat, tid, launch, c));
+    add(fmt::format(
+        R"({{"ph":"X","cat":"{}","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"device":0,"stream":{},"correlation":{}}}}})",
+        kcat, name, stream, ts, dur, stream, c));
+  }
+  void kernel(const std::string& name, double launch, double ts, double dur, int tid = 1, int stream = 7) {
+    kernel(name, fmt::format("{}", launch), fmt::format("{}", ts), fmt::format("{}", dur), tid, "kernel",
+           "cuda_runtime", stream);
+  }
+  std::string json() const {
+    std::string s = "{" + top + R"(,"traceEvents":[)";
+    for (std::size_t i = 0; i < ev.size(); ++i) s += (i ? ",\n" : "\n") + ev[i];
+    return s + "\n]}\n";
+  }
+};
+
+ImportResult run(const Trace& b, ImportOptions o = {}) {
+  return import_trace(read_kineto_text(b.json(), "t.json"), o, "t.json");
+}
+
+const Cell& cell(const ImportResult& r, int layer, SubOp s, Pass p) {
+  return r.cells.at(layer)[static_cast<std::size_t>(s)][static_cast<std::size_t>(p)];
+}
+
+// The buckets: layer cells + outside layers + unmapped + unlinked = all GPU time, exactly.
+Time buckets(const ImportResult& r) {
+  Time sum = r.unmapped + r.unlinked;
+  for (const auto& [layer, cells] : r.cells)
+    for (const auto& per_sub : cells)
+      for (const Cell& c : per_sub) sum += c.busy;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("epoch-microsecond timestamps (older Kineto) are kept exact, relative to the first event", "[trace]") {
+  Trace b;
+  b.range("layer0.attn.F", 1695835542514261.0, 10);
+  b.kernel("gemm", 1695835542514262.0, 1695835542514300.0, 30);
+  const KinetoTrace k = read_kineto_text(b.json(), "t.json");
+  REQUIRE(k.origin_ns == 1695835542514261LL * 1000);
+  REQUIRE(k.ranges[0].ts == 0);
+  REQUIRE(k.gpu[0].ts == 39 * kUs);
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::F).busy == 30 * kUs);
+  REQUIRE(r.devices.at(0).first == 39 * kUs);
+}
+
+TEST_CASE("ns resolution, string ts and baseTimeNanoseconds read to the nanosecond", "[trace]") {
+  Trace b;
+  b.top += R"(,"displayTimeUnit":"ns","baseTimeNanoseconds":"1735632360000000000")";
+  b.range("layer1.mlp.F", "\"4203669603018.756\"", "\"9.5\"");
+  // 3.5005 us: the 4th decimal rounds up to 3501 ns.
+  b.kernel("gemm", "4203669603019.001", "4203669603020.123", "3.5005");
+  const KinetoTrace k = read_kineto_text(b.json(), "t.json");
+  REQUIRE(k.base_time_ns == 1735632360000000000LL);
+  REQUIRE(k.origin_ns == 4203669603018756LL);
+  REQUIRE(k.gpu[0].ts == 1367);  // 20.123 - 18.756 us
+  REQUIRE(k.gpu[0].dur == 3501);
+  REQUIRE(k.ranges[0].dur == 9500);
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 1, SubOp::mlp, Pass::F).busy == 3501);
+}
+
+TEST_CASE("the old category names: Kernel, Runtime, Memcpy, Memset", "[trace]") {
+  Trace b;
+  b.range("layer0.attn.F", "100", "50");
+  b.kernel("gemm", "101", "200", "20", 1, "Kernel", "Runtime");
+  b.kernel("Memcpy DtoD", "102", "230", "5", 1, "Memcpy", "Runtime");
+  b.kernel("Memset", "103", "240", "2", 1, "Memset", "Runtime");
+  const ImportResult r = run(b);
+  REQUIRE(r.gpu_events == 3);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::F).busy == 27 * kUs);
+}
+
+TEST_CASE("durations are bounded (a day), absolute times are not; no GPU work is one refusal", "[trace]") {
+  Trace b;
+  b.range("layer0.attn.F", 1.7e15, 10);
+  b.kernel("gemm", "1700000000000001", "1700000000000002", "90000000000");  // 25 hours
+  try {
+    run(b);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    REQUIRE(e.exit_code() == kExitInput);
+    REQUIRE(std::string(e.what()).find("at most a day") != std::string::npos);
+  }
+  Trace cpu;  // a CPU-only trace with epoch timestamps: the "no GPU kernels" line, not a range error
+  cpu.range("ProfilerStep#1", 1661203462598738.0, 100);
+  cpu.range("aten::mm", 1661203462598740.0, 10, 1, "cpu_op");
+  try {
+    run(cpu);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    REQUIRE(std::string(e.what()).find("no GPU kernels") != std::string::npos);
+  }
+}
+
+TEST_CASE("pass suffixes (F)/(B)/(W), _fwd/_bwd; DeepEP, NVSHMEM and --comm-kernel kernels are communication",
+          "[trace]") {
+  Trace b;
+  b.range("layer0.attn(F)", 0, 10);
+  b.kernel("flash_fwd", 1, 100, 10);
+  b.range("layer0.mlp(B)", 20, 10);
+  b.kernel("dgrad", 21, 120, 20);
+  b.range("layer0.mlp(W)", 40, 10);
+  b.kernel("wgrad", 41, 150, 30);
+  b.range("layer0.attn_bwd", 60, 10);
+  b.kernel("flash_bwd", 61, 190, 40);
+  b.range("layer0.mlp(F)", 80, 10);
+  b.kernel("void dpsk::ep::internode::dispatch<false, 8>(int4*)", 81, 240, 7, 1, 9);
+  b.kernel("nvshmemi_transfer_kernel", 82, 250, 3, 1, 9);
+  b.kernel("my_fused_a2a", 83, 260, 4, 1, 11);
+  ImportOptions o;
+  o.comm_kernel = "fused_a2a";
+  const ImportResult r = run(b, o);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::F).busy == 10 * kUs);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::I).busy == 20 * kUs);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::W).busy == 30 * kUs);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::I).busy == 40 * kUs);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::F).busy == 14 * kUs);
+  REQUIRE(r.comm_total == 14 * kUs);  // all three are communication, by their names
+  for (const auto& s : r.streams) REQUIRE(s.comm == (s.stream != 7));
+  REQUIRE(Rules::is_comm_kernel("void deep_ep::intranode::combine<8>(...)"));
+  REQUIRE(Rules::is_comm_kernel("c10d::symmetric_memory::one_shot_all_reduce_kernel"));
+  REQUIRE_FALSE(Rules::is_comm_kernel("sm90_xmma_gemm_bf16"));
+  ImportOptions bad;
+  bad.comm_kernel = "(";
+  REQUIRE_THROWS_AS(run(b, bad), InputError);
+}
+
+TEST_CASE("layers without numbers: the k-th occurrence of each sub-op range is layer k (DeepSeek)", "[trace]") {
+  Trace b;
+  // Two layers, each attn(F) then mlp(F), then their backward in reverse order (as a chunk's
+  // backward runs): attn(B) of the second-run range is the second occurrence, so layer 1.
+  double t = 0;
+  for (int l = 0; l < 2; ++l) {
+    b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 10 + l), t += 20;
+    b.range("mlp(F)", t, 10), b.kernel("ffn", t + 1, 1000 + t, 20 + l), t += 20;
+  }
+  for (int l = 0; l < 2; ++l) {
+    b.range("mlp(B)", t, 10), b.kernel("ffn_b", t + 1, 1000 + t, 30 + l), t += 20;
+    b.range("attn(B)", t, 10), b.kernel("fa_b", t + 1, 1000 + t, 40 + l), t += 20;
+  }
+  const ImportResult r = run(b);
+  REQUIRE(r.layers == 2);
+  REQUIRE(r.layer_rule.find("order") != std::string::npos);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::F).busy == 10 * kUs);
+  REQUIRE(cell(r, 1, SubOp::mlp, Pass::F).busy == 21 * kUs);
+  REQUIRE(cell(r, 1, SubOp::attention, Pass::I).busy == 41 * kUs);
+  REQUIRE(cell(r, 1, SubOp::attention, Pass::I).executions == 1);
+  // Per layer: F = ((10 + 20) + (11 + 21)) / 2 = 31 us.
+  REQUIRE(r.profile.op.f == 31 * kUs);
+  ImportOptions off;
+  off.layer_order = LayerOrder::off;
+  const ImportResult n = run(b, off);
+  REQUIRE(n.layers == 0);
+  REQUIRE(n.outside_layers == buckets(n));
+  // Unequal counts: not applied unless forced.
+  b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 5);
+  REQUIRE(run(b).layers == 0);
+  ImportOptions force;
+  force.layer_order = LayerOrder::force;
+  REQUIRE(run(b, force).layers == 3);
+}
+
+TEST_CASE("module scopes number layers; executions are entries of the layer's scope, not inner modules", "[trace]") {
+  Trace b;
+  // with_stack: two micro-batches through `nn.Module: ToyDecoderLayer_3`, each running an inner
+  // Linear module 4 times (python "forward" gives the pass). F per execution = 4 x 5 us.
+  for (int mb = 0; mb < 2; ++mb) {
+    const double t0 = 1000.0 * mb;
+    b.range("nn.Module: ToyDecoderLayer_3", t0, 500, 1, "python_function");
+    b.range("model.py(10): forward", t0 + 1, 498, 1, "python_function");
+    for (int k = 0; k < 4; ++k) {
+      b.range("nn.Module: Linear_" + std::to_string(7 + k), t0 + 10 + 100 * k, 50, 1, "python_function");
+      b.kernel("gemm", t0 + 11 + 100 * k, 5000 + t0 + 10 * k, 5);
+    }
+  }
+  const ImportResult r = run(b);
+  REQUIRE(r.layers == 1);
+  REQUIRE(r.layer_rule.find("module scopes") != std::string::npos);
+  REQUIRE(cell(r, 3, SubOp::other, Pass::F).executions == 2);
+  REQUIRE(r.profile.op.f == 20 * kUs);
+  // Explicit per-layer backward ranges around ops that repeat (MmBackward0 x 5): B = the sum.
+  Trace c;
+  c.range("layers.0.B", 0, 100);
+  for (int k = 0; k < 5; ++k) {
+    c.range("MmBackward0", 1 + 10 * k, 8, 1, "cpu_op");
+    c.kernel("dgrad", 2 + 10 * k, 500 + 10 * k, 6);
+  }
+  const ImportResult q = run(c);
+  REQUIRE(cell(q, 0, SubOp::other, Pass::I).executions == 1);
+  REQUIRE(q.profile.op.b == 30 * kUs);
+}
+
+TEST_CASE("autograd's backward on its own thread: linked to the forward op's layer and sub-op", "[trace]") {
+  Trace b;
+  // Forward on thread 1: layer 2's attention op (seq 10), its MLP op (seq 11, fwdbwd flow below).
+  b.range("layers.2.attention", 0, 50);
+  b.op("aten::linear", 5, 10, 1, 10, false);
+  b.kernel("fwd_gemm", 6, 1000, 8);
+  b.range("layers.2.mlp", 60, 50);
+  b.op("aten::linear", 65, 10, 1, 11, false);
+  b.kernel("fwd_gemm2", 66, 1010, 9);
+  // Backward on autograd's thread 2, nothing open on thread 1 but a "## backward ##"-less step.
+  b.op("autograd::engine::evaluate_function: MmBackward0", 200, 20, 2, 10, true);
+  b.op("MmBackward0", 201, 18, 2, 10, true);
+  b.kernel("dgrad_attn", 202, 1100, 12, 2);
+  b.range("autograd::engine::evaluate_function: AddmmBackward0", 230, 20, 2, "cpu_op", R"("Fwd thread id":1)");
+  b.kernel("dgrad_mlp", 232, 1120, 14, 2);
+  b.add(R"({"ph":"s","cat":"fwdbwd","id":5,"pid":100,"tid":1,"ts":65,"name":"fwdbwd"})");
+  b.add(R"({"ph":"f","cat":"fwdbwd","id":5,"pid":100,"tid":2,"ts":230,"bp":"e","name":"fwdbwd"})");
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 2, SubOp::attention, Pass::I).busy == 12 * kUs);
+  REQUIRE(cell(r, 2, SubOp::mlp, Pass::I).busy == 14 * kUs);
+  REQUIRE(r.by_forward == 26 * kUs);
+  REQUIRE(r.by_stack == 17 * kUs);
+  REQUIRE(r.gpu_total == buckets(r));
+  REQUIRE(r.profile.op.b == 26 * kUs);
+}
+
+TEST_CASE("a user range open on the thread that called backward takes precedence (DeepSeek's attn(B))", "[trace]") {
+  Trace b;
+  b.range("layer0.mlp.F", 0, 50);
+  b.op("aten::linear", 5, 10, 1, 10, false);
+  b.kernel("fwd_gemm", 6, 1000, 8);
+  // The calling thread opens attn(B), then mlp(W); autograd's thread runs op 10's backward in each.
+  b.range("layer0.attn(B)", 100, 50);
+  b.op("autograd::engine::evaluate_function: MmBackward0", 110, 20, 2, 10, true);
+  b.kernel("dgrad", 111, 1100, 12, 2);
+  b.range("layer0.mlp(W)", 200, 50);
+  b.op("autograd::engine::evaluate_function: MmBackward0", 210, 20, 2, 10, true);
+  b.kernel("wgrad", 211, 1200, 7, 2);
+  // Autograd work with no range open anywhere and no forward op: still the backward (I), outside layers.
+  b.op("autograd::engine::evaluate_function: SumBackward0", 300, 20, 2, 99, true);
+  b.kernel("fill", 301, 1300, 3, 2);
+  const ImportResult r = run(b);
+  REQUIRE(cell(r, 0, SubOp::attention, Pass::I).busy == 12 * kUs);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::W).busy == 7 * kUs);
+  REQUIRE(r.by_caller == 19 * kUs);
+  REQUIRE(cell(r, -1, SubOp::other, Pass::I).busy == 3 * kUs);
+  REQUIRE(r.outside_layers == 3 * kUs);
+  REQUIRE(r.gpu_total == 30 * kUs);
+  REQUIRE(r.gpu_total == buckets(r));
+}
+
+TEST_CASE("the JSON scanner: escapes, exponents, and bad JSON as one line with its place", "[trace]") {
+  Trace b;
+  b.range("layer0.attn.F", 0, 10);
+  b.add(R"({"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":1,"dur":1,"args":{"correlation":1}})");
+  b.add(R"({"ph":"X","cat":"kernel","name":"k\"\\\/\u00e9\ud83d\ude00","pid":0,"tid":7,"ts":2.5e1,"dur":3E0,"args":{"device":0,"stream":7,"correlation":1,"x":[true,false,null,{"y":-0.5}]}})");
+  const KinetoTrace k = read_kineto_text(b.json(), "t.json");
+  REQUIRE(k.names.at(static_cast<std::size_t>(k.gpu.at(0).name)) == "k\"\\/\xc3\xa9\xf0\x9f\x98\x80");
+  REQUIRE(k.gpu[0].ts == 25 * kUs);
+  REQUIRE(k.gpu[0].dur == 3 * kUs);
+  REQUIRE(cell(run(b), 0, SubOp::attention, Pass::F).busy == 3 * kUs);
+  // A missing comma on the third line: "file:3:11: not a valid JSON trace".
+  const std::string bad = "{\"traceEvents\":[\n{\"ph\":\"X\",\"ts\":1},\n{\"ph\":\"X\" \"ts\":2}]}";
+  try {
+    read_kineto_text(bad, "bad.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    REQUIRE(e.loc().line == 3);
+    REQUIRE(e.loc().col == 11);
+    REQUIRE(std::string(e.what()).find("not a valid JSON trace") != std::string::npos);
+  }
+  REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[tru]}", "x.json"), InputError);
+  REQUIRE_THROWS_AS(read_kineto_text("{\"traceEvents\":[]} x", "x.json"), InputError);
+}

@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""Browser tests of the HTML report (`--html FILE`, src/report/html.cc, web/report.js).
+
+Each report kind is written by the ppsim binary, opened in Debian's headless Chromium
+(tools/install-test-extras.sh) with --dump-dom, and checked:
+  - the page finished rendering (body[data-ready="1"]) with no script error (body[data-errors="0"]
+    and no "Uncaught" console line);
+  - every number of the results table in the DOM (td[data-key][data-value]) equals the same
+    command's `--format json`;
+  - with the WebAssembly engine embedded: a URL fragment the file was not written with is
+    re-simulated in the page and equals `ppsim simulate` for it.
+Screenshots go to OUT_DIR (--screenshots). Exit 77 (CTest's skip) with the reason when no
+Chromium is installed.
+
+usage: browser_test.py PPSIM_BINARY OUT_DIR [--keep]
+"""
+import html.parser
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.parse
+
+SKIP = 77
+
+
+def find_chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        p = shutil.which(name)
+        if p:
+            return p
+    return None
+
+
+class TableParser(html.parser.HTMLParser):
+    """Collects body's data-* attributes, the #results table's cells and any element by id."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = {}
+        self.rows = {}  # table id -> list of {key: value}
+        self.table = None
+        self.row = None
+        self.ids = {}
+        self.text_of = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "body":
+            self.body = a
+        if tag == "table" and a.get("id"):
+            self.table = a["id"]
+            self.rows[self.table] = []
+        if tag == "tr" and self.table and "data-row" in a:
+            self.row = {"_index": int(a["data-row"])}
+            self.rows[self.table].append(self.row)
+        if tag == "td" and self.row is not None and "data-key" in a and "data-value" in a:
+            self.row[a["data-key"]] = a["data-value"]
+        if a.get("id"):
+            self.ids[a["id"]] = ""
+            self.text_of = a["id"]
+
+    def handle_endtag(self, tag):
+        self.text_of = None
+        if tag == "table":
+            self.table = None
+        if tag == "tr":
+            self.row = None
+
+    def handle_data(self, data):
+        if self.text_of:
+            self.ids[self.text_of] += data
+
+
+def run_chromium(chromium, url, out_dir, name, screenshot=False):
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--no-first-run", "--allow-file-access-from-files", "--virtual-time-budget=20000",
+            "--enable-logging=stderr", "--v=0", "--window-size=1400,1000",
+            "--user-data-dir=" + os.path.join(out_dir, "profile")]
+    r = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=180)
+    if screenshot:
+        png = os.path.join(out_dir, name + ".png")
+        subprocess.run(base + ["--hide-scrollbars", "--screenshot=" + png, url], capture_output=True, text=True, timeout=180)
+    return r.stdout, r.stderr
+
+
+def near(a, b):
+    a, b = float(a), float(b)
+    return a == b or abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_table(dom_rows, json_rows, what):
+    """Every data-value in the DOM equals the JSON's value at its key; every JSON row is shown."""
+    bad = []
+    if len(dom_rows) != len(json_rows):
+        bad.append(f"{what}: {len(dom_rows)} rows in the page, {len(json_rows)} in the JSON")
+    checked = 0
+    for dom in dom_rows:
+        row = json_rows[dom["_index"]]
+        for key, value in dom.items():
+            if key == "_index":
+                continue
+            if key == "peak_activations.max":
+                want = max(row["peak_activations"]["per_rank"])
+            else:
+                want = row
+                for k in key.split("."):
+                    want = want[k]
+            checked += 1
+            if isinstance(want, bool):
+                if value != json.dumps(want):
+                    bad.append(f"{what}: {key}: page {value}, JSON {want}")
+            elif isinstance(want, list):
+                got = json.loads(value)
+                if len(got) != len(want) or not all(near(g, w) if isinstance(w, (int, float)) else g == w
+                                                    for g, w in zip(got, want)):
+                    bad.append(f"{what}: {key}: page {value}, JSON {want}")
+            elif isinstance(want, (int, float)):
+                if not near(value, want):
+                    bad.append(f"{what}: {row.get('schedule', dom['_index'])} {key}: page {value}, JSON {want}")
+            elif str(want) != value:
+                bad.append(f"{what}: {row.get('schedule', dom['_index'])} {key}: page {value!r}, JSON {want!r}")
+    return bad, checked
+
+
+def page_state(dom, stderr, what):
+    p = TableParser()
+    p.feed(dom)
+    bad = []
+    if p.body.get("data-ready") != "1":
+        bad.append(f"{what}: the page did not finish rendering (body data-ready={p.body.get('data-ready')!r})")
+    if p.body.get("data-errors", "0") != "0":
+        bad.append(f"{what}: {p.body.get('data-errors')} script error(s)")
+    for line in stderr.splitlines():
+        if "CONSOLE" in line and ("Uncaught" in line or "Error" in line):
+            bad.append(f"{what}: console: {line.strip()}")
+    return p, bad
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__)
+        return 2
+    ppsim, out_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    chromium = find_chromium()
+    if not chromium:
+        print("SKIP: no chromium on PATH (tools/install-test-extras.sh installs Debian's chromium)")
+        return SKIP
+    os.makedirs(out_dir, exist_ok=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def ppsim_run(*args):
+        r = subprocess.run([ppsim, *args], capture_output=True, text=True, cwd=root)
+        if r.returncode != 0:
+            raise SystemExit(f"ppsim {' '.join(args)} failed ({r.returncode}): {r.stderr.strip()}")
+        return r.stdout
+
+    failures = []
+    checked_total = 0
+    # A small profiler trace (Kineto's shape: CPU ranges named layer<i>.<sub-op>.<pass>, each
+    # launching one kernel) for import-trace's page: per-layer cells and streams.
+    trace_path = os.path.join(out_dir, "trace.json")
+    events, corr, ts = [], 1, 0
+    for layer in (0, 1):
+        for sub, dur in (("attention", 40), ("mlp", 60)):
+            for pas in ("F", "B"):
+                events.append({"ph": "X", "cat": "user_annotation", "name": f"layer{layer}.{sub}.{pas}", "pid": 100,
+                               "tid": 1, "ts": ts, "dur": 100})
+                events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1,
+                               "ts": ts + 5, "dur": 2, "args": {"correlation": corr}})
+                events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 10, "dur": dur,
+                               "args": {"stream": 7, "device": 0, "correlation": corr}})
+                corr, ts = corr + 1, ts + 100
+    with open(trace_path, "w") as f:
+        json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}],
+                   "traceEvents": events}, f)
+
+    # (name, command, screenshot, tables: [(table id in the page, path of its rows in the JSON)])
+    results = [("results", ["results"])]
+    cases = [
+        ("compare", ["compare", "--pp", "4", "-m", "8"], True, results),
+        ("simulate", ["simulate", "-s", "zb-h1", "--pp", "4", "-m", "8", "--times", "F=1,B=1,W=1"], True, results),
+        ("compare-config", ["compare", "configs/small-4gpu.yaml"], False, results),
+        ("compare-overlap", ["compare", "-s", "dualpipe,dualpipev", "--pp", "4", "-m", "8", "--a2a", "0.2", "--layers", "2"],
+         False, results),
+        ("plan", ["plan", "configs/whatif-h800-vs-h100.yaml", "--top", "5"], True,
+         [("plan-ranking-0", ["variants", 0, "ranking"]), ("plan-best-0", ["variants", 0, "best_per_schedule"]),
+          ("plan-rejected-0", ["variants", 0, "rejected"]), ("plan-ranking-1", ["variants", 1, "ranking"])]),
+        ("import-trace", ["import-trace", trace_path], True, [("t-cells", ["cells"]), ("t-streams", ["streams"])]),
+        # search has no JSON output: the page must load, with its two rows and timelines.
+        ("search", ["search", "--pp", "4", "-m", "8", "--time-limit", "1", "-q"], False, []),
+    ]
+    engine = None
+    for name, args, shot, tables in cases:
+        html_path = os.path.join(out_dir, name + ".html")
+        ppsim_run(*args, "--html", html_path)
+        want = json.loads(ppsim_run(*args, "--format", "json")) if tables else None
+        dom, err = run_chromium(chromium, "file://" + html_path, out_dir, name, screenshot=shot)
+        p, bad = page_state(dom, err, name)
+        failures += bad
+        n = 0
+        for table_id, path in tables:
+            rows = want
+            for k in path:
+                rows = rows[k]
+            b, k = check_table(p.rows.get(table_id, []), rows, name + " " + table_id)
+            failures += b
+            n += k
+        checked_total += n
+        if tables and n == 0:
+            failures.append(f"{name}: no numbers found in the page's tables")
+        if not tables and len(p.rows.get("results", [])) != 2:
+            failures.append(f"{name}: {len(p.rows.get('results', []))} rows in the page, not 2 (searched, best family)")
+        status = p.ids.get("engine-status", "")
+        if name == "compare":
+            engine = "WebAssembly" in status
+        print(f"{name}: {n} values in {len(tables)} table(s) equal the JSON; {status.strip()[:80]}")
+
+    # Interaction, driven by the page itself (#selftest: synthetic hover, wheel, double-click,
+    # clicks on a row, a timeline's title and a column header).
+    want = json.loads(ppsim_run("compare", "--pp", "4", "-m", "8", "--format", "json"))["results"]
+    dom, err = run_chromium(chromium, "file://" + os.path.join(out_dir, "compare.html") + "#selftest", out_dir, "selftest")
+    p, bad = page_state(dom, err, "selftest")
+    failures += bad
+    st = json.loads(p.ids.get("selftest", "{}") or "{}")
+    expect = [
+        ("hover names the op", st.get("hovered", "?") in st.get("tip", "")),
+        ("hover gives start, end and what it waited on", all(s in st.get("tip", "") for s in ("start ", "end ", "waited on:"))),
+        ("rank 1's first op waited on rank 0's 0F0", "waited on: 0F0 (rank 0)" in st.get("tip1", "")),
+        ("wheel zooms in", 0 < st.get("zoomed", 1) < 1),
+        ("double-click resets the view", st.get("reset") is True),
+        ("a row selects its timeline", st.get("row_selects_timeline") == [want[1]["schedule"]]),
+        ("a timeline selects its row", st.get("timeline_selects_row") == [want[0]["schedule"]]),
+        ("a header sorts (makespan, descending)",
+         st.get("sorted_desc") == sorted((r["makespan"] for r in want), reverse=True)),
+    ]
+    over = sorted(r["schedule"] for r in want if max(r["peak_activations"]["per_rank"]) > 4)
+    expect.append(("memory cap 4 marks the schedules over it", sorted(st.get("over_cap", [])) == over))
+    if engine:
+        expect.append(("changing M re-simulates every schedule at M=12",
+                       bool(st.get("m_after_change")) and set(st.get("m_after_change")) == {12}))
+        expect.append(("the fragment follows the controls", "m=12" in st.get("fragment", "") and "cap=4" in st.get("fragment", "")))
+    for what, ok in expect:
+        if not ok:
+            failures.append(f"selftest: {what}: {st}")
+    print(f"selftest: {sum(ok for _, ok in expect)} of {len(expect)} interactions as expected")
+
+    # A fragment the file was not written with: re-simulated in the page, equal to `ppsim simulate`.
+    if engine:
+        frag = {"family": "dualpipe", "pp": "6", "m": "12", "times": "F=1,B=2,W=1,FB=2.5", "p2p": "0.1"}
+        url = "file://" + os.path.join(out_dir, "compare.html") + "#" + "&".join(
+            k + "=" + urllib.parse.quote(v, safe=",=") for k, v in frag.items())
+        dom, err = run_chromium(chromium, url, out_dir, "fragment", screenshot=True)
+        p, bad = page_state(dom, err, "fragment")
+        failures += bad
+        if p.body.get("data-resimulated") != "1":
+            failures.append("fragment: the page did not re-simulate (body data-resimulated missing): " + p.ids.get("engine-status", ""))
+        want = json.loads(ppsim_run("simulate", "-s", "dualpipe", "--pp", "6", "-m", "12", "--times", frag["times"],
+                                    "--p2p-latency", "0.1", "--format", "json"))
+        b, n = check_table(p.rows.get("results", []), want["results"], "fragment")
+        failures += b
+        checked_total += n
+        print(f"fragment {url.split('#')[1]}: {n} numbers equal `ppsim simulate`")
+    else:
+        print("fragment: SKIPPED, the report has no WebAssembly engine (tools/build_wasm.sh needs emscripten)")
+
+    for f in failures:
+        print("FAIL " + f)
+    if failures:
+        return 1
+    print(f"browser tests passed: {checked_total} numbers checked; screenshots in {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Record one PyTorch profiler trace per rank of a torch.distributed.pipelining run, for
+`ppsim import-trace rank0.json.gz rank1.json.gz --schedule executed`.
+
+Run on one host with 2 (or more) CUDA GPUs, torch 2.11 (nothing is downloaded):
+
+    torchrun --standalone --nproc-per-node 2 tools/record_pp_traces.py --out DIR
+
+Keep NCCL_NVLS_ENABLE=0 (and TORCH_SYMM_MEM_DISABLE_MULTICAST=1) set, as on the lent machines.
+For each schedule of --schedules (default Interleaved1F1B, ZBVZeroBubble, DualPipeV: each holds
+two stages per rank, so each runs through `_PipelineScheduleRuntime`, which wraps every action in
+a `PP:{action}` range; ZBV splits the backward into I and W, DualPipeV pairs F with B as
+`PP:(aFm;bBn)OVERLAP_F_B`) the script runs a few warm-up steps, then records one step on every
+rank and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo.rank in each).
+The model: --stages-per-rank x world stages, each --layers-per-stage residual MLP blocks
+(bf16, hidden --hidden), fed --microbatches micro-batches of --batch x --seq tokens.
+Rank 0 also writes DIR/pp_runs.json: the settings and each schedule's measured step time
+(CUDA events, the mean of --timed steps after the recorded one).
+"""
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import time
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--schedules", default="Interleaved1F1B,ZBVZeroBubble,DualPipeV")
+    ap.add_argument("--stages-per-rank", type=int, default=2)
+    ap.add_argument("--layers-per-stage", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--batch", type=int, default=4, help="sequences per micro-batch")
+    ap.add_argument("--seq", type=int, default=2048, help="(with --hidden 4096: ~7 ms per stage forward on an H100, so that the GPU, not the host, sets the step)")
+    ap.add_argument("--microbatches", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--timed", type=int, default=5)
+    return ap.parse_args()
+
+
+def main():
+    a = parse_args()
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.distributed import pipelining as pp
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    os.makedirs(a.out, exist_ok=True)
+
+    class Block(nn.Module):
+        def __init__(self, h):
+            super().__init__()
+            self.norm = nn.LayerNorm(h)
+            self.up = nn.Linear(h, 4 * h)
+            self.down = nn.Linear(4 * h, h)
+
+        def forward(self, x):
+            return x + self.down(F.gelu(self.up(self.norm(x))))
+
+    class Stage(nn.Module):
+        def __init__(self, h, n):
+            super().__init__()
+            self.blocks = nn.ModuleList(Block(h) for _ in range(n))
+
+        def forward(self, x):
+            for b in self.blocks:
+                x = b(x)
+            return x
+
+    def loss_fn(out, target):
+        return F.mse_loss(out.float(), target.float())
+
+    S = a.stages_per_rank * world
+    runs = {}
+    for name in a.schedules.split(","):
+        cls = getattr(pp, f"Schedule{name}")
+        v_shape = name in ("ZBVZeroBubble", "DualPipeV")
+        if v_shape:
+            ids = [rank, 2 * world - 1 - rank] if a.stages_per_rank == 2 else None
+            if ids is None:
+                raise SystemExit(f"{name}: two stages per rank")
+        else:
+            ids = [rank + k * world for k in range(a.stages_per_rank)]
+        torch.manual_seed(1234)
+        stages = []
+        for s in ids:
+            mod = Stage(a.hidden, a.layers_per_stage).to(device=dev, dtype=torch.bfloat16)
+            stages.append(pp.PipelineStage(mod, s, S, dev))
+        sched = cls(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
+        first, last = 0 in ids, (S - 1) in ids
+        g = torch.Generator(device=dev)
+        g.manual_seed(0)
+        x = torch.randn(a.batch * a.microbatches, a.seq, a.hidden, device=dev, dtype=torch.bfloat16, generator=g)
+        y = torch.randn(a.batch * a.microbatches, a.seq, a.hidden, device=dev, dtype=torch.bfloat16, generator=g)
+
+        def step():
+            losses = [] if last else None
+            args = (x,) if first else ()
+            sched.step(*args, target=y if last else None, losses=losses)
+            for st in stages:
+                st.submod.zero_grad(set_to_none=True)
+
+        for _ in range(a.warmup):
+            step()
+        torch.cuda.synchronize()
+        dist.barrier()
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+        raw = os.path.join(a.out, f"pp_{name}_rank{rank}.json")
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst)
+        os.remove(raw)
+        dist.barrier()
+        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        ev0.record()
+        for _ in range(a.timed):
+            step()
+        ev1.record()
+        torch.cuda.synchronize()
+        runs[name] = {"stages": ids, "step_ms": ev0.elapsed_time(ev1) / a.timed}
+        print(f"rank {rank}: {name}: stages {ids}, step {runs[name]['step_ms']:.3f} ms, wrote {raw}.gz", flush=True)
+        del sched, stages
+        torch.cuda.empty_cache()
+    all_runs = [None] * world
+    dist.all_gather_object(all_runs, runs)
+    if rank == 0:
+        with open(os.path.join(a.out, "pp_runs.json"), "w") as f:
+            json.dump({"torch": torch.__version__, "world": world, "settings": vars(a), "ranks": all_runs}, f, indent=1)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+// The page's engine reads no YAML config (its controls are unit times): the config entry points
+// of cost/cost_model.h, which api::run calls only when a config is given, refuse here.
+#include "core/error.h"
+#include "cost/cost_model.h"
+
+namespace ppsim {
+
+namespace {
+[[noreturn]] void no_config() {
+  throw InputError("the page's engine reads no config; run `ppsim compare CONFIG --html FILE` instead");
+}
+}  // namespace
+
+ModelConfig load_config(const std::string&, const std::vector<std::string>&) { no_config(); }
+ModelConfig load_config_text(const std::string&, const std::string&, const std::vector<std::string>&) { no_config(); }
+void apply_config_parallel(const ModelConfig&, int&, int&, int&) { no_config(); }
+std::string config_schedules(const ModelConfig&) { no_config(); }
+SimCosts derive_costs(const ModelConfig&, const Schedule&) { no_config(); }
+PhysicalResult physical_result(const ModelConfig&, const Schedule&, const SimResult&) { no_config(); }
+std::vector<MemoryBreakdown> predicted_memory(const ModelConfig&, const Schedule&, const SimResult*) { no_config(); }
+
+}  // namespace ppsim

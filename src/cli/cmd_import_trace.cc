@@ -182,7 +182,7 @@ Runner setup_import_trace(CLI::App& sub) {
       if (f == Format::Json) j["profile_path"] = a->output;
     }
     if (f == Format::Json) report = j.dump(2) + "\n";
-    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + a->trace, j)));
+    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + (a->traces.empty() ? std::string() : a->traces.front()), j)));
     if (a->output == "-")
       std::fputs(report.c_str(), stderr);
     else

@@ -183,6 +183,7 @@ FidelityResult fidelity(const FidelityRequest& req) {
         row.optimizer_s = cd.costs.optimizer_step ? w.optimizer_ns / 1e9 : 0.0;
       }
       for (double b : r.physical.peak_memory_bytes) row.predicted_memory_gb = std::max(row.predicted_memory_gb, b / 1e9);
+      row.fits = !row.fits_gb || row.predicted_memory_gb <= *row.fits_gb;
 
       // The published figure, in tokens/s.
       int given = 0;
@@ -281,6 +282,7 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
     j["predicted_memory_gb"] = x.predicted_memory_gb;
     j["published_memory_gb"] = opt(x.published_memory_gb);
     j["fits_gb"] = opt(x.fits_gb);
+    j["fits"] = x.fits;
     j["baseline"] = x.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(x.baseline);
     j["published_relative"] = opt(x.published_relative);
     j["predicted_relative"] = opt(x.predicted_relative);

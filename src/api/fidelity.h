@@ -46,6 +46,7 @@ struct FidelityRow {
   std::optional<double> published_memory_gb;  // as stated
   std::optional<double> fits_gb;              // the source says the run fit GPUs of this size
   double predicted_memory_gb = 0;             // the largest rank's peak
+  bool fits = true;                           // predicted_memory_gb <= fits_gb (true when not stated)
   // Against the baseline schedule at the same micro-batches (absent for the baseline itself).
   std::string baseline;
   std::optional<double> published_relative, predicted_relative, relative_diff_pp;

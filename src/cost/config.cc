@@ -93,7 +93,7 @@ const SchemaNode& schema() {
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
                         leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"), leaf("hf_config"),
                         section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
-                                        leaf("capacity_factor"), leaf("keep_expert_output")}),
+                                        leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes")}),
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
       section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
@@ -261,6 +261,7 @@ ModelSpec read_model(const MapReader& r) {
     m.moe.expert_ffn_hidden = moe.required_integer("expert_ffn_hidden", 1, kMaxDim);
     m.moe.capacity_factor = moe.number("capacity_factor", 1.0, 0, 1e3, true);
     m.moe.keep_expert_output = moe.boolean("keep_expert_output", true);
+    m.moe.max_nodes = static_cast<int>(moe.integer("max_nodes", 0, 0, kMaxCount));
   }
   m.dense_layers_first = static_cast<int>(r.integer("dense_layers_first", 0, 0, m.layers));
   if (m.dense_layers_first > 0 && !m.moe.enabled())

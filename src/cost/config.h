@@ -71,6 +71,10 @@ struct MoeSpec {
   // output inside the expert (Megatron's weighted SwiGLU, used with the DeepEP dispatcher), so
   // dg = d(g a) . a needs only the (cached or recomputed) activation and one fp32 weight.
   bool keep_expert_output = true;
+  // Node-limited routing (DeepSeek-V3 report 2.1.2, M = 4): a token's routed copies go to at most
+  // max_nodes nodes, one network transfer per node, forwarded over NVLink inside it (report
+  // 3.2.2); 0 = no limit (each remote copy crosses the network).
+  int max_nodes = 0;
   bool enabled() const { return experts > 0; }
 };
 

@@ -71,10 +71,10 @@ struct Roofline {
   }
   // An all-to-all of `bytes` leaving a rank, a fraction x of them over the network: the NVLink
   // and network parts run at once, so the slower one decides, plus one latency.
-  double a2a(double bytes, double x) const {
+  double a2a(double bytes, double x, double intra_share) const {
     if (bytes <= 0) return 0;
     const double eff = c.hardware.efficiency.comm;
-    const double intra = bytes * (1 - x) / (c.hardware.nvlink_bytes_per_ns_one_way() * eff);
+    const double intra = bytes * intra_share / (c.hardware.nvlink_bytes_per_ns_one_way() * eff);
     const double inter = bytes * x / (c.hardware.network_gbps * eff);
     const double lat = 1e3 * (x > 0 ? c.hardware.network_latency_us : c.hardware.nvlink_latency_us);
     return std::max(intra, inter) + lat;
@@ -114,10 +114,24 @@ LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& 
   f.dispatch_grad_bytes = w.mlp.dispatch_grad_bytes;
   f.combine_grad_bytes = w.mlp.combine_grad_bytes;
   f.inter_node_fraction = a2a_inter_node_fraction(c);
-  f.dispatch_ns = rl.a2a(f.dispatch_bytes, f.inter_node_fraction);
-  f.combine_ns = rl.a2a(f.combine_bytes, f.inter_node_fraction);
-  f.dispatch_grad_ns = rl.a2a(f.dispatch_grad_bytes, f.inter_node_fraction);
-  f.combine_grad_ns = rl.a2a(f.combine_grad_bytes, f.inter_node_fraction);
+  f.intra_node_share = 1 - f.inter_node_fraction;
+  if (c.model.moe.max_nodes > 0 && f.inter_node_fraction > 0) {
+    // Node-limited routing: of the k (ep-1)/ep copies a token sends, x would cross the network;
+    // with at most max_nodes destination nodes and one transfer per node (forwarded over NVLink
+    // there), at most max_nodes (N-1)/N do, N the ep group's nodes. Every copy still crosses
+    // NVLink once (sent there directly, or forwarded by the node's receiving GPU).
+    const int ep = c.parallel.ep;
+    const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.tp));
+    const double nodes = std::ceil(static_cast<double>(ep) / per_node);
+    const double leave = c.model.moe.top_k * (ep - 1.0) / ep;
+    const double sends = std::min(leave * f.inter_node_fraction, c.model.moe.max_nodes * (nodes - 1) / nodes);
+    f.inter_node_fraction = sends / leave;
+    f.intra_node_share = 1;
+  }
+  f.dispatch_ns = rl.a2a(f.dispatch_bytes, f.inter_node_fraction, f.intra_node_share);
+  f.combine_ns = rl.a2a(f.combine_bytes, f.inter_node_fraction, f.intra_node_share);
+  f.dispatch_grad_ns = rl.a2a(f.dispatch_grad_bytes, f.inter_node_fraction, f.intra_node_share);
+  f.combine_grad_ns = rl.a2a(f.combine_grad_bytes, f.inter_node_fraction, f.intra_node_share);
   f.flops_f = w.forward_flops();
   f.flops_b = w.backward_flops();
   f.flops_w = w.attention.weight_grad_flops() + w.mlp.weight_grad_flops();

@@ -50,6 +50,7 @@ struct LayerFigures {
   double dispatch_grad_bytes = 0;  // backward: the combine's gradient, sent like a dispatch
   double combine_grad_bytes = 0;   // backward: the dispatch's gradient, returned like a combine
   double inter_node_fraction = 0;  // of those bytes, the part that crosses the network
+  double intra_node_share = 0;     // and the part that crosses NVLink (1 - inter, or 1 with model.moe.max_nodes)
   // The same as times on idle links (latency included).
   double dispatch_ns = 0, combine_ns = 0, dispatch_grad_ns = 0, combine_grad_ns = 0;
   double flops_f = 0, flops_b = 0, flops_w = 0;  // b = full backward

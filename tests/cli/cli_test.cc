@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -219,6 +221,32 @@ TEST_CASE("compare --memory: each rank's peak by part, dated, after the table", 
   const Result u = run_ppsim("compare --memory");
   REQUIRE(u.code == 0);
   CHECK(u.out.find("peak device memory") == std::string::npos);
+}
+
+TEST_CASE("fidelity: a table, JSON, exit 7 past a threshold, one-line errors", "[cli][fidelity]") {
+  const std::string cfg = std::string(PPSIM_SOURCE_DIR) + "/configs/published/megatron-18.4b.yaml";
+  Result r = run_ppsim("fidelity " + cfg);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("megatron-18.4b/1f1b") != std::string::npos);
+  r = run_ppsim("fidelity --format json " + cfg);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  REQUIRE(j["rows"].size() == 1);
+  const double err = j["rows"][0]["error"].get<double>();
+  // A threshold just above the error passes; one below it exits 7 and says which row.
+  const std::string th = tmp_path("thresholds.txt");
+  std::ofstream(th) << "megatron-18.4b/1f1b " << std::abs(err) * 100 + 0.05 << "\n";
+  CHECK(run_ppsim("fidelity --check " + th + " " + cfg).code == 0);
+  std::ofstream(th) << "megatron-18.4b/1f1b " << std::abs(err) * 100 / 2 << "\n";
+  r = run_ppsim("fidelity --check " + th + " " + cfg);
+  CHECK(r.code == 7);
+  CHECK(r.out.find("PAST THRESHOLD") != std::string::npos);
+  // A missing thresholds file: exit 4, one line.
+  r = run_ppsim("fidelity --check /nonexistent/th.txt " + cfg);
+  CHECK(r.code == 4);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  // A directory without configs: exit 4.
+  CHECK(run_ppsim("fidelity --dir /nonexistent").code == 4);
 }
 
 TEST_CASE("simulate FAMILY is simulate -s FAMILY, as show FAMILY", "[cli]") {

@@ -1,6 +1,7 @@
 // The cost pieces of issue 31, each derived by hand: GPU types (cluster.gpu), the TP collectives'
 // switch and overlap, the DP gradient reduction / parameter all-gather, the optimizer step, and
 // physical_result adding them to the step.
+#include <algorithm>
 #include <string>
 
 #include "catch.h"
@@ -131,4 +132,28 @@ TEST_CASE("TP collectives: switched off, or partly hidden by costs.tp_overlap", 
   const double per_slice = 4 * (16384.0 / 225 + 1000);
   CHECK(std::abs(all - none - per_slice) <= 1.0);          // ns rounding
   CHECK(std::abs(half - none - per_slice / 2) <= 1.0);
+}
+
+TEST_CASE("node-limited routing: the network carries at most max_nodes sends per token", "[cost][fidelity]") {
+  // ep 16 at tp 1, 8 GPUs a node: N = 2 nodes. A token sends k (ep-1)/ep = 4 x 15/16 = 3.75
+  // copies, (16 - 8)/15 = 8/15 of them remote: 2 network sends. With max_nodes 1 at most
+  // 1 x (N-1)/N = 0.5 do: 0.5 / 3.75 of the bytes, and NVLink carries all of them.
+  const char* moe = R"(model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 128,
+        moe: {experts: 16, top_k: 4, expert_ffn_hidden: 128}}
+cluster: {gpu: h100, gpus: 32}
+parallel: {pp: 2, dp: 16, ep: 16, microbatches: 4}
+)";
+  const ModelConfig free_cfg = load_config_text(moe, "t.yaml", {});
+  const ModelConfig lim_cfg = load_config_text(moe, "t.yaml", {"model.moe.max_nodes=1"});
+  const LayerFigures f = cost_figures(data_of(free_cfg), 2).slices[0].layers[0];
+  const LayerFigures g = cost_figures(data_of(lim_cfg), 2).slices[0].layers[0];
+  CHECK_THAT(f.inter_node_fraction, WithinRel(8.0 / 15, 1e-12));
+  CHECK_THAT(f.intra_node_share, WithinRel(7.0 / 15, 1e-12));
+  CHECK_THAT(g.inter_node_fraction, WithinRel(0.5 / 3.75, 1e-12));
+  CHECK(g.intra_node_share == 1);
+  // h100: NVLink 450 GB/s one way, network 50, both x 0.75; the slower side decides, + 5 us.
+  const double b = g.dispatch_bytes;
+  REQUIRE(b > 0);
+  CHECK_THAT(g.dispatch_ns, WithinRel(std::max(b / (450 * 0.75), b * (0.5 / 3.75) / (50 * 0.75)) + 5000, 1e-12));
+  CHECK_THAT(f.dispatch_ns, WithinRel(std::max(b * 7 / 15 / (450 * 0.75), b * 8 / 15 / (50 * 0.75)) + 5000, 1e-12));
 }

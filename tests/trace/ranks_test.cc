@@ -169,10 +169,10 @@ TEST_CASE("a rank given twice, or a mix of traces with and without a rank, is re
   auto [b0, b1] = one_f_one_b();
   b1.rank = 0;
   REQUIRE_THROWS_WITH(merge_ranks({b0.read("a.json"), b1.read("b.json")}),
-                      Catch::Matchers::Contains("distributedInfo.rank 0 is also the rank of a.json"));
+                      PPSIM_CONTAINS("distributedInfo.rank 0 is also the rank of a.json"));
   b1.rank = -1;
   REQUIRE_THROWS_WITH(merge_ranks({b0.read("a.json"), b1.read("b.json")}),
-                      Catch::Matchers::Contains("has no distributedInfo.rank"));
+                      PPSIM_CONTAINS("has no distributedInfo.rank"));
 }
 
 TEST_CASE("no rank in the traces: the command line's order; a kernel no peer matched counts as transfer",
@@ -253,7 +253,7 @@ TEST_CASE("a pipelining run: executed order, op times, measured bubble and expos
   REQUIRE(p.costs.link.latency == 2 * kUs);
 }
 
-TEST_CASE("--schedule executed: the order simulated with its own costs gives the measured step", "[trace][ranks]") {
+TEST_CASE("schedule executed: the order simulated with its own costs gives the measured step", "[trace][ranks]") {
   auto [b0, b1] = one_f_one_b();
   const PipelineRun p = rebuild_pipeline(merge_ranks({b0.read("r0.json"), b1.read("r1.json")}));
   const ExecutedComparison c = compare_executed(p);
@@ -303,7 +303,7 @@ TEST_CASE("a trace without pipeline ranges is refused for the executed order", "
   g.range("layer0.attn.F", 0, 2);
   g.launched("k", 1, 100, 3);
   REQUIRE_THROWS_WITH(rebuild_pipeline(merge_ranks({g.read("g.json")})),
-                      Catch::Matchers::Contains("no pipeline action ranges"));
+                      PPSIM_CONTAINS("no pipeline action ranges"));
 }
 
 TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --executed-csv, refusals",

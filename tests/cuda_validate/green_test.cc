@@ -100,9 +100,10 @@ TEST_CASE("sharing by op kind: time-sliced and on partitions", "[gpu][green][pro
   CHECK(std::abs(sliced.alone_ms[1] / alone.input_grad_ms - 1) < 0.10);
   CHECK(std::abs(sliced.alone_ms[2] / alone.w_ms - 1) < 0.10);
   // Two compute-bound forwards time-slicing all SMs: together they do no more than one at full
-  // rate, so each takes about twice as long (1.6: launch gaps and tails the other one fills).
-  CHECK(sliced.by_kind[0] > 1.6);
-  CHECK(sliced.by_kind_gpu[0] > 1.6);
+  // rate, so each takes about twice as long (1.5: launch gaps and tails the other one fills;
+  // 1.59 was seen for the GPU-side figure on an H100 of a two-GPU host, 1.6-1.9 elsewhere).
+  CHECK(sliced.by_kind[0] > 1.5);
+  CHECK(sliced.by_kind_gpu[0] > 1.5);
   for (std::size_t i = 0; i < 9; ++i) {
     CHECK(sliced.by_kind[i] > 0.95);  // never faster beside another
     CHECK(split.by_kind[i] > 0.95);

@@ -7,6 +7,7 @@
 //      beside and away from communication; collectives matched across devices for waiting;
 //   4. cells per (layer, sub-op, pass) -> the per-layer profile.
 #include "trace/import.h"
+#include "trace/intervals.h"
 
 #include <fmt/format.h>
 
@@ -47,18 +48,6 @@ struct Found {
   bool in_step = false;
 };
 
-std::vector<std::pair<Time, Time>> merge(std::vector<std::pair<Time, Time>> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<std::pair<Time, Time>> out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second)
-      out.back().second = std::max(out.back().second, iv.second);
-    else
-      out.push_back(iv);
-  }
-  return out;
-}
 
 Time total(const std::vector<std::pair<Time, Time>>& v) {
   Time t = 0;
@@ -522,11 +511,11 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
         fmt::format("--step-range '{}': no GPU work was launched under a range of that name", o.step_range), {},
         kExitUsage);
   for (auto& [k, d] : step_dev) {
-    d.compute_busy = total(merge(comp_streams_iv[k]));
-    d.comm_busy = total(merge(comm_streams_iv[k]));
+    d.compute_busy = total(merge_intervals(comp_streams_iv[k]));
+    d.comm_busy = total(merge_intervals(comm_streams_iv[k]));
     r.devices.push_back(d);
   }
-  for (auto& [k, v] : comm_iv) v = merge(std::move(v));
+  for (auto& [k, v] : comm_iv) v = merge_intervals(std::move(v));
 
   // Fraction of each compute kernel's time that ran beside communication on its device.
   std::vector<double> beside(n, 0);

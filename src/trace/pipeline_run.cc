@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "trace/intervals.h"
 #include "schedules/notation.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -17,20 +18,6 @@ namespace ppsim::trace {
 
 namespace {
 
-using Intervals = std::vector<std::pair<Time, Time>>;
-
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second)
-      out.back().second = std::max(out.back().second, iv.second);
-    else
-      out.push_back(iv);
-  }
-  return out;
-}
 
 Time length(const Intervals& m) {
   Time t = 0;
@@ -198,7 +185,7 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
       if (it->action >= 0) ++run.actions[static_cast<std::size_t>(it->action)].kernels;
     }
     for (std::size_t a = 0; a < run.actions.size(); ++a) {
-      const Intervals iv = merged(std::move(per_action[a]));
+      const Intervals iv = merge_intervals(std::move(per_action[a]));
       ExecutedAction& ea = run.actions[a];
       ea.compute = length(iv);
       if (!iv.empty()) {
@@ -217,9 +204,9 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
   if (p.start == kNever) p.start = p.end = 0;
   for (std::size_t ri = 0; ri < p.ranks.size(); ++ri) {
     RankRun& r = p.ranks[ri];
-    const Intervals c = merged(std::move(compute_iv[ri]));
+    const Intervals c = merge_intervals(std::move(compute_iv[ri]));
     Intervals tr;
-    for (const auto& [a, b] : merged(std::move(transfer_iv[ri]))) {
+    for (const auto& [a, b] : merge_intervals(std::move(transfer_iv[ri]))) {
       const Time s = std::max(a, p.start), e = std::min(b, p.end);
       if (s < e) tr.emplace_back(s, e);
     }

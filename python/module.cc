@@ -13,7 +13,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "api/fidelity.h"
 #include "api/gpu.h"
+#include "api/model.h"
 #include "api/plan.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
@@ -340,6 +342,29 @@ std::string schedule_svg(const ScheduleHandle& h, const std::string& times) {
   return render_svg({{h.s.family, &r.timeline}});
 }
 
+// `ppsim model`: parameters by part, FLOPs per token, parameters per stage (api/model.h).
+py::object model_call(const std::string& path, std::optional<int> pp, const std::vector<int>& layer_split,
+                      std::optional<std::int64_t> seq_len, const std::vector<std::string>& sets) {
+  api::ModelRequest req;
+  req.path = path;
+  req.pp = pp;
+  req.layer_split = layer_split;
+  req.seq_len = seq_len;
+  req.sets = sets;
+  return to_py(api::model_json(api::model_report(req)));
+}
+
+// `ppsim fidelity`: every published run against its source (api/fidelity.h).
+py::object fidelity_call(const std::string& dir, const std::vector<std::string>& files,
+                         const std::vector<std::string>& sets, const std::string& thresholds) {
+  api::FidelityRequest req;
+  if (!dir.empty()) req.dir = dir;
+  req.files = files;
+  req.sets = sets;
+  req.thresholds = thresholds;
+  return to_py(api::fidelity_json(api::fidelity(req)));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_ppsim, m) {
@@ -405,6 +430,8 @@ PYBIND11_MODULE(_ppsim, m) {
   m.def("_run", &run);
   m.def("_plan", &plan);
   m.def("_search", &search_call);
+  m.def("_model", &model_call);
+  m.def("_fidelity", &fidelity_call);
   m.def("_import_trace", &import_trace_call);
   m.def("_profile", &profile_call);
   m.def("_validate", [](const std::string& config, const std::vector<std::string>& sets, const std::string& schedules,

@@ -23,7 +23,7 @@ finally:
 from ._ppsim import Config, Error, Schedule, __version__  # noqa: E402
 
 __all__ = ["Error", "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
-           "plan", "search", "import_trace", "profile", "validate", "__version__"]
+           "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "__version__"]
 
 try:
     import numpy as _np  # noqa: F401
@@ -254,6 +254,22 @@ def import_trace(trace, map=None, no_default_rules=False, step_range="", schedul
             f.write(out["profile_yaml"])
         out["profile_path"] = str(output)
     return Result(out)
+
+
+def model(path, pp=None, layer_split=None, seq_len=None, overrides=None):
+    """What ppsim understood of a model, as `ppsim model --format json` (docs/CLI.md): a ppsim YAML
+    or a Hugging Face config.json; "parameters": {"total", "active", "by_part"} in counts,
+    "flops_per_token", and with pp= (or a YAML's parallel.pp) "stages".
+    """
+    return Result(_ppsim._model(str(path), None if pp is None else int(pp), [int(x) for x in (layer_split or [])],
+                                None if seq_len is None else int(seq_len), _sets(overrides)))
+
+
+def fidelity(dir="configs/published", files=None, overrides=None, thresholds=""):
+    """Every published run predicted against its source, as `ppsim fidelity --format json`
+    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
+    return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])], _sets(overrides),
+                                   str(thresholds or "")))
 
 
 def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", output=None):

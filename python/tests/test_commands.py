@@ -2,6 +2,7 @@
 (src/api/), so their results equal its JSON; the notebook views (_repr_svg_, _repr_html_,
 to_pandas)."""
 import json
+import os
 import shutil
 import subprocess
 
@@ -132,3 +133,36 @@ def test_result_html_and_pandas():
     df = r.to_pandas()
     assert list(df["schedule"]) == ["1f1b", "gpipe"]
     assert df.loc[1, "bubble.max"] == 9.0
+
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_model_equals_cli_json(cli):
+    rc, out, err = cli("model", "configs/hf/mixtral-8x7b.json", "--pp", 4, "--format", "json")
+    assert rc == 0, err
+    want = json.loads(out)
+    got = ppsim.model(os.path.join(_REPO, "configs/hf/mixtral-8x7b.json"), pp=4)
+    assert got["parameters"] == want["parameters"]
+    assert got["stages"] == want["stages"]
+    # The parts add up to the totals (MTP apart), and the stages hold every parameter.
+    parts = got["parameters"]["by_part"]
+    assert sum(v["total"] for k, v in parts.items() if k != "mtp") == got["parameters"]["total"]
+    assert sum(s["params"] for s in got["stages"]) == got["parameters"]["total"]
+    # Mixtral-8x7B: 46.7B total, 12.9B active (published), within 1%.
+    assert abs(got["parameters"]["total"] / 46.7e9 - 1) < 0.01
+    assert abs(got["parameters"]["active"] / 12.9e9 - 1) < 0.01
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.model(os.path.join(_REPO, "configs/hf/mixtral-8x7b.json"), layer_split=[1, 2])
+    assert e.value.exit_code == 2
+
+
+def test_fidelity_one_file_equals_cli_json(cli):
+    f = "configs/published/opt-175b.yaml"
+    rc, out, err = cli("fidelity", f, "--format", "json")
+    assert rc == 0, err
+    want = json.loads(out)
+    got = ppsim.fidelity(files=[os.path.join(_REPO, f)])
+    assert [r["predicted_tokens_per_s"] for r in got["rows"]] == [r["predicted_tokens_per_s"] for r in want["rows"]]
+    for r in got["rows"]:
+        assert r["error"] == pytest.approx(r["predicted_tokens_per_s"] / r["published_tokens_per_s"] - 1, rel=1e-12)

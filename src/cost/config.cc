@@ -104,8 +104,8 @@ const SchemaNode& schema() {
                            section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm")}),
                            leaf("comm_sms")}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
-      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step")}),
-      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("dp"), leaf("microbatches"),
+      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap")}),
+      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
                            leaf("blocking_p2p")}),
@@ -392,6 +392,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.vpp = static_cast<int>(r.integer("vpp", 1, 1, 64));
   p.ep = static_cast<int>(r.integer("ep", 1, 1, kMaxCount));
   p.tp = static_cast<int>(r.integer("tp", 1, 1, 1024));
+  p.cp = static_cast<int>(r.integer("cp", 1, 1, 1024));
   p.dp = static_cast<int>(r.integer("dp", 1, 1, 1 << 20));
   p.microbatches = static_cast<int>(r.required_integer("microbatches", 1, 1 << 20));
   p.schedule = r.string("schedule", "all");
@@ -482,15 +483,19 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
     c.hardware.gpus = g;
   }
   if (gpus > 0) {
-    const long long per_replica = static_cast<long long>(p.pp) * p.tp;
+    const long long per_replica = static_cast<long long>(p.pp) * p.tp * p.cp;
     if (!par.has("dp")) {
       if (gpus % per_replica != 0)
-        gpus_at->fail("gpus", fmt::format("{} = {} GPUs is not a multiple of parallel.pp*tp = {}*{} = {}", gpus_at->path("gpus"),
-                                          gpus, p.pp, p.tp, per_replica));
+        gpus_at->fail("gpus", p.cp == 1 ? fmt::format("{} = {} GPUs is not a multiple of parallel.pp*tp = {}*{} = {}",
+                                                      gpus_at->path("gpus"), gpus, p.pp, p.tp, per_replica)
+                                        : fmt::format("{} = {} GPUs is not a multiple of parallel.pp*tp*cp = {}*{}*{} = {}",
+                                                      gpus_at->path("gpus"), gpus, p.pp, p.tp, p.cp, per_replica));
       p.dp = static_cast<int>(gpus / per_replica);
     } else if (per_replica * p.dp != gpus) {
-      gpus_at->fail("gpus", fmt::format("parallel.pp*tp*dp = {}*{}*{} = {} GPUs, but {} = {}", p.pp, p.tp, p.dp,
-                                        per_replica * p.dp, gpus_at->path("gpus"), gpus));
+      gpus_at->fail("gpus", p.cp == 1 ? fmt::format("parallel.pp*tp*dp = {}*{}*{} = {} GPUs, but {} = {}", p.pp, p.tp, p.dp,
+                                                    per_replica * p.dp, gpus_at->path("gpus"), gpus)
+                                      : fmt::format("parallel.pp*tp*cp*dp = {}*{}*{}*{} = {} GPUs, but {} = {}", p.pp, p.tp,
+                                                    p.cp, p.dp, per_replica * p.dp, gpus_at->path("gpus"), gpus));
     }
   }
   if (p.ep > 1) {
@@ -503,6 +508,9 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
   }
   if (m.heads % p.tp != 0)
     par.fail("tp", fmt::format("parallel.tp={} must divide model.heads={}", p.tp, m.heads));
+  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
+    par.fail("cp", fmt::format("parallel.cp={}: model.seq_len={} must split into 2*cp = {} equal chunks", p.cp, m.seq_len,
+                               2 * p.cp));
 
   // Layers per stage: pp*vpp stages, each 1/(pp*vpp) of the layers or as listed.
   const int stages = p.pp * p.vpp;
@@ -794,6 +802,8 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.dp_comm = co.boolean("dp_comm", false);
     c.costs.dp_overlap = co.number("dp_overlap", 0, 0, 1, false);
     c.costs.optimizer_step = co.boolean("optimizer_step", false);
+    c.costs.cp_comm = co.boolean("cp_comm", true);
+    c.costs.cp_overlap = co.number("cp_overlap", 0, 0, 1, false);
   }
   if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
   c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));

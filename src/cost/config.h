@@ -163,6 +163,8 @@ struct CostSwitches {
   bool dp_comm = false;         // data-parallel gradient reduce(-scatter) and parameter all-gather per step
   double dp_overlap = 0;        // fraction of that hidden under the backward / forward
   bool optimizer_step = false;  // the Adam step (HBM-bound) at the end of each step
+  bool cp_comm = true;          // context parallelism's K/V all-gather (forward) and dK/dV reduce-scatter (backward)
+  double cp_overlap = 0;        // fraction of it hidden under the attention (0: exposed, as Llama 3's)
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 
@@ -172,6 +174,7 @@ struct ParallelSpec {
   bool has_vpp = false;
   int ep = 1;
   int tp = 1;
+  int cp = 1;  // context parallel: each rank holds seq_len / cp of every sequence
   int dp = 1;
   int microbatches = 1;
   std::string schedule = "all";
@@ -185,7 +188,7 @@ struct ParallelSpec {
   int zero = 0;                    // ZeRO stage: 1 shards optimizer states over dp, 2 also grads, 3 also weights
   bool blocking_p2p = false;
 
-  int gpus() const { return pp * tp * dp; }
+  int gpus() const { return pp * tp * cp * dp; }
   int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert
 };
 

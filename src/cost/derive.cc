@@ -64,6 +64,15 @@ struct Roofline {
     if (bytes <= 0 || !c.costs.tp_comm) return 0;
     return (1.0 - c.costs.tp_overlap) * tp_comm_exposed(bytes);
   }
+  // CP's K/V all-gather (dK/dV reduce-scatter backward): the cp ranks sit at stride tp (order
+  // tp, cp, pp, dp), NVLink when tp * cp fits a node. costs.cp_overlap: the fraction hidden.
+  double cp_comm(double bytes) const {
+    if (bytes <= 0 || !c.costs.cp_comm) return 0;
+    const bool intra = static_cast<long long>(c.parallel.tp) * c.parallel.cp <= c.hardware.gpus_per_node;
+    const double bw = (intra ? c.hardware.nvlink_bytes_per_ns_one_way() : c.hardware.network_gbps) * c.hardware.efficiency.comm;
+    return (1.0 - c.costs.cp_overlap) *
+           (bytes / bw + 1e3 * (intra ? c.hardware.nvlink_latency_us : c.hardware.network_latency_us));
+  }
   double tp_comm_exposed(double bytes) const {
     const bool intra = c.parallel.tp <= c.hardware.gpus_per_node;
     const double bw = (intra ? c.hardware.nvlink_bytes_per_ns_one_way() : c.hardware.network_gbps) * c.hardware.efficiency.comm;
@@ -89,10 +98,10 @@ struct Roofline {
       dgrad += gemm_dgrad(g);
       wgrad += gemm_wgrad(g);
     }
-    fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes);
+    fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes.
     dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) + elementwise(2 * w.elem_bytes) +
-             tp_comm(w.tp_comm_bytes);
+             tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
     t.w = wgrad;
@@ -102,7 +111,7 @@ struct Roofline {
 };
 
 LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& rl) {
-  const Shard sh{c.parallel.tp, c.parallel.ep};
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
   const LayerWork w = layer_work(c, layer, sh);
   LayerFigures f;
   f.layer = layer;
@@ -146,7 +155,7 @@ LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& 
 double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w, const Roofline& rl) {
   const unsigned ops = c.parallel.recompute_ops;
   const ModelSpec& m = c.model;
-  const double T = static_cast<double>(m.tokens_per_microbatch()) / c.parallel.tp, h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp), h = static_cast<double>(m.hidden);
   double ns = 0;
   if ((ops & kRecomputeAttnCore) && !m.flash_attention) ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
   if (ops & kRecomputeMlaUp)
@@ -238,7 +247,7 @@ PassNs LayerFigures::serial() const {
 
 LinkModel p2p_link(const ModelConfigData& c, int pp) {
   const HardwareSpec& h = c.hardware;
-  const bool intra = static_cast<long long>(pp) * c.parallel.tp * c.parallel.dp <= h.gpus_per_node;
+  const bool intra = static_cast<long long>(pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp <= h.gpus_per_node;
   LinkModel l;
   l.bytes_per_tick = (intra ? h.nvlink_bytes_per_ns_one_way() : h.network_gbps) * h.efficiency.comm;
   l.latency = static_cast<Time>(std::llround(1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us)));
@@ -255,7 +264,7 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
   CostFigures out;
   out.compute_sm_fraction = static_cast<double>(c.hardware.sms - c.hardware.comm_sms) / c.hardware.sms;
   out.link = p2p_link(c, c.parallel.pp);
-  const Shard sh{c.parallel.tp, c.parallel.ep};
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
   // Layers of one kind have equal figures: compute the first dense and the first MoE layer once.
   std::vector<LayerFigures> cache;
   auto figures_of = [&](int layer) {
@@ -272,7 +281,7 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
   const BlockWork emb = embedding_work(c, sh);
   const BlockWork head = head_work(c, sh);
   const Bytes p2p = static_cast<Bytes>(std::llround(static_cast<double>(c.model.tokens_per_microbatch()) *
-                                                    static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp));
+                                                    static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp / c.parallel.cp));
   for (const SliceLayout& lay : slice_layouts(c, slices)) {
     SliceFigures s;
     s.layout = lay;
@@ -362,7 +371,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     (void)slice_layouts(c, slices);
     SliceCosts sc = scaled_share(c.times.share, std::max(1, s.chunks_per_rank));
     const Bytes p2p = static_cast<Bytes>(std::llround(static_cast<double>(c.model.tokens_per_microbatch()) *
-                                                      static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp));
+                                                      static_cast<double>(c.model.hidden) * kActivationBytes / c.parallel.tp / c.parallel.cp));
     sc.act_bytes = sc.grad_bytes = p2p;
     out.slice.assign(static_cast<std::size_t>(slices), sc);
     check_step_bound(s, out);
@@ -495,7 +504,7 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
   // pipeline (cost/step_costs.h).
   if (c.costs.any_step_piece()) p.step_time_s += step_costs(c, s).added_ns / 1e9;
   const double tokens = static_cast<double>(s.microbatches) * static_cast<double>(c.model.tokens_per_microbatch()) * c.parallel.dp;
-  const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.dp;
+  const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp;
   const double peak = c.hardware.peak_tflops(c.precision.gemm) * 1e12;
   if (p.step_time_s > 0) {
     p.tokens_per_second = tokens / p.step_time_s;
@@ -536,7 +545,7 @@ nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const Sim
   nlohmann::json j;
   j["name"] = c.name;
   j["params"] = model_params(c.model);
-  j["gpus"] = s.pp * c.parallel.tp * c.parallel.dp;
+  j["gpus"] = s.pp * c.parallel.tp * c.parallel.cp * c.parallel.dp;
   j["model_flops_per_microbatch"] = model_flops_per_microbatch(c);
   j["tokens_per_microbatch"] = c.model.tokens_per_microbatch();
   const SimCosts costs = derive_costs(cfg, s);

@@ -28,8 +28,10 @@ double tp_block_bytes(double tokens, double h, int t) {
 
 BlockWork attention_block(const ModelConfigData& c, Shard sh) {
   const ModelSpec& m = c.model;
-  const double t = sh.tp;
-  const double b = m.micro_batch_size, s = static_cast<double>(m.seq_len), T = b * s;
+  const double t = sh.tp, cp = sh.cp;
+  // Context parallel: the rank's T = b s / cp tokens (chunks i and 2cp-1-i of each sequence, so
+  // every rank has the same share of the causal mask); K and V of the whole sequence.
+  const double b = m.micro_batch_size, s = static_cast<double>(m.seq_len), T = b * s / cp;
   const double h = static_cast<double>(m.hidden);
   const double a = m.heads;
   BlockWork w;
@@ -74,8 +76,9 @@ BlockWork attention_block(const ModelConfigData& c, Shard sh) {
   // Causal: a kernel that skips the masked upper triangle does half of that (FlashAttention
   // does), so we count half of the s^2 terms (s^2/2, not the exact s(s+1)/2).
   //   core = c * 2 b (a/t) s^2 (dqk + dv),  c = 1/2 causal, 1 otherwise
+  //   with cp: the rank's s/cp queries against all s keys -> 1/cp of it
   const double causal = m.causal ? 0.5 : 1.0;
-  w.core_flops = causal * 2.0 * b * (a / t) * s * s * (dqk + dv);
+  w.core_flops = causal * 2.0 * b * (a / t) * s * (s / cp) * (dqk + dv);
   // HBM traffic of the core: read Q, K, V and write O (bf16), plus the fp32 log-sum-exp per
   // row; without flash attention the s x s scores are written, read, written as
   // probabilities and read again (8 bytes per element; +5 for a dropout mask and its output).
@@ -88,6 +91,10 @@ BlockWork attention_block(const ModelConfigData& c, Shard sh) {
   const double per_token = 4 * h + 6 * h + (m.dropout ? 5 * h : 0);
   w.elem_bytes = per_token * T / t + 2 * kActivationBytes * rope_elems * T;
   w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
+  // CP (Llama 3's, section 3.3.2): all-gather K and V before the core; the rank receives the
+  // other (cp-1)/cp of the sequence's K and V for its g/t heads:
+  //   2 bytes * b s * g (dqk + dv) / t * (cp-1)/cp
+  if (sh.cp > 1) w.cp_comm_bytes = kActivationBytes * b * s * g * (dqk + dv) / t * (cp - 1) / cp;
   return w;
 }
 
@@ -109,7 +116,7 @@ void mlp_gemms(std::vector<Gemm>& out, MlpKind kind, double m, double h, double 
 BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
   const ModelSpec& m = c.model;
   const double t = sh.tp;
-  const double T = static_cast<double>(m.tokens_per_microbatch());
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp;
   const double h = static_cast<double>(m.hidden);
   BlockWork w;
   // Per rank: norm, residual and dropout on the T/t tokens of its sequence shard (per_token),
@@ -175,7 +182,7 @@ BlockWork embedding_work(const ModelConfigData& c, Shard sh) {
   // fp32 main grad (2h read, 4h read, 4h write). Vocab-parallel over TP: each rank looks up
   // its share, then a reduce-scatter.
   const ModelSpec& m = c.model;
-  const double T = static_cast<double>(m.tokens_per_microbatch()), h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
   BlockWork w;
   w.elem_bytes = (4 * h + 8) * T / sh.tp;
   w.wgrad_elem_bytes = 10 * h * T / sh.tp;
@@ -188,7 +195,7 @@ BlockWork head_work(const ModelConfigData& c, Shard sh) {
   // and the cross-entropy over the logits: read bf16 logits, write fp32 softmax (6 V bytes
   // per token). TP: all-gather of the norm output before the vocab-parallel GEMM.
   const ModelSpec& m = c.model;
-  const double T = static_cast<double>(m.tokens_per_microbatch()), h = static_cast<double>(m.hidden);
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
   const double V = static_cast<double>(m.vocab);
   BlockWork w;
   w.gemms.push_back({"head", T, V / sh.tp, h, 1, true});

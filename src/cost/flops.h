@@ -32,6 +32,7 @@ struct Gemm {
 struct Shard {
   int tp = 1;
   int ep = 1;
+  int cp = 1;  // context parallel: a rank computes seq_len / cp tokens of each sequence
 };
 
 struct BlockWork {
@@ -41,6 +42,7 @@ struct BlockWork {
   double elem_bytes = 0;        // elementwise HBM traffic, forward (norms, residuals, rope, activation, loss)
   double wgrad_elem_bytes = 0;  // elementwise part of the weight grad (the embedding's scatter-add)
   double tp_comm_bytes = 0;     // TP collectives per rank, forward (the backward moves as much again)
+  double cp_comm_bytes = 0;     // CP: K and V received by the all-gather, forward (backward: dK, dV reduce-scatter, as much)
   double dispatch_bytes = 0;    // all-to-all bytes leaving this rank, forward (MoE)
   double combine_bytes = 0;
   double dispatch_grad_bytes = 0;  // backward: the combine's gradient goes out as a dispatch

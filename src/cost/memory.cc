@@ -208,32 +208,32 @@ double kept_per_token(const std::vector<ActTensor>& t, unsigned ops) {
 }
 
 double layer_activation_bytes_stored(const ModelConfigData& c, int layer) {
-  return kept_per_token(layer_tensors(c, layer), 0) * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+  return kept_per_token(layer_tensors(c, layer), 0) * static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double layer_activation_bytes(const ModelConfigData& c, int layer) {
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  if (c.parallel.recompute == Recompute::full) return 2 * static_cast<double>(c.model.hidden) * T / c.parallel.tp;
-  return kept_per_token(layer_tensors(c, layer), c.parallel.recompute_ops) * T / c.parallel.tp;
+  if (c.parallel.recompute == Recompute::full) return 2 * static_cast<double>(c.model.hidden) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return kept_per_token(layer_tensors(c, layer), c.parallel.recompute_ops) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double embedding_activation_bytes(const ModelConfigData& c) {
   // Megatron's theoretical memory: 8sb for the input ids and sbh for the embedding dropout mask.
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) : 0.0)) * T / c.parallel.tp;
+  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) : 0.0)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double head_activation_bytes(const ModelConfigData& c) {
   // Megatron: 4sbh(1 + V/h) = final norm input and head input (2h each) + fp32 logits (4V).
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (4.0 * static_cast<double>(c.model.hidden) + 4.0 * static_cast<double>(c.model.vocab)) * T / c.parallel.tp;
+  return (4.0 * static_cast<double>(c.model.hidden) + 4.0 * static_cast<double>(c.model.vocab)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double mtp_activation_bytes(const ModelConfigData& c) {
   const double T = static_cast<double>(c.model.tokens_per_microbatch()), h = static_cast<double>(c.model.hidden);
   // Norm inputs of the hidden state and of the next token's embedding (2h each), the
   // projection's input (their concatenation, 2 * 2h), then a layer and a head.
-  return (4 * h + 4 * h) * T / c.parallel.tp + layer_activation_bytes(c, c.model.layers - 1) + head_activation_bytes(c);
+  return (4 * h + 4 * h) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp) + layer_activation_bytes(c, c.model.layers - 1) + head_activation_bytes(c);
 }
 
 namespace {
@@ -255,7 +255,7 @@ struct LayerBytes {
     const int k = c.model.layer_is_moe(layer) ? 1 : 0;
     if (!have[k]) {
       const std::vector<ActTensor> t = layer_tensors(c, layer);
-      const double scale = static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+      const double scale = static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
       kept[k] = kept_per_token(t, c.parallel.recompute_ops) * scale;
       stored[k] = kept_per_token(t, 0) * scale;
       wgrad[k] = layer_wgrad_per_token(c, layer) * scale;
@@ -265,7 +265,7 @@ struct LayerBytes {
   }
   double in_slice(const SliceLayout& s, int layer) {
     if (fully_recomputed(c, s, layer))
-      return 2 * static_cast<double>(c.model.hidden) * static_cast<double>(c.model.tokens_per_microbatch()) / c.parallel.tp;
+      return 2 * static_cast<double>(c.model.hidden) * static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
     return kept[kind(layer)];
   }
   double workspace(const SliceLayout& s, int layer) {
@@ -341,7 +341,7 @@ namespace {
 double a2a_buffer_set(const ModelConfigData& c) {
   const ModelSpec& m = c.model;
   const double copies = static_cast<double>(m.tokens_per_microbatch()) * m.moe.top_k * m.moe.capacity_factor;
-  return 2 * copies * static_cast<double>(m.hidden) * 2 / c.parallel.tp;
+  return 2 * copies * static_cast<double>(m.hidden) * 2 / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 }  // namespace

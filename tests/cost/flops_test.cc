@@ -3,11 +3,15 @@
 
 #include "catch.h"
 #include "cost/config.h"
+#include "cost/cost_model.h"
 #include "cost/derive.h"
 #include "cost/flops.h"
 #include "cost/memory.h"
+#include "schedules/registry.h"
+#include "sim/costs.h"
 
 using namespace ppsim;
+using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
 namespace {
@@ -130,4 +134,45 @@ parallel: {pp: 4, microbatches: 8}
   const double ratio = flops / (6 * n * D);
   CHECK(ratio > 1.0);
   CHECK(ratio < 1.06);
+}
+
+TEST_CASE("context parallelism: s / cp tokens per rank, 1/cp of the causal core, the K/V all-gather bytes", "[cost]") {
+  // kDense with tp 2, cp 4: T = 64 tokens, 16 on each cp rank; a/t = 2 heads, g/t = 1 kv head, d = 16.
+  const ModelConfigData c = load(kDense, {"parallel.tp=2", "parallel.cp=4"});
+  CHECK(c.parallel.cp == 4);
+  const LayerWork one = layer_work(c, 0, Shard{2, 1, 1});
+  const LayerWork w = layer_work(c, 0, Shard{2, 1, 4});
+  // GEMMs: 1/cp of the tokens. qkv: 2 (T/cp) h (a+2g) d / t = 2*16*64*8*16/2 = 131,072
+  REQUIRE(w.attention.gemms.size() == 2);
+  CHECK(w.attention.gemms[0].flops() == 131'072.0);
+  CHECK(w.mlp.gemm_flops() == one.mlp.gemm_flops() / 4);
+  // Core: the rank's s/cp queries against all s keys, causal half:
+  //   0.5 * 2 b (a/t) s (s/cp) (d + d) = 0.5*2*2*2*32*8*32 = 32,768 (= 262,144 / t / cp)
+  CHECK(w.attention.core_flops == 32'768.0);
+  // All-gather of K and V: the other (cp-1)/cp of the sequence, bf16:
+  //   2 bytes * b s * g/t * (d + d) * 3/4 = 2*64*1*32*0.75 = 3,072
+  CHECK(w.attention.cp_comm_bytes == 3'072.0);
+  CHECK(one.attention.cp_comm_bytes == 0.0);
+  CHECK(w.mlp.cp_comm_bytes == 0.0);
+  // Activations: 1/cp of cp = 1's (per token, times T / (t cp)).
+  const ModelConfigData c1 = load(kDense, {"parallel.tp=2"});
+  CHECK_THAT(layer_activation_bytes(c, 0), WithinRel(layer_activation_bytes(c1, 0) / 4, 1e-12));
+}
+
+TEST_CASE("context parallelism: the all-gather on the attention's time, switched by costs.cp_comm", "[cost]") {
+  // One pass's attention time with and without the CP piece differs by the bytes over the link:
+  // tp 2 * cp 4 = 8 GPUs fit one node, so NVLink one way at the comm efficiency, plus one latency.
+  const ModelConfig on = load_config_text(kDense, "t.yaml", {"parallel.tp=2", "parallel.cp=4"});
+  const ModelConfig off = load_config_text(kDense, "t.yaml", {"parallel.tp=2", "parallel.cp=4", "costs.cp_comm=false"});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const SimCosts a = derive_costs(on, s), b = derive_costs(off, s);
+  const ModelConfigData cd = load(kDense);
+  const HardwareSpec& hw = cd.hardware;
+  const double per_layer =
+      3'072.0 / (hw.nvlink_bytes_per_ns_one_way() * hw.efficiency.comm) + 1e3 * hw.nvlink_latency_us;
+  // Slice 1 holds one layer (and the head): forward +1 all-gather, backward +1 reduce-scatter
+  // (times in whole ns: within 1 of the difference). 3072 / 360 + 1000 = 1008.5 ns.
+  CHECK(per_layer > 1008);
+  CHECK_THAT(static_cast<double>(a.slice[1].f - b.slice[1].f), WithinAbs(per_layer, 1.0));
+  CHECK_THAT(static_cast<double>(a.slice[1].b - b.slice[1].b), WithinAbs(per_layer, 1.0));
 }

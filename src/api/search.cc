@@ -175,16 +175,21 @@ SearchOutcome search(const SearchCall& a) {
 
 std::string SearchOutcome::schedule_csv() const { return schedule_to_csv(searched); }
 
-std::string SearchOutcome::svg() const {
+std::vector<SearchOutcome::NamedRun> SearchOutcome::timelines() const {
   SimOptions opt;
   opt.record_timeline = true;
-  const SimResult sr = simulate(searched, best_costs, opt);
-  std::vector<NamedTimeline> named{{"searched", &sr.timeline}};
-  SimResult fr;
-  if (has_family) {
-    fr = simulate(best_family, family_costs, opt);
-    named.push_back({rows.size() > 1 ? rows[1].metrics.schedule : best_family.family, &fr.timeline});
-  }
+  std::vector<NamedRun> out;
+  out.push_back({"searched", simulate(searched, best_costs, opt)});
+  if (has_family)
+    out.push_back({rows.size() > 1 ? rows[1].metrics.schedule : best_family.family,
+                   simulate(best_family, family_costs, opt)});
+  return out;
+}
+
+std::string SearchOutcome::svg() const {
+  const std::vector<NamedRun> runs = timelines();
+  std::vector<NamedTimeline> named;
+  for (const auto& r : runs) named.push_back({r.name, &r.sim.timeline});
   return render_svg(named);
 }
 

@@ -18,6 +18,7 @@
 #include "report/results.h"
 #include "core/schedule.h"
 #include "sim/costs.h"
+#include "sim/engine.h"
 
 namespace ppsim::api {
 
@@ -52,6 +53,13 @@ struct SearchOutcome {
   // The searched schedule as PyTorch's compute-only CSV; the SVG of it beside the best family.
   std::string schedule_csv() const;
   std::string svg() const;
+  // The searched schedule's and (has_family) the best family's simulated timelines, named as
+  // the rows are: what svg() draws and `search --html` shows.
+  struct NamedRun {
+    std::string name;
+    SimResult sim;
+  };
+  std::vector<NamedRun> timelines() const;
   SimCosts best_costs, family_costs;
 };
 

@@ -19,7 +19,6 @@
 #include "core/error.h"
 #include "report/html.h"
 #include "report/results.h"
-#include "sim/engine.h"
 
 namespace ppsim::cli {
 
@@ -109,19 +108,13 @@ Runner setup_search(CLI::App& sub) {
     if (!a->out.empty()) files.emplace_back(a->out, r.schedule_csv());
     if (!a->svg.empty()) files.emplace_back(a->svg, r.svg());
     if (!a->html.empty()) {
-      // The timelines of the two rows the search reports, simulated with their own costs.
-      SimOptions opt;
-      opt.record_timeline = true;
-      std::vector<SimResult> sims;
-      sims.reserve(2);  // the report points into it
-      sims.push_back(simulate(r.searched, r.best_costs, opt));
-      if (r.has_family) sims.push_back(simulate(r.best_family, r.family_costs, opt));
+      const std::vector<api::SearchOutcome::NamedRun> runs = r.timelines();  // the report points into it
       HtmlReport rep;
       rep.kind = "search";
       rep.title = "ppsim search";
       rep.results = r.json;  // as --format json prints them
-      for (std::size_t i = 0; i < sims.size() && i < r.rows.size(); ++i)
-        rep.timelines.push_back({r.rows[i].metrics.schedule, &sims[i].timeline, nullptr, static_cast<int>(i), {}});
+      for (std::size_t i = 0; i < runs.size(); ++i)
+        rep.timelines.push_back({runs[i].name, &runs[i].sim.timeline, nullptr, static_cast<int>(i), {}});
       files.emplace_back(a->html, render_html(rep));
     }
     files.emplace_back("-", f == Format::Json  ? r.json.dump(2) + "\n"

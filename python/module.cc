@@ -48,6 +48,15 @@ struct ConfigHandle {
   std::vector<std::string> sets;
 };
 
+// The overlap model's keyword arguments (simulate, compare, search) into the request's unit costs.
+void set_overlap(api::UnitCosts& u, double a2a, double attn_share, int layers, int comm_sms, int sms) {
+  u.a2a = a2a;
+  u.attn_share = attn_share;
+  u.layers = layers;
+  u.comm_sms = comm_sms;
+  u.sms = sms;
+}
+
 py::object to_py(const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::null: return py::none();
@@ -185,11 +194,7 @@ py::dict run(std::optional<ScheduleHandle> schedule, const std::string& families
   req.units.times = times;
   req.units.chunk_times = chunk_times;
   req.units.p2p_latency = p2p_latency;
-  req.units.a2a = a2a;
-  req.units.attn_share = attn_share;
-  req.units.layers = layers;
-  req.units.comm_sms = comm_sms;
-  req.units.sms = sms;
+  set_overlap(req.units, a2a, attn_share, layers, comm_sms, sms);
   if (config) {
     req.loaded_config = config->cfg;
     req.config_name = config->path;
@@ -240,11 +245,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
   if (!times.empty()) c.times = times;
   c.chunk_times = chunk_times;
   c.p2p_latency = p2p_latency;
-  c.overlap.a2a = a2a;
-  c.overlap.attn_share = attn_share;
-  c.overlap.layers = layers;
-  c.overlap.comm_sms = comm_sms;
-  c.overlap.sms = sms;
+  set_overlap(c.overlap, a2a, attn_share, layers, comm_sms, sms);
   c.memory_cap = memory_cap;
   c.placement = placement;
   c.seed = seed;

@@ -24,6 +24,13 @@ PIECES = [("TP comm", "costs.tp_comm=false"), ("DP comm", "costs.dp_comm=false")
 # The Zero Bubble configs (tp = dp = 1, embedding and head alone on their slices, the schedule
 # search in each run) are left out of the ablation: no piece but the optimizer step applies.
 ABLATION_SKIP = "zero-bubble-"
+# Their runtimes instead, measured on the schedule-relative claims (and throughput): Zero Bubble's
+# optimizer post-validation (the ZB-1p/2p rows) and Megatron-LM's blocking p2p calls (the 1F1B and
+# 1F1B-I rows), each switched off for every row, and the loss as Megatron computes it replaced by
+# ppsim's earlier count (costs.megatron_loss=false).
+RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
+                  ("dataflow p2p (Megatron's calls off)", "parallel.p2p_runtime=dataflow"),
+                  ("Megatron's loss traffic off", "costs.megatron_loss=false")]
 PUBLISHED = os.path.join(ROOT, "configs", "published")
 
 
@@ -89,6 +96,22 @@ def ablation_table(base, offs):
     return "\n".join(lines)
 
 
+def runtime_table(base, offs):
+    head = "| result | all on: error / vs baseline (pp) | " + " | ".join(p for p, _ in RUNTIME_PIECES) + " |"
+    lines = [head, "|---|---|" + "---|" * len(RUNTIME_PIECES)]
+
+    def cell(r):
+        if r is None:
+            return "n/a"
+        rel = "" if r["relative_diff_pp"] is None else f" / {r['relative_diff_pp']:+.1f}"
+        return pct(r["error"]) + rel
+    for i, r in enumerate(base):
+        if not r["key"].startswith(ABLATION_SKIP):
+            continue
+        lines.append(f"| `{r['key']}` | {cell(r)} | " + " | ".join(cell(o[i]) for o in offs) + " |")
+    return "\n".join(lines)
+
+
 def replace_between(text, name, body):
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
     a, b = text.index(begin) + len(begin), text.index(end)
@@ -104,9 +127,11 @@ def main():
     counts = [len(r) for r in per_file]
     base = [r for rows in per_file for r in rows]
     offs = [[r for rows in run(a.ppsim, [s], counts, ABLATION_SKIP) for r in rows] for _, s in PIECES]
+    zoffs = [[r for rows in run(a.ppsim, [s], counts) for r in rows] for _, s in RUNTIME_PIECES]
     text = open(DOC).read()
     text = replace_between(text, "TABLE", main_table(base))
     text = replace_between(text, "ABLATION", ablation_table(base, offs))
+    text = replace_between(text, "RUNTIME", runtime_table(base, zoffs))
     open(DOC, "w").write(text)
     if a.thresholds:
         with open(THRESHOLDS, "w") as f:

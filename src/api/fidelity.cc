@@ -36,7 +36,7 @@ const SchemaNode& result_schema() {
   static const SchemaNode s{"result",
                             {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"),
                              leaf("tokens_per_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
-                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap")},
+                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation")},
                             false};
   return s;
 }
@@ -144,7 +144,11 @@ FidelityResult fidelity(const FidelityRequest& req) {
       else if (pr.has("fits_gb")) row.fits_gb = pr.number("fits_gb", 0, 0, 1e6, true);
 
       // Simulate this result's schedule and micro-batches on the config.
-      std::vector<std::string> sets = req.sets;
+      // The run's optimizer step: Zero Bubble's post-validation (parallel.post_validation) where the
+      // source's code enabled it for this schedule and not for its baselines; --set overrides it.
+      std::vector<std::string> sets;
+      if (rr.has("post_validation")) sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
+      sets.insert(sets.end(), req.sets.begin(), req.sets.end());
       sets.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
       const ModelConfig cfg = load_config(file, sets);
       const ModelConfigData& cd = *cfg.data;
@@ -159,7 +163,8 @@ FidelityResult fidelity(const FidelityRequest& req) {
         // config's costs, its activations capped at search_cap x P micro-batch shares per rank
         // (the paper's M_limit = pM_B or 2pM_B), deterministic (seed 1, one thread, bounded rounds).
         Schedule found = searched_schedule(cfg, cd.parallel.pp, row.microbatches,
-                                           rr.number("search_cap", 1, 0.01, 1e6, true) * cd.parallel.pp);
+                                           rr.number("search_cap", 1, 0.01, 1e6, true) * cd.parallel.pp,
+                                           cd.parallel.post_validation);
         rq.schedule.schedule = found;
       }
       const Result res = run(rq);

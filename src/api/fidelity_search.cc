@@ -13,7 +13,7 @@ namespace ppsim::api {
 // costs: linear placement, activations capped at cap_shares micro-batch shares per rank (the
 // paper's M_limit: p M_B or 2p M_B), deterministic (seed 1, bounded rounds: the same result on
 // any thread count, docs/SEARCH.md).
-Schedule searched_schedule(const ModelConfig& cfg, int pp, int microbatches, double cap_shares) {
+Schedule searched_schedule(const ModelConfig& cfg, int pp, int microbatches, double cap_shares, bool span) {
   SearchRequest sr;
   sr.pp = pp;
   sr.microbatches = microbatches;
@@ -24,6 +24,9 @@ Schedule searched_schedule(const ModelConfig& cfg, int pp, int microbatches, dou
   sr.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // the result does not depend on it
   sr.time_limit_s = 1e6;
   sr.swap_rounds = 20;
+  // Under Zero Bubble's optimizer post-validation the step period is the longest rank's own span
+  // (cost/derive.cc physical_result), which is what the paper's scheduler minimises too.
+  sr.objective_span = span;
   Schedule s = search_schedule(sr).best.schedule;
   s.family = "searched";
   return s;

@@ -82,7 +82,8 @@ Result run(const Request& req) {
   for (const auto& [flag, v] : {std::pair{"--a2a", u.a2a}, std::pair{"--attn-share", u.attn_share}})
     if (std::isnan(v)) throw InputError(fmt::format("{}: expected a number, got nan", flag), {}, kExitUsage);
 
-  auto run_one = [&](const Schedule& s, const Family* fam, const ScheduleParams& params) {
+  auto run_one = [&](const Schedule& given, const Family* fam, const ScheduleParams& params) {
+    const Schedule s = cfg ? as_run(*cfg, given) : given;
     const SimCosts costs = cfg ? derive_costs(*cfg, s) : unit_costs(s, u);
     SimOptions opt;
     opt.record_timeline = req.timelines;

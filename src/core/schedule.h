@@ -45,6 +45,10 @@ struct Schedule {
   // implicit, each issued when its producer ends), and the CSV dialect the file was read in.
   std::vector<std::vector<CommAction>> comm;
   std::string dialect;
+  // The comm actions a rank lists at one position are one blocking call: the rank starts nothing
+  // more until all of their transfers have arrived (Megatron-LM's batched p2p and its wait;
+  // schedules/megatron_p2p.h). False: posting never holds the rank back.
+  bool comm_waits = false;
 
   int num_stages() const { return num_pipes * stages_per_pipe; }
   int mb_per_pipe() const { return microbatches / num_pipes; }

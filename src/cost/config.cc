@@ -104,11 +104,11 @@ const SchemaNode& schema() {
                            section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm")}),
                            leaf("comm_sms")}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
-      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap")}),
+      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
-                           leaf("blocking_p2p")}),
+                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
       SchemaNode{"plan", {}, true},
@@ -446,6 +446,8 @@ ParallelSpec read_parallel(const MapReader& r) {
   if (p.recompute == Recompute::selective) p.recompute_ops |= kRecomputeAttnCore;
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
   p.blocking_p2p = r.boolean("blocking_p2p", false);
+  p.post_validation = r.boolean("post_validation", false);
+  p.megatron_p2p = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron"}) == "megatron";
   return p;
 }
 
@@ -804,6 +806,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.optimizer_step = co.boolean("optimizer_step", false);
     c.costs.cp_comm = co.boolean("cp_comm", true);
     c.costs.cp_overlap = co.number("cp_overlap", 0, 0, 1, false);
+    c.costs.megatron_loss = co.boolean("megatron_loss", true);
   }
   if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
   c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));

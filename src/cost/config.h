@@ -165,6 +165,10 @@ struct CostSwitches {
   bool optimizer_step = false;  // the Adam step (HBM-bound) at the end of each step
   bool cp_comm = true;          // context parallelism's K/V all-gather (forward) and dK/dV reduce-scatter (backward)
   double cp_overlap = 0;        // fraction of it hidden under the attention (0: exposed, as Llama 3's)
+  // The loss's HBM traffic as Megatron-LM computes its cross-entropy (38 bytes per logit forward,
+  // 14 backward, cost/flops.cc head_work) and its three TP all-reduces; false: ppsim's earlier
+  // count (read the bf16 logits, write an fp32 softmax: 6 bytes forward, 12 backward, no all-reduce).
+  bool megatron_loss = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 
@@ -187,6 +191,13 @@ struct ParallelSpec {
   unsigned recompute_ops = 0;      // RecomputeOp bits, in every layer not fully recomputed
   int zero = 0;                    // ZeRO stage: 1 shards optimizer states over dp, 2 also grads, 3 also weights
   bool blocking_p2p = false;
+  // Zero Bubble's optimizer post-validation (Qi et al. 2024, section 4): no all-reduce across the
+  // pipeline before the optimizer step, so each rank steps when its own work ends and the next
+  // step's forwards follow; the step period is the longest rank's own span, not the makespan.
+  bool post_validation = false;
+  // parallel.p2p_runtime: dataflow (each transfer starts when its producer ends; the default) or
+  // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b).
+  bool megatron_p2p = false;
 
   int gpus() const { return pp * tp * cp * dp; }
   int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert

@@ -32,6 +32,10 @@ std::string config_schedules(const ModelConfig& cfg);
 
 // Per-slice costs (ns) for this schedule's layout: Schedule::stages_per_pipe slices.
 SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
+// The schedule as the config's runtime executes it: with parallel.p2p_runtime megatron, 1f1b and
+// interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); any other
+// schedule, or one that lists its own communication, is returned as it is.
+Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // The overlap model simulates each action layer by layer (sim/overlap.h), about ops x layers
 // per chunk steps: InputError (exit 6) when that is over limits().max_ops, before any work.
 // derive_costs checks its own costs; callers that build overlap costs themselves call it.

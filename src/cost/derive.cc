@@ -20,6 +20,7 @@
 #include "cost/memory.h"
 #include "cost/step_costs.h"
 #include "cost/yaml_reader.h"
+#include "schedules/megatron_p2p.h"
 #include "schedules/registry.h"
 
 namespace ppsim {
@@ -99,8 +100,10 @@ struct Roofline {
       wgrad += gemm_wgrad(g);
     }
     fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
-    // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes.
-    dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) + elementwise(2 * w.elem_bytes) +
+    for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);
+    // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes (unless given).
+    dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) +
+             elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) +
              tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
@@ -494,6 +497,11 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   return out;
 }
 
+Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
+  if (!data(cfg).parallel.megatron_p2p || !s.comm.empty() || (s.family != "1f1b" && s.family != "interleaved-1f1b")) return s;
+  return with_megatron_p2p(s);
+}
+
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {
   const ModelConfigData& c = data(cfg);
   PhysicalResult p;
@@ -502,7 +510,25 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
   p.step_time_s = static_cast<double>(r.makespan()) / 1e9;
   // costs.dp_comm / costs.optimizer_step: the step's DP collectives and optimizer after the
   // pipeline (cost/step_costs.h).
-  if (c.costs.any_step_piece()) p.step_time_s += step_costs(c, s).added_ns / 1e9;
+  if (c.parallel.post_validation) {
+    // Zero Bubble's optimizer post-validation (arXiv 2401.10241, section 4; its Megatron fork's
+    // --enable-optimizer-post-validation): no pipeline-wide all-reduce before the optimizer step, so
+    // rank r steps its optimizer when its own last action ends and starts the next step's first
+    // forward after it. Steps repeat with period max over r of (r's own span + r's DP and optimizer
+    // time): with every rank's start shifted by the period, each dependency inside a step is met
+    // exactly as in one step, and no rank runs two steps at once.
+    const StepCosts sc = step_costs(c, s);
+    double period = 0;
+    for (std::size_t q = 0; q < r.ranks.size(); ++q) {
+      const RankStats& st = r.ranks[q];
+      if (st.first_start == kNever) continue;
+      const double added = q < sc.ranks.size() ? sc.ranks[q].added_ns : 0.0;
+      period = std::max(period, static_cast<double>(st.last_end - st.first_start) + added);
+    }
+    p.step_time_s = period / 1e9;
+  } else if (c.costs.any_step_piece()) {
+    p.step_time_s += step_costs(c, s).added_ns / 1e9;
+  }
   const double tokens = static_cast<double>(s.microbatches) * static_cast<double>(c.model.tokens_per_microbatch()) * c.parallel.dp;
   const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp;
   const double peak = c.hardware.peak_tflops(c.precision.gemm) * 1e12;

@@ -191,16 +191,29 @@ BlockWork embedding_work(const ModelConfigData& c, Shard sh) {
 }
 
 BlockWork head_work(const ModelConfigData& c, Shard sh) {
-  // Final norm (4h bytes per token), the vocab GEMM [T x h] x [h x V/t] -> 2 T h V / t FLOPs,
-  // and the cross-entropy over the logits: read bf16 logits, write fp32 softmax (6 V bytes
-  // per token). TP: all-gather of the norm output before the vocab-parallel GEMM.
+  // Final norm (4h bytes per token forward, 8h backward), the vocab GEMM [T x h] x [h x V/t]
+  // -> 2 T h V / t FLOPs, and the cross-entropy as Megatron-LM computes it
+  // (megatron/core/tensor_parallel/cross_entropy.py, _VocabParallelCrossEntropy, called on
+  // logits.float()), per logit of the rank's V/t: forward, the fp32 cast (read 2 bytes, write 4),
+  // the max (read 4), the subtraction (read 4, write 4), exp in place (8), the sum (read 4) and
+  // the division in place (8): 38 bytes; backward, the saved softmax scaled in place (8) and the
+  // cast back to bf16 (read 4, write 2): 14 bytes. With TP, its three all-reduces of one fp32 per
+  // token (the max, the target logit, the sum of exponentials), and the all-gather of the norm
+  // output before the vocab-parallel GEMM.
   const ModelSpec& m = c.model;
   const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
   const double V = static_cast<double>(m.vocab);
   BlockWork w;
   w.gemms.push_back({"head", T, V / sh.tp, h, 1, true});
-  w.elem_bytes = (4 * h + 6 * V) * T / sh.tp;
+  // costs.megatron_loss false: ppsim's earlier count, 6 bytes per logit forward and twice that back.
+  const bool mega = c.costs.megatron_loss;
+  w.elem_bytes = (4 * h + (mega ? 38 : 6) * V) * T / sh.tp;
+  w.bwd_elem_bytes = (8 * h + (mega ? 14 : 12) * V) * T / sh.tp;
   w.tp_comm_bytes = sh.tp > 1 ? T * h * kActivationBytes * (sh.tp - 1) / sh.tp : 0;
+  if (sh.tp > 1 && mega) {
+    w.tp_small_allreduces = 3;
+    w.tp_small_allreduce_bytes = 2.0 * 4.0 * T * (sh.tp - 1) / sh.tp;  // ring all-reduce of T fp32 values
+  }
   return w;
 }
 

@@ -40,8 +40,11 @@ struct BlockWork {
   double core_flops = 0;        // attention core, forward
   double core_bytes = 0;        // its HBM traffic, forward
   double elem_bytes = 0;        // elementwise HBM traffic, forward (norms, residuals, rope, activation, loss)
+  double bwd_elem_bytes = -1;   // elementwise HBM traffic, input grad; < 0: twice the forward's
   double wgrad_elem_bytes = 0;  // elementwise part of the weight grad (the embedding's scatter-add)
   double tp_comm_bytes = 0;     // TP collectives per rank, forward (the backward moves as much again)
+  int tp_small_allreduces = 0;  // forward only: latency-bound all-reduces over the TP group (the loss's)
+  double tp_small_allreduce_bytes = 0;  // bytes each of them moves per rank
   double cp_comm_bytes = 0;     // CP: K and V received by the all-gather, forward (backward: dK, dV reduce-scatter, as much)
   double dispatch_bytes = 0;    // all-to-all bytes leaving this rank, forward (MoE)
   double combine_bytes = 0;

@@ -67,6 +67,7 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s) {
     rc.optimizer_bytes = opt_on_gpu ? opt_per_param * updated : 0.0;
     rc.optimizer_ns = rc.optimizer_bytes / (h.hbm_gbps * h.efficiency.elementwise);
     const double added = (c.costs.dp_comm ? rc.dp_exposed_ns : 0.0) + (c.costs.optimizer_step ? rc.optimizer_ns : 0.0);
+    rc.added_ns = added;
     if (added > out.added_ns) {
       out.added_ns = added;
       out.worst_rank = r;

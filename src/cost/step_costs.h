@@ -40,6 +40,7 @@ struct RankStepCosts {
   double dp_exposed_ns = 0;  // (1 - dp_overlap) of dp_ns
   double optimizer_bytes = 0;
   double optimizer_ns = 0;
+  double added_ns = 0;       // exposed DP + optimizer, switched-on pieces only
 };
 
 struct StepCosts {

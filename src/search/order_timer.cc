@@ -68,7 +68,7 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
   };
   Result res;
   Time first = kNever, last = 0;
-  std::vector<Time> free(P_, 0);
+  std::vector<Time> free(P_, 0), own_first(P_, kNever);
   std::vector<int> act(P_, 0);
   bool moved = true;
   while (moved) {
@@ -86,7 +86,10 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
         }
         const Time start = std::max(free[r], t);
         const Time end = start + action_duration(a);
-        if (next_[r] == 0) first = std::min(first, start);
+        if (next_[r] == 0) {
+          first = std::min(first, start);
+          own_first[r] = start;
+        }
         for (int i = 0; i < a.size(); ++i)
           if (a.op(i).kind == OpKind::F) res.peak = std::max(res.peak, ++act[r]);
         for (int i = 0; i < a.size(); ++i) {
@@ -119,6 +122,9 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
     res.end_sum += free[r];
     res.end_sq += static_cast<double>(free[r]) * static_cast<double>(free[r]);
     last = std::max(last, free[r]);
+    const Time span = own_first[r] == kNever ? 0 : free[r] - own_first[r];
+    res.max_span = std::max(res.max_span, span);
+    res.span_sum += span;
   }
   res.ok = true;
   res.makespan = first == kNever ? 0 : last - first;

@@ -27,6 +27,8 @@ class OrderTimer {
     Time end_sum = 0;  // sum over ranks of their last action's end
     double end_sq = 0;
     Time idle_sum = 0;
+    Time max_span = 0;  // max over ranks of (own last end - own first start)
+    Time span_sum = 0;  // sum over ranks of the same
   };
   // Assumes every (stage, micro-batch) has one F and one backward (B, or I then W) on its stage's
   // rank, which the local search's moves keep.

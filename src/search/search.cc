@@ -283,10 +283,20 @@ Candidate evaluate(std::string name, Schedule s, const SimCosts& c, double cap) 
   return out;
 }
 
-bool better(const Candidate& a, const Candidate& b) {
+// The longest rank's own span, first start to last end (SearchRequest::objective_span).
+Time max_span(const SimResult& r) {
+  Time m = 0;
+  for (const RankStats& st : r.ranks)
+    if (st.first_start != kNever) m = std::max(m, st.last_end - st.first_start);
+  return m;
+}
+
+Time score(const Candidate& a, bool span) { return span ? max_span(a.sim) : a.sim.makespan(); }
+
+bool better(const Candidate& a, const Candidate& b, bool span) {
   if (!a.valid) return false;
   if (!b.valid) return true;
-  return a.sim.makespan() < b.sim.makespan();
+  return score(a, span) < score(b, span);
 }
 
 int cap_chunks(const Schedule& s, double cap) {
@@ -307,7 +317,8 @@ struct LocalResult {
 // else validated and simulated; ends early at `stop_at` (the lower bound: nothing is faster) or
 // the deadline. What it returns is always validated and simulated.
 LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, bool timed, int rounds, Time stop_at,
-                         std::uint64_t seed, std::chrono::steady_clock::time_point deadline, std::atomic<bool>& late) {
+                         std::uint64_t seed, std::chrono::steady_clock::time_point deadline, std::atomic<bool>& late,
+                         bool span) {
   constexpr long kWindow = 8;
   LocalResult out;
   out.best = start;
@@ -319,13 +330,13 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
     if (timed) {
       const OrderTimer::Result t = timer.run(s);
       if (!t.ok || (cap > 0 && static_cast<double>(t.peak) / s.chunks_per_rank > cap + 1e-9)) return {kInf, 0};
-      return {t.makespan, t.end_sum};
+      return span ? std::pair<Time, Time>{t.max_span, t.span_sum} : std::pair<Time, Time>{t.makespan, t.end_sum};
     }
     const Candidate e = evaluate("searched", s, c, cap);
     if (!e.valid) return {kInf, 0};
     Time sum = 0;
-    for (const RankStats& st : e.sim.ranks) sum += st.last_end;
-    return {e.sim.makespan(), sum};
+    for (const RankStats& st : e.sim.ranks) sum += span && st.first_start != kNever ? st.last_end - st.first_start : st.last_end;
+    return {score(e, span), sum};
   };
   Schedule s = start.schedule;
   std::pair<Time, Time> cur = judge(s);
@@ -360,7 +371,7 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
   }
   Candidate e = evaluate("searched", std::move(s), c, cap);
   ++out.evaluated;
-  if (better(e, out.best)) out.best = std::move(e);
+  if (better(e, out.best, span)) out.best = std::move(e);
   return out;
 }
 
@@ -431,7 +442,7 @@ SearchResult search_schedule(const SearchRequest& req) {
                                          : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
       continue;
     }
-    if (better(cand, res.best_family)) res.best_family = cand;
+    if (better(cand, res.best_family, req.objective_span)) res.best_family = cand;
     const Placement p = placement_of(cand.schedule);
     if (std::find(req.placements.begin(), req.placements.end(), p) != req.placements.end()) seeds.push_back(cand);
   }
@@ -518,7 +529,7 @@ SearchResult search_schedule(const SearchRequest& req) {
   auto note = [&](const Candidate& c) {
     if (!c.valid) return;
     Time cur = best_seen.load();
-    while (c.sim.makespan() < cur && !best_seen.compare_exchange_weak(cur, c.sim.makespan())) {
+    while (score(c, req.objective_span) < cur && !best_seen.compare_exchange_weak(cur, score(c, req.objective_span))) {
     }
   };
   for (const Candidate& c : seeds) note(c);
@@ -546,9 +557,9 @@ SearchResult search_schedule(const SearchRequest& req) {
       tick, 200);
   Candidate start;
   for (const Candidate& c : seeds)
-    if (better(c, start)) start = c;
+    if (better(c, start, req.objective_span)) start = c;
   for (const Candidate& c : slots)
-    if (better(c, start)) start = c;
+    if (better(c, start, req.objective_span)) start = c;
   if (!start.valid)
     throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
                                  req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
@@ -560,7 +571,7 @@ SearchResult search_schedule(const SearchRequest& req) {
   // one: case 9), each seeded.
   Candidate listed;
   for (const Candidate& c : slots)
-    if (c.schedule.ranks != start.schedule.ranks && better(c, listed)) listed = c;
+    if (c.schedule.ranks != start.schedule.ranks && better(c, listed, req.objective_span)) listed = c;
   std::vector<const Candidate*> chain_start(swap_chains, &start);
   for (std::size_t k = 1; k < swap_chains; k += 2)
     if (listed.valid) chain_start[k] = &listed;
@@ -574,13 +585,19 @@ SearchResult search_schedule(const SearchRequest& req) {
   const int rounds = req.swap_rounds > 0 ? req.swap_rounds
                      : timed ? std::clamp(120000 * 256 / (req.pp * req.microbatches), 200, 120000)
                              : std::max(200, 60000 / (req.pp * req.microbatches / 8 + 1));
-  std::vector<LocalResult> chains(start.sim.makespan() <= lb ? 0 : swap_chains);  // none: start is optimal
+  // With the span objective the bound is the busiest rank's work (a rank's span holds its work).
+  Time stop_at = lb;
+  if (req.objective_span) {
+    stop_at = 0;
+    for (const RankStats& st : start.sim.ranks) stop_at = std::max(stop_at, st.busy);
+  }
+  std::vector<LocalResult> chains(score(start, req.objective_span) <= stop_at ? 0 : swap_chains);  // none: start is optimal
   done += swap_chains - chains.size();
   parallel_for(
       chains.size(), threads,
       [&](std::size_t k) {
-        chains[k] = local_search(*chain_start[k], chain_costs[k], memory_cap, timed, rounds, lb,
-                                 mix(req.seed, 1000003 + k), deadline, late);
+        chains[k] = local_search(*chain_start[k], chain_costs[k], memory_cap, timed, rounds, stop_at,
+                                 mix(req.seed, 1000003 + k), deadline, late, req.objective_span);
         evaluated += chains[k].evaluated;
         note(chains[k].best);
         ++done;
@@ -588,7 +605,7 @@ SearchResult search_schedule(const SearchRequest& req) {
       tick, 200);
   Candidate best = start;
   for (const LocalResult& c : chains)
-    if (better(c.best, best)) best = c.best;
+    if (better(c.best, best, req.objective_span)) best = c.best;
   best.schedule.family = "searched";
   best.name = "searched";
   res.best = std::move(best);

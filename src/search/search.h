@@ -45,6 +45,10 @@ struct SearchRequest {
   std::uint64_t seed = 1;
   double time_limit_s = 10;  // wall clock for the whole search
   int threads = 1;
+  // What "faster" means: the makespan, or (span) the longest rank's own span, first start to last
+  // end: the step period under Zero Bubble's optimizer post-validation (parallel.post_validation),
+  // where each rank starts the next step when its own work ends.
+  bool objective_span = false;
   int swap_rounds = 0;  // local-search moves per chain; 0 = from P and M (docs/SEARCH.md)
   // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
   std::function<void(std::uint64_t, std::uint64_t, Time)> progress;

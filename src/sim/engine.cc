@@ -108,6 +108,7 @@ class Engine {
     for (int r = 0; r < P_; ++r) q_.set(r, 0, kWake);
     if (explicit_)
       for (int r = 0; r < P_; ++r) post_comm(r, 0);
+    pending_wakes_.clear();  // every rank looks at time 0 anyway
     Event e;
     while (q_.pop(e)) {
       if (e.kind == kActionEnd) on_end(e.rank, e.t);
@@ -151,6 +152,7 @@ class Engine {
     double factor = 1;           // shared device: how many times slower than alone it runs now
     std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
     std::size_t comm_next = 0;    // explicit communication: its next comm action to post
+    std::vector<const Time*> waits;  // Schedule::comm_waits: arrival times of its posted call's transfers
   };
   // A device that several ranks share: its running ranks and when their work was last updated.
   struct Device {
@@ -204,6 +206,18 @@ class Engine {
   void try_start(int r, Time now) {
     RankState& st = rank_[r];
     if (st.running || st.next == st.end || now < st.blocked_until) return;
+    if (!st.waits.empty()) {  // a blocking call: wait until each of its transfers has arrived
+      Time all = 0;
+      for (const Time* t : st.waits) {
+        if (*t == kNever) return;  // not started: a partner has not posted; its issue wakes this rank
+        all = std::max(all, *t);
+      }
+      if (all > now) {
+        if (q_.pending(r) > all) q_.set(r, all, kWake);
+        return;
+      }
+      st.waits.clear();
+    }
     const Action& a = *st.next;
     Time ready = ready_time(a.first);
     if (ready == kNever) return;  // its producer has not run: the transfer will look again
@@ -282,6 +296,7 @@ class Engine {
     // An idle receiver looks at its next action once this action's outputs are all recorded
     // (and sets a wake for when its inputs land); a busy one does so when it finishes.
     if (!rank_[dst].running) pending_wakes_.push_back(dst);
+    if (s_.comm_waits && !rank_[src].running) pending_wakes_.push_back(src);  // a sender waiting on its call
     if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
     return arrival;
   }
@@ -358,6 +373,15 @@ class Engine {
       default: return post_[key(Op{OpKind::F, c.stage + 1, c.microbatch})].recv_b;
     }
   }
+  // The arrival time of the transfer comm action c belongs to (kNever until it starts).
+  const Time& arrival_slot(const CommAction& c) const {
+    switch (c.kind) {
+      case CommKind::SendF: return slot_[key(Op{OpKind::F, c.stage, c.microbatch})].f_avail;
+      case CommKind::RecvF: return slot_[key(Op{OpKind::F, c.stage - 1, c.microbatch})].f_avail;
+      case CommKind::SendB: return slot_[key(Op{OpKind::F, c.stage, c.microbatch})].bwd_avail;
+      default: return slot_[key(Op{OpKind::F, c.stage + 1, c.microbatch})].bwd_avail;
+    }
+  }
   // Posts rank r's comm actions listed after its compute actions that have ended, at `now`;
   // a transfer whose producer has ended and both sides are posted starts now.
   void post_comm(int r, Time now) {
@@ -368,6 +392,7 @@ class Engine {
       const CommAction& c = s_.comm[r][st.comm_next++];
       if (c.kind > CommKind::RecvB) continue;
       post_slot(c) = now;
+      if (s_.comm_waits) st.waits.push_back(&arrival_slot(c));
       switch (c.kind) {
         case CommKind::SendF: issue_fwd(key(Op{OpKind::F, c.stage, c.microbatch}), Op{OpKind::F, c.stage, c.microbatch}); break;
         case CommKind::RecvF:

@@ -111,6 +111,30 @@ TEST_CASE("head: the vocab GEMM, tensor parallelism divides a rank's FLOPs", "[c
   CHECK(head_work(t2, Shard{2, 1}).forward_flops() == 8'192'000.0 / 2);
 }
 
+TEST_CASE("head: the cross-entropy's HBM traffic and TP all-reduces as Megatron-LM computes the loss", "[cost][fidelity]") {
+  // Megatron's vocab-parallel cross-entropy on logits.float(): per logit forward cast 6 + max 4 +
+  // subtract 8 + exp 8 + sum 4 + divide 8 = 38 bytes, backward scale 8 + cast back 6 = 14; the
+  // final norm 4h forward, 8h backward. T = 64 tokens, h = 64, V = 1000.
+  const ModelConfigData c = load(kDense);
+  const BlockWork w = head_work(c, Shard{1, 1});
+  CHECK(w.elem_bytes == (4.0 * 64 + 38.0 * 1000) * 64);
+  CHECK(w.bwd_elem_bytes == (8.0 * 64 + 14.0 * 1000) * 64);
+  CHECK(w.tp_small_allreduces == 0);
+  // tp 2: the rank's V/2 logits; three all-reduces of one fp32 per token, 2 (t-1)/t x 4 T = 256 bytes.
+  const ModelConfigData t2 = load(kDense, {"parallel.tp=2"});
+  const BlockWork w2 = head_work(t2, Shard{2, 1});
+  CHECK(w2.elem_bytes == (4.0 * 64 + 38.0 * 1000) * 64 / 2);
+  CHECK(w2.bwd_elem_bytes == (8.0 * 64 + 14.0 * 1000) * 64 / 2);
+  CHECK(w2.tp_small_allreduces == 3);
+  CHECK(w2.tp_small_allreduce_bytes == 256.0);
+  // costs.megatron_loss false: the earlier count, 6 bytes per logit forward, 12 backward.
+  const ModelConfigData old = load(kDense, {"costs.megatron_loss=false", "parallel.tp=2"});
+  const BlockWork w3 = head_work(old, Shard{2, 1});
+  CHECK(w3.elem_bytes == (4.0 * 64 + 6.0 * 1000) * 64 / 2);
+  CHECK(w3.bwd_elem_bytes == (8.0 * 64 + 12.0 * 1000) * 64 / 2);
+  CHECK(w3.tp_small_allreduces == 0);
+}
+
 TEST_CASE("dense model FLOPs per step follow 6*N*D plus the attention core", "[cost]") {
   // Llama-7B shapes: L = 32, h = 4096, a = 32 (MHA, d = 128), f = 11008 (SwiGLU), V = 32000,
   // s = 2048, b = 1.

@@ -114,6 +114,32 @@ TEST_CASE("physical_result adds the switched-on step pieces to the makespan", "[
   CHECK_THAT(p2.tokens_per_second, WithinRel(p.tokens_per_second * p.step_time_s / p2.step_time_s, 1e-12));
 }
 
+TEST_CASE("post-validation: the step period is the longest rank's own span plus its step pieces", "[cost][fidelity]") {
+  // Zero Bubble's optimizer post-validation: each rank steps when its own work ends. GPipe at P 2,
+  // M 2 with equal slices F, B (no W): rank 0 runs F0 F1 [0, 2F] then waits for B1 from rank 1;
+  // rank 1 starts at F (F0 arrives, no link time on one node: latency only). The period is
+  // max over ranks of (last end - first start + DP + optimizer), below the makespan.
+  const Schedule s = make_schedule("gpipe", ScheduleParams{2, 2, 0, 0});
+  const ModelConfig g = load_config_text(kModel, "t.yaml", {"costs.dp_comm=true", "costs.optimizer_step=true"});
+  const ModelConfig pv = load_config_text(kModel, "t.yaml",
+                                          {"costs.dp_comm=true", "costs.optimizer_step=true", "parallel.post_validation=true"});
+  const SimResult r = simulate(s, derive_costs(g, s));
+  const StepCosts sc = step_costs(data_of(g), s);
+  double period = 0;
+  for (std::size_t q = 0; q < 2; ++q)
+    period = std::max(period, static_cast<double>(r.ranks[q].last_end - r.ranks[q].first_start) +
+                                  sc.ranks[q].dp_ns + sc.ranks[q].optimizer_ns);
+  const PhysicalResult global = physical_result(g, s, r);
+  const PhysicalResult bypass = physical_result(pv, s, r);
+  CHECK_THAT(bypass.step_time_s, WithinRel(period / 1e9, 1e-12));
+  // Rank 1 starts one F after rank 0 and ends before it: its span is shorter, so rank 0 decides;
+  // without post-validation the whole makespan is followed by the worst rank's pieces.
+  CHECK(r.ranks[1].first_start > r.ranks[0].first_start);
+  CHECK(r.ranks[1].last_end - r.ranks[1].first_start < r.makespan());
+  CHECK(bypass.step_time_s <= global.step_time_s);
+  CHECK_THAT(global.step_time_s, WithinRel((static_cast<double>(r.makespan()) + sc.added_ns) / 1e9, 1e-12));
+}
+
 TEST_CASE("TP collectives: switched off, or partly hidden by costs.tp_overlap", "[cost][fidelity]") {
   // tp 2, no embedding or head: a slice's F is its 2 layers; each block's forward moves
   // 2 T h 2 (t-1)/t = 2 x 128 x 64 = 16,384 bytes at 225 bytes/ns + 1 us: 4 blocks per slice.
@@ -156,4 +182,27 @@ parallel: {pp: 2, dp: 16, ep: 16, microbatches: 4}
   REQUIRE(b > 0);
   CHECK_THAT(g.dispatch_ns, WithinRel(std::max(b / (450 * 0.75), b * (0.5 / 3.75) / (50 * 0.75)) + 5000, 1e-12));
   CHECK_THAT(f.dispatch_ns, WithinRel(std::max(b * 7 / 15 / (450 * 0.75), b * 8 / 15 / (50 * 0.75)) + 5000, 1e-12));
+}
+
+TEST_CASE("parallel.p2p_runtime: megatron gives Megatron's two schedules their blocking calls, nothing else", "[cost][fidelity]") {
+  const ModelConfig dataflow = load_config_text(kModel, "t.yaml", {});
+  const ModelConfig mega = load_config_text(kModel, "t.yaml", {"parallel.p2p_runtime=megatron"});
+  const Schedule one = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  CHECK_FALSE(as_run(dataflow, one).comm_waits);
+  CHECK(as_run(mega, one).comm_waits);
+  CHECK(as_run(mega, one).comm.size() == 2);
+  const Schedule zb = make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0});
+  CHECK_FALSE(as_run(mega, zb).comm_waits);  // Zero Bubble's own runtime: left as it is
+  CHECK(as_run(mega, zb).comm.empty());
+  // The blocking calls never make the step shorter than the dataflow's.
+  const SimResult a = simulate(one, derive_costs(dataflow, one));
+  const Schedule run = as_run(mega, one);
+  const SimResult b = simulate(run, derive_costs(mega, run));
+  CHECK(b.makespan() >= a.makespan());
+  try {
+    load_config_text(kModel, "t.yaml", {"parallel.p2p_runtime=nccl"});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.message().find("p2p_runtime") != std::string::npos);
+  }
 }

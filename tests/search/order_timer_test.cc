@@ -38,6 +38,9 @@ TEST_CASE("order timer: one micro-batch over two ranks with latency, and a pair 
   REQUIRE(r.makespan == 6 * U);
   REQUIRE(r.peak == 1);
   REQUIRE(r.end_sum == 6 * U + 9 * U / 2);
+  // Own spans: rank 0 from 0 to 6, rank 1 from 1.5 to 4.5.
+  REQUIRE(r.max_span == 6 * U);
+  REQUIRE(r.span_sum == 9 * U);
   // Rank 0 runs its W before its I: it waits for an input that never comes.
   std::swap(lin.ranks[0][1], lin.ranks[0][2]);
   REQUIRE_FALSE(timer.run(lin).ok);

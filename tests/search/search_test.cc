@@ -73,6 +73,30 @@ TEST_CASE("search: never slower than the best family under the cap, never below 
   REQUIRE(b.best.schedule.ranks == a.best.schedule.ranks);
 }
 
+TEST_CASE("search: the span objective (post-validation) reaches every rank's own work as its span", "[search]") {
+  // Linear P = 4, M = 8, F = I = W = 1, no cap, no latency: each rank's work is 8 x 3 = 24. A
+  // rank's own span (first start to last end) can be exactly its work: it runs its forwards as
+  // they arrive and fills every wait with W's of earlier micro-batches, and rank 0, whose first
+  // gradient returns at 7 (F through 4 ranks, I back through 3), has 8 forwards to run until then.
+  // The makespan cannot go below 3 + 24 = 27 (rank 3 starts at 3), and a makespan-optimal
+  // schedule need not keep rank 0 busy.
+  SearchRequest req;
+  req.pp = 4;
+  req.microbatches = 8;
+  req.placements = parse_placements("linear");
+  req.costs = [](const Schedule& s) { return unit_costs(s, 1, 2, 1); };
+  req.threads = 1;
+  req.swap_rounds = 2000;
+  req.objective_span = true;
+  const SearchResult a = search_schedule(req);
+  REQUIRE(a.best.valid);
+  Time span = 0;
+  for (const RankStats& st : a.best.sim.ranks) span = std::max(span, st.last_end - st.first_start);
+  CHECK(span == 24 * kTicksPerUnit);
+  CHECK(a.best.sim.makespan() >= 27 * kTicksPerUnit);
+  REQUIRE_NOTHROW(validate_schedule(a.best.schedule));
+}
+
 TEST_CASE("search: a cap no schedule meets is an input error", "[search]") {
   SearchRequest req;
   req.pp = 4;

@@ -2,6 +2,7 @@
 // sends, per-stage costs, determinism, and deadlock detection.
 #include "catch.h"
 #include "core/error.h"
+#include "schedules/megatron_p2p.h"
 #include "schedules/notation.h"
 #include "test_util.h"
 
@@ -268,4 +269,53 @@ TEST_CASE("a rank slower by op kind: its actions scaled by their mix (hand-worke
   CHECK_THROWS(simulate(s, costs));
   costs.rank_kind_scale = {1, 1, 1, 1, 0, 1};
   CHECK_THROWS(simulate(s, costs));
+}
+
+TEST_CASE("Megatron's p2p runtime: 1f1b P=2 M=2 with latency 0.5, the hand-worked timeline", "[sim][engine][fidelity]") {
+  // Megatron-LM's calls (schedules/megatron_p2p.h), F=1, B=2, latency 0.5. Rank 0: F0, call
+  // [SEND_F0], F1, call [SEND_F1 RECV_B0], B0, call [RECV_B1], B1. Rank 1: call [RECV_F0], F0, B0,
+  // call [SEND_B0 RECV_F1], F1, B1, call [SEND_B1].
+  // rank 0: F0 [0,1], waits for its send (arrives 1.5), F1 [1.5,2.5], then its call waits for
+  //         rank 1 to post RECV_F1 after B0 (4.5): both transfers land at 5; B0 [5,7]; B1's
+  //         gradient is sent when rank 1 posts SEND_B1 at 8: B1 [8.5,10.5].
+  // rank 1: F0 [1.5,2.5], B0 [2.5,4.5], F1 [5,6], B1 [6,8].
+  // Makespan 10.5 against the dataflow's 10 (the test above): rank 0's F1 waits for its send.
+  Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  REQUIRE(s.comm_waits);
+  REQUIRE(s.comm[0].size() == 4);  // SEND_F0; SEND_F1, RECV_B0; RECV_B1
+  REQUIRE(s.comm[1].size() == 4);  // RECV_F0; SEND_B0, RECV_F1; SEND_B1
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 21 * U / 2);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 5, 7}, {0, "0B1", 8.5, 10.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5, 6}, {1, "1B1", 6, 8}});
+}
+
+TEST_CASE("Megatron's p2p runtime: interleaved calls pair a steady F with its B, and other families are refused", "[sim][engine][fidelity]") {
+  // Interleaved P=2, v=2, M=2: rank 0 warms up with 2(P-1-0) + (v-1)P = 4 forwards (all of its
+  // 4), then backwards only; rank 1 with 2, then F B F B pairs... each pair one call: its calls
+  // sit before each step, so no call sits between a steady F and the B after it.
+  const Schedule s = with_megatron_p2p(make_schedule("interleaved-1f1b", ScheduleParams{2, 2, 2, 0}));
+  REQUIRE(s.comm.size() == 2);
+  for (int r = 0; r < 2; ++r) {
+    const auto& acts = s.ranks[static_cast<std::size_t>(r)];
+    for (const CommAction& c : s.comm[static_cast<std::size_t>(r)]) {
+      REQUIRE(c.after <= acts.size());
+      if (c.after > 0 && c.after < acts.size())
+        CHECK_FALSE((acts[c.after - 1].first.kind == OpKind::F && acts[c.after].first.kind == OpKind::B));
+    }
+  }
+  // Every transfer is posted once by each side: 3 stage boundaries x 2 micro-batches x 2 ways.
+  std::size_t sends = 0, recvs = 0;
+  for (const auto& l : s.comm)
+    for (const CommAction& c : l) (c.kind == CommKind::SendF || c.kind == CommKind::SendB ? sends : recvs) += 1;
+  CHECK(sends == 12);
+  CHECK(recvs == 12);
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  CHECK_NOTHROW(simulate(s, costs));  // no deadlock
+  CHECK_THROWS_AS(with_megatron_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0})), InputError);
 }

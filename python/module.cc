@@ -15,6 +15,7 @@
 
 #include "api/fidelity.h"
 #include "api/gpu.h"
+#include "api/import_trace.h"
 #include "api/model.h"
 #include "api/plan.h"
 #include "api/request.h"
@@ -27,8 +28,6 @@
 #include "report/svg.h"
 #include "schedules/notation.h"
 #include "sim/engine.h"
-#include "trace/import.h"
-#include "trace/predict.h"
 
 namespace py = pybind11;
 using namespace ppsim;
@@ -263,33 +262,36 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
   return out;
 }
 
-// ppsim.import_trace: `ppsim import-trace --format json` (the prediction too with a schedule),
-// and the version-2 profile's YAML text under "profile_yaml" when the trace has per-layer work.
-py::dict import_trace_call(const std::string& path, const std::vector<std::string>& map, bool no_default_rules,
-                      const std::string& step_range, const std::string& schedule, int pp, int microbatches, int vpp,
-                      int devices, int layers_per_chunk, int comm_sms, int sms) {
-  nlohmann::json j;
-  std::string yaml;
+// ppsim.import_trace: api::import_trace, as `ppsim import-trace --format json` (one trace, or one
+// per rank of a run; the prediction too with a schedule, "executed" for a pipeline run), the
+// version-2 profile's YAML text under "profile_yaml" (one trace with per-layer work) and the
+// executed order's CSV under "executed_csv" (where a pipeline run was rebuilt). `output` only
+// names the profile (refused where the CLI refuses -o); the caller writes it.
+py::dict import_trace_call(const std::vector<std::string>& traces, const std::vector<std::string>& map,
+                           bool no_default_rules, const std::string& step_range, const std::string& schedule, int pp,
+                           int microbatches, int vpp, int devices, int layers_per_chunk, int comm_sms, int sms,
+                           const std::string& output) {
+  api::ImportTraceCall c;
+  c.traces = traces;
+  c.options = {map, no_default_rules, step_range};
+  c.predict.schedule = schedule;
+  if (pp > 0) c.predict.pp = pp;
+  if (microbatches > 0) c.predict.microbatches = microbatches;
+  if (vpp > 0) c.predict.vpp = vpp;
+  if (devices > 0) c.predict.devices = devices;
+  if (layers_per_chunk > 0) c.predict.layers_per_chunk = layers_per_chunk;
+  if (comm_sms > 0) c.predict.comm_sms = comm_sms;
+  if (sms > 0) c.predict.sms = sms;
+  c.output = output;
+  api::ImportTraceOutcome r;
   {
     py::gil_scoped_release nogil;
-    const trace::ImportResult r = trace::import_trace_file(path, {map, no_default_rules, step_range});
-    j = trace::import_json(r);
-    if (!schedule.empty()) {
-      trace::PredictRequest p;
-      p.schedule = schedule;
-      if (pp > 0) p.pp = pp;
-      if (microbatches > 0) p.microbatches = microbatches;
-      if (vpp > 0) p.vpp = vpp;
-      if (devices > 0) p.devices = devices;
-      if (layers_per_chunk > 0) p.layers_per_chunk = layers_per_chunk;
-      if (comm_sms > 0) p.comm_sms = comm_sms;
-      if (sms > 0) p.sms = sms;
-      j["prediction"] = trace::prediction_json(trace::predict_traced(r, p));
-    }
-    if (r.profile.sub_ops) yaml = trace::render_import_profile(r);
+    r = api::import_trace(c);
   }
-  py::dict out = to_py(j).cast<py::dict>();
-  out["profile_yaml"] = yaml.empty() ? py::object(py::none()) : py::object(py::str(yaml));
+  py::dict out = to_py(r.json).cast<py::dict>();
+  auto text = [](const std::optional<std::string>& t) { return t ? py::object(py::str(*t)) : py::object(py::none()); };
+  out["profile_yaml"] = text(r.profile_yaml);
+  out["executed_csv"] = text(r.executed_csv);
   return out;
 }
 

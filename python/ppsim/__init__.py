@@ -240,19 +240,21 @@ def import_trace(trace, map=None, no_default_rules=False, step_range="", schedul
                  devices=1, layers_per_chunk=0, comm_sms=20, sms=132, output=None):
     """A PyTorch profiler (Kineto) trace, as `ppsim import-trace --format json` (docs/TRACES.md).
 
-    With schedule= (pair or a family) the traced step against the prediction ("prediction").
-    "profile_yaml" is the version-2 cost profile (None without per-layer work); written to
-    `output` when given.
+    `trace`: one trace (a path), or a list of paths (one trace per rank of one run, or folders of
+    them), as the CLI's several TRACE arguments: the ranks merged and aligned ("ranks") and the
+    executed order rebuilt ("pipeline"); schedule="executed" adds it simulated ("prediction").
+    With schedule= pair or a family (one trace) the traced step against the prediction.
+    "profile_yaml" is the version-2 cost profile (None without per-layer work, or with several
+    traces); written to `output` when given. "executed_csv" is the executed order as a schedule
+    CSV (None where no pipeline run was rebuilt).
     """
-    out = _ppsim._import_trace(str(trace), list(map or []), bool(no_default_rules), step_range, schedule, int(pp),
+    traces = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
+    out = _ppsim._import_trace(traces, list(map or []), bool(no_default_rules), step_range, schedule, int(pp),
                                int(microbatches), int(vpp), int(devices), int(layers_per_chunk), int(comm_sms),
-                               int(sms))
+                               int(sms), "" if output is None else str(output))
     if output is not None:
-        if out["profile_yaml"] is None:
-            raise Error(f"{trace}: no work in a numbered layer was found, so there is no per-layer profile to write")
         with open(output, "w") as f:
             f.write(out["profile_yaml"])
-        out["profile_path"] = str(output)
     return Result(out)
 
 

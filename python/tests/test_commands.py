@@ -86,6 +86,70 @@ def test_import_trace_equals_cli_json(cli, tmp_path):
     assert e.value.exit_code == 4
 
 
+_P2P = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def _rank_trace(path, rank, pid, device, shift, items):
+    """One rank's trace as torch.distributed.pipelining records it: items are (range name, CPU
+    start us, kernel name, GPU start us, duration us, stream, thread); times shifted by `shift`."""
+    ev, corr = [], 1
+    for name, cpu, kernel, ts, dur, stream, tid in items:
+        ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": 1, "ts": cpu + shift,
+                   "dur": 2})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": tid,
+                   "ts": cpu + 1 + shift, "dur": 0.5, "args": {"correlation": corr}})
+        ev.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": device, "tid": stream, "ts": ts + shift,
+                   "dur": dur, "args": {"correlation": corr, "stream": stream, "device": device}})
+        corr += 1
+    path.write_text(json.dumps({"distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+                                "traceEvents": ev}))
+    return path
+
+
+def _two_ranks(folder):
+    """1F1B, P = 2, M = 2, F 10 us and B 20 us, transfers of 2 us (tests/trace/ranks_test.cc's
+    one_f_one_b): the step is 94 us measured, and simulated from its own costs the same. Rank 1's
+    clock runs 5000 us ahead."""
+    folder.mkdir()
+    r0 = _rank_trace(folder / "r0.json", 0, 100, 0, 0, [
+        ("PP:0F0", 0, "gemm_fwd", 100, 10, 7, 1), ("PP:0SEND_F0", 4, _P2P, 110, 2, 20, 1),
+        ("PP:0F1", 8, "gemm_fwd", 110, 10, 7, 1), ("PP:0SEND_F1", 12, _P2P, 120, 2, 20, 1),
+        ("PP:0RECV_B0", 16, _P2P, 122, 22, 20, 1), ("PP:0B0", 20, "gemm_bwd", 144, 20, 7, 2),
+        ("PP:0RECV_B1", 24, _P2P, 164, 10, 20, 1), ("PP:0B1", 28, "gemm_bwd", 174, 20, 7, 2)])
+    r1 = _rank_trace(folder / "r1.json", 1, 200, 1, 5000, [
+        ("PP:1RECV_F0", 0, _P2P, 105, 7, 20, 1), ("PP:1F0", 4, "gemm_fwd", 112, 10, 7, 1),
+        ("PP:1RECV_F1", 8, _P2P, 118, 4, 20, 1), ("PP:1B0", 12, "gemm_bwd", 122, 20, 7, 2),
+        ("PP:1SEND_B0", 16, _P2P, 142, 2, 20, 1), ("PP:1F1", 20, "gemm_fwd", 142, 10, 7, 1),
+        ("PP:1B1", 24, "gemm_bwd", 152, 20, 7, 2), ("PP:1SEND_B1", 28, _P2P, 172, 2, 20, 1)])
+    return r0, r1
+
+
+def test_import_trace_several_ranks_equals_cli_json(cli, tmp_path):
+    r0, r1 = _two_ranks(tmp_path / "run")
+    rc, out, err = cli("import-trace", r1, r0, "--schedule", "executed", "--format", "json")
+    assert rc == 0, err
+    want = json.loads(out)
+    got = ppsim.import_trace([r1, r0], schedule="executed")
+    for k in want:
+        assert got[k] == want[k], k
+    # Rank 1's clock, 5000 us ahead, put back on rank 0's; the step as measured and as simulated
+    # from its own costs: 94 us each.
+    assert got["ranks"]["ranks"][1]["offset_ms"] == pytest.approx(-5.0)
+    assert got["prediction"]["measured_makespan_ms"] == pytest.approx(0.094)
+    assert got["prediction"]["simulated_makespan_ms"] == pytest.approx(0.094)
+    assert got["executed_csv"] == "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"
+    assert got["profile_yaml"] is None
+    # The folder reads as its two traces; a profile of several ranks is refused as -o is (exit 2),
+    # and nothing is written.
+    assert ppsim.import_trace(tmp_path / "run")["executed_csv"] == got["executed_csv"]
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.import_trace([r0, r1], output=tmp_path / "p.yaml")
+    assert e.value.exit_code == 2
+    assert not (tmp_path / "p.yaml").exists()
+    # One trace alone: no pipeline rebuilt without asking for it.
+    assert ppsim.import_trace(r0)["executed_csv"] is None
+
+
 @pytest.mark.skipif(_has_gpu(), reason="a GPU is present: tools/gpu_validate.sh compares profile/validate with the CLI")
 def test_profile_and_validate_without_gpu_are_exit_5(cli):
     cfg = "configs/small-1gpu.yaml"

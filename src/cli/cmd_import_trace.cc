@@ -1,18 +1,19 @@
 // `ppsim import-trace`: a PyTorch profiler (Kineto) trace in, a cost profile and a report out.
-// A thin client: the reading, attribution and prediction are src/trace/ (docs/TRACES.md).
+// A thin client: the flags, then api::import_trace (src/api/import_trace.h: which of src/trace/'s
+// steps run, the report), then every output written together or none (write_outputs).
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <memory>
-#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "api/import_trace.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
 #include "report/html.h"
-#include "trace/import.h"
-#include "trace/pipeline_run.h"
-#include "trace/predict.h"
-#include "trace/ranks.h"
 
 namespace ppsim::cli {
 
@@ -31,84 +32,6 @@ struct ImportArgs {
   trace::PredictRequest predict;
 };
 }  // namespace
-
-// Several ranks' traces, or a pipeline run (--schedule executed, --executed-csv): the ranks
-// merged and aligned (trace/ranks.h), the executed order and its simulation (trace/pipeline_run.h).
-static int run_ranks(const ImportArgs& a, const trace::ImportOptions& io, const std::vector<std::string>& paths,
-                     Format f) {
-  const bool executed = a.predict.schedule == "executed";
-  if (paths.size() > 1 && !a.predict.schedule.empty() && !executed)
-    throw InputError(fmt::format("--schedule {}: with several traces only 'executed' (the order the ranks ran)",
-                                 a.predict.schedule),
-                     "--schedule executed", kExitUsage);
-  if (paths.size() > 1 && !a.output.empty())
-    throw InputError("--output: a cost profile comes from one rank's trace; import that trace alone", {}, kExitUsage);
-  std::string report;
-  nlohmann::json j;
-  std::vector<trace::RankTrace> ranks(paths.size());
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    ranks[i].path = paths[i];
-    ranks[i].trace = trace::read_kineto(paths[i]);
-  }
-  if (paths.size() == 1) {  // one rank: its own import report first, as without these flags
-    const trace::ImportResult r =
-        trace::import_trace(ranks[0].trace, io, paths[0]);
-    if (f == Format::Json)
-      j = trace::import_json(r);
-    else
-      report = trace::render_import_report(r);
-    if (!a.output.empty()) {
-      if (!r.profile.sub_ops)
-        throw InputError(SourceLoc{paths[0], 0, 0},
-                         "no work in a numbered layer was found, so there is no per-layer profile to write",
-                         "name ranges like 'layer3.attention.F' or give --map rules (docs/TRACES.md)");
-      write_output(a.output, trace::render_import_profile(r));
-      if (a.output != "-" && f != Format::Json) report += fmt::format("\nwrote {}\n", a.output);
-      if (f == Format::Json) j["profile_path"] = a.output;
-    }
-  }
-  const trace::MultiRank m = trace::merge_ranks(std::move(ranks), io.comm_kernel);
-  if (paths.size() > 1) {
-    if (f == Format::Json)
-      j["ranks"] = trace::ranks_json(m);
-    else
-      report += trace::render_ranks_report(m);
-  }
-  std::optional<trace::PipelineRun> run;
-  if (executed || !a.executed_csv.empty()) {
-    run = trace::rebuild_pipeline(m);  // refuses traces without pipeline ranges
-  } else {
-    try {
-      run = trace::rebuild_pipeline(m);
-    } catch (const InputError&) {
-      if (f != Format::Json) report += "\nno pipeline action ranges (PP:{action}, Forward i / Backward i, Megatron's forward-compute): no executed order\n";
-    }
-  }
-  if (run) {
-    if (f == Format::Json)
-      j["pipeline"] = trace::pipeline_run_json(*run);
-    else
-      report += trace::render_pipeline_run(*run);
-    if (executed) {
-      const trace::ExecutedComparison c = trace::compare_executed(*run);
-      if (f == Format::Json)
-        j["prediction"] = trace::executed_comparison_json(c);
-      else
-        report += trace::render_executed_comparison(c);
-    }
-    if (!a.executed_csv.empty()) {
-      write_output(a.executed_csv, run->csv);
-      if (a.executed_csv != "-" && f != Format::Json) report += fmt::format("\nwrote {}\n", a.executed_csv);
-      if (f == Format::Json) j["executed_csv_path"] = a.executed_csv;
-    }
-  }
-  if (f == Format::Json) report = j.dump(2) + "\n";
-  if (a.output == "-" || a.executed_csv == "-")
-    std::fputs(report.c_str(), stderr);
-  else
-    write_output("-", report);
-  return 0;
-}
 
 Runner setup_import_trace(CLI::App& sub) {
   auto a = std::make_shared<ImportArgs>();
@@ -159,39 +82,24 @@ Runner setup_import_trace(CLI::App& sub) {
       throw InputError(fmt::format("--layer-order '{}': expected auto, force or off", a->layer_order),
                        closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
     io.comm_kernel = a->comm_kernel;
-    const std::vector<std::string> paths = trace::expand_trace_paths(a->traces);
-    const bool executed = a->predict.schedule == "executed";
-    if (paths.size() > 1 || executed || !a->executed_csv.empty()) {
-      if (!a->html.empty())
-        throw InputError("--html: the page covers one trace; several ranks' traces and --schedule executed have none yet",
-                         {}, kExitUsage);
-      return run_ranks(*a, io, paths, f);
+    const api::ImportTraceOutcome r =
+        api::import_trace({a->traces, io, a->predict, a->output, a->executed_csv, !a->html.empty()});
+    // Every output together or none (write_outputs): the files, then the report on stdout, or on
+    // stderr where a file went to stdout.
+    std::vector<std::pair<std::string, std::string>> files;
+    if (!a->output.empty()) files.emplace_back(a->output, *r.profile_yaml);
+    if (!a->executed_csv.empty()) files.emplace_back(a->executed_csv, *r.executed_csv);
+    if (!a->html.empty()) {
+      nlohmann::json page = r.json;  // the page names the profile's path only with --format json, as it did
+      if (f != Format::Json) page.erase("profile_path");
+      files.emplace_back(a->html,
+                         render_html(json_tables_html("import-trace", "ppsim import-trace " + r.paths[0], page)));
     }
-    const trace::ImportResult r = trace::import_trace_file(paths[0], io);
-    std::string report;
-    nlohmann::json j;
-    if (f == Format::Json || !a->html.empty()) j = trace::import_json(r);
-    if (f != Format::Json) report = trace::render_import_report(r);
-    if (!a->predict.schedule.empty()) {
-      const trace::Prediction p = trace::predict_traced(r, a->predict);
-      if (f == Format::Json || !a->html.empty()) j["prediction"] = trace::prediction_json(p);
-      if (f != Format::Json) report += trace::render_prediction(p);
-    }
-    if (!a->output.empty()) {
-      if (!r.profile.sub_ops)
-        throw InputError(SourceLoc{paths[0], 0, 0},
-                         "no work in a numbered layer was found, so there is no per-layer profile to write",
-                         "name ranges like 'layer3.attention.F' or give --map rules (docs/TRACES.md)");
-      write_output(a->output, trace::render_import_profile(r));
-      if (a->output != "-" && f != Format::Json) report += fmt::format("\nwrote {}\n", a->output);
-      if (f == Format::Json) j["profile_path"] = a->output;
-    }
-    if (f == Format::Json) report = j.dump(2) + "\n";
-    if (!a->html.empty()) write_output(a->html, render_html(json_tables_html("import-trace", "ppsim import-trace " + paths[0], j)));
-    if (a->output == "-")
-      std::fputs(report.c_str(), stderr);
-    else
-      write_output("-", report);
+    const std::string report = f == Format::Json ? r.json.dump(2) + "\n" : r.report;
+    const bool report_to_stderr = a->output == "-" || a->executed_csv == "-";
+    if (!report_to_stderr) files.emplace_back("-", report);
+    write_outputs(files);
+    if (report_to_stderr) std::fputs(report.c_str(), stderr);
     return 0;
   };
 }

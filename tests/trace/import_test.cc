@@ -302,6 +302,33 @@ TEST_CASE("import-trace CLI: a truncated trace is one line, exit code 3, no outp
   REQUIRE(j["prediction"]["predicted_ms"].get<double>() == Approx(0.030));  // one F layer, nothing else
 }
 
+TEST_CASE("import-trace CLI: the profile and the page are written together or not at all", "[trace][cli]") {
+  robust::Scratch dir("trace_cli_outputs");
+  TraceBuilder b;
+  b.range("layer0.attn.F", 0, 10);
+  b.launched("gemm", 2, 100, 30);
+  dir.write("t.json", b.json());
+  // The page cannot be written (no such folder): exit 4, one line naming it, and no profile
+  // either, though its path could be written.
+  const robust::Result bad = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --html nodir/r.html");
+  REQUIRE(bad.code == kExitIo);
+  REQUIRE(bad.one_error_line());
+  REQUIRE(bad.err.find("nodir/r.html") != std::string::npos);
+  REQUIRE(bad.out.empty());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
+  // The other way round, and with the prediction: no page.
+  const robust::Result bad2 = robust::run_ppsim(dir, "import-trace t.json -o nodir/p.yaml --html r.html --schedule pair");
+  REQUIRE(bad2.code == kExitIo);
+  REQUIRE(bad2.one_error_line());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("r.html")));
+  // Both writable: both written, the report names the profile.
+  const robust::Result ok = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --html r.html");
+  REQUIRE(ok.code == 0);
+  REQUIRE(ok.out.find("\nwrote p.yaml\n") != std::string::npos);
+  REQUIRE(ppsim::test::read_file(dir.path("p.yaml")).find("attention: {F: 0.030000") != std::string::npos);
+  REQUIRE(ppsim::test::read_file(dir.path("r.html")).find("ppsim import-trace t.json") != std::string::npos);
+}
+
 TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
   // Shaped like tools/record_moe_trace.py's pair: one layer, compute stream 7 runs attention(F)
   // 40, MLP(I) 60, MLP(W) 30, MLP(F) 50, attention(I) 40, attention(W) 20 (DeepSeek's order);

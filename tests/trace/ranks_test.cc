@@ -351,6 +351,39 @@ TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --exe
   REQUIRE_FALSE(std::filesystem::exists(dir.path("x.csv")));
 }
 
+TEST_CASE("import-trace CLI: a pipeline run's outputs are written together or not at all", "[trace][ranks][cli]") {
+  robust::Scratch dir("trace_ranks_outputs");
+  auto b0 = one_f_one_b().first;
+  b0.range("layer0.attention.F", 0, 2);  // 0F0's kernel is layer 0's attention too: a profile
+  std::filesystem::create_directories(dir.path("run"));
+  dir.write("run/r0.json", b0.json());
+  // One rank with per-layer work but no pipeline ranges: --schedule executed fails (exit 3)
+  // after the profile was made, and the profile is not written.
+  RankBuilder g;
+  g.range("layer0.attn.F", 0, 2);
+  g.launched("k", 1, 100, 3);
+  dir.write("plain.json", g.json());
+  const robust::Result n = robust::run_ppsim(dir, "import-trace plain.json -o p.yaml --schedule executed");
+  REQUIRE(n.code == kExitInput);
+  REQUIRE(n.one_error_line());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
+  // One rank's profile and executed order: the order cannot be written (no such folder), exit 4,
+  // no profile.
+  const robust::Result w = robust::run_ppsim(dir, "import-trace run/r0.json -o p.yaml --executed-csv nodir/o.csv");
+  REQUIRE(w.code == kExitIo);
+  REQUIRE(w.one_error_line());
+  REQUIRE(w.err.find("nodir/o.csv") != std::string::npos);
+  REQUIRE(w.out.empty());
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
+  // Both writable: both there, the report naming each after the part it belongs to.
+  const robust::Result ok = robust::run_ppsim(dir, "import-trace run/r0.json -o p.yaml --executed-csv o.csv");
+  REQUIRE(ok.code == 0);
+  REQUIRE(ok.out.find("\nwrote p.yaml\n") != std::string::npos);
+  REQUIRE(ok.out.find("\nwrote p.yaml\n") < ok.out.find("\nwrote o.csv\n"));
+  REQUIRE(ppsim::test::read_file(dir.path("o.csv")) == "0F0,0F1,0B0,0B1\n");
+  REQUIRE(std::filesystem::exists(dir.path("p.yaml")));
+}
+
 TEST_CASE("an F&B pair and a split backward: their costs, and the order simulated as measured", "[trace][ranks]") {
   // One rank holding both stages of a V (DualPipeV on one GPU), M = 2, one stream, back to back
   // from 100 us: 0F0 10, 1F0 12, 0F1 10, 1B0 20, (1F1;0B0) 27 (two kernels, 12 + 15), 1B1 20,

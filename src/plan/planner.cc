@@ -433,14 +433,25 @@ class Planner {
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const SimResult* sim = nullptr;
-    for (const auto& [k, r] : memo)
-      if (same_costs(k, costs)) sim = &r;
+    // The memo is keyed by costs; Megatron's p2p runtime changes the result for the same costs,
+    // so its simulations are neither looked up nor kept there.
+    const bool memo_ok = !data.parallel.megatron_p2p;
+    SimResult own;
+    if (memo_ok)
+      for (const auto& [k, r] : memo)
+        if (same_costs(k, costs)) sim = &r;
     if (sim == nullptr) {
       try {
         simulations_.fetch_add(1, std::memory_order_relaxed);
-        SimResult r = simulate(s, costs);
-        memo.emplace_back(costs, std::move(r));
-        sim = &memo.back().second;
+        // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run).
+        SimResult r = simulate(as_run(cfg, s), costs);
+        if (memo_ok) {
+          memo.emplace_back(costs, std::move(r));
+          sim = &memo.back().second;
+        } else {
+          own = std::move(r);
+          sim = &own;
+        }
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());
       }

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Measures, with PyTorch on one GPU, the fraction of the datasheet peak that the GEMMs and the
+attention of the published H100/H800 runs reach (docs/FIDELITY.md, "GPU-type figures"), to set
+against the `h100` / `h800` efficiency set of src/cost/config.cc (GEMM 0.65, attention 0.45 of
+the BF16 or FP8 dense peak). Shapes: Llama 3 405B's per-GPU GEMMs under TP 8 with sequence
+parallelism (8192 tokens, h 16384, ffn 53248, GQA 8 kv heads of 128), DeepSeek-V3's dense
+projections and one expert's grouped GEMMs (FP8 where torch has `_scaled_mm`), and causal flash
+attention (scaled_dot_product_attention) at Llama 3's 8192 and DeepSeek-V3's 4096 tokens.
+Each is timed with CUDA events, median of `--iters` after warm-up; forward shapes only.
+
+Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
+"""
+import argparse
+import json
+import statistics
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--peak-bf16", type=float, default=989.0, help="dense BF16 TFLOP/s (H100/H800 SXM datasheet)")
+    ap.add_argument("--peak-fp8", type=float, default=1979.0, help="dense FP8 TFLOP/s (H100/H800 SXM datasheet)")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        print("SKIP: PyTorch is not installed", file=sys.stderr)
+        return 0
+    if not torch.cuda.is_available():
+        print("SKIP: no CUDA device", file=sys.stderr)
+        return 0
+    dev = "cuda"
+
+    def timed(fn):
+        for _ in range(5):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(a.iters):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            torch.cuda.synchronize()
+            ts.append(e0.elapsed_time(e1))
+        return statistics.median(ts) / 1e3  # s
+
+    rows = []
+
+    def gemm(name, m, n, k, fp8=False):
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(n, k, device=dev, dtype=torch.bfloat16)
+        if fp8:
+            if not hasattr(torch, "_scaled_mm"):
+                return
+            xf, wf = x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+            one = torch.ones((), device=dev)
+            fn = lambda: torch._scaled_mm(xf, wf.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        else:
+            fn = lambda: x @ w.t()
+        t = timed(fn)
+        tf = 2.0 * m * n * k / t / 1e12
+        peak = a.peak_fp8 if fp8 else a.peak_bf16
+        rows.append({"op": name, "dtype": "fp8" if fp8 else "bf16", "shape": [m, n, k], "ms": t * 1e3,
+                     "tflops": tf, "efficiency": tf / peak})
+
+    def attention(name, s, heads, kv_heads, d_qk, d_v):
+        q = torch.randn(1, heads, s, d_qk, device=dev, dtype=torch.bfloat16)
+        k = torch.randn(1, kv_heads, s, d_qk, device=dev, dtype=torch.bfloat16)
+        v = torch.randn(1, kv_heads, s, d_v, device=dev, dtype=torch.bfloat16)
+        gqa = kv_heads != heads
+        fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+        try:
+            t = timed(fn)
+        except Exception as e:  # a backend without this head size
+            print(f"skip {name}: {e}", file=sys.stderr)
+            return
+        flops = 2.0 * s * s * heads * (d_qk + d_v) / 2  # causal: half of QK^T and PV
+        tf = flops / t / 1e12
+        rows.append({"op": name, "dtype": "bf16", "shape": [s, heads, kv_heads, d_qk, d_v], "ms": t * 1e3,
+                     "tflops": tf, "efficiency": tf / a.peak_bf16})
+
+    # Llama 3 405B, TP 8, one 8192-token sequence (tokens gathered by sequence parallelism).
+    T, h, f, t = 8192, 16384, 53248, 8
+    gemm("llama3 QKV (TP8)", T, (h + 2 * 8 * 128) // t, h)
+    gemm("llama3 attn out (TP8)", T, h, h // t)
+    gemm("llama3 MLP up+gate (TP8)", T, 2 * f // t, h)
+    gemm("llama3 MLP down (TP8)", T, h, f // t)
+    gemm("llama3 head (TP8)", T, 128256 // t, h)
+    attention("llama3 attention 8K (16 q heads/GPU, 1 kv)", 8192, 128 // t, 8 // t, 128, 128)
+    # DeepSeek-V3: 4096 tokens per micro-batch, h 7168; routed experts: 8192 tokens per expert.
+    for fp8 in (False, True):
+        gemm("dsv3 q_a proj", 4096, 1536, 7168, fp8)
+        gemm("dsv3 expert up+gate", 8192, 2 * 2048, 7168, fp8)
+        gemm("dsv3 expert down", 8192, 7168, 2048, fp8)
+        gemm("dsv3 dense MLP up+gate", 4096, 2 * 18432, 7168, fp8)
+    attention("dsv3 attention 4K (128 heads, d 192/128)", 4096, 128, 128, 192, 128)
+
+    out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    print(f"{out['device']}, torch {out['torch']}: median of {a.iters}; efficiency = TFLOP/s / dense peak "
+          f"({a.peak_bf16:g} bf16, {a.peak_fp8:g} fp8)")
+    print(f"{'op':46} {'dtype':5} {'ms':>8} {'TFLOP/s':>8} {'eff':>6}")
+    for r in rows:
+        print(f"{r['op']:46} {r['dtype']:5} {r['ms']:8.3f} {r['tflops']:8.1f} {r['efficiency']:6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

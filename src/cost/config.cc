@@ -7,6 +7,7 @@
 #include "cost/config.h"
 
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <filesystem>
 #include <numeric>
@@ -712,22 +713,50 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   return out;
 }
 
+// torchtitan's stages and layer split (its get_pipeline_metadata and
+// generate_llm_fqn_per_model_part), once the model's layers are known: with
+// pipeline_parallel_layers_per_stage, ceil((layers + first_less + last_less) / it) stages, which
+// must be a multiple of pp (vpp = stages / pp); else pp stages, or 2 pp for a multi-stage
+// schedule. The layers go over the stages with the embedding and the norm + output counted as
+// first_less and last_less layers (parallel.layer_split, where not even). What the YAML writes wins.
 YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node, const TorchtitanKeys& keys) {
-  if (keys.layers_per_stage <= 0) return root_node;
+  if (!keys.present) return root_node;
   const MapReader root(ctx, root_node, "", schema());
   const YAML::Node& given = root_node;
   const YAML::Node par = given["parallel"], model = given["model"];
   if (!par || !par.IsMap() || !model || !model.IsMap()) return root_node;  // the readers name it
-  if (par["vpp"]) return root_node;  // written in the YAML: it wins
   const YAML::Node layers_node = model["layers"];
   if (!layers_node) return root_node;  // read_model names the missing key
   const long long layers = layers_node.as<long long>(0), lps = keys.layers_per_stage;
   const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
-  if (layers % lps != 0 || (layers / lps) % pp != 0)
-    root.fail("torchtitan", fmt::format("pipeline_parallel_layers_per_stage {}: {} layers do not make a multiple of pp {} "
-                                        "stages of {} layers", lps, layers, pp, lps));
+  const long long effective = layers + keys.first_less + keys.last_less;
   YAML::Node out = YAML::Clone(root_node);
-  if (layers / lps / pp > 1) out["parallel"]["vpp"] = layers / lps / pp;
+  long long stages = 0;
+  if (par["vpp"] && lps <= 0) {
+    stages = pp * par["vpp"].as<long long>(1);
+  } else if (lps > 0) {
+    stages = (effective + lps - 1) / lps;
+    if (stages % pp != 0)
+      root.fail("torchtitan", fmt::format("pipeline_parallel_layers_per_stage {}: {} layers + {} + {} (first/last stage "
+                                          "less layers) make {} stages, not a multiple of pp {} (torchtitan refuses it)",
+                                          lps, layers, keys.first_less, keys.last_less, stages, pp));
+    if (!par["vpp"] && stages / pp > 1) out["parallel"]["vpp"] = stages / pp;
+    if (par["vpp"]) stages = pp * par["vpp"].as<long long>(1);
+  } else {
+    stages = pp * keys.stages_per_rank;
+  }
+  if (par["layer_split"]) return out;
+  const std::vector<int> split = torchtitan_layer_split(layers, stages, keys.first_less, keys.last_less);
+  if (split.empty())
+    root.fail("torchtitan", fmt::format("{} layers + {} + {} (first/last stage less layers) over {} stages: a stage "
+                                        "would get no layer, or less than the embedding's or output's weight (torchtitan "
+                                        "refuses it)", layers, keys.first_less, keys.last_less, stages));
+  if (std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
+    YAML::Node ls(YAML::NodeType::Sequence);
+    ls.SetStyle(YAML::EmitterStyle::Flow);
+    for (int n : split) ls.push_back(n);
+    out["parallel"]["layer_split"] = ls;
+  }
   return out;
 }
 

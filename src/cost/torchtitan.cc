@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -10,6 +11,27 @@
 #endif
 
 namespace ppsim {
+
+std::vector<int> torchtitan_layer_split(long long layers, long long stages, long long first_less, long long last_less) {
+  if (stages < 1 || layers < 0) return {};
+  if (stages == 1) return {static_cast<int>(layers)};
+  const long long effective = layers + first_less + last_less;
+  if (stages > effective) return {};
+  const long long per = effective / stages, extra = effective % stages;
+  if (per == 0 || first_less > per || last_less > per) return {};
+  std::vector<int> out;
+  long long placed = 0;
+  for (long long i = 0; i < stages; ++i) {
+    long long n = per + (i < extra ? 1 : 0);
+    if (i == 0) n -= first_less;
+    if (i == stages - 1) n -= last_less;
+    n = std::min(n, layers - placed);  // torchtitan stops at the last layer
+    out.push_back(static_cast<int>(n));
+    placed += n;
+  }
+  out.back() += static_cast<int>(layers - placed);  // none left over in torchtitan's own checks' range
+  return out;
+}
 
 std::string torchtitan_schedule(const std::string& name) {
   if (name == "GPipe") return "gpipe";
@@ -83,14 +105,13 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
                              : tp < 1 ? "tensor_parallel_degree"
                                       : "expert_parallel_degree"),
                      "[parallelism] degrees must be >= 1");
-  if (cp > 1)
-    throw InputError(par.loc("context_parallel_degree"),
-                     "[parallelism] context_parallel_degree > 1: context parallelism is not modelled");
+  if (cp < 1) throw InputError(par.loc("context_parallel_degree"), "[parallelism] degrees must be >= 1");
   if (par.integer("expert_tensor_parallel_degree", 1) > 1)
     throw InputError(par.loc("expert_tensor_parallel_degree"),
                      "[parallelism] expert_tensor_parallel_degree > 1: expert tensor parallelism is not modelled");
   p["pp"] = pp;
   p["tp"] = tp;
+  if (cp > 1) p["cp"] = cp;
   if (ep > 1) p["ep"] = ep;
   const long long replicate = par.integer("data_parallel_replicate_degree", 1);
   long long shard = par.integer("data_parallel_shard_degree", -1);
@@ -147,6 +168,14 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   } else if (family == "interleaved-1f1b") {
     p["vpp"] = 2;
   }
+  out.stages_per_rank = multi ? 2 : 1;
+  out.first_less = par.integer("pipeline_parallel_first_stage_less_layers", 1);
+  out.last_less = par.integer("pipeline_parallel_last_stage_less_layers", 1);
+  if (out.first_less < 0 || out.last_less < 0)
+    throw InputError(par.loc(out.first_less < 0 ? "pipeline_parallel_first_stage_less_layers"
+                                                : "pipeline_parallel_last_stage_less_layers"),
+                     "[parallelism] pipeline_parallel_first/last_stage_less_layers must be >= 0");
+  out.present = true;
   out.model = m;
   out.parallel = p;
   out.precision = prec;

@@ -10,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -21,7 +22,18 @@ struct TorchtitanKeys {
   YAML::Node precision;            // params
   long long layers_per_stage = 0;  // > 0: pipeline_parallel_layers_per_stage (vpp follows from the layers)
   bool multi_stage = false;        // the schedule puts several stages on a rank
+  // pipeline_parallel_first/last_stage_less_layers (torchtitan's defaults 1, 1): the embedding and
+  // the norm + output count as this many layers when torchtitan splits the layers over its stages.
+  long long first_less = 1, last_less = 1;
+  int stages_per_rank = 1;  // without layers_per_stage: 1, or 2 for a multi-stage schedule
+  bool present = false;     // a TOML was read
 };
+
+// torchtitan's split (generate_llm_fqn_per_model_part): `layers` + first_less + last_less
+// effective layers over `stages`, the remainder to the first stages, the first stage's share less
+// first_less, the last's less last_less. InputError-free: {} when torchtitan would refuse (a
+// stage left without a share, or a weight above the share); the caller names the keys.
+std::vector<int> torchtitan_layer_split(long long layers, long long stages, long long first_less, long long last_less);
 
 // `gpus`: the config's hardware.gpus (0: not given), for data_parallel_shard_degree = -1.
 TorchtitanKeys read_torchtitan(const std::string& path, long long gpus, const SourceLoc& where = {});

@@ -2,7 +2,10 @@
 // keys, the model from [model]'s config.json; configs/torchtitan/llama3-8b-pp.yaml simulates.
 #include "cost/torchtitan.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "cost/config.h"
@@ -54,8 +57,9 @@ TEST_CASE("torchtitan: located errors", "[cost][torchtitan]") {
   CHECK(error_of("[parallelism]\npipeline_parallel_schedule = \"LoopedBFS\"\n") ==
         "t.toml:2:30: [parallelism] pipeline_parallel_schedule 'LoopedBFS' has no ppsim family (GPipe, 1F1B, "
         "Interleaved1F1B, ZBVZeroBubble, DualPipeV); its CSV can be simulated with --schedule-file");
-  CHECK(error_of("[parallelism]\ncontext_parallel_degree = 2\n") ==
-        "t.toml:2:27: [parallelism] context_parallel_degree > 1: context parallelism is not modelled");
+  CHECK(error_of("[parallelism]\ncontext_parallel_degree = 0\n") == "t.toml:2:27: [parallelism] degrees must be >= 1");
+  CHECK(error_of("[parallelism]\npipeline_parallel_first_stage_less_layers = -1\n") ==
+        "t.toml:2:45: [parallelism] pipeline_parallel_first/last_stage_less_layers must be >= 0");
   CHECK(error_of("[training]\nlocal_batch_size = 7\n[parallelism]\npipeline_parallel_microbatch_size = 2\n") ==
         "t.toml:2:20: [training] local_batch_size 7 is not a multiple of [parallelism] "
         "pipeline_parallel_microbatch_size 2");
@@ -75,4 +79,39 @@ TEST_CASE("torchtitan: configs/torchtitan/llama3-8b-pp.yaml (Llama 3 8B, PP4 int
   CHECK(c.parallel.dp == 8 / 4);
   CHECK(c.parallel.schedule == "interleaved-1f1b");
   CHECK(c.parallel.recompute == Recompute::none);
+}
+
+TEST_CASE("torchtitan: context parallelism and the split with the first/last stage less layers", "[cost][torchtitan]") {
+  // torchtitan's generate_llm_fqn_per_model_part: 32 layers + 1 + 1 = 34 effective over 8 stages:
+  // 4 each, the 2 left over to stages 0 and 1; stage 0 gives 1 to the embedding, stage 7 1 to
+  // the output: 4 5 4 4 4 4 4 3.
+  CHECK(torchtitan_layer_split(32, 8, 1, 1) == std::vector<int>{4, 5, 4, 4, 4, 4, 4, 3});
+  CHECK(torchtitan_layer_split(32, 8, 0, 0) == std::vector<int>{4, 4, 4, 4, 4, 4, 4, 4});
+  CHECK(torchtitan_layer_split(30, 8, 2, 2) == std::vector<int>{3, 5, 4, 4, 4, 4, 4, 2});  // 34: 4 each + 2 extra; 5-2, 4-2
+  CHECK(torchtitan_layer_split(32, 1, 1, 1) == std::vector<int>{32});
+  CHECK(torchtitan_layer_split(4, 8, 1, 1).empty());  // 6 effective < 8 stages
+  CHECK(torchtitan_layer_split(10, 4, 4, 1).empty());  // the embedding's weight 4 over a share of 3
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/torchtitan";
+  // The example TOML sets 0, 0: an even split, left to ppsim's default.
+  const ModelConfigData even = parse_config("torchtitan: llama3-8b-pp.toml\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
+  CHECK(even.parallel.layer_split.empty());
+  // torchtitan's defaults (1, 1), 1F1B on 8 ranks (Llama 3 8B's 32 layers): the split above.
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "ppsim_titan_split_test.toml";
+  {
+    std::ofstream f(tmp);
+    f << "[model]\nhf_assets_path = \"" << dir << "/hf-llama-3-8b\"\n[training]\nlocal_batch_size = 8\n"
+      << "[parallelism]\npipeline_parallel_degree = 8\npipeline_parallel_schedule = \"1F1B\"\n";
+  }
+  const ModelConfigData c = parse_config("torchtitan: " + tmp.string() + "\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
+  std::filesystem::remove(tmp);
+  CHECK(c.parallel.pp == 8);
+  CHECK(c.parallel.layer_split == std::vector<int>{4, 5, 4, 4, 4, 4, 4, 3});
+  // context_parallel_degree 2 is parallel.cp.
+  const TorchtitanKeys k = torchtitan_from_text("[parallelism]\ncontext_parallel_degree = 2\npipeline_parallel_degree = 2\n",
+                                                "t.toml", "", 8);
+  CHECK(k.parallel["cp"].as<int>() == 2);
+  CHECK(k.parallel["dp"].as<int>() == 8 / (2 * 2));
+  CHECK(k.first_less == 1);
+  CHECK(k.last_less == 1);
 }

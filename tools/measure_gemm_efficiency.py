@@ -12,8 +12,9 @@ Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [
 """
 import argparse
 import json
-import statistics
 import sys
+
+from cuda_timing import cuda_torch, median_ms
 
 
 def main():
@@ -23,30 +24,14 @@ def main():
     ap.add_argument("--peak-fp8", type=float, default=1979.0, help="dense FP8 TFLOP/s (H100/H800 SXM datasheet)")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        print("SKIP: PyTorch is not installed", file=sys.stderr)
+    torch = cuda_torch("measure_gemm_efficiency")
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print("SKIP: no CUDA device", file=sys.stderr)
-        return 0
+    import torch.nn.functional as F
     dev = "cuda"
 
     def timed(fn):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(a.iters):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            torch.cuda.synchronize()
-            ts.append(e0.elapsed_time(e1))
-        return statistics.median(ts) / 1e3  # s
+        return median_ms(torch, fn, a.iters) / 1e3  # s
 
     rows = []
 

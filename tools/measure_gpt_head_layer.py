@@ -20,8 +20,9 @@ gpipe; a layer = the makespan with 2 layers minus with 1), beside a measured JSO
 """
 import argparse
 import json
-import statistics
 import sys
+
+from cuda_timing import cuda_torch, median_ms
 
 MODELS = {  # name: (hidden, heads, micro-batch)  -- Zero Bubble paper, Table 3
     "1.5b": (2304, 24, 6),
@@ -80,16 +81,11 @@ def main():
     a = ap.parse_args()
     if a.ppsim:
         return predict(a.ppsim, a.gpu, a.measured)
-    try:
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-    except ImportError:
-        print("SKIP: PyTorch is not installed", file=sys.stderr)
+    torch = cuda_torch("measure_gpt_head_layer")
+    if torch is None:
         return 0
-    if not torch.cuda.is_available():
-        print("SKIP: no CUDA device", file=sys.stderr)
-        return 0
+    import torch.nn as nn
+    import torch.nn.functional as F
     dev = torch.device("cuda")
     dt = torch.bfloat16
 
@@ -133,18 +129,7 @@ def main():
             return F.dropout(self.word(tokens) + self.pos(pos), 0.1, True)
 
     def timed(fn):
-        for _ in range(5):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(a.iters):
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            fn()
-            e1.record()
-            torch.cuda.synchronize()
-            ts.append(e0.elapsed_time(e1))
-        return statistics.median(ts)
+        return median_ms(torch, fn, a.iters)
 
     results = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "models": {}}
     for name, (h, heads, b) in MODELS.items():

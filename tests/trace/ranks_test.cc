@@ -111,6 +111,14 @@ std::pair<RankBuilder, RankBuilder> one_f_one_b() {
   return {r0, r1};
 }
 
+// One rank with per-layer work and no pipeline ranges, as plain.json.
+void write_plain_rank(robust::Scratch& dir) {
+  RankBuilder g;
+  g.range("layer0.attn.F", 0, 2);
+  g.launched("k", 1, 100, 3);
+  dir.write("plain.json", g.json());
+}
+
 }  // namespace
 
 TEST_CASE("pipeline range names: PP:{action}, GPipe's and Megatron's", "[trace][ranks]") {
@@ -341,10 +349,7 @@ TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --exe
   const robust::Result e = robust::run_ppsim(dir, "import-trace empty");
   REQUIRE(e.code == kExitInput);
   REQUIRE(e.one_error_line());
-  RankBuilder g;
-  g.range("layer0.attn.F", 0, 2);
-  g.launched("k", 1, 100, 3);
-  dir.write("plain.json", g.json());
+  write_plain_rank(dir);
   const robust::Result n = robust::run_ppsim(dir, "import-trace plain.json --schedule executed --executed-csv x.csv");
   REQUIRE(n.code == kExitInput);
   REQUIRE(n.one_error_line());
@@ -359,10 +364,7 @@ TEST_CASE("import-trace CLI: a pipeline run's outputs are written together or no
   dir.write("run/r0.json", b0.json());
   // One rank with per-layer work but no pipeline ranges: --schedule executed fails (exit 3)
   // after the profile was made, and the profile is not written.
-  RankBuilder g;
-  g.range("layer0.attn.F", 0, 2);
-  g.launched("k", 1, 100, 3);
-  dir.write("plain.json", g.json());
+  write_plain_rank(dir);
   const robust::Result n = robust::run_ppsim(dir, "import-trace plain.json -o p.yaml --schedule executed");
   REQUIRE(n.code == kExitInput);
   REQUIRE(n.one_error_line());

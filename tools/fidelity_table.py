@@ -27,10 +27,12 @@ ABLATION_SKIP = "zero-bubble-"
 # Their runtimes instead, measured on the schedule-relative claims (and throughput): Zero Bubble's
 # optimizer post-validation (the ZB-1p/2p rows) and Megatron-LM's blocking p2p calls (the 1F1B and
 # 1F1B-I rows), each switched off for every row, and the loss as Megatron computes it replaced by
-# ppsim's earlier count (costs.megatron_loss=false).
+# ppsim's earlier count (costs.megatron_loss=false), and the per-node p2p links replaced by the
+# network for every hop (costs.p2p_per_node=false).
 RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
                   ("dataflow p2p (Megatron's calls off)", "parallel.p2p_runtime=dataflow"),
-                  ("Megatron's loss traffic off", "costs.megatron_loss=false")]
+                  ("Megatron's loss traffic off", "costs.megatron_loss=false"),
+                  ("one link for every hop", "costs.p2p_per_node=false")]
 PUBLISHED = os.path.join(ROOT, "configs", "published")
 
 

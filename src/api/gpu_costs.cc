@@ -19,6 +19,8 @@ SimCosts profiled_costs(const ModelConfig& cfg, const Schedule& s, const Profile
   SimCosts costs = uniform_costs(s.stages_per_pipe, sc, TimeScale::millis());
   const SimCosts derived = derive_costs(cfg, s);
   costs.link = derived.link;
+  costs.rank_node = derived.rank_node;
+  costs.inter_node_link = derived.inter_node_link;
   for (std::size_t i = 0; i < costs.slice.size() && i < derived.slice.size(); ++i) {
     costs.slice[i].act_bytes = derived.slice[i].act_bytes;
     costs.slice[i].grad_bytes = derived.slice[i].grad_bytes;

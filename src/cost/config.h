@@ -169,6 +169,9 @@ struct CostSwitches {
   // 14 backward, cost/flops.cc head_work) and its three TP all-reduces; false: ppsim's earlier
   // count (read the bf16 logits, write an fp32 softmax: 6 bytes forward, 12 backward, no all-reduce).
   bool megatron_loss = true;
+  // Stage-to-stage hops inside a node on NVLink and between nodes on the network (cost/derive.h
+  // set_p2p_links); false: every hop on the network once the pipeline spans nodes (the earlier model).
+  bool p2p_per_node = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 

@@ -223,10 +223,11 @@ SliceCosts profile_slice(const CostProfile& p, const ModelConfigData& c, const S
 // bound inside the 64-bit ns range so that the simulator's sums cannot overflow.
 void check_step_bound(const Schedule& s, const SimCosts& costs) {
   double worst = 0;
+  const LinkModel& slow = costs.rank_node.empty() ? costs.link : costs.inter_node_link;
   for (const auto& x : costs.slice)
     worst = std::max(worst, static_cast<double>(x.f + x.b) +
-                                2.0 * (costs.link.bytes_per_tick > 0 ? static_cast<double>(x.act_bytes) / costs.link.bytes_per_tick : 0.0) +
-                                2.0 * static_cast<double>(costs.link.latency));
+                                2.0 * (slow.bytes_per_tick > 0 ? static_cast<double>(x.act_bytes) / slow.bytes_per_tick : 0.0) +
+                                2.0 * static_cast<double>(slow.latency));
   const double bound = worst * static_cast<double>(s.num_ops());
   if (bound > 4e18)
     throw InputError(fmt::format("{}: a step could last up to {:.3g} s, beyond the simulator's time range; check the model, "
@@ -248,18 +249,40 @@ PassNs LayerFigures::serial() const {
   return t;
 }
 
-LinkModel p2p_link(const ModelConfigData& c, int pp) {
+namespace {
+LinkModel link_of(const ModelConfigData& c, bool intra) {
   const HardwareSpec& h = c.hardware;
-  const bool intra = static_cast<long long>(pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp <= h.gpus_per_node;
   LinkModel l;
   l.bytes_per_tick = (intra ? h.nvlink_bytes_per_ns_one_way() : h.network_gbps) * h.efficiency.comm;
   l.latency = static_cast<Time>(std::llround(1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us)));
   l.blocking = c.parallel.blocking_p2p;
+  return l;
+}
+}  // namespace
+
+LinkModel p2p_link(const ModelConfigData& c, int pp) {
+  const bool intra = static_cast<long long>(pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp <= c.hardware.gpus_per_node;
+  LinkModel l = link_of(c, intra);
   if (c.profile.present) {
     if (c.profile.link_gbps) l.bytes_per_tick = *c.profile.link_gbps;
     if (c.profile.link_latency_us) l.latency = static_cast<Time>(std::llround(1e3 * *c.profile.link_latency_us));
   }
   return l;
+}
+
+void set_p2p_links(const ModelConfigData& c, int pp, SimCosts& out) {
+  out.link = p2p_link(c, pp);
+  out.rank_node.clear();
+  // Megatron-LM's rank order (tp, cp, dp, pp: the pipeline outermost): pipeline rank r's GPUs are
+  // the span=tp cp dp consecutive ones from r x span. Where a node holds several pipeline ranks
+  // but not all, hops inside a node run on NVLink and hops between nodes on the network. A
+  // measured profile's link stands for every hop.
+  const long long span = static_cast<long long>(c.parallel.tp) * c.parallel.cp * c.parallel.dp;
+  const long long gpn = std::max(1, c.hardware.gpus_per_node);
+  if (!c.costs.p2p_per_node || c.profile.present || pp <= 1 || span >= gpn || pp * span <= gpn) return;
+  out.link = link_of(c, true);
+  out.inter_node_link = link_of(c, false);
+  for (long long r = 0; r < pp; ++r) out.rank_node.push_back(static_cast<int>(r * span / gpn));
 }
 
 CostFigures cost_figures(const ModelConfigData& c, int slices) {
@@ -368,7 +391,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   const int slices = s.stages_per_pipe;
   SimCosts out;
   out.scale = TimeScale::millis();
-  out.link = p2p_link(c, s.pp);
+  set_p2p_links(c, s.pp, out);
   if (c.times.present) {
     // Explicit times: one rank's share, each of its v chunks 1/v of it; layout still checked.
     (void)slice_layouts(c, slices);
@@ -580,6 +603,10 @@ nlohmann::json cost_summary(const ModelConfig& cfg, const Schedule& s, const Sim
     sl.push_back({{"F_ms", x.f / 1e6}, {"B_ms", x.b / 1e6}, {"W_ms", x.w / 1e6}, {"FB_ms", x.fb / 1e6}, {"p2p_bytes", x.act_bytes}});
   j["slices"] = sl;
   j["link"] = {{"gbps", costs.link.bytes_per_tick}, {"latency_us", costs.link.latency / 1e3}};
+  if (!costs.rank_node.empty()) {
+    j["inter_node_link"] = {{"gbps", costs.inter_node_link.bytes_per_tick}, {"latency_us", costs.inter_node_link.latency / 1e3}};
+    j["rank_node"] = costs.rank_node;
+  }
   if (r != nullptr) {
     nlohmann::json mem = nlohmann::json::array();
     for (const RankPeak& pk : predict_rank_memory(c, s, r)) {

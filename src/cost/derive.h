@@ -85,6 +85,10 @@ CostFigures cost_figures(const ModelConfigData& c, int slices);
 // node (pp * tp * dp <= gpus_per_node, Megatron's rank order puts pp outermost), else the
 // network; bandwidth times efficiency.comm, the link's latency.
 LinkModel p2p_link(const ModelConfigData& c, int pp);
+// The stage-to-stage links of a pp-rank pipeline: p2p_link for every hop, or, where a node holds
+// several pipeline ranks but not all (Megatron's order, the pipeline outermost), NVLink inside a
+// node and the network between nodes (SimCosts::rank_node, inter_node_link).
+void set_p2p_links(const ModelConfigData& c, int pp, SimCosts& out);
 
 // Hook for the overlap model (issue "F&B overlap"): the duration of an overlapped F&B pair
 // when both chunks are of this slice. 0 means "no gain": the simulator then uses f + b.

@@ -177,7 +177,9 @@ bool same_costs(const SimCosts& a, const SimCosts& b) {
       return false;
   }
   return a.link.latency == b.link.latency && a.link.bytes_per_tick == b.link.bytes_per_tick &&
-         a.link.blocking == b.link.blocking && a.comm_sm_fraction == b.comm_sm_fraction;
+         a.link.blocking == b.link.blocking && a.comm_sm_fraction == b.comm_sm_fraction && a.rank_node == b.rank_node &&
+         a.inter_node_link.latency == b.inter_node_link.latency &&
+         a.inter_node_link.bytes_per_tick == b.inter_node_link.bytes_per_tick;
 }
 
 // make_schedule without its last step (the Boost.Graph validator): see planner.h.

@@ -6,7 +6,8 @@
 namespace ppsim {
 
 bool OrderTimer::exact_for(const SimCosts& c) {
-  if (!c.moe.empty() || !c.rank_device.empty() || !c.rank_kind_scale.empty() || c.link.blocking) return false;
+  if (!c.moe.empty() || !c.rank_device.empty() || !c.rank_kind_scale.empty() || c.link.blocking || !c.rank_node.empty())
+    return false;
   for (const SliceCosts& sc : c.slice)
     if (c.link.occupancy(sc.act_bytes) != 0 || c.link.occupancy(sc.grad_bytes) != 0) return false;
   return true;

@@ -78,6 +78,15 @@ struct SimCosts {
   // the costs were profiled on): rank_kind_scale[3r + k] multiplies rank r's time for ops of kind
   // k (F = 0, I = 1, W = 2; a B or a pair by its mix, as above). Empty: every rank at 1.
   std::vector<double> rank_kind_scale;
+  // Pipeline ranks over several nodes: rank_node[r] is rank r's node (empty: every transfer on
+  // `link`). A transfer between ranks of two nodes runs on inter_node_link instead (the network),
+  // one inside a node on `link` (NVLink).
+  std::vector<int> rank_node;
+  LinkModel inter_node_link;
+  const LinkModel& link_between(int a, int b) const {
+    return rank_node.empty() || rank_node[static_cast<std::size_t>(a)] == rank_node[static_cast<std::size_t>(b)] ? link
+                                                                                                               : inter_node_link;
+  }
 };
 
 // Duration of one op, or of an overlapped pair (F of slice a with backward of slice b): the

@@ -288,7 +288,7 @@ class Engine {
 
   // Sends `bytes` from rank `src` to `dst` over link `link` at `now`; returns the arrival time.
   Time transfer(int link, int src, int dst, Time now, Bytes bytes, const Op& producer) {
-    const LinkModel& lm = c_.link;
+    const LinkModel& lm = c_.link_between(src, dst);
     const Time start = std::max(now, link_free_[link]);
     const Time busy = lm.occupancy(bytes);
     link_free_[link] = start + busy;

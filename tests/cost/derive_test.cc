@@ -72,10 +72,18 @@ TEST_CASE("the P2P link: NVLink inside a node, the network across nodes", "[cost
   const SimCosts in = derive_costs(cfg_of(kDense), s);
   CHECK_THAT(in.link.bytes_per_tick, WithinRel(360.0, 1e-12));
   CHECK(in.link.latency == 1'000);  // 1 us
-  // pp*tp*dp = 16: the network, 50 GB/s x 0.8, 5 us
+  // pp*tp*dp = 16 over nodes of 8: each pipeline rank spans dp = 4 GPUs, two ranks a node. Hops
+  // inside a node on NVLink, the one between nodes on the network, 50 GB/s x 0.8, 5 us.
   const SimCosts out = derive_costs(cfg_of(kDense, {"parallel.dp=4"}), s);
-  CHECK_THAT(out.link.bytes_per_tick, WithinRel(40.0, 1e-12));
-  CHECK(out.link.latency == 5'000);
+  CHECK(out.rank_node == std::vector<int>{0, 0, 1, 1});
+  CHECK_THAT(out.link.bytes_per_tick, WithinRel(360.0, 1e-12));
+  CHECK_THAT(out.inter_node_link.bytes_per_tick, WithinRel(40.0, 1e-12));
+  CHECK(out.inter_node_link.latency == 5'000);
+  // dp = 8: a node per pipeline rank, every hop on the network.
+  const SimCosts all = derive_costs(cfg_of(kDense, {"parallel.dp=8"}), s);
+  CHECK(all.rank_node.empty());
+  CHECK_THAT(all.link.bytes_per_tick, WithinRel(40.0, 1e-12));
+  CHECK(all.link.latency == 5'000);
 }
 
 TEST_CASE("times: in the config replace the derivation like compare --times", "[cost]") {

@@ -206,3 +206,32 @@ TEST_CASE("parallel.p2p_runtime: megatron gives Megatron's two schedules their b
     CHECK(e.message().find("p2p_runtime") != std::string::npos);
   }
 }
+
+TEST_CASE("p2p links: NVLink inside a node, the network between nodes (Megatron's order, the pipeline outermost)", "[cost][fidelity]") {
+  // pp 4, tp 2, dp 1 on nodes of 4 GPUs: pipeline rank r holds GPUs 2r, 2r+1, so ranks 0 and 1
+  // share node 0 and ranks 2 and 3 node 1. A100: NVLink 600 GB/s (300 one way), network 25 GB/s,
+  // comm efficiency 0.75.
+  const ModelConfig cfg = load_config_text(kModel, "t.yaml", {"parallel.pp=4", "parallel.tp=2", "parallel.dp=1",
+                                                              "hardware.gpus_per_node=4", "cluster.gpus=8"});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 4, 0, 0});
+  const SimCosts c = derive_costs(cfg, s);
+  CHECK(c.rank_node == std::vector<int>{0, 0, 1, 1});
+  CHECK_THAT(c.link.bytes_per_tick, WithinRel(300 * 0.75, 1e-12));
+  CHECK_THAT(c.inter_node_link.bytes_per_tick, WithinRel(25 * 0.75, 1e-12));
+  // costs.p2p_per_node false: the network for every hop, as before.
+  const ModelConfig flat = load_config_text(kModel, "t.yaml", {"parallel.pp=4", "parallel.tp=2", "parallel.dp=1",
+                                                               "hardware.gpus_per_node=4", "cluster.gpus=8",
+                                                               "costs.p2p_per_node=false"});
+  const SimCosts f = derive_costs(flat, s);
+  CHECK(f.rank_node.empty());
+  CHECK_THAT(f.link.bytes_per_tick, WithinRel(25 * 0.75, 1e-12));
+  // The whole pipeline on one node, or one rank per node or more: one link for every hop.
+  const ModelConfig one = load_config_text(kModel, "t.yaml", {"parallel.pp=4", "parallel.tp=2", "parallel.dp=1",
+                                                              "hardware.gpus_per_node=8", "cluster.gpus=8"});
+  CHECK(derive_costs(one, s).rank_node.empty());
+  const ModelConfig wide = load_config_text(kModel, "t.yaml", {"parallel.pp=4", "parallel.tp=2", "parallel.dp=2",
+                                                               "hardware.gpus_per_node=4", "cluster.gpus=16"});
+  const SimCosts w = derive_costs(wide, s);
+  CHECK(w.rank_node.empty());
+  CHECK_THAT(w.link.bytes_per_tick, WithinRel(25 * 0.75, 1e-12));
+}

@@ -319,3 +319,19 @@ TEST_CASE("Megatron's p2p runtime: interleaved calls pair a steady F with its B,
   CHECK_NOTHROW(simulate(s, costs));  // no deadlock
   CHECK_THROWS_AS(with_megatron_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0})), InputError);
 }
+
+TEST_CASE("links between nodes: a transfer between ranks of two nodes runs on the inter-node link", "[sim][engine]") {
+  // 1f1b P=2 M=1, F=1, B=2. On one node (latency 0.5): F0 [0,1] on rank 0, F0 [1.5,2.5] and
+  // B0 [2.5,4.5] on rank 1, B0 [5,7] on rank 0: 7. On two nodes, the inter-node link's latency 1:
+  // F0 [2,3], B0 [3,5] on rank 1, the gradient back at 6, B0 [6,8]: 8.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 1, 0, 0});
+  SimCosts c = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  c.link.latency = U / 2;
+  c.inter_node_link.latency = U;
+  c.rank_node = {0, 0};
+  CHECK(simulate(s, c).makespan() == 7 * U);
+  c.rank_node = {0, 1};
+  CHECK(simulate(s, c).makespan() == 8 * U);
+  CHECK(&c.link_between(0, 1) == &c.inter_node_link);
+  CHECK(&c.link_between(1, 1) == &c.link);
+}

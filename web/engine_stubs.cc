@@ -17,6 +17,7 @@ void apply_config_parallel(const ModelConfig&, int&, int&, int&) { no_config(); 
 std::string config_schedules(const ModelConfig&) { no_config(); }
 SimCosts derive_costs(const ModelConfig&, const Schedule&) { no_config(); }
 Schedule as_run(const ModelConfig&, const Schedule&) { no_config(); }
+bool post_validation(const ModelConfig&) { no_config(); }
 PhysicalResult physical_result(const ModelConfig&, const Schedule&, const SimResult&) { no_config(); }
 std::vector<MemoryBreakdown> predicted_memory(const ModelConfig&, const Schedule&, const SimResult*) { no_config(); }
 

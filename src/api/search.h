@@ -35,6 +35,10 @@ struct SearchCall {
   std::uint64_t seed = 1;
   double time_limit = 10;
   int threads = 0;
+  // What the search minimises: "makespan", "span" (the longest rank's own span, the step period
+  // under Zero Bubble's optimizer post-validation) or "" (span when the config sets
+  // parallel.post_validation, else makespan).
+  std::string objective;
   // Called on the calling thread about every 200 ms: trials done, trials in all, best makespan.
   std::function<void(std::uint64_t, std::uint64_t, Time)> progress;
 };

@@ -56,6 +56,9 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--seed", c.seed, "random seed (same seed, same result unless the time limit binds)")
       ->capture_default_str();
   sub.add_option("--time-limit", c.time_limit, "seconds for the whole search")->capture_default_str();
+  sub.add_option("--objective", c.objective,
+                 "makespan, or span: the longest rank's own span (the step period under Zero Bubble's optimizer "
+                 "post-validation; the default when the config sets parallel.post_validation)");
   sub.add_option("--threads,-j", c.threads, "threads (0: every core)")->capture_default_str();
   sub.add_option("--svg", a->svg, "write an SVG timeline of the searched schedule and the best family");
   sub.add_option("--html", a->html, "write a self-contained HTML report of the searched schedule and the best family");

@@ -36,6 +36,8 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); any other
 // schedule, or one that lists its own communication, is returned as it is.
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
+// parallel.post_validation: the step period is the longest rank's own span (physical_result).
+bool post_validation(const ModelConfig& cfg);
 // The overlap model simulates each action layer by layer (sim/overlap.h), about ops x layers
 // per chunk steps: InputError (exit 6) when that is over limits().max_ops, before any work.
 // derive_costs checks its own costs; callers that build overlap costs themselves call it.

@@ -520,6 +520,8 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   return out;
 }
 
+bool post_validation(const ModelConfig& cfg) { return data(cfg).parallel.post_validation; }
+
 Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
   if (!data(cfg).parallel.megatron_p2p || !s.comm.empty() || (s.family != "1f1b" && s.family != "interleaved-1f1b")) return s;
   return with_megatron_p2p(s);

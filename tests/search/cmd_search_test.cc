@@ -8,6 +8,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "robustness/run_ppsim.h"
 
 using ppsim::robust::run_ppsim;
@@ -62,6 +64,7 @@ TEST_CASE("ppsim search: bad flags are one line, exit 2, no file", "[search][cli
   for (const char* args :
        {"search -p 4 -m 8 --placement diagonal --out s.csv", "search -p 4 -m 8 --memory-cap -1 --out s.csv",
         "search -p 4 -m 8 --time-limit 0 --out s.csv", "search -p 4 -m 8 --format yaml --out s.csv",
+        "search -p 4 -m 8 --objective fastest --out s.csv",
         // 3 layers do not split into a V's or two pipes' 2 chunks per rank; --a2a with a config
         "search -p 4 -m 8 --a2a 0.3 --layers 3 --out s.csv",
         "search " PPSIM_SOURCE_DIR "/configs/small-2gpu.yaml --a2a 0.3 --out s.csv"}) {
@@ -158,4 +161,18 @@ TEST_CASE("ppsim search: no progress line when stderr is not a terminal", "[sear
   const auto r = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 --time-limit 2");
   REQUIRE(r.code == 0);
   REQUIRE(r.err.empty());
+}
+
+TEST_CASE("ppsim search --objective span: every rank's own span down to its work (P=4 M=8, F=I=W=1)", "[search][cli]") {
+  // As tests/search/search_test.cc: a rank's work is 8 x 3 = 24 and the span objective reaches it.
+  Scratch s("search_cli_span");
+  const auto r = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 --memory-cap none --placement linear -j 1 -q "
+                              "--objective span --format json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["search"]["objective"] == "span");
+  CHECK(j["search"]["longest_span"].get<double>() == 24.0);
+  const auto t = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 --memory-cap none --placement linear -j 1 -q --objective span");
+  CHECK(t.out.find("objective: the longest rank's own span") != std::string::npos);
 }

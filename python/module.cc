@@ -235,7 +235,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
                 std::optional<int> microbatches, const std::string& times, const std::string& chunk_times,
                 double p2p_latency, double a2a, double attn_share, int layers, int comm_sms, int sms,
                 std::optional<double> memory_cap, const std::string& placement, std::uint64_t seed, double time_limit,
-                int threads) {
+                int threads, const std::string& objective) {
   api::SearchCall c;
   c.config = config;
   c.sets = sets;
@@ -250,6 +250,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
   c.seed = seed;
   c.time_limit = time_limit;
   c.threads = threads;
+  c.objective = objective;
   api::SearchOutcome r;
   {
     py::gil_scoped_release nogil;

@@ -51,6 +51,17 @@ def test_search_without_cap_and_errors():
     assert e.value.exit_code == 3
 
 
+def test_search_span_objective():
+    # P = 4, M = 8, F = I = W = 1, no cap: every rank's own span reaches its work, 8 x 3 = 24.
+    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap=None, placement="linear",
+                       objective="span")
+    assert got["search"]["objective"] == "span"
+    assert got["search"]["longest_span"] == 24.0
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.search(pp=4, microbatches=8, objective="fastest")
+    assert e.value.exit_code == 2
+
+
 def _trace(path):
     """A Kineto-shaped trace: layer 0's F and B, one kernel each (100 us and 200 us)."""
     ev = [

@@ -17,6 +17,9 @@ Usage: python3 tools/measure_gpt_head_layer.py [--iters 20] [--compile] [--json 
        python3 tools/measure_gpt_head_layer.py --ppsim build/ppsim [--gpu h100] [--measured out.json]
 The second form needs no GPU: ppsim's figures for the same shapes (one stage, one micro-batch,
 gpipe; a layer = the makespan with 2 layers minus with 1), beside a measured JSON if given.
+Both also give the layer's split of the backward: I (the input gradient alone,
+torch.autograd.grad with respect to the layer's input) and W = B - I (the weight gradients), the
+split zero-bubble schedules move around; ppsim's from its chunk_times.
 """
 import argparse
 import json
@@ -34,8 +37,6 @@ SEQ, VOCAB = 1024, 50304
 
 
 def predict(ppsim, gpu, measured):
-    import csv
-    import io
     import os
     import subprocess
     import tempfile
@@ -55,17 +56,22 @@ def predict(ppsim, gpu, measured):
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
                 f.write(text)
             try:
-                out = subprocess.run([ppsim, "compare", f.name, "--schedules", "gpipe", "--format", "csv"],
+                out = subprocess.run([ppsim, "compare", f.name, "--schedules", "gpipe", "--format", "json"],
                                      capture_output=True, text=True, check=True).stdout
             finally:
                 os.unlink(f.name)
-            ms[layers] = float(next(csv.DictReader(io.StringIO(out)))["makespan"])
-        layer = ms[2] - ms[1]
-        rest = ms[1] - layer
-        line = f"{name:8} {layer:8.2f} {rest:9.2f} {rest / layer:7.3f}"
+            ms[layers] = json.loads(out)["results"][0]["chunk_times"]
+        lay = {k: ms[2][k] - ms[1][k] for k in ("F", "B", "W")}
+        layer = lay["F"] + lay["B"]
+        rest = ms[1]["F"] + ms[1]["B"] - layer
+        line = (f"{name:8} {layer:8.2f} {rest:9.2f} {rest / layer:7.3f}   F {lay['F']:.2f} I {lay['B'] - lay['W']:.2f} "
+                f"W {lay['W']:.2f} (I/W {(lay['B'] - lay['W']) / lay['W']:.2f})")
         if name in meas:
             e = meas[name]["eager"]
-            line += f"   {e['layer_ms']:.2f} / {e['head_ms'] + e['embedding_ms']:.2f} / {e['ratio']:.3f}"
+            line += f"   measured: {e['layer_ms']:.2f} / {e['head_ms'] + e['embedding_ms']:.2f} / {e['ratio']:.3f}"
+            if "split" in meas[name]:
+                sp = meas[name]["split"]
+                line += f"; F {sp['F_ms']:.2f} I {sp['I_ms']:.2f} W {sp['W_ms']:.2f} (I/W {sp['I_ms'] / sp['W_ms']:.2f})"
         print(line)
     return 0
 
@@ -156,6 +162,32 @@ def main():
             t_layer, t_head, t_emb = timed(run_layer), timed(run_head), timed(run_emb)
             row[mode] = {"layer_ms": t_layer, "head_ms": t_head, "embedding_ms": t_emb,
                          "ratio": (t_head + t_emb) / t_layer}
+            if mode == "eager":
+                # The backward's split: each timed on a fresh forward (not timed).
+                g = torch.ones_like(x)
+                state = {}
+
+                def fwd():
+                    state["y"] = layer(x)
+
+                def grad_input():
+                    torch.autograd.grad(state["y"], x, g)
+
+                def grad_all():
+                    state["y"].backward(g)
+
+                def split_time(fn):
+                    ts = []
+                    for _ in range(a.iters):
+                        fwd()
+                        torch.cuda.synchronize()
+                        ts.append(median_ms(torch, fn, 1, warmup=0))
+                    return sorted(ts)[len(ts) // 2]
+                fwd()
+                grad_all()  # warm-up
+                t_f = median_ms(torch, fwd, a.iters)
+                t_i, t_b = split_time(grad_input), split_time(grad_all)
+                row["split"] = {"F_ms": t_f, "I_ms": t_i, "B_ms": t_b, "W_ms": t_b - t_i}
             del layer, head, emb, lf, hf, ef, x
             torch.cuda.empty_cache()
         results["models"][name] = row
@@ -166,7 +198,14 @@ def main():
     print(f"{'model':8} {'mode':8} {'layer':>8} {'head+CE':>8} {'embed':>8} {'(emb+head)/layer':>17}")
     for name, row in results["models"].items():
         for mode, r in row.items():
+            if mode == "split":
+                continue
             print(f"{name:8} {mode:8} {r['layer_ms']:8.3f} {r['head_ms']:8.3f} {r['embedding_ms']:8.3f} {r['ratio']:17.3f}")
+    print("the layer's backward split (eager), ms: F, I (input grad), W = B - I")
+    for name, row in results["models"].items():
+        sp = row.get("split")
+        if sp:
+            print(f"{name:8} F {sp['F_ms']:7.3f}  I {sp['I_ms']:7.3f}  W {sp['W_ms']:7.3f}  I/W {sp['I_ms'] / sp['W_ms']:.2f}")
     return 0
 
 

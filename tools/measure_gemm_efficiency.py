@@ -9,6 +9,10 @@ attention (scaled_dot_product_attention) at Llama 3's 8192 and DeepSeek-V3's 409
 Each is timed with CUDA events, median of `--iters` after warm-up; forward shapes only.
 
 Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
+       python3 tools/measure_gemm_efficiency.py --sweep-tokens [--json out.json]
+--sweep-tokens: BF16 weight-gradient GEMMs (dW = dY^T X, reduced over the micro-batch's tokens)
+and the forward GEMMs of the same layers at 512 to 16384 tokens: how the efficiency depends on
+the reduction length.
 """
 import argparse
 import json
@@ -23,6 +27,7 @@ def main():
     ap.add_argument("--peak-bf16", type=float, default=989.0, help="dense BF16 TFLOP/s (H100/H800 SXM datasheet)")
     ap.add_argument("--peak-fp8", type=float, default=1979.0, help="dense FP8 TFLOP/s (H100/H800 SXM datasheet)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--sweep-tokens", action="store_true")
     a = ap.parse_args()
     torch = cuda_torch("measure_gemm_efficiency")
     if torch is None:
@@ -67,6 +72,33 @@ def main():
         tf = flops / t / 1e12
         rows.append({"op": name, "dtype": "bf16", "shape": [s, heads, kv_heads, d_qk, d_v], "ms": t * 1e3,
                      "tflops": tf, "efficiency": tf / a.peak_bf16})
+
+    if a.sweep_tokens:
+        shapes = [("QKV 5120", 5120, 3 * 5120), ("out 5120", 5120, 5120), ("MLP up 5120", 5120, 4 * 5120),
+                  ("MLP down 5120", 4 * 5120, 5120), ("QKV 2304", 2304, 3 * 2304), ("MLP up 2304", 2304, 4 * 2304)]
+        for tokens in (512, 1024, 2048, 4096, 8192, 16384):
+            for name, fin, fout in shapes:
+                x = torch.randn(tokens, fin, device=dev, dtype=torch.bfloat16)
+                dy = torch.randn(tokens, fout, device=dev, dtype=torch.bfloat16)
+                w = torch.randn(fout, fin, device=dev, dtype=torch.bfloat16)
+                flops = 2.0 * tokens * fin * fout
+                for kind, fn in (("wgrad", lambda: dy.t() @ x), ("fwd", lambda: x @ w.t())):
+                    t = timed(fn)
+                    rows.append({"op": f"{kind} {name} T={tokens}", "dtype": "bf16", "shape": [tokens, fin, fout],
+                                 "ms": t * 1e3, "tflops": flops / t / 1e12, "efficiency": flops / t / 1e12 / a.peak_bf16})
+                del x, dy, w
+        out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": rows}
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(out, fh, indent=1)
+        print(f"{out['device']}: efficiency of the BF16 peak by tokens (the weight gradient's reduction length)")
+        names = [n for n, _, _ in shapes]
+        for kind in ("wgrad", "fwd"):
+            print(f"{kind:6} {'tokens':>7} " + " ".join(f"{n:>13}" for n in names))
+            for tokens in (512, 1024, 2048, 4096, 8192, 16384):
+                vals = [next(r["efficiency"] for r in rows if r["op"] == f"{kind} {n} T={tokens}") for n in names]
+                print(f"{kind:6} {tokens:7d} " + " ".join(f"{v:13.3f}" for v in vals))
+        return 0
 
     # Llama 3 405B, TP 8, one 8192-token sequence (tokens gathered by sequence parallelism).
     T, h, f, t = 8192, 16384, 53248, 8

@@ -142,17 +142,11 @@ SearchOutcome search(const SearchCall& a) {
     text += fmt::format("; {:.2f}% faster than {}", faster, r.best_family.name);
   }
   text += "\n";
-  auto longest_span = [](const SimResult& sim) {
-    Time m = 0;
-    for (const RankStats& st : sim.ranks)
-      if (st.first_start != kNever) m = std::max(m, st.last_end - st.first_start);
-    return m;
-  };
   if (req.objective_span) {
     Time work = 0;
     for (const RankStats& st : r.best.sim.ranks) work = std::max(work, st.busy);
-    text += fmt::format("objective: the longest rank's own span (post-validation, docs/SEARCH.md): searched {}", format_time(longest_span(r.best.sim), scale));
-    if (r.best_family.valid) text += fmt::format(", {} {}", r.best_family.name, format_time(longest_span(r.best_family.sim), scale));
+    text += fmt::format("objective: the longest rank's own span (post-validation, docs/SEARCH.md): searched {}", format_time(r.best.sim.longest_span(), scale));
+    if (r.best_family.valid) text += fmt::format(", {} {}", r.best_family.name, format_time(r.best_family.sim.longest_span(), scale));
     text += fmt::format("; busiest rank's work {}\n", format_time(work, scale));
   }
   std::vector<Skipped> notes;
@@ -175,7 +169,7 @@ SearchOutcome search(const SearchCall& a) {
                        {"time_limited", r.time_limited},
                        {"lower_bound", scale.to_display(r.lower_bound)},
                        {"objective", req.objective_span ? "span" : "makespan"},
-                       {"longest_span", scale.to_display(longest_span(r.best.sim))},
+                       {"longest_span", scale.to_display(r.best.sim.longest_span())},
                        {"gap", gap / 100.0},
                        {"searched_peak_shares", r.best.peak_shares},
                        {"searched_placement", placement_name(placement_of(r.best.schedule))}};

@@ -545,10 +545,9 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     const StepCosts sc = step_costs(c, s);
     double period = 0;
     for (std::size_t q = 0; q < r.ranks.size(); ++q) {
-      const RankStats& st = r.ranks[q];
-      if (st.first_start == kNever) continue;
+      if (r.ranks[q].first_start == kNever) continue;
       const double added = q < sc.ranks.size() ? sc.ranks[q].added_ns : 0.0;
-      period = std::max(period, static_cast<double>(st.last_end - st.first_start) + added);
+      period = std::max(period, static_cast<double>(r.ranks[q].span()) + added);
     }
     p.step_time_s = period / 1e9;
   } else if (c.costs.any_step_piece()) {

@@ -283,15 +283,8 @@ Candidate evaluate(std::string name, Schedule s, const SimCosts& c, double cap) 
   return out;
 }
 
-// The longest rank's own span, first start to last end (SearchRequest::objective_span).
-Time max_span(const SimResult& r) {
-  Time m = 0;
-  for (const RankStats& st : r.ranks)
-    if (st.first_start != kNever) m = std::max(m, st.last_end - st.first_start);
-  return m;
-}
-
-Time score(const Candidate& a, bool span) { return span ? max_span(a.sim) : a.sim.makespan(); }
+// What the search minimises (SearchRequest::objective_span).
+Time score(const Candidate& a, bool span) { return span ? a.sim.longest_span() : a.sim.makespan(); }
 
 bool better(const Candidate& a, const Candidate& b, bool span) {
   if (!a.valid) return false;
@@ -335,7 +328,7 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
     const Candidate e = evaluate("searched", s, c, cap);
     if (!e.valid) return {kInf, 0};
     Time sum = 0;
-    for (const RankStats& st : e.sim.ranks) sum += span && st.first_start != kNever ? st.last_end - st.first_start : st.last_end;
+    for (const RankStats& st : e.sim.ranks) sum += span ? st.span() : st.last_end;
     return {score(e, span), sum};
   };
   Schedule s = start.schedule;

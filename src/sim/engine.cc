@@ -362,28 +362,30 @@ class Engine {
     pending_wakes_.clear();
   }
 
-  // Explicit communication. The post time of comm action c, in the slot of the transfer it
-  // belongs to: SEND_F(s, m) and RECV_F(s+1, m) to the forward transfer of (s, m); SEND_B(s, m)
+  // Explicit communication. The transfer comm action c belongs to, by its producer's stage and
+  // direction: SEND_F(s, m) and RECV_F(s+1, m) to the forward transfer of (s, m); SEND_B(s, m)
   // and RECV_B(s-1, m) to the backward transfer of (s, m).
-  Time& post_slot(const CommAction& c) {
+  struct TransferOf {
+    Op producer;  // the F of the transfer's slot: its stage and micro-batch
+    bool fwd, send;
+  };
+  static TransferOf transfer_of(const CommAction& c) {
     switch (c.kind) {
-      case CommKind::SendF: return post_[key(Op{OpKind::F, c.stage, c.microbatch})].send_f;
-      case CommKind::RecvF: return post_[key(Op{OpKind::F, c.stage - 1, c.microbatch})].recv_f;
-      case CommKind::SendB: return post_[key(Op{OpKind::F, c.stage, c.microbatch})].send_b;
-      default: return post_[key(Op{OpKind::F, c.stage + 1, c.microbatch})].recv_b;
+      case CommKind::SendF: return {Op{OpKind::F, c.stage, c.microbatch}, true, true};
+      case CommKind::RecvF: return {Op{OpKind::F, c.stage - 1, c.microbatch}, true, false};
+      case CommKind::SendB: return {Op{OpKind::F, c.stage, c.microbatch}, false, true};
+      default: return {Op{OpKind::F, c.stage + 1, c.microbatch}, false, false};
     }
   }
-  // The arrival time of the transfer comm action c belongs to (kNever until it starts).
-  const Time& arrival_slot(const CommAction& c) const {
-    switch (c.kind) {
-      case CommKind::SendF: return slot_[key(Op{OpKind::F, c.stage, c.microbatch})].f_avail;
-      case CommKind::RecvF: return slot_[key(Op{OpKind::F, c.stage - 1, c.microbatch})].f_avail;
-      case CommKind::SendB: return slot_[key(Op{OpKind::F, c.stage, c.microbatch})].bwd_avail;
-      default: return slot_[key(Op{OpKind::F, c.stage + 1, c.microbatch})].bwd_avail;
-    }
+  // The post time of comm action c, in its transfer's slot.
+  Time& post_slot(const CommAction& c) {
+    const TransferOf t = transfer_of(c);
+    Posts& p = post_[key(t.producer)];
+    return t.fwd ? (t.send ? p.send_f : p.recv_f) : (t.send ? p.send_b : p.recv_b);
   }
   // Posts rank r's comm actions listed after its compute actions that have ended, at `now`;
-  // a transfer whose producer has ended and both sides are posted starts now.
+  // a transfer whose producer has ended and both sides are posted starts now. With
+  // Schedule::comm_waits the rank then waits for each of those transfers' arrival.
   void post_comm(int r, Time now) {
     if (s_.comm[r].empty()) return;
     RankState& st = rank_[r];
@@ -392,15 +394,11 @@ class Engine {
       const CommAction& c = s_.comm[r][st.comm_next++];
       if (c.kind > CommKind::RecvB) continue;
       post_slot(c) = now;
-      if (s_.comm_waits) st.waits.push_back(&arrival_slot(c));
-      switch (c.kind) {
-        case CommKind::SendF: issue_fwd(key(Op{OpKind::F, c.stage, c.microbatch}), Op{OpKind::F, c.stage, c.microbatch}); break;
-        case CommKind::RecvF:
-          issue_fwd(key(Op{OpKind::F, c.stage - 1, c.microbatch}), Op{OpKind::F, c.stage - 1, c.microbatch});
-          break;
-        case CommKind::SendB: issue_bwd(key(Op{OpKind::F, c.stage, c.microbatch}), c.stage, c.microbatch); break;
-        default: issue_bwd(key(Op{OpKind::F, c.stage + 1, c.microbatch}), c.stage + 1, c.microbatch); break;
-      }
+      const TransferOf t = transfer_of(c);
+      const std::size_t k = key(t.producer);
+      if (s_.comm_waits) st.waits.push_back(t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail);
+      if (t.fwd) issue_fwd(k, t.producer);
+      else issue_bwd(k, t.producer.stage, t.producer.microbatch);
     }
   }
   // Starts the forward transfer of slot k (producer `op`) once its F ended and both sides posted.

@@ -4,6 +4,7 @@
 // lasts pair_duration(). Activation accounting: +1 when an F starts, -1 when the W or full B of
 // that (stage, micro-batch) ends, in units of one chunk of one micro-batch.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,6 +23,7 @@ struct RankStats {
   int peak_activations = 0;
   Time exposed_comm = 0;     // compute stream waiting on its own communication (overlap model)
   Time own_span_idle() const { return first_start == kNever ? 0 : last_end - first_start - busy - exposed_comm; }
+  Time span() const { return first_start == kNever ? 0 : last_end - first_start; }  // own first start to last end
 };
 
 struct SimOptions {
@@ -32,6 +34,12 @@ struct SimResult {
   Time start = 0;  // first op start, all ranks
   Time end = 0;    // last op end, all ranks
   Time makespan() const { return end - start; }
+  // The longest rank's own span (the step period under Zero Bubble's optimizer post-validation).
+  Time longest_span() const {
+    Time m = 0;
+    for (const RankStats& r : ranks) m = std::max(m, r.span());
+    return m;
+  }
   std::vector<RankStats> ranks;
   std::uint64_t events = 0;
   std::uint64_t ops = 0;

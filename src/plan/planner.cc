@@ -182,6 +182,14 @@ bool same_costs(const SimCosts& a, const SimCosts& b) {
          a.inter_node_link.bytes_per_tick == b.inter_node_link.bytes_per_tick;
 }
 
+// One simulation of a group's schedule, shared by the candidates with the same costs and the same
+// p2p runtime (parallel.p2p_runtime changes the result for the same costs).
+struct Memo {
+  SimCosts costs;
+  bool megatron_p2p = false;
+  SimResult sim;
+};
+
 // make_schedule without its last step (the Boost.Graph validator): see planner.h.
 Schedule generate(const Family& fam, const ScheduleParams& p) {
   Schedule s = fam.generate(p);
@@ -396,21 +404,21 @@ class Planner {
             continue;
           }
         }
-        std::vector<std::pair<SimCosts, SimResult>> memo;
+        std::vector<Memo> memo;
         evaluate_one(slot, g, s, memo);
         done_.fetch_add(1, std::memory_order_relaxed);
       }
       return;
     }
     const Schedule s = generate(*g.family, g.params);
-    std::vector<std::pair<SimCosts, SimResult>> memo;
+    std::vector<Memo> memo;
     for (std::size_t slot : g.slots) {
       evaluate_one(slot, g, s, memo);
       done_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
-  void evaluate_one(std::size_t slot, const Group& g, const Schedule& s, std::vector<std::pair<SimCosts, SimResult>>& memo) {
+  void evaluate_one(std::size_t slot, const Group& g, const Schedule& s, std::vector<Memo>& memo) {
     const Candidate& c = all_[mine_[slot]];
     const Variant& var = variants_[static_cast<std::size_t>(c.variant)];
     const Layout& l = layouts_[slot_layout_[slot]];
@@ -435,25 +443,15 @@ class Planner {
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const SimResult* sim = nullptr;
-    // The memo is keyed by costs; Megatron's p2p runtime changes the result for the same costs,
-    // so its simulations are neither looked up nor kept there.
-    const bool memo_ok = !data.parallel.megatron_p2p;
-    SimResult own;
-    if (memo_ok)
-      for (const auto& [k, r] : memo)
-        if (same_costs(k, costs)) sim = &r;
+    const bool megatron = data.parallel.megatron_p2p;
+    for (const Memo& m : memo)
+      if (m.megatron_p2p == megatron && same_costs(m.costs, costs)) sim = &m.sim;
     if (sim == nullptr) {
       try {
         simulations_.fetch_add(1, std::memory_order_relaxed);
         // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run).
-        SimResult r = simulate(as_run(cfg, s), costs);
-        if (memo_ok) {
-          memo.emplace_back(costs, std::move(r));
-          sim = &memo.back().second;
-        } else {
-          own = std::move(r);
-          sim = &own;
-        }
+        memo.push_back({costs, megatron, simulate(as_run(cfg, s), costs)});
+        sim = &memo.back().sim;
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());
       }

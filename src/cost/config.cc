@@ -731,20 +731,16 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
   const long long effective = layers + keys.first_less + keys.last_less;
   YAML::Node out = YAML::Clone(root_node);
-  long long stages = 0;
-  if (par["vpp"] && lps <= 0) {
-    stages = pp * par["vpp"].as<long long>(1);
-  } else if (lps > 0) {
+  long long stages = pp * keys.stages_per_rank;
+  if (lps > 0) {
     stages = (effective + lps - 1) / lps;
     if (stages % pp != 0)
       root.fail("torchtitan", fmt::format("pipeline_parallel_layers_per_stage {}: {} layers + {} + {} (first/last stage "
                                           "less layers) make {} stages, not a multiple of pp {} (torchtitan refuses it)",
                                           lps, layers, keys.first_less, keys.last_less, stages, pp));
     if (!par["vpp"] && stages / pp > 1) out["parallel"]["vpp"] = stages / pp;
-    if (par["vpp"]) stages = pp * par["vpp"].as<long long>(1);
-  } else {
-    stages = pp * keys.stages_per_rank;
   }
+  if (par["vpp"]) stages = pp * par["vpp"].as<long long>(1);  // a vpp given (YAML, or the TOML's default 2) decides
   if (par["layer_split"]) return out;
   const std::vector<int> split = torchtitan_layer_split(layers, stages, keys.first_less, keys.last_less);
   if (split.empty())

@@ -12,11 +12,10 @@ Schedule with_megatron_p2p(Schedule s) {
     throw InputError(fmt::format("parallel.p2p_runtime megatron: defined for 1f1b and interleaved-1f1b, not {}", s.family));
   if (!s.comm.empty()) return s;  // an imported order keeps its own communication
   const bool pairs = s.chunks_per_rank > 1;
-  // A transfer exists between two stages on different ranks.
-  auto fwd_in = [&](const Op& op) { return !s.is_first_stage(op.stage) && s.stage_rank[op.stage - 1] != s.stage_rank[op.stage]; };
-  auto fwd_out = [&](const Op& op) { return !s.is_last_stage(op.stage) && s.stage_rank[op.stage + 1] != s.stage_rank[op.stage]; };
-  auto bwd_in = [&](const Op& op) { return !s.is_last_stage(op.stage) && s.stage_rank[op.stage + 1] != s.stage_rank[op.stage]; };
-  auto bwd_out = [&](const Op& op) { return !s.is_first_stage(op.stage) && s.stage_rank[op.stage - 1] != s.stage_rank[op.stage]; };
+  // A transfer exists between two stages on different ranks: with the previous stage (an F's
+  // input, a B's output) or with the next (an F's output, a B's input).
+  auto with_prev = [&](const Op& op) { return !s.is_first_stage(op.stage) && s.stage_rank[op.stage - 1] != s.stage_rank[op.stage]; };
+  auto with_next = [&](const Op& op) { return !s.is_last_stage(op.stage) && s.stage_rank[op.stage + 1] != s.stage_rank[op.stage]; };
   s.comm.assign(static_cast<std::size_t>(s.pp), {});
   for (int r = 0; r < s.pp; ++r) {
     const std::vector<Action>& acts = s.ranks[static_cast<std::size_t>(r)];
@@ -34,14 +33,14 @@ Schedule with_megatron_p2p(Schedule s) {
       if (k > 0)
         for (std::size_t i = steps[k - 1].first; i < steps[k - 1].second; ++i) {
           const Op& op = acts[i].first;
-          if (op.kind == OpKind::F && fwd_out(op)) out.push_back({CommKind::SendF, op.stage, op.microbatch, at});
-          if (op.kind == OpKind::B && bwd_out(op)) out.push_back({CommKind::SendB, op.stage, op.microbatch, at});
+          if (op.kind == OpKind::F && with_next(op)) out.push_back({CommKind::SendF, op.stage, op.microbatch, at});
+          if (op.kind == OpKind::B && with_prev(op)) out.push_back({CommKind::SendB, op.stage, op.microbatch, at});
         }
       if (k < steps.size())
         for (std::size_t i = steps[k].first; i < steps[k].second; ++i) {
           const Op& op = acts[i].first;
-          if (op.kind == OpKind::F && fwd_in(op)) out.push_back({CommKind::RecvF, op.stage, op.microbatch, at});
-          if (op.kind == OpKind::B && bwd_in(op)) out.push_back({CommKind::RecvB, op.stage, op.microbatch, at});
+          if (op.kind == OpKind::F && with_prev(op)) out.push_back({CommKind::RecvF, op.stage, op.microbatch, at});
+          if (op.kind == OpKind::B && with_next(op)) out.push_back({CommKind::RecvB, op.stage, op.microbatch, at});
         }
     }
   }

@@ -5,7 +5,7 @@ from the current errors (each |error| rounded up, plus 0.5 points, so CI fails o
 
 Usage: tools/fidelity_table.py [--ppsim build/ppsim] [--thresholds]
 Standard library only. The ablation table reruns fidelity with each cost piece switched off
-(`--set costs.X=false`), which measures what each piece does to each run's error.
+(`--set costs.X=false`, and the like), which measures what each piece does to each run's error.
 """
 import argparse
 import json
@@ -20,7 +20,8 @@ THRESHOLDS = os.path.join(ROOT, "tools", "fidelity_thresholds.txt")
 PIECES = [("TP comm", "costs.tp_comm=false"), ("DP comm", "costs.dp_comm=false"),
           ("optimizer step", "costs.optimizer_step=false"), ("head and loss", "parallel.head_on_last=false"),
           ("embedding", "parallel.embedding_on_first=false"), ("node-limited routing", "model.moe.max_nodes=0"),
-          ("CP comm", "costs.cp_comm=false")]
+          ("CP comm", "costs.cp_comm=false"),
+          ("accumulation exposed", "hardware.efficiency.accum_exposed=0")]
 # The Zero Bubble configs (tp = dp = 1, embedding and head alone on their slices, the schedule
 # search in each run) are left out of the ablation: no piece but the optimizer step applies.
 ABLATION_SKIP = "zero-bubble-"
@@ -28,11 +29,13 @@ ABLATION_SKIP = "zero-bubble-"
 # optimizer post-validation (the ZB-1p/2p rows) and Megatron-LM's blocking p2p calls (the 1F1B and
 # 1F1B-I rows), each switched off for every row, and the loss as Megatron computes it replaced by
 # ppsim's earlier count (costs.megatron_loss=false), and the per-node p2p links replaced by the
-# network for every hop (costs.p2p_per_node=false).
+# network for every hop (costs.p2p_per_node=false), and the weight gradients' FP32 accumulation
+# wholly hidden under the wgrad GEMMs (hardware.efficiency.accum_exposed=0, as before session 12).
 RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
                   ("dataflow p2p (Megatron's calls off)", "parallel.p2p_runtime=dataflow"),
                   ("Megatron's loss traffic off", "costs.megatron_loss=false"),
-                  ("one link for every hop", "costs.p2p_per_node=false")]
+                  ("one link for every hop", "costs.p2p_per_node=false"),
+                  ("accumulation exposed off", "hardware.efficiency.accum_exposed=0")]
 PUBLISHED = os.path.join(ROOT, "configs", "published")
 
 

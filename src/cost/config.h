@@ -132,6 +132,11 @@ struct EfficiencySpec {
   double attention = 0.5;
   double elementwise = 0.7;
   double comm = 0.8;
+  // The share of the gradient accumulation's HBM traffic (the FP32 main grad read and written
+  // by the fused weight-gradient GEMM, 8 bytes per weight per micro-batch) that the GEMM does not
+  // hide: paid after its math at HBM x elementwise. 0: wholly hidden; 1: paid in full. Measured
+  // 0.65 on an H100 (tools/measure_wgrad_accum.py; docs/FIDELITY.md "The backward's split").
+  double accum_exposed = 0.65;
 };
 
 struct HardwareSpec {

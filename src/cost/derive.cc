@@ -40,7 +40,9 @@ struct Roofline {
   double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
 
   // Forward Y[m,n] = X[m,k] W[k,n]; input grad dX[m,k] = dY[m,n] W^T; weight grad
-  // dW[k,n] = X^T dY, accumulated into the fp32 main grad (read + write).
+  // dW[k,n] = X^T dY, accumulated into the fp32 main grad (read + write, 8 bytes per weight):
+  // the GEMM's roofline on its inputs, then efficiency.accum_exposed of the accumulation's
+  // traffic at HBM x elementwise (what the fused GEMM does not hide, measured on an H100).
   double gemm_fwd(const Gemm& g) const {
     const double bytes = ((g.m * g.k + g.k * g.n) * in_bytes(g) + g.m * g.n * kActivationBytes) * g.count;
     return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
@@ -50,8 +52,9 @@ struct Roofline {
     return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
   }
   double gemm_wgrad(const Gemm& g) const {
-    const double bytes = ((g.k * g.m + g.m * g.n) * in_bytes(g) + g.k * g.n * 8.0) * g.count;
-    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+    const double bytes = (g.k * g.m + g.m * g.n) * in_bytes(g) * g.count;
+    const double accum_bytes = g.k * g.n * 8.0 * g.count;
+    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
   }
   double core(double flops, double bytes) const {
     const double peak = c.hardware.peak_bf16_tflops * 1e3 * c.hardware.efficiency.attention;

@@ -86,6 +86,30 @@ TEST_CASE("the P2P link: NVLink inside a node, the network across nodes", "[cost
   CHECK(all.link.latency == 5'000);
 }
 
+TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulation's traffic", "[cost]") {
+  // kDense's layer (h 64, SwiGLU f 256, 4 heads of 16, no GQA) has 64 x 192 (QKV) + 64 x 64 (out)
+  // + 2 x 64 x 256 (gate, up) + 256 x 64 (down) = 65,536 weights. Each micro-batch's W reads and
+  // writes their FP32 main grad, 8 bytes each; the middle slices hold 2 layers, so exposing a
+  // share e of that traffic adds e x 2 x 65,536 x 8 bytes at HBM x elementwise (h100 preset
+  // 3350 GB/s x the default 0.7) to W and to B, and nothing to F.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts hidden = derive_costs(cfg_of(kDense, {"hardware.efficiency.accum_exposed=0"}), s);
+  const SimCosts half = derive_costs(cfg_of(kDense, {"hardware.efficiency.accum_exposed=0.5"}), s);
+  const SimCosts full = derive_costs(cfg_of(kDense, {"hardware.efficiency.accum_exposed=1"}), s);
+  const double per_layer_ns = 65'536 * 8 / (3350 * 0.7);
+  for (int i : {1, 2}) {
+    INFO("slice " << i);
+    CHECK(std::abs(static_cast<double>(full.slice[i].w - hidden.slice[i].w) - 2 * per_layer_ns) <= 2);
+    CHECK(std::abs(static_cast<double>(half.slice[i].w - hidden.slice[i].w) - per_layer_ns) <= 2);
+    CHECK(full.slice[i].b - hidden.slice[i].b == full.slice[i].w - hidden.slice[i].w);
+    CHECK(full.slice[i].f == hidden.slice[i].f);
+  }
+  // The default is the measured 0.65, for a named hardware as for every GPU type.
+  CHECK(cfg_of(kDense).data->hardware.efficiency.accum_exposed == 0.65);
+  // Out of range: one line naming the key.
+  CHECK_THROWS_WITH(cfg_of(kDense, {"hardware.efficiency.accum_exposed=3"}), PPSIM_CONTAINS("accum_exposed"));
+}
+
 TEST_CASE("times: in the config replace the derivation like compare --times", "[cost]") {
   const ModelConfig cfg = cfg_of(kDense, {"times={F: 4, B: 8, W: 2}"});
   const SimCosts one = derive_costs(cfg, make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));

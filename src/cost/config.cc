@@ -167,9 +167,10 @@ constexpr Preset kPresets[] = {
 //         in, FP32 C with beta = 1) against the same GEMM with a BF16 output, on one H100
 //         (tools/measure_wgrad_accum.py, 44 weight-gradient shapes of the published runs at 1024
 //         to 8192 tokens, 2026-11-26): the extra time is 0.22-1.9x the FP32 read + write alone;
-//         least squares over the 44 gives 0.66, their median 0.63: 0.65. Not measured on an
-//         A100 (none can be run here): the A100 set takes the H100's figure (our choice; Ampere's
-//         kernels run the epilogue after the main loop as Hopper's cooperative ones do).
+//         least squares over the 44 gives 0.66, their median 0.63: 0.65. On an H200 the same
+//         script gives 0.70 and 0.68 (0.65 predicts its 44 within 15%, mean -1.2%). Not measured
+//         on an A100 (none can be run here): the A100 sets take the same figure (our choice;
+//         Ampere's kernels run the epilogue after the main loop as Hopper's cooperative ones do).
 struct GpuType {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;

@@ -177,6 +177,12 @@ struct CostSwitches {
   // Stage-to-stage hops inside a node on NVLink and between nodes on the network (cost/derive.h
   // set_p2p_links); false: every hop on the network once the pipeline spans nodes (the earlier model).
   bool p2p_per_node = true;
+  // FP8 GEMMs' quantization kernels (precision.gemm: fp8; cost/derive.cc): forward, each input
+  // quantized from BF16 into 1x128 tiles (kFp8QuantBytes per element); backward, each output grad
+  // quantized into the 1x128 tiles of the input grad's GEMM and the 128x1 tiles of the weight
+  // grad's (read 2 bytes, write 1 + 1), and each cached FP8 input read, transposed and written
+  // again as 128x1 tiles (1 + 1) for the weight grad (DeepSeek-V3 report 3.5.2). false: none.
+  bool fp8_quant = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 

@@ -56,6 +56,15 @@ struct Roofline {
     const double accum_bytes = g.k * g.n * 8.0 * g.count;
     return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
   }
+  // FP8 quantization traffic of one GEMM (costs.fp8_quant; CostSwitches::fp8_quant says what).
+  bool quantized(const Gemm& g) const { return c.costs.fp8_quant && gemm_type(g) == Dtype::fp8; }
+  double quant_fwd(const Gemm& g) const {
+    return quantized(g) && !g.input_shared && !g.input_fp8 ? elementwise(kFp8QuantBytes * g.m * g.k * g.count) : 0;
+  }
+  double quant_dgrad(const Gemm& g) const { return quantized(g) ? elementwise(4.0 * g.m * g.n * g.count) : 0; }
+  double quant_wgrad(const Gemm& g) const {
+    return quantized(g) && !g.input_shared ? elementwise(2.0 * g.m * g.k * g.count) : 0;
+  }
   double core(double flops, double bytes) const {
     const double peak = c.hardware.peak_bf16_tflops * 1e3 * c.hardware.efficiency.attention;
     return std::max(flops / peak, bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.attention));
@@ -98,9 +107,9 @@ struct Roofline {
     PassNs t;
     double fwd = 0, dgrad = 0, wgrad = 0;
     for (const auto& g : w.gemms) {
-      fwd += gemm_fwd(g);
-      dgrad += gemm_dgrad(g);
-      wgrad += gemm_wgrad(g);
+      fwd += gemm_fwd(g) + quant_fwd(g);
+      dgrad += gemm_dgrad(g) + quant_dgrad(g);
+      wgrad += gemm_wgrad(g) + quant_wgrad(g);
     }
     fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);

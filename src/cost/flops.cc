@@ -68,6 +68,7 @@ BlockWork attention_block(const ModelConfigData& c, Shard sh) {
     }
     const double kvr = static_cast<double>(q.kv_lora_rank);
     w.gemms.push_back({"kv_down", T, kvr + dr, h});
+    w.gemms.back().input_shared = q.q_lora_rank > 0;  // the same hidden states as q_down
     w.gemms.push_back({"kv_up", T, a * (dn + dv) / t, kvr});
     w.gemms.push_back({"out", T, h, a * dv / t});
     rope_elems = (a / t + 1) * dr;
@@ -106,10 +107,13 @@ double act_fn_bytes(MlpKind k, double width) {
 
 // The GEMMs of one MLP of width `f` on `m` tokens: SwiGLU has three (gate, up, down),
 // GELU two (fc1, fc2). Returns 2 m h f * (3 or 2) FLOPs per instance.
+// `input_fp8`: the up (and gate) input arrives in FP8 (the routed experts after an FP8 dispatch).
 void mlp_gemms(std::vector<Gemm>& out, MlpKind kind, double m, double h, double f, double count, const char* prefix_up,
-               const char* prefix_gate, const char* prefix_down) {
+               const char* prefix_gate, const char* prefix_down, bool input_fp8 = false) {
   if (kind == MlpKind::swiglu) out.push_back({prefix_gate, m, f, h, count});
   out.push_back({prefix_up, m, f, h, count});
+  out.back().input_shared = kind == MlpKind::swiglu;  // gate and up read the same X
+  if (input_fp8) out[out.size() - (kind == MlpKind::swiglu ? 2 : 1)].input_fp8 = out.back().input_fp8 = true;
   out.push_back({prefix_down, m, h, f, count});
 }
 
@@ -140,13 +144,17 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     const double E = moe.experts, k = moe.top_k, fe = static_cast<double>(moe.expert_ffn_hidden);
     const double ep = sh.ep;
     w.gemms.push_back({"router", T / t, E, h, 1, true});
-    mlp_gemms(w.gemms, m.mlp, T * k * ep / E, h, fe / t, E / ep, "expert_up", "expert_gate", "expert_down");
+    const bool fp8_dispatch = c.precision.gemm == Dtype::fp8;
+    mlp_gemms(w.gemms, m.mlp, T * k * ep / E, h, fe / t, E / ep, "expert_up", "expert_gate", "expert_down", fp8_dispatch);
     if (moe.shared_experts > 0)
       mlp_gemms(w.gemms, m.mlp, T, h, moe.shared_experts * fe / t, 1, "shared_up", "shared_gate", "shared_down");
     // Router softmax/top-k (fp32 logits read and written), permute and unpermute of the k
     // token copies (read + write, both ways), the experts' activation function, and the
     // weighted combine (read k copies, write one).
     per_token += 8 * E + 8 * k * h + kActivationBytes * (k + 1) * h;
+    // The FP8 dispatch's input is quantized once (read 2, write 1 + a 4-byte scale per 128: DeepSeek-V3
+    // report 3.3.1-3.3.3); with shared experts that is their up GEMM's input quantization, counted there.
+    if (fp8_dispatch && moe.shared_experts == 0 && c.costs.fp8_quant) per_token += kFp8QuantBytes * h;
     width_bytes = act_fn_bytes(m.mlp, (k + moe.shared_experts) * fe / t) * T;
     // All-to-all, per rank: its T/t tokens go to k experts each; of the ep ranks holding
     // experts, 1/ep is the rank itself, so (ep-1)/ep of the copies leave the rank.

@@ -17,6 +17,9 @@ namespace ppsim {
 
 inline constexpr double kAttentionBackwardFactor = 2.5;
 inline constexpr double kActivationBytes = 2;  // bf16 activations and gradients between ops
+// Quantizing one BF16 element to FP8 in 1x128 tiles: read 2 bytes, write 1, and a 4-byte scale per
+// 128 elements (DeepSeek-V3 report 3.3.1 and 3.5.2: read from HBM, written back, read again by the GEMM).
+inline constexpr double kFp8QuantBytes = 3 + 4.0 / 128;
 
 // [m x k] x [k x n], `count` identical instances (a rank's experts). `keep_bf16`: stays in BF16
 // when precision.gemm is fp8 (the router and the output head, as in DeepSeek-V3's FP8 recipe).
@@ -25,6 +28,12 @@ struct Gemm {
   double m = 0, n = 0, k = 0;
   double count = 1;
   bool keep_bf16 = false;
+  // FP8 quantization (costs.fp8_quant): the input X is the same tensor as the previous GEMM's
+  // (SwiGLU's up after its gate, MLA's kv_down after q_down), so it is quantized, and transposed
+  // for the weight grad, once for both; or it arrives in FP8 (the routed experts after an FP8
+  // dispatch, quantized before it), so the forward quantizes nothing.
+  bool input_shared = false;
+  bool input_fp8 = false;
   double flops() const { return 2.0 * m * n * k * count; }
 };
 

@@ -110,6 +110,33 @@ TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulatio
   CHECK_THROWS_WITH(cfg_of(kDense, {"hardware.efficiency.accum_exposed=3"}), PPSIM_CONTAINS("accum_exposed"));
 }
 
+TEST_CASE("FP8 GEMMs pay their quantization kernels' traffic (costs.fp8_quant)", "[cost]") {
+  // kDense's layer with FP8 GEMMs, T = 2 x 32 = 64 tokens. Distinct GEMM inputs: QKV's, the
+  // projection's and the gate's (the up reads the same X) of width 64, the down's of width 256:
+  // 448 x 64 elements. Output grads: QKV 192, projection 64, gate 256, up 256, down 64 wide:
+  // 832 x 64 elements. Per layer the piece adds, at HBM x elementwise (3350 x 0.7 bytes/ns):
+  //   F: each distinct input quantized, read 2 + write 1 bytes + a 4-byte scale per 128;
+  //   I: each output grad read once and written as 1x128 and 128x1 tiles, 2 + 1 + 1 bytes;
+  //   W: each cached FP8 input read and written again transposed, 1 + 1 bytes.
+  // The middle slices hold 2 layers.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts on = derive_costs(cfg_of(kDense, {"precision.gemm=fp8"}), s);
+  const SimCosts off = derive_costs(cfg_of(kDense, {"precision.gemm=fp8", "costs.fp8_quant=false"}), s);
+  const double bw = 3350 * 0.7;
+  const double f = 2 * 448 * 64 * (3 + 4.0 / 128) / bw, i = 2 * 832 * 64 * 4.0 / bw, w = 2 * 448 * 64 * 2.0 / bw;
+  for (int k : {1, 2}) {
+    INFO("slice " << k);
+    CHECK(std::abs(static_cast<double>(on.slice[k].f - off.slice[k].f) - f) <= 2);
+    CHECK(std::abs(static_cast<double>(on.slice[k].input_grad() - off.slice[k].input_grad()) - i) <= 2);
+    CHECK(std::abs(static_cast<double>(on.slice[k].w - off.slice[k].w) - w) <= 2);
+  }
+  // BF16 GEMMs quantize nothing.
+  const SimCosts bf = derive_costs(cfg_of(kDense), s);
+  const SimCosts bf_off = derive_costs(cfg_of(kDense, {"costs.fp8_quant=false"}), s);
+  CHECK(bf.slice[1].f == bf_off.slice[1].f);
+  CHECK(bf.slice[1].b == bf_off.slice[1].b);
+}
+
 TEST_CASE("times: in the config replace the derivation like compare --times", "[cost]") {
   const ModelConfig cfg = cfg_of(kDense, {"times={F: 4, B: 8, W: 2}"});
   const SimCosts one = derive_costs(cfg, make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));

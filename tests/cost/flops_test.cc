@@ -83,7 +83,28 @@ precision: {gemm: fp8}
 hardware: {name: h100}
 parallel: {pp: 2, microbatches: 4, ep: 2, dp: 2}
 )", "t.yaml", "", {});
-  CHECK(layer_work(f8, 0, Shard{1, 2}).mlp.dispatch_bytes == 4'096.0);
+  const BlockWork m8 = layer_work(f8, 0, Shard{1, 2}).mlp;
+  CHECK(m8.dispatch_bytes == 4'096.0);
+  // FP8 quantization: the routed experts' gate and up read the dispatched FP8 tokens (nothing to
+  // quantize forward), the up reads the gate's X (transposed once for both); the down quantizes
+  // its own input. Without shared experts the dispatch's input, T x h = 64 x 64, is quantized
+  // once in the layer's elementwise work: 3 + 4/128 bytes each.
+  REQUIRE(m8.gemms.size() == 4);
+  CHECK(std::string(m8.gemms[1].name) == "expert_gate");
+  CHECK((m8.gemms[1].input_fp8 && !m8.gemms[1].input_shared));
+  CHECK((m8.gemms[2].input_fp8 && m8.gemms[2].input_shared));
+  CHECK((!m8.gemms[3].input_fp8 && !m8.gemms[3].input_shared));
+  const ModelConfigData f8_off = parse_config(R"(
+model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,
+        moe: {experts: 4, top_k: 2, expert_ffn_hidden: 32}}
+precision: {gemm: fp8}
+hardware: {name: h100}
+costs: {fp8_quant: false}
+parallel: {pp: 2, microbatches: 4, ep: 2, dp: 2}
+)", "t.yaml", "", {});
+  CHECK(m8.elem_bytes - layer_work(f8_off, 0, Shard{1, 2}).mlp.elem_bytes == 64 * 64 * (3 + 4.0 / 128));
+  // BF16: nothing arrives in FP8; the shared experts' gate and up still share their input.
+  CHECK_FALSE(w.mlp.gemms[2].input_fp8);
 }
 
 TEST_CASE("MLA attention: low-rank projections", "[cost]") {
@@ -98,6 +119,10 @@ parallel: {pp: 2, microbatches: 4}
   // kv_down 2 T h (kvr+dr) = 2*64*64*12 = 98,304; kv_up 2 T kvr a (dn+dv) = 2*64*8*4*16 = 65,536
   // out 2 T a dv h = 2*64*4*8*64 = 262,144
   CHECK(a.gemm_flops() == 131'072.0 + 98'304.0 + 98'304.0 + 65'536.0 + 262'144.0);
+  // kv_down reads the hidden states q_down read: one FP8 quantization for both.
+  REQUIRE(std::string(a.gemms[2].name) == "kv_down");
+  CHECK(a.gemms[2].input_shared);
+  CHECK_FALSE(a.gemms[0].input_shared);
   // core: 1/2 * 2 b a s^2 ((dn+dr) + dv) = 0.5*2*2*4*1024*20 = 163,840
   CHECK(a.core_flops == 163'840.0);
 }

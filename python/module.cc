@@ -235,7 +235,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
                 std::optional<int> microbatches, const std::string& times, const std::string& chunk_times,
                 double p2p_latency, double a2a, double attn_share, int layers, int comm_sms, int sms,
                 std::optional<double> memory_cap, const std::string& placement, std::uint64_t seed, double time_limit,
-                int threads, const std::string& objective) {
+                int threads, const std::string& objective, std::optional<double> w_hold) {
   api::SearchCall c;
   c.config = config;
   c.sets = sets;
@@ -246,6 +246,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
   c.p2p_latency = p2p_latency;
   set_overlap(c.overlap, a2a, attn_share, layers, comm_sms, sms);
   c.memory_cap = memory_cap;
+  c.w_hold = w_hold;
   c.placement = placement;
   c.seed = seed;
   c.time_limit = time_limit;

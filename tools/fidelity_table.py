@@ -32,11 +32,13 @@ ABLATION_SKIP = "zero-bubble-"
 # ppsim's earlier count (costs.megatron_loss=false), and the per-node p2p links replaced by the
 # network for every hop (costs.p2p_per_node=false), and the weight gradients' FP32 accumulation
 # wholly hidden under the wgrad GEMMs (hardware.efficiency.accum_exposed=0, as before session 12).
+# And the search cap counting a whole share until its W (costs.w_hold=false, as before session 12).
 RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
                   ("dataflow p2p (Megatron's calls off)", "parallel.p2p_runtime=dataflow"),
                   ("Megatron's loss traffic off", "costs.megatron_loss=false"),
                   ("one link for every hop", "costs.p2p_per_node=false"),
-                  ("accumulation exposed off", "hardware.efficiency.accum_exposed=0")]
+                  ("accumulation exposed off", "hardware.efficiency.accum_exposed=0"),
+                  ("search cap: whole shares until W", "costs.w_hold=false")]
 PUBLISHED = os.path.join(ROOT, "configs", "published")
 
 

@@ -209,14 +209,17 @@ def _sets(overrides):
 
 
 def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2p_latency=0.0, overlap=None,
-           config=None, memory_cap="best", placement="all", seed=1, time_limit=10.0, threads=0, objective=None):
+           config=None, memory_cap="best", placement="all", seed=1, time_limit=10.0, threads=0, objective=None,
+           w_hold=None):
     """The schedule search, as `ppsim search --format json` (docs/SEARCH.md).
 
     objective: "makespan", "span" (the longest rank's own span: the step period under Zero Bubble's
     optimizer post-validation) or None (span when the config sets parallel.post_validation).
 
     memory_cap: activations per rank in rank shares; "best" (the default): the best family's peak,
-    so that a win is at equal memory; None or 0: no cap. Returns a Result with "results" (the
+    so that a win is at equal memory; None or 0: no cap. w_hold: the share of a micro-batch's
+    activations its W still holds after its I (Zero Bubble's M_W / M_B), in [0, 1]; None: 1 with
+    times, the memory model's with a config. Returns a Result with "results" (the
     searched schedule's, then the best family's, docs/JSON.md's names), "skipped", "search"
     (cap, bound, gap, ...), "table" (the CLI's report) and "schedule" (the searched ppsim.Schedule;
     "best_family_schedule" too when a family fits the cap).
@@ -236,7 +239,8 @@ def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2
     return Result(_ppsim._search(path, sets, pp, microbatches, t, _times_spec(chunk_times), float(p2p_latency),
                                  float(ov.get("a2a", -1)), float(ov.get("attn_share", 0.5)), int(ov.get("layers", 1)),
                                  int(ov.get("comm_sms", 20)), int(ov.get("sms", 132)), cap, str(placement),
-                                 int(seed), float(time_limit), int(threads), objective or ""))
+                                 int(seed), float(time_limit), int(threads), objective or "",
+                                 None if w_hold is None else float(w_hold)))
 
 
 def import_trace(trace, map=None, no_default_rules=False, step_range="", schedule="", pp=1, microbatches=1, vpp=0,

@@ -62,6 +62,20 @@ def test_search_span_objective():
     assert e.value.exit_code == 2
 
 
+def test_search_w_hold():
+    # P = 2, M = 2, F = I = W = 1, cap 1.5 shares: with every share held until its W, each
+    # micro-batch's round trip (5) is serial on rank 0: 10. With w_hold = 1/4 an I frees 3/4 of its
+    # share, F1 fits before W0: 9, at a peak of 5/4 (tests/search/search_test.cc works both).
+    kw = dict(pp=2, microbatches=2, times="F=1,B=2,W=1", threads=1, memory_cap=1.5, placement="linear")
+    assert ppsim.search(**kw)["results"][0]["makespan"] == 10.0
+    got = ppsim.search(w_hold=0.25, **kw)
+    assert got["results"][0]["makespan"] == 9.0
+    assert got["search"]["searched_peak_shares"] == 1.25
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.search(w_hold=1.5, **kw)
+    assert e.value.exit_code == 2
+
+
 def _trace(path):
     """A Kineto-shaped trace: layer 0's F and B, one kernel each (100 us and 200 us)."""
     ev = [

@@ -93,7 +93,14 @@ SearchOutcome search(const SearchCall& a) {
   req.seed = a.seed;
   req.time_limit_s = a.time_limit;
   req.threads = a.threads;
-  req.costs = [cfg, units](const Schedule& s) { return cfg ? derive_costs(*cfg, s) : unit_costs(s, units); };
+  if (a.w_hold && !(*a.w_hold >= 0 && *a.w_hold <= 1))
+    throw InputError(fmt::format("--w-hold: expected a share in [0, 1], got {}", *a.w_hold), {}, kExitUsage);
+  req.costs = [cfg, units, w_hold = a.w_hold](const Schedule& s) {
+    SimCosts c = cfg ? derive_costs(*cfg, s) : unit_costs(s, units);
+    if (w_hold)
+      for (SliceCosts& x : c.slice) x.w_hold = *w_hold;
+    return c;
+  };
   req.progress = a.progress;
   if (a.objective != "" && a.objective != "makespan" && a.objective != "span")
     throw InputError(fmt::format("--objective: makespan or span, not '{}'", a.objective), {}, kExitUsage);

@@ -31,6 +31,10 @@ struct SearchCall {
   double p2p_latency = 0;
   UnitCosts overlap;  // its a2a ... sms: the overlap model on unit times (off while a2a < 0)
   std::optional<double> memory_cap;  // rank shares; unset: the best family's peak; 0: none
+  // The share of a micro-batch's activations still held from its I to its W (SliceCosts::w_hold,
+  // the Zero Bubble paper's M_W / M_B), in [0, 1]; unset: 1 with --times, the memory model's with
+  // a config.
+  std::optional<double> w_hold;
   std::string placement = "all";
   std::uint64_t seed = 1;
   double time_limit = 10;

@@ -52,6 +52,10 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--memory-cap", a->memory_cap,
                  "activations per rank, in micro-batches of one rank's share (a V chunk counts 1/2); none (or 0) = "
                  "no cap; default: the best family's peak, so that a win is at equal memory");
+  sub.add_option("--w-hold", c.w_hold,
+                 "share of a micro-batch's activations its W still holds after its I (Zero Bubble's M_W/M_B), in "
+                 "[0, 1]; the cap counts the rest freed at the I. Default: 1 with --times, the memory model's with a "
+                 "config");
   sub.add_option("--placement", c.placement, "linear, v, bidirectional or all")->capture_default_str();
   sub.add_option("--seed", c.seed, "random seed (same seed, same result unless the time limit binds)")
       ->capture_default_str();

@@ -105,7 +105,7 @@ const SchemaNode& schema() {
                            section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed")}),
                            leaf("comm_sms")}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
-      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant")}),
+      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
@@ -844,6 +844,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.megatron_loss = co.boolean("megatron_loss", true);
     c.costs.p2p_per_node = co.boolean("p2p_per_node", true);
     c.costs.fp8_quant = co.boolean("fp8_quant", true);
+    c.costs.w_hold = co.boolean("w_hold", true);
   }
   if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
   c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));

@@ -183,6 +183,10 @@ struct CostSwitches {
   // grad's (read 2 bytes, write 1 + 1), and each cached FP8 input read, transposed and written
   // again as 128x1 tiles (1 + 1) for the weight grad (DeepSeek-V3 report 3.5.2). false: none.
   bool fp8_quant = true;
+  // SliceCosts::w_hold from the memory model (the W's share of a micro-batch's activations, the
+  // Zero Bubble paper's M_W / M_B) for the schedule search's cap; false: 1 (a share held until its
+  // W, as the search counted before session 12).
+  bool w_hold = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 

@@ -429,6 +429,9 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       sc.fb = pair > 0 ? pair : sc.f + sc.b;
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
+    // The Zero Bubble paper's M_W / M_B for this slice: what its W reads over what its F keeps.
+    const double kept = slice_activation_bytes(c, f.layout);
+    if (kept > 0 && c.costs.w_hold) sc.w_hold = std::clamp(slice_wgrad_bytes(c, f.layout) / kept, 0.0, 1.0);
     out.slice.push_back(sc);
   }
   const bool profiled_overlap = c.profile.present && c.profile.sub_ops &&

@@ -170,7 +170,10 @@ LowerBoundTerms lower_bound_terms(const Schedule& s, const SimCosts& c, double c
     out.chain = std::max(out.chain, fe[st0] + D[st0] + bw[st0]);
   }
 
-  const int K = cap_shares > 0 ? static_cast<int>(cap_shares * s.chunks_per_rank + 1e-9) : 0;
+  // The cap terms (6, 7) count a share held until its W; where a slice frees part of it at its I
+  // (SliceCosts::w_hold < 1, the search's cap then counts less), they are left out: still a bound.
+  const bool whole_shares = std::all_of(c.slice.begin(), c.slice.end(), [](const SliceCosts& x) { return x.w_hold >= 1; });
+  const int K = cap_shares > 0 && whole_shares ? static_cast<int>(cap_shares * s.chunks_per_rank + 1e-9) : 0;
   struct Drain {
     Time E, G, work, before, after, fill;
   };

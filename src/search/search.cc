@@ -87,13 +87,28 @@ Schedule placement_layout(Placement p, int pp, int microbatches) {
   return s;
 }
 
-double peak_shares(const Schedule& s, const SimResult& r) {
-  int peak = 0;
-  for (const RankStats& st : r.ranks) peak = std::max(peak, st.peak_activations);
-  return static_cast<double>(peak) / s.chunks_per_rank;
+double held_peak_chunks(const Schedule& s, const SimCosts& c) {
+  double peak = 0;
+  for (const auto& acts : s.ranks) {
+    double held = 0;
+    for (const Action& a : acts) {
+      for (int i = 0; i < a.size(); ++i)
+        if (a.op(i).kind == OpKind::F) peak = std::max(peak, held += 1);
+      for (int i = 0; i < a.size(); ++i) {
+        const Op& op = a.op(i);
+        const double w_hold = c.slice[static_cast<std::size_t>(s.slice[op.stage])].w_hold;
+        if (op.kind == OpKind::B) held -= 1;
+        if (op.kind == OpKind::I) held -= 1 - w_hold;
+        if (op.kind == OpKind::W) held -= w_hold;
+      }
+    }
+  }
+  return peak;
 }
 
-Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks, const ListRule& rule) {
+double peak_shares(const Schedule& s, const SimCosts& c) { return held_peak_chunks(s, c) / s.chunks_per_rank; }
+
+Schedule list_schedule(const Schedule& layout, const SimCosts& c, double cap_chunks, const ListRule& rule) {
   Schedule s = layout;
   const int S = s.num_stages();
   const int mbp = s.mb_per_pipe();
@@ -105,7 +120,9 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
   std::vector<int> next_f(S, 0), next_b(S, 0);
   std::vector<std::deque<int>> pending_w(S);
   std::vector<Time> t_free(s.pp, 0);
-  std::vector<int> act(s.pp, 0), inflight(s.pp, 0);
+  std::vector<double> act(s.pp, 0);  // activations held, in chunks (SliceCosts::w_hold after an I)
+  std::vector<int> inflight(s.pp, 0);
+  auto w_hold = [&](int st) { return rule.whole_shares ? 1.0 : c.slice[s.slice[st]].w_hold; };
   std::size_t left = 0;
   for (int r = 0; r < s.pp; ++r) left += held[r].size() * static_cast<std::size_t>(mbp) * 3;
   auto dur = [&](int st, OpKind k) { return op_duration(c.slice[s.slice[st]], k); };
@@ -150,9 +167,9 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
     Time f_min = kInf, b_min = kInf;
     int f_wait = -1, b_wait = -1;
     const bool f_allowed =
-        (cap_chunks <= 0 || act[r] + 1 <= cap_chunks) && (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
+        (cap_chunks <= 0 || act[r] + 1 <= cap_chunks + 1e-9) && (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
     for (int st : held[r]) {
-      if (f_allowed && (cap_chunks <= 0 || !rule.reserve_deeper || act[r] + 1 + deeper[st] <= cap_chunks)) {
+      if (f_allowed && (cap_chunks <= 0 || !rule.reserve_deeper || act[r] + 1 + deeper[st] <= cap_chunks + 1e-9)) {
         const Time fr = f_ready(st);
         if (fr <= t && better_stage(st, f_av, true)) f_av = st;
         if (fr < f_min) {
@@ -230,7 +247,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
       f_end[key(ch.f_stage, fm)] = e;
       b_end[key(ch.b_stage, bm)] = e;
       pending_w[ch.b_stage].push_back(bm);
-      act[best] += 1;
+      act[best] += 1 - (1 - w_hold(ch.b_stage));
       t_free[best] = e;
       left -= 2;
     } else if (ch.f_stage >= 0) {
@@ -248,6 +265,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
       s.ranks[best].push_back(Action::single({OpKind::I, ch.b_stage, m}));
       b_end[key(ch.b_stage, m)] = e;
       pending_w[ch.b_stage].push_back(m);
+      act[best] -= 1 - w_hold(ch.b_stage);
       inflight[best] -= 1;
       t_free[best] = e;
       left -= 1;
@@ -256,7 +274,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, int cap_chunks
       pending_w[ch.w_stage].pop_front();
       s.ranks[best].push_back(Action::single({OpKind::W, ch.w_stage, m}));
       t_free[best] = t + dur(ch.w_stage, OpKind::W);
-      act[best] -= 1;
+      act[best] -= w_hold(ch.w_stage);
       left -= 1;
     }
   }
@@ -278,7 +296,7 @@ Candidate evaluate(std::string name, Schedule s, const SimCosts& c, double cap) 
   } catch (const InputError&) {
     return out;
   }
-  out.peak_shares = peak_shares(out.schedule, out.sim);
+  out.peak_shares = peak_shares(out.schedule, c);
   out.valid = cap <= 0 || out.peak_shares <= cap + 1e-9;
   return out;
 }
@@ -292,10 +310,7 @@ bool better(const Candidate& a, const Candidate& b, bool span) {
   return score(a, span) < score(b, span);
 }
 
-int cap_chunks(const Schedule& s, double cap) {
-  if (cap <= 0) return 0;
-  return static_cast<int>(std::floor(cap * s.chunks_per_rank + 1e-9));
-}
+double cap_chunks(const Schedule& s, double cap) { return cap <= 0 ? 0 : cap * s.chunks_per_rank; }
 
 struct LocalResult {
   Candidate best;
@@ -322,7 +337,7 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
     ++out.evaluated;
     if (timed) {
       const OrderTimer::Result t = timer.run(s);
-      if (!t.ok || (cap > 0 && static_cast<double>(t.peak) / s.chunks_per_rank > cap + 1e-9)) return {kInf, 0};
+      if (!t.ok || (cap > 0 && peak_shares(s, c) > cap + 1e-9)) return {kInf, 0};
       return span ? std::pair<Time, Time>{t.max_span, t.span_sum} : std::pair<Time, Time>{t.makespan, t.end_sum};
     }
     const Candidate e = evaluate("searched", s, c, cap);
@@ -460,6 +475,7 @@ SearchResult search_schedule(const SearchRequest& req) {
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     const Placement p = placement_of(layouts[li]);
     const int chunks = layouts[li].chunks_per_rank;
+    const std::size_t first_trial = trials.size();
     for (int bf = 0; bf < 2; ++bf)
       for (int wf = 0; wf < 2; ++wf)
         for (int deep = 0; deep < 2; ++deep)
@@ -485,7 +501,7 @@ SearchResult search_schedule(const SearchRequest& req) {
         per_mb[L.stage_rank[st]] += sc.f + sc.b;
       }
       const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
-      const int cap = cap_chunks(L, memory_cap);
+      const int cap = static_cast<int>(cap_chunks(L, memory_cap) + 1e-9);
       // Bursts up to 3/4 of the cap (suite case 9: 104.6 -> 104 against bursts up to 1/2; gaps in
       // steps of 5% instead gained nothing there and doubled the time of case 15); repeated
       // bursts (small caps) are run once.
@@ -513,6 +529,16 @@ SearchResult search_schedule(const SearchRequest& req) {
       r.pairs = p == Placement::bidirectional && (k / 4) % 2 == 0;
       r.noise_seed = mix(req.seed, k * 7919 + static_cast<int>(p) + 1);
       trials.push_back({p, r});
+    }
+    const bool fractional = std::any_of(costs[li].slice.begin(), costs[li].slice.end(),
+                                        [](const SliceCosts& x) { return x.w_hold < 1; });
+    if (fractional && memory_cap > 0) {
+      const std::size_t end = trials.size();
+      for (std::size_t i = first_trial; i < end; ++i) {
+        Trial t = trials[i];
+        t.rule.whole_shares = true;
+        trials.push_back(t);
+      }
     }
   }
   const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads

@@ -100,13 +100,18 @@ LowerBoundTerms lower_bound_terms(const Schedule& layout, const SimCosts& costs,
 Time lower_bound(const Schedule& layout, const SimCosts& costs, double cap_shares = 0);
 // An empty schedule (no actions) with the placement's layout.
 Schedule placement_layout(Placement p, int pp, int microbatches);
-// Peak activations of a simulated schedule in rank shares.
-double peak_shares(const Schedule& s, const SimResult& r);
+// Peak activations held by a schedule's ranks, in chunks: +1 at an F, -1 at a full B's end, and
+// with the backward split -(1 - w_hold) at an I's end and -w_hold at its W's end (SliceCosts::
+// w_hold, the Zero Bubble paper's M_W / M_B: the memory its own scheduler caps). A rank runs its
+// actions in order, so this does not depend on timing. peak_shares: the same in rank shares.
+double held_peak_chunks(const Schedule& s, const SimCosts& costs);
+double peak_shares(const Schedule& s, const SimCosts& costs);
 
 // The greedy list scheduler (exposed for tests): builds every rank's order for `layout` by
 // simulating the ranks with the costs' op durations and link latency, choosing at each step the
 // earliest-startable action by the rule. cap_chunks = per-rank activation cap in chunks (0 =
-// none). Returns a schedule with empty ranks when the rule cannot finish under the cap.
+// none), counted as held_peak_chunks counts. Returns a schedule with empty ranks when the rule
+// cannot finish under the cap.
 struct ListRule {
   bool backward_first = true;  // an available I/B before an available F
   bool pairs = false;          // pair an available F with an available backward (F&B)
@@ -124,7 +129,12 @@ struct ListRule {
   // per micro-batch lets every op run as its input arrives (docs/SEARCH.md).
   Time inject_gap = 0;
   int inject_free = 0;
+  // Count every share as held until its W (w_hold taken as 1): the orders a whole-share cap
+  // gives, which also fit the costs' own (fractional) cap. The search runs each rule both ways
+  // when a slice frees part of its share at its I, so that a looser count never loses a schedule
+  // the stricter one finds.
+  bool whole_shares = false;
 };
-Schedule list_schedule(const Schedule& layout, const SimCosts& costs, int cap_chunks, const ListRule& rule);
+Schedule list_schedule(const Schedule& layout, const SimCosts& costs, double cap_chunks, const ListRule& rule);
 
 }  // namespace ppsim

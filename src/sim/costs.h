@@ -15,6 +15,11 @@ struct SliceCosts {
   Time fb = 0;       // overlapped pair when both chunks are of this slice; 0 = f + b (no gain)
   Bytes act_bytes = 0;   // activations sent to the next stage after F
   Bytes grad_bytes = 0;  // gradients sent to the previous stage after B or I
+  // The share of a micro-batch's activations on this slice still held from its I's end to its W's
+  // end (the Zero Bubble paper's M_W / M_B: what the weight grad reads); the rest is freed when
+  // the I ends. For the schedule search's activation cap (src/search). 1: all of it held until
+  // the W (explicit times); a config's costs give the memory model's ratio (cost/derive.cc).
+  double w_hold = 1.0;
   Time input_grad() const { return b - w; }
   Time pair_saving() const { return fb > 0 ? f + b - fb : 0; }
 };

@@ -137,6 +137,25 @@ TEST_CASE("FP8 GEMMs pay their quantization kernels' traffic (costs.fp8_quant)",
   CHECK(bf.slice[1].b == bf_off.slice[1].b);
 }
 
+TEST_CASE("w_hold: what a slice's W keeps over what its F keeps, the Zero Bubble paper's M_W / M_B", "[cost]") {
+  // A GPT layer as the Zero Bubble paper counts it (GELU, dropout, no flash attention): M_B =
+  // 34 sbh + 5 a s^2 b, M_W = 32 sbh, so M_W / M_B = 32 h / (34 h + 5 a s) per token. h = 64,
+  // a = 4, s = 32: 2048 / (2176 + 640) = 8/11. The middle slices (layers only) have it; explicit
+  // times keep 1 (all of a share held until the W).
+  const char* gpt = R"(model: {layers: 8, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 50000, seq_len: 32, micro_batch_size: 2,
+        mlp: gelu, dropout: true, flash_attention: false}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)";
+  const Schedule s = make_schedule("zb-h1", ScheduleParams{4, 8, 0, 0});
+  const SimCosts c = derive_costs(cfg_of(gpt), s);
+  CHECK_THAT(c.slice[1].w_hold, WithinRel(8.0 / 11, 1e-12));
+  CHECK_THAT(c.slice[2].w_hold, WithinRel(8.0 / 11, 1e-12));
+  const SimCosts t = derive_costs(cfg_of(gpt, {"times={F: 1, B: 2, W: 1}"}), s);
+  CHECK(t.slice[1].w_hold == 1);
+  CHECK(derive_costs(cfg_of(gpt, {"costs.w_hold=false"}), s).slice[1].w_hold == 1);
+}
+
 TEST_CASE("times: in the config replace the derivation like compare --times", "[cost]") {
   const ModelConfig cfg = cfg_of(kDense, {"times={F: 4, B: 8, W: 2}"});
   const SimCosts one = derive_costs(cfg, make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));

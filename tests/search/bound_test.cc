@@ -116,7 +116,7 @@ TEST_CASE("bound: Little's law under a cap of one activation (hand-worked, and m
   // The list scheduler under the same cap meets it.
   const Schedule s = list_schedule(lin, c, 1, ListRule{});
   const SimResult r = simulate(s, c);
-  REQUIRE(peak_shares(s, r) <= 1);
+  REQUIRE(peak_shares(s, c) <= 1);
   REQUIRE(r.makespan() == 72 * U);
 }
 
@@ -213,7 +213,7 @@ TEST_CASE("bound: never above any schedule's makespan at its own peak, on random
       INFO(what << " P=" << P << " M=" << M << " trial " << trial << " latency " << latency << " bw " << bandwidth
                 << " pairs " << pairs);
       const SimResult r = simulate(s, c);
-      const double peak = peak_shares(s, r);
+      const double peak = peak_shares(s, c);
       INFO("peak " << peak);
       const LowerBoundTerms t = lower_bound_terms(s, c, peak);
       REQUIRE(t.total <= r.makespan());

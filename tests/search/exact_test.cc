@@ -93,7 +93,7 @@ TEST_CASE("exact: the micro-batch order and the start windows lose nothing: neve
     const Time opt = simulate(e.schedule, cl).makespan();
     auto check = [&](const Schedule& s) {
       const SimResult r = simulate(s, cl);
-      if (k.cap_chunks > 0 && peak_shares(s, r) * s.chunks_per_rank > k.cap_chunks + 1e-9) return;
+      if (k.cap_chunks > 0 && peak_shares(s, cl) * s.chunks_per_rank > k.cap_chunks + 1e-9) return;
       REQUIRE(opt <= r.makespan());
       ++compared;
     };

@@ -126,7 +126,7 @@ TEST_CASE("list scheduler: steady injection spaces the first stage's forwards (h
   }
   const SimResult r = simulate(s, c);
   REQUIRE(r.makespan() == 15 * kTicksPerUnit);
-  REQUIRE(peak_shares(s, r) == 1);
+  REQUIRE(peak_shares(s, c) == 1);
   const Schedule greedy = list_schedule(lin, c, 0, ListRule{});
   REQUIRE(greedy.ranks[0][1] == Action::single({OpKind::F, 0, 1}));
 }
@@ -160,4 +160,49 @@ TEST_CASE("search: no local search from a schedule that meets the bound; chains 
   req.swap_rounds = 1000;
   const SearchResult d = search_schedule(req);
   REQUIRE(d.evaluated >= c.evaluated + 1000);  // 4 x 990 more rounds (some moves are skipped unevaluated)
+}
+
+TEST_CASE("cap with the W's share (w_hold): an I frees 1 - w_hold, the W the rest (hand-worked)", "[search]") {
+  // Linear P=2, M=2, F = I = W = 1, no link latency, a cap of 1.5 shares per rank.
+  // Whole shares (w_hold = 1): rank 0 holds micro-batch 0 until its W ends, so F1 waits for it:
+  //   rank 0 F0 [0,1]; rank 1 F0 [1,2] I0 [2,3]; rank 0 I0 [3,4] W0 [4,5] F1 [5,6];
+  //   rank 1 F1 [6,7] I1 [7,8]; rank 0 I1 [8,9] W1 [9,10]: 10, the optimum (each micro-batch's
+  //   round trip, 5, is serial on rank 0).
+  // w_hold = 1/4: I0's end (4) leaves 1/4 held, so F1 fits (1/4 + 1 = 5/4 <= 3/2) before W0:
+  //   rank 0 F1 [4,5] W0 [5,6]; rank 1 F1 [5,6] I1 [6,7] W1 [7,8]; rank 0 I1 [7,8] W1 [8,9]: 9,
+  //   with a peak of 5/4 on rank 0 (after F1: 1/4 + 1).
+  const Schedule lin = placement_layout(Placement::linear, 2, 2);
+  auto costs = [](const Schedule& s, double w_hold) {
+    SimCosts c = unit_costs(s, 1, 2, 1);
+    for (SliceCosts& x : c.slice) x.w_hold = w_hold;
+    return c;
+  };
+  SearchRequest req;
+  req.pp = 2;
+  req.microbatches = 2;
+  req.placements = {Placement::linear};
+  req.memory_cap = 1.5;
+  req.threads = 1;
+  req.swap_rounds = 200;
+  req.costs = [&](const Schedule& s) { return costs(s, 1.0); };
+  const SearchResult whole = search_schedule(req);
+  REQUIRE(whole.best.valid);
+  CHECK(whole.best.sim.makespan() == 10 * kTicksPerUnit);
+  CHECK(whole.best.peak_shares == 1);
+  req.costs = [&](const Schedule& s) { return costs(s, 0.25); };
+  const SearchResult part = search_schedule(req);
+  REQUIRE(part.best.valid);
+  CHECK(part.best.sim.makespan() == 9 * kTicksPerUnit);
+  CHECK(part.best.peak_shares == 1.25);
+  // The walk itself, on the order above: rank 0 F0 I0 F1 W0 I1 W1 peaks at 5/4, and at 2 when
+  // every share is held until its W.
+  Schedule s = lin;
+  s.ranks[0] = {Action::single({OpKind::F, 0, 0}), Action::single({OpKind::I, 0, 0}), Action::single({OpKind::F, 0, 1}),
+                Action::single({OpKind::W, 0, 0}), Action::single({OpKind::I, 0, 1}), Action::single({OpKind::W, 0, 1})};
+  s.ranks[1] = {Action::single({OpKind::F, 1, 0}), Action::single({OpKind::I, 1, 0}), Action::single({OpKind::W, 1, 0}),
+                Action::single({OpKind::F, 1, 1}), Action::single({OpKind::I, 1, 1}), Action::single({OpKind::W, 1, 1})};
+  REQUIRE_NOTHROW(validate_schedule(s));
+  CHECK(held_peak_chunks(s, costs(s, 0.25)) == 1.25);
+  CHECK(held_peak_chunks(s, costs(s, 1.0)) == 2);
+  CHECK(simulate(s, costs(s, 0.25)).makespan() == 9 * kTicksPerUnit);
 }

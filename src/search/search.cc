@@ -247,7 +247,7 @@ Schedule list_schedule(const Schedule& layout, const SimCosts& c, double cap_chu
       f_end[key(ch.f_stage, fm)] = e;
       b_end[key(ch.b_stage, bm)] = e;
       pending_w[ch.b_stage].push_back(bm);
-      act[best] += 1 - (1 - w_hold(ch.b_stage));
+      act[best] += w_hold(ch.b_stage);  // the F's share in, the I's 1 - w_hold out
       t_free[best] = e;
       left -= 2;
     } else if (ch.f_stage >= 0) {

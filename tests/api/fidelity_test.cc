@@ -5,6 +5,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "api/fidelity.h"
 #include "catch.h"
 #include "core/error.h"
@@ -14,8 +16,11 @@ using Catch::Matchers::WithinRel;
 
 namespace {
 
+// One folder per process: CTest runs these test cases as processes side by side, and two of them
+// writing the same tiny.yaml at once read each other's half-written file (a CI run saw "model is
+// required" from one).
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto dir = std::filesystem::temp_directory_path() / "ppsim_fidelity_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("ppsim_fidelity_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto p = dir / name;
   std::ofstream(p) << text;

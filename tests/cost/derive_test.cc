@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "catch.h"
 #include "cost/config.h"
 #include "cost/cost_model.h"
@@ -173,7 +175,7 @@ TEST_CASE("times: in the config replace the derivation like compare --times", "[
 }
 
 TEST_CASE("a measured profile: per-layer times summed per slice", "[cost]") {
-  const auto dir = std::filesystem::temp_directory_path() / "ppsim_cost_profile_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("ppsim_cost_profile_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
     std::ofstream p(dir / "prof.yaml");

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "catch.h"
 #include "cost/config.h"
 
@@ -97,7 +99,7 @@ TEST_CASE("torchtitan: context parallelism and the split with the first/last sta
   const ModelConfigData even = parse_config("torchtitan: llama3-8b-pp.toml\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
   CHECK(even.parallel.layer_split.empty());
   // torchtitan's defaults (1, 1), 1F1B on 8 ranks (Llama 3 8B's 32 layers): the split above.
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / "ppsim_titan_split_test.toml";
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("ppsim_titan_split_test_" + std::to_string(::getpid()) + ".toml");
   {
     std::ofstream f(tmp);
     f << "[model]\nhf_assets_path = \"" << dir << "/hf-llama-3-8b\"\n[training]\nlocal_batch_size = 8\n"

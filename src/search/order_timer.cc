@@ -70,7 +70,7 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
   Result res;
   Time first = kNever, last = 0;
   std::vector<Time> free(P_, 0), own_first(P_, kNever);
-  std::vector<int> act(P_, 0);
+  std::vector<double> act(P_, 0);  // held_peak_chunks's count (search.h)
   bool moved = true;
   while (moved) {
     moved = false;
@@ -92,7 +92,7 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
           own_first[r] = start;
         }
         for (int i = 0; i < a.size(); ++i)
-          if (a.op(i).kind == OpKind::F) res.peak = std::max(res.peak, ++act[r]);
+          if (a.op(i).kind == OpKind::F) res.peak = std::max(res.peak, act[r] += 1);
         for (int i = 0; i < a.size(); ++i) {
           const Op& op = a.op(i);
           const std::size_t k = key(op);
@@ -105,10 +105,10 @@ OrderTimer::Result OrderTimer::run(const Schedule& s) {
             case OpKind::I:
               bwd_done_[k] = end;
               bwd_avail_[k] = end + hop_bwd_[op.stage];
-              if (op.kind == OpKind::B) --act[r];
+              act[r] -= op.kind == OpKind::B ? 1 : 1 - slices_[slice_[op.stage]].w_hold;
               break;
             case OpKind::W:
-              --act[r];
+              act[r] -= slices_[slice_[op.stage]].w_hold;
               break;
           }
         }

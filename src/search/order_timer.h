@@ -23,7 +23,8 @@ class OrderTimer {
   struct Result {
     bool ok = false;  // false: a rank waits for an input that never comes (a deadlock)
     Time makespan = 0;
-    int peak = 0;      // activations, chunks, max over ranks (+1 at an F's start, -1 at a W's or B's end)
+    double peak = 0;   // activations held, chunks, max over ranks, as held_peak_chunks counts them
+                       // (search.h; the engine's peak_activations where every w_hold is 1)
     Time end_sum = 0;  // sum over ranks of their last action's end
     double end_sq = 0;
     Time idle_sum = 0;

@@ -337,7 +337,7 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
     ++out.evaluated;
     if (timed) {
       const OrderTimer::Result t = timer.run(s);
-      if (!t.ok || (cap > 0 && peak_shares(s, c) > cap + 1e-9)) return {kInf, 0};
+      if (!t.ok || (cap > 0 && t.peak / s.chunks_per_rank > cap + 1e-9)) return {kInf, 0};
       return span ? std::pair<Time, Time>{t.max_span, t.span_sum} : std::pair<Time, Time>{t.makespan, t.end_sum};
     }
     const Candidate e = evaluate("searched", s, c, cap);

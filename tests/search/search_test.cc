@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "schedules/registry.h"
+#include "search/order_timer.h"
 #include "schedules/validator.h"
 #include "search_test_util.h"
 #include "sim/engine.h"
@@ -204,5 +205,8 @@ TEST_CASE("cap with the W's share (w_hold): an I frees 1 - w_hold, the W the res
   REQUIRE_NOTHROW(validate_schedule(s));
   CHECK(held_peak_chunks(s, costs(s, 0.25)) == 1.25);
   CHECK(held_peak_chunks(s, costs(s, 1.0)) == 2);
+  // The local search's order timer counts the same way.
+  CHECK(OrderTimer(s, costs(s, 0.25)).run(s).peak == 1.25);
+  CHECK(OrderTimer(s, costs(s, 1.0)).run(s).peak == 2);
   CHECK(simulate(s, costs(s, 0.25)).makespan() == 9 * kTicksPerUnit);
 }

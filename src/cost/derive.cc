@@ -416,6 +416,13 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     return out;
   }
   const CostFigures fig = cost_figures(c, slices);
+  // The Zero Bubble paper's M_W / M_B per slice, for the search's cap (costs.w_hold).
+  std::vector<double> w_hold(static_cast<std::size_t>(slices), 1.0);
+  if (c.costs.w_hold) {
+    std::vector<SliceLayout> layouts;
+    for (const SliceFigures& f : fig.slices) layouts.push_back(f.layout);
+    w_hold = slice_w_hold(c, layouts);
+  }
   for (int i = 0; i < slices; ++i) {
     const SliceFigures& f = fig.slices[static_cast<std::size_t>(i)];
     SliceCosts sc;
@@ -429,9 +436,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       sc.fb = pair > 0 ? pair : sc.f + sc.b;
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
-    // The Zero Bubble paper's M_W / M_B for this slice: what its W reads over what its F keeps.
-    const double kept = slice_activation_bytes(c, f.layout);
-    if (kept > 0 && c.costs.w_hold) sc.w_hold = std::clamp(slice_wgrad_bytes(c, f.layout) / kept, 0.0, 1.0);
+    sc.w_hold = w_hold[static_cast<std::size_t>(i)];
     out.slice.push_back(sc);
   }
   const bool profiled_overlap = c.profile.present && c.profile.sub_ops &&

@@ -329,6 +329,16 @@ double slice_wgrad_bytes(const ModelConfigData& c, const SliceLayout& s) {
   return slice_wgrad_with(lb, s);
 }
 
+std::vector<double> slice_w_hold(const ModelConfigData& c, const std::vector<SliceLayout>& slices) {
+  LayerBytes lb(c);
+  std::vector<double> out;
+  for (const SliceLayout& l : slices) {
+    const double kept = slice_bytes_with(lb, l);
+    out.push_back(kept > 0 ? std::clamp(slice_wgrad_with(lb, l) / kept, 0.0, 1.0) : 1.0);
+  }
+  return out;
+}
+
 double slice_recompute_workspace(const ModelConfigData& c, const SliceLayout& s) {
   LayerBytes lb(c);
   return slice_workspace_with(lb, s);

@@ -91,6 +91,10 @@ double kept_per_token(const std::vector<ActTensor>& t, unsigned ops);
 double layer_wgrad_per_token(const ModelConfigData& c, int layer);
 // The same for a slice (the embedding, head and MTP module are not split: as their activations).
 double slice_wgrad_bytes(const ModelConfigData& c, const SliceLayout& s);
+// Per slice, slice_wgrad_bytes over slice_activation_bytes, clamped to [0, 1] (1 for a slice
+// that keeps nothing): the Zero Bubble paper's M_W / M_B, SliceCosts::w_hold. One pass over the
+// layer kinds for all slices.
+std::vector<double> slice_w_hold(const ModelConfigData& c, const std::vector<SliceLayout>& slices);
 
 // Bytes one micro-batch leaves on one rank (tp shard) until its backward, per layer, with the
 // config's recompute applied (recompute: full = the layer's input only, whatever

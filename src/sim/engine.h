@@ -22,8 +22,8 @@ struct RankStats {
   Time last_end = 0;
   int peak_activations = 0;
   Time exposed_comm = 0;     // compute stream waiting on its own communication (overlap model)
-  Time own_span_idle() const { return first_start == kNever ? 0 : last_end - first_start - busy - exposed_comm; }
   Time span() const { return first_start == kNever ? 0 : last_end - first_start; }  // own first start to last end
+  Time own_span_idle() const { return first_start == kNever ? 0 : span() - busy - exposed_comm; }
 };
 
 struct SimOptions {

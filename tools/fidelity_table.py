@@ -22,7 +22,8 @@ PIECES = [("TP comm", "costs.tp_comm=false"), ("DP comm", "costs.dp_comm=false")
           ("embedding", "parallel.embedding_on_first=false"), ("node-limited routing", "model.moe.max_nodes=0"),
           ("CP comm", "costs.cp_comm=false"),
           ("accumulation exposed", "hardware.efficiency.accum_exposed=0"),
-          ("FP8 quantization", "costs.fp8_quant=false")]
+          ("FP8 quantization", "costs.fp8_quant=false"),
+          ("FP8 GEMMs at the BF16 efficiency", "hardware.efficiency.gemm_fp8=0.65")]
 # The Zero Bubble configs (tp = dp = 1, embedding and head alone on their slices, the schedule
 # search in each run) are left out of the ablation: no piece but the optimizer step applies.
 ABLATION_SKIP = "zero-bubble-"

@@ -102,7 +102,7 @@ const SchemaNode& schema() {
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
-                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed")}),
+                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed"), leaf("gemm_fp8")}),
                            leaf("comm_sms")}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
@@ -171,6 +171,15 @@ constexpr Preset kPresets[] = {
 //         script gives 0.70 and 0.68 (0.65 predicts its 44 within 15%, mean -1.2%). Not measured
 //         on an A100 (none can be run here): the A100 sets take the same figure (our choice;
 //         Ampere's kernels run the epilogue after the main loop as Hopper's cooperative ones do).
+//   gemm_fp8: FP8 GEMMs with DeepSeek-V3's fine-grained scaling (1x128 activation tiles, 128x128
+//         weight blocks). Measured on one H100 (tools/measure_fp8_gemm.py, 2026-11-26: cuBLAS 13
+//         block scaling through torch._scaled_mm) on the forward GEMM shapes of a DeepSeek-V3 MoE
+//         layer at 4096 tokens, weighted by FLOPs per token: 0.540 of the 1979 peak (BF16 on the
+//         same shapes: 0.690 of 989; FP8 with one scale per tensor: 0.600): 0.54 for the Hopper
+//         types. DeepSeek's own H800 figures bracket it: DeepGEMM's first README (commit a6d97a1,
+//         2025-02-25) gives 0.60 on the same weighting, and over its speedup column 0.515 for
+//         "our internally and carefully optimized implementation based on CUTLASS 3.6", the
+//         kernels that predate DeepGEMM. The A100 has no FP8 (0: as gemm).
 struct GpuType {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;
@@ -180,11 +189,11 @@ struct GpuType {
 };
 
 constexpr GpuType kGpuTypes[] = {
-    {"a100-40gb", 312, 0, 1555, 40, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65}},
-    {"a100-80gb", 312, 0, 2039, 80, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65}},
-    {"h100", 989, 1979, 3350, 80, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65}},
-    {"h800", 989, 1979, 3350, 80, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65}},
-    {"h200", 989, 1979, 4800, 141, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65}},
+    {"a100-40gb", 312, 0, 1555, 40, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
+    {"a100-80gb", 312, 0, 2039, 80, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
+    {"h100", 989, 1979, 3350, 80, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.54}},
+    {"h800", 989, 1979, 3350, 80, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.54}},
+    {"h200", 989, 1979, 4800, 141, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.54}},
 };
 
 std::string preset_key(const std::string& name) {
@@ -374,6 +383,7 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   h.efficiency.elementwise = eff.number("elementwise", h.efficiency.elementwise, 0.01, 1, false);
   h.efficiency.comm = eff.number("comm", h.efficiency.comm, 0.01, 1, false);
   h.efficiency.accum_exposed = eff.number("accum_exposed", h.efficiency.accum_exposed, 0, 2, false);
+  if (eff.has("gemm_fp8")) h.efficiency.gemm_fp8 = eff.number("gemm_fp8", h.efficiency.gemm, 0.01, 1, false);
   h.comm_sms = static_cast<int>(r.integer("comm_sms", 0, 0, h.sms - 1));
   return h;
 }

@@ -35,7 +35,9 @@ struct Roofline {
   const ModelConfigData& c;
   // FLOP/ns = TFLOP/s * 1e3; bytes/ns = GB/s.
   Dtype gemm_type(const Gemm& g) const { return g.keep_bf16 ? Dtype::bf16 : c.precision.gemm; }
-  double gemm_peak(const Gemm& g) const { return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.gemm; }
+  double gemm_peak(const Gemm& g) const {
+    return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.gemm_at(gemm_type(g) == Dtype::fp8);
+  }
   double gemm_hbm() const { return c.hardware.hbm_gbps * c.hardware.efficiency.gemm; }
   double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
 

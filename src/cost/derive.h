@@ -4,7 +4,8 @@
 //
 // Roofline, per GEMM and per block part (the category's efficiency on both ceilings):
 //   t = max(flops / (peak * eff), bytes / (hbm_bandwidth * eff))
-// GEMMs use the peak of precision.gemm (the router and the head stay BF16) and efficiency.gemm;
+// GEMMs use the peak of precision.gemm (the router and the head stay BF16) and efficiency.gemm
+// (FP8 GEMMs efficiency.gemm_fp8 where it is set; the HBM ceiling stays at efficiency.gemm);
 // the attention core the BF16 peak and efficiency.attention; elementwise ops are
 // bytes / (hbm * efficiency.elementwise); collectives bytes / (link * efficiency.comm).
 // Times are in ns (1 tick = 1 ns).

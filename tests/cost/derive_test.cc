@@ -112,6 +112,40 @@ TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulatio
   CHECK_THROWS_WITH(cfg_of(kDense, {"hardware.efficiency.accum_exposed=3"}), PPSIM_CONTAINS("accum_exposed"));
 }
 
+TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
+  // Wide enough that every GEMM is compute-bound at FP8: T = 4096 tokens, h = 4096, SwiGLU
+  // f = 16384, 32 heads of 128 (no GQA), so a layer's GEMMs take 4096 x (4096 x 12288 + 4096 x 4096
+  // + 3 x 4096 x 16384) = 4096 x 268,435,456 multiply-adds forward. The h100 preset's FP8 peak is
+  // 1979 TFLOP/s; with efficiency.gemm 0.7 and gemm_fp8 0.35 each GEMM takes twice as long, so
+  // the middle slices' F (2 layers) grows by 2 x 2 x 4096 x 268,435,456 / (1979e3 x 0.7) ns and
+  // nothing else in F moves (the attention core stays at the BF16 peak, the quantization kernels
+  // at HBM). BF16 GEMMs keep efficiency.gemm.
+  const char* wide = R"(model: {layers: 8, hidden: 4096, ffn_hidden: 16384, heads: 32, vocab: 32000, seq_len: 4096}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)";
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts as_gemm = derive_costs(cfg_of(wide, {"precision.gemm=fp8"}), s);
+  const SimCosts half = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.35"}), s);
+  const double extra = 2.0 * 2 * 4096 * 268'435'456.0 / (1979e3 * 0.7);
+  for (int k : {1, 2}) {
+    INFO("slice " << k);
+    CHECK(std::abs(static_cast<double>(half.slice[k].f - as_gemm.slice[k].f) - extra) <= 4);
+    CHECK(half.slice[k].input_grad() > as_gemm.slice[k].input_grad());
+    CHECK(half.slice[k].w > as_gemm.slice[k].w);
+  }
+  const SimCosts bf = derive_costs(cfg_of(wide), s);
+  const SimCosts bf_set = derive_costs(cfg_of(wide, {"hardware.efficiency.gemm_fp8=0.35"}), s);
+  CHECK(bf.slice[1].f == bf_set.slice[1].f);
+  CHECK(bf.slice[1].b == bf_set.slice[1].b);
+  // A named preset leaves it unset (FP8 at efficiency.gemm); the Hopper GPU types carry the
+  // 0.54 measured on an H100 (tools/measure_fp8_gemm.py), the A100 types none.
+  CHECK(cfg_of(wide).data->hardware.efficiency.gemm_fp8 == 0);
+  CHECK(cfg_of(wide, {"cluster.gpu=h800", "cluster.gpus=4"}).data->hardware.efficiency.gemm_fp8 == 0.54);
+  CHECK(cfg_of(wide, {"cluster.gpu=a100-80gb", "cluster.gpus=4"}).data->hardware.efficiency.gemm_at(true) == 0.75);
+  CHECK_THROWS_WITH(cfg_of(wide, {"hardware.efficiency.gemm_fp8=0"}), PPSIM_CONTAINS("gemm_fp8"));
+}
+
 TEST_CASE("FP8 GEMMs pay their quantization kernels' traffic (costs.fp8_quant)", "[cost]") {
   // kDense's layer with FP8 GEMMs, T = 2 x 32 = 64 tokens. Distinct GEMM inputs: QKV's, the
   // projection's and the gate's (the up reads the same X) of width 64, the down's of width 256:

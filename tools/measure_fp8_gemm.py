@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Measures, on one Hopper GPU, the fraction of the FP8 dense peak that FP8 GEMMs reach on
+DeepSeek-V3's GEMM shapes, with per-tensor scales and with DeepSeek's fine-grained scaling
+(1x128 activation tiles x 128x128 weight blocks), beside BF16 on the same shapes
+(docs/FIDELITY.md, "DeepSeek-V3"; `efficiency.gemm_fp8`, docs/CONFIG.md).
+
+Shapes: the forward GEMMs that DeepGEMM's first README (commit a6d97a1, 2025-02-25) times on an
+H800 at 4096 tokens: MLA's fused q/kv down-projection (N 2112, K 7168), q up (24576 x 1536),
+kv up (32768 x 512), the output projection (7168 x 16384), the shared expert's gate+up
+(4096 x 7168) and down (7168 x 2048), and the routed experts' two, grouped 4 x 8192 tokens (here
+four GEMMs one after another: a lower bound on a grouped kernel). Each line also prints that
+README's DeepGEMM figure and the one it implies for DeepSeek's earlier kernels (over its speedup
+column), as fractions of 1979 TFLOP/s, and the total over a MoE layer, each GEMM weighted by its
+FLOPs per token (the routed ones x 8 experts).
+
+Fine-grained scaling goes through torch._scaled_mm with a (M, K/128) scale for A and a
+(K/128, N/128) scale for B (cuBLASLt's block scaling on Hopper); where this PyTorch refuses it, the
+line says so. Each FP8 result is checked against BF16 on the dequantized inputs (relative error
+under 5%), so a scale the kernel read differently from what was meant cannot pass as a timing.
+
+Usage: python3 tools/measure_fp8_gemm.py [--iters 20] [--json out.json]
+"""
+import argparse
+import json
+import sys
+
+from cuda_timing import cuda_torch, median_ms
+
+PEAK_FP8 = 1979e12  # H100 / H800 / H200 SXM dense FP8 (datasheet)
+PEAK_BF16 = 989e12
+# name, M, N, K, groups, DeepGEMM TFLOP/s on H800, its speedup over DeepSeek's internal kernels,
+# multiply-adds per token of one MoE layer (for the weighting)
+SHAPES = [
+    ("q_a+kv_a", 4096, 2112, 7168, 1, 1058, 1.1, 2112 * 7168),
+    ("q_b", 4096, 24576, 1536, 1, 990, 1.0, 24576 * 1536),
+    ("kv_b", 4096, 32768, 512, 1, 590, 1.0, 32768 * 512),
+    ("o_proj", 4096, 7168, 16384, 1, 1358, 1.2, 7168 * 16384),
+    ("shared gate+up", 4096, 4096, 7168, 1, 1304, 1.1, 4096 * 7168),
+    ("shared down", 4096, 7168, 2048, 1, 1025, 1.1, 7168 * 2048),
+    ("routed gate+up", 8192, 4096, 7168, 4, 1297, 1.2, 8 * 4096 * 7168),
+    ("routed down", 8192, 7168, 2048, 4, 1099, 1.2, 8 * 7168 * 2048),
+]
+
+
+def quant_blocks(torch, x, rows, cols):
+    """x (R, C) in BF16 -> FP8 e4m3 and FP32 scales, one per rows x cols block (amax / 448); a
+    last partial block of rows (N = 2112 is 16.5 blocks of 128) gets its own scale."""
+    R, C = x.shape
+    Rp = -(-R // rows) * rows
+    xp = torch.nn.functional.pad(x.float(), (0, 0, 0, Rp - R))
+    xb = xp.reshape(Rp // rows, rows, C // cols, cols)
+    amax = xb.abs().amax(dim=(1, 3)).clamp(min=1e-4)
+    scale = amax / 448.0
+    q = (xb / scale[:, None, :, None]).reshape(Rp, C)[:R].to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def try_blockwise(torch, a_q, sa, w_q, sw, ref=None):
+    """torch._scaled_mm with 1x128 (A) x 128x128 (B) scales, trying the layouts PyTorch has
+    accepted; the first whose product is within 5% of `ref` (BF16 on the dequantized inputs)
+    wins. Returns (callable, description, relative error) or (None, reasons, None)."""
+    b = w_q.t()  # (K, N), column-major as _scaled_mm wants
+    sa_outer = sa.t().contiguous().t()  # (M, K/128) with M as the fast dimension
+    attempts = [
+        ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) K-major", sa_outer, sw.t()),
+        ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) contiguous", sa_outer, sw.t().contiguous()),
+        ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) contiguous", sa.contiguous(), sw.t().contiguous()),
+        ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) K-major", sa.contiguous(), sw.t()),
+    ]
+    reasons = []
+    for desc, s_a, s_b in attempts:
+        try:
+            fn = lambda s_a=s_a, s_b=s_b: torch._scaled_mm(a_q, b, s_a, s_b, out_dtype=torch.bfloat16)
+            got = fn().float()
+            err = None if ref is None else ((got - ref).norm() / ref.norm()).item()
+            if err is not None and err > 0.05:
+                reasons.append(f"{desc}: relative error {err:.3f} against the dequantized product (scales misread)")
+                continue
+            return fn, desc, err
+        except Exception as e:  # noqa: BLE001  (PyTorch raises RuntimeError or ValueError)
+            reasons.append(str(e).splitlines()[0][:160])
+    return None, "; ".join(reasons), None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    torch = cuda_torch("measure_fp8_gemm")
+    if torch is None:
+        return 0
+    if torch.cuda.get_device_capability() < (9, 0):
+        print("SKIP measure_fp8_gemm: FP8 GEMMs need a Hopper (sm_90) GPU or newer", file=sys.stderr)
+        return 0
+    dev = torch.cuda.get_device_name()
+    print(f"device: {dev}; torch {torch.__version__}; CUDA {torch.version.cuda}")
+    torch.manual_seed(0)
+    rows = []
+    for name, M, N, K, G, dg_tf, speedup, macs in SHAPES:
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) / K ** 0.5 for _ in range(G)]
+        flops = 2.0 * M * N * K * G
+        t_bf16 = median_ms(torch, lambda: [x @ w.t() for w in ws], a.iters)
+        # per-tensor FP8 (one scale each), fast accumulation: cuBLAS's fastest FP8 path
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        x8 = x.to(torch.float8_e4m3fn)
+        w8s = [w.to(torch.float8_e4m3fn) for w in ws]
+        t_tensor = median_ms(torch, lambda: [torch._scaled_mm(x8, w.t(), one, one, out_dtype=torch.bfloat16,
+                                                               use_fast_accum=True) for w in w8s], a.iters)
+        # fine-grained: 1x128 tiles of X, 128x128 blocks of W
+        xq, sx = quant_blocks(torch, x, 1, 128)
+        sx = sx.reshape(M, K // 128)
+        blk = []
+        for w in ws:
+            wq, sw = quant_blocks(torch, w, 128, 128)  # sw: (N/128, K/128)
+            blk.append((wq, sw))
+        wq0, sw0 = blk[0]
+        xd = (xq.float().reshape(M, K // 128, 128) * sx[:, :, None]).reshape(M, K)
+        wd = wq0.float().reshape(N, K // 128, 128) * sw0.repeat_interleave(128, dim=0)[:N, :, None]
+        wd = wd.reshape(N, K)
+        fn0, desc, err = try_blockwise(torch, xq, sx, wq0, sw0, ref=xd @ wd.t())
+        del xd, wd
+        t_block = None
+        if fn0 is not None:
+            fns = [try_blockwise(torch, xq, sx, wq_, sw_)[0] for wq_, sw_ in blk]
+            t_block = median_ms(torch, lambda: [f() for f in fns], a.iters)
+        row = {"gemm": name, "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
+               "bf16_ms": t_bf16, "fp8_tensor_ms": t_tensor, "fp8_block_ms": t_block, "block_scaling": desc,
+               "block_rel_error": err,
+               "eff_bf16": flops / (t_bf16 * 1e-3) / PEAK_BF16,
+               "eff_fp8_tensor": flops / (t_tensor * 1e-3) / PEAK_FP8,
+               "eff_fp8_block": None if t_block is None else flops / (t_block * 1e-3) / PEAK_FP8,
+               "deepgemm_h800": dg_tf * 1e12 / PEAK_FP8, "internal_h800": dg_tf / speedup * 1e12 / PEAK_FP8}
+        rows.append(row)
+        blk_s = "-" if t_block is None else f"{row['eff_fp8_block']:.3f}"
+        print(f"{name:15} {M:5}x{N:5}x{K:5} x{G}  bf16 {row['eff_bf16']:.3f}  fp8/tensor {row['eff_fp8_tensor']:.3f}"
+              f"  fp8/1x128+128x128 {blk_s}  | H800 DeepGEMM {row['deepgemm_h800']:.3f} internal {row['internal_h800']:.3f}")
+        if t_block is None:
+            print(f"    fine-grained: {desc}")
+        del x, ws, w8s, blk
+        torch.cuda.empty_cache()
+
+    def weighted(key):
+        if any(r[key] is None for r in rows):
+            return None
+        total = sum(r["macs_per_token"] for r in rows)
+        return total / sum(r["macs_per_token"] / r[key] for r in rows)
+
+    summary = {k: weighted(k) for k in ("eff_bf16", "eff_fp8_tensor", "eff_fp8_block", "deepgemm_h800", "internal_h800")}
+    print("\nMoE layer, FLOP-weighted (fraction of peak: BF16 989, FP8 1979 TFLOP/s):")
+    print("| device | BF16 | FP8 per-tensor | FP8 1x128 x 128x128 | H800 DeepGEMM (README) | H800 internal kernels (README / speedup) |")
+    print("|---|---|---|---|---|---|")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"
+    print(f"| {dev} | {fmt(summary['eff_bf16'])} | {fmt(summary['eff_fp8_tensor'])} | {fmt(summary['eff_fp8_block'])} | "
+          f"{fmt(summary['deepgemm_h800'])} | {fmt(summary['internal_h800'])} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": dev, "torch": torch.__version__, "rows": rows, "moe_layer": summary}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,5 +1,7 @@
 // The event engine: a timeline worked out by hand with latency, link serialization, blocking
 // sends, per-stage costs, determinism, and deadlock detection.
+#include <set>
+
 #include "catch.h"
 #include "core/error.h"
 #include "schedules/megatron_p2p.h"
@@ -318,6 +320,27 @@ TEST_CASE("Megatron's p2p runtime: interleaved calls pair a steady F with its B,
   costs.link.latency = U / 2;
   CHECK_NOTHROW(simulate(s, costs));  // no deadlock
   CHECK_THROWS_AS(with_megatron_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0})), InputError);
+}
+
+TEST_CASE("Megatron's p2p runtime: interleaved 1F1B makes as many calls per rank as Megatron's loop", "[sim][engine][fidelity]") {
+  // forward_backward_pipelining_with_interleaving on rank r of P, v chunks, M micro-batches: w_r =
+  // 2(P-1-r) + (v-1)P warm-up forwards, each followed by one call; Mv - w_r steady F-B pairs, one
+  // call each; w_r cool-down backwards, one call each; and one receive before the first forward.
+  // Empty calls are not made: rank 0's first receive (its chunk 0 reads the data) and its last
+  // backward's call (chunk 0 sends no input grad and nothing is left to receive). So
+  // calls_r = [r > 0] + w_r + (Mv - w_r) + w_r - [r = 0]: P=4, v=3, M=8 gives w = 14, 12, 10, 8
+  // and 37, 37, 35, 33 calls. (tools/megatron_plan.py builds the same loop independently, checks it
+  // for deadlock and matching, and runs it on GPUs: docs/FIDELITY.md.)
+  const int P = 4, v = 3, M = 8;
+  const Schedule s = with_megatron_p2p(make_schedule("interleaved-1f1b", ScheduleParams{P, M, v, 0}));
+  for (int r = 0; r < P; ++r) {
+    INFO("rank " << r);
+    const int w = 2 * (P - 1 - r) + (v - 1) * P;
+    const int expected = (r > 0 ? 1 : 0) + w + (M * v - w) + w - (r == 0 ? 1 : 0);
+    std::set<std::size_t> positions;
+    for (const CommAction& c : s.comm[static_cast<std::size_t>(r)]) positions.insert(c.after);
+    CHECK(static_cast<int>(positions.size()) == expected);
+  }
 }
 
 TEST_CASE("links between nodes: a transfer between ranks of two nodes runs on the inter-node link", "[sim][engine]") {

@@ -1,0 +1,253 @@
+"""Megatron-LM's two pipeline schedules as per-rank plans of compute and blocking p2p calls, for
+tools/measure_megatron_runtime.py (standard library only, so that it can be checked anywhere).
+
+Megatron-LM (megatron/core/pipeline_parallel/schedules.py, the Zero Bubble paper's fork) runs
+non-interleaved 1F1B (forward_backward_pipelining_without_interleaving) and interleaved 1F1B
+(forward_backward_pipelining_with_interleaving, without overlap_p2p_comm) as a loop of compute
+steps and p2p calls; each call (p2p_communication.py with batch_p2p_comm) is one
+batch_isend_irecv of its sends and receives, a wait on all of them and, with the default
+batch_p2p_sync, a torch.cuda.synchronize(). A plan is, per rank, a list of
+
+  ("F", chunk, microbatch)  forward of the rank's model chunk on that micro-batch
+  ("B", chunk, microbatch)  its backward (input and weight gradients together)
+  ("call", [(op, peer, label), ...])  op "send" or "recv"; label names the tensor:
+        ("act", virtual stage, microbatch) enters virtual stage s; ("grad", s, mb) leaves s's input.
+
+`check(plan, P)` replays the calls with rendezvous semantics (a call finishes when every op in it
+has met its peer's op, in order per pair of ranks and direction) and returns the number of calls,
+or raises on a deadlock, a label mismatch, or a compute step whose input never arrived.
+"""
+
+
+def _call(ops):
+    return ("call", [op for op in ops if op is not None])
+
+
+def plan_1f1b(P, M):
+    """Non-interleaved 1F1B: one chunk per rank (virtual stage = rank)."""
+    plans = []
+    for r in range(P):
+        first, last = r == 0, r == P - 1
+        steps = []
+        warmup = min(P - r - 1, M)
+        remaining = M - warmup
+        fwd = iter(range(M))
+        bwd = iter(range(M))
+
+        def recv_fwd(i):
+            return None if first else ("recv", r - 1, ("act", r, i))
+
+        def send_fwd(i):
+            return None if last else ("send", r + 1, ("act", r + 1, i))
+
+        def recv_bwd(i):
+            return None if last else ("recv", r + 1, ("grad", r + 1, i))
+
+        def send_bwd(i):
+            return None if first else ("send", r - 1, ("grad", r, i))
+
+        for _ in range(warmup):
+            i = next(fwd)
+            steps.append(_call([recv_fwd(i)]))
+            steps.append(("F", 0, i))
+            steps.append(_call([send_fwd(i)]))
+        if remaining:
+            i = next(fwd)
+            steps.append(_call([recv_fwd(i)]))
+        for k in range(remaining):
+            steps.append(("F", 0, i))
+            j = next(bwd)
+            steps.append(_call([send_fwd(i), recv_bwd(j)]))
+            steps.append(("B", 0, j))
+            if k == remaining - 1:
+                steps.append(_call([send_bwd(j)]))
+            else:
+                i = next(fwd)
+                steps.append(_call([send_bwd(j), recv_fwd(i)]))
+        for _ in range(warmup):
+            j = next(bwd)
+            steps.append(_call([recv_bwd(j)]))
+            steps.append(("B", 0, j))
+            steps.append(_call([send_bwd(j)]))
+        plans.append([s for s in steps if s[0] != "call" or s[1]])
+    return plans
+
+
+def plan_interleaved(P, M, v):
+    """Interleaved 1F1B: v chunks per rank, chunk c of rank r is virtual stage c * P + r; M a
+    multiple of P (Megatron asserts it)."""
+    if M % P:
+        raise ValueError(f"interleaved 1F1B needs M ({M}) to be a multiple of P ({P})")
+    total = M * v
+    plans = []
+    for r in range(P):
+        steps = []
+
+        def chunk(k, forward):
+            c = (k % (P * v)) // P
+            return c if forward else v - c - 1
+
+        def mb(k):
+            return (k // (P * v)) * P + k % P
+
+        def vs(c):
+            return c * P + r
+
+        def send_next(c, k):  # the forward output of virtual stage vs(c)
+            if vs(c) == P * v - 1:
+                return None
+            return ("send", (r + 1) % P, ("act", vs(c) + 1, mb(k)))
+
+        def recv_prev(c, k):  # the forward input of virtual stage vs(c)
+            if vs(c) == 0:
+                return None
+            return ("recv", (r - 1) % P, ("act", vs(c), mb(k)))
+
+        def send_prev(c, k):  # the input grad of virtual stage vs(c)
+            if vs(c) == 0:
+                return None
+            return ("send", (r - 1) % P, ("grad", vs(c), mb(k)))
+
+        def recv_next(c, k):  # the output grad of virtual stage vs(c)
+            if vs(c) == P * v - 1:
+                return None
+            return ("recv", (r + 1) % P, ("grad", vs(c) + 1, mb(k)))
+
+        warmup = min((P - r - 1) * 2 + (v - 1) * P, total)
+        all_warmup = warmup == total
+        remaining = total - warmup
+        steps.append(_call([recv_prev(0, 0)]))
+        for k in range(warmup):
+            c = chunk(k, True)
+            steps.append(("F", c, mb(k)))
+            ops = [send_next(c, k)]
+            if k + 1 < total:
+                ops.append(recv_prev(chunk(k + 1, True), k + 1))
+            if k == warmup - 1 and not all_warmup:
+                ops.append(recv_next(v - 1, 0))  # the first backward's output grad
+            steps.append(_call(ops))
+        for k in range(remaining):
+            fk, bk = k + warmup, k
+            fc, bc = chunk(fk, True), chunk(bk, False)
+            steps.append(("F", fc, mb(fk)))
+            steps.append(("B", bc, mb(bk)))
+            ops = [send_next(fc, fk), send_prev(bc, bk)]
+            if k < remaining - 1:
+                ops.append(recv_prev(chunk(fk + 1, True), fk + 1))
+            if bk + 1 < total:
+                ops.append(recv_next(chunk(bk + 1, False), bk + 1))
+            steps.append(_call(ops))
+        if all_warmup:
+            steps.append(_call([recv_next(v - 1, 0)]))
+        for k in range(remaining, total):
+            c = chunk(k, False)
+            steps.append(("B", c, mb(k)))
+            ops = [send_prev(c, k)]
+            if k + 1 < total:
+                ops.append(recv_next(chunk(k + 1, False), k + 1))
+            steps.append(_call(ops))
+        plans.append([s for s in steps if s[0] != "call" or s[1]])
+    return plans
+
+
+def check(plans, P, v=1):
+    """Replays the plans with blocking calls; returns the number of calls. Raises ValueError on a
+    deadlock, a mismatched label, or a compute step whose input has not arrived."""
+    pos = [0] * P
+    have = [set() for _ in range(P)]  # labels received (or local inputs) per rank
+    fired = [set() for _ in range(P)]  # indices of ops of the current call that met their peer
+    sent = [dict() for _ in range(P)]  # per rank: (peer, direction) -> ops matched so far
+    calls = 0
+    done_f = [set() for _ in range(P)]
+
+    def runnable(r):
+        nonlocal calls
+        progressed = False
+        while pos[r] < len(plans[r]) and plans[r][pos[r]][0] != "call":
+            kind, c, i = plans[r][pos[r]]
+            s = c * P + r
+            if kind == "F":
+                if s > 0 and ("act", s, i) not in have[r]:
+                    raise ValueError(f"rank {r}: F of chunk {c} mb {i} before its input arrived")
+                done_f[r].add((c, i))
+            else:
+                if (c, i) not in done_f[r]:
+                    raise ValueError(f"rank {r}: B of chunk {c} mb {i} before its F")
+                if s < P * v - 1 and ("grad", s + 1, i) not in have[r]:
+                    raise ValueError(f"rank {r}: B of chunk {c} mb {i} before its output grad arrived")
+            pos[r] += 1
+            progressed = True
+        return progressed
+
+    while True:
+        progressed = any([runnable(r) for r in range(P)])
+        # match ops between ranks that sit at calls
+        for r in range(P):
+            if pos[r] >= len(plans[r]):
+                continue
+            ops = plans[r][pos[r]][1]
+            for idx, (op, peer, label) in enumerate(ops):
+                if op != "send" or idx in fired[r] or pos[peer] >= len(plans[peer]):
+                    continue
+                if plans[peer][pos[peer]][0] != "call":
+                    continue
+                # the peer's first unfired recv from r must carry the same label
+                pops = plans[peer][pos[peer]][1]
+                for j, (op2, peer2, label2) in enumerate(pops):
+                    if op2 == "recv" and peer2 == r and j not in fired[peer]:
+                        if label2 != label:
+                            raise ValueError(f"rank {r} sends {label} to {peer}, which receives {label2}")
+                        fired[r].add(idx)
+                        fired[peer].add(j)
+                        have[peer].add(label)
+                        progressed = True
+                        break
+        for r in range(P):
+            if pos[r] < len(plans[r]) and plans[r][pos[r]][0] == "call" and len(fired[r]) == len(plans[r][pos[r]][1]):
+                pos[r] += 1
+                fired[r] = set()
+                calls += 1
+                progressed = True
+        if all(pos[r] >= len(plans[r]) for r in range(P)):
+            return calls
+        if not progressed:
+            stuck = {r: plans[r][pos[r]] for r in range(P) if pos[r] < len(plans[r])}
+            raise ValueError(f"deadlock: {stuck}")
+
+
+def self_test():
+    """Every plan for P in 2, 4, 8 passes the check; interleaved P=4 M=8 v=3 makes Megatron's
+    37, 37, 35, 33 calls ([r > 0] + w + (Mv - w) + w - [r = 0], w = 2(P-1-r) + (v-1)P); and plans
+    broken on purpose (two calls of a rank swapped, a receive dropped) are refused."""
+    for P in (2, 4, 8):
+        for M in (P, 2 * P, 3 * P):
+            check(plan_1f1b(P, M), P)
+            for v in (2, 3):
+                check(plan_interleaved(P, M, v), P, v)
+    P, M, v = 4, 8, 3
+    calls = [sum(1 for st in p if st[0] == "call") for p in plan_interleaved(P, M, v)]
+    want = [(r > 0) + (2 * (P - 1 - r) + (v - 1) * P) + M * v - (r == 0) for r in range(P)]
+    if calls != want:
+        raise SystemExit(f"interleaved calls per rank {calls}, Megatron's loop makes {want}")
+    broken = []
+    p = plan_1f1b(4, 8)
+    idx = [i for i, st in enumerate(p[1]) if st[0] == "call"]
+    p[1][idx[0]], p[1][idx[1]] = p[1][idx[1]], p[1][idx[0]]
+    broken.append(("two calls of rank 1 swapped", p, 4, 1))
+    p = plan_interleaved(4, 8, 2)
+    i = next(i for i, st in enumerate(p[2]) if st[0] == "call" and any(op[0] == "recv" for op in st[1]))
+    p[2][i] = ("call", [op for op in p[2][i][1] if op[0] != "recv"])
+    broken.append(("a receive of rank 2 dropped", p, 4, 2))
+    for what, plan, P_, v_ in broken:
+        try:
+            check(plan, P_, v_)
+        except ValueError:
+            continue
+        raise SystemExit(f"check passed a broken plan: {what}")
+    print("megatron_plan self-test: plans checked for P = 2, 4, 8; call counts as Megatron's; broken plans refused")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(self_test())

@@ -1,5 +1,6 @@
-"""Shared by the one-GPU measurement scripts in tools/ (measure_gpt_head_layer.py,
-measure_gemm_efficiency.py): PyTorch on CUDA or a printed reason to skip, and a median time."""
+"""Shared by the measurement scripts in tools/ (measure_gpt_head_layer.py, measure_gemm_efficiency.py,
+and the torchrun ones): PyTorch on CUDA or a printed reason to skip, a median time, and a rank's
+setup under torchrun."""
 import statistics
 import sys
 
@@ -31,3 +32,16 @@ def median_ms(torch, fn, iters, warmup=5):
         torch.cuda.synchronize()
         ts.append(e0.elapsed_time(e1))
     return statistics.median(ts)
+
+
+def init_torchrun(torch, dist):
+    """Under torchrun: this rank's GPU (LOCAL_RANK) as the current device and an NCCL process
+    group bound to it. Returns (rank, world size, device)."""
+    import os
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    dev = torch.device("cuda", local)
+    dist.init_process_group("nccl", device_id=dev)
+    return rank, world, dev

@@ -32,6 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import megatron_plan  # noqa: E402
+from cuda_timing import init_torchrun  # noqa: E402
 
 
 def parse_args():
@@ -121,12 +122,7 @@ def main():
     import torch.nn as nn
     import torch.nn.functional as F
 
-    rank = int(os.environ["RANK"])
-    P = int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
-    dist.init_process_group("nccl", device_id=dev)
+    rank, P, dev = init_torchrun(torch, dist)
     os.makedirs(a.out, exist_ok=True)
     if a.layers_per_rank % a.vpp:
         raise SystemExit(f"--layers-per-rank {a.layers_per_rank} is not a multiple of --vpp {a.vpp}")

@@ -49,12 +49,9 @@ def main():
     import torch.nn.functional as F
     from torch.distributed import pipelining as pp
 
-    rank = int(os.environ["RANK"])
-    world = int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
-    dev = torch.device("cuda", local)
-    dist.init_process_group("nccl", device_id=dev)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cuda_timing import init_torchrun
+    rank, world, dev = init_torchrun(torch, dist)
     os.makedirs(a.out, exist_ok=True)
 
     class Block(nn.Module):

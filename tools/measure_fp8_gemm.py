@@ -86,6 +86,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--dgrad", action="store_true",
+                    help="time each GEMM's input gradient instead (dX = dY W: M x K x N, the inner dimension "
+                         "zero-padded to a multiple of 128 where it is not one; FLOPs counted on the real one)")
     a = ap.parse_args()
     torch = cuda_torch("measure_fp8_gemm")
     if torch is None:
@@ -98,9 +101,14 @@ def main():
     torch.manual_seed(0)
     rows = []
     for name, M, N, K, G, dg_tf, speedup, macs in SHAPES:
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        ws = [torch.randn(N, K, device="cuda", dtype=torch.bfloat16) / K ** 0.5 for _ in range(G)]
+        if a.dgrad:
+            N, K = K, N
         flops = 2.0 * M * N * K * G
+        Kp = -(-K // 128) * 128
+        x = torch.nn.functional.pad(torch.randn(M, K, device="cuda", dtype=torch.bfloat16), (0, Kp - K))
+        ws = [torch.nn.functional.pad(torch.randn(N, K, device="cuda", dtype=torch.bfloat16) / K ** 0.5, (0, Kp - K))
+              for _ in range(G)]
+        K = Kp
         t_bf16 = median_ms(torch, lambda: [x @ w.t() for w in ws], a.iters)
         # per-tensor FP8 (one scale each), fast accumulation: cuBLAS's fastest FP8 path
         one = torch.ones((), device="cuda", dtype=torch.float32)
@@ -125,17 +133,19 @@ def main():
         if fn0 is not None:
             fns = [try_blockwise(torch, xq, sx, wq_, sw_)[0] for wq_, sw_ in blk]
             t_block = median_ms(torch, lambda: [f() for f in fns], a.iters)
-        row = {"gemm": name, "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
+        row = {"gemm": name + (" dgrad" if a.dgrad else ""), "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
                "bf16_ms": t_bf16, "fp8_tensor_ms": t_tensor, "fp8_block_ms": t_block, "block_scaling": desc,
                "block_rel_error": err,
                "eff_bf16": flops / (t_bf16 * 1e-3) / PEAK_BF16,
                "eff_fp8_tensor": flops / (t_tensor * 1e-3) / PEAK_FP8,
                "eff_fp8_block": None if t_block is None else flops / (t_block * 1e-3) / PEAK_FP8,
-               "deepgemm_h800": dg_tf * 1e12 / PEAK_FP8, "internal_h800": dg_tf / speedup * 1e12 / PEAK_FP8}
+               "deepgemm_h800": None if a.dgrad else dg_tf * 1e12 / PEAK_FP8,
+               "internal_h800": None if a.dgrad else dg_tf / speedup * 1e12 / PEAK_FP8}
         rows.append(row)
         blk_s = "-" if t_block is None else f"{row['eff_fp8_block']:.3f}"
         print(f"{name:15} {M:5}x{N:5}x{K:5} x{G}  bf16 {row['eff_bf16']:.3f}  fp8/tensor {row['eff_fp8_tensor']:.3f}"
-              f"  fp8/1x128+128x128 {blk_s}  | H800 DeepGEMM {row['deepgemm_h800']:.3f} internal {row['internal_h800']:.3f}")
+              f"  fp8/1x128+128x128 {blk_s}" + ("" if a.dgrad else
+              f"  | H800 DeepGEMM {row['deepgemm_h800']:.3f} internal {row['internal_h800']:.3f}"))
         if t_block is None:
             print(f"    fine-grained: {desc}")
         del x, ws, w8s, blk

@@ -138,8 +138,8 @@ struct EfficiencySpec {
   // 0.65 on an H100 (tools/measure_wgrad_accum.py; docs/FIDELITY.md "The backward's split").
   double accum_exposed = 0.65;
   // The fraction of the FP8 dense peak that FP8 GEMMs (fine-grained 1x128 / 128x128 scaling, as
-  // DeepSeek-V3 trains) reach; 0: as `gemm`. The Hopper types take 0.54, measured on an H100
-  // (tools/measure_fp8_gemm.py; src/cost/config.cc, docs/CONFIG.md "cluster.gpu").
+  // DeepSeek-V3 trains) reach; 0: as `gemm`. The Hopper types take 0.52: `gemm` times the ratio
+  // to BF16 measured on an H100 (tools/measure_fp8_gemm.py; src/cost/config.cc).
   double gemm_fp8 = 0;
   double gemm_at(bool fp8) const { return fp8 && gemm_fp8 > 0 ? gemm_fp8 : gemm; }
 };

@@ -68,11 +68,13 @@ def report(a):
     links = {"lone": (gbps, L["small_ms"] * 1e3), "ring": (gbps, (L["ring_call_one_ms"] - tx_ms) * 1e3)}
     tmp = tempfile.mkdtemp()
 
-    def predict(sched, M, f, b, link):
+    def predict(sched, M, f, b, link, restart_us=0.0):
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
             fh.write(f"version: 1\nper_layer: true\nop_ms: {{F: {f:.4f}, B: {b:.4f}}}\n"
                      f"link: {{gbps: {link[0]:.2f}, latency_us: {link[1]:.2f}}}\n")
         cfg = open(os.path.join(d, f"ppsim_{M}.yaml")).read().replace("profile: profile.yaml", "profile: p.yaml")
+        if restart_us > 0:
+            cfg = cfg.replace("p2p_runtime: megatron", f"p2p_runtime: megatron, p2p_sync_us: {restart_us:.1f}")
         with open(os.path.join(tmp, "c.yaml"), "w") as fh:
             fh.write(cfg)
         out = subprocess.run([a.ppsim, "compare", os.path.join(tmp, "c.yaml"), "-s", sched, "--vpp", str(m["vpp"]),
@@ -85,28 +87,37 @@ def report(a):
         bs = [(x[4] - x[3]) / per for d_ in r["per_rank"] for x in d_["timeline"] if x[0] == "B"]
         return statistics.mean(fs), statistics.mean(bs)
 
+    # The restart after a call's synchronize: how much later a one-layer chunk's F ends, counted
+    # from the call, with the synchronize than without it (interleaved, every F follows a call).
+    inter = {(r["microbatches"], r["sync"]): r for r in m["results"] if r["schedule"] == "interleaved-1f1b"}
+    restart = statistics.mean(in_pipeline(inter[(M, True)])[0] - in_pipeline(inter[(M, False)])[0]
+                              for M in sorted({k[0] for k in inter}) if (M, False) in inter and (M, True) in inter)
+    restart_us = max(0.0, restart) * 1e3 * (m["layers_per_rank"] // m["vpp"])
     print(f"{m['device']} x {m['ranks']}, torch {m['torch']}, NCCL {m['nccl']}; layer alone F {m['layer_f_ms']:.3f} "
           f"B {m['layer_b_ms']:.3f} ms; lone transfer {L['activation_ms']:.3f} ms ({gbps:.0f} GB/s, 4 KB "
-          f"{L['small_ms']:.3f} ms); ring-wide call {L['ring_call_one_ms']:.3f} ms, both neighbours {L['ring_call_both_ms']:.3f} ms")
+          f"{L['small_ms']:.3f} ms); ring-wide call {L['ring_call_one_ms']:.3f} ms, both neighbours {L['ring_call_both_ms']:.3f} ms; "
+          f"restart after a synchronized call {restart_us:.0f} us")
     print("| M | sync | 1F1B ms | interleaved ms | interleaved gain | ppsim: layer alone, lone link | ring-call link | "
-          "per-layer costs as in each pipeline | those costs, F / B ms: 1F1B; interleaved |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "+ restart (p2p_sync_us) | per-layer costs as in each pipeline, ring-call link | those costs, F / B ms: 1F1B; interleaved |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     f0, b0 = m["layer_f_ms"], m["layer_b_ms"]
     for M in sorted({r["microbatches"] for r in m["results"]}):
         for sync in (True, False):
             pick = {r["schedule"]: r for r in m["results"] if r["microbatches"] == M and r["sync"] == sync}
             if len(pick) < 2:
                 continue
-            one, inter = pick["1f1b"], pick["interleaved-1f1b"]
-            meas = one["step_ms"] / inter["step_ms"]
+            one, inter_r = pick["1f1b"], pick["interleaved-1f1b"]
+            meas = one["step_ms"] / inter_r["step_ms"]
             cells = []
-            for costs, link in (("alone", "lone"), ("alone", "ring"), ("pipe", "ring")):
+            for costs, link, rs in (("alone", "lone", 0.0), ("alone", "ring", 0.0), ("alone", "ring", restart_us if sync else 0.0),
+                                    ("pipe", "ring", 0.0)):
                 c1 = (f0, b0) if costs == "alone" else in_pipeline(one)
-                ci = (f0, b0) if costs == "alone" else in_pipeline(inter)
-                g = predict("1f1b", M, *c1, links[link]) / predict("interleaved-1f1b", M, *ci, links[link])
+                ci = (f0, b0) if costs == "alone" else in_pipeline(inter_r)
+                p1, pi = predict("1f1b", M, *c1, links[link], rs), predict("interleaved-1f1b", M, *ci, links[link], rs)
+                g = p1 / pi
                 cells.append(f"{100 * (g - 1):+.1f}% ({100 * (g - meas):+.1f} pp)")
-            (f1, b1), (fi, bi) = in_pipeline(one), in_pipeline(inter)
-            print(f"| {M} | {'on' if sync else 'off'} | {one['step_ms']:.1f} | {inter['step_ms']:.1f} | "
+            (f1, b1), (fi, bi) = in_pipeline(one), in_pipeline(inter_r)
+            print(f"| {M} | {'on' if sync else 'off'} | {one['step_ms']:.1f} | {inter_r['step_ms']:.1f} | "
                   f"{100 * (meas - 1):+.1f}% | " + " | ".join(cells) + f" | {f1:.3f} / {b1:.3f}; {fi:.3f} / {bi:.3f} |")
     return 0
 

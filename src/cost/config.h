@@ -221,6 +221,10 @@ struct ParallelSpec {
   // parallel.p2p_runtime: dataflow (each transfer starts when its producer ends; the default) or
   // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b).
   bool megatron_p2p = false;
+  // parallel.p2p_sync_us, with megatron: the host's restart after each call's
+  // torch.cuda.synchronize() (Megatron's batch_p2p_sync). The GPU has drained, so the rank's next
+  // action starts this long after the call's last transfer lands. 0: not counted.
+  double p2p_sync_us = 0;
 
   int gpus() const { return pp * tp * cp * dp; }
   int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert

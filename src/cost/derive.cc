@@ -406,6 +406,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   SimCosts out;
   out.scale = TimeScale::millis();
   set_p2p_links(c, s.pp, out);
+  out.call_restart = static_cast<Time>(std::llround(1e3 * c.parallel.p2p_sync_us));
   if (c.times.present) {
     // Explicit times: one rank's share, each of its v chunks 1/v of it; layout still checked.
     (void)slice_layouts(c, slices);

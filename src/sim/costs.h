@@ -88,6 +88,10 @@ struct SimCosts {
   // one inside a node on `link` (NVLink).
   std::vector<int> rank_node;
   LinkModel inter_node_link;
+  // Schedule::comm_waits: a rank that waited on a blocking call starts its next action this much
+  // after the call's last transfer lands (Megatron's per-call synchronize: the host restarts a
+  // drained GPU). 0: at once.
+  Time call_restart = 0;
   const LinkModel& link_between(int a, int b) const {
     return rank_node.empty() || rank_node[static_cast<std::size_t>(a)] == rank_node[static_cast<std::size_t>(b)] ? link
                                                                                                                : inter_node_link;

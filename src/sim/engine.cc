@@ -212,6 +212,7 @@ class Engine {
         if (*t == kNever) return;  // not started: a partner has not posted; its issue wakes this rank
         all = std::max(all, *t);
       }
+      all += c_.call_restart;  // then the host restarts the drained GPU (SimCosts::call_restart)
       if (all > now) {
         if (q_.pending(r) > all) q_.set(r, all, kWake);
         return;

@@ -112,6 +112,14 @@ TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulatio
   CHECK_THROWS_WITH(cfg_of(kDense, {"hardware.efficiency.accum_exposed=3"}), PPSIM_CONTAINS("accum_exposed"));
 }
 
+TEST_CASE("parallel.p2p_sync_us: the restart after each of Megatron's calls", "[cost]") {
+  // 120 us = 120,000 ticks of 1 ns; only with Megatron's calls (the dataflow runtime makes none).
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  CHECK(derive_costs(cfg_of(kDense, {"parallel.p2p_runtime=megatron", "parallel.p2p_sync_us=120"}), s).call_restart == 120'000);
+  CHECK(derive_costs(cfg_of(kDense, {"parallel.p2p_runtime=megatron"}), s).call_restart == 0);
+  CHECK_THROWS_WITH(cfg_of(kDense, {"parallel.p2p_sync_us=120"}), PPSIM_CONTAINS("p2p_runtime: megatron"));
+}
+
 TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
   // Wide enough that every GEMM is compute-bound at FP8: T = 4096 tokens, h = 4096, SwiGLU
   // f = 16384, 32 heads of 128 (no GQA), so a layer's GEMMs take 4096 x (4096 x 12288 + 4096 x 4096

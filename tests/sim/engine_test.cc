@@ -296,6 +296,27 @@ TEST_CASE("Megatron's p2p runtime: 1f1b P=2 M=2 with latency 0.5, the hand-worke
                                {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5, 6}, {1, "1B1", 6, 8}});
 }
 
+TEST_CASE("Megatron's p2p runtime: the restart after each call's synchronize, the hand-worked timeline", "[sim][engine][fidelity]") {
+  // The timeline above with SimCosts::call_restart 0.25: a rank that waited on a call starts its
+  // next action 0.25 after the call's last transfer lands.
+  // rank 0: F0 [0,1]; SEND_F0 lands 1.5, so F1 [1.75,2.75]; its call [SEND_F1 RECV_B0] meets rank
+  //         1's call at 4.75 (after B0), both land 5.25: B0 [5.5,7.5]; [RECV_B1] meets rank 1's
+  //         SEND_B1 at 8.5, lands 9: B1 [9.25,11.25].
+  // rank 1: [RECV_F0] lands 1.5: F0 [1.75,2.75], B0 [2.75,4.75]; its call lands 5.25: F1 [5.5,6.5],
+  //         B1 [6.5,8.5].
+  // Makespan 11.25: rank 0's three calls on the critical path, 0.25 each over 10.5.
+  Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  costs.call_restart = U / 4;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 45 * U / 4);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.75, 2.75}, {0, "0B0", 5.5, 7.5}, {0, "0B1", 9.25, 11.25},
+                               {1, "1F0", 1.75, 2.75}, {1, "1B0", 2.75, 4.75}, {1, "1F1", 5.5, 6.5}, {1, "1B1", 6.5, 8.5}});
+}
+
 TEST_CASE("Megatron's p2p runtime: interleaved calls pair a steady F with its B, and other families are refused", "[sim][engine][fidelity]") {
   // Interleaved P=2, v=2, M=2: rank 0 warms up with 2(P-1-0) + (v-1)P = 4 forwards (all of its
   // 4), then backwards only; rank 1 with 2, then F B F B pairs... each pair one call: its calls

@@ -273,6 +273,19 @@ TEST_CASE("a rank slower by op kind: its actions scaled by their mix (hand-worke
   CHECK_THROWS(simulate(s, costs));
 }
 
+namespace {
+// Megatron's calls for 1f1b P=2 M=2 (F=1, B=2, latency 0.5), simulated with a restart after each call.
+SimResult megatron_1f1b_p2_m2(Time restart) {
+  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  costs.call_restart = restart;
+  SimOptions opt;
+  opt.record_timeline = true;
+  return simulate(s, costs, opt);
+}
+}  // namespace
+
 TEST_CASE("Megatron's p2p runtime: 1f1b P=2 M=2 with latency 0.5, the hand-worked timeline", "[sim][engine][fidelity]") {
   // Megatron-LM's calls (schedules/megatron_p2p.h), F=1, B=2, latency 0.5. Rank 0: F0, call
   // [SEND_F0], F1, call [SEND_F1 RECV_B0], B0, call [RECV_B1], B1. Rank 1: call [RECV_F0], F0, B0,
@@ -282,15 +295,11 @@ TEST_CASE("Megatron's p2p runtime: 1f1b P=2 M=2 with latency 0.5, the hand-worke
   //         gradient is sent when rank 1 posts SEND_B1 at 8: B1 [8.5,10.5].
   // rank 1: F0 [1.5,2.5], B0 [2.5,4.5], F1 [5,6], B1 [6,8].
   // Makespan 10.5 against the dataflow's 10 (the test above): rank 0's F1 waits for its send.
-  Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
   REQUIRE(s.comm_waits);
   REQUIRE(s.comm[0].size() == 4);  // SEND_F0; SEND_F1, RECV_B0; RECV_B1
   REQUIRE(s.comm[1].size() == 4);  // RECV_F0; SEND_B0, RECV_F1; SEND_B1
-  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
-  costs.link.latency = U / 2;
-  SimOptions opt;
-  opt.record_timeline = true;
-  const SimResult r = simulate(s, costs, opt);
+  const SimResult r = megatron_1f1b_p2_m2(0);
   CHECK(r.makespan() == 21 * U / 2);
   check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 5, 7}, {0, "0B1", 8.5, 10.5},
                                {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5, 6}, {1, "1B1", 6, 8}});
@@ -305,13 +314,7 @@ TEST_CASE("Megatron's p2p runtime: the restart after each call's synchronize, th
   // rank 1: [RECV_F0] lands 1.5: F0 [1.75,2.75], B0 [2.75,4.75]; its call lands 5.25: F1 [5.5,6.5],
   //         B1 [6.5,8.5].
   // Makespan 11.25: rank 0's three calls on the critical path, 0.25 each over 10.5.
-  Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
-  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
-  costs.link.latency = U / 2;
-  costs.call_restart = U / 4;
-  SimOptions opt;
-  opt.record_timeline = true;
-  const SimResult r = simulate(s, costs, opt);
+  const SimResult r = megatron_1f1b_p2_m2(U / 4);
   CHECK(r.makespan() == 45 * U / 4);
   check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.75, 2.75}, {0, "0B0", 5.5, 7.5}, {0, "0B1", 9.25, 11.25},
                                {1, "1F0", 1.75, 2.75}, {1, "1B0", 2.75, 4.75}, {1, "1F1", 5.5, 6.5}, {1, "1B1", 6.5, 8.5}});

@@ -27,6 +27,10 @@ struct CommAction {
   std::int32_t stage = 0;
   std::int32_t microbatch = -1;  // -1 for UNSHARD, RESHARD, REDUCE_GRAD
   std::size_t after = 0;
+  // With Schedule::comm_waits: this action opens a new blocking call, posted only once the call
+  // before it (at the same position) has completed (Megatron's 1F1B warm-up sends, then
+  // receives, in two calls). False: it joins the call of the action before it at its position.
+  bool new_call = false;
 };
 std::string format_comm(const CommAction& c);
 

@@ -17,11 +17,11 @@ namespace ppsim {
 // a receiver posts its receive when it reaches the call, not when its input is produced, and a
 // sender waits for its receiver. InputError for other families.
 //
-// One simplification against Megatron's code: its non-interleaved 1F1B makes the warm-up's
-// send_forward and the next recv_forward two calls (and the cool-down's send_backward and
-// recv_backward), where this puts each such pair in one call (P=4, M=8: ranks 1 and 2 make 21 and
-// 19 calls in Megatron, 17 here). The interleaved calls are Megatron's, call for call. Measured:
-// tools/measure_megatron_runtime.py replays Megatron's own loops on four GPUs (docs/FIDELITY.md,
+// Non-interleaved 1F1B follows forward_backward_pipelining_without_interleaving call for call:
+// its warm-up's send_forward and the next recv_forward are two calls (and the cool-down's
+// recv_backward and send_backward), each posted when the one before has completed
+// (CommAction::new_call). Both loops are checked against an independent implementation run on
+// GPUs: tools/megatron_plan.py and tools/measure_megatron_runtime.py (docs/FIDELITY.md,
 // "Interleaved 1F1B against 1F1B on four GPUs").
 Schedule with_megatron_p2p(Schedule s);
 

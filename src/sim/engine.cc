@@ -111,8 +111,12 @@ class Engine {
     pending_wakes_.clear();  // every rank looks at time 0 anyway
     Event e;
     while (q_.pop(e)) {
-      if (e.kind == kActionEnd) on_end(e.rank, e.t);
-      else try_start(e.rank, e.t);
+      if (e.kind == kActionEnd) {
+        on_end(e.rank, e.t);
+      } else {
+        try_start(e.rank, e.t);
+        drain_wakes(e.t);  // its next call may have met a partner's (CommAction::new_call)
+      }
     }
     for (int r = 0; r < P_; ++r) {
       const auto& st = rank_[r];
@@ -205,8 +209,8 @@ class Engine {
 
   void try_start(int r, Time now) {
     RankState& st = rank_[r];
-    if (st.running || st.next == st.end || now < st.blocked_until) return;
-    if (!st.waits.empty()) {  // a blocking call: wait until each of its transfers has arrived
+    if (st.running || now < st.blocked_until) return;
+    while (!st.waits.empty()) {  // a blocking call: wait until each of its transfers has arrived
       Time all = 0;
       for (const Time* t : st.waits) {
         if (*t == kNever) return;  // not started: a partner has not posted; its issue wakes this rank
@@ -218,7 +222,9 @@ class Engine {
         return;
       }
       st.waits.clear();
+      post_comm(r, now);  // the next call at this position (CommAction::new_call), if any
     }
+    if (st.next == st.end) return;
     const Action& a = *st.next;
     Time ready = ready_time(a.first);
     if (ready == kNever) return;  // its producer has not run: the transfer will look again
@@ -359,8 +365,17 @@ class Engine {
       try_start(r, now);
     }
     // Idle receivers of this action's outputs, in send order.
-    for (int dst : pending_wakes_) try_start(dst, now);
-    pending_wakes_.clear();
+    drain_wakes(now);
+  }
+
+  // Looks again at every rank a transfer issued since the last look woke; a rank that starts, or
+  // posts its next blocking call (try_start), may issue transfers that wake more.
+  void drain_wakes(Time now) {
+    while (!pending_wakes_.empty()) {
+      std::vector<int> wakes;
+      wakes.swap(pending_wakes_);
+      for (int r : wakes) try_start(r, now);
+    }
   }
 
   // Explicit communication. The transfer comm action c belongs to, by its producer's stage and
@@ -392,6 +407,8 @@ class Engine {
     RankState& st = rank_[r];
     const std::size_t done = static_cast<std::size_t>(st.next - s_.ranks[r].data());
     while (st.comm_next < s_.comm[r].size() && s_.comm[r][st.comm_next].after <= done) {
+      // A call after one the rank still waits on is posted when that one completes (try_start).
+      if (s_.comm_waits && s_.comm[r][st.comm_next].new_call && !st.waits.empty()) break;
       const CommAction& c = s_.comm[r][st.comm_next++];
       if (c.kind > CommKind::RecvB) continue;
       post_slot(c) = now;

@@ -1,5 +1,6 @@
 // The event engine: a timeline worked out by hand with latency, link serialization, blocking
 // sends, per-stage costs, determinism, and deadlock detection.
+#include <algorithm>
 #include <set>
 
 #include "catch.h"
@@ -318,6 +319,44 @@ TEST_CASE("Megatron's p2p runtime: the restart after each call's synchronize, th
   CHECK(r.makespan() == 45 * U / 4);
   check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.75, 2.75}, {0, "0B0", 5.5, 7.5}, {0, "0B1", 9.25, 11.25},
                                {1, "1F0", 1.75, 2.75}, {1, "1B0", 2.75, 4.75}, {1, "1F1", 5.5, 6.5}, {1, "1B1", 6.5, 8.5}});
+}
+
+TEST_CASE("Megatron's p2p runtime: 1F1B's warm-up sends and the next receives are two calls", "[sim][engine][fidelity]") {
+  // forward_backward_pipelining_without_interleaving, P=3 M=2, F=1, B=2, latency 0.5. Rank 1
+  // warms up with one forward: [RECV_F0] F0 [SEND_F0] [RECV_F1]: its receive of F1 is posted only
+  // when the send of F0 has landed, where one merged call would post both at 2.5.
+  // rank 0: F0 [0,1]; SEND_F0 lands 1.5: F1 [1.5,2.5]; SEND_F1 waits for rank 1's RECV_F1 (3):
+  //         lands 3.5; [RECV_B0] meets rank 1's SEND_B0 at 8.5: B0 [9,11]; [RECV_B1] meets
+  //         SEND_B1 at 12: B1 [12.5,14.5].
+  // rank 1: F0 [1.5,2.5]; SEND_F0 meets rank 2's RECV_F0 (posted at 0): lands 3; then RECV_F1,
+  //         lands 3.5: F1 [3.5,4.5]; [SEND_F1 RECV_B0] meets rank 2's call at 6: lands 6.5:
+  //         B0 [6.5,8.5]; [SEND_B0] lands 9; [RECV_B1] meets SEND_B1 at 9.5: B1 [10,12].
+  // rank 2: F0 [3,4], B0 [4,6]; [SEND_B0 RECV_F1] lands 6.5: F1 [6.5,7.5], B1 [7.5,9.5].
+  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{3, 2, 0, 0}));
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 29 * U / 2);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 9, 11}, {0, "0B1", 12.5, 14.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1F1", 3.5, 4.5}, {1, "1B0", 6.5, 8.5}, {1, "1B1", 10, 12},
+                               {2, "2F0", 3, 4}, {2, "2B0", 4, 6}, {2, "2F1", 6.5, 7.5}, {2, "2B1", 7.5, 9.5}});
+  // Calls per rank as the loop makes them, P=4 M=8: w = min(P-1-r, M) warm-up and cool-down
+  // steps, each with a receive call (rank > 0, resp. < P-1) and a send call (rank < P-1, resp.
+  // > 0); one receive before the steady state (rank > 0); M - w steady iterations with a
+  // send_forward_recv_backward (rank < P-1) and a send_backward[_recv_forward] (rank > 0):
+  // 11, 21, 19, 9.
+  const int P = 4, M = 8;
+  const Schedule s4 = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{P, M, 0, 0}));
+  for (int rank = 0; rank < P; ++rank) {
+    INFO("rank " << rank);
+    const int w = std::min(P - 1 - rank, M), prev = rank > 0, next = rank < P - 1;
+    const int expected = 2 * w * (prev + next) + (M - w > 0 ? prev : 0) + (M - w) * (prev + next);
+    int calls = 0;
+    for (const CommAction& c : s4.comm[static_cast<std::size_t>(rank)]) calls += c.new_call ? 1 : 0;
+    CHECK(calls == expected);
+  }
 }
 
 TEST_CASE("Megatron's p2p runtime: interleaved calls pair a steady F with its B, and other families are refused", "[sim][engine][fidelity]") {

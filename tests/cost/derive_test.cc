@@ -1,6 +1,7 @@
 // From config to SimCosts and physical results (src/cost/derive.cc): one slice per stage of a
 // pipe for every layout, embedding and head on the right slices, the link, explicit times and
 // measured profiles, recompute, and step time / tokens / MFU.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -110,6 +111,26 @@ TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulatio
   CHECK(cfg_of(kDense).data->hardware.efficiency.accum_exposed == 0.65);
   // Out of range: one line naming the key.
   CHECK_THROWS_WITH(cfg_of(kDense, {"hardware.efficiency.accum_exposed=3"}), PPSIM_CONTAINS("accum_exposed"));
+}
+
+TEST_CASE("Megatron's 1F1B calls run to the end on a derived P=8 config (a call posted after a wait wakes its partner)", "[cost]") {
+  // The Zero Bubble 1.5B layer's shapes on 8 H100 ranks, 24 micro-batches: a warm-up rank posts
+  // its next receive when its send lands (try_start, woken by the landing), and the transfer that
+  // starts must wake the sender waiting on it; a lost wake left rank 0 waiting on its third send
+  // ("deadlock: rank 0 cannot start 0F3"). Every action runs, and the step is at least the
+  // busiest rank's work.
+  const char* cfg = R"(model: {layers: 16, hidden: 2304, ffn_hidden: 9216, heads: 24, vocab: 500, seq_len: 1024}
+hardware: {name: h100}
+parallel: {pp: 8, microbatches: 24, p2p_runtime: megatron}
+)";
+  const ModelConfig c = cfg_of(cfg);
+  const Schedule s = make_schedule("1f1b", ScheduleParams{8, 24, 0, 0});
+  const SimCosts costs = derive_costs(c, s);
+  SimResult r;
+  REQUIRE_NOTHROW(r = simulate(as_run(c, s), costs));
+  Time busiest = 0;
+  for (const SliceCosts& x : costs.slice) busiest = std::max(busiest, 24 * (x.f + x.b));
+  CHECK(r.makespan() >= busiest);
 }
 
 TEST_CASE("parallel.p2p_sync_us: the restart after each of Megatron's calls", "[cost]") {

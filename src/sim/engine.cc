@@ -111,12 +111,11 @@ class Engine {
     pending_wakes_.clear();  // every rank looks at time 0 anyway
     Event e;
     while (q_.pop(e)) {
-      if (e.kind == kActionEnd) {
-        on_end(e.rank, e.t);
-      } else {
-        try_start(e.rank, e.t);
-        drain_wakes(e.t);  // its next call may have met a partner's (CommAction::new_call)
-      }
+      if (e.kind == kActionEnd) on_end(e.rank, e.t);
+      else try_start(e.rank, e.t);
+      // The ranks its transfers woke: an ended action's idle receivers in send order, or the
+      // partner a rank's next call met (CommAction::new_call).
+      drain_wakes(e.t);
     }
     for (int r = 0; r < P_; ++r) {
       const auto& st = rank_[r];
@@ -364,8 +363,6 @@ class Engine {
     } else {
       try_start(r, now);
     }
-    // Idle receivers of this action's outputs, in send order.
-    drain_wakes(now);
   }
 
   // Looks again at every rank a transfer issued since the last look woke; a rank that starts, or

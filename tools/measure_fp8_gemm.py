@@ -55,28 +55,36 @@ def quant_blocks(torch, x, rows, cols):
     return q, scale
 
 
-def try_blockwise(torch, a_q, sa, w_q, sw, ref=None):
-    """torch._scaled_mm with 1x128 (A) x 128x128 (B) scales, trying the layouts PyTorch has
-    accepted; the first whose product is within 5% of `ref` (BF16 on the dequantized inputs)
-    wins. Returns (callable, description, relative error) or (None, reasons, None)."""
+LAYOUTS = [  # (description, scale_a M-major?, scale_b K-major?)
+    ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) K-major", True, True),
+    ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) contiguous", True, False),
+    ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) contiguous", False, False),
+    ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) K-major", False, True),
+]
+
+
+def blockwise(torch, a_q, sa, w_q, sw, layout):
+    """torch._scaled_mm with 1x128 (A) x 128x128 (B) scales laid out as LAYOUTS[layout]."""
+    _, a_outer, b_kmajor = LAYOUTS[layout]
+    s_a = sa.t().contiguous().t() if a_outer else sa.contiguous()  # (M, K/128), M the fast dimension or not
+    s_b = sw.t() if b_kmajor else sw.t().contiguous()             # (K/128, N/128)
     b = w_q.t()  # (K, N), column-major as _scaled_mm wants
-    sa_outer = sa.t().contiguous().t()  # (M, K/128) with M as the fast dimension
-    attempts = [
-        ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) K-major", sa_outer, sw.t()),
-        ("scale_a (M, K/128) M-major, scale_b (K/128, N/128) contiguous", sa_outer, sw.t().contiguous()),
-        ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) contiguous", sa.contiguous(), sw.t().contiguous()),
-        ("scale_a (M, K/128) contiguous, scale_b (K/128, N/128) K-major", sa.contiguous(), sw.t()),
-    ]
+    return lambda: torch._scaled_mm(a_q, b, s_a, s_b, out_dtype=torch.bfloat16)
+
+
+def try_blockwise(torch, a_q, sa, w_q, sw, ref):
+    """The first of LAYOUTS that PyTorch accepts and whose product is within 5% of `ref` (BF16 on
+    the dequantized inputs). Returns (layout index, description, relative error) or (None,
+    reasons, None)."""
     reasons = []
-    for desc, s_a, s_b in attempts:
+    for i, (desc, _, _) in enumerate(LAYOUTS):
         try:
-            fn = lambda s_a=s_a, s_b=s_b: torch._scaled_mm(a_q, b, s_a, s_b, out_dtype=torch.bfloat16)
-            got = fn().float()
-            err = None if ref is None else ((got - ref).norm() / ref.norm()).item()
-            if err is not None and err > 0.05:
+            got = blockwise(torch, a_q, sa, w_q, sw, i)().float()
+            err = ((got - ref).norm() / ref.norm()).item()
+            if err > 0.05:
                 reasons.append(f"{desc}: relative error {err:.3f} against the dequantized product (scales misread)")
                 continue
-            return fn, desc, err
+            return i, desc, err
         except Exception as e:  # noqa: BLE001  (PyTorch raises RuntimeError or ValueError)
             reasons.append(str(e).splitlines()[0][:160])
     return None, "; ".join(reasons), None
@@ -127,11 +135,11 @@ def main():
         xd = (xq.float().reshape(M, K // 128, 128) * sx[:, :, None]).reshape(M, K)
         wd = wq0.float().reshape(N, K // 128, 128) * sw0.repeat_interleave(128, dim=0)[:N, :, None]
         wd = wd.reshape(N, K)
-        fn0, desc, err = try_blockwise(torch, xq, sx, wq0, sw0, ref=xd @ wd.t())
+        layout, desc, err = try_blockwise(torch, xq, sx, wq0, sw0, ref=xd @ wd.t())
         del xd, wd
         t_block = None
-        if fn0 is not None:
-            fns = [try_blockwise(torch, xq, sx, wq_, sw_)[0] for wq_, sw_ in blk]
+        if layout is not None:  # every group in the layout checked on the first
+            fns = [blockwise(torch, xq, sx, wq_, sw_, layout) for wq_, sw_ in blk]
             t_block = median_ms(torch, lambda: [f() for f in fns], a.iters)
         row = {"gemm": name + (" dgrad" if a.dgrad else ""), "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
                "bf16_ms": t_bf16, "fp8_tensor_ms": t_tensor, "fp8_block_ms": t_block, "block_scaling": desc,

@@ -308,26 +308,30 @@ def main():
     if rank == 0:
         print("one layer on every GPU at once: " + "; ".join(f"rank {r}: F {x[0]:.3f} B {x[1]:.3f} ms" for r, x in enumerate(together)))
 
-    # the link between ranks 0 and 1: one activation, and 4 KB, as one batched call each (+ sync)
-    def ping(n):
-        t = torch.empty(n, device=dev, dtype=torch.bfloat16)
+    def timed_call(ops, slowest=True):
+        """Median of 20 (after 3) of one batched call of `ops`, a wait on each and a synchronize,
+        every rank starting together after a barrier: the slowest rank's median, or this rank's."""
         ts = []
         for it in range(23):
             torch.cuda.synchronize()
             dist.barrier()
             t0 = time.perf_counter()
-            if rank == 0:
-                ops = [dist.P2POp(dist.isend, t, 1)]
-            elif rank == 1:
-                ops = [dist.P2POp(dist.irecv, t, 0)]
-            else:
-                ops = []
             for req in (dist.batch_isend_irecv(ops) if ops else []):
                 req.wait()
             torch.cuda.synchronize()
             if it >= 3:
                 ts.append(time.perf_counter() - t0)
-        return statistics.median(ts)
+        if not slowest:
+            return statistics.median(ts)
+        t = torch.tensor([statistics.median(ts)], device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.item()
+
+    # the link between ranks 0 and 1: one activation, and 4 KB, as one batched call each (+ sync)
+    def ping(n):
+        t = torch.empty(n, device=dev, dtype=torch.bfloat16)
+        return timed_call([dist.P2POp(dist.isend, t, 1)] if rank == 0 else
+                          [dist.P2POp(dist.irecv, t, 0)] if rank == 1 else [], slowest=False)
 
     big, small = ping(b * s * h), ping(2048)
 
@@ -335,25 +339,12 @@ def main():
     # each, then a synchronize): a steady-state 1F1B call (send to the next rank, receive from
     # it) and an interleaved one (send to and receive from both neighbours)
     def ring_call(both):
-        n = b * s * h
-        bufs = [torch.empty(n, device=dev, dtype=torch.bfloat16) for _ in range(4)]
+        bufs = [torch.empty(b * s * h, device=dev, dtype=torch.bfloat16) for _ in range(4)]
         nxt, prv = (rank + 1) % P, (rank - 1) % P
-        ts = []
-        for it in range(23):
-            torch.cuda.synchronize()
-            dist.barrier()
-            t0 = time.perf_counter()
-            ops = [dist.P2POp(dist.isend, bufs[0], nxt), dist.P2POp(dist.irecv, bufs[1], prv)]
-            if both:
-                ops += [dist.P2POp(dist.isend, bufs[2], prv), dist.P2POp(dist.irecv, bufs[3], nxt)]
-            for req in dist.batch_isend_irecv(ops):
-                req.wait()
-            torch.cuda.synchronize()
-            if it >= 3:
-                ts.append(time.perf_counter() - t0)
-        t = torch.tensor([statistics.median(ts)], device=dev)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return t.item()
+        ops = [dist.P2POp(dist.isend, bufs[0], nxt), dist.P2POp(dist.irecv, bufs[1], prv)]
+        if both:
+            ops += [dist.P2POp(dist.isend, bufs[2], prv), dist.P2POp(dist.irecv, bufs[3], nxt)]
+        return timed_call(ops)
 
     call_one, call_both = ring_call(False), ring_call(True)
     if rank == 0:

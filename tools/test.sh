@@ -79,6 +79,10 @@ fi
 
 if [ "${PPSIM_TEST_QUICK:-0}" != "1" ]; then
   echo "== pass 1 done after ${SECONDS} s"
+  echo "== One Definition Rule: ppsim linked with -flto -Werror=odr (build-odr)"
+  cmake -S . -B build-odr -G Ninja -DCMAKE_BUILD_TYPE=Release -DPPSIM_ODR_CHECK=ON -DPPSIM_CUDA=OFF \
+    -DPPSIM_PYTHON=OFF -DPPSIM_BUILD_TESTS=OFF -DPPSIM_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-odr -j "$jobs" --target ppsim
   echo "== pass 2: AddressSanitizer + UndefinedBehaviorSanitizer"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DPPSIM_SANITIZE=ON -DPPSIM_CUDA=OFF \

@@ -325,9 +325,9 @@ PrecisionSpec read_precision(const MapReader& r) {
            "precision.output_grad_cache: fp8 keeps the output-grads that FP8 weight-grad GEMMs read; it needs precision.gemm: fp8");
   p.attention_out_cache = cache("attention_out_cache", {"bf16", "fp8", "e5m6"});
   p.expert_act_cache = cache("expert_act_cache", {"bf16", "fp8"});
-  p.optimizer_location = r.choice("optimizer_location", "device", {"device", "host"}) == "host" ? Placement::host : Placement::device;
+  p.optimizer_location = r.choice("optimizer_location", "device", {"device", "host"}) == "host" ? StateLocation::host : StateLocation::device;
   const std::string ema = r.choice("ema", "none", {"none", "device", "host"});
-  p.ema = ema == "host" ? Placement::host : ema == "device" ? Placement::device : Placement::none;
+  p.ema = ema == "host" ? StateLocation::host : ema == "device" ? StateLocation::device : StateLocation::none;
   return p;
 }
 

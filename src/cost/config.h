@@ -46,7 +46,7 @@ double cache_bytes_per_elem(CacheType t);
 const char* cache_type_name(CacheType t);
 
 // Where a state lives: device memory, or the host's (0 GPU bytes, named in the breakdown).
-enum class Placement { none, device, host };
+enum class StateLocation { none, device, host };
 
 // DeepSeek's multi-head latent attention; replaces the GQA projections when enabled.
 struct MlaSpec {
@@ -120,8 +120,8 @@ struct PrecisionSpec {
   CacheType output_grad_cache = CacheType::bf16;
   CacheType attention_out_cache = CacheType::bf16;
   CacheType expert_act_cache = CacheType::bf16;
-  Placement optimizer_location = Placement::device;  // host: optimizer states + master weights off the GPU
-  Placement ema = Placement::none;                   // an fp32 EMA of the weights (4 bytes per parameter)
+  StateLocation optimizer_location = StateLocation::device;  // host: optimizer states + master weights off the GPU
+  StateLocation ema = StateLocation::none;                  // an fp32 EMA of the weights (4 bytes per parameter)
   // Optimizer state bytes per parameter: two moments, plus an fp32 master copy when the
   // weights are narrower than fp32 (Adam, fp32 moments, bf16 weights: 2*4 + 4 = 12).
   double optimizer_bytes_per_param() const;

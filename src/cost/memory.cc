@@ -404,9 +404,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     RankMemory& m = out[static_cast<std::size_t>(r)];
     m.weights = sharded(3) * dtype_bytes(c.precision.params);
     m.grads = sharded(2) * dtype_bytes(c.precision.grads);
-    (c.precision.optimizer_location == Placement::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
-    if (c.precision.ema == Placement::host) m.host_ema = sharded(1) * 4;
-    if (c.precision.ema == Placement::device) m.ema = sharded(1) * 4;
+    (c.precision.optimizer_location == StateLocation::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
+    if (c.precision.ema == StateLocation::host) m.host_ema = sharded(1) * 4;
+    if (c.precision.ema == StateLocation::device) m.ema = sharded(1) * 4;
     m.activations = peak_activations[static_cast<std::size_t>(r)] * act_chunk[r];
     m.workspace = work_set[r];
     m.comm_buffers = has_moe[r] ? a2a_buffer_set(c) : 0;  // a rank of dense layers runs no all-to-all

@@ -36,7 +36,7 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s) {
   const double master = c.precision.params == Dtype::fp32 ? 0.0 : 8.0;
   const double opt_per_param = 2 * grad_b + master + 4 * dtype_bytes(c.precision.optimizer) +
                                (c.precision.params == Dtype::fp32 ? 8.0 : param_b);
-  const bool opt_on_gpu = c.precision.optimizer_location == Placement::device;
+  const bool opt_on_gpu = c.precision.optimizer_location == StateLocation::device;
 
   for (int r = 0; r < s.pp; ++r) {
     RankStepCosts& rc = out.ranks[static_cast<std::size_t>(r)];

@@ -222,7 +222,7 @@ class Planner {
       v.count = all_.size() - v.first_id;
     }
     const std::uint64_t n = static_cast<std::uint64_t>(opt_.shard_count);
-    for (const Candidate& c : all_)
+    for (const PlanCandidate& c : all_)
       if (c.id % n == static_cast<std::uint64_t>(opt_.shard_index)) mine_.push_back(c.id);
     outcomes_.resize(mine_.size());
     slot_layout_.assign(mine_.size(), 0);
@@ -268,7 +268,7 @@ class Planner {
     std::map<std::pair<int, int>, std::pair<std::vector<int>, std::string>> splits;  // (variant, slices)
     std::map<ScheduleKey, std::size_t> group_of;
     for (std::size_t slot = 0; slot < mine_.size(); ++slot) {
-      const Candidate& c = all_[mine_[slot]];
+      const PlanCandidate& c = all_[mine_[slot]];
       const Variant& var = variants_[static_cast<std::size_t>(c.variant)];
       const ModelConfigData& cfg = var.cfg;
       const long long per_replica = static_cast<long long>(c.pp) * cfg.parallel.tp;
@@ -419,7 +419,7 @@ class Planner {
   }
 
   void evaluate_one(std::size_t slot, const Group& g, const Schedule& s, std::vector<Memo>& memo) {
-    const Candidate& c = all_[mine_[slot]];
+    const PlanCandidate& c = all_[mine_[slot]];
     const Variant& var = variants_[static_cast<std::size_t>(c.variant)];
     const Layout& l = layouts_[slot_layout_[slot]];
     if (!l.cfg) return reject(slot, Reason::invalid_config, l.error);
@@ -515,7 +515,7 @@ class Planner {
       out.variants.push_back(std::move(vr));
     }
     for (std::size_t slot = 0; slot < mine_.size(); ++slot) {
-      const Candidate& c = all_[mine_[slot]];
+      const PlanCandidate& c = all_[mine_[slot]];
       VariantResult& vr = out.variants[static_cast<std::size_t>(c.variant)];
       ++vr.evaluated;
       Outcome& o = outcomes_[slot];
@@ -547,7 +547,7 @@ class Planner {
   const PlanOptions& opt_;
   PlanSpec spec_;
   std::vector<Variant> variants_;
-  std::vector<Candidate> all_;
+  std::vector<PlanCandidate> all_;
   std::vector<std::uint64_t> mine_;  // candidate ids of this shard; slot i holds mine_[i]
   std::vector<Outcome> outcomes_;
   std::vector<Layout> layouts_;

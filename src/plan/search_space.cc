@@ -293,7 +293,7 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& c) {
   return s;
 }
 
-void enumerate_candidates(const SearchSpace& space, int variant, std::vector<Candidate>& out) {
+void enumerate_candidates(const SearchSpace& space, int variant, std::vector<PlanCandidate>& out) {
   for (const Family* fam : space.families) {
     const bool interleaved = fam->name == "interleaved-1f1b";
     const std::vector<int> vs = interleaved ? space.vpp : std::vector<int>{fam->default_vpp};
@@ -303,7 +303,7 @@ void enumerate_candidates(const SearchSpace& space, int variant, std::vector<Can
           for (int b : space.micro_batch_size)
             for (int ep : space.ep)
               for (Recompute rc : space.recompute) {
-                Candidate c;
+                PlanCandidate c;
                 c.id = out.size();
                 c.variant = variant;
                 c.family = fam;
@@ -318,7 +318,7 @@ void enumerate_candidates(const SearchSpace& space, int variant, std::vector<Can
   }
 }
 
-std::string describe_candidate(const Candidate& c) {
+std::string describe_candidate(const PlanCandidate& c) {
   return fmt::format("{} pp={} v={} M={} mbs={} ep={} recompute={}", c.family->name, c.pp, c.v, c.microbatches, c.mbs, c.ep,
                      recompute_name(c.recompute));
 }

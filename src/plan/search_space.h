@@ -79,7 +79,7 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& varia
 
 // One point of the space. `v` is chunks per rank per pipe: the interleaved vpp, 2 for the
 // V-shaped families, else 1; the schedule has v * pp slices.
-struct Candidate {
+struct PlanCandidate {
   std::uint64_t id = 0;
   int variant = 0;
   const Family* family = nullptr;
@@ -92,9 +92,9 @@ struct Candidate {
 };
 
 // Appends the candidates of `space` for `variant`; each one's id is its position in `out`.
-void enumerate_candidates(const SearchSpace& space, int variant, std::vector<Candidate>& out);
+void enumerate_candidates(const SearchSpace& space, int variant, std::vector<PlanCandidate>& out);
 
 // "1f1b pp=8 v=1 M=32 mbs=1 ep=8 recompute=full"
-std::string describe_candidate(const Candidate& c);
+std::string describe_candidate(const PlanCandidate& c);
 
 }  // namespace ppsim

@@ -148,8 +148,8 @@ TEST_CASE("memory keys: recompute op classes, caches, placements", "[cost]") {
                                  {"parallel.recompute_ops=[norm, act_fn]", "parallel.recompute=selective"});
   CHECK(c.parallel.recompute_ops == (kRecomputeNorm | kRecomputeActFn | kRecomputeAttnCore));
   CHECK(c.precision.gemm_input_cache == CacheType::fp8);
-  CHECK(c.precision.ema == Placement::host);
-  CHECK(c.precision.optimizer_location == Placement::device);
+  CHECK(c.precision.ema == StateLocation::host);
+  CHECK(c.precision.optimizer_location == StateLocation::device);
   CHECK(error_of(kOk, {"parallel.recompute_ops=[norms]"}) ==
         "--set: parallel.recompute_ops[0]: unknown op class 'norms' (norm, mla_up_proj, act_fn, attn_core), did you mean 'norm'?");
   CHECK(error_of("model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}\nhardware: {name: h100}\n"

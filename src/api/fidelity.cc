@@ -36,7 +36,7 @@ const SchemaNode& result_schema() {
   static const SchemaNode s{"result",
                             {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"),
                              leaf("tokens_per_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
-                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation")},
+                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set")},
                             false};
   return s;
 }
@@ -137,7 +137,6 @@ FidelityResult fidelity(const FidelityRequest& req) {
       for (char& ch : row.key)
         if (ch == ' ') ch = '_';
       row.source = rr.string("source", source);
-      row.gpus = c.parallel.gpus();
       if (rr.has("memory_gb")) row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
       else if (pr.has("memory_gb")) row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
       if (rr.has("fits_gb")) row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
@@ -147,11 +146,30 @@ FidelityResult fidelity(const FidelityRequest& req) {
       // The run's optimizer step: Zero Bubble's post-validation (parallel.post_validation) where the
       // source's code enabled it for this schedule and not for its baselines; --set overrides it.
       std::vector<std::string> sets;
+      // The row's own layout or model (a source's table of runs that differ in TP, heads, ...):
+      // config keys as --set takes them, before the command line's --set.
+      if (rr.has("set")) {
+        const YAML::Node rs = rr.value("set");
+        if (!rs.IsMap() || rs.size() == 0) rr.fail("set", "set: expected a map of config keys to values, e.g. {parallel.tp: 8}");
+        for (auto it = rs.begin(); it != rs.end(); ++it) {
+          if (!it->second.IsScalar())
+            rr.fail("set", fmt::format("set.{}: expected a scalar value (a number, a string or a bool)", it->first.Scalar()));
+          sets.push_back(it->first.Scalar() + "=" + it->second.Scalar());
+          row.set += (row.set.empty() ? "" : " ") + sets.back();
+        }
+      }
       if (rr.has("post_validation")) sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
       sets.insert(sets.end(), req.sets.begin(), req.sets.end());
       sets.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
-      const ModelConfig cfg = load_config(file, sets);
+      ModelConfig cfg;
+      try {
+        cfg = load_config(file, sets);
+      } catch (const InputError& e) {
+        if (row.set.empty()) throw;
+        rr.fail("set", e.message(), e.suggestion());  // an unknown key or a bad value, at the row
+      }
       const ModelConfigData& cd = *cfg.data;
+      row.gpus = cd.parallel.gpus();
       Request rq;
       rq.loaded_config = cfg;
       rq.config_name = c.name;
@@ -233,7 +251,7 @@ FidelityResult fidelity(const FidelityRequest& req) {
         if (row.schedule == bname) continue;
         for (std::size_t j = first_row; j < out.rows.size(); ++j) {
           const FidelityRow& b = out.rows[j];
-          if (b.schedule != bname || b.microbatches != row.microbatches) continue;
+          if (b.schedule != bname || b.microbatches != row.microbatches || b.set != row.set) continue;
           row.baseline = b.schedule;
           row.published_relative = row.published_tokens_s / b.published_tokens_s;
           row.predicted_relative = row.predicted_tokens_s / b.predicted_tokens_s;
@@ -274,6 +292,7 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
     j["microbatches"] = x.microbatches;
     j["vpp"] = x.vpp;
     j["gpus"] = x.gpus;
+    j["set"] = x.set;
     j["published"] = x.published_as;
     j["published_tokens_per_s"] = x.published_tokens_s;
     j["predicted_tokens_per_s"] = x.predicted_tokens_s;

@@ -35,6 +35,7 @@ struct FidelityRow {
   int microbatches = 0;
   int vpp = 1;
   int gpus = 0;
+  std::string set;                // the result's own config keys ("parallel.tp=8 model.heads=64"), or empty
   std::string published_as;       // the figure as the source states it, e.g. "148 TFLOP/s/GPU (megatron)"
   double published_tokens_s = 0;  // converted to tokens/s
   double predicted_tokens_s = 0;

@@ -119,3 +119,54 @@ TEST_CASE("fidelity: a bad published block is one located error", "[api][fidelit
     CHECK(e.message().find("zb-h9") != std::string::npos);
   }
 }
+
+TEST_CASE("fidelity: a result's set: runs its own layout, as the config with those keys would", "[api][fidelity]") {
+  // Row e changes the layout (pp 2 dp 4 -> tp 2 pp 2 dp 2) and the heads; row f is the same
+  // run written out as its own config. Their predictions, GPU counts and published tokens/s agree.
+  std::string text = kRun;
+  text += "    - {label: e, set: {parallel.tp: 2, parallel.dp: 2, model.heads: 8}, schedule: 1f1b, microbatches: 8, tflops_per_gpu: 100}\n";
+  api::FidelityRequest req;
+  req.files = {write_temp("set.yaml", text)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 5);
+  const api::FidelityRow& e = r.rows[4];
+  CHECK(e.set == "parallel.tp=2 parallel.dp=2 model.heads=8");
+  CHECK(e.gpus == 8);
+
+  std::string direct = kRun;
+  direct.replace(direct.find("heads: 4"), 8, "heads: 8");
+  direct.replace(direct.find("parallel: {pp: 2, dp: 4"), 23, "parallel: {tp: 2, pp: 2, dp: 2");
+  req.files = {write_temp("direct.yaml", direct)};
+  const api::FidelityResult d = api::fidelity(req);
+  const api::FidelityRow& c = d.rows[2];  // 1f1b, M=8, 100 TFLOP/s/GPU
+  CHECK(c.set.empty());
+  CHECK_THAT(e.predicted_tokens_s, WithinRel(c.predicted_tokens_s, 1e-12));
+  // The same TFLOP/s on 2 replicas of 8 micro-batches: half of row c's sequences per step at the
+  // same step time... the published tokens/s is the config's own, not the file's first layout.
+  CHECK_THAT(e.published_tokens_s, WithinRel(c.published_tokens_s, 1e-12));
+  // The layout changed the prediction (TP collectives, half the replicas).
+  CHECK(std::abs(e.predicted_tokens_s / r.rows[2].predicted_tokens_s - 1) > 0.01);
+  // A set: row is nobody's baseline unless it shares the set: e (1f1b, M=8) leaves row d's claim
+  // against row c.
+  REQUIRE(r.rows[3].relative_diff_pp.has_value());
+  CHECK_THAT(*r.rows[3].predicted_relative, WithinRel(r.rows[3].predicted_tokens_s / r.rows[2].predicted_tokens_s, 1e-12));
+}
+
+TEST_CASE("fidelity: a bad set: is one error at its row", "[api][fidelity]") {
+  api::FidelityRequest req;
+  std::string text = kRun;
+  text += "    - {label: e, schedule: 1f1b, set: {parallel.tpp: 2}, microbatches: 8, tflops_per_gpu: 100}\n";
+  req.files = {write_temp("badset.yaml", text)};
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 14);
+    CHECK(e.message().find("tpp") != std::string::npos);
+    CHECK((e.message() + e.suggestion()).find("parallel.pp") != std::string::npos);  // the nearest key
+  }
+  text = kRun;
+  text += "    - {label: e, schedule: 1f1b, set: {parallel.tp: [2]}, microbatches: 8, tflops_per_gpu: 100}\n";
+  req.files = {write_temp("badset2.yaml", text)};
+  CHECK_THROWS_AS(api::fidelity(req), InputError);
+}

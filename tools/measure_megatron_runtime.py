@@ -352,6 +352,9 @@ def main():
               f"to both neighbours (interleaved's steady call): {call_both * 1e3:.3f} ms")
     if rank == 0:
         nbytes = b * s * h * 2
+        if big <= small * 1.05:  # no bandwidth to read off: a negative or huge figure would land in profile.yaml
+            sys.exit(f"link 0->1: one activation ({nbytes} bytes) took {big * 1e3:.3f} ms, 4 KB {small * 1e3:.3f} ms: "
+                     "too small to measure the link's bandwidth against; give a larger --batch or --seq")
         gbps = (nbytes - 4096) / (big - small) / 1e9
         link = {"activation_bytes": nbytes, "activation_ms": big * 1e3, "small_ms": small * 1e3, "gbps": gbps,
                 "ring_call_one_ms": call_one * 1e3, "ring_call_both_ms": call_both * 1e3}

@@ -35,7 +35,7 @@ ABLATION_SKIP = "zero-bubble-"
 # wholly hidden under the wgrad GEMMs (hardware.efficiency.accum_exposed=0, as before session 12).
 # And the search cap counting a whole share until its W (costs.w_hold=false, as before session 12).
 RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
-                  ("dataflow p2p (Megatron's calls off)", "parallel.p2p_runtime=dataflow"),
+                  ("dataflow p2p (Megatron's or DeepSpeed's calls off)", "parallel.p2p_runtime=dataflow"),
                   ("Megatron's loss traffic off", "costs.megatron_loss=false"),
                   ("one link for every hop", "costs.p2p_per_node=false"),
                   ("accumulation exposed off", "hardware.efficiency.accum_exposed=0"),

@@ -471,9 +471,10 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
-  p.megatron_p2p = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron"}) == "megatron";
+  const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed"});
+  p.p2p_runtime = runtime == "megatron" ? P2pRuntime::megatron : runtime == "deepspeed" ? P2pRuntime::deepspeed : P2pRuntime::dataflow;
   p.p2p_sync_us = r.number("p2p_sync_us", 0, 0, 1e6, false);
-  if (p.p2p_sync_us > 0 && !p.megatron_p2p)
+  if (p.p2p_sync_us > 0 && p.p2p_runtime != P2pRuntime::megatron)
     r.fail("p2p_sync_us", "parallel.p2p_sync_us is the restart after each of Megatron's p2p calls: it needs parallel.p2p_runtime: megatron");
   return p;
 }

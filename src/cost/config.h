@@ -45,6 +45,9 @@ inline constexpr double kCacheTileElems = 128;
 double cache_bytes_per_elem(CacheType t);
 const char* cache_type_name(CacheType t);
 
+// How stage-to-stage transfers run (parallel.p2p_runtime, docs/CONFIG.md).
+enum class P2pRuntime { dataflow, megatron, deepspeed };
+
 // Where a state lives: device memory, or the host's (0 GPU bytes, named in the breakdown).
 enum class StateLocation { none, device, host };
 
@@ -218,9 +221,10 @@ struct ParallelSpec {
   // pipeline before the optimizer step, so each rank steps when its own work ends and the next
   // step's forwards follow; the step period is the longest rank's own span, not the makespan.
   bool post_validation = false;
-  // parallel.p2p_runtime: dataflow (each transfer starts when its producer ends; the default) or
-  // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b).
-  bool megatron_p2p = false;
+  // parallel.p2p_runtime: dataflow (each transfer starts when its producer ends; the default),
+  // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b) or deepspeed
+  // (DeepSpeed's pipeline engine: TrainSchedule's blocking sends and receives, one at a time, 1f1b).
+  P2pRuntime p2p_runtime = P2pRuntime::dataflow;
   // parallel.p2p_sync_us, with megatron: the host's restart after each call's
   // torch.cuda.synchronize() (Megatron's batch_p2p_sync). The GPU has drained, so the rank's next
   // action starts this long after the call's last transfer lands. 0: not counted.

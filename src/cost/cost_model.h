@@ -33,8 +33,9 @@ std::string config_schedules(const ModelConfig& cfg);
 // Per-slice costs (ns) for this schedule's layout: Schedule::stages_per_pipe slices.
 SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // The schedule as the config's runtime executes it: with parallel.p2p_runtime megatron, 1f1b and
-// interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); any other
-// schedule, or one that lists its own communication, is returned as it is.
+// interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); with
+// deepspeed, 1f1b gets DeepSpeed's TrainSchedule instructions (schedules/deepspeed_p2p.h); any
+// other schedule, or one that lists its own communication, is returned as it is.
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // parallel.post_validation: the step period is the longest rank's own span (physical_result).
 bool post_validation(const ModelConfig& cfg);

@@ -20,6 +20,7 @@
 #include "cost/memory.h"
 #include "cost/step_costs.h"
 #include "cost/yaml_reader.h"
+#include "schedules/deepspeed_p2p.h"
 #include "schedules/megatron_p2p.h"
 #include "schedules/registry.h"
 
@@ -546,8 +547,16 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
 bool post_validation(const ModelConfig& cfg) { return data(cfg).parallel.post_validation; }
 
 Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
-  if (!data(cfg).parallel.megatron_p2p || !s.comm.empty() || (s.family != "1f1b" && s.family != "interleaved-1f1b")) return s;
-  return with_megatron_p2p(s);
+  if (!s.comm.empty()) return s;  // an imported order keeps its own communication
+  switch (data(cfg).parallel.p2p_runtime) {
+    case P2pRuntime::megatron:
+      return s.family == "1f1b" || s.family == "interleaved-1f1b" ? with_megatron_p2p(s) : s;
+    case P2pRuntime::deepspeed:
+      return s.family == "1f1b" ? with_deepspeed_p2p(s) : s;
+    case P2pRuntime::dataflow:
+      break;
+  }
+  return s;
 }
 
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {

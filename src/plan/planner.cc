@@ -186,7 +186,7 @@ bool same_costs(const SimCosts& a, const SimCosts& b) {
 // p2p runtime (parallel.p2p_runtime changes the result for the same costs).
 struct Memo {
   SimCosts costs;
-  bool megatron_p2p = false;
+  P2pRuntime runtime = P2pRuntime::dataflow;
   SimResult sim;
 };
 
@@ -443,14 +443,14 @@ class Planner {
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const SimResult* sim = nullptr;
-    const bool megatron = data.parallel.megatron_p2p;
+    const P2pRuntime runtime = data.parallel.p2p_runtime;
     for (const Memo& m : memo)
-      if (m.megatron_p2p == megatron && same_costs(m.costs, costs)) sim = &m.sim;
+      if (m.runtime == runtime && same_costs(m.costs, costs)) sim = &m.sim;
     if (sim == nullptr) {
       try {
         simulations_.fetch_add(1, std::memory_order_relaxed);
         // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run).
-        memo.push_back({costs, megatron, simulate(as_run(cfg, s), costs)});
+        memo.push_back({costs, runtime, simulate(as_run(cfg, s), costs)});
         sim = &memo.back().sim;
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());

@@ -199,6 +199,16 @@ TEST_CASE("parallel.p2p_runtime: megatron gives Megatron's two schedules their b
   const Schedule run = as_run(mega, one);
   const SimResult b = simulate(run, derive_costs(mega, run));
   CHECK(b.makespan() >= a.makespan());
+  // deepspeed: DeepSpeed's TrainSchedule for 1f1b only (its engine has no other schedule).
+  const ModelConfig ds = load_config_text(kModel, "t.yaml", {"parallel.p2p_runtime=deepspeed"});
+  const Schedule dsr = as_run(ds, one);
+  CHECK(dsr.comm_waits);
+  CHECK(dsr.comm[0].size() == 8);  // rank 0: 2M transfers with rank 1, one call each
+  CHECK(as_run(ds, zb).comm.empty());
+  CHECK(as_run(ds, make_schedule("interleaved-1f1b", ScheduleParams{2, 4, 2, 0})).comm.empty());
+  CHECK(simulate(dsr, derive_costs(ds, dsr)).makespan() >= a.makespan());
+  CHECK_THROWS_WITH(load_config_text(kModel, "t.yaml", {"parallel.p2p_runtime=deepspeed", "parallel.p2p_sync_us=100"}),
+                    PPSIM_CONTAINS("p2p_runtime: megatron"));
   try {
     load_config_text(kModel, "t.yaml", {"parallel.p2p_runtime=nccl"});
     FAIL("no error");

@@ -5,6 +5,7 @@
 
 #include "catch.h"
 #include "core/error.h"
+#include "schedules/deepspeed_p2p.h"
 #include "schedules/megatron_p2p.h"
 #include "schedules/notation.h"
 #include "test_util.h"
@@ -420,4 +421,57 @@ TEST_CASE("links between nodes: a transfer between ranks of two nodes runs on th
   CHECK(simulate(s, c).makespan() == 8 * U);
   CHECK(&c.link_between(0, 1) == &c.inter_node_link);
   CHECK(&c.link_between(1, 1) == &c.link);
+}
+
+TEST_CASE("DeepSpeed's p2p runtime: 1f1b P=2 M=2 with latency 0.5, the hand-worked timeline", "[sim][engine][fidelity]") {
+  // TrainSchedule (schedules/deepspeed_p2p.h), F=1, B=2, latency 0.5; one call per instruction.
+  // Rank 0 (forwards on even steps): t0 F0; t1 [SEND_F0]; t2 F1; t3 [RECV_B0] [SEND_F1] B0;
+  // t5 [RECV_B1] B1. Rank 1: t1 [RECV_F0] F0; t2 B0; t3 [SEND_B0] [RECV_F1] F1; t4 B1;
+  // t5 [SEND_B1].
+  // rank 0: F0 [0,1]; SEND_F0 meets RECV_F0 (posted at 0), lands 1.5: F1 [1.5,2.5]; RECV_B0 meets
+  //         SEND_B0 at 4.5, lands 5; only then SEND_F1, which meets RECV_F1 at 5, lands 5.5:
+  //         B0 [5.5,7.5]; RECV_B1 meets SEND_B1 at 8.5, lands 9: B1 [9,11].
+  // rank 1: F0 [1.5,2.5], B0 [2.5,4.5]; SEND_B0 lands 5; RECV_F1 lands 5.5: F1 [5.5,6.5],
+  //         B1 [6.5,8.5].
+  // Makespan 11 against Megatron's calls' 10.5 and the dataflow's 10: F1's output leaves rank 0
+  // only after B0's gradient has arrived.
+  const Schedule s = with_deepspeed_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  REQUIRE(s.comm_waits);
+  REQUIRE(s.comm[0].size() == 4);
+  REQUIRE(s.comm[1].size() == 4);
+  CHECK(s.comm[0][1].kind == CommKind::RecvB);  // RecvGrad before SendActivation at t3
+  CHECK(s.comm[0][2].kind == CommKind::SendF);
+  CHECK(s.comm[0][2].microbatch == 1);
+  CHECK(s.comm[0][2].after == 2);
+  for (const auto& rank : s.comm)
+    for (const CommAction& c : rank) CHECK(c.new_call);
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 11 * U);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 5.5, 7.5}, {0, "0B1", 9, 11},
+                               {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5.5, 6.5}, {1, "1B1", 6.5, 8.5}});
+}
+
+TEST_CASE("DeepSpeed's p2p runtime: one call per transfer, 1F1B's compute order, other families refused", "[sim][engine][fidelity]") {
+  // Stage s sends and receives 2M transfers with each neighbour it has: (s > 0) 2M + (s < P-1) 2M
+  // calls; the compute order is unchanged; the run ends (no deadlock) at P=4 M=8 and P=5 M=3.
+  for (auto [P, M] : {std::pair{4, 8}, std::pair{5, 3}, std::pair{3, 1}}) {
+    const Schedule base = make_schedule("1f1b", ScheduleParams{P, M, 0, 0});
+    const Schedule s = with_deepspeed_p2p(base);
+    for (int r = 0; r < P; ++r) {
+      CHECK(s.comm[static_cast<std::size_t>(r)].size() == static_cast<std::size_t>((r > 0 ? 2 * M : 0) + (r < P - 1 ? 2 * M : 0)));
+      CHECK(s.ranks[static_cast<std::size_t>(r)] == base.ranks[static_cast<std::size_t>(r)]);
+    }
+    SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+    costs.link.latency = U / 2;
+    const SimResult r = simulate(s, costs, {});
+    // Never faster than the dataflow runtime on the same costs, and every op ran.
+    CHECK(r.makespan() >= simulate(base, costs, {}).makespan());
+    CHECK(r.ranks[0].busy == M * 3 * U);
+  }
+  CHECK_THROWS_AS(with_deepspeed_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0})), InputError);
+  CHECK_THROWS_AS(with_deepspeed_p2p(make_schedule("interleaved-1f1b", ScheduleParams{2, 4, 2, 0})), InputError);
 }

@@ -22,6 +22,11 @@ one at once). It also writes DIR/profile.yaml (the layer alone on rank 0, versio
 bandwidth from the lone transfer and its latency from the ring-wide call) and DIR/ppsim_<M>.yaml,
 configs for `ppsim compare DIR/ppsim_<M>.yaml -s 1f1b,interleaved-1f1b --vpp V` with Megatron's
 p2p runtime, the profile's costs and no optimizer or DP traffic.
+
+It also runs DeepSpeed's pipeline engine order (tools/megatron_plan.py plan_deepspeed:
+TrainSchedule, one blocking send or receive per instruction, no synchronize) on the 1F1B chunk;
+--report then prints it against Megatron's 1F1B without the synchronize, and ppsim's
+`parallel.p2p_runtime: deepspeed` against `megatron` on the same costs.
 """
 import argparse
 import json
@@ -68,13 +73,14 @@ def report(a):
     links = {"lone": (gbps, L["small_ms"] * 1e3), "ring": (gbps, (L["ring_call_one_ms"] - tx_ms) * 1e3)}
     tmp = tempfile.mkdtemp()
 
-    def predict(sched, M, f, b, link, restart_us=0.0):
+    def predict(sched, M, f, b, link, restart_us=0.0, runtime="megatron"):
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
             fh.write(f"version: 1\nper_layer: true\nop_ms: {{F: {f:.4f}, B: {b:.4f}}}\n"
                      f"link: {{gbps: {link[0]:.2f}, latency_us: {link[1]:.2f}}}\n")
         cfg = open(os.path.join(d, f"ppsim_{M}.yaml")).read().replace("profile: profile.yaml", "profile: p.yaml")
         if restart_us > 0:
             cfg = cfg.replace("p2p_runtime: megatron", f"p2p_runtime: megatron, p2p_sync_us: {restart_us:.1f}")
+        cfg = cfg.replace("p2p_runtime: megatron", f"p2p_runtime: {runtime}")
         with open(os.path.join(tmp, "c.yaml"), "w") as fh:
             fh.write(cfg)
         out = subprocess.run([a.ppsim, "compare", os.path.join(tmp, "c.yaml"), "-s", sched, "--vpp", str(m["vpp"]),
@@ -119,6 +125,27 @@ def report(a):
             (f1, b1), (fi, bi) = in_pipeline(one), in_pipeline(inter_r)
             print(f"| {M} | {'on' if sync else 'off'} | {one['step_ms']:.1f} | {inter_r['step_ms']:.1f} | "
                   f"{100 * (meas - 1):+.1f}% | " + " | ".join(cells) + f" | {f1:.3f} / {b1:.3f}; {fi:.3f} / {bi:.3f} |")
+    # DeepSpeed's TrainSchedule (one blocking send or receive per instruction, no synchronize)
+    # against Megatron's 1F1B calls without the synchronize, both measured and both in ppsim.
+    ds_rows = [r for r in m["results"] if r["schedule"] == "deepspeed-1f1b"]
+    if ds_rows:
+        print()
+        print("| M | Megatron 1F1B ms (sync off) | DeepSpeed 1F1B ms | measured ratio | ppsim, layer alone: Megatron / DeepSpeed ms, "
+              "ratio (pp) | ppsim, per-layer costs as in each pipeline | DeepSpeed against measured |")
+        print("|---|---|---|---|---|---|---|")
+        for ds in ds_rows:
+            M = ds["microbatches"]
+            mg = next(r for r in m["results"] if r["schedule"] == "1f1b" and r["microbatches"] == M and not r["sync"])
+            meas = ds["step_ms"] / mg["step_ms"]
+            cells = []
+            for alone_costs in (True, False):
+                cm = (f0, b0) if alone_costs else in_pipeline(mg)
+                cd = (f0, b0) if alone_costs else in_pipeline(ds)
+                pm = predict("1f1b", M, *cm, links["ring"])
+                pd = predict("1f1b", M, *cd, links["ring"], runtime="deepspeed")
+                cells.append(f"{pm:.1f} / {pd:.1f}, {pd / pm:.3f} ({100 * (pd / pm - meas):+.1f} pp)")
+            print(f"| {M} | {mg['step_ms']:.1f} | {ds['step_ms']:.1f} | {meas:.3f} | " + " | ".join(cells) +
+                  f" | {100 * (pd / ds['step_ms'] - 1):+.1f}% |")
     return 0
 
 
@@ -162,6 +189,7 @@ def main():
     torch.manual_seed(1234 + rank)
     models = {"1f1b": [chunk(a.layers_per_rank)],
               "interleaved-1f1b": [chunk(a.layers_per_rank // a.vpp) for _ in range(a.vpp)]}
+    models["deepspeed-1f1b"] = models["1f1b"]  # the same chunk, DeepSpeed's instruction order
     source = torch.randn(shape, device=dev, dtype=torch.bfloat16)
 
     def run_step(plan, chunks, v, sync, trace=None):
@@ -231,10 +259,12 @@ def main():
     results = []
     for M in [int(x) for x in a.microbatches.split(",")]:
         plans = {"1f1b": (megatron_plan.plan_1f1b(P, M), 1),
-                 "interleaved-1f1b": (megatron_plan.plan_interleaved(P, M, a.vpp), a.vpp)}
+                 "interleaved-1f1b": (megatron_plan.plan_interleaved(P, M, a.vpp), a.vpp),
+                 "deepspeed-1f1b": (megatron_plan.plan_deepspeed(P, M), 1)}
         for name, (plan, v) in plans.items():
             megatron_plan.check(plan, P, v)
-            for sync in [x == "on" for x in a.sync.split(",")]:
+            # DeepSpeed's p2p has no synchronize after an instruction: its order runs without it
+            for sync in [x == "on" for x in a.sync.split(",") if name != "deepspeed-1f1b" or x == "off"]:
                 for _ in range(a.warmup):
                     timed_step(plan[rank], models[name], v, sync)
                 ts = [timed_step(plan[rank], models[name], v, sync) for _ in range(a.timed)]

@@ -73,6 +73,46 @@ def plan_1f1b(P, M):
     return plans
 
 
+def plan_deepspeed(P, M):
+    """DeepSpeed's pipeline engine (deepspeed/runtime/pipe/schedule.py TrainSchedule, p2p.py): one
+    chunk per rank; each stage alternates forward and backward steps, 2 (M + P - 1) in all, a step
+    whose micro-batch is out of range computing nothing. A forward step sends the previous
+    backward's gradient (SendGrad), then receives its input (RecvActivation); a backward step
+    receives its output-grad (RecvGrad), then sends the previous forward's output
+    (SendActivation). Each instruction is a blocking call of its own (ppsim's
+    parallel.p2p_runtime: deepspeed, src/schedules/deepspeed_p2p.cc, written apart from this)."""
+    def step_mb(t, r):
+        if t % 2 == 0 and r % 2 == 0:
+            return t // 2 - r // 2, True
+        if t % 2 == 1 and r % 2 == 1:
+            return (t - 1) // 2 - r // 2, True
+        if t % 2 == 0:
+            return t // 2 - P + (r + 1) // 2, False
+        return (t - 1) // 2 - P + 1 + r // 2, False
+
+    plans = []
+    for r in range(P):
+        steps, prev = [], -1
+        ok = lambda i: 0 <= i < M  # noqa: E731
+        for t in range(2 * (M + P - 1)):
+            i, fwd = step_mb(t, r)
+            if fwd:
+                if ok(prev) and r > 0:
+                    steps.append(_call([("send", r - 1, ("grad", r, prev))]))
+                if ok(i) and r > 0:
+                    steps.append(_call([("recv", r - 1, ("act", r, i))]))
+            else:
+                if ok(i) and r < P - 1:
+                    steps.append(_call([("recv", r + 1, ("grad", r + 1, i))]))
+                if ok(prev) and r < P - 1:
+                    steps.append(_call([("send", r + 1, ("act", r + 1, prev))]))
+            if ok(i):
+                steps.append(("F" if fwd else "B", 0, i))
+            prev = i
+        plans.append(steps)
+    return plans
+
+
 def plan_interleaved(P, M, v):
     """Interleaved 1F1B: v chunks per rank, chunk c of rank r is virtual stage c * P + r; M a
     multiple of P (Megatron asserts it)."""
@@ -229,6 +269,16 @@ def self_test():
     want = [(r > 0) + (2 * (P - 1 - r) + (v - 1) * P) + M * v - (r == 0) for r in range(P)]
     if calls != want:
         raise SystemExit(f"interleaved calls per rank {calls}, Megatron's loop makes {want}")
+    # DeepSpeed's TrainSchedule: 2M calls per neighbour, one transfer each, and 1F1B's compute order.
+    for P_, M_ in ((2, 2), (4, 8), (5, 3), (8, 24)):
+        ds, mg = plan_deepspeed(P_, M_), plan_1f1b(P_, M_)
+        check(ds, P_)
+        for r in range(P_):
+            n = sum(1 for st in ds[r] if st[0] == "call")
+            if n != 2 * M_ * ((r > 0) + (r < P_ - 1)):
+                raise SystemExit(f"deepspeed P={P_} M={M_} rank {r}: {n} calls")
+            if [st for st in ds[r] if st[0] != "call"] != [st for st in mg[r] if st[0] != "call"]:
+                raise SystemExit(f"deepspeed P={P_} M={M_} rank {r}: not 1F1B's compute order")
     broken = []
     p = plan_1f1b(4, 8)
     idx = [i for i, st in enumerate(p[1]) if st[0] == "call"]
@@ -244,7 +294,8 @@ def self_test():
         except ValueError:
             continue
         raise SystemExit(f"check passed a broken plan: {what}")
-    print("megatron_plan self-test: plans checked for P = 2, 4, 8; call counts as Megatron's; broken plans refused")
+    print("megatron_plan self-test: plans checked for P = 2, 4, 8; call counts as Megatron's; DeepSpeed's TrainSchedule "
+          "checked; broken plans refused")
     return 0
 
 

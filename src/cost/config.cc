@@ -109,7 +109,7 @@ const SchemaNode& schema() {
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
-                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("p2p_sync_us")}),
+                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
       SchemaNode{"plan", {}, true},
@@ -474,6 +474,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed"});
   p.p2p_runtime = runtime == "megatron" ? P2pRuntime::megatron : runtime == "deepspeed" ? P2pRuntime::deepspeed : P2pRuntime::dataflow;
   p.p2p_sync_us = r.number("p2p_sync_us", 0, 0, 1e6, false);
+  p.p2p_eager_mb = r.number("p2p_eager_mb", 0, 0, 1e6, false);
   if (p.p2p_sync_us > 0 && p.p2p_runtime != P2pRuntime::megatron)
     r.fail("p2p_sync_us", "parallel.p2p_sync_us is the restart after each of Megatron's p2p calls: it needs parallel.p2p_runtime: megatron");
   return p;

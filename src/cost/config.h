@@ -229,6 +229,9 @@ struct ParallelSpec {
   // torch.cuda.synchronize() (Megatron's batch_p2p_sync). The GPU has drained, so the rank's next
   // action starts this long after the call's last transfer lands. 0: not counted.
   double p2p_sync_us = 0;
+  // parallel.p2p_eager_mb: with explicit communication (megatron, deepspeed), a send of at most
+  // this many MB does not wait for its receiver (SimCosts::eager_bytes). 0: rendezvous.
+  double p2p_eager_mb = 0;
 
   int gpus() const { return pp * tp * cp * dp; }
   int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert

@@ -408,6 +408,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   out.scale = TimeScale::millis();
   set_p2p_links(c, s.pp, out);
   out.call_restart = static_cast<Time>(std::llround(1e3 * c.parallel.p2p_sync_us));
+  out.eager_bytes = static_cast<Bytes>(std::llround(1e6 * c.parallel.p2p_eager_mb));
   if (c.times.present) {
     // Explicit times: one rank's share, each of its v chunks 1/v of it; layout still checked.
     (void)slice_layouts(c, slices);

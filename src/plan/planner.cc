@@ -163,7 +163,9 @@ std::vector<std::string> space_text(const SearchSpace& s) {
 }
 
 bool same_costs(const SimCosts& a, const SimCosts& b) {
-  if (a.slice.size() != b.slice.size() || a.moe.size() != b.moe.size()) return false;
+  if (a.slice.size() != b.slice.size() || a.moe.size() != b.moe.size() || a.call_restart != b.call_restart ||
+      a.eager_bytes != b.eager_bytes)
+    return false;
   for (std::size_t i = 0; i < a.slice.size(); ++i) {
     const SliceCosts &x = a.slice[i], &y = b.slice[i];
     if (x.f != y.f || x.b != y.b || x.w != y.w || x.fb != y.fb || x.act_bytes != y.act_bytes || x.grad_bytes != y.grad_bytes)

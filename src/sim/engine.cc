@@ -416,24 +416,29 @@ class Engine {
       else issue_bwd(k, t.producer.stage, t.producer.microbatch);
     }
   }
-  // Starts the forward transfer of slot k (producer `op`) once its F ended and both sides posted.
+  // SimCosts::eager_bytes: a send this small does not wait for its receiver.
+  bool eager_send(Bytes bytes) const { return c_.eager_bytes > 0 && bytes <= c_.eager_bytes; }
+  // Starts the forward transfer of slot k (producer `op`) once its F ended and both sides posted
+  // (the sender alone for an eager send).
   void issue_fwd(std::size_t k, const Op& op) {
     const Posts& p = post_[k];
     Slot& sl = slot_[k];
-    if (fwd_link_[op.stage] < 0 || sl.f_avail != kNever || sl.f_done == kNever || p.send_f == kNever || p.recv_f == kNever)
-      return;
-    const Time start = std::max({sl.f_done, p.send_f, p.recv_f});
     const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
+    const bool eager = eager_send(sc.act_bytes);
+    if (fwd_link_[op.stage] < 0 || sl.f_avail != kNever || sl.f_done == kNever || p.send_f == kNever || (p.recv_f == kNever && !eager))
+      return;
+    const Time start = std::max({sl.f_done, p.send_f, eager ? p.send_f : p.recv_f});
     sl.f_avail = transfer(fwd_link_[op.stage], s_.stage_rank[op.stage], s_.stage_rank[op.stage + 1], start, sc.act_bytes, op);
   }
   // The same for the backward transfer of slot k (its producer's kind recorded when it ended).
   void issue_bwd(std::size_t k, int stage, int mb) {
     const Posts& p = post_[k];
     Slot& sl = slot_[k];
-    if (bwd_link_[stage] < 0 || sl.bwd_avail != kNever || sl.bwd_done == kNever || p.send_b == kNever || p.recv_b == kNever)
-      return;
-    const Time start = std::max({sl.bwd_done, p.send_b, p.recv_b});
     const SliceCosts& sc = c_.slice[s_.slice[stage]];
+    const bool eager = eager_send(sc.grad_bytes);
+    if (bwd_link_[stage] < 0 || sl.bwd_avail != kNever || sl.bwd_done == kNever || p.send_b == kNever || (p.recv_b == kNever && !eager))
+      return;
+    const Time start = std::max({sl.bwd_done, p.send_b, eager ? p.send_b : p.recv_b});
     sl.bwd_avail = transfer(bwd_link_[stage], s_.stage_rank[stage], s_.stage_rank[stage - 1], start, sc.grad_bytes,
                             Op{p.bwd_kind, stage, mb});
   }

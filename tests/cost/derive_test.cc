@@ -141,6 +141,15 @@ TEST_CASE("parallel.p2p_sync_us: the restart after each of Megatron's calls", "[
   CHECK_THROWS_WITH(cfg_of(kDense, {"parallel.p2p_sync_us=120"}), PPSIM_CONTAINS("p2p_runtime: megatron"));
 }
 
+TEST_CASE("parallel.p2p_eager_mb: sends up to this size do not wait for their receiver", "[cost]") {
+  // 64 MB = 64e6 bytes (SimCosts::eager_bytes); 0 by default; a negative size is refused.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  CHECK(derive_costs(cfg_of(kDense, {"parallel.p2p_runtime=deepspeed", "parallel.p2p_eager_mb=64"}), s).eager_bytes == 64'000'000);
+  CHECK(derive_costs(cfg_of(kDense, {"parallel.p2p_eager_mb=0.5"}), s).eager_bytes == 500'000);
+  CHECK(derive_costs(cfg_of(kDense, {}), s).eager_bytes == 0);
+  CHECK_THROWS_AS(cfg_of(kDense, {"parallel.p2p_eager_mb=-1"}), InputError);
+}
+
 TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
   // Wide enough that every GEMM is compute-bound at FP8: T = 4096 tokens, h = 4096, SwiGLU
   // f = 16384, 32 heads of 128 (no GQA), so a layer's GEMMs take 4096 x (4096 x 12288 + 4096 x 4096

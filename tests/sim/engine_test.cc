@@ -475,3 +475,40 @@ TEST_CASE("DeepSpeed's p2p runtime: one call per transfer, 1F1B's compute order,
   CHECK_THROWS_AS(with_deepspeed_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0})), InputError);
   CHECK_THROWS_AS(with_deepspeed_p2p(make_schedule("interleaved-1f1b", ScheduleParams{2, 4, 2, 0})), InputError);
 }
+
+TEST_CASE("eager sends: a send no larger than SimCosts::eager_bytes does not wait for its receiver (hand-worked)", "[sim][engine][fidelity]") {
+  // Megatron's 1F1B calls, P=3 M=2, F=1, B=2, latency 0.5 (the timeline of "1F1B's warm-up sends
+  // and the next receives are two calls"), every transfer 1000 bytes. With eager sends:
+  // rank 0: F0 [0,1]; SEND_F0 lands 1.5; F1 [1.5,2.5]; SEND_F1 starts at 2.5 without rank 1's
+  //         RECV_F1 and lands 3 (it waited for 3 and landed 3.5); B0 [9,11], B1 [12.5,14.5] as before.
+  // rank 1: F0 [1.5,2.5]; SEND_F0 lands 3; its RECV_F1, posted at 3, finds F1's output landed:
+  //         F1 [3,4] (was [3.5,4.5]); SEND_F1 lands 4.5, long before rank 2 posts its receive (6);
+  //         RECV_B0 still waits for rank 2's SEND_B0 (posted 6, lands 6.5): B0 [6.5,8.5], B1 [10,12].
+  // rank 2: as before. Makespan 14.5 either way. A threshold one byte short: the rendezvous.
+  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{3, 2, 0, 0}));
+  SliceCosts sc = unit_costs(1, 2, 0);
+  sc.act_bytes = sc.grad_bytes = 1000;
+  SimCosts costs = uniform_costs(s.stages_per_pipe, sc);
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  costs.eager_bytes = 1000;
+  const SimResult e = simulate(s, costs, opt);
+  CHECK(e.makespan() == 29 * U / 2);
+  check_intervals(e.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 9, 11}, {0, "0B1", 12.5, 14.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1F1", 3, 4}, {1, "1B0", 6.5, 8.5}, {1, "1B1", 10, 12},
+                               {2, "2F0", 3, 4}, {2, "2B0", 4, 6}, {2, "2F1", 6.5, 7.5}, {2, "2B1", 7.5, 9.5}});
+  costs.eager_bytes = 999;
+  const SimResult r = simulate(s, costs, opt);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 9, 11}, {0, "0B1", 12.5, 14.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1F1", 3.5, 4.5}, {1, "1B0", 6.5, 8.5}, {1, "1B1", 10, 12},
+                               {2, "2F0", 3, 4}, {2, "2B0", 4, 6}, {2, "2F1", 6.5, 7.5}, {2, "2B1", 7.5, 9.5}});
+  CHECK(r.makespan() == 29 * U / 2);
+  // DeepSpeed's order, P=4 M=8 with a latency: eager sends never make the step longer.
+  const Schedule ds = with_deepspeed_p2p(make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));
+  SimCosts dc = uniform_costs(ds.stages_per_pipe, sc);
+  dc.link.latency = U / 2;
+  const Time rendezvous = simulate(ds, dc, {}).makespan();
+  dc.eager_bytes = 1000;
+  CHECK(simulate(ds, dc, {}).makespan() <= rendezvous);
+}

@@ -45,6 +45,16 @@ def main():
     e1.record()
     torch.cuda.synchronize()
     cycles_per_ms = 20_000_000 / e0.elapsed_time(e1)
+    def p2p(how, buf, send):
+        """One blocking send (rank 0) or receive (rank 1): dist.send / dist.recv, or a one-op
+        batch_isend_irecv and a wait on it."""
+        peer = 1 - rank
+        if how == "send":
+            (dist.send if send else dist.recv)(buf, peer)
+        else:
+            for w in dist.batch_isend_irecv([dist.P2POp(dist.isend if send else dist.irecv, buf, peer)]):
+                w.wait()
+
     rows = []
     for mb in [float(x) for x in a.sizes_mb.split(",")]:
         n = int(mb * 1e6) // 2
@@ -56,23 +66,15 @@ def main():
                 torch.cuda.synchronize()
                 dist.barrier()
                 s0, s1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                if rank == 0:
-                    s0.record()
-                    if how == "send":
-                        dist.send(buf, 1)
-                    else:
-                        for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, buf, 1)]):
-                            w.wait()
-                    s1.record()
-                else:
+                if rank == 1:  # the receiver: busy for --delay-ms, then the receive
                     s0.record()
                     torch.cuda._sleep(int(a.delay_ms * cycles_per_ms))
                     s1.record()
-                    if how == "send":
-                        dist.recv(buf, 0)
-                    else:
-                        for w in dist.batch_isend_irecv([dist.P2POp(dist.irecv, buf, 0)]):
-                            w.wait()
+                else:
+                    s0.record()
+                p2p(how, buf, send=rank == 0)
+                if rank == 0:
+                    s1.record()
                 torch.cuda.synchronize()
                 ts.append(s0.elapsed_time(s1))
             # rank 1's delay as its GPU ran it, to rank 0

@@ -50,8 +50,7 @@ Schedule with_deepspeed_p2p(Schedule s) {
       }
       if (valid(mb)) {
         const OpKind kind = forward ? OpKind::F : OpKind::B;
-        if (pos >= acts.size() || acts[pos].overlapped || acts[pos].first.kind != kind || acts[pos].first.microbatch != mb ||
-            acts[pos].first.stage != st)
+        if (pos >= acts.size() || !(acts[pos] == Action::single(Op{kind, st, mb})))
           throw InternalError(fmt::format("deepspeed p2p: rank {}'s action {} is not TrainSchedule's {}{}", r, pos,
                                           forward ? 'F' : 'B', mb));
         ++pos;

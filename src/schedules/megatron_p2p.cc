@@ -26,8 +26,7 @@ bool megatron_1f1b_calls(const Schedule& s, int r, std::vector<CommAction>& out)
   std::size_t pos = 0;
   bool ok = true;
   auto compute = [&](OpKind kind, int mb) {
-    ok = ok && pos < acts.size() && !acts[pos].overlapped && acts[pos].first.kind == kind &&
-         acts[pos].first.microbatch == mb && acts[pos].first.stage == stage;
+    ok = ok && pos < acts.size() && acts[pos] == Action::single(Op{kind, stage, mb});
     ++pos;
   };
   auto call = [&](std::initializer_list<std::pair<bool, CommAction>> ops) {

@@ -84,7 +84,7 @@ def main_table(rows):
         if r["published_memory_gb"] is not None:
             mem += f" / {r['published_memory_gb']:.0f}"
         elif r["fits_gb"] is not None:
-            mem += f" / fits {r['fits_gb']:.0f}" + ("" if r["predicted_memory_gb"] <= r["fits_gb"] else " (over!)")
+            mem += f" / fits {r['fits_gb']:.0f} ({r['fits_limit_gb']:.1f})" + ("" if r["fits"] else " (over!)")
         rel = "-"
         if r["relative_diff_pp"] is not None:
             rel = f"{r['published_relative']:.3f} / {r['predicted_relative']:.3f} ({r['relative_diff_pp']:+.1f})"

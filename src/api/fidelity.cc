@@ -23,6 +23,8 @@ namespace ppsim::api {
 
 namespace {
 
+constexpr double kGiBInGB = 1.073741824;  // 2^30 / 1e9
+
 SchemaNode leaf(const char* n) { return SchemaNode{n, {}, false}; }
 
 const SchemaNode& published_schema() {
@@ -206,7 +208,8 @@ FidelityResult fidelity(const FidelityRequest& req) {
         row.optimizer_s = cd.costs.optimizer_step ? w.optimizer_ns / 1e9 : 0.0;
       }
       for (double b : r.physical.peak_memory_bytes) row.predicted_memory_gb = std::max(row.predicted_memory_gb, b / 1e9);
-      row.fits = !row.fits_gb || row.predicted_memory_gb <= *row.fits_gb;
+      if (row.fits_gb) row.fits_limit_gb = std::min(*row.fits_gb * kGiBInGB, cd.hardware.hbm_gb);
+      row.fits = !row.fits_limit_gb || row.predicted_memory_gb <= *row.fits_limit_gb;
 
       // The published figure, in tokens/s.
       int given = 0;
@@ -306,6 +309,7 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
     j["predicted_memory_gb"] = x.predicted_memory_gb;
     j["published_memory_gb"] = opt(x.published_memory_gb);
     j["fits_gb"] = opt(x.fits_gb);
+    j["fits_limit_gb"] = opt(x.fits_limit_gb);
     j["fits"] = x.fits;
     j["baseline"] = x.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(x.baseline);
     j["published_relative"] = opt(x.published_relative);

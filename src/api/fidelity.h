@@ -45,9 +45,13 @@ struct FidelityRow {
   double step_s = 0, pipeline_s = 0, bubble_ratio = 0, dp_exposed_s = 0, optimizer_s = 0, tp_comm_s = 0;
   double mfu = 0;
   std::optional<double> published_memory_gb;  // as stated
-  std::optional<double> fits_gb;              // the source says the run fit GPUs of this size
+  std::optional<double> fits_gb;              // the source says the run fit GPUs of this size, as it writes it
+  // What fits_gb holds in GB of 1e9: NVIDIA's memory sizes are binary (an "80 GB" GPU is 80 GiB at
+  // most), so fits_gb GiB, capped at the GPU type's capacity as the driver reports it
+  // (hardware.hbm_gb: 85.52 for an H100's 81,559 MiB).
+  std::optional<double> fits_limit_gb;
   double predicted_memory_gb = 0;             // the largest rank's peak
-  bool fits = true;                           // predicted_memory_gb <= fits_gb (true when not stated)
+  bool fits = true;                           // predicted_memory_gb <= fits_limit_gb (true when not stated)
   // Against the baseline schedule at the same micro-batches (absent for the baseline itself).
   std::string baseline;
   std::optional<double> published_relative, predicted_relative, relative_diff_pp;

@@ -29,7 +29,7 @@ std::string render_table(const api::FidelityResult& r) {
   for (const auto& x : r.rows) {
     std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
     if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
-    else if (x.fits_gb) mem += fmt::format("{}{:.0f}", x.fits ? "<=" : ">!", *x.fits_gb);
+    else if (x.fits_limit_gb) mem += fmt::format("{}{:.1f}", x.fits ? "<=" : ">!", *x.fits_limit_gb);
     out += fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>9} {:>7}{}\n",
                        x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
                        x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,

@@ -128,6 +128,20 @@ const SchemaNode& sub(const SchemaNode& s, const char* name) {
 // Datasheet figures for SXM parts: dense (no sparsity) peaks, HBM bandwidth and size, NVLink as
 // NVIDIA lists it (both directions), one 400 Gb/s (50 GB/s) NIC per GPU (A100: 200 Gb/s).
 
+// Memory: the capacity the driver reports (nvidia-smi's memory.total, NVML), in GB of 1e9 bytes.
+// NVIDIA's product sizes are binary and rounded: an "80GB" H100 reports 81,559 MiB, 85.52 GB (read
+// on an H100 80GB HBM3 here, 2026-11-26, tools/measure_gpu_memory.py; CUDA's own cudaMemGetInfo
+// total there was 81,079 MiB and a process with a context, cuBLAS and one NCCL communicator had
+// 83.67 GB left, docs/FIDELITY.md "What fits"). The other types as NVML reports them (Modal's
+// table of nvidia-smi figures, thundergolfer.com/blog/nvidia-gpu-memory-capacity): A100 80GB
+// 81,920 MiB, A100 40GB 40,960 MiB, H200 143,771 MiB. The H800 has the H100 SXM's five HBM3
+// stacks: its figure (our choice).
+constexpr double kMiB = 1048576.0;
+constexpr double kH100MemGB = 81559 * kMiB / 1e9;    // 85.52
+constexpr double kH200MemGB = 143771 * kMiB / 1e9;   // 150.75
+constexpr double kA100_80MemGB = 81920 * kMiB / 1e9; // 85.90
+constexpr double kA100_40MemGB = 40960 * kMiB / 1e9; // 42.95
+
 struct Preset {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;
@@ -136,10 +150,10 @@ struct Preset {
 };
 
 constexpr Preset kPresets[] = {
-    {"h100", 989, 1979, 3350, 80, 132, 900, 50},
-    {"h800", 989, 1979, 3350, 80, 132, 400, 50},
-    {"h200", 989, 1979, 4800, 141, 132, 900, 50},
-    {"a100", 312, 0, 2039, 80, 108, 600, 25},
+    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50},
+    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50},
+    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50},
+    {"a100", 312, 0, 2039, kA100_80MemGB, 108, 600, 25},
 };
 
 // GPU types for `cluster.gpu`: the datasheet figures and ONE achievable-efficiency set per type,
@@ -148,11 +162,11 @@ constexpr Preset kPresets[] = {
 //   A100: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 dense 312 TFLOP/s; 40GB SXM4 HBM2
 //         1555 GB/s, 80GB SXM4 HBM2e 2039 GB/s; NVLink 3 600 GB/s; 108 SMs (A100 whitepaper).
 //         Network: DGX A100 / Selene, 8 HDR 200 Gb/s InfiniBand NICs per 8 GPUs: 25 GB/s per GPU.
-//   H100: NVIDIA H100 datasheet, SXM5: BF16 dense 989.4, FP8 1979 TFLOP/s, HBM3 3.35 TB/s, 80 GB,
+//   H100: NVIDIA H100 datasheet, SXM5: BF16 dense 989.4, FP8 1979 TFLOP/s, HBM3 3.35 TB/s, "80 GB" (kH100MemGB),
 //         NVLink 4 900 GB/s, 132 SMs. Network: DGX H100, 8 ConnectX-7 400 Gb/s: 50 GB/s per GPU.
 //   H800: an H100 SXM with NVLink cut to 400 GB/s (DeepSeek-V3 report 3.2.2: 160 GB/s achieved one
 //         way; 3.1: 400 Gb/s InfiniBand per GPU, 50 GB/s).
-//   H200: NVIDIA H200 datasheet: H100's compute, HBM3e 4.8 TB/s, 141 GB.
+//   H200: NVIDIA H200 datasheet: H100's compute, HBM3e 4.8 TB/s, "141 GB" (kH200MemGB).
 // Efficiency (fraction of the peak reached; see EfficiencySpec): one set per architecture.
 //   gemm: large BF16 GEMMs reach ~75-80% of peak on A100 (cuBLAS; Megatron-LM's 2021 paper,
 //         Fig. 7-8: single-GPU GEMM-bound throughput) and ~65-70% on H100 SXM (the H100's
@@ -192,11 +206,11 @@ struct GpuType {
 };
 
 constexpr GpuType kGpuTypes[] = {
-    {"a100-40gb", 312, 0, 1555, 40, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
-    {"a100-80gb", 312, 0, 2039, 80, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
-    {"h100", 989, 1979, 3350, 80, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
-    {"h800", 989, 1979, 3350, 80, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
-    {"h200", 989, 1979, 4800, 141, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
+    {"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
+    {"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
+    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
+    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
+    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
 };
 
 std::string preset_key(const std::string& name) {

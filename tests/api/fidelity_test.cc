@@ -170,3 +170,28 @@ TEST_CASE("fidelity: a bad set: is one error at its row", "[api][fidelity]") {
   req.files = {write_temp("badset2.yaml", text)};
   CHECK_THROWS_AS(api::fidelity(req), InputError);
 }
+
+TEST_CASE("fidelity: fits_gb is read in GiB and capped at the GPU's reported capacity", "[api][fidelity]") {
+  // NVIDIA's "80 GB" is binary: 80 x 2^30 bytes = 85.90 GB of 1e9, more than an H100 reports
+  // (81,559 MiB = 85.52 GB), so an H100 row's limit is the H100's; 40 GiB on the same GPU is 42.95.
+  std::string text = kRun;
+  text.replace(text.find("gpu: a100-80gb"), 14, "gpu: h100");
+  text.replace(text.find("tokens_per_s: 1000000}"), 22, "tokens_per_s: 1000000, fits_gb: 80}");
+  text.replace(text.find("samples_per_gpu_s: 1000}"), 24, "samples_per_gpu_s: 1000, fits_gb: 40}");
+  text.replace(text.find("tflops_per_gpu: 100}"), 20, "tflops_per_gpu: 100, fits_gb: 1e-6}");
+  api::FidelityRequest req;
+  req.files = {write_temp("fits.yaml", text)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 4);
+  REQUIRE(r.rows[0].fits_limit_gb.has_value());
+  CHECK_THAT(*r.rows[0].fits_limit_gb, WithinRel(81559.0 * 1048576 / 1e9, 1e-12));
+  CHECK(r.rows[0].fits);
+  CHECK_THAT(*r.rows[1].fits_limit_gb, WithinRel(40.0 * 1073741824 / 1e9, 1e-12));
+  CHECK(r.rows[1].fits);
+  // 1e-6 GiB = 1074 bytes: the model's weights alone are more.
+  CHECK_THAT(*r.rows[2].fits_limit_gb, WithinRel(1e-6 * 1073741824 / 1e9, 1e-12));
+  CHECK(r.rows[2].predicted_memory_gb > *r.rows[2].fits_limit_gb);
+  CHECK_FALSE(r.rows[2].fits);
+  CHECK_FALSE(r.rows[3].fits_limit_gb.has_value());
+  CHECK(r.rows[3].fits);
+}

@@ -36,7 +36,7 @@ TEST_CASE("cluster.gpu fills the datasheet figures and the type's one efficiency
   CHECK(data_of(cfg).gpu_type == "a100-80gb");
   CHECK(h.peak_bf16_tflops == 312);
   CHECK(h.hbm_gbps == 2039);
-  CHECK(h.hbm_gb == 80);
+  CHECK(h.hbm_gb == 81920 * 1048576.0 / 1e9);  // the A100 80GB as the driver reports it: 81,920 MiB
   CHECK(h.nvlink_gbps == 600);
   CHECK(h.network_gbps == 25);
   CHECK(h.efficiency.gemm == 0.75);
@@ -45,7 +45,7 @@ TEST_CASE("cluster.gpu fills the datasheet figures and the type's one efficiency
   // Spellings: case, separators and an SXM suffix are ignored; the 40 GB part differs in HBM.
   const ModelConfig a40 = load_config_text(kModel, "t.yaml", {"cluster.gpu=A100 40GB SXM4"});
   CHECK(data_of(a40).hardware.hbm_gbps == 1555);
-  CHECK(data_of(a40).hardware.hbm_gb == 40);
+  CHECK(data_of(a40).hardware.hbm_gb == 40960 * 1048576.0 / 1e9);
   const ModelConfig h800 = load_config_text(kModel, "t.yaml", {"cluster.gpu=H800"});
   CHECK(data_of(h800).hardware.nvlink_gbps == 400);
   CHECK(data_of(h800).hardware.peak_fp8_tflops == 1979);

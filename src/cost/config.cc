@@ -891,6 +891,9 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     std::filesystem::path p(rel);
     if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
     c.profile = load_profile(p.string(), root.loc("profile"));
+    if (c.profile.moe_layers_only && !c.model.moe.enabled())
+      root.fail("profile", fmt::format("{} applies to the MoE layers only (applies_to: moe_layers), and model has no MoE layers",
+                                       c.profile.path));
   }
   if (root.has("plan")) {
     const YAML::Node plan = root.value("plan");

@@ -273,6 +273,12 @@ struct CostProfile {
   double attn_comm_slowdown = 0, mlp_comm_slowdown = 0;
   // Version 2, informational: the SM share the communication kernels held (0: not known).
   double comm_sm_fraction = 0;
+  // Version 2, `applies_to: moe_layers`: the sub-op times are those of the model's MoE layers
+  // only; every other part (dense layers, embedding, head, MTP, recompute, links) stays derived
+  // from the config, as without a profile.
+  bool moe_layers_only = false;
+  // The profile replaces every derived op time (the default, applies_to: all).
+  bool replaces_all() const { return present && !moe_layers_only; }
 };
 
 struct ModelConfigData {

@@ -294,7 +294,7 @@ void set_p2p_links(const ModelConfigData& c, int pp, SimCosts& out) {
   // measured profile's link stands for every hop.
   const long long span = static_cast<long long>(c.parallel.tp) * c.parallel.cp * c.parallel.dp;
   const long long gpn = std::max(1, c.hardware.gpus_per_node);
-  if (!c.costs.p2p_per_node || c.profile.present || pp <= 1 || span >= gpn || pp * span <= gpn) return;
+  if (!c.costs.p2p_per_node || c.profile.replaces_all() || pp <= 1 || span >= gpn || pp * span <= gpn) return;
   out.link = link_of(c, true);
   out.inter_node_link = link_of(c, false);
   for (long long r = 0; r < pp; ++r) out.rank_node.push_back(static_cast<int>(r * span / gpn));
@@ -317,6 +317,19 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
         return copy;
       }
     cache.push_back(layer_figures(c, layer, rl));
+    if (moe && c.profile.moe_layers_only) {
+      // A measured MoE layer (profile applies_to: moe_layers): its sub-op times replace the
+      // derived ones; FLOPs and bytes stay the config's.
+      const MoeSliceCosts& so = *c.profile.sub_ops;
+      LayerFigures& f = cache.back();
+      auto ns = [](Time t) { return static_cast<double>(t); };
+      f.attention = PassNs{ns(so.attn_f), ns(so.attn_b + so.attn_w), ns(so.attn_w)};
+      f.mlp = PassNs{ns(so.mlp_f), ns(so.mlp_b + so.mlp_w), ns(so.mlp_w)};
+      f.dispatch_ns = ns(so.dispatch);
+      f.combine_ns = ns(so.combine);
+      f.dispatch_grad_ns = ns(so.dispatch_b);
+      f.combine_grad_ns = ns(so.combine_b);
+    }
     return cache.back();
   };
   const BlockWork emb = embedding_work(c, sh);
@@ -431,7 +444,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   for (int i = 0; i < slices; ++i) {
     const SliceFigures& f = fig.slices[static_cast<std::size_t>(i)];
     SliceCosts sc;
-    if (c.profile.present) {
+    if (c.profile.replaces_all()) {
       sc = c.profile.per_layer ? profile_slice(c.profile, c, f.layout) : scaled_share(c.profile.op, std::max(1, s.chunks_per_rank));
     } else {
       sc.f = to_ticks(f.total.f, "forward", i);
@@ -444,7 +457,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     sc.w_hold = w_hold[static_cast<std::size_t>(i)];
     out.slice.push_back(sc);
   }
-  const bool profiled_overlap = c.profile.present && c.profile.sub_ops &&
+  const bool profiled_overlap = c.profile.replaces_all() && c.profile.sub_ops &&
                                 (c.model.moe.enabled() || c.profile.sub_ops->dispatch + c.profile.sub_ops->combine +
                                                                   c.profile.sub_ops->dispatch_b + c.profile.sub_ops->combine_b > 0);
   if (profiled_overlap) {
@@ -504,7 +517,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     // profile saw the communication kernels hold, else the config's comm_sms / sms.
     out.comm_sm_fraction = c.profile.comm_sm_fraction > 0 ? c.profile.comm_sm_fraction : 1.0 - fig.compute_sm_fraction;
     check_overlap_work(s, out);
-  } else if (!c.profile.present && c.model.moe.enabled()) {
+  } else if (!c.profile.replaces_all() && c.model.moe.enabled()) {
     // The overlap model (sim/overlap.h): each slice's layers as attention / MLP / all-to-all
     // sub-ops. Sub-op costs are the slice's per-layer means (dense layers count zero all-to-all;
     // embedding, head and recompute are folded into attention), so the slice's totals are kept.
@@ -536,9 +549,15 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       m.combine = per_layer(comb);
       m.dispatch_b = per_layer(disp_b);
       m.combine_b = per_layer(comb_b);
+      if (c.profile.moe_layers_only) {
+        // The measured MoE layer's SM sharing, as with a whole profile.
+        m.attn_comm_slowdown = c.profile.attn_comm_slowdown;
+        m.mlp_comm_slowdown = c.profile.mlp_comm_slowdown;
+      }
       out.moe.push_back(m);
     }
-    out.comm_sm_fraction = 1.0 - fig.compute_sm_fraction;
+    out.comm_sm_fraction = c.profile.moe_layers_only && c.profile.comm_sm_fraction > 0 ? c.profile.comm_sm_fraction
+                                                                                       : 1.0 - fig.compute_sm_fraction;
     check_overlap_work(s, out);
   }
   check_step_bound(s, out);

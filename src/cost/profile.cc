@@ -34,7 +34,8 @@ const SchemaNode& profile_schema() {
       {leaf("version"), leaf("device"), leaf("source"), leaf("per_layer"), leaf("op_ms"), leaf("dense_op_ms"),
        leaf("embedding_ms"), leaf("head_ms"), SchemaNode{"link", {leaf("gbps"), leaf("latency_us")}, false},
        SchemaNode{"sub_ops_ms", {leaf("attention"), leaf("mlp"), leaf("dispatch"), leaf("combine")}, false},
-       SchemaNode{"comm_slowdown", {leaf("attention"), leaf("mlp")}, false}, leaf("comm_sm_fraction")},
+       SchemaNode{"comm_slowdown", {leaf("attention"), leaf("mlp")}, false}, leaf("comm_sm_fraction"),
+       leaf("applies_to")},
       false};
   return root;
 }
@@ -116,6 +117,13 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
     p.mlp_comm_slowdown = sd.number("mlp", 0, 1, 10, false);
   }
   p.comm_sm_fraction = root.number("comm_sm_fraction", 0, 0, 1, false);
+  p.moe_layers_only = root.choice("applies_to", "all", {"all", "moe_layers"}) == "moe_layers";
+  if (p.moe_layers_only) {
+    if (!p.sub_ops) root.fail("applies_to", "applies_to: moe_layers needs sub_ops_ms (one MoE layer's sub-op times)");
+    for (const char* key : {"dense_op_ms", "embedding_ms", "head_ms", "link"})
+      if (root.has(key))
+        root.fail(key, fmt::format("{} with applies_to: moe_layers: only the MoE layers take the profile's times", key));
+  }
   if (root.has("dense_op_ms")) {
     if (!p.per_layer) root.fail("dense_op_ms", "dense_op_ms needs per_layer: true");
     p.dense_op = read_times(root.child("dense_op_ms", times_schema(false)), false);
@@ -147,6 +155,7 @@ std::string render_profile(const CostProfile& p, const std::string& header) {
   y += fmt::format("version: {}\n", v2 ? 2 : 1);
   if (!p.device.empty()) y += fmt::format("device: \"{}\"\n", p.device);
   y += fmt::format("per_layer: {}\n", p.per_layer ? "true" : "false");
+  if (p.moe_layers_only) y += "applies_to: moe_layers\n";
   y += fmt::format("op_ms: {{F: {}, B: {}, W: {}", ms(p.op.f), ms(p.op.b), ms(p.op.w));
   if (p.op.fb > 0) y += fmt::format(", FB: {}", ms(p.op.fb));
   y += "}\n";

@@ -20,6 +20,10 @@
 //     combine: {F: .., B: ..}
 //   comm_slowdown: {attention: 1.05, mlp: 1.08}  # compute beside communication / alone
 //   comm_sm_fraction: 0.15          # informational: SM share the communication kernels held
+//   applies_to: moe_layers          # optional (default all): the sub-op times are the config's MoE
+//                                   # layers'; dense layers, embedding, head, MTP, recompute and
+//                                   # links stay derived (needs sub_ops_ms; refuses dense_op_ms,
+//                                   # embedding_ms, head_ms, link; the config must be MoE)
 // Not obvious: with sub_ops_ms the overlap model runs on a profile (any model, not only MoE
 // configs), and comm_slowdown replaces the linear comm_sms / sms rule (docs/OVERLAP.md).
 #pragma once

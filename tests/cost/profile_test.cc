@@ -1,5 +1,6 @@
 // Cost profiles (cost/profile.h): version 2's sub-op times and comm slowdown, version 1 still
-// read, the writer's output read back, and a v2 profile reaching the overlap model.
+// read, the writer's output read back, a v2 profile reaching the overlap model, and one applied
+// to the MoE layers only.
 #include "cost/profile.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "catch.h"
 #include "cost/cost_model.h"
+#include "cost/derive.h"
 #include "schedules/registry.h"
 
 using namespace ppsim;
@@ -95,4 +97,80 @@ profile: p.yaml
   REQUIRE(c.moe[1].attn_comm_slowdown == Approx(1.1));
   REQUIRE(c.slice[0].f == 2 * 4750000);         // per-layer F x 2 layers
   REQUIRE(c.comm_sm_fraction == Approx(0.15));  // the profile's SM share is the linear rule's sigma
+}
+
+TEST_CASE("applies_to: moe_layers: the MoE layers take the profile's sub-ops, the rest stays derived", "[cost][profile]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ppsim_profile_moe_test_{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "p.yaml") << std::string(kV2) + "applies_to: moe_layers\n";
+  // Layer 0 dense, layers 1-3 MoE; the embedding on slice 0, the head on slice 1.
+  const std::string model = R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024,
+  dense_layers_first: 1, moe: {experts: 8, top_k: 2, expert_ffn_hidden: 1024}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, schedule: 1f1b}
+)";
+  std::ofstream(dir / "c.yaml") << model + "profile: p.yaml\n";
+  std::ofstream(dir / "d.yaml") << model;
+  const ModelConfig with = load_config((dir / "c.yaml").string(), {});
+  const ModelConfig without = load_config((dir / "d.yaml").string(), {});
+  const CostFigures fp = cost_figures(*with.data, 2), f0 = cost_figures(*without.data, 2);
+  REQUIRE(fp.slices.size() == 2);
+  REQUIRE(fp.slices[0].layers.size() == 2);
+  // The dense layer, the embedding and the head: derived, as without the profile.
+  const LayerFigures& dense = fp.slices[0].layers[0];
+  CHECK_FALSE(dense.moe);
+  CHECK(dense.attention.f == f0.slices[0].layers[0].attention.f);
+  CHECK(dense.mlp.b == f0.slices[0].layers[0].mlp.b);
+  CHECK(fp.slices[0].embedding.f == f0.slices[0].embedding.f);
+  CHECK(fp.slices[1].head.b == f0.slices[1].head.b);
+  CHECK(fp.slices[1].head.f > 0);
+  // An MoE layer: the profile's times (B = I + W), against derived ones that differ.
+  const LayerFigures& moe = fp.slices[0].layers[1];
+  REQUIRE(moe.moe);
+  CHECK(moe.attention.f == 1.0 * kMs);
+  CHECK(moe.attention.b == 2.5 * kMs);
+  CHECK(moe.mlp.w == 1.5 * kMs);
+  CHECK(moe.combine_ns == 0.5 * kMs);
+  CHECK(moe.dispatch_grad_ns == 0.75 * kMs);
+  CHECK(f0.slices[0].layers[1].attention.f != moe.attention.f);
+  // Slice 1: two measured layers (F 1 + 3 + 0.25 + 0.5 = 4.75 ms each) and the derived head.
+  CHECK(fp.slices[1].total.f == Approx(2 * 4.75 * kMs + f0.slices[1].head.f));
+  const Schedule s = make_schedule("1f1b", resolve_params(find_family("1f1b"), ScheduleParams{2, 4, 0, 0}));
+  const SimCosts c = derive_costs(with, s);
+  REQUIRE(c.moe.size() == 2);
+  CHECK(c.slice[1].f == std::llround(fp.slices[1].total.f));
+  CHECK(c.moe[1].attn_comm_slowdown == Approx(1.1));  // the measured SM sharing is carried
+  CHECK(c.comm_sm_fraction == Approx(0.15));
+  // A dense model cannot take it (error at the config's profile key), nor can a profile without
+  // sub-op times or with parts other than the MoE layers (errors in the profile).
+  std::ofstream(dir / "dense.yaml") << R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4}
+profile: p.yaml
+)";
+  try {
+    (void)load_config((dir / "dense.yaml").string(), {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 4);
+    CHECK(e.message().find("no MoE layers") != std::string::npos);
+  }
+  fs::remove_all(dir);
+  try {
+    (void)parse_profile("version: 2\nop_ms: {F: 1, B: 2, W: 1}\napplies_to: moe_layers\n", "q.yaml");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 3);
+    CHECK(e.message().find("needs sub_ops_ms") != std::string::npos);
+  }
+  try {
+    (void)parse_profile(std::string(kV2) + "applies_to: moe_layers\nhead_ms: {F: 1, B: 2, W: 1}\n", "q.yaml");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 12);  // kV2's 10 lines, applies_to, then head_ms
+    CHECK(e.message().find("only the MoE layers") != std::string::npos);
+  }
+  // render_profile keeps it.
+  CHECK(parse_profile(render_profile(parse_profile(std::string(kV2) + "applies_to: moe_layers\n", "p.yaml")), "r.yaml").moe_layers_only);
 }

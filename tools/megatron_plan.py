@@ -190,15 +190,103 @@ def plan_interleaved(P, M, v):
     return plans
 
 
+def parse_order(ranks):
+    """A per-rank order as `ppsim show FAMILY --format json` writes it ("2I5": stage 2, input grad
+    of micro-batch 5) as lists of (kind, microbatch), kind F, I (input grad) or W (weight grad)."""
+    import re
+    out = []
+    for r, ops in enumerate(ranks):
+        mine = []
+        for op in ops:
+            m = re.fullmatch(r"(\d+)([FIW])(\d+)", op)
+            if not m or int(m.group(1)) != r:
+                raise ValueError(f"rank {r}: {op!r} is not an F, I or W of stage {r} (one stage per rank)")
+            mine.append((m.group(2), int(m.group(3))))
+        out.append(mine)
+    return out
+
+
+def plan_zb(order, P, cost):
+    """The Zero Bubble fork's runtime (its first commit, 425b42e5: auto_schedule.ilp_results and
+    zb_schedules.ZeroBubbleScheduler) for a per-rank order of F, I and W (one stage per rank).
+    ilp_results puts a SEND after every F (to the next stage) and every I (to the previous one) at
+    the compute's completion time, and the matching RECV on the consumer at the same time; each
+    rank's nodes are sorted by (start time, comm before compute, comm id). The runtime batches
+    consecutive comm nodes into one batch_isend_irecv, flushed before a compute or right after a
+    RECV the next compute consumes; a compute waits (on the GPU, not the host) for the batch of
+    the receive it consumes. The times are a list schedule of the order with `cost` (kind -> time;
+    the fork times its F, B, W at run time). Returns per rank a list of ("F" | "I" | "W", 0, mb)
+    and ("post", [(op, peer, label), ...]) steps; labels as plan_1f1b's."""
+    # list-schedule the order: F needs the previous stage's F, I the next stage's I, W its own I
+    done = {}
+    pos, free = [0] * P, [0.0] * P
+    start = {}
+    while any(pos[r] < len(order[r]) for r in range(P)):
+        moved = False
+        for r in range(P):
+            while pos[r] < len(order[r]):
+                k, i = order[r][pos[r]]
+                dep = (("F", r - 1, i) if k == "F" and r > 0 else ("I", r + 1, i) if k == "I" and r < P - 1
+                       else ("I", r, i) if k == "W" else None)
+                if dep is not None and dep not in done:
+                    break
+                t0 = max(free[r], done.get(dep, 0.0))
+                start[(k, r, i)] = t0
+                free[r] = done[(k, r, i)] = t0 + cost[k]
+                pos[r] += 1
+                moved = True
+        if not moved:
+            raise ValueError(f"order deadlocks at {[order[r][pos[r]] if pos[r] < len(order[r]) else None for r in range(P)]}")
+    nodes = [[] for _ in range(P)]  # (time, tie, step)
+    big = 1 << 30
+    for r in range(P):
+        for k, i in order[r]:
+            nodes[r].append((start[(k, r, i)], big, (k, 0, i)))
+    comm_id = 0
+    for r in range(P):
+        for k, i in order[r]:
+            t = done[(k, r, i)]
+            if k == "F" and r < P - 1:
+                nodes[r].append((t, comm_id, ("send", r + 1, ("act", r + 1, i))))
+                nodes[r + 1].append((t, comm_id, ("recv", r, ("act", r + 1, i))))
+                comm_id += 1
+            if k == "I" and r > 0:
+                nodes[r].append((t, comm_id, ("send", r - 1, ("grad", r, i))))
+                nodes[r - 1].append((t, comm_id, ("recv", r, ("grad", r, i))))
+                comm_id += 1
+    plans = []
+    for r in range(P):
+        seq = [n[2] for n in sorted(nodes[r], key=lambda n: (n[0], n[1]))]
+        steps, batch = [], []
+        for idx, st in enumerate(seq):
+            if st[0] in ("F", "I", "W"):
+                steps.append(st)
+                continue
+            batch.append(st)
+            nxt = seq[idx + 1] if idx + 1 < len(seq) else None
+            nxt_compute = next((x for x in seq[idx + 1:] if x[0] in ("F", "I", "W")), None)
+            consumed = (st[0] == "recv" and nxt_compute is not None and nxt_compute[2] == st[2][2] and
+                        ((st[2][0] == "act" and nxt_compute[0] == "F") or (st[2][0] == "grad" and nxt_compute[0] == "I")))
+            if nxt is None or nxt[0] in ("F", "I", "W") or consumed:
+                steps.append(("post", batch))
+                batch = []
+        plans.append(steps)
+    return plans
+
+
 def check(plans, P, v=1):
     """Replays the plans with blocking calls; returns the number of calls. Raises ValueError on a
     deadlock, a mismatched label, or a compute step whose input has not arrived."""
+    # the Zero Bubble runtime's batches ("post") meet their peers in order on each rank's NCCL
+    # stream as blocking calls do; I is a backward (input grad), W needs its I
+    plans = [[("call", st[1]) if st[0] == "post" else st for st in p] for p in plans]
     pos = [0] * P
     have = [set() for _ in range(P)]  # labels received (or local inputs) per rank
     fired = [set() for _ in range(P)]  # indices of ops of the current call that met their peer
     sent = [dict() for _ in range(P)]  # per rank: (peer, direction) -> ops matched so far
     calls = 0
     done_f = [set() for _ in range(P)]
+    done_i = [set() for _ in range(P)]
 
     def runnable(r):
         nonlocal calls
@@ -210,11 +298,15 @@ def check(plans, P, v=1):
                 if s > 0 and ("act", s, i) not in have[r]:
                     raise ValueError(f"rank {r}: F of chunk {c} mb {i} before its input arrived")
                 done_f[r].add((c, i))
+            elif kind == "W":
+                if (c, i) not in done_i[r]:
+                    raise ValueError(f"rank {r}: W of chunk {c} mb {i} before its I")
             else:
                 if (c, i) not in done_f[r]:
-                    raise ValueError(f"rank {r}: B of chunk {c} mb {i} before its F")
+                    raise ValueError(f"rank {r}: {kind} of chunk {c} mb {i} before its F")
                 if s < P * v - 1 and ("grad", s + 1, i) not in have[r]:
-                    raise ValueError(f"rank {r}: B of chunk {c} mb {i} before its output grad arrived")
+                    raise ValueError(f"rank {r}: {kind} of chunk {c} mb {i} before its output grad arrived")
+                done_i[r].add((c, i))
             pos[r] += 1
             progressed = True
         return progressed
@@ -279,6 +371,33 @@ def self_test():
                 raise SystemExit(f"deepspeed P={P_} M={M_} rank {r}: {n} calls")
             if [st for st in ds[r] if st[0] != "call"] != [st for st in mg[r] if st[0] != "call"]:
                 raise SystemExit(f"deepspeed P={P_} M={M_} rank {r}: not 1F1B's compute order")
+    # The Zero Bubble runtime on ZB-H1 (P 4, M 8: `ppsim show zb-h1 -p 4 -m 8 --format json`):
+    # the plan keeps each rank's order, passes the check, and a receive comes before its consumer.
+    zb_h1 = [[f"{r}{op}" for op in ops.split()] for r, ops in enumerate([
+        "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 W5 I6 W6 I7 W7",
+        "F0 F1 F2 I0 F3 I1 W0 F4 I2 W1 F5 I3 W2 F6 I4 W3 F7 I5 W4 I6 W5 I7 W6 W7",
+        "F0 F1 I0 F2 I1 F3 I2 W0 F4 I3 W1 F5 I4 W2 F6 I5 W3 F7 I6 W4 I7 W5 W6 W7",
+        "F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 I7 W4 W5 W6 W7"])]
+    order = parse_order(zb_h1)
+    for cost in ({"F": 1, "I": 1, "W": 1}, {"F": 1.0, "I": 1.3, "W": 0.7}):
+        zb = plan_zb(order, 4, cost)
+        check(zb, 4)
+        for r in range(4):
+            if [(st[0], st[2]) for st in zb[r] if st[0] != "post"] != order[r]:
+                raise SystemExit(f"plan_zb rank {r}: not the order given")
+            seen = set()
+            for st in zb[r]:
+                if st[0] == "post":
+                    seen |= {op[2] for op in st[1] if op[0] == "recv"}
+                elif st[0] == "F" and r > 0 and ("act", r, st[2]) not in seen:
+                    raise SystemExit(f"plan_zb rank {r}: F{st[2]} before its receive is posted")
+                elif st[0] == "I" and r < 3 and ("grad", r + 1, st[2]) not in seen:
+                    raise SystemExit(f"plan_zb rank {r}: I{st[2]} before its receive is posted")
+    try:
+        plan_zb(parse_order([["0I0", "0F0"], ["1F0", "1I0"]]), 2, {"F": 1, "I": 1, "W": 1})
+        raise SystemExit("plan_zb accepted an I before its F's output grad could exist")
+    except ValueError:
+        pass
     broken = []
     p = plan_1f1b(4, 8)
     idx = [i for i, st in enumerate(p[1]) if st[0] == "call"]
@@ -295,7 +414,7 @@ def self_test():
             continue
         raise SystemExit(f"check passed a broken plan: {what}")
     print("megatron_plan self-test: plans checked for P = 2, 4, 8; call counts as Megatron's; DeepSpeed's TrainSchedule "
-          "checked; broken plans refused")
+          "checked; the Zero Bubble runtime on ZB-H1 checked; broken plans refused")
     return 0
 
 

@@ -3,6 +3,7 @@ and the torchrun ones): PyTorch on CUDA or a printed reason to skip, a median ti
 setup under torchrun."""
 import statistics
 import sys
+import time
 
 
 def cuda_torch(tool):
@@ -45,3 +46,75 @@ def init_torchrun(torch, dist):
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", device_id=dev)
     return rank, world, dev
+
+
+def timed_batched_call(torch, dist, dev, ops, slowest=True):
+    """Median of 20 (after 3) of one batch_isend_irecv of `ops` (torch.distributed P2POps), a wait
+    on each and a synchronize, every rank starting together after a barrier: the slowest rank's
+    median (an all-reduce), or this rank's. Seconds."""
+    ts = []
+    for it in range(23):
+        torch.cuda.synchronize()
+        dist.barrier()
+        t0 = time.perf_counter()
+        for req in (dist.batch_isend_irecv(ops) if ops else []):
+            req.wait()
+        torch.cuda.synchronize()
+        if it >= 3:
+            ts.append(time.perf_counter() - t0)
+    if not slowest:
+        return statistics.median(ts)
+    t = torch.tensor([statistics.median(ts)], device=dev)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def link_0_to_1(torch, dist, dev, rank, elems):
+    """The link from rank 0 to rank 1 as one batched call each of `elems` bf16 values and of 4 KB
+    (the other ranks join the barriers only): (seconds for elems, seconds for 4 KB, GB/s read off
+    their difference), timed on this rank; exits with a reason where the two are too close to read
+    a bandwidth from (a negative or huge figure would land in a profile)."""
+    def ping(n):
+        t = torch.empty(n, device=dev, dtype=torch.bfloat16)
+        return timed_batched_call(torch, dist, dev, [dist.P2POp(dist.isend, t, 1)] if rank == 0 else
+                                  [dist.P2POp(dist.irecv, t, 0)] if rank == 1 else [], slowest=False)
+
+    big, small = ping(elems), ping(2048)
+    nbytes = elems * 2
+    if rank == 0 and big <= small * 1.05:
+        sys.exit(f"link 0->1: {nbytes} bytes took {big * 1e3:.3f} ms, 4 KB {small * 1e3:.3f} ms: too close to read "
+                 "a bandwidth from; send more")
+    return big, small, (nbytes - 4096) / max(big - small, 1e-12) / 1e9
+
+
+def replay_args(doc, hidden, heads, ffn, batch, layers_per_rank):
+    """The argument parser the pipeline replays share (measure_megatron_runtime.py,
+    measure_zb_runtime.py): --out or --report, the ppsim binary, and the GPT layer's shape with
+    the given defaults (sequence 1024); each script adds its own."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--out", help="folder for the results (the GPU run)")
+    ap.add_argument("--report", metavar="DIR", help="no GPU: print measured against ppsim from DIR's results")
+    ap.add_argument("--ppsim", default="build/ppsim", help="with --report: the ppsim binary")
+    ap.add_argument("--hidden", type=int, default=hidden)
+    ap.add_argument("--heads", type=int, default=heads)
+    ap.add_argument("--ffn", type=int, default=ffn)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--batch", type=int, default=batch, help="sequences per micro-batch")
+    ap.add_argument("--layers-per-rank", type=int, default=layers_per_rank)
+    return ap
+
+
+def plan_ops(torch, dist, dev, shape, step_ops, outbox):
+    """A plan's call (tools/megatron_plan.py: (op, peer, label) triples) as P2POps: each send takes
+    its tensor out of `outbox` by label, each receive gets a new bf16 tensor of `shape`. Returns
+    (ops, [(label, tensor received)])."""
+    ops, landed = [], []
+    for op, peer, label in step_ops:
+        if op == "send":
+            ops.append(dist.P2POp(dist.isend, outbox.pop(label), peer))
+        else:
+            t = torch.empty(shape, device=dev, dtype=torch.bfloat16)
+            ops.append(dist.P2POp(dist.irecv, t, peer))
+            landed.append((label, t))
+    return ops, landed

@@ -28,7 +28,6 @@ TrainSchedule, one blocking send or receive per instruction, no synchronize) on 
 --report then prints it against Megatron's 1F1B without the synchronize, and ppsim's
 `parallel.p2p_runtime: deepspeed` against `megatron` on the same costs.
 """
-import argparse
 import json
 import os
 import statistics
@@ -37,20 +36,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import megatron_plan  # noqa: E402
-from cuda_timing import init_torchrun  # noqa: E402
+from cuda_timing import init_torchrun, link_0_to_1, plan_ops, replay_args, timed_batched_call  # noqa: E402
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="folder for the results (the GPU run)")
-    ap.add_argument("--report", metavar="DIR", help="no GPU: print measured against ppsim from DIR's results")
-    ap.add_argument("--ppsim", default="build/ppsim", help="with --report: the ppsim binary")
-    ap.add_argument("--hidden", type=int, default=2304)
-    ap.add_argument("--heads", type=int, default=24)
-    ap.add_argument("--ffn", type=int, default=9216)
-    ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--batch", type=int, default=6, help="sequences per micro-batch")
-    ap.add_argument("--layers-per-rank", type=int, default=3)
+    ap = replay_args(__doc__, hidden=2304, heads=24, ffn=9216, batch=6, layers_per_rank=3)
     ap.add_argument("--vpp", type=int, default=3)
     ap.add_argument("--microbatches", default="8,16")
     ap.add_argument("--sync", default="on,off", help="on, off or on,off: the torch.cuda.synchronize() after each call")
@@ -226,14 +216,7 @@ def main():
                 if vs > 0:
                     outbox[("grad", vs, i)] = x.grad
             else:
-                ops, landed = [], []
-                for op, peer, label in step[1]:
-                    if op == "send":
-                        ops.append(dist.P2POp(dist.isend, outbox.pop(label), peer))
-                    else:
-                        t = torch.empty(shape, device=dev, dtype=torch.bfloat16)
-                        ops.append(dist.P2POp(dist.irecv, t, peer))
-                        landed.append((label, t))
+                ops, landed = plan_ops(torch, dist, dev, shape, step[1], outbox)
                 for req in dist.batch_isend_irecv(ops):
                     req.wait()
                 if sync:
@@ -341,32 +324,11 @@ def main():
     if rank == 0:
         print("one layer on every GPU at once: " + "; ".join(f"rank {r}: F {x[0]:.3f} B {x[1]:.3f} ms" for r, x in enumerate(together)))
 
-    def timed_call(ops, slowest=True):
-        """Median of 20 (after 3) of one batched call of `ops`, a wait on each and a synchronize,
-        every rank starting together after a barrier: the slowest rank's median, or this rank's."""
-        ts = []
-        for it in range(23):
-            torch.cuda.synchronize()
-            dist.barrier()
-            t0 = time.perf_counter()
-            for req in (dist.batch_isend_irecv(ops) if ops else []):
-                req.wait()
-            torch.cuda.synchronize()
-            if it >= 3:
-                ts.append(time.perf_counter() - t0)
-        if not slowest:
-            return statistics.median(ts)
-        t = torch.tensor([statistics.median(ts)], device=dev)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return t.item()
+    def timed_call(ops):
+        return timed_batched_call(torch, dist, dev, ops)
 
     # the link between ranks 0 and 1: one activation, and 4 KB, as one batched call each (+ sync)
-    def ping(n):
-        t = torch.empty(n, device=dev, dtype=torch.bfloat16)
-        return timed_call([dist.P2POp(dist.isend, t, 1)] if rank == 0 else
-                          [dist.P2POp(dist.irecv, t, 0)] if rank == 1 else [], slowest=False)
-
-    big, small = ping(b * s * h), ping(2048)
+    big, small, gbps = link_0_to_1(torch, dist, dev, rank, b * s * h)
 
     # Megatron's two call shapes with every rank in one at once (ring neighbours, one activation
     # each, then a synchronize): a steady-state 1F1B call (send to the next rank, receive from
@@ -385,10 +347,6 @@ def main():
               f"to both neighbours (interleaved's steady call): {call_both * 1e3:.3f} ms")
     if rank == 0:
         nbytes = b * s * h * 2
-        if big <= small * 1.05:  # no bandwidth to read off: a negative or huge figure would land in profile.yaml
-            sys.exit(f"link 0->1: one activation ({nbytes} bytes) took {big * 1e3:.3f} ms, 4 KB {small * 1e3:.3f} ms: "
-                     "too small to measure the link's bandwidth against; give a larger --batch or --seq")
-        gbps = (nbytes - 4096) / (big - small) / 1e9
         link = {"activation_bytes": nbytes, "activation_ms": big * 1e3, "small_ms": small * 1e3, "gbps": gbps,
                 "ring_call_one_ms": call_one * 1e3, "ring_call_both_ms": call_both * 1e3}
         print(f"link 0->1: {nbytes / 1e6:.1f} MB in {big * 1e3:.3f} ms, 4 KB in {small * 1e3:.3f} ms: {gbps:.0f} GB/s")

@@ -29,7 +29,6 @@ rank 0, and the link (one activation, and 4 KB, as one batched call between rank
 an `nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader,nounits
 -lms 20` log beside it as DIR/clocks.csv, --report also prints each run's mean SM clock and power.
 """
-import argparse
 import json
 import os
 import statistics
@@ -38,20 +37,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import megatron_plan  # noqa: E402
+from cuda_timing import replay_args  # noqa: E402
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", help="folder for the results (the GPU run)")
+    ap = replay_args(__doc__, hidden=4096, heads=32, ffn=16384, batch=3, layers_per_rank=4)
     ap.add_argument("--orders", nargs="*", default=[], help="ppsim show zb-h1 -p P -m M --format json, one per M")
-    ap.add_argument("--report", metavar="DIR", help="no GPU: print measured against ppsim from DIR's results")
-    ap.add_argument("--ppsim", default="build/ppsim", help="with --report: the ppsim binary")
-    ap.add_argument("--hidden", type=int, default=4096)
-    ap.add_argument("--heads", type=int, default=32)
-    ap.add_argument("--ffn", type=int, default=16384)
-    ap.add_argument("--seq", type=int, default=1024)
-    ap.add_argument("--batch", type=int, default=3, help="sequences per micro-batch")
-    ap.add_argument("--layers-per-rank", type=int, default=4)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--timed", type=int, default=5)
     return ap.parse_args()
@@ -172,7 +163,7 @@ def main():
     import torch.distributed as dist
     import torch.nn as nn
     import torch.nn.functional as F
-    from cuda_timing import init_torchrun
+    from cuda_timing import init_torchrun, link_0_to_1, plan_ops
 
     rank, P, dev = init_torchrun(torch, dist)
     os.makedirs(a.out, exist_ok=True)
@@ -279,14 +270,7 @@ def main():
                 for fn in wq.pop(step[2]):
                     fn()
             else:  # "call" (Megatron: blocking, synchronized) or "post" (the fork: waited by the consumer)
-                ops, landed = [], []
-                for op, peer, label in step[1]:
-                    if op == "send":
-                        ops.append(dist.P2POp(dist.isend, outbox.pop(label), peer))
-                    else:
-                        t = torch.empty(shape, device=dev, dtype=torch.bfloat16)
-                        ops.append(dist.P2POp(dist.irecv, t, peer))
-                        landed.append((label, t))
+                ops, landed = plan_ops(torch, dist, dev, shape, step[1], outbox)
                 works = dist.batch_isend_irecv(ops)
                 if kind == "call":
                     for wk in works:
@@ -395,31 +379,9 @@ def main():
                 print(f"{name:6} M={M:3} step {row['step_ms']:9.2f} ms (min {min(ts):.2f}, max {max(ts):.2f}; "
                       f"{row['comm_steps_rank0']} batches on rank 0)", flush=True)
 
-    def timed_call(ops):
-        ts = []
-        for it in range(23):
-            torch.cuda.synchronize()
-            dist.barrier()
-            t0 = time.perf_counter()
-            for wk in (dist.batch_isend_irecv(ops) if ops else []):
-                wk.wait()
-            torch.cuda.synchronize()
-            if it >= 3:
-                ts.append(time.perf_counter() - t0)
-        return statistics.median(ts)
-
-    def ping(n):
-        t = torch.empty(n, device=dev, dtype=torch.bfloat16)
-        return timed_call([dist.P2POp(dist.isend, t, 1)] if rank == 0 else
-                          [dist.P2POp(dist.irecv, t, 0)] if rank == 1 else [])
-
-    big, small = ping(b * s * h), ping(2048)
+    big, small, gbps = link_0_to_1(torch, dist, dev, rank, b * s * h)
     if rank == 0:
         nbytes = b * s * h * 2
-        if big <= small * 1.05:
-            sys.exit(f"link 0->1: one activation ({nbytes} bytes) took {big * 1e3:.3f} ms, 4 KB {small * 1e3:.3f} ms: "
-                     "too small to read a bandwidth from")
-        gbps = (nbytes - 4096) / (big - small) / 1e9
         print(f"link 0->1: {nbytes / 1e6:.1f} MB in {big * 1e3:.3f} ms, 4 KB in {small * 1e3:.3f} ms: {gbps:.0f} GB/s", flush=True)
         out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "nccl": ".".join(map(str, torch.cuda.nccl.version())), "ranks": P, "hidden": h, "heads": nh, "ffn": a.ffn,

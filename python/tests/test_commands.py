@@ -255,3 +255,7 @@ def test_fidelity_one_file_equals_cli_json(cli):
     assert [r["predicted_tokens_per_s"] for r in got["rows"]] == [r["predicted_tokens_per_s"] for r in want["rows"]]
     for r in got["rows"]:
         assert r["error"] == pytest.approx(r["predicted_tokens_per_s"] / r["published_tokens_per_s"] - 1, rel=1e-12)
+        # OPT's "fit 80 GB" on A100 80GB: 80 GiB, the 81,920 MiB the driver reports, as GB of 1e9
+        assert r["fits_gb"] == 80
+        assert r["fits_limit_gb"] == pytest.approx(81920 * 2**20 / 1e9, rel=1e-12)
+        assert r["fits"] == (r["predicted_memory_gb"] <= r["fits_limit_gb"])

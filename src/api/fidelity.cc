@@ -276,6 +276,8 @@ FidelityResult fidelity(const FidelityRequest& req) {
         if (row.relative_diff_pp && row.max_relative_pp)
           row.within = row.within && std::abs(*row.relative_diff_pp) <= *row.max_relative_pp + 1e-9;
       }
+      // A run its source says fit its GPUs must fit in ppsim too.
+      if (!row.fits) row.within = false;
       if (!row.within) ++out.failures;
     }
   }

@@ -56,7 +56,7 @@ struct FidelityRow {
   std::string baseline;
   std::optional<double> published_relative, predicted_relative, relative_diff_pp;
   // With a thresholds file: the allowed |error| in percent (and |relative_diff_pp|), and whether
-  // this row is within it.
+  // this row is within it (and, where the source says the run fit its GPUs, fits).
   std::optional<double> max_error_pct, max_relative_pp;
   bool within = true;
 };

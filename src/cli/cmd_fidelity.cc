@@ -34,12 +34,12 @@ std::string render_table(const api::FidelityResult& r) {
                        x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
                        x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
                        x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
-                       r.checked ? (x.within ? "" : fmt::format("  PAST THRESHOLD ({})",
-                                                                 x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct)
-                                                                                 : std::string("no entry")))
-                                 : std::string());
+                       !r.checked || x.within ? std::string()
+                       : !x.fits ? fmt::format("  DOES NOT FIT ({:.1f} GB > {:.1f})", x.predicted_memory_gb, *x.fits_limit_gb)
+                                 : fmt::format("  PAST THRESHOLD ({})", x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct)
+                                                                                         : std::string("no entry")));
   }
-  if (r.checked) out += fmt::format("{} of {} results past their thresholds\n", r.failures, r.rows.size());
+  if (r.checked) out += fmt::format("{} of {} results past their thresholds or not fitting\n", r.failures, r.rows.size());
   return out;
 }
 

@@ -194,4 +194,13 @@ TEST_CASE("fidelity: fits_gb is read in GiB and capped at the GPU's reported cap
   CHECK_FALSE(r.rows[2].fits);
   CHECK_FALSE(r.rows[3].fits_limit_gb.has_value());
   CHECK(r.rows[3].fits);
+  // --check: thresholds every error is within still fail the row that does not fit, only it.
+  std::string th;
+  for (const auto& row : r.rows) th += row.key + " " + std::to_string(std::abs(row.error) * 100 + 1) + " 1000\n";
+  req.thresholds = write_temp("fits_th.txt", th);
+  const api::FidelityResult c = api::fidelity(req);
+  CHECK(c.failures == 1);
+  CHECK_FALSE(c.rows[2].within);
+  CHECK(c.rows[0].within);
+  CHECK(c.rows[3].within);
 }

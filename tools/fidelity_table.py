@@ -34,12 +34,16 @@ ABLATION_SKIP = "zero-bubble-"
 # network for every hop (costs.p2p_per_node=false), and the weight gradients' FP32 accumulation
 # wholly hidden under the wgrad GEMMs (hardware.efficiency.accum_exposed=0, as before session 12).
 # And the search cap counting a whole share until its W (costs.w_hold=false, as before session 12).
+# And one piece switched on instead: the power-limited clock measured on four H200s
+# (hardware.clock.duty_slope=0.5 from duty 0.8; off in every GPU type, docs/FIDELITY.md "ZB-H1
+# against 1F1B on four GPUs").
 RUNTIME_PIECES = [("post-validation off", "parallel.post_validation=false"),
                   ("dataflow p2p (Megatron's or DeepSpeed's calls off)", "parallel.p2p_runtime=dataflow"),
                   ("Megatron's loss traffic off", "costs.megatron_loss=false"),
                   ("one link for every hop", "costs.p2p_per_node=false"),
                   ("accumulation exposed off", "hardware.efficiency.accum_exposed=0"),
-                  ("search cap: whole shares until W", "costs.w_hold=false")]
+                  ("search cap: whole shares until W", "costs.w_hold=false"),
+                  ("H200's duty-cycle clock on", "hardware.clock.duty_slope=0.5")]
 PUBLISHED = os.path.join(ROOT, "configs", "published")
 
 

@@ -84,10 +84,10 @@ Result run(const Request& req) {
 
   auto run_one = [&](const Schedule& given, const Family* fam, const ScheduleParams& params) {
     const Schedule s = cfg ? as_run(*cfg, given) : given;
-    const SimCosts costs = cfg ? derive_costs(*cfg, s) : unit_costs(s, u);
+    SimCosts costs = cfg ? derive_costs(*cfg, s) : unit_costs(s, u);
     SimOptions opt;
     opt.record_timeline = req.timelines;
-    SimResult r = simulate(s, costs, opt);
+    SimResult r = cfg ? simulate_config(*cfg, s, costs, opt) : simulate(s, costs, opt);
     ResultRow row;
     row.metrics = compute_metrics(s, r, costs, fam, params);
     if (cfg) row.physical = physical_result(*cfg, s, r);

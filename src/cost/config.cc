@@ -103,7 +103,7 @@ const SchemaNode& schema() {
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
                            section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed"), leaf("gemm_fp8")}),
-                           leaf("comm_sms")}),
+                           leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
@@ -402,6 +402,9 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   h.efficiency.accum_exposed = eff.number("accum_exposed", h.efficiency.accum_exposed, 0, 2, false);
   if (eff.has("gemm_fp8")) h.efficiency.gemm_fp8 = eff.number("gemm_fp8", h.efficiency.gemm, 0.01, 1, false);
   h.comm_sms = static_cast<int>(r.integer("comm_sms", 0, 0, h.sms - 1));
+  const MapReader clock = r.child("clock", sub(hs, "clock"));
+  h.clock_duty_slope = clock.number("duty_slope", 0, 0, 10, false);
+  h.clock_duty_ref = clock.number("duty_ref", 0.8, 0, 1, false);
   return h;
 }
 

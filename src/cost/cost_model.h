@@ -37,6 +37,13 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // deepspeed, 1f1b gets DeepSpeed's TrainSchedule instructions (schedules/deepspeed_p2p.h); any
 // other schedule, or one that lists its own communication, is returned as it is.
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
+// Simulates `s` on `costs` (from derive_costs), with hardware.clock's power-limited clock when
+// duty_slope > 0: after a first simulation the ranks' mean compute duty cycle d (compute busy /
+// makespan) sets a factor 1 + duty_slope * max(0, d - duty_ref) on every compute duration (the
+// slices' F, B, W and pairs, the overlap model's attention and MLP sub-ops; links, all-to-alls
+// and the step's DP and optimizer costs unchanged), `costs` is scaled by it and the schedule is
+// simulated again: one step, not iterated to a fixed point. duty_slope 0: one simulation.
+SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt = {});
 // parallel.post_validation: the step period is the longest rank's own span (physical_result).
 bool post_validation(const ModelConfig& cfg);
 // The overlap model simulates each action layer by layer (sim/overlap.h), about ops x layers

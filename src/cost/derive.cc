@@ -564,6 +564,27 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   return out;
 }
 
+SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
+  const HardwareSpec& h = data(cfg).hardware;
+  SimResult r = simulate(s, costs, opt);
+  if (h.clock_duty_slope <= 0 || r.ranks.empty() || r.makespan() <= 0) return r;
+  double busy = 0;
+  for (const RankStats& x : r.ranks) busy += static_cast<double>(x.busy);
+  const double duty = busy / (static_cast<double>(r.ranks.size()) * static_cast<double>(r.makespan()));
+  const double factor = 1.0 + h.clock_duty_slope * std::max(0.0, duty - h.clock_duty_ref);
+  if (factor <= 1.0) return r;
+  auto scale = [factor](Time& t) { t = static_cast<Time>(std::llround(static_cast<double>(t) * factor)); };
+  for (SliceCosts& x : costs.slice) {
+    scale(x.f);
+    scale(x.b);
+    scale(x.w);
+    scale(x.fb);
+  }
+  for (MoeSliceCosts& m : costs.moe)
+    for (Time* t : {&m.attn_f, &m.attn_b, &m.attn_w, &m.mlp_f, &m.mlp_b, &m.mlp_w}) scale(*t);
+  return simulate(s, costs, opt);
+}
+
 bool post_validation(const ModelConfig& cfg) { return data(cfg).parallel.post_validation; }
 
 Schedule as_run(const ModelConfig& cfg, const Schedule& s) {

@@ -187,8 +187,10 @@ bool same_costs(const SimCosts& a, const SimCosts& b) {
 // One simulation of a group's schedule, shared by the candidates with the same costs and the same
 // p2p runtime (parallel.p2p_runtime changes the result for the same costs).
 struct Memo {
-  SimCosts costs;
+  SimCosts costs;  // as derived (the key)
   P2pRuntime runtime = P2pRuntime::dataflow;
+  double clock_duty_slope = 0, clock_duty_ref = 0;  // hardware.clock (simulate_config)
+  SimCosts run_costs;  // as simulated: scaled by hardware.clock's factor where it applies
   SimResult sim;
 };
 
@@ -444,21 +446,28 @@ class Planner {
                                   "cap of {}", gb_text(states(fixed[r])), r, s.parameter_copies,
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
-    const SimResult* sim = nullptr;
+    const Memo* hit = nullptr;
     const P2pRuntime runtime = data.parallel.p2p_runtime;
+    const HardwareSpec& hw = data.hardware;
     for (const Memo& m : memo)
-      if (m.runtime == runtime && same_costs(m.costs, costs)) sim = &m.sim;
-    if (sim == nullptr) {
+      if (m.runtime == runtime && m.clock_duty_slope == hw.clock_duty_slope && m.clock_duty_ref == hw.clock_duty_ref &&
+          same_costs(m.costs, costs))
+        hit = &m;
+    if (hit == nullptr) {
       try {
         simulations_.fetch_add(1, std::memory_order_relaxed);
-        // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run).
-        memo.push_back({costs, runtime, simulate(as_run(cfg, s), costs)});
-        sim = &memo.back().sim;
+        // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run);
+        // hardware.clock: simulate_config scales the costs it runs on.
+        SimCosts run_costs = costs;
+        SimResult r = simulate_config(cfg, as_run(cfg, s), run_costs);
+        memo.push_back({costs, runtime, hw.clock_duty_slope, hw.clock_duty_ref, std::move(run_costs), std::move(r)});
+        hit = &memo.back();
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());
       }
     }
-    const ScheduleMetrics m = compute_metrics(s, *sim, costs, g.family, g.params);
+    const SimResult* sim = &hit->sim;
+    const ScheduleMetrics m = compute_metrics(s, *sim, hit->run_costs, g.family, g.params);
     const PhysicalResult phys = physical_result(cfg, s, *sim);
     double peak = 0;
     std::size_t peak_rank = 0;

@@ -365,3 +365,34 @@ TEST_CASE("cost_summary: per-slice times and memory parts as JSON", "[cost]") {
   CHECK(b["total"].get<double>() == p.peak_memory_bytes[2]);
   CHECK(!b["peak_op"].get<std::string>().empty());
 }
+
+TEST_CASE("hardware.clock: a busier step runs at a lower clock, one rescaled simulation", "[cost]") {
+  // Explicit times, one rank's share: F 1 ms, B 2 ms per micro-batch.
+  const std::string base = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
+hardware: {name: h100}
+times: {F: 1, B: 2}
+)";
+  auto makespan = [&](const std::string& parallel, const std::string& family, const std::vector<std::string>& sets) {
+    const ModelConfig cfg = cfg_of(base + parallel, sets);
+    int pp = 0, m = 0, v = 1;
+    apply_config_parallel(cfg, pp, m, v);
+    const Schedule s = make_schedule(family, resolve_params(find_family(family), ScheduleParams{pp, m, 0, 0}));
+    SimCosts costs = derive_costs(cfg, s);
+    return static_cast<double>(simulate_config(cfg, s, costs).makespan());
+  };
+  const std::vector<std::string> on = {"hardware.clock.duty_slope=0.5", "hardware.clock.duty_ref=0.8"};
+  // One rank, two micro-batches: busy the whole 6 ms step (duty 1), so every op takes
+  // 1 + 0.5 (1 - 0.8) = 1.1 times as long: 6.6 ms.
+  const std::string one = "parallel: {pp: 1, microbatches: 2}\n";
+  CHECK(makespan(one, "1f1b", {}) == 6e6);
+  CHECK(makespan(one, "1f1b", on) == 6.6e6);
+  // duty_ref 1: never above it, nothing changes; slope 1 from duty_ref 0.5: 1.5 times.
+  CHECK(makespan(one, "1f1b", {"hardware.clock.duty_slope=0.5", "hardware.clock.duty_ref=1"}) == 6e6);
+  CHECK(makespan(one, "1f1b", {"hardware.clock.duty_slope=1", "hardware.clock.duty_ref=0.5"}) == 9e6);
+  // GPipe on two ranks, one micro-batch: each rank busy 3 of the 6 ms (and the links' latency):
+  // duty 0.5 is below 0.8, so the step is the same.
+  const std::string two = "parallel: {pp: 2, microbatches: 1}\n";
+  CHECK(makespan(two, "gpipe", on) == makespan(two, "gpipe", {}));
+  // A bad figure is one located error.
+  CHECK_THROWS_WITH(cfg_of(base + one, {"hardware.clock.duty_ref=2"}), Catch::Matchers::Contains("duty_ref"));
+}

@@ -349,3 +349,27 @@ TEST_CASE("the example configs plan: DeepSeek-V3 searches >= 10,000 candidates",
     CHECK_FALSE(v.ranking.empty());
   }
 }
+
+TEST_CASE("a what-if with a power-limited clock: busier schedules slow down more, by the rule", "[plan]") {
+  // The zero-communication case above (F = b = W, P = 4, M = 8: every rank busy M(F + B) = 24 ms)
+  // with hardware.clock {duty_slope: 1, duty_ref: 0.5} in a what-if: each schedule's step is
+  // scaled by 1 + (24 / step - 0.5). ZB-V 25.5 ms (duty 0.941): x 1.441 = 36.75 ms; ZB-H2 27 ms
+  // (0.889): x 1.389 = 37.5 ms; 1F1B 33 ms (0.727): x 1.227 = 40.5 ms. The base is unchanged.
+  const char* yaml = R"(name: zero-comm
+model: {layers: 8, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 1000, seq_len: 256}
+hardware: {name: test, peak_tflops: {bf16: 100}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: 1000000000,
+           nvlink_latency_us: 0, network_gbps: 1000000000, network_latency_us: 0, gpus: 4}
+parallel: {pp: 4, microbatches: 8}
+times: {F: 1, B: 2, W: 1}
+plan: {search: {schedules: all}, whatif: {hot: {hardware.clock.duty_slope: 1, hardware.clock.duty_ref: 0.5}}}
+)";
+  const PlanResult r = plan(yaml);
+  REQUIRE(r.variants.size() == 2);
+  CHECK(best_of(r.variants[0], "zbv")->step_ns == 25 * kMs + kMs / 2);
+  const VariantResult& hot = r.variants[1];
+  auto step = [&](const char* f) { return static_cast<double>(best_of(hot, f)->step_ns); };
+  CHECK_THAT(step("zbv"), Catch::Matchers::WithinRel(25.5e6 * (1 + 24.0 / 25.5 - 0.5), 1e-5));
+  CHECK_THAT(step("zb-h2"), Catch::Matchers::WithinRel(27e6 * (1 + 24.0 / 27 - 0.5), 1e-5));
+  CHECK_THAT(step("1f1b"), Catch::Matchers::WithinRel(33e6 * (1 + 24.0 / 33 - 0.5), 1e-5));
+  CHECK(hot.ranking.front().schedule == "zbv");
+}

@@ -163,7 +163,8 @@ struct HardwareSpec {
   EfficiencySpec efficiency;
   int comm_sms = 0;                // SMs a communication kernel takes while it runs (overlap model)
   // A power-limited clock (hardware.clock): compute runs 1 + duty_slope * max(0, d - duty_ref)
-  // times longer where the ranks' mean compute duty cycle over the step is d (simulate_config).
+  // times longer where the ranks' mean compute duty cycle over the step period is d
+  // (simulate_config).
   // 0 = off, the default for every type: measured on H200s only (docs/FIDELITY.md, "ZB-H1
   // against 1F1B on four GPUs"), and the duty at which a type's efficiency figures hold is not.
   double clock_duty_slope = 0;

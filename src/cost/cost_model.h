@@ -39,7 +39,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // Simulates `s` on `costs` (from derive_costs), with hardware.clock's power-limited clock when
 // duty_slope > 0: after a first simulation the ranks' mean compute duty cycle d (compute busy /
-// makespan) sets a factor 1 + duty_slope * max(0, d - duty_ref) on every compute duration (the
+// the step period: the makespan, or the longest own span with parallel.post_validation) sets a factor 1 + duty_slope * max(0, d - duty_ref) on every compute duration (the
 // slices' F, B, W and pairs, the overlap model's attention and MLP sub-ops; links, all-to-alls
 // and the step's DP and optimizer costs unchanged), `costs` is scaled by it and the schedule is
 // simulated again: one step, not iterated to a fixed point. duty_slope 0: one simulation.

@@ -567,10 +567,12 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
 SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
   const HardwareSpec& h = data(cfg).hardware;
   SimResult r = simulate(s, costs, opt);
-  if (h.clock_duty_slope <= 0 || r.ranks.empty() || r.makespan() <= 0) return r;
+  // The step period: the makespan, or with post-validation the longest rank's own span.
+  const Time period = data(cfg).parallel.post_validation ? r.longest_span() : r.makespan();
+  if (h.clock_duty_slope <= 0 || r.ranks.empty() || period <= 0) return r;
   double busy = 0;
   for (const RankStats& x : r.ranks) busy += static_cast<double>(x.busy);
-  const double duty = busy / (static_cast<double>(r.ranks.size()) * static_cast<double>(r.makespan()));
+  const double duty = busy / (static_cast<double>(r.ranks.size()) * static_cast<double>(period));
   const double factor = 1.0 + h.clock_duty_slope * std::max(0.0, duty - h.clock_duty_ref);
   if (factor <= 1.0) return r;
   auto scale = [factor](Time& t) { t = static_cast<Time>(std::llround(static_cast<double>(t) * factor)); };

@@ -127,6 +127,20 @@ TEST_CASE("a heavy all-to-all makes DualPipe win", "[plan]") {
   CHECK(v.ranking.front().exposed_comm_ns < zbv->exposed_comm_ns / 2);
 }
 
+namespace {
+// One rank's share F = 1, B = 2 (b = 1), W = 1 ms on P = 4 ranks, M = 8, links of 1e9 GB/s with
+// no latency (every transfer takes 0 ns), and the given plan section.
+std::string zero_comm_config(const std::string& plan_section) {
+  return std::string(R"(name: zero-comm
+model: {layers: 8, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 1000, seq_len: 256}
+hardware: {name: test, peak_tflops: {bf16: 100}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: 1000000000,
+           nvlink_latency_us: 0, network_gbps: 1000000000, network_latency_us: 0, gpus: 4}
+parallel: {pp: 4, microbatches: 8}
+times: {F: 1, B: 2, W: 1}
+)") + plan_section;
+}
+}  // namespace
+
 TEST_CASE("zero communication and F = b = W: ZB-V wins, by the closed forms", "[plan]") {
   // times: one rank's share F = 1, B = 2 (b = 1), W = 1 ms: F = b = W. Links of 1e9 GB/s with
   // no latency: every transfer takes 0 ns. P = 4, M = 8 >= 2P - 1.
@@ -134,15 +148,7 @@ TEST_CASE("zero communication and F = b = W: ZB-V wins, by the closed forms", "[
   //   ZB-H2: each rank's own span is bubble-free, M(F + B) = 24 ms, but the last rank starts
   //          (P - 1)F = 3 ms after the first: 27 ms (as ZB-H1: 24 + (P-1)(F + B - 2W) = 27).
   //   ZB-V:  chunks of F/2: the last rank starts (P - 1)F/2 = 1.5 ms late: 25.5 ms, the best.
-  const char* yaml = R"(name: zero-comm
-model: {layers: 8, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 1000, seq_len: 256}
-hardware: {name: test, peak_tflops: {bf16: 100}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: 1000000000,
-           nvlink_latency_us: 0, network_gbps: 1000000000, network_latency_us: 0, gpus: 4}
-parallel: {pp: 4, microbatches: 8}
-times: {F: 1, B: 2, W: 1}
-plan: {search: {schedules: all}}
-)";
-  const PlanResult r = plan(yaml);
+  const PlanResult r = plan(zero_comm_config("plan: {search: {schedules: all}}\n"));
   const VariantResult& v = r.variants[0];
   REQUIRE(v.feasible.size() == 9);
   CHECK(v.ranking.front().schedule == "zbv");
@@ -355,15 +361,8 @@ TEST_CASE("a what-if with a power-limited clock: busier schedules slow down more
   // with hardware.clock {duty_slope: 1, duty_ref: 0.5} in a what-if: each schedule's step is
   // scaled by 1 + (24 / step - 0.5). ZB-V 25.5 ms (duty 0.941): x 1.441 = 36.75 ms; ZB-H2 27 ms
   // (0.889): x 1.389 = 37.5 ms; 1F1B 33 ms (0.727): x 1.227 = 40.5 ms. The base is unchanged.
-  const char* yaml = R"(name: zero-comm
-model: {layers: 8, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 1000, seq_len: 256}
-hardware: {name: test, peak_tflops: {bf16: 100}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: 1000000000,
-           nvlink_latency_us: 0, network_gbps: 1000000000, network_latency_us: 0, gpus: 4}
-parallel: {pp: 4, microbatches: 8}
-times: {F: 1, B: 2, W: 1}
-plan: {search: {schedules: all}, whatif: {hot: {hardware.clock.duty_slope: 1, hardware.clock.duty_ref: 0.5}}}
-)";
-  const PlanResult r = plan(yaml);
+  const PlanResult r = plan(zero_comm_config(
+      "plan: {search: {schedules: all}, whatif: {hot: {hardware.clock.duty_slope: 1, hardware.clock.duty_ref: 0.5}}}\n"));
   REQUIRE(r.variants.size() == 2);
   CHECK(best_of(r.variants[0], "zbv")->step_ns == 25 * kMs + kMs / 2);
   const VariantResult& hot = r.variants[1];

@@ -18,6 +18,7 @@ std::string config_schedules(const ModelConfig&) { no_config(); }
 SimCosts derive_costs(const ModelConfig&, const Schedule&) { no_config(); }
 Schedule as_run(const ModelConfig&, const Schedule&) { no_config(); }
 bool post_validation(const ModelConfig&) { no_config(); }
+SimResult simulate_config(const ModelConfig&, const Schedule&, SimCosts&, const SimOptions&) { no_config(); }
 PhysicalResult physical_result(const ModelConfig&, const Schedule&, const SimResult&) { no_config(); }
 std::vector<MemoryBreakdown> predicted_memory(const ModelConfig&, const Schedule&, const SimResult*) { no_config(); }
 

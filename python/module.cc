@@ -272,7 +272,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
 py::dict import_trace_call(const std::vector<std::string>& traces, const std::vector<std::string>& map,
                            bool no_default_rules, const std::string& step_range, const std::string& schedule, int pp,
                            int microbatches, int vpp, int devices, int layers_per_chunk, int comm_sms, int sms,
-                           const std::string& output) {
+                           const std::string& output, bool moe_layers_only) {
   api::ImportTraceCall c;
   c.traces = traces;
   c.options = {map, no_default_rules, step_range};
@@ -285,6 +285,7 @@ py::dict import_trace_call(const std::vector<std::string>& traces, const std::ve
   if (comm_sms > 0) c.predict.comm_sms = comm_sms;
   if (sms > 0) c.predict.sms = sms;
   c.output = output;
+  c.moe_layers_only = moe_layers_only;
   api::ImportTraceOutcome r;
   {
     py::gil_scoped_release nogil;

@@ -102,7 +102,7 @@ EOF
   published=$(dirname "$0")/../configs/published/deepseek-v3.yaml
   if [ "$(basename "$f")" = train.json ] && [ -f "$published" ]; then
     prof="$tmp/moe.yaml"
-    if "$ppsim" import-trace "$f" -o "$prof" >/dev/null 2>"$err" && echo "applies_to: moe_layers" >>"$prof" &&
+    if "$ppsim" import-trace "$f" -o "$prof" --moe-layers-only >/dev/null 2>"$err" &&
        "$ppsim" fidelity "$published" --set "profile=$prof" --format json >"$out" 2>"$err"; then
       verdict=$(python3 - "$out" <<'EOF'
 import json, sys

@@ -106,6 +106,16 @@ def test_import_trace_equals_cli_json(cli, tmp_path):
     assert got["profile_yaml"] is not None
     got = ppsim.import_trace(t, output=tmp_path / "p.yaml")
     assert (tmp_path / "p.yaml").read_text() == got["profile_yaml"]
+    assert "applies_to" not in got["profile_yaml"]
+    # moe_layers_only: the same profile, marked for a config's MoE layers; it needs output=
+    moe = ppsim.import_trace(t, output=tmp_path / "m.yaml", moe_layers_only=True)
+    assert "\napplies_to: moe_layers\n" in (tmp_path / "m.yaml").read_text() == moe["profile_yaml"]
+    rc, out, err = cli("import-trace", t, "-o", tmp_path / "c.yaml", "--moe-layers-only")
+    assert rc == 0, err
+    assert (tmp_path / "c.yaml").read_text() == moe["profile_yaml"]
+    with pytest.raises(ppsim.Error) as e:
+        ppsim.import_trace(t, moe_layers_only=True)
+    assert e.value.exit_code == 2
     with pytest.raises(ppsim.Error) as e:
         ppsim.import_trace(tmp_path / "missing.json")
     assert e.value.exit_code == 4

@@ -35,7 +35,7 @@ void one_trace(const ImportTraceCall& c, ImportTraceOutcome& out) {
     out.json["prediction"] = trace::prediction_json(p);
     out.report += trace::render_prediction(p);
   }
-  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r);
+  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
   name_profile(c, path, r, out);
 }
 
@@ -59,7 +59,7 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
     const trace::ImportResult r = trace::import_trace(rs[0].trace, c.options, paths[0]);
     out.json = trace::import_json(r);
     out.report = trace::render_import_report(r);
-    if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r);
+    if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
     name_profile(c, paths[0], r, out);
   }
   const trace::MultiRank m = trace::merge_ranks(std::move(rs), c.options.comm_kernel);
@@ -96,6 +96,8 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
 
 ImportTraceOutcome import_trace(const ImportTraceCall& call) {
   ImportTraceOutcome out;
+  if (call.moe_layers_only && call.output.empty())
+    throw InputError("--moe-layers-only marks the cost profile: give --output FILE", {}, kExitUsage);
   out.paths = trace::expand_trace_paths(call.traces);
   if (out.paths.size() > 1 || call.predict.schedule == "executed" || !call.executed_csv.empty()) {
     if (call.html)

@@ -27,6 +27,9 @@ struct ImportTraceCall {
   std::string output;        // the cost profile (-o)
   std::string executed_csv;  // the executed order as a schedule CSV
   bool html = false;         // a page of the JSON report (one trace only)
+  // The profile's times stand for a config's MoE layers only (profile applies_to: moe_layers;
+  // the rest of the model stays derived): needs `output`.
+  bool moe_layers_only = false;
 };
 
 struct ImportTraceOutcome {

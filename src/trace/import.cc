@@ -865,7 +865,7 @@ nlohmann::json import_json(const ImportResult& r) {
   return j;
 }
 
-std::string render_import_profile(const ImportResult& r) {
+std::string render_import_profile(const ImportResult& r, bool moe_layers_only) {
   std::string h = fmt::format("# ppsim cost profile imported from {} (ppsim import-trace)\n", r.path);
   h += fmt::format(
       "# {} layers, up to {} executions each; unmapped {:.3f} ms, unlinked {:.3f} ms, outside layers {:.3f} ms\n",
@@ -874,7 +874,11 @@ std::string render_import_profile(const ImportResult& r) {
   h += r.attn_slowdown > 0 || r.mlp_slowdown > 0
            ? "# comm_slowdown measured from the trace (SM sharing: profiled)\n"
            : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
-  return render_profile(r.profile, h);
+  if (!moe_layers_only) return render_profile(r.profile, h);
+  CostProfile p = r.profile;
+  p.moe_layers_only = true;
+  h += "# applies_to: moe_layers: a config's MoE layers take these times, the rest stays derived\n";
+  return render_profile(p, h);
 }
 
 }  // namespace ppsim::trace

@@ -105,6 +105,7 @@ std::string render_import_report(const ImportResult& r);
 // The same as JSON (docs/TRACES.md lists the keys); times in ms.
 nlohmann::json import_json(const ImportResult& r);
 // The profile YAML with a header naming the trace.
-std::string render_import_profile(const ImportResult& r);
+// moe_layers_only: written with `applies_to: moe_layers` (cost/profile.h).
+std::string render_import_profile(const ImportResult& r, bool moe_layers_only = false);
 
 }  // namespace ppsim::trace

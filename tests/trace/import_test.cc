@@ -329,6 +329,24 @@ TEST_CASE("import-trace CLI: the profile and the page are written together or no
   REQUIRE(ppsim::test::read_file(dir.path("r.html")).find("ppsim import-trace t.json") != std::string::npos);
 }
 
+TEST_CASE("import-trace --moe-layers-only writes applies_to: moe_layers, and needs -o", "[trace][cli]") {
+  robust::Scratch dir("trace_cli_moe_only");
+  TraceBuilder b;
+  b.range("layer0.attn.F", 0, 10);
+  b.launched("gemm", 2, 100, 30);
+  dir.write("t.json", b.json());
+  const robust::Result ok = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --moe-layers-only");
+  REQUIRE(ok.code == 0);
+  const std::string yaml = ppsim::test::read_file(dir.path("p.yaml"));
+  CHECK(yaml.find("\napplies_to: moe_layers\n") != std::string::npos);
+  CHECK(yaml.find("attention: {F: 0.030000") != std::string::npos);
+  // Without -o there is nothing to mark: a usage error, one line.
+  const robust::Result bad = robust::run_ppsim(dir, "import-trace t.json --moe-layers-only");
+  CHECK(bad.code == kExitUsage);
+  CHECK(bad.one_error_line());
+  CHECK(bad.err.find("--output") != std::string::npos);
+}
+
 TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
   // Shaped like tools/record_moe_trace.py's pair: one layer, compute stream 7 runs attention(F)
   // 40, MLP(I) 60, MLP(W) 30, MLP(F) 50, attention(I) 40, attention(W) 20 (DeepSeek's order);

@@ -68,6 +68,14 @@ const Cell& cell(const ImportResult& r, int layer, SubOp s, Pass p) {
 
 constexpr Time kUs = 1000;
 
+// t.json in `dir`: layer 0's attention forward, one 30 us GEMM.
+void write_one_layer_trace(robust::Scratch& dir) {
+  TraceBuilder b;
+  b.range("layer0.attn.F", 0, 10);
+  b.launched("gemm", 2, 100, 30);
+  dir.write("t.json", b.json());
+}
+
 }  // namespace
 
 TEST_CASE("kernels belong to the range that launched them, not the one they overlap in time", "[trace]") {
@@ -304,10 +312,7 @@ TEST_CASE("import-trace CLI: a truncated trace is one line, exit code 3, no outp
 
 TEST_CASE("import-trace CLI: the profile and the page are written together or not at all", "[trace][cli]") {
   robust::Scratch dir("trace_cli_outputs");
-  TraceBuilder b;
-  b.range("layer0.attn.F", 0, 10);
-  b.launched("gemm", 2, 100, 30);
-  dir.write("t.json", b.json());
+  write_one_layer_trace(dir);
   // The page cannot be written (no such folder): exit 4, one line naming it, and no profile
   // either, though its path could be written.
   const robust::Result bad = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --html nodir/r.html");
@@ -331,10 +336,7 @@ TEST_CASE("import-trace CLI: the profile and the page are written together or no
 
 TEST_CASE("import-trace --moe-layers-only writes applies_to: moe_layers, and needs -o", "[trace][cli]") {
   robust::Scratch dir("trace_cli_moe_only");
-  TraceBuilder b;
-  b.range("layer0.attn.F", 0, 10);
-  b.launched("gemm", 2, 100, 30);
-  dir.write("t.json", b.json());
+  write_one_layer_trace(dir);
   const robust::Result ok = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --moe-layers-only");
   REQUIRE(ok.code == 0);
   const std::string yaml = ppsim::test::read_file(dir.path("p.yaml"));

@@ -118,3 +118,26 @@ def plan_ops(torch, dist, dev, shape, step_ops, outbox):
             ops.append(dist.P2POp(dist.irecv, t, peer))
             landed.append((label, t))
     return ops, landed
+
+
+def replay_profile(f_ms, b_ms, gbps, latency_us, w_ms=None):
+    """A version-1 ppsim profile of one GPT layer of a pipeline replay: F, the whole backward B
+    (and its W where given), per micro-batch, and the stage-to-stage link."""
+    w = "" if w_ms is None else f", W: {w_ms:.4f}"
+    return (f"version: 1\nper_layer: true\nop_ms: {{F: {f_ms:.4f}, B: {b_ms:.4f}{w}}}\n"
+            f"link: {{gbps: {gbps:.2f}, latency_us: {latency_us:.2f}}}\n")
+
+
+def replay_config(ranks, layers_per_rank, hidden, heads, ffn, seq, batch, microbatches, parallel="",
+                  profile="profile.yaml"):
+    """The ppsim config of a pipeline replay (measure_megatron_runtime.py, measure_zb_runtime.py):
+    its GPT layers as the model, `ranks` stages, no DP traffic or optimizer step, the costs from
+    `profile`; `parallel`: further parallel keys, each followed by ", " ("vpp: 3, p2p_runtime:
+    megatron, ")."""
+    return f"""model: {{layers: {ranks * layers_per_rank}, hidden: {hidden}, heads: {heads}, ffn_hidden: {ffn}, vocab: 32000, seq_len: {seq},
+        micro_batch_size: {batch}, mlp: gelu, norm: layernorm, dropout: false, flash_attention: true}}
+cluster: {{gpu: h100, gpus: {ranks}}}
+costs: {{dp_comm: false, optimizer_step: false}}
+parallel: {{pp: {ranks}, microbatches: {microbatches}, {parallel}embedding_on_first: false, head_on_last: false}}
+profile: {profile}
+"""

@@ -36,7 +36,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import megatron_plan  # noqa: E402
-from cuda_timing import init_torchrun, link_0_to_1, plan_ops, replay_args, timed_batched_call  # noqa: E402
+from cuda_timing import (init_torchrun, link_0_to_1, plan_ops, replay_args, replay_config, replay_profile,  # noqa: E402
+                         timed_batched_call)
 
 
 def parse_args():
@@ -65,8 +66,7 @@ def report(a):
 
     def predict(sched, M, f, b, link, restart_us=0.0, runtime="megatron", eager_mb=0.0):
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
-            fh.write(f"version: 1\nper_layer: true\nop_ms: {{F: {f:.4f}, B: {b:.4f}}}\n"
-                     f"link: {{gbps: {link[0]:.2f}, latency_us: {link[1]:.2f}}}\n")
+            fh.write(replay_profile(f, b, link[0], link[1]))
         cfg = open(os.path.join(d, f"ppsim_{M}.yaml")).read().replace("profile: profile.yaml", "profile: p.yaml")
         if restart_us > 0:
             cfg = cfg.replace("p2p_runtime: megatron", f"p2p_runtime: megatron, p2p_sync_us: {restart_us:.1f}")
@@ -365,14 +365,8 @@ def main():
                      f"link: {{gbps: {gbps:.1f}, latency_us: {(call_one - nbytes / (gbps * 1e9)) * 1e6:.1f}}}\n")
         for M in [int(x) for x in a.microbatches.split(",")]:
             with open(os.path.join(a.out, f"ppsim_{M}.yaml"), "w") as fh:
-                fh.write(f"""# written by tools/measure_megatron_runtime.py: its run, for ppsim compare -s 1f1b,interleaved-1f1b
-model: {{layers: {P * a.layers_per_rank}, hidden: {h}, heads: {nh}, ffn_hidden: {a.ffn}, vocab: 32000, seq_len: {s},
-        micro_batch_size: {b}, mlp: gelu, norm: layernorm, dropout: false, flash_attention: true}}
-cluster: {{gpu: h100, gpus: {P}}}
-costs: {{dp_comm: false, optimizer_step: false}}
-parallel: {{pp: {P}, microbatches: {M}, vpp: {a.vpp}, p2p_runtime: megatron, embedding_on_first: false, head_on_last: false}}
-profile: profile.yaml
-""")
+                fh.write("# written by tools/measure_megatron_runtime.py: its run, for ppsim compare -s 1f1b,interleaved-1f1b\n"
+                         + replay_config(P, a.layers_per_rank, h, nh, a.ffn, s, b, M, f"vpp: {a.vpp}, p2p_runtime: megatron, "))
     dist.barrier()
     dist.destroy_process_group()
 

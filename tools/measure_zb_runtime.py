@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import megatron_plan  # noqa: E402
-from cuda_timing import replay_args  # noqa: E402
+from cuda_timing import replay_args, replay_config, replay_profile  # noqa: E402
 
 
 def parse_args():
@@ -61,20 +61,15 @@ def report(a):
     f, i, w = m["layer_f_ms"], m["layer_i_ms"], m["layer_w_ms"]
     whole = m["layer_b_ms"]
 
-    def predict(sched, M, runtime, restart_us=0.0, b=None):
+    def predict(sched, M, runtime, costs, restart_us=0.0):
+        """ppsim's step for one layer's (F, I, W) ms."""
+        cf, ci, cw = costs
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
-            fh.write(f"version: 1\nper_layer: true\nop_ms: {{F: {f:.4f}, B: {(i + w) if b is None else b:.4f}, W: {w:.4f}}}\n"
-                     f"link: {{gbps: {L['gbps']:.2f}, latency_us: {L['small_ms'] * 1e3:.2f}}}\n")
+            fh.write(replay_profile(cf, ci + cw, L["gbps"], L["small_ms"] * 1e3, w_ms=cw))
         extra = f", p2p_sync_us: {restart_us:.0f}" if restart_us else ""
         with open(os.path.join(tmp, "c.yaml"), "w") as fh:
-            fh.write(f"""model: {{layers: {m['ranks'] * m['layers_per_rank']}, hidden: {m['hidden']}, heads: {m['heads']},
-        ffn_hidden: {m['ffn']}, vocab: 32000, seq_len: {m['seq']}, micro_batch_size: {m['batch']}, mlp: gelu,
-        norm: layernorm, dropout: false, flash_attention: true}}
-cluster: {{gpu: h100, gpus: {m['ranks']}}}
-costs: {{dp_comm: false, optimizer_step: false}}
-parallel: {{pp: {m['ranks']}, microbatches: {M}, p2p_runtime: {runtime}{extra}, embedding_on_first: false, head_on_last: false}}
-profile: p.yaml
-""")
+            fh.write(replay_config(m["ranks"], m["layers_per_rank"], m["hidden"], m["heads"], m["ffn"], m["seq"], m["batch"],
+                                   M, f"p2p_runtime: {runtime}{extra}, ", "p.yaml"))
         out = subprocess.run([a.ppsim, "compare", os.path.join(tmp, "c.yaml"), "-s", sched, "--format", "json"],
                              capture_output=True, text=True, check=True).stdout
         return json.loads(out)["results"][0]["makespan"]
@@ -131,22 +126,16 @@ profile: p.yaml
             continue
         meas = pick["1f1b"]["step_ms"] / pick["zb-h1"]["step_ms"]
         cells = []
-        for restart in (0.0, 147.0):
-            p1 = predict("1f1b", M, "megatron", restart)
-            pz = predict("zb-h1", M, "dataflow")
+        c1, cz = in_pipeline(pick["1f1b"]), in_pipeline(pick["zb-h1"])
+        # (1F1B's in-pipeline F and B already hold the restart after each synchronized call: the
+        # GPU idles from the call's end until the host has launched the step's first kernels;
+        # its whole B is split as the layer alone splits it)
+        for one, zb, restart in (((f, i, w), (f, i, w), 0.0), ((f, i, w), (f, i, w), 147.0),
+                                 ((c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)), (cz["F"], cz["I"], cz["W"]), 0.0)):
+            p1 = predict("1f1b", M, "megatron", one, restart)
+            pz = predict("zb-h1", M, "dataflow", zb)
             g = p1 / pz
             cells.append(f"{p1:.1f} / {pz:.1f}, {100 * (g - 1):+.1f}% ({100 * (g - meas):+.1f} pp)")
-        c1, cz = in_pipeline(pick["1f1b"]), in_pipeline(pick["zb-h1"])
-        saved = (f, i, w)
-        # (1F1B's in-pipeline F and B already hold the restart after each synchronized call: the
-        # GPU idles from the call's end until the host has launched the step's first kernels)
-        f, i, w = c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)
-        p1 = predict("1f1b", M, "megatron")
-        f, i, w = cz["F"], cz["I"], cz["W"]
-        pz = predict("zb-h1", M, "dataflow")
-        f, i, w = saved
-        g = p1 / pz
-        cells.append(f"{p1:.1f} / {pz:.1f}, {100 * (g - 1):+.1f}% ({100 * (g - meas):+.1f} pp)")
         single = pick.get("zb-h1-single-ops", {}).get("step_ms", float("nan"))
         print(f"| {M} | {pick['1f1b']['step_ms']:.1f} | {pick['zb-h1']['step_ms']:.1f} | {single:.1f} | {100 * (meas - 1):+.1f}% | "
               + " | ".join(cells) + f" | {c1['F']:.3f} / {c1['B']:.3f}; {cz['F']:.3f} / {cz['I']:.3f} / {cz['W']:.3f} |")

@@ -183,7 +183,7 @@ struct CostSwitches {
   bool dp_comm = false;         // data-parallel gradient reduce(-scatter) and parameter all-gather per step
   double dp_overlap = 0;        // fraction of that hidden under the backward / forward
   bool optimizer_step = false;  // the Adam step (HBM-bound) at the end of each step
-  bool cp_comm = true;          // context parallelism's K/V all-gather (forward) and dK/dV reduce-scatter (backward)
+  bool cp_comm = true;          // context parallelism's K/V all-gather (forward; again backward) and dK/dV reduce-scatter (backward)
   double cp_overlap = 0;        // fraction of it hidden under the attention (0: exposed, as Llama 3's)
   // The loss's HBM traffic as Megatron-LM computes its cross-entropy (38 bytes per logit forward,
   // 14 backward, cost/flops.cc head_work) and its three TP all-reduces; false: ppsim's earlier
@@ -241,7 +241,11 @@ struct ParallelSpec {
   double p2p_eager_mb = 0;
 
   int gpus() const { return pp * tp * cp * dp; }
-  int expert_dp() const { return ep > 0 ? dp / ep : dp; }  // replicas of each routed expert
+  // Ranks holding the same dense weights, over which gradients are reduced and ZeRO shards:
+  // the cp ranks hold the same weights too (Megatron-LM's data-parallel group with context
+  // parallelism; torchtitan's fsdp mesh dimension, dp_shard x cp).
+  int grad_dp() const { return dp * cp; }
+  int expert_dp() const { return ep > 0 ? grad_dp() / ep : grad_dp(); }  // replicas of each routed expert
 };
 
 // Explicit and measured op times are at most this many ms (17 minutes) each, so that sums

@@ -80,7 +80,7 @@ struct Roofline {
     if (bytes <= 0 || !c.costs.tp_comm) return 0;
     return (1.0 - c.costs.tp_overlap) * tp_comm_exposed(bytes);
   }
-  // CP's K/V all-gather (dK/dV reduce-scatter backward): the cp ranks sit at stride tp (order
+  // One CP collective of K/V (or dK/dV) bytes: the cp ranks sit at stride tp (order
   // tp, cp, pp, dp), NVLink when tp * cp fits a node. costs.cp_overlap: the fraction hidden.
   double cp_comm(double bytes) const {
     if (bytes <= 0 || !c.costs.cp_comm) return 0;
@@ -117,9 +117,11 @@ struct Roofline {
     fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);
     // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes (unless given).
+    // CP backward: K and V gathered again (the forward keeps only the rank's own, as Transformer
+    // Engine's AttnFuncWithCPAndKVAllGather, Llama 3's scheme, does), then dK, dV reduce-scattered.
     dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) +
              elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) +
-             tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
+             tp_comm(w.tp_comm_bytes) + 2 * cp_comm(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
     t.w = wgrad;

@@ -54,7 +54,7 @@ struct BlockWork {
   double tp_comm_bytes = 0;     // TP collectives per rank, forward (the backward moves as much again)
   int tp_small_allreduces = 0;  // forward only: latency-bound all-reduces over the TP group (the loss's)
   double tp_small_allreduce_bytes = 0;  // bytes each of them moves per rank
-  double cp_comm_bytes = 0;     // CP: K and V received by the all-gather, forward (backward: dK, dV reduce-scatter, as much)
+  double cp_comm_bytes = 0;     // CP: K and V received by the all-gather, forward (backward: K, V gathered again and dK, dV reduce-scattered, twice as much)
   double dispatch_bytes = 0;    // all-to-all bytes leaving this rank, forward (MoE)
   double combine_bytes = 0;
   double dispatch_grad_bytes = 0;  // backward: the combine's gradient goes out as a dispatch

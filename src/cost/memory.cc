@@ -395,12 +395,12 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     if (c.model.mtp_depth > 0 && has_head[r] && !has_embedding[r]) dense[r] += embedding_params(c.model);
   // Sharding: dense weights over tp, routed experts over ep*tp; ZeRO shards the optimizer
   // states (1), also the gradients (2), also the weights (3), over the ranks holding copies:
-  // dp for dense weights, dp/ep for routed experts.
+  // dp x cp for dense weights, dp x cp / ep for routed experts.
   const double edp = std::max(1, p.expert_dp());
   const double opt = c.precision.optimizer_bytes_per_param();
   for (int r = 0; r < ranks; ++r) {
     const double d = dense[r] / p.tp, e = expert[r] / (static_cast<double>(p.ep) * p.tp);
-    auto sharded = [&](int stage) { return p.zero >= stage ? d / p.dp + e / edp : d + e; };
+    auto sharded = [&](int stage) { return p.zero >= stage ? d / p.grad_dp() + e / edp : d + e; };
     RankMemory& m = out[static_cast<std::size_t>(r)];
     m.weights = sharded(3) * dtype_bytes(c.precision.params);
     m.grads = sharded(2) * dtype_bytes(c.precision.grads);

@@ -21,14 +21,14 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s) {
     held[static_cast<std::size_t>(s.stage_rank[st])].insert(s.slice[st]);
 
   const double tp = p.tp, ep = p.ep;
-  const double n_dense = p.dp, n_expert = std::max(1, p.expert_dp());
+  const double n_dense = p.grad_dp(), n_expert = std::max(1, p.expert_dp());
   const double grad_b = dtype_bytes(c.precision.grads), param_b = dtype_bytes(c.precision.params);
   // Bytes per parameter a rank sends, times (n-1)/n below.
   double per_param = 0;
   if (p.zero == 0) per_param = 2 * grad_b;
   else if (p.zero < 3) per_param = grad_b + param_b;
   else per_param = grad_b + 2 * param_b;
-  const bool intra = static_cast<long long>(p.tp) * p.dp <= h.gpus_per_node;
+  const bool intra = static_cast<long long>(p.tp) * p.grad_dp() <= h.gpus_per_node;
   const double bw = (intra ? h.nvlink_bytes_per_ns_one_way() : h.network_gbps) * h.efficiency.comm;  // bytes/ns
   const double latency_ns = 1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us);
   const int collectives = p.zero == 0 ? 1 : p.zero < 3 ? 2 : 3;

@@ -8,6 +8,8 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/derive.h"
+#include "cost/layer_split.h"
+#include "cost/memory.h"
 #include "cost/step_costs.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
@@ -98,6 +100,33 @@ TEST_CASE("DP collectives and the optimizer step, counted by hand", "[cost][fide
   const ModelConfig wide = load_config_text(kModel, "t.yaml", {"cluster.gpus=32", "parallel.dp=16"});
   const StepCosts sw = step_costs(data_of(wide), s);
   CHECK_THAT(sw.ranks[1].dp_ns, WithinRel(2.0 * 4 * 15.0 / 16 * 195392 / (25 * 0.75) + 5000, 1e-12));
+}
+
+TEST_CASE("context parallelism: the cp ranks join the gradient reduction and the ZeRO shards", "[cost][fidelity]") {
+  // The cp ranks of one replica hold the same weights (Megatron-LM's data-parallel group with
+  // context parallelism; torchtitan's fsdp mesh dimension dp_shard x cp): dp 2 x cp 2 reduce
+  // and shard over 4 ranks, as dp 4 does; dp 2 alone over 2.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const ModelConfig cp = load_config_text(kModel, "t.yaml", {"parallel.dp=2", "parallel.cp=2", "parallel.zero=1"});
+  const ModelConfig dp = load_config_text(kModel, "t.yaml", {"cluster.gpus=4", "parallel.dp=2", "parallel.zero=1"});
+  CHECK(data_of(cp).parallel.grad_dp() == 4);
+  const StepCosts a = step_costs(data_of(cp), s), b = step_costs(data_of(dp), s);
+  // ZeRO 1: (4 + 2) bytes x (n-1)/n of G: n = 4 gives 4.5 G, n = 2 gives 3 G; tp cp dp = 4 fit
+  // a node: NVLink at 225 bytes/ns, two collectives of 1 us.
+  CHECK_THAT(a.ranks[1].dp_bytes, WithinRel(4.5 * 195392, 1e-12));
+  CHECK_THAT(b.ranks[1].dp_bytes, WithinRel(3.0 * 195392, 1e-12));
+  CHECK_THAT(a.ranks[1].dp_ns, WithinRel(4.5 * 195392 / 225 + 2000, 1e-12));
+  // Adam on G / 4 and G / 2.
+  CHECK_THAT(a.ranks[1].optimizer_ns, WithinRel(34.0 * 195392 / 4 / (2039 * 0.8), 1e-12));
+  CHECK_THAT(b.ranks[1].optimizer_ns, WithinRel(34.0 * 195392 / 2 / (2039 * 0.8), 1e-12));
+  // The optimizer states (12 bytes a parameter, ZeRO 1) shard over 4; weights and grads do not.
+  const auto mem = [&](const ModelConfig& c) {
+    return rank_memory(data_of(c), s.stage_rank, s.slice, slice_layouts(data_of(c), s.stages_per_pipe), {2, 1});
+  };
+  const std::vector<RankMemory> ma = mem(cp), mb = mem(dp);
+  CHECK_THAT(ma[1].optimizer, WithinRel(12.0 * 195392 / 4, 1e-12));
+  CHECK_THAT(mb[1].optimizer, WithinRel(12.0 * 195392 / 2, 1e-12));
+  CHECK_THAT(ma[1].weights, WithinRel(2.0 * 195392, 1e-12));
 }
 
 TEST_CASE("physical_result adds the switched-on step pieces to the makespan", "[cost][fidelity]") {

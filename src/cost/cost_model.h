@@ -42,7 +42,9 @@ Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // the step period: the makespan, or the longest own span with parallel.post_validation) sets a factor 1 + duty_slope * max(0, d - duty_ref) on every compute duration (the
 // slices' F, B, W and pairs, the overlap model's attention and MLP sub-ops; links, all-to-alls
 // and the step's DP and optimizer costs unchanged), `costs` is scaled by it and the schedule is
-// simulated again: one step, not iterated to a fixed point. duty_slope 0: one simulation.
+// simulated again, the factor taken from each run's duty until it moves by less than 1e-4 (the
+// fixed point f = 1 + duty_slope * max(0, d(f) - duty_ref); `costs` is left at it). duty_slope 0,
+// or a duty at or below duty_ref: one simulation.
 SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt = {});
 // parallel.post_validation: the step period is the longest rank's own span (physical_result).
 bool post_validation(const ModelConfig& cfg);

@@ -566,27 +566,57 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
   return out;
 }
 
-SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
-  const HardwareSpec& h = data(cfg).hardware;
-  SimResult r = simulate(s, costs, opt);
-  // The step period: the makespan, or with post-validation the longest rank's own span.
-  const Time period = data(cfg).parallel.post_validation ? r.longest_span() : r.makespan();
-  if (h.clock_duty_slope <= 0 || r.ranks.empty() || period <= 0) return r;
+namespace {
+// The ranks' mean compute duty over the step period: the makespan, or with post-validation the
+// longest rank's own span.
+double duty_of(const ModelConfigData& c, const SimResult& r) {
+  const Time period = c.parallel.post_validation ? r.longest_span() : r.makespan();
+  if (r.ranks.empty() || period <= 0) return 0;
   double busy = 0;
   for (const RankStats& x : r.ranks) busy += static_cast<double>(x.busy);
-  const double duty = busy / (static_cast<double>(r.ranks.size()) * static_cast<double>(period));
-  const double factor = 1.0 + h.clock_duty_slope * std::max(0.0, duty - h.clock_duty_ref);
-  if (factor <= 1.0) return r;
+  return busy / (static_cast<double>(r.ranks.size()) * static_cast<double>(period));
+}
+
+// Every compute duration of `base` times `factor` (links, all-to-alls and step costs as they are).
+SimCosts clocked(const SimCosts& base, double factor) {
+  SimCosts out = base;
   auto scale = [factor](Time& t) { t = static_cast<Time>(std::llround(static_cast<double>(t) * factor)); };
-  for (SliceCosts& x : costs.slice) {
+  for (SliceCosts& x : out.slice) {
     scale(x.f);
     scale(x.b);
     scale(x.w);
     scale(x.fb);
   }
-  for (MoeSliceCosts& m : costs.moe)
+  for (MoeSliceCosts& m : out.moe)
     for (Time* t : {&m.attn_f, &m.attn_b, &m.attn_w, &m.mlp_f, &m.mlp_b, &m.mlp_w}) scale(*t);
-  return simulate(s, costs, opt);
+  return out;
+}
+}  // namespace
+
+SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
+  const ModelConfigData& c = data(cfg);
+  const HardwareSpec& h = c.hardware;
+  SimResult r = simulate(s, costs, opt);
+  if (h.clock_duty_slope <= 0) return r;
+  auto factor_at = [&](const SimResult& x) {
+    return 1.0 + h.clock_duty_slope * std::max(0.0, duty_of(c, x) - h.clock_duty_ref);
+  };
+  // The clock's fixed point: f = 1 + k max(0, d(f) - d_ref), where d(f) is the duty with every
+  // compute duration f times the base. d rises with f (links keep their time), so the factor
+  // is iterated from the base run's until it moves by less than kClockTolerance.
+  constexpr double kClockTolerance = 1e-4;
+  constexpr int kClockIterations = 30;
+  double f = factor_at(r);
+  if (f <= 1.0) return r;
+  const SimCosts base = costs;
+  for (int i = 0; i < kClockIterations; ++i) {
+    costs = clocked(base, f);
+    r = simulate(s, costs, opt);
+    const double next = factor_at(r);
+    if (std::abs(next - f) < kClockTolerance) break;
+    f = next;
+  }
+  return r;
 }
 
 bool post_validation(const ModelConfig& cfg) { return data(cfg).parallel.post_validation; }

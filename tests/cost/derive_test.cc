@@ -2,6 +2,7 @@
 // pipe for every layout, embedding and head on the right slices, the link, explicit times and
 // measured profiles, recompute, and step time / tokens / MFU.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -366,7 +367,7 @@ TEST_CASE("cost_summary: per-slice times and memory parts as JSON", "[cost]") {
   CHECK(!b["peak_op"].get<std::string>().empty());
 }
 
-TEST_CASE("hardware.clock: a busier step runs at a lower clock, one rescaled simulation", "[cost]") {
+TEST_CASE("hardware.clock: a busier step runs at a lower clock, at the duty's fixed point", "[cost]") {
   // Explicit times, one rank's share: F 1 ms, B 2 ms per micro-batch.
   const std::string base = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
 hardware: {name: h100}
@@ -393,6 +394,19 @@ times: {F: 1, B: 2}
   // duty 0.5 is below 0.8, so the step is the same.
   const std::string two = "parallel: {pp: 2, microbatches: 1}\n";
   CHECK(makespan(two, "gpipe", on) == makespan(two, "gpipe", {}));
+  // The fixed point, where links keep their time: the same GPipe step with a 1 ms link latency
+  // and slope 1 from duty 0. Each rank computes 3 f ms of a 6 f + 2 L ms step (L: one hop), so
+  // f = 1 + 3 f / (6 f + 2 L): 6 f^2 + (2 L - 9) f - 2 L = 0. One rescaling from the base duty
+  // alone (f1 = 1 + 3 / (6 + 2 L)) gives a shorter step than the fixed point.
+  const std::vector<std::string> slow = {"hardware.nvlink_latency_us=1000"};
+  const double L = (makespan(two, "gpipe", slow) - 6e6) / 2e6;  // ms
+  REQUIRE(L > 0.99);
+  const double f = ((9 - 2 * L) + std::sqrt((2 * L - 9) * (2 * L - 9) + 48 * L)) / 12;
+  const double f1 = 1 + 3 / (6 + 2 * L);
+  CHECK(f > f1 + 0.02);  // about 1.404 against 1.375
+  const double hot = makespan(two, "gpipe", {"hardware.nvlink_latency_us=1000", "hardware.clock.duty_slope=1",
+                                             "hardware.clock.duty_ref=0"});
+  CHECK_THAT(hot, WithinRel((6 * f + 2 * L) * 1e6, 1e-4));
   // A bad figure is one located error.
   CHECK_THROWS_WITH(cfg_of(base + one, {"hardware.clock.duty_ref=2"}), Catch::Matchers::Contains("duty_ref"));
 }

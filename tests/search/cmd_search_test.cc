@@ -176,3 +176,38 @@ TEST_CASE("ppsim search --objective span: every rank's own span down to its work
   const auto t = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 --memory-cap none --placement linear -j 1 -q --objective span");
   CHECK(t.out.find("objective: the longest rank's own span") != std::string::npos);
 }
+
+TEST_CASE("ppsim search with hardware.clock: each row run at its own duty's clock", "[search][cli]") {
+  // No communication (links of 1e9 GB/s, no latency) and F = b = W = 1 ms on P = 4, M = 8: every
+  // rank computes 24 ms, and every compute duration scales alike, so the duty d = 24 / step is
+  // the same at any clock and the step is the base one times 1 + (d - 0.5) with slope 1 from 0.5.
+  Scratch s("search_cli_clock");
+  const std::string cfg = R"(model: {layers: 8, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 1000, seq_len: 256}
+hardware: {name: test, peak_tflops: {bf16: 100}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: 1000000000,
+           nvlink_latency_us: 0, network_gbps: 1000000000, network_latency_us: 0, gpus: 4}
+parallel: {pp: 4, microbatches: 8}
+times: {F: 1, B: 2, W: 1}
+)";
+  s.write("base.yaml", cfg);
+  const std::string flags = " --memory-cap none --placement linear -j 1 -q --seed 1 --time-limit 5 --format json";
+  const auto base = run_ppsim(s, "search base.yaml" + flags);
+  const auto hot =
+      run_ppsim(s, "search base.yaml --set hardware.clock.duty_slope=1 --set hardware.clock.duty_ref=0.5" + flags);
+  INFO(base.err << hot.err);
+  REQUIRE(base.code == 0);
+  REQUIRE(hot.code == 0);
+  const nlohmann::json b = nlohmann::json::parse(base.out), h = nlohmann::json::parse(hot.out);
+  CHECK_FALSE(b["search"]["clocked"].get<bool>());
+  CHECK(h["search"]["clocked"].get<bool>());
+  REQUIRE(b["results"].size() == 2);  // the searched order and the best family
+  REQUIRE(h["results"].size() == 2);
+  for (std::size_t i = 0; i < b["results"].size(); ++i) {
+    const double step = b["results"][i]["makespan"].get<double>();
+    INFO(b["results"][i]["schedule"]);
+    CHECK(step >= 24.0);
+    CHECK_THAT(h["results"][i]["makespan"].get<double>(), Catch::Matchers::WithinRel(step * (1 + 24.0 / step - 0.5), 1e-5));
+  }
+  const auto text = run_ppsim(s, "search base.yaml --set hardware.clock.duty_slope=1 --memory-cap none --placement linear -j 1 -q --seed 1 --time-limit 5");
+  CHECK(text.out.find("clock (hardware.clock): ranked at the base clock") != std::string::npos);
+  CHECK(text.out.find("at the base clock") != std::string::npos);
+}

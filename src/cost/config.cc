@@ -109,7 +109,7 @@ const SchemaNode& schema() {
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
-                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
+                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
       SchemaNode{"plan", {}, true},
@@ -490,6 +490,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.post_validation = r.boolean("post_validation", false);
   const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed"});
   p.p2p_runtime = runtime == "megatron" ? P2pRuntime::megatron : runtime == "deepspeed" ? P2pRuntime::deepspeed : P2pRuntime::dataflow;
+  p.cp_torch = r.choice("cp_runtime", "te", {"te", "torch"}) == "torch";
   p.p2p_sync_us = r.number("p2p_sync_us", 0, 0, 1e6, false);
   p.p2p_eager_mb = r.number("p2p_eager_mb", 0, 0, 1e6, false);
   if (p.p2p_sync_us > 0 && p.p2p_runtime != P2pRuntime::megatron)

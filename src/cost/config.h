@@ -232,6 +232,11 @@ struct ParallelSpec {
   // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b) or deepspeed
   // (DeepSpeed's pipeline engine: TrainSchedule's blocking sends and receives, one at a time, 1f1b).
   P2pRuntime p2p_runtime = P2pRuntime::dataflow;
+  // parallel.cp_runtime: how context parallelism's backward moves K/V and their grads.
+  // te (Transformer Engine's all-gather CP, Llama 3's scheme; the default): K, V gathered again
+  // and dK, dV reduce-scattered in bf16. torch (PyTorch's context_parallel, torchtitan's path):
+  // K, V gathered again, and the local dK, dV passed around the cp ranks cp times in fp32.
+  bool cp_torch = false;
   // parallel.p2p_sync_us, with megatron: the host's restart after each call's
   // torch.cuda.synchronize() (Megatron's batch_p2p_sync). The GPU has drained, so the rank's next
   // action starts this long after the call's last transfer lands. 0: not counted.

@@ -89,6 +89,18 @@ struct Roofline {
     return (1.0 - c.costs.cp_overlap) *
            (bytes / bw + 1e3 * (intra ? c.hardware.nvlink_latency_us : c.hardware.network_latency_us));
   }
+  // CP's backward, from the forward all-gather's bytes (the other cp - 1 ranks' K and V). Both
+  // gather K and V again: the forward keeps only the rank's own (Transformer Engine's
+  // AttnFuncWithCPAndKVAllGather, Llama 3's scheme; PyTorch's ring backward's kv_rotater).
+  // te: then one reduce-scatter of dK, dV (bf16, as many bytes). torch (parallel.cp_runtime):
+  // PyTorch's _templated_ring_attention_backward passes the local dK, dV (1/cp of the sequence,
+  // fp32 with its default convert_to_f32) to the next rank cp times, each its own transfer.
+  double cp_backward(double fwd_bytes) const {
+    if (fwd_bytes <= 0) return 0;
+    if (!c.parallel.cp_torch) return 2 * cp_comm(fwd_bytes);
+    const double local_fp32 = 2 * fwd_bytes / (c.parallel.cp - 1);
+    return cp_comm(fwd_bytes) + c.parallel.cp * cp_comm(local_fp32);
+  }
   double tp_comm_exposed(double bytes) const {
     const bool intra = c.parallel.tp <= c.hardware.gpus_per_node;
     const double bw = (intra ? c.hardware.nvlink_bytes_per_ns_one_way() : c.hardware.network_gbps) * c.hardware.efficiency.comm;
@@ -117,11 +129,9 @@ struct Roofline {
     fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);
     // Input grad: 2.5x the core's FLOPs and 2x its bytes, 2x the elementwise bytes (unless given).
-    // CP backward: K and V gathered again (the forward keeps only the rank's own, as Transformer
-    // Engine's AttnFuncWithCPAndKVAllGather, Llama 3's scheme, does), then dK, dV reduce-scattered.
     dgrad += core(kAttentionBackwardFactor * w.core_flops, 2 * w.core_bytes) +
              elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) +
-             tp_comm(w.tp_comm_bytes) + 2 * cp_comm(w.cp_comm_bytes);
+             tp_comm(w.tp_comm_bytes) + cp_backward(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
     t.w = wgrad;

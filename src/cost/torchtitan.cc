@@ -111,7 +111,10 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
                      "[parallelism] expert_tensor_parallel_degree > 1: expert tensor parallelism is not modelled");
   p["pp"] = pp;
   p["tp"] = tp;
-  if (cp > 1) p["cp"] = cp;
+  if (cp > 1) {
+    p["cp"] = cp;
+    p["cp_runtime"] = "torch";  // PyTorch's context_parallel: its ring backward (docs/CONFIG.md)
+  }
   if (ep > 1) p["ep"] = ep;
   const long long replicate = par.integer("data_parallel_replicate_degree", 1);
   long long shard = par.integer("data_parallel_shard_degree", -1);

@@ -226,4 +226,16 @@ TEST_CASE("context parallelism: the all-gather on the attention's time, switched
   CHECK(per_layer > 1008);
   CHECK_THAT(static_cast<double>(a.slice[1].f - b.slice[1].f), WithinAbs(per_layer, 1.0));
   CHECK_THAT(static_cast<double>(a.slice[1].b - b.slice[1].b), WithinAbs(2 * per_layer, 1.0));
+  // parallel.cp_runtime: torch (PyTorch's ring backward): the all-gather again, then the local
+  // dK, dV in fp32 (1/cp of the sequence: 2 x 3072 / 3 = 2048 bytes) passed on cp = 4 times,
+  // each with its latency. The forward does not change.
+  const ModelConfig torch_rt =
+      load_config_text(kDense, "t.yaml", {"parallel.tp=2", "parallel.cp=4", "parallel.cp_runtime=torch"});
+  const SimCosts t = derive_costs(torch_rt, s);
+  const double ring = 2048.0 / (hw.nvlink_bytes_per_ns_one_way() * hw.efficiency.comm) + 1e3 * hw.nvlink_latency_us;
+  CHECK(t.slice[1].f == a.slice[1].f);
+  CHECK_THAT(static_cast<double>(t.slice[1].b - b.slice[1].b), WithinAbs(per_layer + 4 * ring, 2.0));
+  // A runtime that is not one is a located error naming the two.
+  CHECK_THROWS_WITH(load_config_text(kDense, "t.yaml", {"parallel.cp=4", "parallel.cp_runtime=ring"}),
+                    Catch::Matchers::Contains("te"));
 }

@@ -109,10 +109,11 @@ TEST_CASE("torchtitan: context parallelism and the split with the first/last sta
   std::filesystem::remove(tmp);
   CHECK(c.parallel.pp == 8);
   CHECK(c.parallel.layer_split == std::vector<int>{4, 5, 4, 4, 4, 4, 4, 3});
-  // context_parallel_degree 2 is parallel.cp.
+  // context_parallel_degree 2 is parallel.cp, with PyTorch's ring backward (cp_runtime: torch).
   const TorchtitanKeys k = torchtitan_from_text("[parallelism]\ncontext_parallel_degree = 2\npipeline_parallel_degree = 2\n",
                                                 "t.toml", "", 8);
   CHECK(k.parallel["cp"].as<int>() == 2);
+  CHECK(k.parallel["cp_runtime"].as<std::string>() == "torch");
   CHECK(k.parallel["dp"].as<int>() == 8 / (2 * 2));
   CHECK(k.first_less == 1);
   CHECK(k.last_less == 1);

@@ -6,6 +6,10 @@ one host (docs/FIDELITY.md, "ZB-H1 against 1F1B on four GPUs"). One rank per GPU
     torchrun --standalone --nproc-per-node 4 tools/measure_zb_runtime.py --out DIR --orders zb_h1_*.json
     python3 tools/measure_zb_runtime.py --report DIR          # here: measured against ppsim
 
+Any zero-bubble order `ppsim show` writes runs the same way, named by its family (e.g. zb-h2);
+1F1B runs once per micro-batch count. --report also gives each run's duty cycle and ppsim's gain
+with hardware.clock on (--clock-slope, from duty 0.8).
+
 The Zero Bubble paper's ZB-1p claims (Table 4) set the fork's ZB-1p, run by its own runtime,
 against its Megatron-LM 1F1B. ppsim simulates ZB-1p as ZB-H1 (the paper's Table 5 gives them the
 same bubble) with the dataflow runtime, and 1F1B with Megatron's calls; where W is largest it
@@ -45,6 +49,10 @@ def parse_args():
     ap.add_argument("--orders", nargs="*", default=[], help="ppsim show zb-h1 -p P -m M --format json, one per M")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--timed", type=int, default=5)
+    ap.add_argument("--no-single-ops", dest="single_ops", action="store_false",
+                    help="skip the run of each order with every send and receive its own batch")
+    ap.add_argument("--clock-slope", type=float, default=0.5,
+                    help="--report: hardware.clock.duty_slope for the clock column (duty_ref 0.8)")
     return ap.parse_args()
 
 
@@ -61,8 +69,8 @@ def report(a):
     f, i, w = m["layer_f_ms"], m["layer_i_ms"], m["layer_w_ms"]
     whole = m["layer_b_ms"]
 
-    def predict(sched, M, runtime, costs, restart_us=0.0):
-        """ppsim's step for one layer's (F, I, W) ms."""
+    def predict(sched, M, runtime, costs, restart_us=0.0, sets=()):
+        """ppsim's step for one layer's (F, I, W) ms (`sets`: --set flags for ppsim)."""
         cf, ci, cw = costs
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
             fh.write(replay_profile(cf, ci + cw, L["gbps"], L["small_ms"] * 1e3, w_ms=cw))
@@ -70,7 +78,8 @@ def report(a):
         with open(os.path.join(tmp, "c.yaml"), "w") as fh:
             fh.write(replay_config(m["ranks"], m["layers_per_rank"], m["hidden"], m["heads"], m["ffn"], m["seq"], m["batch"],
                                    M, f"p2p_runtime: {runtime}{extra}, ", "p.yaml"))
-        out = subprocess.run([a.ppsim, "compare", os.path.join(tmp, "c.yaml"), "-s", sched, "--format", "json"],
+        flags = [x for kv in sets for x in ("--set", kv)]
+        out = subprocess.run([a.ppsim, "compare", os.path.join(tmp, "c.yaml"), "-s", sched, "--format", "json", *flags],
                              capture_output=True, text=True, check=True).stdout
         return json.loads(out)["results"][0]["makespan"]
 
@@ -116,29 +125,41 @@ def report(a):
                     per.setdefault(k, []).append((t1 - t0) / lp)
         return {k: statistics.mean(v) for k, v in per.items()}
 
-    print("| M | 1F1B ms (Megatron calls, sync) | ZB-H1 ms (fork runtime) | ZB-H1, each op its own batch | measured gain "
-          "| ppsim, layer alone: 1F1B / ZB-H1 ms, gain (pp) | with the 147 us restart on 1F1B's calls "
-          "| per-layer costs as each pipeline ran them | those costs, F / B; F / I / W ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    def duty(row):
+        """Mean over the ranks of compute time over the step's span (first start to last end)."""
+        spans = [t for tl in row["timeline"] for _, _, *t in tl]
+        span = max(t[1] for t in spans) - min(t[0] for t in spans)
+        return statistics.mean(sum(t1 - t0 for k, _, t0, t1 in tl if k in ("F", "B", "I", "W")) / span
+                               for tl in row["timeline"])
+
+    print("| schedule | M | 1F1B ms (Megatron calls, sync) | ms (fork runtime) | each op its own batch | measured gain "
+          "| duty 1F1B / this | ppsim, layer alone: 1F1B / this ms, gain (pp) | with the 147 us restart on 1F1B's calls "
+          f"| clock on (slope {a.clock_slope:g} from 0.8) | per-layer costs as each pipeline ran them "
+          "| those costs, F / B; F / I / W ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for M in sorted({r["microbatches"] for r in m["results"]}):
         pick = {r["schedule"]: r for r in m["results"] if r["microbatches"] == M}
-        if "1f1b" not in pick or "zb-h1" not in pick:
+        if "1f1b" not in pick:
             continue
-        meas = pick["1f1b"]["step_ms"] / pick["zb-h1"]["step_ms"]
-        cells = []
-        c1, cz = in_pipeline(pick["1f1b"]), in_pipeline(pick["zb-h1"])
-        # (1F1B's in-pipeline F and B already hold the restart after each synchronized call: the
-        # GPU idles from the call's end until the host has launched the step's first kernels;
-        # its whole B is split as the layer alone splits it)
-        for one, zb, restart in (((f, i, w), (f, i, w), 0.0), ((f, i, w), (f, i, w), 147.0),
-                                 ((c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)), (cz["F"], cz["I"], cz["W"]), 0.0)):
-            p1 = predict("1f1b", M, "megatron", one, restart)
-            pz = predict("zb-h1", M, "dataflow", zb)
-            g = p1 / pz
-            cells.append(f"{p1:.1f} / {pz:.1f}, {100 * (g - 1):+.1f}% ({100 * (g - meas):+.1f} pp)")
-        single = pick.get("zb-h1-single-ops", {}).get("step_ms", float("nan"))
-        print(f"| {M} | {pick['1f1b']['step_ms']:.1f} | {pick['zb-h1']['step_ms']:.1f} | {single:.1f} | {100 * (meas - 1):+.1f}% | "
-              + " | ".join(cells) + f" | {c1['F']:.3f} / {c1['B']:.3f}; {cz['F']:.3f} / {cz['I']:.3f} / {cz['W']:.3f} |")
+        for name in sorted(n for n in pick if n != "1f1b" and not n.endswith("-single-ops")):
+            meas = pick["1f1b"]["step_ms"] / pick[name]["step_ms"]
+            cells = []
+            c1, cz = in_pipeline(pick["1f1b"]), in_pipeline(pick[name])
+            # (1F1B's in-pipeline F and B already hold the restart after each synchronized call: the
+            # GPU idles from the call's end until the host has launched the step's first kernels;
+            # its whole B is split as the layer alone splits it)
+            clock = [f"hardware.clock.duty_slope={a.clock_slope}", "hardware.clock.duty_ref=0.8"]
+            for one, zb, restart, sets in (((f, i, w), (f, i, w), 0.0, []), ((f, i, w), (f, i, w), 147.0, []),
+                                           ((f, i, w), (f, i, w), 0.0, clock),
+                                           ((c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)), (cz["F"], cz["I"], cz["W"]), 0.0, [])):
+                p1 = predict("1f1b", M, "megatron", one, restart, sets)
+                pz = predict(name, M, "dataflow", zb, 0.0, sets)
+                g = p1 / pz
+                cells.append(f"{p1:.1f} / {pz:.1f}, {100 * (g - 1):+.1f}% ({100 * (g - meas):+.1f} pp)")
+            single = pick.get(name + "-single-ops", {}).get("step_ms", float("nan"))
+            print(f"| {name} | {M} | {pick['1f1b']['step_ms']:.1f} | {pick[name]['step_ms']:.1f} | {single:.1f} | {100 * (meas - 1):+.1f}% | "
+                  f"{duty(pick['1f1b']):.2f} / {duty(pick[name]):.2f} | " + " | ".join(cells) +
+                  f" | {c1['F']:.3f} / {c1['B']:.3f}; {cz['F']:.3f} / {cz['I']:.3f} / {cz['W']:.3f} |")
     return 0
 
 
@@ -331,16 +352,22 @@ def main():
     cost = {"F": costs[0].item(), "I": costs[1].item(), "W": costs[2].item()}
 
     results = []
+    baseline_done = set()
     for path in a.orders:
         spec = json.load(open(path))
         if spec["pp"] != P:
             raise SystemExit(f"{path}: pp {spec['pp']}, but {P} ranks run")
         M = spec["microbatches"]
+        name_zb = spec.get("schedule", "zb-h1")  # the order's family: zb-h1, zb-h2, ...
         zb = megatron_plan.plan_zb(megatron_plan.parse_order(spec["ranks"]), P, cost)
-        # the same order with each send and receive its own batch_isend_irecv (no batch couples a
-        # consumer to a send): what the fork's batching costs
-        single = [[x for st in r_ for x in ([("post", [op]) for op in st[1]] if st[0] == "post" else [st])] for r_ in zb]
-        plans = {"1f1b": megatron_plan.plan_1f1b(P, M), "zb-h1": zb, "zb-h1-single-ops": single}
+        plans = {} if M in baseline_done else {"1f1b": megatron_plan.plan_1f1b(P, M)}
+        baseline_done.add(M)
+        plans[name_zb] = zb
+        if a.single_ops:
+            # the same order with each send and receive its own batch_isend_irecv (no batch couples
+            # a consumer to a send): what the fork's batching costs
+            plans[name_zb + "-single-ops"] = [[x for st in r_ for x in ([("post", [op]) for op in st[1]] if st[0] == "post" else [st])]
+                                              for r_ in zb]
         for name, plan in plans.items():
             megatron_plan.check(plan, P)
             for _ in range(a.warmup):

@@ -33,6 +33,7 @@ rank 0, and the link (one activation, and 4 KB, as one batched call between rank
 an `nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw --format=csv,noheader,nounits
 -lms 20` log beside it as DIR/clocks.csv, --report also prints each run's mean SM clock and power.
 """
+import functools
 import json
 import os
 import statistics
@@ -69,8 +70,9 @@ def report(a):
     f, i, w = m["layer_f_ms"], m["layer_i_ms"], m["layer_w_ms"]
     whole = m["layer_b_ms"]
 
+    @functools.lru_cache(maxsize=None)  # 1F1B's rows repeat for every schedule run at the same M
     def predict(sched, M, runtime, costs, restart_us=0.0, sets=()):
-        """ppsim's step for one layer's (F, I, W) ms (`sets`: --set flags for ppsim)."""
+        """ppsim's step for one layer's (F, I, W) ms (`sets`: a tuple of --set flags for ppsim)."""
         cf, ci, cw = costs
         with open(os.path.join(tmp, "p.yaml"), "w") as fh:
             fh.write(replay_profile(cf, ci + cw, L["gbps"], L["small_ms"] * 1e3, w_ms=cw))
@@ -148,10 +150,10 @@ def report(a):
             # (1F1B's in-pipeline F and B already hold the restart after each synchronized call: the
             # GPU idles from the call's end until the host has launched the step's first kernels;
             # its whole B is split as the layer alone splits it)
-            clock = [f"hardware.clock.duty_slope={a.clock_slope}", "hardware.clock.duty_ref=0.8"]
-            for one, zb, restart, sets in (((f, i, w), (f, i, w), 0.0, []), ((f, i, w), (f, i, w), 147.0, []),
+            clock = (f"hardware.clock.duty_slope={a.clock_slope}", "hardware.clock.duty_ref=0.8")
+            for one, zb, restart, sets in (((f, i, w), (f, i, w), 0.0, ()), ((f, i, w), (f, i, w), 147.0, ()),
                                            ((f, i, w), (f, i, w), 0.0, clock),
-                                           ((c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)), (cz["F"], cz["I"], cz["W"]), 0.0, [])):
+                                           ((c1["F"], c1["B"] * i / (i + w), c1["B"] * w / (i + w)), (cz["F"], cz["I"], cz["W"]), 0.0, ())):
                 p1 = predict("1f1b", M, "megatron", one, restart, sets)
                 pz = predict(name, M, "dataflow", zb, 0.0, sets)
                 g = p1 / pz

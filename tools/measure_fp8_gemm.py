@@ -18,7 +18,14 @@ Fine-grained scaling goes through torch._scaled_mm with a (M, K/128) scale for A
 line says so. Each FP8 result is checked against BF16 on the dequantized inputs (relative error
 under 5%), so a scale the kernel read differently from what was meant cannot pass as a timing.
 
-Usage: python3 tools/measure_fp8_gemm.py [--iters 20] [--json out.json]
+`--wgrad` times each GEMM's weight gradient instead, dW = dY^T X (N x K, the inner dimension the
+M tokens), as DeepSeek-V3 quantizes it (report 3.3.2: the activations and the output gradient both
+in 1x128 tiles along the tokens, each side transposed before it is quantized): A = dY^T with a
+(N, M/128) scale, B = X with one per 128 tokens of each input channel (cuBLASLt's 1x128 x 1x128
+block scaling), beside BF16 and per-tensor FP8 on the same product. No accumulation into an FP32
+gradient (efficiency.accum_exposed prices that apart).
+
+Usage: python3 tools/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
 """
 import argparse
 import json
@@ -90,6 +97,85 @@ def try_blockwise(torch, a_q, sa, w_q, sw, ref):
     return None, "; ".join(reasons), None
 
 
+WGRAD_LAYOUTS = [  # (description, scale_a M-major?, scale_b transposed-contiguous?)
+    ("scale_a (N, M/128) N-major, scale_b (M/128, K) contiguous", True, True),
+    ("scale_a (N, M/128) contiguous, scale_b (M/128, K) contiguous", False, True),
+    ("scale_a (N, M/128) N-major, scale_b (M/128, K) K-major", True, False),
+    ("scale_a (N, M/128) contiguous, scale_b (M/128, K) K-major", False, False),
+]
+
+
+def wgrad_blockwise(torch, g_q, sg, x_q, sx, layout):
+    """dW (N, K) = dY^T (N, M) . X (M, K) with 1x128 scales along the M tokens on both sides:
+    g_q (N, M) FP8 row-major, sg (N, M/128); x_q = X^T (K, M) FP8 row-major, sx (K, M/128)."""
+    _, a_outer, b_t = WGRAD_LAYOUTS[layout]
+    s_a = sg.t().contiguous().t() if a_outer else sg.contiguous()
+    s_b = sx.t().contiguous() if b_t else sx.contiguous().t()  # (M/128, K)
+    return lambda: torch._scaled_mm(g_q, x_q.t(), s_a, s_b, out_dtype=torch.bfloat16)
+
+
+def measure_wgrad(torch, a):
+    """--wgrad: each shape's weight gradient; rows as main()'s."""
+    rows = []
+    for name, M, N, K, G, _, _, macs in SHAPES:
+        flops = 2.0 * M * N * K * G
+        Np = -(-N // 128) * 128  # N 2112 is 16.5 blocks: zero rows added, FLOPs counted on the real N
+        gs = [torch.nn.functional.pad(torch.randn(N, M, device="cuda", dtype=torch.bfloat16), (0, 0, 0, Np - N))
+              for _ in range(G)]
+        xs = [torch.randn(K, M, device="cuda", dtype=torch.bfloat16) for _ in range(G)]
+        t_bf16 = median_ms(torch, lambda: [g @ x.t() for g, x in zip(gs, xs)], a.iters)
+        one = torch.ones((), device="cuda", dtype=torch.float32)
+        g8 = [g.to(torch.float8_e4m3fn) for g in gs]
+        x8 = [x.to(torch.float8_e4m3fn) for x in xs]
+        t_tensor = median_ms(torch, lambda: [torch._scaled_mm(g, x.t(), one, one, out_dtype=torch.bfloat16,
+                                                               use_fast_accum=True) for g, x in zip(g8, x8)], a.iters)
+        qs = []
+        for g, x in zip(gs, xs):
+            gq, sg = quant_blocks(torch, g, 1, 128)
+            xq, sx = quant_blocks(torch, x, 1, 128)
+            qs.append((gq, sg.reshape(Np, M // 128), xq, sx.reshape(K, M // 128)))
+        gq0, sg0, xq0, sx0 = qs[0]
+        gd = (gq0.float().reshape(Np, M // 128, 128) * sg0[:, :, None]).reshape(Np, M)
+        xd = (xq0.float().reshape(K, M // 128, 128) * sx0[:, :, None]).reshape(K, M)
+        ref = gd @ xd.t()
+        del gd, xd
+        layout, desc, err, reasons = None, None, None, []
+        for i, (d, _, _) in enumerate(WGRAD_LAYOUTS):
+            try:
+                got = wgrad_blockwise(torch, gq0, sg0, xq0, sx0, i)().float()
+                e = ((got - ref).norm() / ref.norm()).item()
+                if e > 0.05:
+                    reasons.append(f"{d}: relative error {e:.3f} against the dequantized product (scales misread)")
+                    continue
+                layout, desc, err = i, d, e
+                break
+            except Exception as ex:  # noqa: BLE001
+                reasons.append(str(ex).splitlines()[0][:160])
+        del ref
+        t_block = None
+        if layout is not None:
+            fns = [wgrad_blockwise(torch, gq, sg, xq, sx, layout) for gq, sg, xq, sx in qs]
+            t_block = median_ms(torch, lambda: [f() for f in fns], a.iters)
+        else:
+            desc = "; ".join(reasons)
+        row = {"gemm": name + " wgrad", "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
+               "bf16_ms": t_bf16, "fp8_tensor_ms": t_tensor, "fp8_block_ms": t_block, "block_scaling": desc,
+               "block_rel_error": err,
+               "eff_bf16": flops / (t_bf16 * 1e-3) / PEAK_BF16,
+               "eff_fp8_tensor": flops / (t_tensor * 1e-3) / PEAK_FP8,
+               "eff_fp8_block": None if t_block is None else flops / (t_block * 1e-3) / PEAK_FP8,
+               "deepgemm_h800": None, "internal_h800": None}
+        rows.append(row)
+        blk_s = "-" if t_block is None else f"{row['eff_fp8_block']:.3f}"
+        print(f"{name:15} dW {N:5}x{K:5}, {M:5} tokens x{G}  bf16 {row['eff_bf16']:.3f}  fp8/tensor "
+              f"{row['eff_fp8_tensor']:.3f}  fp8/1x128+1x128 {blk_s}")
+        if t_block is None:
+            print(f"    fine-grained: {desc}")
+        del gs, xs, g8, x8, qs
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
@@ -97,7 +183,12 @@ def main():
     ap.add_argument("--dgrad", action="store_true",
                     help="time each GEMM's input gradient instead (dX = dY W: M x K x N, the inner dimension "
                          "zero-padded to a multiple of 128 where it is not one; FLOPs counted on the real one)")
+    ap.add_argument("--wgrad", action="store_true",
+                    help="time each GEMM's weight gradient instead (dW = dY^T X, the M tokens the inner dimension, "
+                         "1x128 scales along the tokens on both sides)")
     a = ap.parse_args()
+    if a.dgrad and a.wgrad:
+        ap.error("--dgrad and --wgrad: one at a time")
     torch = cuda_torch("measure_fp8_gemm")
     if torch is None:
         return 0
@@ -107,8 +198,8 @@ def main():
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; CUDA {torch.version.cuda}")
     torch.manual_seed(0)
-    rows = []
-    for name, M, N, K, G, dg_tf, speedup, macs in SHAPES:
+    rows = measure_wgrad(torch, a) if a.wgrad else []
+    for name, M, N, K, G, dg_tf, speedup, macs in ([] if a.wgrad else SHAPES):
         if a.dgrad:
             N, K = K, N
         flops = 2.0 * M * N * K * G

@@ -102,7 +102,7 @@ const SchemaNode& schema() {
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
-                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed"), leaf("gemm_fp8")}),
+                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed"), leaf("gemm_fp8"), leaf("gemm_fp8_wgrad")}),
                            leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
@@ -197,6 +197,19 @@ constexpr Preset kPresets[] = {
 //         weighting, and over its speedup column 0.515 for "our internally and carefully
 //         optimized implementation based on CUTLASS 3.6", the kernels that predate DeepGEMM.
 //         The A100 has no FP8 (0: as gemm).
+//   gemm_fp8_wgrad: the FP8 weight-gradient GEMMs (dW = X^T dY, the tokens the inner dimension,
+//         both inputs in 1x128 tiles along the tokens: report 3.3.2). tools/measure_fp8_gemm.py
+//         --wgrad times them for the same eight shapes (cuBLAS 13's 1x128 x 1x128 block scaling,
+//         each product checked against BF16 on the dequantized inputs) on one H100, 2026-11-26:
+//         FLOP-weighted 0.437 and 0.456 of the FP8 peak in two runs, where BF16 on the same
+//         products reached 0.710 and 0.728 (a ratio of 0.62 and 0.63), and the forward's block
+//         scaling 0.561 on the same GPU (0.78-0.81 of it). Per-row-and-column rescaling of every
+//         K block costs what the 128x128 weight blocks' per-row one does not. As gemm_fp8: 0.65 x
+//         0.62 = 0.40 for the Hopper types. DeepSeek's own trace (deepseek-ai/profile-data
+//         train.json, H800) agrees in direction: its wgrad kernels (fp8_dptp128c_acc) run 4.78
+//         TFLOP a layer in 6.87 ms of kernel time (0.35 of the peak on 112 SMs beside DeepEP's
+//         kernels), its forward and input-grad ones at 0.41-0.51 beside the same. No FP8 on the
+//         A100 (0).
 struct GpuType {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;
@@ -206,11 +219,11 @@ struct GpuType {
 };
 
 constexpr GpuType kGpuTypes[] = {
-    {"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
-    {"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0}},
-    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
-    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
-    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52}},
+    {"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
 };
 
 std::string preset_key(const std::string& name) {
@@ -401,6 +414,8 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   h.efficiency.comm = eff.number("comm", h.efficiency.comm, 0.01, 1, false);
   h.efficiency.accum_exposed = eff.number("accum_exposed", h.efficiency.accum_exposed, 0, 2, false);
   if (eff.has("gemm_fp8")) h.efficiency.gemm_fp8 = eff.number("gemm_fp8", h.efficiency.gemm, 0.01, 1, false);
+  if (eff.has("gemm_fp8_wgrad"))
+    h.efficiency.gemm_fp8_wgrad = eff.number("gemm_fp8_wgrad", h.efficiency.gemm_fp8, 0.01, 1, false);
   h.comm_sms = static_cast<int>(r.integer("comm_sms", 0, 0, h.sms - 1));
   const MapReader clock = r.child("clock", sub(hs, "clock"));
   h.clock_duty_slope = clock.number("duty_slope", 0, 0, 10, false);

@@ -144,7 +144,13 @@ struct EfficiencySpec {
   // DeepSeek-V3 trains) reach; 0: as `gemm`. The Hopper types take 0.52: `gemm` times the ratio
   // to BF16 measured on an H100 (tools/measure_fp8_gemm.py; src/cost/config.cc).
   double gemm_fp8 = 0;
+  // The same for the FP8 weight-gradient GEMMs, dW = X^T dY, whose inner dimension is the tokens:
+  // both inputs in 1x128 tiles along the tokens (DeepSeek-V3's report 3.3.2), so every K block
+  // rescales the accumulator by a scale per row and per column. 0: as `gemm_fp8`. The Hopper types
+  // take 0.40: `gemm` times the ratio to BF16 wgrad measured on an H100 (src/cost/config.cc).
+  double gemm_fp8_wgrad = 0;
   double gemm_at(bool fp8) const { return fp8 && gemm_fp8 > 0 ? gemm_fp8 : gemm; }
+  double wgrad_at(bool fp8) const { return fp8 && gemm_fp8_wgrad > 0 ? gemm_fp8_wgrad : gemm_at(fp8); }
 };
 
 struct HardwareSpec {
@@ -293,6 +299,10 @@ struct CostProfile {
   // only; every other part (dense layers, embedding, head, MTP, recompute, links) stays derived
   // from the config, as without a profile.
   bool moe_layers_only = false;
+  // `recompute: included` (with applies_to: moe_layers): the MoE layers' backward times already
+  // hold what the measured run recomputed (a trace's kernels are what ran), so ppsim adds no
+  // recompute of its own to those layers; `derived` (the default) adds the config's.
+  bool recompute_included = false;
   // The profile replaces every derived op time (the default, applies_to: all).
   bool replaces_all() const { return present && !moe_layers_only; }
 };

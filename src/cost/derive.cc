@@ -39,6 +39,9 @@ struct Roofline {
   double gemm_peak(const Gemm& g) const {
     return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.gemm_at(gemm_type(g) == Dtype::fp8);
   }
+  double wgrad_peak(const Gemm& g) const {
+    return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.wgrad_at(gemm_type(g) == Dtype::fp8);
+  }
   double gemm_hbm() const { return c.hardware.hbm_gbps * c.hardware.efficiency.gemm; }
   double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
 
@@ -57,7 +60,7 @@ struct Roofline {
   double gemm_wgrad(const Gemm& g) const {
     const double bytes = (g.k * g.m + g.m * g.n) * in_bytes(g) * g.count;
     const double accum_bytes = g.k * g.n * 8.0 * g.count;
-    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
+    return std::max(g.flops() / wgrad_peak(g), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
   }
   // FP8 quantization traffic of one GEMM (costs.fp8_quant; CostSwitches::fp8_quant says what).
   bool quantized(const Gemm& g) const { return c.costs.fp8_quant && gemm_type(g) == Dtype::fp8; }
@@ -344,6 +347,9 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
     }
     return cache.back();
   };
+  auto measured_recompute = [&](int layer) {
+    return c.profile.moe_layers_only && c.profile.recompute_included && c.model.layer_is_moe(layer);
+  };
   const BlockWork emb = embedding_work(c, sh);
   const BlockWork head = head_work(c, sh);
   const Bytes p2p = static_cast<Bytes>(std::llround(static_cast<double>(c.model.tokens_per_microbatch()) *
@@ -364,7 +370,10 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
       // attention the backward kernel recomputes them anyway, inside the 2.5x).
       const bool full = c.parallel.recompute == Recompute::full &&
                         (c.parallel.recompute_layers < 0 || l - lay.first_layer < c.parallel.recompute_layers);
-      if (full) {
+      if (measured_recompute(l)) {
+        // a measured MoE layer whose backward already holds the run's recompute (profile
+        // recompute: included): nothing added
+      } else if (full) {
         s.recompute_ns += f.serial().f;
       } else if (c.parallel.recompute_ops != 0) {
         s.recompute_ns += recompute_ops_ns(c, l, layer_work(c, l, sh), rl);
@@ -385,7 +394,8 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
         s.flops_f += f.flops_f;
         s.flops_b += f.flops_b;
         s.flops_w += f.flops_w;
-        if (c.parallel.recompute == Recompute::full) s.recompute_ns += f.serial().f;
+        if (c.parallel.recompute == Recompute::full && !measured_recompute(c.model.layers - 1))
+          s.recompute_ns += f.serial().f;
       }
       const double passes = 1.0 + c.model.mtp_depth;
       s.head = rl.block(head);

@@ -35,7 +35,7 @@ const SchemaNode& profile_schema() {
        leaf("embedding_ms"), leaf("head_ms"), SchemaNode{"link", {leaf("gbps"), leaf("latency_us")}, false},
        SchemaNode{"sub_ops_ms", {leaf("attention"), leaf("mlp"), leaf("dispatch"), leaf("combine")}, false},
        SchemaNode{"comm_slowdown", {leaf("attention"), leaf("mlp")}, false}, leaf("comm_sm_fraction"),
-       leaf("applies_to")},
+       leaf("applies_to"), leaf("recompute")},
       false};
   return root;
 }
@@ -124,6 +124,10 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
       if (root.has(key))
         root.fail(key, fmt::format("{} with applies_to: moe_layers: only the MoE layers take the profile's times", key));
   }
+  p.recompute_included = root.choice("recompute", "derived", {"derived", "included"}) == "included";
+  if (p.recompute_included && !p.moe_layers_only)
+    root.fail("recompute", "recompute: included goes with applies_to: moe_layers (the measured MoE layers' backward "
+                           "holds the run's recompute); a whole-model profile's times are taken as they are");
   if (root.has("dense_op_ms")) {
     if (!p.per_layer) root.fail("dense_op_ms", "dense_op_ms needs per_layer: true");
     p.dense_op = read_times(root.child("dense_op_ms", times_schema(false)), false);
@@ -156,6 +160,7 @@ std::string render_profile(const CostProfile& p, const std::string& header) {
   if (!p.device.empty()) y += fmt::format("device: \"{}\"\n", p.device);
   y += fmt::format("per_layer: {}\n", p.per_layer ? "true" : "false");
   if (p.moe_layers_only) y += "applies_to: moe_layers\n";
+  if (p.recompute_included) y += "recompute: included\n";
   y += fmt::format("op_ms: {{F: {}, B: {}, W: {}", ms(p.op.f), ms(p.op.b), ms(p.op.w));
   if (p.op.fb > 0) y += fmt::format(", FB: {}", ms(p.op.fb));
   y += "}\n";

@@ -620,6 +620,47 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
         sm_den += static_cast<double>(t.gpu[i].dur);
       }
 
+  // Compute kernels that run side by side on several compute streams of one device (DeepSeek's
+  // trace runs its experts' weight-gradient GEMMs on two) share the wall clock: each instant with
+  // compute kernels of k streams running counts 1/k to each, so a cell's time is the time its
+  // kernels held the device, and two kernels that ran together are not counted twice (kernels of
+  // one stream cannot run together: an overlap there is the clocks' jitter and counts in full).
+  // `wall[i]` is that share of kernel i (its duration where it ran alone among compute kernels).
+  std::vector<double> wall(n, 0);
+  {
+    std::map<int, std::vector<std::tuple<Time, int, std::size_t>>> edges;  // (time, +1 start / -1 end, kernel)
+    for (std::size_t i = 0; i < n; ++i) {
+      wall[i] = static_cast<double>(t.gpu[i].dur);
+      if (is_comm[i] || t.gpu[i].dur <= 0) continue;
+      edges[t.gpu[i].device].emplace_back(t.gpu[i].ts, 1, i);
+      edges[t.gpu[i].device].emplace_back(t.gpu[i].end(), -1, i);
+    }
+    for (auto& [d, e] : edges) {
+      std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) {
+        return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+      });
+      std::vector<std::size_t> active;
+      Time prev = 0;
+      for (const auto& [time, kind, i] : e) {
+        if (active.size() > 1) {  // the segment [prev, time) ran with kernels of k streams
+          std::vector<std::int64_t> on;
+          for (std::size_t j : active) on.push_back(t.gpu[j].stream);
+          std::sort(on.begin(), on.end());
+          const double k = static_cast<double>(std::unique(on.begin(), on.end()) - on.begin());
+          const double len = static_cast<double>(time - prev);
+          for (std::size_t j : active) wall[j] -= len * (1.0 - 1.0 / k);
+        }
+        prev = time;
+        if (kind > 0)
+          active.push_back(i);
+        else
+          active.erase(std::find(active.begin(), active.end(), i));
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!is_comm[i]) r.compute_concurrent += static_cast<double>(t.gpu[i].dur) - wall[i];
+  }
+
   // ---- 4. cells and the profile --------------------------------------------------------------
   std::set<std::tuple<int, int, int, long>> instances;
   std::map<std::string, Time> unmapped_by;
@@ -651,7 +692,7 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
                        : sub == static_cast<int>(SubOp::mlp)     ? r.mlp_slowdown
                                                                  : 0;
       const double sd = s >= 1 ? s : 1;
-      c.alone += static_cast<double>(g.dur) * ((1 - beside[i]) + beside[i] / sd);
+      c.alone += wall[i] * ((1 - beside[i]) + beside[i] / sd);
     }
     instances.insert({a.layer, sub, a.pass, a.instance});
     if (a.layer < 0) r.outside_layers += g.dur;
@@ -768,6 +809,10 @@ std::string render_import_report(const ImportResult& r) {
         for (const Cell& c : per_sub) in_layers += c.busy;
   o += fmt::format("GPU time {} ms = layers {} + outside layers {} + unmapped {} + unlinked {}\n\n", ms(r.gpu_total),
                    ms(in_layers), ms(r.outside_layers), ms(r.unmapped), ms(r.unlinked));
+  if (r.compute_concurrent > 0)
+    o += fmt::format("compute kernels side by side on several streams: {} ms of their durations ran beside another "
+                     "compute kernel; the cells count that wall time once (each instant split among the kernels)\n\n",
+                     msd(r.compute_concurrent));
   o += "streams:\n";
   for (const auto& s : r.streams)
     o += fmt::format("  device {} stream {:<4} {:<13} {:>6} events {:>10} ms busy ({} ms communication)\n", s.device,
@@ -829,6 +874,7 @@ nlohmann::json import_json(const ImportResult& r) {
   j["unlinked_events"] = r.unlinked_kernels;
   j["outside_layers_ms"] = ms(static_cast<double>(r.outside_layers));
   j["gpu_ms"] = ms(static_cast<double>(r.gpu_total));
+  j["compute_concurrent_ms"] = ms(r.compute_concurrent);
   j["layer_rule"] = r.layer_rule;
   j["attributed_by"] = {{"launch_stack_ms", ms(static_cast<double>(r.by_stack))},
                         {"backward_caller_ms", ms(static_cast<double>(r.by_caller))},
@@ -877,7 +923,9 @@ std::string render_import_profile(const ImportResult& r, bool moe_layers_only) {
   if (!moe_layers_only) return render_profile(r.profile, h);
   CostProfile p = r.profile;
   p.moe_layers_only = true;
+  p.recompute_included = true;
   h += "# applies_to: moe_layers: a config's MoE layers take these times, the rest stays derived\n";
+  h += "# recompute: included: the traced backward kernels hold whatever the run recomputed\n";
   return render_profile(p, h);
 }
 

@@ -74,6 +74,9 @@ struct ImportResult {
   // Every GPU event is in exactly one bucket: a layer cell, outside layers (a cell of layer -1),
   // unmapped or unlinked; they add up to gpu_total.
   Time gpu_total = 0;
+  // Compute-kernel time that ran beside other compute kernels of its device on other streams,
+  // counted once in the cells' times (their durations add up to this much more).
+  double compute_concurrent = 0;
   // Mapped GPU time by the path that attributed it: the launch's own stack, the user ranges open on
   // the thread that called backward while autograd ran, or autograd's link to the forward op.
   Time by_stack = 0, by_caller = 0, by_forward = 0;

@@ -185,6 +185,41 @@ parallel: {pp: 4, microbatches: 8}
   CHECK_THROWS_WITH(cfg_of(wide, {"hardware.efficiency.gemm_fp8=0"}), PPSIM_CONTAINS("gemm_fp8"));
 }
 
+TEST_CASE("FP8 weight-gradient GEMMs run at efficiency.gemm_fp8_wgrad of the FP8 peak", "[cost]") {
+  // The wide layer of the test above: 4096 x 268,435,456 multiply-adds in its weight-gradient
+  // GEMMs too, compute-bound at FP8. With gemm_fp8 0.7 and gemm_fp8_wgrad 0.35 each wgrad GEMM
+  // takes twice as long as at 0.7: the middle slices' W (2 layers) grows by 2 x 2 x 4096 x
+  // 268,435,456 / (1979e3 x 0.7) ns, and F and the input grad do not move. Unset, it follows
+  // gemm_fp8; BF16 GEMMs never read it.
+  const char* wide = R"(model: {layers: 8, hidden: 4096, ffn_hidden: 16384, heads: 32, vocab: 32000, seq_len: 4096}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)";
+  const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const SimCosts same = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7"}), s);
+  const SimCosts half = derive_costs(
+      cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7", "hardware.efficiency.gemm_fp8_wgrad=0.35"}), s);
+  const double extra = 2.0 * 2 * 4096 * 268'435'456.0 / (1979e3 * 0.7);
+  for (int k : {1, 2}) {
+    INFO("slice " << k);
+    CHECK(std::abs(static_cast<double>(half.slice[k].w - same.slice[k].w) - extra) <= 4);
+    CHECK(half.slice[k].f == same.slice[k].f);
+    CHECK(std::abs(static_cast<double>(half.slice[k].input_grad() - same.slice[k].input_grad())) <= 2);  // B - W, each rounded
+  }
+  const SimCosts at_fp8 = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7",
+                                                     "hardware.efficiency.gemm_fp8_wgrad=0.7"}), s);
+  CHECK(at_fp8.slice[1].w == same.slice[1].w);
+  const SimCosts bf = derive_costs(cfg_of(wide), s);
+  CHECK(derive_costs(cfg_of(wide, {"hardware.efficiency.gemm_fp8_wgrad=0.35"}), s).slice[1].w == bf.slice[1].w);
+  // The Hopper types carry 0.40 (their gemm 0.65 x the FP8 / BF16 wgrad ratio measured on an
+  // H100); the A100 types none (as gemm); a named preset none (as gemm_fp8).
+  CHECK(cfg_of(wide, {"cluster.gpu=h800", "cluster.gpus=4"}).data->hardware.efficiency.wgrad_at(true) == 0.40);
+  CHECK(cfg_of(wide, {"cluster.gpu=h800", "cluster.gpus=4"}).data->hardware.efficiency.wgrad_at(false) == 0.65);
+  CHECK(cfg_of(wide, {"cluster.gpu=a100-80gb", "cluster.gpus=4"}).data->hardware.efficiency.wgrad_at(true) == 0.75);
+  CHECK(cfg_of(wide, {"hardware.efficiency.gemm_fp8=0.5"}).data->hardware.efficiency.wgrad_at(true) == 0.5);
+  CHECK_THROWS_WITH(cfg_of(wide, {"hardware.efficiency.gemm_fp8_wgrad=1.5"}), PPSIM_CONTAINS("gemm_fp8_wgrad"));
+}
+
 TEST_CASE("FP8 GEMMs pay their quantization kernels' traffic (costs.fp8_quant)", "[cost]") {
   // kDense's layer with FP8 GEMMs, T = 2 x 32 = 64 tokens. Distinct GEMM inputs: QKV's, the
   // projection's and the gate's (the up reads the same X) of width 64, the down's of width 256:

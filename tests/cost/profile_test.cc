@@ -99,6 +99,45 @@ profile: p.yaml
   REQUIRE(c.comm_sm_fraction == Approx(0.15));  // the profile's SM share is the linear rule's sigma
 }
 
+TEST_CASE("recompute: included: a measured MoE layer's backward holds the run's recompute, none is added", "[cost][profile]") {
+  // Layers 0 dense, 1-3 MoE, pp 2: slice 0 holds the dense layer and MoE layer 1, slice 1 MoE
+  // layers 2 and 3. recompute_ops [norm]: each layer re-runs its two norms before its backward.
+  // recompute: derived (the default) adds them to every layer; included drops them from the MoE
+  // layers (the profile's backward holds them) and keeps the dense layer's: slice 1 loses its
+  // whole recompute, slice 0 half of it (the two layers' norms are the same work).
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("ppsim_profile_recompute_test_{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "derived.yaml") << std::string(kV2) + "applies_to: moe_layers\n";
+  std::ofstream(dir / "included.yaml") << std::string(kV2) + "applies_to: moe_layers\nrecompute: included\n";
+  const std::string model = R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024,
+  dense_layers_first: 1, moe: {experts: 8, top_k: 2, expert_ffn_hidden: 1024}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, schedule: 1f1b, recompute_ops: [norm]}
+)";
+  std::ofstream(dir / "a.yaml") << model + "profile: derived.yaml\n";
+  std::ofstream(dir / "b.yaml") << model + "profile: included.yaml\n";
+  const CostFigures a = cost_figures(*load_config((dir / "a.yaml").string(), {}).data, 2);
+  const CostFigures b = cost_figures(*load_config((dir / "b.yaml").string(), {}).data, 2);
+  REQUIRE(a.slices[1].recompute_ns > 0);
+  CHECK(b.slices[1].recompute_ns == 0);
+  CHECK(b.slices[0].recompute_ns == Approx(a.slices[0].recompute_ns / 2));
+  CHECK(a.slices[1].total.b - b.slices[1].total.b == Approx(a.slices[1].recompute_ns));
+  CHECK(b.slices[1].total.f == a.slices[1].total.f);
+  // It goes with applies_to: moe_layers only; render_profile keeps it.
+  try {
+    (void)parse_profile(std::string(kV2) + "recompute: included\n", "q.yaml");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 11);
+    CHECK(e.message().find("applies_to: moe_layers") != std::string::npos);
+  }
+  CHECK(parse_profile(render_profile(parse_profile(std::string(kV2) + "applies_to: moe_layers\nrecompute: included\n", "p.yaml")),
+                      "r.yaml").recompute_included);
+  CHECK_THROWS_AS(parse_profile(std::string(kV2) + "applies_to: moe_layers\nrecompute: yes\n", "q.yaml"), InputError);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("applies_to: moe_layers: the MoE layers take the profile's sub-ops, the rest stays derived", "[cost][profile]") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / fmt::format("ppsim_profile_moe_test_{}", ::getpid());

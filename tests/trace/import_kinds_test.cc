@@ -178,6 +178,35 @@ TEST_CASE("pass suffixes (F)/(B)/(W), _fwd/_bwd; DeepEP, NVSHMEM and --comm-kern
   REQUIRE_THROWS_AS(run(b, bad), InputError);
 }
 
+TEST_CASE("compute kernels side by side on two streams count their wall time once (DeepSeek's wgrad)", "[trace]") {
+  // One layer: F 20 us alone; W two GEMMs launched on streams 7 and 23 that overlap for 10 us
+  // ([100, 130) and [120, 150)): 60 us of durations, 50 us of wall time. Of the 10 us together
+  // each counts half, so W = 20 + 5 + 5 + 20 = 50 us. A third kernel on stream 7 overlapping the
+  // first by 1 us (clock jitter: one stream runs one kernel at a time) counts in full.
+  Trace b;
+  b.range("layer0.mlp(F)", 0, 10);
+  b.kernel("ffn", 1, 40, 20);
+  b.range("layer0.mlp(W)", 20, 10);
+  b.kernel("wgrad_expert0", 21, 100, 30, 1, 7);
+  b.kernel("wgrad_expert1", 22, 120, 30, 1, 23);
+  const ImportResult r = run(b);
+  REQUIRE(r.layers == 1);
+  REQUIRE(cell(r, 0, SubOp::mlp, Pass::W).busy == 60 * kUs);  // the kernels' durations, as the GPU time adds up
+  REQUIRE(std::abs(r.compute_concurrent - 10.0 * kUs) < 1e-6);
+  REQUIRE(r.profile.op.w == 50 * kUs);
+  REQUIRE(r.profile.op.f == 20 * kUs);
+  REQUIRE(r.gpu_total == buckets(r));
+  Trace j;
+  j.range("layer0.mlp(F)", 0, 10);
+  j.kernel("ffn", 1, 40, 20);
+  j.range("layer0.mlp(W)", 20, 10);
+  j.kernel("wgrad_expert0", 21, 100, 30, 1, 7);
+  j.kernel("wgrad_tail", 22, 129, 5, 1, 7);  // [129, 134) on stream 7: overlaps [100, 130) by 1 us
+  const ImportResult rj = run(j);
+  REQUIRE(rj.compute_concurrent == 0);
+  REQUIRE(rj.profile.op.w == 35 * kUs);
+}
+
 TEST_CASE("layers without numbers: the k-th occurrence of each sub-op range is layer k (DeepSeek)", "[trace]") {
   Trace b;
   // Two layers, each attn(F) then mlp(F), then their backward in reverse order (as a chunk's

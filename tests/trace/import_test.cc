@@ -341,6 +341,7 @@ TEST_CASE("import-trace --moe-layers-only writes applies_to: moe_layers, and nee
   REQUIRE(ok.code == 0);
   const std::string yaml = ppsim::test::read_file(dir.path("p.yaml"));
   CHECK(yaml.find("\napplies_to: moe_layers\n") != std::string::npos);
+  CHECK(yaml.find("\nrecompute: included\n") != std::string::npos);  // the traced backward is what ran
   CHECK(yaml.find("attention: {F: 0.030000") != std::string::npos);
   // Without -o there is nothing to mark: a usage error, one line.
   const robust::Result bad = robust::run_ppsim(dir, "import-trace t.json --moe-layers-only");

@@ -203,7 +203,8 @@ constexpr Preset kPresets[] = {
 //         each product checked against BF16 on the dequantized inputs) on one H100, 2026-11-26:
 //         FLOP-weighted 0.437 and 0.456 of the FP8 peak in two runs, where BF16 on the same
 //         products reached 0.710 and 0.728 (a ratio of 0.62 and 0.63), and the forward's block
-//         scaling 0.561 on the same GPU (0.78-0.81 of it). Per-row-and-column rescaling of every
+//         scaling 0.561 on the same GPU (0.78-0.81 of it); one H200: 0.458 and 0.433 against
+//         0.760 and 0.732 (0.59-0.60). Per-row-and-column rescaling of every
 //         K block costs what the 128x128 weight blocks' per-row one does not. As gemm_fp8: 0.65 x
 //         0.62 = 0.40 for the Hopper types. DeepSeek's own trace (deepseek-ai/profile-data
 //         train.json, H800) agrees in direction: its wgrad kernels (fp8_dptp128c_acc) run 4.78

@@ -443,5 +443,5 @@ times: {F: 1, B: 2}
                                              "hardware.clock.duty_ref=0"});
   CHECK_THAT(hot, WithinRel((6 * f + 2 * L) * 1e6, 1e-4));
   // A bad figure is one located error.
-  CHECK_THROWS_WITH(cfg_of(base + one, {"hardware.clock.duty_ref=2"}), Catch::Matchers::Contains("duty_ref"));
+  CHECK_THROWS_WITH(cfg_of(base + one, {"hardware.clock.duty_ref=2"}), PPSIM_CONTAINS("duty_ref"));
 }

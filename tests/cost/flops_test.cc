@@ -237,5 +237,5 @@ TEST_CASE("context parallelism: the all-gather on the attention's time, switched
   CHECK_THAT(static_cast<double>(t.slice[1].b - b.slice[1].b), WithinAbs(per_layer + 4 * ring, 2.0));
   // A runtime that is not one is a located error naming the two.
   CHECK_THROWS_WITH(load_config_text(kDense, "t.yaml", {"parallel.cp=4", "parallel.cp_runtime=ring"}),
-                    Catch::Matchers::Contains("te"));
+                    PPSIM_CONTAINS("te"));
 }

@@ -79,14 +79,14 @@ def blockwise(torch, a_q, sa, w_q, sw, layout):
     return lambda: torch._scaled_mm(a_q, b, s_a, s_b, out_dtype=torch.bfloat16)
 
 
-def try_blockwise(torch, a_q, sa, w_q, sw, ref):
-    """The first of LAYOUTS that PyTorch accepts and whose product is within 5% of `ref` (BF16 on
-    the dequantized inputs). Returns (layout index, description, relative error) or (None,
-    reasons, None)."""
+def first_layout(layouts, make, ref):
+    """The first of `layouts` whose product make(i)() PyTorch accepts and is within 5% of `ref`
+    (BF16 on the dequantized inputs). Returns (layout index, description, relative error) or
+    (None, reasons, None)."""
     reasons = []
-    for i, (desc, _, _) in enumerate(LAYOUTS):
+    for i, (desc, _, _) in enumerate(layouts):
         try:
-            got = blockwise(torch, a_q, sa, w_q, sw, i)().float()
+            got = make(i)().float()
             err = ((got - ref).norm() / ref.norm()).item()
             if err > 0.05:
                 reasons.append(f"{desc}: relative error {err:.3f} against the dequantized product (scales misread)")
@@ -95,6 +95,11 @@ def try_blockwise(torch, a_q, sa, w_q, sw, ref):
         except Exception as e:  # noqa: BLE001  (PyTorch raises RuntimeError or ValueError)
             reasons.append(str(e).splitlines()[0][:160])
     return None, "; ".join(reasons), None
+
+
+def try_blockwise(torch, a_q, sa, w_q, sw, ref):
+    """first_layout over LAYOUTS (1x128 x 128x128)."""
+    return first_layout(LAYOUTS, lambda i: blockwise(torch, a_q, sa, w_q, sw, i), ref)
 
 
 WGRAD_LAYOUTS = [  # (description, scale_a M-major?, scale_b transposed-contiguous?)
@@ -139,25 +144,12 @@ def measure_wgrad(torch, a):
         xd = (xq0.float().reshape(K, M // 128, 128) * sx0[:, :, None]).reshape(K, M)
         ref = gd @ xd.t()
         del gd, xd
-        layout, desc, err, reasons = None, None, None, []
-        for i, (d, _, _) in enumerate(WGRAD_LAYOUTS):
-            try:
-                got = wgrad_blockwise(torch, gq0, sg0, xq0, sx0, i)().float()
-                e = ((got - ref).norm() / ref.norm()).item()
-                if e > 0.05:
-                    reasons.append(f"{d}: relative error {e:.3f} against the dequantized product (scales misread)")
-                    continue
-                layout, desc, err = i, d, e
-                break
-            except Exception as ex:  # noqa: BLE001
-                reasons.append(str(ex).splitlines()[0][:160])
+        layout, desc, err = first_layout(WGRAD_LAYOUTS, lambda i: wgrad_blockwise(torch, gq0, sg0, xq0, sx0, i), ref)
         del ref
         t_block = None
         if layout is not None:
             fns = [wgrad_blockwise(torch, gq, sg, xq, sx, layout) for gq, sg, xq, sx in qs]
             t_block = median_ms(torch, lambda: [f() for f in fns], a.iters)
-        else:
-            desc = "; ".join(reasons)
         row = {"gemm": name + " wgrad", "m": M, "n": N, "k": K, "groups": G, "macs_per_token": macs,
                "bf16_ms": t_bf16, "fp8_tensor_ms": t_tensor, "fp8_block_ms": t_block, "block_scaling": desc,
                "block_rel_error": err,
@@ -258,7 +250,8 @@ def main():
 
     summary = {k: weighted(k) for k in ("eff_bf16", "eff_fp8_tensor", "eff_fp8_block", "deepgemm_h800", "internal_h800")}
     print("\nMoE layer, FLOP-weighted (fraction of peak: BF16 989, FP8 1979 TFLOP/s):")
-    print("| device | BF16 | FP8 per-tensor | FP8 1x128 x 128x128 | H800 DeepGEMM (README) | H800 internal kernels (README / speedup) |")
+    block = "FP8 1x128 x 1x128" if a.wgrad else "FP8 1x128 x 128x128"
+    print(f"| device | BF16 | FP8 per-tensor | {block} | H800 DeepGEMM (README) | H800 internal kernels (README / speedup) |")
     print("|---|---|---|---|---|---|")
     fmt = lambda v: "-" if v is None else f"{v:.3f}"
     print(f"| {dev} | {fmt(summary['eff_bf16'])} | {fmt(summary['eff_fp8_tensor'])} | {fmt(summary['eff_fp8_block'])} | "

@@ -151,6 +151,12 @@ TEST_CASE("parallel.p2p_eager_mb: sends up to this size do not wait for their re
   CHECK_THROWS_AS(cfg_of(kDense, {"parallel.p2p_eager_mb=-1"}), InputError);
 }
 
+// Wide enough that every GEMM is compute-bound at FP8 (the two FP8 tests below).
+const char* const wide = R"(model: {layers: 8, hidden: 4096, ffn_hidden: 16384, heads: 32, vocab: 32000, seq_len: 4096}
+hardware: {name: h100}
+parallel: {pp: 4, microbatches: 8}
+)";
+
 TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
   // Wide enough that every GEMM is compute-bound at FP8: T = 4096 tokens, h = 4096, SwiGLU
   // f = 16384, 32 heads of 128 (no GQA), so a layer's GEMMs take 4096 x (4096 x 12288 + 4096 x 4096
@@ -159,10 +165,6 @@ TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
   // the middle slices' F (2 layers) grows by 2 x 2 x 4096 x 268,435,456 / (1979e3 x 0.7) ns and
   // nothing else in F moves (the attention core stays at the BF16 peak, the quantization kernels
   // at HBM). BF16 GEMMs keep efficiency.gemm.
-  const char* wide = R"(model: {layers: 8, hidden: 4096, ffn_hidden: 16384, heads: 32, vocab: 32000, seq_len: 4096}
-hardware: {name: h100}
-parallel: {pp: 4, microbatches: 8}
-)";
   const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
   const SimCosts as_gemm = derive_costs(cfg_of(wide, {"precision.gemm=fp8"}), s);
   const SimCosts half = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.35"}), s);
@@ -191,10 +193,6 @@ TEST_CASE("FP8 weight-gradient GEMMs run at efficiency.gemm_fp8_wgrad of the FP8
   // takes twice as long as at 0.7: the middle slices' W (2 layers) grows by 2 x 2 x 4096 x
   // 268,435,456 / (1979e3 x 0.7) ns, and F and the input grad do not move. Unset, it follows
   // gemm_fp8; BF16 GEMMs never read it.
-  const char* wide = R"(model: {layers: 8, hidden: 4096, ffn_hidden: 16384, heads: 32, vocab: 32000, seq_len: 4096}
-hardware: {name: h100}
-parallel: {pp: 4, microbatches: 8}
-)";
   const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
   const SimCosts same = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7"}), s);
   const SimCosts half = derive_costs(

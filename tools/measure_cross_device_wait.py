@@ -10,6 +10,9 @@ with CUDA events, beside each of:
                  replay's comm stream holds one for the next message)
   same-GPU wait  the control: the second stream waits on an event of a third stream of GPU 0,
                  recorded after a long sleep kernel there (one block of one SM)
+  value wait     the second stream waits with a stream memory operation (cuStreamWaitValue32,
+                 through libcuda) for a word in pinned host memory that the host sets only after
+                 the GEMMs: a pending wait on a flag instead of on another device's event
   incoming push  GPU 1's stream copies 2 MiB into GPU 0's memory again and again (its copy
                  engine, the replay's peer path), with a short sleep between copies
   incoming pull  the same copies issued on a second stream of GPU 0
@@ -88,6 +91,31 @@ def main():
         settle()
         return t
 
+    import ctypes
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        wait_value = cu.cuStreamWaitValue32_v2
+        wait_value.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+        wait_value.restype = ctypes.c_int
+    except (OSError, AttributeError) as e:
+        wait_value = None
+        print(f"value wait: skipped ({e})", file=sys.stderr)
+    flag = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+    generation = [0]
+
+    def value_wait():
+        generation[0] += 1
+        # CU_STREAM_WAIT_VALUE_GEQ = 0: until the word is at least this round's number
+        rc = wait_value(ctypes.c_void_p(side0.cuda_stream), ctypes.c_uint64(flag.data_ptr()), generation[0], 0)
+        if rc != 0:
+            raise RuntimeError(f"cuStreamWaitValue32 returned {rc}")
+        with torch.cuda.device(d0), torch.cuda.stream(side0):
+            dst0.add_(0)
+        t = gemms()
+        flag[0] = generation[0]  # the host releases the wait
+        settle()
+        return t
+
     def incoming(pull):
         s = side0 if pull else s1
         dev = d0 if pull else d1
@@ -99,8 +127,10 @@ def main():
         settle()
         return t
 
-    cases = [("alone", alone), ("pending wait", pending_wait), ("same-GPU wait", same_gpu_wait), ("incoming push", lambda: incoming(False)),
-             ("incoming pull", lambda: incoming(True))]
+    cases = [("alone", alone), ("pending wait", pending_wait), ("same-GPU wait", same_gpu_wait),
+             ("incoming push", lambda: incoming(False)), ("incoming pull", lambda: incoming(True))]
+    if wait_value is not None:
+        cases.append(("value wait", value_wait))
     gemms()
     settle()
     out = {"device": torch.cuda.get_device_name(0), "n": a.n, "ms": {}}

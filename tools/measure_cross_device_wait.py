@@ -65,28 +65,18 @@ def main():
     def alone():
         return gemms()
 
-    def pending_wait():
+    third0 = torch.cuda.Stream(d0)
+
+    def event_wait(dev, stream):
+        """GPU 0's second stream waits on an event that `stream` (of `dev`) records after a long
+        sleep kernel; the GEMMs run while that wait is pending."""
         ev = torch.cuda.Event()
-        with torch.cuda.device(d1), torch.cuda.stream(s1):
-            torch.cuda._sleep(400_000_000)  # about 0.2 s of GPU 1 cycles
-            ev.record(s1)
+        with torch.cuda.device(dev), torch.cuda.stream(stream):
+            torch.cuda._sleep(400_000_000)  # about 0.2 s of GPU cycles
+            ev.record(stream)
         side0.wait_event(ev)
         with torch.cuda.device(d0), torch.cuda.stream(side0):
             dst0.add_(0)  # something behind the wait, as the replay's arrived event
-        t = gemms()
-        settle()
-        return t
-
-    third0 = torch.cuda.Stream(d0)
-
-    def same_gpu_wait():
-        ev = torch.cuda.Event()
-        with torch.cuda.device(d0), torch.cuda.stream(third0):
-            torch.cuda._sleep(400_000_000)
-            ev.record(third0)
-        side0.wait_event(ev)
-        with torch.cuda.device(d0), torch.cuda.stream(side0):
-            dst0.add_(0)
         t = gemms()
         settle()
         return t
@@ -127,7 +117,8 @@ def main():
         settle()
         return t
 
-    cases = [("alone", alone), ("pending wait", pending_wait), ("same-GPU wait", same_gpu_wait),
+    cases = [("alone", alone), ("pending wait", lambda: event_wait(d1, s1)),
+             ("same-GPU wait", lambda: event_wait(d0, third0)),
              ("incoming push", lambda: incoming(False)), ("incoming pull", lambda: incoming(True))]
     if wait_value is not None:
         cases.append(("value wait", value_wait))

@@ -36,11 +36,11 @@ struct Roofline {
   const ModelConfigData& c;
   // FLOP/ns = TFLOP/s * 1e3; bytes/ns = GB/s.
   Dtype gemm_type(const Gemm& g) const { return g.keep_bf16 ? Dtype::bf16 : c.precision.gemm; }
-  double gemm_peak(const Gemm& g) const {
-    return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.gemm_at(gemm_type(g) == Dtype::fp8);
-  }
-  double wgrad_peak(const Gemm& g) const {
-    return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * c.hardware.efficiency.wgrad_at(gemm_type(g) == Dtype::fp8);
+  // The GEMM's achieved FLOP/ns; `wgrad`: as a weight-gradient GEMM (efficiency.gemm_fp8_wgrad).
+  double gemm_peak(const Gemm& g, bool wgrad = false) const {
+    const bool fp8 = gemm_type(g) == Dtype::fp8;
+    const EfficiencySpec& e = c.hardware.efficiency;
+    return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * (wgrad ? e.wgrad_at(fp8) : e.gemm_at(fp8));
   }
   double gemm_hbm() const { return c.hardware.hbm_gbps * c.hardware.efficiency.gemm; }
   double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
@@ -60,7 +60,7 @@ struct Roofline {
   double gemm_wgrad(const Gemm& g) const {
     const double bytes = (g.k * g.m + g.m * g.n) * in_bytes(g) * g.count;
     const double accum_bytes = g.k * g.n * 8.0 * g.count;
-    return std::max(g.flops() / wgrad_peak(g), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
+    return std::max(g.flops() / gemm_peak(g, true), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
   }
   // FP8 quantization traffic of one GEMM (costs.fp8_quant; CostSwitches::fp8_quant says what).
   bool quantized(const Gemm& g) const { return c.costs.fp8_quant && gemm_type(g) == Dtype::fp8; }

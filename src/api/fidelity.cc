@@ -38,7 +38,8 @@ const SchemaNode& result_schema() {
   static const SchemaNode s{"result",
                             {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"),
                              leaf("tokens_per_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
-                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set")},
+                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"),
+                             leaf("relative_to")},
                             false};
   return s;
 }
@@ -126,6 +127,7 @@ FidelityResult fidelity(const FidelityRequest& req) {
     if (!results.IsSequence() || results.size() == 0) pr.fail("results", "published.results must be a non-empty list");
     const std::string stem = std::filesystem::path(file).stem().string();
     const std::size_t first_row = out.rows.size();
+    std::vector<std::string> relative_to(results.size());  // each result's relative_to: label, or empty
     for (std::size_t i = 0; i < results.size(); ++i) {
       const MapReader rr(ctx, results[i], fmt::format("published.results[{}]", i), result_schema());
       FidelityRow row;
@@ -139,6 +141,7 @@ FidelityResult fidelity(const FidelityRequest& req) {
       for (char& ch : row.key)
         if (ch == ' ') ch = '_';
       row.source = rr.string("source", source);
+      relative_to[i] = rr.string("relative_to", "");
       if (rr.has("memory_gb")) row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
       else if (pr.has("memory_gb")) row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
       if (rr.has("fits_gb")) row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
@@ -246,12 +249,36 @@ FidelityResult fidelity(const FidelityRequest& req) {
       row.error = row.published_tokens_s > 0 ? row.predicted_tokens_s / row.published_tokens_s - 1.0 : 0.0;
       out.rows.push_back(std::move(row));
     }
+    // Claims against another result of the same source: its throughput per GPU over that
+    // result's (a table of runs of one model at several scales or layouts), published against
+    // predicted. A result's relative_to: names the other by its label.
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      if (relative_to[i].empty()) continue;
+      const MapReader rr(ctx, results[i], fmt::format("published.results[{}]", i), result_schema());
+      FidelityRow& row = out.rows[first_row + i];
+      std::vector<std::string> labels;
+      const FidelityRow* other = nullptr;
+      for (std::size_t j = first_row; j < out.rows.size(); ++j) {
+        if (j == first_row + i) continue;
+        labels.push_back(out.rows[j].label);
+        if (out.rows[j].label == relative_to[i]) other = &out.rows[j];
+      }
+      if (other == nullptr) {
+        rr.fail("relative_to", fmt::format("relative_to: no other result of this file is labelled '{}'", relative_to[i]),
+                closest_match(relative_to[i], labels));
+      }
+      const auto per_gpu = [](double tokens_s, int gpus) { return tokens_s / std::max(gpus, 1); };
+      row.baseline = other->label;
+      row.published_relative = per_gpu(row.published_tokens_s, row.gpus) / per_gpu(other->published_tokens_s, other->gpus);
+      row.predicted_relative = per_gpu(row.predicted_tokens_s, row.gpus) / per_gpu(other->predicted_tokens_s, other->gpus);
+      row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
+    }
     // Schedule-relative claims: each result against the baseline schedule at the same M.
     if (!baseline.empty()) {
       const std::string bname = family_name(pr, "baseline", baseline);
       for (std::size_t i = first_row; i < out.rows.size(); ++i) {
         FidelityRow& row = out.rows[i];
-        if (row.schedule == bname) continue;
+        if (row.schedule == bname || !relative_to[i - first_row].empty()) continue;
         for (std::size_t j = first_row; j < out.rows.size(); ++j) {
           const FidelityRow& b = out.rows[j];
           if (b.schedule != bname || b.microbatches != row.microbatches || b.set != row.set) continue;

@@ -8,8 +8,9 @@
 // (`flops: megatron` = Narayanan et al. 2021, eq. 3, which counts the recompute forward;
 // `flops: model` = ppsim's model FLOPs, forward + backward, no recompute), so that predicted and
 // published compare on one unit. Schedule-relative claims: a result's throughput over the
-// `baseline` schedule's at the same micro-batch count, published against predicted, in
-// percentage points.
+// `baseline` schedule's at the same micro-batch count, or a result's throughput per GPU over the
+// result its `relative_to:` names (one source's runs at several scales), published against
+// predicted, in percentage points.
 #pragma once
 #include <optional>
 #include <string>
@@ -52,7 +53,8 @@ struct FidelityRow {
   std::optional<double> fits_limit_gb;
   double predicted_memory_gb = 0;             // the largest rank's peak
   bool fits = true;                           // predicted_memory_gb <= fits_limit_gb (true when not stated)
-  // Against the baseline schedule at the same micro-batches (absent for the baseline itself).
+  // Against the baseline schedule at the same micro-batches (absent for the baseline itself), or,
+  // where the result says relative_to: <label>, against that result per GPU (baseline = the label).
   std::string baseline;
   std::optional<double> published_relative, predicted_relative, relative_diff_pp;
   // With a thresholds file: the allowed |error| in percent (and |relative_diff_pp|), and whether

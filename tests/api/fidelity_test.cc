@@ -204,3 +204,42 @@ TEST_CASE("fidelity: fits_gb is read in GiB and capped at the GPU's reported cap
   CHECK(c.rows[0].within);
   CHECK(c.rows[3].within);
 }
+
+TEST_CASE("fidelity: relative_to compares a result per GPU with another of the same source", "[api][fidelity]") {
+  // Row g is row c's model and micro-batches on half the replicas (4 GPUs instead of 8), stated at
+  // 90 TFLOP/s/GPU against c's 100: per GPU the same FLOPs per token, so the published ratio is
+  // 0.9 exactly; the predicted one is each row's tokens/s over its own GPUs.
+  std::string text = kRun;
+  text += "    - {label: g, set: {parallel.dp: 2, cluster.gpus: 4}, schedule: zb-h1, microbatches: 8, tflops_per_gpu: 90, relative_to: c}\n";
+  api::FidelityRequest req;
+  req.files = {write_temp("rel.yaml", text)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 5);
+  const api::FidelityRow& c = r.rows[2];
+  const api::FidelityRow& g = r.rows[4];
+  CHECK(g.gpus == 4);
+  CHECK(g.baseline == "c");  // relative_to wins over the schedule baseline (zb-h1 against 1f1b)
+  REQUIRE(g.relative_diff_pp.has_value());
+  CHECK_THAT(*g.published_relative, WithinRel(0.9, 1e-12));
+  CHECK_THAT(*g.predicted_relative, WithinRel((g.predicted_tokens_s / 4) / (c.predicted_tokens_s / 8), 1e-12));
+  CHECK_THAT(*g.relative_diff_pp, WithinRel(100 * (*g.predicted_relative - 0.9), 1e-9));
+  // ZB-H1 on the same pipeline is faster than 1F1B per GPU, and half the replicas move less DP
+  // traffic: g's prediction per GPU is above c's.
+  CHECK(*g.predicted_relative > 1.0);
+  // The other rows keep their claims: d against c (zb-h1 against 1f1b at M = 8).
+  REQUIRE(r.rows[3].relative_diff_pp.has_value());
+  CHECK(r.rows[3].baseline == "1f1b");
+
+  // A label nobody has: one error at the row, with the nearest label.
+  text = kRun;
+  text += "    - {label: g, schedule: 1f1b, microbatches: 8, tflops_per_gpu: 90, relative_to: cc}\n";
+  req.files = {write_temp("relbad.yaml", text)};
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 14);
+    CHECK(e.message().find("'cc'") != std::string::npos);
+    CHECK(e.suggestion() == "c");
+  }
+}

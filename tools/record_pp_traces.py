@@ -9,7 +9,8 @@ Run on one host with 2 (or more) CUDA GPUs, torch 2.11 (nothing is downloaded):
 Keep NCCL_NVLS_ENABLE=0 (and TORCH_SYMM_MEM_DISABLE_MULTICAST=1) set, as on the lent machines.
 For each schedule of --schedules (default Interleaved1F1B, ZBVZeroBubble, DualPipeV: each holds
 two stages per rank, so each runs through `_PipelineScheduleRuntime`, which wraps every action in
-a `PP:{action}` range; ZBV splits the backward into I and W, DualPipeV pairs F with B as
+a `PP:{action}` range; 1F1B and GPipe, PyTorch's single-stage schedules, hold one stage per rank
+with the same blocks, --stages-per-rank x --layers-per-stage, so that every schedule runs one model; ZBV splits the backward into I and W, DualPipeV pairs F with B as
 `PP:(aFm;bBn)OVERLAP_F_B`) the script runs a few warm-up steps, then records one step on every
 rank and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo.rank in each).
 The model: --stages-per-rank x world stages, each --layers-per-stage residual MLP blocks
@@ -77,12 +78,19 @@ def main():
     def loss_fn(out, target):
         return F.mse_loss(out.float(), target.float())
 
-    S = a.stages_per_rank * world
     runs = {}
     for name in a.schedules.split(","):
         cls = getattr(pp, f"Schedule{name}")
         v_shape = name in ("ZBVZeroBubble", "DualPipeV")
-        if v_shape:
+        # PyTorch's single-stage schedules (1F1B, GPipe) take one stage per rank: it holds the
+        # rank's --stages-per-rank x --layers-per-stage blocks, so every schedule runs one model.
+        single = name in ("1F1B", "GPipe")
+        per_rank = 1 if single else a.stages_per_rank
+        layers = a.layers_per_stage * (a.stages_per_rank if single else 1)
+        S = per_rank * world
+        if single:
+            ids = [rank]
+        elif v_shape:
             ids = [rank, 2 * world - 1 - rank] if a.stages_per_rank == 2 else None
             if ids is None:
                 raise SystemExit(f"{name}: two stages per rank")
@@ -91,9 +99,9 @@ def main():
         torch.manual_seed(1234)
         stages = []
         for s in ids:
-            mod = Stage(a.hidden, a.layers_per_stage).to(device=dev, dtype=torch.bfloat16)
+            mod = Stage(a.hidden, layers).to(device=dev, dtype=torch.bfloat16)
             stages.append(pp.PipelineStage(mod, s, S, dev))
-        sched = cls(stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
+        sched = cls(stages[0] if single else stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
         first, last = 0 in ids, (S - 1) in ids
         g = torch.Generator(device=dev)
         g.manual_seed(0)

@@ -81,7 +81,7 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
   out.json["pipeline"] = trace::pipeline_run_json(*run);
   out.report += trace::render_pipeline_run(*run);
   if (executed) {
-    const trace::ExecutedComparison cmp = trace::compare_executed(*run);
+    const trace::ExecutedComparison cmp = trace::compare_executed(*run, c.predict.p2p_runtime == "torch");
     out.json["prediction"] = trace::executed_comparison_json(cmp);
     out.report += trace::render_executed_comparison(cmp);
   }

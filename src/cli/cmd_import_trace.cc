@@ -59,6 +59,10 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--schedule,-s", a->predict.schedule,
                  "the schedule the trace ran (pair, or a family): print the traced step against the prediction; "
                  "executed: the order the ranks ran (pipeline ranges), simulated with its own costs");
+  sub.add_option("--p2p-runtime", a->predict.p2p_runtime,
+                 "with --schedule executed: dataflow (each transfer starts when its producer ends) or torch "
+                 "(PyTorch's sends and receives, one stream per rank)")
+      ->capture_default_str();
   sub.add_option("--executed-csv", a->executed_csv,
                  "write the executed order (pipeline ranges) as a schedule CSV (PyTorch's notation)");
   sub.add_option("--pp,-p", a->predict.pp, "with --schedule: pipeline ranks P")->capture_default_str();
@@ -85,6 +89,11 @@ Runner setup_import_trace(CLI::App& sub) {
       throw InputError(fmt::format("--layer-order '{}': expected auto, force or off", a->layer_order),
                        closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
     io.comm_kernel = a->comm_kernel;
+    if (a->predict.p2p_runtime != "dataflow" && a->predict.p2p_runtime != "torch")
+      throw InputError(fmt::format("--p2p-runtime '{}': expected dataflow or torch", a->predict.p2p_runtime),
+                       closest_match(a->predict.p2p_runtime, {"dataflow", "torch"}), kExitUsage);
+    if (a->predict.p2p_runtime == "torch" && a->predict.schedule != "executed")
+      throw InputError("--p2p-runtime torch simulates the executed order: give --schedule executed", {}, kExitUsage);
     const api::ImportTraceOutcome r =
         api::import_trace({a->traces, io, a->predict, a->output, a->executed_csv, !a->html.empty(), a->moe_layers_only});
     // Every output together or none (write_outputs): the files, then the report on stdout, or on

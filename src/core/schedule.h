@@ -53,6 +53,11 @@ struct Schedule {
   // more until all of their transfers have arrived (Megatron-LM's batched p2p and its wait;
   // schedules/megatron_p2p.h). False: posting never holds the rank back.
   bool comm_waits = false;
+  // A rank's comm actions run one at a time in list order, as on one stream: each is posted only
+  // once every compute action listed before it has ended and the comm action before it has
+  // completed (its transfer arrived). PyTorch's pipelining runtime issues every send and receive
+  // of a rank on its process group's one NCCL stream (schedules/torch_p2p.h).
+  bool comm_in_order = false;
 
   int num_stages() const { return num_pipes * stages_per_pipe; }
   int mb_per_pipe() const { return microbatches / num_pipes; }

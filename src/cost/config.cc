@@ -504,8 +504,11 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
-  const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed"});
-  p.p2p_runtime = runtime == "megatron" ? P2pRuntime::megatron : runtime == "deepspeed" ? P2pRuntime::deepspeed : P2pRuntime::dataflow;
+  const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed", "torch"});
+  p.p2p_runtime = runtime == "megatron"    ? P2pRuntime::megatron
+                  : runtime == "deepspeed" ? P2pRuntime::deepspeed
+                  : runtime == "torch"     ? P2pRuntime::torch
+                                           : P2pRuntime::dataflow;
   p.cp_torch = r.choice("cp_runtime", "te", {"te", "torch"}) == "torch";
   p.p2p_sync_us = r.number("p2p_sync_us", 0, 0, 1e6, false);
   p.p2p_eager_mb = r.number("p2p_eager_mb", 0, 0, 1e6, false);

@@ -46,7 +46,7 @@ double cache_bytes_per_elem(CacheType t);
 const char* cache_type_name(CacheType t);
 
 // How stage-to-stage transfers run (parallel.p2p_runtime, docs/CONFIG.md).
-enum class P2pRuntime { dataflow, megatron, deepspeed };
+enum class P2pRuntime { dataflow, megatron, deepspeed, torch };
 
 // Where a state lives: device memory, or the host's (0 GPU bytes, named in the breakdown).
 enum class StateLocation { none, device, host };

@@ -34,8 +34,10 @@ std::string config_schedules(const ModelConfig& cfg);
 SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // The schedule as the config's runtime executes it: with parallel.p2p_runtime megatron, 1f1b and
 // interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); with
-// deepspeed, 1f1b gets DeepSpeed's TrainSchedule instructions (schedules/deepspeed_p2p.h); any
-// other schedule, or one that lists its own communication, is returned as it is.
+// deepspeed, 1f1b gets DeepSpeed's TrainSchedule instructions (schedules/deepspeed_p2p.h); with
+// torch, every single-pipe schedule but 1f1b and gpipe at one stage per rank gets PyTorch's
+// lowering and one stream per rank (schedules/torch_p2p.h; InputError for two pipes or F&B
+// pairs); any other schedule, or one that lists its own communication, is returned as it is.
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // Simulates `s` on `costs` (from derive_costs), with hardware.clock's power-limited clock when
 // duty_slope > 0: after a first simulation the ranks' mean compute duty cycle d (compute busy /

@@ -155,6 +155,8 @@ class Engine {
     double factor = 1;           // shared device: how many times slower than alone it runs now
     std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
     std::size_t comm_next = 0;    // explicit communication: its next comm action to post
+    const Time* comm_prev = nullptr;  // Schedule::comm_in_order: the arrival of its last posted transfer
+    std::vector<Time> ended;          // Schedule::comm_in_order: when each of its actions ended
     std::vector<const Time*> waits;  // Schedule::comm_waits: arrival times of its posted call's transfers
   };
   // A device that several ranks share: its running ranks and when their work was last updated.
@@ -303,6 +305,10 @@ class Engine {
     // (and sets a wake for when its inputs land); a busy one does so when it finishes.
     if (!rank_[dst].running) pending_wakes_.push_back(dst);
     if (s_.comm_waits && !rank_[src].running) pending_wakes_.push_back(src);  // a sender waiting on its call
+    if (s_.comm_in_order) {  // both ranks' next comm actions may follow this one now
+      fifo_wakes_.push_back(src);
+      fifo_wakes_.push_back(dst);
+    }
     if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
     return arrival;
   }
@@ -312,6 +318,7 @@ class Engine {
     const Action& a = *st.next;
     st.running = false;
     ++st.next;
+    if (s_.comm_in_order) st.ended.push_back(now);
     res_.ranks[r].last_end = now;
     res_.ranks[r].busy += now - st.run_start - st.run_exposed;
     if (opt_.record_timeline) res_.timeline.intervals[st.interval].end = now;
@@ -368,7 +375,10 @@ class Engine {
   // Looks again at every rank a transfer issued since the last look woke; a rank that starts, or
   // posts its next blocking call (try_start), may issue transfers that wake more.
   void drain_wakes(Time now) {
-    while (!pending_wakes_.empty()) {
+    while (!pending_wakes_.empty() || !fifo_wakes_.empty()) {
+      std::vector<int> fifo;
+      fifo.swap(fifo_wakes_);
+      for (int r : fifo) post_comm(r, now);
       std::vector<int> wakes;
       wakes.swap(pending_wakes_);
       for (int r : wakes) try_start(r, now);
@@ -406,18 +416,32 @@ class Engine {
     while (st.comm_next < s_.comm[r].size() && s_.comm[r][st.comm_next].after <= done) {
       // A call after one the rank still waits on is posted when that one completes (try_start).
       if (s_.comm_waits && s_.comm[r][st.comm_next].new_call && !st.waits.empty()) break;
-      const CommAction& c = s_.comm[r][st.comm_next++];
+      const CommAction& c = s_.comm[r][st.comm_next];
+      Time at = now;
+      if (s_.comm_in_order && c.kind <= CommKind::RecvB) {
+        // One at a time in list order: after the compute listed before it and the comm action
+        // before it. Both are known here and neither is earlier than `now` would allow: compute
+        // ends are past, and a transfer's arrival is known from when it is issued, which wakes
+        // this rank (fifo_wakes_) at that event's time.
+        if (st.comm_prev != nullptr && *st.comm_prev == kNever) break;  // the one before has not started
+        at = c.after == 0 ? 0 : st.ended[c.after - 1];
+        if (st.comm_prev != nullptr) at = std::max(at, *st.comm_prev);
+      }
+      ++st.comm_next;
       if (c.kind > CommKind::RecvB) continue;
-      post_slot(c) = now;
+      post_slot(c) = at;
       const TransferOf t = transfer_of(c);
       const std::size_t k = key(t.producer);
+      if (s_.comm_in_order) st.comm_prev = t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail;
       if (s_.comm_waits) st.waits.push_back(t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail);
       if (t.fwd) issue_fwd(k, t.producer);
       else issue_bwd(k, t.producer.stage, t.producer.microbatch);
     }
   }
-  // SimCosts::eager_bytes: a send this small does not wait for its receiver.
-  bool eager_send(Bytes bytes) const { return c_.eager_bytes > 0 && bytes <= c_.eager_bytes; }
+  // SimCosts::eager_bytes: a send this small does not wait for its receiver. Not with
+  // Schedule::comm_in_order: there a receive completes no earlier than its turn on its rank's
+  // stream, so every transfer waits for both sides.
+  bool eager_send(Bytes bytes) const { return !s_.comm_in_order && c_.eager_bytes > 0 && bytes <= c_.eager_bytes; }
   // Starts the forward transfer of slot k (producer `op`) once its F ended and both sides posted
   // (the sender alone for an eager send).
   void issue_fwd(std::size_t k, const Op& op) {
@@ -534,6 +558,7 @@ class Engine {
   std::vector<int> device_of_;     // per rank, an index into devices_; empty: no device is shared
   std::vector<Device> devices_;
   std::vector<int> pending_wakes_;
+  std::vector<int> fifo_wakes_;  // Schedule::comm_in_order: ranks whose next comm action may post
   std::unordered_map<std::uint64_t, ActionCost> cache_;
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, Time>> pair_kinds_;  // (slice F, slice B, kind)
   RankEventQueue q_;

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "trace/intervals.h"
 #include "schedules/notation.h"
+#include "schedules/torch_p2p.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
 
@@ -275,11 +276,12 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
   return p;
 }
 
-ExecutedComparison compare_executed(const PipelineRun& p) {
+ExecutedComparison compare_executed(const PipelineRun& p, bool torch_runtime) {
   ExecutedComparison c;
-  const SimResult sim = simulate(p.schedule, p.costs);
-  const ScheduleMetrics mt =
-      compute_metrics(p.schedule, sim, p.costs, nullptr, ScheduleParams{p.schedule.pp, p.schedule.microbatches});
+  c.torch_runtime = torch_runtime;
+  const Schedule run = torch_runtime ? with_torch_p2p(p.schedule) : p.schedule;
+  const SimResult sim = simulate(run, p.costs);
+  const ScheduleMetrics mt = compute_metrics(run, sim, p.costs, nullptr, ScheduleParams{run.pp, run.microbatches});
   c.measured_makespan = p.makespan();
   c.simulated_makespan = mt.makespan;
   c.link_latency = p.costs.link.latency;
@@ -326,8 +328,9 @@ std::string render_pipeline_run(const PipelineRun& p) {
 std::string render_executed_comparison(const ExecutedComparison& c) {
   std::string o = fmt::format(
       "\nexecuted order, measured against simulated with its own costs (links: {} ms latency, the mean "
-      "point-to-point transfer):\n",
-      ms(c.link_latency));
+      "point-to-point transfer; {}):\n",
+      ms(c.link_latency),
+      c.torch_runtime ? "PyTorch's sends and receives, one stream per rank" : "each transfer starts when its producer ends");
   o += fmt::format("makespan: measured {} ms, simulated {} ms ({:+.1f}%)\n", ms(c.measured_makespan),
                    ms(c.simulated_makespan), 100 * c.error());
   o += fmt::format("{:>5} {:>12} {:>12} {:>14} {:>14} {:>12} {:>12}\n", "rank", "compute ms", "(simulated)",
@@ -378,6 +381,7 @@ nlohmann::json executed_comparison_json(const ExecutedComparison& c) {
   j["measured_makespan_ms"] = msd(c.measured_makespan);
   j["simulated_makespan_ms"] = msd(c.simulated_makespan);
   j["link_latency_ms"] = msd(c.link_latency);
+  j["p2p_runtime"] = c.torch_runtime ? "torch" : "dataflow";
   nlohmann::json rs = nlohmann::json::array();
   for (const auto& r : c.ranks)
     rs.push_back({{"rank", r.rank},

@@ -80,6 +80,7 @@ struct ExecutedComparison {
   Time measured_makespan = 0, simulated_makespan = 0;
   std::vector<RankComparison> ranks;
   Time link_latency = 0;
+  bool torch_runtime = false;
   double error() const {
     return measured_makespan > 0
                ? (static_cast<double>(simulated_makespan) - static_cast<double>(measured_makespan)) /
@@ -87,7 +88,9 @@ struct ExecutedComparison {
                : 0;
   }
 };
-ExecutedComparison compare_executed(const PipelineRun& p);
+// torch_runtime: the order run with PyTorch's sends and receives (schedules/torch_p2p.h) in place
+// of links that start each transfer when its producer ends.
+ExecutedComparison compare_executed(const PipelineRun& p, bool torch_runtime = false);
 
 std::string render_pipeline_run(const PipelineRun& p);
 std::string render_executed_comparison(const ExecutedComparison& c);

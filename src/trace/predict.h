@@ -19,6 +19,10 @@ struct PredictRequest {
   int devices = 1;               // GPUs the traced step ran on
   int layers_per_chunk = 0;      // 0: the trace's layers / (stages of the schedule); pair: all of them
   int comm_sms = 20, sms = 132;  // the linear rule, when the trace measured no slowdown
+  // executed: the runtime the executed order is simulated with: "dataflow" (each transfer starts
+  // when its producer ends) or "torch" (PyTorch's sends and receives, one stream per rank:
+  // schedules/torch_p2p.h).
+  std::string p2p_runtime = "dataflow";
 };
 
 struct Prediction {

@@ -8,6 +8,7 @@
 #include "schedules/deepspeed_p2p.h"
 #include "schedules/megatron_p2p.h"
 #include "schedules/notation.h"
+#include "schedules/torch_p2p.h"
 #include "test_util.h"
 
 using namespace ppsim;
@@ -511,4 +512,108 @@ TEST_CASE("eager sends: a send no larger than SimCosts::eager_bytes does not wai
   const Time rendezvous = simulate(ds, dc, {}).makespan();
   dc.eager_bytes = 1000;
   CHECK(simulate(ds, dc, {}).makespan() <= rendezvous);
+}
+
+namespace {
+// A rank's actions and comm actions merged in list order, in PyTorch's notation.
+std::string merged_list(const Schedule& s, int r) {
+  std::string out;
+  const auto& acts = s.ranks[static_cast<std::size_t>(r)];
+  const auto& comm = s.comm[static_cast<std::size_t>(r)];
+  std::size_t c = 0;
+  auto add = [&](const std::string& x) { out += (out.empty() ? "" : ",") + x; };
+  for (std::size_t i = 0; i <= acts.size(); ++i) {
+    while (c < comm.size() && comm[c].after == i) add(format_comm(comm[c++]));
+    if (i < acts.size()) add(format_action(acts[i]));
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("PyTorch's p2p runtime: its lowering of Interleaved1F1B, as its own runtime ran it on four GPUs", "[sim][engine][fidelity]") {
+  // Each rank's PP: ranges in a PyTorch 2.11 profiler trace of ScheduleInterleaved1F1B (P = 4,
+  // M = 8, two stages per rank; tools/record_pp_traces.py on four H200s, session 18): the order in
+  // which its runtime issued computation, sends, receives and its FSDP-style actions. ppsim's
+  // interleaved-1f1b order is PyTorch's at this size, and its lowering lists every action where
+  // PyTorch's did (UNSHARD, REDUCE_GRAD and RESHARD take a round of the lowering each: without
+  // them rank 3's 3RECV_B7 comes after its 3B5).
+  const Schedule s = with_torch_p2p(make_schedule("interleaved-1f1b", ScheduleParams{4, 8, 2, 0}));
+  CHECK(s.comm_in_order);
+  CHECK(merged_list(s, 0) ==
+        "0UNSHARD,4UNSHARD,0F0,0SEND_F0,4RECV_F0,0F1,0SEND_F1,4RECV_F1,0F2,0SEND_F2,4RECV_F2,0F3,0SEND_F3,4RECV_F3,4F0,"
+        "4SEND_F0,4F1,4SEND_F1,4F2,4SEND_F2,4F3,4SEND_F3,0F4,0SEND_F4,0F5,0SEND_F5,4RECV_B0,0F6,0SEND_F6,4B0,4SEND_B0,"
+        "4RECV_B1,0F7,0SEND_F7,4RECV_F4,4B1,4SEND_B1,4RECV_B2,4F4,4SEND_F4,4RECV_F5,4B2,4SEND_B2,4RECV_B3,4F5,4SEND_F5,"
+        "4RECV_F6,4B3,4SEND_B3,0RECV_B0,4F6,4SEND_F6,4RECV_F7,0B0,0RECV_B1,4F7,4SEND_F7,0B1,0RECV_B2,0B2,0RECV_B3,0B3,"
+        "4RECV_B4,4B4,4SEND_B4,4RECV_B5,4B5,4SEND_B5,4RECV_B6,4B6,4SEND_B6,4RECV_B7,4B7,4SEND_B7,4REDUCE_GRAD,4RESHARD,"
+        "0RECV_B4,0B4,0RECV_B5,0B5,0RECV_B6,0B6,0RECV_B7,0B7,0REDUCE_GRAD,0RESHARD");
+  CHECK(merged_list(s, 1) ==
+        "1UNSHARD,5UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,1RECV_F2,1F2,1SEND_F2,1RECV_F3,1F3,1SEND_F3,"
+        "5RECV_F0,5F0,5SEND_F0,5RECV_F1,5F1,5SEND_F1,5RECV_F2,5F2,5SEND_F2,5RECV_F3,5F3,5SEND_F3,5RECV_B0,1RECV_F4,1F4,"
+        "1SEND_F4,1RECV_F5,5B0,5SEND_B0,5RECV_B1,1RECV_F6,1F5,1SEND_F5,5B1,5SEND_B1,5RECV_B2,1RECV_F7,1F6,1SEND_F6,5B2,"
+        "5SEND_B2,5RECV_B3,5RECV_F4,1F7,1SEND_F7,5B3,5SEND_B3,1RECV_B0,5RECV_F5,5F4,5SEND_F4,1B0,1SEND_B0,1RECV_B1,"
+        "5RECV_F6,5F5,5SEND_F5,1B1,1SEND_B1,1RECV_B2,5RECV_F7,5F6,5SEND_F6,1B2,1SEND_B2,1RECV_B3,5F7,5SEND_F7,1B3,"
+        "1SEND_B3,5RECV_B4,5B4,5SEND_B4,5RECV_B5,5B5,5SEND_B5,5RECV_B6,5B6,5SEND_B6,5RECV_B7,5B7,5SEND_B7,5REDUCE_GRAD,"
+        "5RESHARD,1RECV_B4,1B4,1SEND_B4,1RECV_B5,1B5,1SEND_B5,1RECV_B6,1B6,1SEND_B6,1RECV_B7,1B7,1SEND_B7,1REDUCE_GRAD,"
+        "1RESHARD");
+  CHECK(merged_list(s, 2) ==
+        "2UNSHARD,6UNSHARD,2RECV_F0,2F0,2SEND_F0,2RECV_F1,2F1,2SEND_F1,2RECV_F2,2F2,2SEND_F2,2RECV_F3,2F3,2SEND_F3,"
+        "6RECV_F0,6F0,6SEND_F0,6RECV_F1,6F1,6SEND_F1,6RECV_B0,6RECV_F2,6F2,6SEND_F2,6RECV_F3,6B0,6SEND_B0,6RECV_B1,"
+        "2RECV_F4,6F3,6SEND_F3,6B1,6SEND_B1,6RECV_B2,2RECV_F5,2F4,2SEND_F4,6B2,6SEND_B2,6RECV_B3,2RECV_F6,2F5,2SEND_F5,"
+        "6B3,6SEND_B3,2RECV_B0,2RECV_F7,2F6,2SEND_F6,2B0,2SEND_B0,2RECV_B1,6RECV_F4,2F7,2SEND_F7,2B1,2SEND_B1,2RECV_B2,"
+        "6RECV_F5,6F4,6SEND_F4,2B2,2SEND_B2,2RECV_B3,6RECV_F6,6F5,6SEND_F5,2B3,2SEND_B3,6RECV_B4,6RECV_F7,6F6,6SEND_F6,"
+        "6B4,6SEND_B4,6RECV_B5,6F7,6SEND_F7,6B5,6SEND_B5,6RECV_B6,6B6,6SEND_B6,6RECV_B7,6B7,6SEND_B7,6REDUCE_GRAD,"
+        "6RESHARD,2RECV_B4,2B4,2SEND_B4,2RECV_B5,2B5,2SEND_B5,2RECV_B6,2B6,2SEND_B6,2RECV_B7,2B7,2SEND_B7,2REDUCE_GRAD,"
+        "2RESHARD");
+  CHECK(merged_list(s, 3) ==
+        "3UNSHARD,7UNSHARD,3RECV_F0,3F0,3SEND_F0,3RECV_F1,3F1,3SEND_F1,3RECV_F2,3F2,3SEND_F2,3RECV_F3,3F3,3SEND_F3,"
+        "7RECV_F0,7F0,7RECV_F1,7B0,7SEND_B0,7RECV_F2,7F1,7B1,7SEND_B1,7RECV_F3,7F2,7B2,7SEND_B2,3RECV_F4,7F3,3RECV_B0,"
+        "7B3,7SEND_B3,3RECV_F5,3F4,3SEND_F4,3RECV_B1,3B0,3SEND_B0,3RECV_F6,3F5,3SEND_F5,3RECV_B2,3B1,3SEND_B1,3RECV_F7,"
+        "3F6,3SEND_F6,3RECV_B3,3B2,3SEND_B2,7RECV_F4,3F7,3SEND_F7,3B3,3SEND_B3,7RECV_F5,7F4,7B4,7SEND_B4,7RECV_F6,7F5,"
+        "7B5,7SEND_B5,7RECV_F7,7F6,3RECV_B4,7B6,7SEND_B6,7F7,3RECV_B5,7B7,7SEND_B7,3RECV_B6,7REDUCE_GRAD,7RESHARD,"
+        "3RECV_B7,3B4,3SEND_B4,3B5,3SEND_B5,3B6,3SEND_B6,3B7,3SEND_B7,3REDUCE_GRAD,3RESHARD");
+  // Two pipes, and F&B pairs, are refused.
+  CHECK_THROWS_AS(with_torch_p2p(make_schedule("dualpipe", ScheduleParams{4, 8, 0, 0})), InputError);
+  CHECK_THROWS_AS(with_torch_p2p(make_schedule("dualpipev", ScheduleParams{4, 8, 0, 0})), InputError);
+}
+
+TEST_CASE("PyTorch's p2p runtime: one stream per rank, a receive posted early holds the sends behind it (hand-worked)", "[sim][engine][fidelity]") {
+  // interleaved-1f1b P=2 M=2 (v = 2: rank 0 holds stages 0 and 2, rank 1 stages 1 and 3), F=1,
+  // B=2, latency 0.5. The lowering (rounds, rank 0 first):
+  //   rank 0: 0F0 0SEND_F0 2RECV_F0 0F1 0SEND_F1 2RECV_F1 2F0 2SEND_F0 2F1 2SEND_F1 2RECV_B0 2B0
+  //           2SEND_B0 2RECV_B1 2B1 2SEND_B1 2REDUCE_GRAD 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD
+  //   rank 1: 1RECV_F0 1F0 1SEND_F0 1RECV_F1 1F1 1SEND_F1 3RECV_F0 3F0 3RECV_F1 3B0 3SEND_B0
+  //           1RECV_B0 3F1 3B1 3SEND_B1 1RECV_B1 3REDUCE_GRAD 1B0 1SEND_B0 1B1 1SEND_B1 1REDUCE_GRAD
+  // (a REDUCE_GRAD after each stage's last backward takes a round, and no time here: no DP).
+  // A comm action starts after the compute listed before it and the comm action before it on its
+  // rank; a transfer runs when its producer has ended and both its sides have started, and ends
+  // both. rank 0: 0F0 [0,1], 0F1 [1,2]; 0SEND_F0 meets 1RECV_F0 at 1, lands 1.5; 2RECV_F0 starts
+  // 1.5, meets 1SEND_F0 at 2.5 (after 1F0 [1.5,2.5]), lands 3: 2F0 [3,4]; 0SEND_F1 and 1RECV_F1
+  // start at 3, land 3.5: 1F1 [3.5,4.5]; 2RECV_F1 (3.5) meets 1SEND_F1 at 4.5, lands 5: 2F1 [5,6];
+  // 2SEND_F0 and 3RECV_F0 at 5, land 5.5: 3F0 [5.5,6.5], 3B0 [6.5,8.5]; 2SEND_F1 (6) meets
+  // 3RECV_F1 (6.5), lands 7; 2RECV_B0 (7) meets 3SEND_B0 (8.5), lands 9: 3F1 [8.5,9.5], 2B0
+  // [9,11], 3B1 [9.5,11.5]; 1RECV_B0 (9) meets 2SEND_B0 (11), lands 11.5: 1B0 [11.5,13.5];
+  // 3SEND_B1, behind 1RECV_B0, starts 11.5 with 2RECV_B1, lands 12: 2B1 [12,14]; 1RECV_B1 (12)
+  // meets 2SEND_B1 (14), lands 14.5: 1B1 [14.5,16.5]; 0RECV_B0 and 1SEND_B0 at 14.5, land 15:
+  // 0B0 [15,17]; 1SEND_B1 (16.5) meets 0RECV_B1 (17), lands 17.5: 0B1 [17.5,19.5].
+  // Makespan 19.5 against the dataflow runtime's 18 on the same costs.
+  const Schedule base = make_schedule("interleaved-1f1b", ScheduleParams{2, 2, 2, 0});
+  const Schedule s = with_torch_p2p(base);
+  CHECK(merged_list(s, 0) == "0UNSHARD,2UNSHARD,0F0,0SEND_F0,2RECV_F0,0F1,0SEND_F1,2RECV_F1,2F0,2SEND_F0,2F1,2SEND_F1,2RECV_B0,2B0,"
+                             "2SEND_B0,2RECV_B1,2B1,2SEND_B1,2REDUCE_GRAD,2RESHARD,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD");
+  CHECK(merged_list(s, 1) == "1UNSHARD,3UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,3RECV_F0,3F0,3RECV_F1,3B0,3SEND_B0,"
+                             "1RECV_B0,3F1,3B1,3SEND_B1,1RECV_B1,3REDUCE_GRAD,3RESHARD,1B0,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD");
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 39 * U / 2);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "2F0", 3, 4}, {0, "2F1", 5, 6}, {0, "2B0", 9, 11},
+                               {0, "2B1", 12, 14}, {0, "0B0", 15, 17}, {0, "0B1", 17.5, 19.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1F1", 3.5, 4.5}, {1, "3F0", 5.5, 6.5}, {1, "3B0", 6.5, 8.5},
+                               {1, "3F1", 8.5, 9.5}, {1, "3B1", 9.5, 11.5}, {1, "1B0", 11.5, 13.5}, {1, "1B1", 14.5, 16.5}});
+  CHECK(simulate(base, costs, {}).makespan() == 18 * U);
+  // Eager sends do not apply: every transfer waits for both of its sides' turns.
+  costs.eager_bytes = 1 << 20;
+  CHECK(simulate(s, costs, {}).makespan() == 39 * U / 2);
 }

@@ -1,0 +1,143 @@
+// PyTorch's pipelining runtime: its send/receive lowering and one stream per rank (torch_p2p.h).
+#include "schedules/torch_p2p.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace ppsim {
+
+namespace {
+
+// What a rank has placed: compute ops and comm actions, keyed as PyTorch's _Action is compared.
+enum PlacedKind : int { kF, kB, kI, kW, kRecvF, kRecvB };
+using Placed = std::tuple<int, int, int>;  // (kind, stage, micro-batch)
+
+int placed_kind(OpKind k) {
+  switch (k) {
+    case OpKind::F: return kF;
+    case OpKind::B: return kB;
+    case OpKind::I: return kI;
+    case OpKind::W: return kW;
+  }
+  return kF;
+}
+
+}  // namespace
+
+Schedule with_torch_p2p(Schedule s) {
+  if (s.num_pipes != 1)
+    throw InputError(fmt::format("parallel.p2p_runtime torch: {} has {} pipes; PyTorch's runtime lowers one pipe", s.family, s.num_pipes));
+  const int P = s.pp;
+  for (int r = 0; r < P; ++r)
+    for (const Action& a : s.ranks[static_cast<std::size_t>(r)])
+      if (a.overlapped)
+        throw InputError(fmt::format("parallel.p2p_runtime torch: {} pairs F with B ({}), which PyTorch lowers otherwise; not modelled",
+                                     s.family, format_action(a)));
+  auto rank_of = [&](int stage) { return s.stage_rank[static_cast<std::size_t>(stage)]; };
+  s.comm.assign(static_cast<std::size_t>(P), {});
+  std::vector<std::set<Placed>> placed(static_cast<std::size_t>(P));
+  // What each rank lowers, in order: its compute actions and the FSDP-style actions PyTorch's
+  // runtime adds to them before lowering, each taking a round like a compute action: an UNSHARD
+  // of each of its stages first (in the order of their first use: the default max_active_stages
+  // of 3 unshards up to three stages at once), and after each stage's last backward (B or W) its
+  // REDUCE_GRAD and RESHARD (_add_unshard_reshard, _add_reduce_grad). They take no time here.
+  struct Item {
+    std::size_t action;
+    CommKind extra = CommKind::SendF;  // Unshard, ReduceGrad or Reshard: not a compute action
+    int stage = -1;                    // its stage, for those
+  };
+  std::vector<std::vector<Item>> items(static_cast<std::size_t>(P));
+  for (int r = 0; r < P; ++r) {
+    const std::vector<Action>& acts = s.ranks[static_cast<std::size_t>(r)];
+    std::vector<Item>& out = items[static_cast<std::size_t>(r)];
+    std::vector<std::size_t> last_bwd(static_cast<std::size_t>(s.num_stages()), acts.size());
+    std::vector<int> first_use;
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+      const int st = acts[i].first.stage;
+      if (acts[i].first.kind == OpKind::B || acts[i].first.kind == OpKind::W) last_bwd[static_cast<std::size_t>(st)] = i;
+      if (std::find(first_use.begin(), first_use.end(), st) == first_use.end()) first_use.push_back(st);
+    }
+    for (int st : first_use) out.push_back(Item{0, CommKind::Unshard, st});
+    for (std::size_t i = 0; i < acts.size(); ++i) {
+      out.push_back(Item{i});
+      const int st = acts[i].first.stage;
+      if (last_bwd[static_cast<std::size_t>(st)] == i) {
+        out.push_back(Item{i, CommKind::ReduceGrad, st});
+        out.push_back(Item{i, CommKind::Reshard, st});
+      }
+    }
+  }
+  std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);   // compute actions placed
+  std::vector<std::size_t> item(static_cast<std::size_t>(P), 0);   // items placed
+  // The input of `op` is on rank r: its receive was placed there, or its producer ran there.
+  auto ready = [&](int r, const Op& op) {
+    const std::set<Placed>& have = placed[static_cast<std::size_t>(r)];
+    if (op.kind == OpKind::F) {
+      if (s.is_first_stage(op.stage)) return true;
+      return have.count({kRecvF, op.stage, op.microbatch}) > 0 || have.count({kF, op.stage - 1, op.microbatch}) > 0;
+    }
+    if (op.kind == OpKind::B || op.kind == OpKind::I) {
+      if (s.is_last_stage(op.stage)) return true;
+      return have.count({kRecvB, op.stage, op.microbatch}) > 0 || have.count({kI, op.stage + 1, op.microbatch}) > 0 ||
+             have.count({kB, op.stage + 1, op.microbatch}) > 0;
+    }
+    return true;  // W: its own I ran on this rank
+  };
+  std::size_t left = 0;
+  for (const auto& it : items) left += it.size();
+  while (left > 0) {
+    bool progress = false;
+    for (int r = 0; r < P; ++r) {
+      const std::vector<Action>& acts = s.ranks[static_cast<std::size_t>(r)];
+      std::size_t& i = next[static_cast<std::size_t>(r)];
+      std::size_t& k = item[static_cast<std::size_t>(r)];
+      if (k == items[static_cast<std::size_t>(r)].size()) continue;
+      const Item& it = items[static_cast<std::size_t>(r)][k];
+      if (it.stage >= 0) {  // UNSHARD, REDUCE_GRAD or RESHARD: listed, and a round spent
+        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{it.extra, it.stage, -1, i, false});
+        ++k;
+        --left;
+        progress = true;
+        continue;
+      }
+      const Op& op = acts[i].first;
+      if (!ready(r, op)) continue;
+      ++k;
+      placed[static_cast<std::size_t>(r)].insert({placed_kind(op.kind), op.stage, op.microbatch});
+      ++i;
+      --left;
+      progress = true;
+      // Its output crosses to another rank: the send here, after it; the receive on the consumer.
+      int to = -1;
+      CommKind send = CommKind::SendF, recv = CommKind::RecvF;
+      if (op.kind == OpKind::F && !s.is_last_stage(op.stage) && rank_of(op.stage + 1) != r) {
+        to = op.stage + 1;
+      } else if ((op.kind == OpKind::B || op.kind == OpKind::I) && !s.is_first_stage(op.stage) && rank_of(op.stage - 1) != r) {
+        to = op.stage - 1;
+        send = CommKind::SendB;
+        recv = CommKind::RecvB;
+      }
+      if (to < 0) continue;
+      s.comm[static_cast<std::size_t>(r)].push_back(CommAction{send, op.stage, op.microbatch, i, false});
+      const int dst = rank_of(to);
+      s.comm[static_cast<std::size_t>(dst)].push_back(CommAction{recv, to, op.microbatch, next[static_cast<std::size_t>(dst)], false});
+      placed[static_cast<std::size_t>(dst)].insert({recv == CommKind::RecvF ? kRecvF : kRecvB, to, op.microbatch});
+    }
+    if (!progress) {
+      for (int r = 0; r < P; ++r)
+        if (item[static_cast<std::size_t>(r)] < items[static_cast<std::size_t>(r)].size())
+          throw InputError(fmt::format("parallel.p2p_runtime torch: cannot place sends and receives for {}: rank {}'s action {} never gets "
+                                       "its input (PyTorch's lowering stops there too)",
+                                       s.family, r, format_action(s.ranks[static_cast<std::size_t>(r)][next[static_cast<std::size_t>(r)]])));
+    }
+  }
+  s.comm_in_order = true;
+  return s;
+}
+
+}  // namespace ppsim

@@ -1,0 +1,27 @@
+// PyTorch's pipelining runtime (torch.distributed.pipelining, _PipelineScheduleRuntime) for a
+// compute order (parallel.p2p_runtime: torch, docs/CONFIG.md): the sends and receives as its
+// lowering places them, each rank's run one at a time on one stream.
+#pragma once
+#include "core/schedule.h"
+
+namespace ppsim {
+
+// Returns `s` with its communication listed as PyTorch's `_add_send_recv` lowers a compute-only
+// order (torch/distributed/pipelining/schedules.py): in rounds, each rank in rank order places its
+// next compute action once its input is there (its receive already placed on this rank, or its
+// producer placed here when both stages share the rank); after an action whose output crosses to
+// another rank it places the send, and at that moment appends the matching receive to the
+// consumer rank's list, however far behind that rank's own compute is. So receives are posted
+// early. The runtime issues each send and receive as its own batch_isend_irecv on the process
+// group, whose point-to-point runs on one NCCL stream per rank in issue order (each waiting for the
+// compute issued before it), and a compute action waits for its receive; sends are waited on only
+// at the step's end (Schedule::comm_in_order). A receive posted before its data exists therefore
+// holds every later send of its rank: measured on four H200s with PyTorch's Interleaved1F1B
+// (docs/FIDELITY.md, "PyTorch's own 1F1B and Interleaved1F1B on four GPUs").
+//
+// For single-pipe schedules of single ops. InputError for two pipes (DualPipe, Chimera) and for
+// overlapped F&B pairs, which PyTorch's runtime lowers otherwise; an order that cannot be lowered
+// (a rank's next action never gets its input) is an InputError naming the rank and action.
+Schedule with_torch_p2p(Schedule s);
+
+}  // namespace ppsim

@@ -42,35 +42,44 @@ Schedule with_torch_p2p(Schedule s) {
   s.comm.assign(static_cast<std::size_t>(P), {});
   std::vector<std::set<Placed>> placed(static_cast<std::size_t>(P));
   // What each rank lowers, in order: its compute actions and the FSDP-style actions PyTorch's
-  // runtime adds to them before lowering, each taking a round like a compute action: an UNSHARD
-  // of each of its stages first (in the order of their first use: the default max_active_stages
-  // of 3 unshards up to three stages at once), and after each stage's last backward (B or W) its
-  // REDUCE_GRAD and RESHARD (_add_unshard_reshard, _add_reduce_grad). They take no time here.
+  // runtime adds to them before lowering, each taking a round like a compute action. Before each
+  // action, the next max_active_stages (3) distinct stages it will compute are fetched (UNSHARD,
+  // in that order) and the other active stages evicted first (RESHARD, ascending); after each
+  // stage's last backward (B or W) its REDUCE_GRAD; at the end the stages still active are
+  // resharded (_add_unshard_reshard, _add_reduce_grad). They take no time here.
   struct Item {
     std::size_t action;
     CommKind extra = CommKind::SendF;  // Unshard, ReduceGrad or Reshard: not a compute action
     int stage = -1;                    // its stage, for those
   };
+  constexpr std::size_t kMaxActiveStages = 3;  // PyTorch's default
   std::vector<std::vector<Item>> items(static_cast<std::size_t>(P));
   for (int r = 0; r < P; ++r) {
     const std::vector<Action>& acts = s.ranks[static_cast<std::size_t>(r)];
     std::vector<Item>& out = items[static_cast<std::size_t>(r)];
     std::vector<std::size_t> last_bwd(static_cast<std::size_t>(s.num_stages()), acts.size());
-    std::vector<int> first_use;
+    for (std::size_t i = 0; i < acts.size(); ++i)
+      if (acts[i].first.kind == OpKind::B || acts[i].first.kind == OpKind::W) last_bwd[static_cast<std::size_t>(acts[i].first.stage)] = i;
+    std::set<int> active;
     for (std::size_t i = 0; i < acts.size(); ++i) {
-      const int st = acts[i].first.stage;
-      if (acts[i].first.kind == OpKind::B || acts[i].first.kind == OpKind::W) last_bwd[static_cast<std::size_t>(st)] = i;
-      if (std::find(first_use.begin(), first_use.end(), st) == first_use.end()) first_use.push_back(st);
-    }
-    for (int st : first_use) out.push_back(Item{0, CommKind::Unshard, st});
-    for (std::size_t i = 0; i < acts.size(); ++i) {
+      std::vector<int> next_n;
+      for (std::size_t j = i; j < acts.size() && next_n.size() < kMaxActiveStages; ++j)
+        if (std::find(next_n.begin(), next_n.end(), acts[j].first.stage) == next_n.end()) next_n.push_back(acts[j].first.stage);
+      for (auto it = active.begin(); it != active.end();) {
+        if (std::find(next_n.begin(), next_n.end(), *it) == next_n.end()) {
+          out.push_back(Item{i, CommKind::Reshard, *it});
+          it = active.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (int st : next_n)
+        if (active.insert(st).second) out.push_back(Item{i, CommKind::Unshard, st});
       out.push_back(Item{i});
       const int st = acts[i].first.stage;
-      if (last_bwd[static_cast<std::size_t>(st)] == i) {
-        out.push_back(Item{i, CommKind::ReduceGrad, st});
-        out.push_back(Item{i, CommKind::Reshard, st});
-      }
+      if (last_bwd[static_cast<std::size_t>(st)] == i) out.push_back(Item{i, CommKind::ReduceGrad, st});
     }
+    for (int st : active) out.push_back(Item{acts.size(), CommKind::Reshard, st});
   }
   std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);   // compute actions placed
   std::vector<std::size_t> item(static_cast<std::size_t>(P), 0);   // items placed

@@ -60,10 +60,21 @@ Schedule with_torch_p2p(Schedule s) {
     std::vector<std::size_t> last_bwd(static_cast<std::size_t>(s.num_stages()), acts.size());
     for (std::size_t i = 0; i < acts.size(); ++i)
       if (acts[i].first.kind == OpKind::B || acts[i].first.kind == OpKind::W) last_bwd[static_cast<std::size_t>(acts[i].first.stage)] = i;
+    // How many distinct stages the rank computes from each action on: the scan for the next three
+    // stops there (without it, a rank left with fewer would scan to its end at every action).
+    std::vector<std::size_t> distinct_after(acts.size() + 1, 0);
+    {
+      std::set<int> seen;
+      for (std::size_t i = acts.size(); i-- > 0;) {
+        seen.insert(acts[i].first.stage);
+        distinct_after[i] = seen.size();
+      }
+    }
     std::set<int> active;
     for (std::size_t i = 0; i < acts.size(); ++i) {
       std::vector<int> next_n;
-      for (std::size_t j = i; j < acts.size() && next_n.size() < kMaxActiveStages; ++j)
+      const std::size_t want = std::min(kMaxActiveStages, distinct_after[i]);
+      for (std::size_t j = i; j < acts.size() && next_n.size() < want; ++j)
         if (std::find(next_n.begin(), next_n.end(), acts[j].first.stage) == next_n.end()) next_n.push_back(acts[j].first.stage);
       for (auto it = active.begin(); it != active.end();) {
         if (std::find(next_n.begin(), next_n.end(), *it) == next_n.end()) {

@@ -272,7 +272,7 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
 py::dict import_trace_call(const std::vector<std::string>& traces, const std::vector<std::string>& map,
                            bool no_default_rules, const std::string& step_range, const std::string& schedule, int pp,
                            int microbatches, int vpp, int devices, int layers_per_chunk, int comm_sms, int sms,
-                           const std::string& output, bool moe_layers_only) {
+                           const std::string& output, bool moe_layers_only, const std::string& p2p_runtime) {
   api::ImportTraceCall c;
   c.traces = traces;
   c.options = {map, no_default_rules, step_range};
@@ -284,6 +284,7 @@ py::dict import_trace_call(const std::vector<std::string>& traces, const std::ve
   if (layers_per_chunk > 0) c.predict.layers_per_chunk = layers_per_chunk;
   if (comm_sms > 0) c.predict.comm_sms = comm_sms;
   if (sms > 0) c.predict.sms = sms;
+  c.predict.p2p_runtime = p2p_runtime;
   c.output = output;
   c.moe_layers_only = moe_layers_only;
   api::ImportTraceOutcome r;

@@ -244,7 +244,8 @@ def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2
 
 
 def import_trace(trace, map=None, no_default_rules=False, step_range="", schedule="", pp=1, microbatches=1, vpp=0,
-                 devices=1, layers_per_chunk=0, comm_sms=20, sms=132, output=None, moe_layers_only=False):
+                 devices=1, layers_per_chunk=0, comm_sms=20, sms=132, output=None, moe_layers_only=False,
+                 p2p_runtime="dataflow"):
     """A PyTorch profiler (Kineto) trace, as `ppsim import-trace --format json` (docs/TRACES.md).
 
     `trace`: one trace (a path), or a list of paths (one trace per rank of one run, or folders of
@@ -255,12 +256,14 @@ def import_trace(trace, map=None, no_default_rules=False, step_range="", schedul
     traces); written to `output` when given. "executed_csv" is the executed order as a schedule
     CSV (None where no pipeline run was rebuilt). moe_layers_only=True (with output=) writes the
     profile with `applies_to: moe_layers`: a config's MoE layers take its times, the rest stays
-    derived (docs/CONFIG.md).
+    derived (docs/CONFIG.md). p2p_runtime="torch" (with schedule="executed") simulates the order
+    with PyTorch's sends and receives, one stream per rank (docs/CONFIG.md parallel.p2p_runtime).
     """
     traces = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
     out = _ppsim._import_trace(traces, list(map or []), bool(no_default_rules), step_range, schedule, int(pp),
                                int(microbatches), int(vpp), int(devices), int(layers_per_chunk), int(comm_sms),
-                               int(sms), "" if output is None else str(output), bool(moe_layers_only))
+                               int(sms), "" if output is None else str(output), bool(moe_layers_only),
+                               str(p2p_runtime))
     if output is not None:
         with open(output, "w") as f:
             f.write(out["profile_yaml"])

@@ -183,6 +183,19 @@ def test_import_trace_several_ranks_equals_cli_json(cli, tmp_path):
     assert not (tmp_path / "p.yaml").exists()
     # One trace alone: no pipeline rebuilt without asking for it.
     assert ppsim.import_trace(r0)["executed_csv"] is None
+    # PyTorch's runtime for the simulation, as --p2p-runtime torch: at P = 2 its one stream per
+    # rank holds nothing back (hand-worked in tests/trace/ranks_test.cc), so 94 us again; the
+    # runtime named in the JSON; a bad name or torch without schedule="executed" is exit 2.
+    rc, out, err = cli("import-trace", r1, r0, "--schedule", "executed", "--p2p-runtime", "torch", "--format", "json")
+    assert rc == 0, err
+    tor = ppsim.import_trace([r1, r0], schedule="executed", p2p_runtime="torch")
+    assert tor["prediction"] == json.loads(out)["prediction"]
+    assert tor["prediction"]["p2p_runtime"] == "torch"
+    assert tor["prediction"]["simulated_makespan_ms"] == pytest.approx(0.094)
+    for kwargs in ({"schedule": "executed", "p2p_runtime": "tourch"}, {"p2p_runtime": "torch"}):
+        with pytest.raises(ppsim.Error) as e:
+            ppsim.import_trace([r1, r0], **kwargs)
+        assert e.value.exit_code == 2
 
 
 @pytest.mark.skipif(_has_gpu(), reason="a GPU is present: tools/gpu_validate.sh compares profile/validate with the CLI")

@@ -96,6 +96,11 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
 
 ImportTraceOutcome import_trace(const ImportTraceCall& call) {
   ImportTraceOutcome out;
+  if (call.predict.p2p_runtime != "dataflow" && call.predict.p2p_runtime != "torch")
+    throw InputError(fmt::format("--p2p-runtime '{}': expected dataflow or torch", call.predict.p2p_runtime),
+                     closest_match(call.predict.p2p_runtime, {"dataflow", "torch"}), kExitUsage);
+  if (call.predict.p2p_runtime == "torch" && call.predict.schedule != "executed")
+    throw InputError("--p2p-runtime torch simulates the executed order: give --schedule executed", {}, kExitUsage);
   if (call.moe_layers_only && call.output.empty())
     throw InputError("--moe-layers-only marks the cost profile: give --output FILE", {}, kExitUsage);
   out.paths = trace::expand_trace_paths(call.traces);

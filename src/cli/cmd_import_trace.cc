@@ -89,11 +89,6 @@ Runner setup_import_trace(CLI::App& sub) {
       throw InputError(fmt::format("--layer-order '{}': expected auto, force or off", a->layer_order),
                        closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
     io.comm_kernel = a->comm_kernel;
-    if (a->predict.p2p_runtime != "dataflow" && a->predict.p2p_runtime != "torch")
-      throw InputError(fmt::format("--p2p-runtime '{}': expected dataflow or torch", a->predict.p2p_runtime),
-                       closest_match(a->predict.p2p_runtime, {"dataflow", "torch"}), kExitUsage);
-    if (a->predict.p2p_runtime == "torch" && a->predict.schedule != "executed")
-      throw InputError("--p2p-runtime torch simulates the executed order: give --schedule executed", {}, kExitUsage);
     const api::ImportTraceOutcome r =
         api::import_trace({a->traces, io, a->predict, a->output, a->executed_csv, !a->html.empty(), a->moe_layers_only});
     // Every output together or none (write_outputs): the files, then the report on stdout, or on

@@ -275,6 +275,17 @@ TEST_CASE("schedule executed: the order simulated with its own costs gives the m
   REQUIRE(c.ranks[0].simulated_bubble == 34 * kUs);
   REQUIRE(c.ranks[1].simulated_bubble == 34 * kUs);
   REQUIRE(c.ranks[0].measured_bubble + c.ranks[0].measured_exposed == 34 * kUs);
+  // With PyTorch's sends and receives (schedules/torch_p2p.h), lowered: rank 0 0SEND_F0,
+  // 0SEND_F1, 0RECV_B0, 0RECV_B1 after 1, 2, 2, 3 of its actions; rank 1 1RECV_F0, 1RECV_F1,
+  // 1SEND_B0, 1SEND_B1 after 0, 1, 2, 4. One at a time per rank: F0's output leaves at 10, lands
+  // 12; 0SEND_F1 (ready at 20) waits for 1RECV_F1's turn at 22 (after 1F0 [12,22)), lands 24;
+  // 0RECV_B0 (24) meets 1SEND_B0 at 42, lands 44: 0B0 [44,64); 1F1 [42,52), 1B1 [52,72); 0RECV_B1
+  // (64) meets 1SEND_B1 at 72, lands 74: 0B1 [74,94). With one peer each, the stream holds nothing
+  // back: 94 us again.
+  const ExecutedComparison t = compare_executed(p, true);
+  REQUIRE(t.torch_runtime);
+  REQUIRE(t.simulated_makespan == 94 * kUs);
+  REQUIRE(t.ranks[1].simulated_bubble == 34 * kUs);
 }
 
 TEST_CASE("GPipe's and Megatron's ranges give the rank's stage and the micro-batch", "[trace][ranks]") {
@@ -345,6 +356,17 @@ TEST_CASE("import-trace CLI: several ranks, a folder, --schedule executed, --exe
   REQUIRE(o.one_error_line());
   REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
   REQUIRE(robust::run_ppsim(dir, "import-trace run --schedule 1f1b").code == kExitUsage);
+  // --p2p-runtime: torch simulates the executed order with PyTorch's runtime; another name, or
+  // torch without --schedule executed, is one usage line.
+  const robust::Result tr = robust::run_ppsim(dir, "import-trace run --schedule executed --p2p-runtime torch");
+  REQUIRE(tr.code == 0);
+  REQUIRE(tr.out.find("PyTorch's sends and receives, one stream per rank") != std::string::npos);
+  REQUIRE(tr.out.find("simulated 0.094 ms (+0.0%)") != std::string::npos);
+  const robust::Result bad = robust::run_ppsim(dir, "import-trace run --schedule executed --p2p-runtime tourch");
+  REQUIRE(bad.code == kExitUsage);
+  REQUIRE(bad.one_error_line());
+  REQUIRE(bad.err.find("did you mean 'torch'") != std::string::npos);
+  REQUIRE(robust::run_ppsim(dir, "import-trace run --p2p-runtime torch").code == kExitUsage);
   std::filesystem::create_directories(dir.path("empty"));
   const robust::Result e = robust::run_ppsim(dir, "import-trace empty");
   REQUIRE(e.code == kExitInput);

@@ -33,11 +33,6 @@ Schedule with_torch_p2p(Schedule s) {
   if (s.num_pipes != 1)
     throw InputError(fmt::format("parallel.p2p_runtime torch: {} has {} pipes; PyTorch's runtime lowers one pipe", s.family, s.num_pipes));
   const int P = s.pp;
-  for (int r = 0; r < P; ++r)
-    for (const Action& a : s.ranks[static_cast<std::size_t>(r)])
-      if (a.overlapped)
-        throw InputError(fmt::format("parallel.p2p_runtime torch: {} pairs F with B ({}), which PyTorch lowers otherwise; not modelled",
-                                     s.family, format_action(a)));
   auto rank_of = [&](int stage) { return s.stage_rank[static_cast<std::size_t>(stage)]; };
   s.comm.assign(static_cast<std::size_t>(P), {});
   std::vector<std::set<Placed>> placed(static_cast<std::size_t>(P));
@@ -59,14 +54,15 @@ Schedule with_torch_p2p(Schedule s) {
     std::vector<Item>& out = items[static_cast<std::size_t>(r)];
     std::vector<std::size_t> last_bwd(static_cast<std::size_t>(s.num_stages()), acts.size());
     for (std::size_t i = 0; i < acts.size(); ++i)
-      if (acts[i].first.kind == OpKind::B || acts[i].first.kind == OpKind::W) last_bwd[static_cast<std::size_t>(acts[i].first.stage)] = i;
+      for (int j = 0; j < acts[i].size(); ++j)  // an F&B pair's ops count as PyTorch's sub-actions do
+        if (acts[i].op(j).kind == OpKind::B || acts[i].op(j).kind == OpKind::W) last_bwd[static_cast<std::size_t>(acts[i].op(j).stage)] = i;
     // How many distinct stages the rank computes from each action on: the scan for the next three
     // stops there (without it, a rank left with fewer would scan to its end at every action).
     std::vector<std::size_t> distinct_after(acts.size() + 1, 0);
     {
       std::set<int> seen;
       for (std::size_t i = acts.size(); i-- > 0;) {
-        seen.insert(acts[i].first.stage);
+        for (int j = 0; j < acts[i].size(); ++j) seen.insert(acts[i].op(j).stage);
         distinct_after[i] = seen.size();
       }
     }
@@ -75,7 +71,8 @@ Schedule with_torch_p2p(Schedule s) {
       std::vector<int> next_n;
       const std::size_t want = std::min(kMaxActiveStages, distinct_after[i]);
       for (std::size_t j = i; j < acts.size() && next_n.size() < want; ++j)
-        if (std::find(next_n.begin(), next_n.end(), acts[j].first.stage) == next_n.end()) next_n.push_back(acts[j].first.stage);
+        for (int q = 0; q < acts[j].size() && next_n.size() < want; ++q)
+          if (std::find(next_n.begin(), next_n.end(), acts[j].op(q).stage) == next_n.end()) next_n.push_back(acts[j].op(q).stage);
       for (auto it = active.begin(); it != active.end();) {
         if (std::find(next_n.begin(), next_n.end(), *it) == next_n.end()) {
           out.push_back(Item{i, CommKind::Reshard, *it});
@@ -87,8 +84,11 @@ Schedule with_torch_p2p(Schedule s) {
       for (int st : next_n)
         if (active.insert(st).second) out.push_back(Item{i, CommKind::Unshard, st});
       out.push_back(Item{i});
-      const int st = acts[i].first.stage;
-      if (last_bwd[static_cast<std::size_t>(st)] == i) out.push_back(Item{i, CommKind::ReduceGrad, st});
+      for (int j = 0; j < acts[i].size(); ++j) {
+        const Op& op = acts[i].op(j);
+        if ((op.kind == OpKind::B || op.kind == OpKind::W) && last_bwd[static_cast<std::size_t>(op.stage)] == i)
+          out.push_back(Item{i, CommKind::ReduceGrad, op.stage});
+      }
     }
     for (int st : active) out.push_back(Item{acts.size(), CommKind::Reshard, st});
   }
@@ -125,28 +125,35 @@ Schedule with_torch_p2p(Schedule s) {
         progress = true;
         continue;
       }
-      const Op& op = acts[i].first;
-      if (!ready(r, op)) continue;
+      // An F&B pair (PyTorch's OVERLAP_F_B) waits until both of its ops' inputs are there, then
+      // places each op's send after it in the pair's order.
+      const Action& a = acts[i];
+      bool all_ready = true;
+      for (int j = 0; j < a.size(); ++j) all_ready = all_ready && ready(r, a.op(j));
+      if (!all_ready) continue;
       ++k;
-      placed[static_cast<std::size_t>(r)].insert({placed_kind(op.kind), op.stage, op.microbatch});
       ++i;
       --left;
       progress = true;
-      // Its output crosses to another rank: the send here, after it; the receive on the consumer.
-      int to = -1;
-      CommKind send = CommKind::SendF, recv = CommKind::RecvF;
-      if (op.kind == OpKind::F && !s.is_last_stage(op.stage) && rank_of(op.stage + 1) != r) {
-        to = op.stage + 1;
-      } else if ((op.kind == OpKind::B || op.kind == OpKind::I) && !s.is_first_stage(op.stage) && rank_of(op.stage - 1) != r) {
-        to = op.stage - 1;
-        send = CommKind::SendB;
-        recv = CommKind::RecvB;
+      for (int j = 0; j < a.size(); ++j) {
+        const Op& op = a.op(j);
+        placed[static_cast<std::size_t>(r)].insert({placed_kind(op.kind), op.stage, op.microbatch});
+        // Its output crosses to another rank: the send here, after it; the receive on the consumer.
+        int to = -1;
+        CommKind send = CommKind::SendF, recv = CommKind::RecvF;
+        if (op.kind == OpKind::F && !s.is_last_stage(op.stage) && rank_of(op.stage + 1) != r) {
+          to = op.stage + 1;
+        } else if ((op.kind == OpKind::B || op.kind == OpKind::I) && !s.is_first_stage(op.stage) && rank_of(op.stage - 1) != r) {
+          to = op.stage - 1;
+          send = CommKind::SendB;
+          recv = CommKind::RecvB;
+        }
+        if (to < 0) continue;
+        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{send, op.stage, op.microbatch, i, false});
+        const int dst = rank_of(to);
+        s.comm[static_cast<std::size_t>(dst)].push_back(CommAction{recv, to, op.microbatch, next[static_cast<std::size_t>(dst)], false});
+        placed[static_cast<std::size_t>(dst)].insert({recv == CommKind::RecvF ? kRecvF : kRecvB, to, op.microbatch});
       }
-      if (to < 0) continue;
-      s.comm[static_cast<std::size_t>(r)].push_back(CommAction{send, op.stage, op.microbatch, i, false});
-      const int dst = rank_of(to);
-      s.comm[static_cast<std::size_t>(dst)].push_back(CommAction{recv, to, op.microbatch, next[static_cast<std::size_t>(dst)], false});
-      placed[static_cast<std::size_t>(dst)].insert({recv == CommKind::RecvF ? kRecvF : kRecvB, to, op.microbatch});
     }
     if (!progress) {
       for (int r = 0; r < P; ++r)

@@ -22,9 +22,10 @@ namespace ppsim {
 // holds every later send of its rank: measured on four H200s with PyTorch's Interleaved1F1B
 // (docs/FIDELITY.md, "PyTorch's own 1F1B and Interleaved1F1B on four GPUs").
 //
-// For single-pipe schedules of single ops. InputError for two pipes (DualPipe, Chimera) and for
-// overlapped F&B pairs, which PyTorch's runtime lowers otherwise; an order that cannot be lowered
-// (a rank's next action never gets its input) is an InputError naming the rank and action.
+// For single-pipe schedules; an F&B pair is PyTorch's OVERLAP_F_B (placed once both of its ops'
+// inputs are there, each op's send after it). InputError for two pipes (DualPipe, Chimera); an
+// order that cannot be lowered (a rank's next action never gets its input) is an InputError
+// naming the rank and action.
 Schedule with_torch_p2p(Schedule s);
 
 }  // namespace ppsim

@@ -1,18 +1,39 @@
 // `ppsim show`: one schedule's per-rank op order as readable text with a compact time-step
 // chart, PyTorch's CSV (`csv` or `torch`: the same file, in the dialect --write-dialect names;
 // auto writes an imported file's own), or JSON. An imported file's dialect is printed.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "api/schedule_source.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "core/error.h"
 #include "report/chart.h"
 #include "schedules/notation.h"
+#include "schedules/torch_p2p.h"
 
 namespace ppsim::cli {
 
 namespace {
+// The schedule's PyTorch CSV, one string per rank (its comm actions among the compute ones).
+std::vector<std::string> csv_rows(const Schedule& s, Dialect dialect) {
+  std::vector<std::string> rows;
+  const std::string csv = schedule_to_csv(s, dialect);
+  std::size_t pos = 0;
+  while (pos < csv.size()) {
+    const std::size_t nl = std::min(csv.find('\n', pos), csv.size());
+    std::string row = csv.substr(pos, nl - pos);
+    if (!row.empty() && row.back() == '\r') row.pop_back();
+    rows.push_back(row);
+    pos = nl + 1;
+  }
+  return rows;
+}
+
 struct ShowArgs {
   std::string family;
   ScheduleOptions so;
@@ -20,6 +41,7 @@ struct ShowArgs {
   std::string output = "-";
   std::string color = "auto";
   std::string write_dialect = "auto";
+  std::string lower = "none";
 };
 }  // namespace
 
@@ -34,11 +56,19 @@ Runner setup_show(CLI::App& sub) {
                  "the PyTorch CSV dialect --format csv|torch writes: auto (an imported file's own, else current), current, "
                  "2.5 (I as B, B as BW)")
       ->capture_default_str();
+  sub.add_option("--lower", a->lower,
+                 "none, or torch: the sends, receives and FSDP-style actions PyTorch's pipelining runtime lists for this "
+                 "order (its compute_comms schedule; parallel.p2p_runtime torch)")
+      ->capture_default_str();
   return [a]() {
+    if (a->lower != "none" && a->lower != "torch")
+      throw InputError(fmt::format("--lower '{}': expected none or torch", a->lower), closest_match(a->lower, {"none", "torch"}),
+                       kExitUsage);
     const bool torch = a->format == "torch";
     const Format f = torch ? Format::Csv : parse_format(a->format, {"text", "csv", "torch", "json"});
     const Dialect dialect = parse_dialect(a->write_dialect);
-    const Schedule s = api::load_schedule(a->family, to_choice(a->so));
+    Schedule s = api::load_schedule(a->family, to_choice(a->so));
+    if (a->lower == "torch") s = with_torch_p2p(std::move(s));
     std::string out;
     if (f == Format::Csv) {
       out = schedule_to_csv(s, dialect);
@@ -57,6 +87,19 @@ Runner setup_show(CLI::App& sub) {
         j["ranks"].push_back(row);
       }
       if (!s.dialect.empty()) j["schedule_file"] = api::import_info(s);
+      if (a->lower == "torch") {  // each rank's lowered list: compute and comm actions in order
+        j["lowered"] = nlohmann::json::array();
+        for (const std::string& row : csv_rows(s, dialect)) {
+          nlohmann::json tokens = nlohmann::json::array();
+          std::size_t pos = 0;
+          while (pos <= row.size()) {
+            const std::size_t comma = std::min(row.find(',', pos), row.size());
+            tokens.push_back(row.substr(pos, comma - pos));
+            pos = comma + 1;
+          }
+          j["lowered"].push_back(tokens);
+        }
+      }
       out = j.dump(2) + "\n";
     } else {
       out += fmt::format("{}: P={} M={} stages={} pipes={} ops={}\n", s.family, s.pp, s.microbatches, s.num_stages(),
@@ -68,9 +111,17 @@ Runner setup_show(CLI::App& sub) {
           out += fmt::format("comm actions: {} ({} FSDP ones not modelled); SEND/RECV kept as explicit transfers\n",
                              info["comm_actions"].get<std::size_t>(), info["fsdp_actions_ignored"].get<std::size_t>());
       }
+      const std::vector<std::string> lines = csv_rows(s, dialect);
       for (int r = 0; r < s.pp; ++r) {
         out += fmt::format("rank {:>2}:", r);
-        for (const auto& act : s.ranks[r]) out += " " + format_action(act);
+        if (a->lower == "torch") {  // the lowered list, comm actions among the compute
+          std::string row = lines[static_cast<std::size_t>(r)];
+          for (char& ch : row)
+            if (ch == ',') ch = ' ';
+          out += " " + row;
+        } else {
+          for (const auto& act : s.ranks[r]) out += " " + format_action(act);
+        }
         out += "\n";
       }
       out += "\ntime steps (F=1, I=1, W=1, B=2, F&B=3):\n";

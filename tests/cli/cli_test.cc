@@ -273,3 +273,28 @@ TEST_CASE("simulate FAMILY is simulate -s FAMILY, as show FAMILY", "[cli]") {
   REQUIRE(r.code == 2);
   REQUIRE(r.err.find("dualpipe") != std::string::npos);
 }
+
+TEST_CASE("show --lower torch: the sends, receives and FSDP-style actions PyTorch's runtime lists", "[cli]") {
+  // interleaved-1f1b P=2 M=2, lowered by hand in tests/sim/engine_test.cc ("one stream per rank").
+  const Result r = run_ppsim("show interleaved-1f1b -p 2 -m 2 --lower torch --format torch");
+  REQUIRE(r.code == 0);
+  CHECK(r.out ==
+        "0UNSHARD,2UNSHARD,0F0,0SEND_F0,2RECV_F0,0F1,0SEND_F1,2RECV_F1,2F0,2SEND_F0,2F1,2SEND_F1,2RECV_B0,2B0,2SEND_B0,"
+        "2RECV_B1,2B1,2SEND_B1,2REDUCE_GRAD,2RESHARD,0RECV_B0,0B0,0RECV_B1,0B1,0REDUCE_GRAD,0RESHARD\n"
+        "1UNSHARD,3UNSHARD,1RECV_F0,1F0,1SEND_F0,1RECV_F1,1F1,1SEND_F1,3RECV_F0,3F0,3RECV_F1,3B0,3SEND_B0,1RECV_B0,3F1,3B1,"
+        "3SEND_B1,1RECV_B1,3REDUCE_GRAD,3RESHARD,1B0,1SEND_B0,1B1,1SEND_B1,1REDUCE_GRAD,1RESHARD\n");
+  // JSON: each rank's lowered list beside its compute order.
+  const Result j = run_ppsim("show interleaved-1f1b -p 2 -m 2 --lower torch --format json");
+  REQUIRE(j.code == 0);
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  CHECK(doc["lowered"][1][2] == "1RECV_F0");
+  CHECK(doc["lowered"][0].size() == 26);
+  CHECK(doc["ranks"][0].size() == 8);
+  // A value it does not know: exit 2 with the nearest; two pipes: exit 3, the reason.
+  const Result bad = run_ppsim("show zbv -p 2 -m 4 --lower torh");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("did you mean 'torch'") != std::string::npos);
+  const Result two = run_ppsim("show dualpipe -p 4 -m 8 --lower torch");
+  CHECK(two.code == 3);
+  CHECK(two.err.find("2 pipes") != std::string::npos);
+}

@@ -454,12 +454,19 @@ class Planner {
           same_costs(m.costs, costs))
         hit = &m;
     if (hit == nullptr) {
+      // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run); a
+      // runtime that cannot run this family (torch: two pipes) is the family's constraint here.
+      Schedule run;
+      try {
+        run = as_run(cfg, s);
+      } catch (const InputError& e) {
+        return reject(slot, Reason::schedule_constraint, e.message());
+      }
       try {
         simulations_.fetch_add(1, std::memory_order_relaxed);
-        // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run);
         // hardware.clock: simulate_config scales the costs it runs on.
         SimCosts run_costs = costs;
-        SimResult r = simulate_config(cfg, as_run(cfg, s), run_costs);
+        SimResult r = simulate_config(cfg, run, run_costs);
         memo.push_back({costs, runtime, hw.clock_duty_slope, hw.clock_duty_ref, std::move(run_costs), std::move(r)});
         hit = &memo.back();
       } catch (const InputError& e) {

@@ -372,3 +372,24 @@ TEST_CASE("a what-if with a power-limited clock: busier schedules slow down more
   CHECK_THAT(step("1f1b"), Catch::Matchers::WithinRel(33e6 * (1 + 24.0 / 33 - 0.5), 1e-5));
   CHECK(hot.ranking.front().schedule == "zbv");
 }
+
+TEST_CASE("plan with PyTorch's runtime: two-pipe families are that runtime's constraint, not a failure", "[plan]") {
+  // parallel.p2p_runtime torch lowers one pipe (schedules/torch_p2p.h): DualPipe and Chimera are
+  // refused by the runtime before any simulation, counted as a schedule constraint with its
+  // reason; DualPipeV and interleaved 1F1B are planned with PyTorch's sends and receives.
+  const char* yaml = R"(name: torch-runtime
+model: {layers: 8, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 64}
+hardware: {name: h100, gpus: 4}
+parallel: {pp: 4, microbatches: 8, p2p_runtime: torch}
+plan:
+  search: {schedules: [dualpipe, chimera, dualpipev, interleaved-1f1b]}
+)";
+  const VariantResult v = plan(yaml).variants[0];
+  CHECK(rejected(v, Reason::schedule_constraint) == 2);
+  CHECK(rejected(v, Reason::simulation_failed) == 0);
+  CHECK(v.rejected[static_cast<std::size_t>(Reason::schedule_constraint)].example.find("2 pipes; PyTorch's runtime lowers one pipe") !=
+        std::string::npos);
+  CHECK(best_of(v, "dualpipev") != nullptr);
+  CHECK(best_of(v, "interleaved-1f1b") != nullptr);
+  CHECK(best_of(v, "dualpipe") == nullptr);
+}

@@ -15,8 +15,10 @@ namespace ppsim {
 // early. The FSDP-style actions PyTorch adds first (UNSHARD and RESHARD as a window of three
 // stages moves, REDUCE_GRAD after a stage's last backward) take a round each and are listed as
 // comm actions that take no time. The lists match PyTorch 2.11's own, action for action, for
-// Interleaved1F1B (2 and 4 stages per rank) and ZBVZeroBubble at P = 4 (tests/sim/engine_test.cc). The runtime issues each send and receive as its own batch_isend_irecv on the process
-// group, whose point-to-point runs on one NCCL stream per rank in issue order (each waiting for the
+// Interleaved1F1B (2 and 4 stages per rank), ZBVZeroBubble and DualPipeV at P = 4
+// (tests/sim/engine_test.cc). The runtime issues each send and receive as its own
+// batch_isend_irecv on the process group, whose point-to-point runs on one NCCL stream per rank in
+// issue order (each waiting for the
 // compute issued before it), and a compute action waits for its receive; sends are waited on only
 // at the step's end (Schedule::comm_in_order). A receive posted before its data exists therefore
 // holds every later send of its rank: measured on four H200s with PyTorch's Interleaved1F1B

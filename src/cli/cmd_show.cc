@@ -1,7 +1,6 @@
 // `ppsim show`: one schedule's per-rank op order as readable text with a compact time-step
 // chart, PyTorch's CSV (`csv` or `torch`: the same file, in the dialect --write-dialect names;
 // auto writes an imported file's own), or JSON. An imported file's dialect is printed.
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -19,21 +18,6 @@
 namespace ppsim::cli {
 
 namespace {
-// The schedule's PyTorch CSV, one string per rank (its comm actions among the compute ones).
-std::vector<std::string> csv_rows(const Schedule& s, Dialect dialect) {
-  std::vector<std::string> rows;
-  const std::string csv = schedule_to_csv(s, dialect);
-  std::size_t pos = 0;
-  while (pos < csv.size()) {
-    const std::size_t nl = std::min(csv.find('\n', pos), csv.size());
-    std::string row = csv.substr(pos, nl - pos);
-    if (!row.empty() && row.back() == '\r') row.pop_back();
-    rows.push_back(row);
-    pos = nl + 1;
-  }
-  return rows;
-}
-
 struct ShowArgs {
   std::string family;
   ScheduleOptions so;
@@ -87,19 +71,7 @@ Runner setup_show(CLI::App& sub) {
         j["ranks"].push_back(row);
       }
       if (!s.dialect.empty()) j["schedule_file"] = api::import_info(s);
-      if (a->lower == "torch") {  // each rank's lowered list: compute and comm actions in order
-        j["lowered"] = nlohmann::json::array();
-        for (const std::string& row : csv_rows(s, dialect)) {
-          nlohmann::json tokens = nlohmann::json::array();
-          std::size_t pos = 0;
-          while (pos <= row.size()) {
-            const std::size_t comma = std::min(row.find(',', pos), row.size());
-            tokens.push_back(row.substr(pos, comma - pos));
-            pos = comma + 1;
-          }
-          j["lowered"].push_back(tokens);
-        }
-      }
+      if (a->lower == "torch") j["lowered"] = schedule_tokens(s, dialect);  // each rank's list, comm actions in order
       out = j.dump(2) + "\n";
     } else {
       out += fmt::format("{}: P={} M={} stages={} pipes={} ops={}\n", s.family, s.pp, s.microbatches, s.num_stages(),
@@ -111,14 +83,12 @@ Runner setup_show(CLI::App& sub) {
           out += fmt::format("comm actions: {} ({} FSDP ones not modelled); SEND/RECV kept as explicit transfers\n",
                              info["comm_actions"].get<std::size_t>(), info["fsdp_actions_ignored"].get<std::size_t>());
       }
-      const std::vector<std::string> lines = csv_rows(s, dialect);
+      const std::vector<std::vector<std::string>> lowered =
+          a->lower == "torch" ? schedule_tokens(s, dialect) : std::vector<std::vector<std::string>>{};
       for (int r = 0; r < s.pp; ++r) {
         out += fmt::format("rank {:>2}:", r);
         if (a->lower == "torch") {  // the lowered list, comm actions among the compute
-          std::string row = lines[static_cast<std::size_t>(r)];
-          for (char& ch : row)
-            if (ch == ',') ch = ' ';
-          out += " " + row;
+          for (const std::string& tok : lowered[static_cast<std::size_t>(r)]) out += " " + tok;
         } else {
           for (const auto& act : s.ranks[r]) out += " " + format_action(act);
         }

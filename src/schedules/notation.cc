@@ -40,29 +40,32 @@ std::string format_op_in(const Op& op, bool old) {
 }
 }  // namespace
 
-std::string schedule_to_csv(const Schedule& s, Dialect dialect) {
+std::vector<std::vector<std::string>> schedule_tokens(const Schedule& s, Dialect dialect) {
   const bool old = dialect == Dialect::Torch25 || (dialect == Dialect::Auto && s.dialect == "2.5");
-  std::string out;
+  std::vector<std::vector<std::string>> out(s.ranks.size());
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
     const auto& rank = s.ranks[r];
     const std::vector<CommAction>* comm = r < s.comm.size() ? &s.comm[r] : nullptr;
+    std::vector<std::string>& toks = out[r];
     std::size_t c = 0;
-    bool first = true;
-    auto put = [&](const std::string& tok) {
-      if (!first) out += ',';
-      out += tok;
-      first = false;
-    };
     auto put_comm_until = [&](std::size_t after) {
-      while (comm && c < comm->size() && (*comm)[c].after <= after) put(format_comm((*comm)[c++]));
+      while (comm && c < comm->size() && (*comm)[c].after <= after) toks.push_back(format_comm((*comm)[c++]));
     };
     for (std::size_t i = 0; i < rank.size(); ++i) {
       put_comm_until(i);
       const Action& a = rank[i];
-      if (a.overlapped) put(fmt::format("({};{})OVERLAP_F_B", format_op_in(a.first, old), format_op_in(a.second, old)));
-      else put(format_op_in(a.first, old));
+      if (a.overlapped) toks.push_back(fmt::format("({};{})OVERLAP_F_B", format_op_in(a.first, old), format_op_in(a.second, old)));
+      else toks.push_back(format_op_in(a.first, old));
     }
     put_comm_until(rank.size());
+  }
+  return out;
+}
+
+std::string schedule_to_csv(const Schedule& s, Dialect dialect) {
+  std::string out;
+  for (const std::vector<std::string>& toks : schedule_tokens(s, dialect)) {
+    for (std::size_t i = 0; i < toks.size(); ++i) out += (i ? "," : "") + toks[i];
     out += '\n';
   }
   return out;

@@ -10,6 +10,7 @@
 // same in both dialects; it is reported as today's.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/schedule.h"
 
@@ -27,6 +28,8 @@ std::string dialect_key(Dialect d);
 // writes I as B and B as BW; Auto writes the dialect the schedule was imported in (today's for
 // generated ones).
 std::string schedule_to_csv(const Schedule& s, Dialect dialect = Dialect::Auto);
+// The same, one list of tokens per rank (what schedule_to_csv joins with commas and newlines).
+std::vector<std::vector<std::string>> schedule_tokens(const Schedule& s, Dialect dialect = Dialect::Auto);
 
 enum class Layout { Auto, Linear, VShape, Bidirectional };
 Layout parse_layout(const std::string& name);

@@ -42,10 +42,9 @@ Schedule with_torch_p2p(Schedule s) {
   // in that order) and the other active stages evicted first (RESHARD, ascending); after each
   // stage's last backward (B or W) its REDUCE_GRAD; at the end the stages still active are
   // resharded (_add_unshard_reshard, _add_reduce_grad). They take no time here.
-  struct Item {
-    std::size_t action;
-    CommKind extra = CommKind::SendF;  // Unshard, ReduceGrad or Reshard: not a compute action
-    int stage = -1;                    // its stage, for those
+  struct Item {                      // the rank's next compute action, or one of these
+    CommKind extra = CommKind::SendF;  // Unshard, ReduceGrad or Reshard
+    int stage = -1;                    // its stage; -1: a compute action
   };
   constexpr std::size_t kMaxActiveStages = 3;  // PyTorch's default
   std::vector<std::vector<Item>> items(static_cast<std::size_t>(P));
@@ -75,22 +74,22 @@ Schedule with_torch_p2p(Schedule s) {
           if (std::find(next_n.begin(), next_n.end(), acts[j].op(q).stage) == next_n.end()) next_n.push_back(acts[j].op(q).stage);
       for (auto it = active.begin(); it != active.end();) {
         if (std::find(next_n.begin(), next_n.end(), *it) == next_n.end()) {
-          out.push_back(Item{i, CommKind::Reshard, *it});
+          out.push_back(Item{CommKind::Reshard, *it});
           it = active.erase(it);
         } else {
           ++it;
         }
       }
       for (int st : next_n)
-        if (active.insert(st).second) out.push_back(Item{i, CommKind::Unshard, st});
-      out.push_back(Item{i});
+        if (active.insert(st).second) out.push_back(Item{CommKind::Unshard, st});
+      out.push_back(Item{});
       for (int j = 0; j < acts[i].size(); ++j) {
         const Op& op = acts[i].op(j);
         if ((op.kind == OpKind::B || op.kind == OpKind::W) && last_bwd[static_cast<std::size_t>(op.stage)] == i)
-          out.push_back(Item{i, CommKind::ReduceGrad, op.stage});
+          out.push_back(Item{CommKind::ReduceGrad, op.stage});
       }
     }
-    for (int st : active) out.push_back(Item{acts.size(), CommKind::Reshard, st});
+    for (int st : active) out.push_back(Item{CommKind::Reshard, st});
   }
   std::vector<std::size_t> next(static_cast<std::size_t>(P), 0);   // compute actions placed
   std::vector<std::size_t> item(static_cast<std::size_t>(P), 0);   // items placed

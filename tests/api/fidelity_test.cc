@@ -27,6 +27,19 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return p.string();
 }
 
+// The error api::fidelity raises for this config text (the test fails where it raises none).
+InputError fidelity_error(const std::string& name, const std::string& text) {
+  api::FidelityRequest req;
+  req.files = {write_temp(name, text)};
+  try {
+    api::fidelity(req);
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("no error");
+  return InputError("no error");
+}
+
 // 8 GPUs (pp 2, dp 4), seq 128, h 64, 4 layers, V 1000.
 const char* kRun = R"(name: tiny
 model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 128}
@@ -97,24 +110,17 @@ TEST_CASE("fidelity --check: a row past its threshold, or without one, fails", "
 }
 
 TEST_CASE("fidelity: a bad published block is one located error", "[api][fidelity]") {
-  api::FidelityRequest req;
   std::string text = kRun;
   text.replace(text.find("tokens_per_s: 1000000"), 21, "tokens_per_s: 1000000, samples_per_gpu_s: 3");
-  req.files = {write_temp("bad.yaml", text)};
-  try {
-    api::fidelity(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
+  {
+    const InputError e = fidelity_error("bad.yaml", text);
     CHECK(e.loc().line == 10);
     CHECK(e.message().find("exactly one of") != std::string::npos);
   }
   text = kRun;
   text.replace(text.find("schedule: zb-h1, microbatches: 4"), 15, "schedule: zb-h9");
-  req.files = {write_temp("bad2.yaml", text)};
-  try {
-    api::fidelity(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
+  {
+    const InputError e = fidelity_error("bad2.yaml", text);
     CHECK(e.loc().line == 11);
     CHECK(e.message().find("zb-h9") != std::string::npos);
   }
@@ -156,11 +162,8 @@ TEST_CASE("fidelity: a bad set: is one error at its row", "[api][fidelity]") {
   api::FidelityRequest req;
   std::string text = kRun;
   text += "    - {label: e, schedule: 1f1b, set: {parallel.tpp: 2}, microbatches: 8, tflops_per_gpu: 100}\n";
-  req.files = {write_temp("badset.yaml", text)};
-  try {
-    api::fidelity(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
+  {
+    const InputError e = fidelity_error("badset.yaml", text);
     CHECK(e.loc().line == 14);
     CHECK(e.message().find("tpp") != std::string::npos);
     CHECK((e.message() + e.suggestion()).find("parallel.pp") != std::string::npos);  // the nearest key
@@ -233,11 +236,8 @@ TEST_CASE("fidelity: relative_to compares a result per GPU with another of the s
   // A label nobody has: one error at the row, with the nearest label.
   text = kRun;
   text += "    - {label: g, schedule: 1f1b, microbatches: 8, tflops_per_gpu: 90, relative_to: cc}\n";
-  req.files = {write_temp("relbad.yaml", text)};
-  try {
-    api::fidelity(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
+  {
+    const InputError e = fidelity_error("relbad.yaml", text);
     CHECK(e.loc().line == 14);
     CHECK(e.message().find("'cc'") != std::string::npos);
     CHECK(e.suggestion() == "c");

@@ -515,17 +515,11 @@ TEST_CASE("eager sends: a send no larger than SimCosts::eager_bytes does not wai
 }
 
 namespace {
-// A rank's actions and comm actions merged in list order, in PyTorch's notation.
+// A rank's actions and comm actions merged in list order, in PyTorch's notation (its CSV row).
 std::string merged_list(const Schedule& s, int r) {
+  const std::vector<std::vector<std::string>> rows = schedule_tokens(s);
   std::string out;
-  const auto& acts = s.ranks[static_cast<std::size_t>(r)];
-  const auto& comm = s.comm[static_cast<std::size_t>(r)];
-  std::size_t c = 0;
-  auto add = [&](const std::string& x) { out += (out.empty() ? "" : ",") + x; };
-  for (std::size_t i = 0; i <= acts.size(); ++i) {
-    while (c < comm.size() && comm[c].after == i) add(format_comm(comm[c++]));
-    if (i < acts.size()) add(format_action(acts[i]));
-  }
+  for (const std::string& tok : rows[static_cast<std::size_t>(r)]) out += (out.empty() ? "" : ",") + tok;
   return out;
 }
 }  // namespace

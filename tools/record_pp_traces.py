@@ -10,8 +10,10 @@ Keep NCCL_NVLS_ENABLE=0 (and TORCH_SYMM_MEM_DISABLE_MULTICAST=1) set, as on the 
 For each schedule of --schedules (default Interleaved1F1B, ZBVZeroBubble, DualPipeV: each holds
 two stages per rank, so each runs through `_PipelineScheduleRuntime`, which wraps every action in
 a `PP:{action}` range; 1F1B and GPipe, PyTorch's single-stage schedules, hold one stage per rank
-with the same blocks, --stages-per-rank x --layers-per-stage, so that every schedule runs one model; ZBV splits the backward into I and W, DualPipeV pairs F with B as
-`PP:(aFm;bBn)OVERLAP_F_B`) the script runs a few warm-up steps, then records one step on every
+with the same blocks, --stages-per-rank x --layers-per-stage, so that every schedule runs one model;
+GPipe marks each action 'Forward i' / 'Backward i', and for 1F1B this script marks its stage's
+forward and backward calls the same way; ZBV splits the backward into I and W, DualPipeV pairs F
+with B as `PP:(aFm;bBn)OVERLAP_F_B`) the script runs a few warm-up steps, then records one step on every
 rank and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo.rank in each).
 The model: --stages-per-rank x world stages, each --layers-per-stage residual MLP blocks
 (bf16, hidden --hidden), fed --microbatches micro-batches of --batch x --seq tokens.
@@ -101,6 +103,20 @@ def main():
         for s in ids:
             mod = Stage(a.hidden, layers).to(device=dev, dtype=torch.bfloat16)
             stages.append(pp.PipelineStage(mod, s, S, dev))
+        if name == "1F1B":
+            # Schedule1F1B marks no ranges (ScheduleGPipe marks 'Forward i' / 'Backward i' around
+            # each action and its calls): mark the stage's two compute calls the same way, so that
+            # `ppsim import-trace` finds the actions; the calls between them stay outside.
+            from torch.profiler import record_function
+
+            def marked(fn, label):
+                def run(mb, *args, **kwargs):
+                    with record_function(f"{label} {mb}"):
+                        return fn(mb, *args, **kwargs)
+                return run
+
+            stages[0].forward_one_chunk = marked(stages[0].forward_one_chunk, "Forward")
+            stages[0].backward_one_chunk = marked(stages[0].backward_one_chunk, "Backward")
         sched = cls(stages[0] if single else stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
         first, last = 0 in ids, (S - 1) in ids
         g = torch.Generator(device=dev)

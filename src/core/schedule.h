@@ -29,8 +29,16 @@ struct CommAction {
   std::size_t after = 0;
   // With Schedule::comm_waits: this action opens a new blocking call, posted only once the call
   // before it (at the same position) has completed (Megatron's 1F1B warm-up sends, then
-  // receives, in two calls). False: it joins the call of the action before it at its position.
+  // receives, in two calls). With Schedule::comm_in_order: it opens a new batch on the rank's
+  // stream. False: it joins the call (batch) of the action before it at its position (PyTorch's
+  // Schedule1F1B fuses a send with a receive in one batch_isend_irecv: both start together, and
+  // what follows on the stream waits for both).
   bool new_call = false;
+  // With Schedule::comm_in_order: the compute action (its index in the rank's list) that starts
+  // only once this action's transfer has arrived, as PyTorch's single-stage schedules wait on a
+  // send's work (kNotWaited: none; a receive holds its consumer through the data anyway).
+  static constexpr std::size_t kNotWaited = static_cast<std::size_t>(-1);
+  std::size_t waited_by = kNotWaited;
 };
 std::string format_comm(const CommAction& c);
 
@@ -53,9 +61,9 @@ struct Schedule {
   // more until all of their transfers have arrived (Megatron-LM's batched p2p and its wait;
   // schedules/megatron_p2p.h). False: posting never holds the rank back.
   bool comm_waits = false;
-  // A rank's comm actions run one at a time in list order, as on one stream: each is posted only
-  // once every compute action listed before it has ended and the comm action before it has
-  // completed (its transfer arrived). PyTorch's pipelining runtime issues every send and receive
+  // A rank's comm actions run one batch at a time in list order, as on one stream: a batch is
+  // posted only once every compute action listed before it has ended and the batch before it has
+  // completed (its transfers arrived). PyTorch's pipelining runtime issues every send and receive
   // of a rank on its process group's one NCCL stream (schedules/torch_p2p.h).
   bool comm_in_order = false;
 

@@ -650,10 +650,7 @@ Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
     case P2pRuntime::deepspeed:
       return s.family == "1f1b" ? with_deepspeed_p2p(s) : s;
     case P2pRuntime::torch:
-      // PyTorch runs 1F1B and GPipe with one stage per rank through its single-stage schedules
-      // (Schedule1F1B, ScheduleGPipe), not through the runtime with_torch_p2p lowers for.
-      if ((s.family == "1f1b" || s.family == "gpipe") && s.chunks_per_rank == 1) return s;
-      return with_torch_p2p(s);
+      return with_torch_p2p(s);  // 1F1B and GPipe with one stage per rank: PyTorch's single-stage schedules
     case P2pRuntime::dataflow:
       break;
   }

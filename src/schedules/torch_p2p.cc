@@ -27,11 +27,127 @@ int placed_kind(OpKind k) {
   return kF;
 }
 
+// PyTorch's single-stage schedules, by the compute order they run on each rank.
+enum class SingleStage { none, one_f_one_b, gpipe };
+
+// The order of Schedule1F1B (stage r of N: min(M, N - r) forwards, then a backward and a forward
+// in turn, then the backwards left) or of ScheduleGPipe (every forward, then every backward) on
+// every rank, with stage r on rank r; none for any other order or layout.
+SingleStage single_stage_kind(const Schedule& s) {
+  const int N = s.pp, M = s.microbatches;
+  if (s.num_pipes != 1 || s.num_stages() != N || M < 1) return SingleStage::none;
+  for (int st = 0; st < N; ++st)
+    if (s.stage_rank[static_cast<std::size_t>(st)] != st) return SingleStage::none;
+  bool gpipe = true, ofob = M >= N;  // Schedule1F1B refuses fewer micro-batches than stages
+  for (int r = 0; r < N; ++r) {
+    std::vector<Op> want_gpipe, want_ofob;
+    for (int i = 0; i < M; ++i) want_gpipe.push_back(Op{OpKind::F, r, i});
+    for (int i = 0; i < M; ++i) want_gpipe.push_back(Op{OpKind::B, r, i});
+    const int w = std::min(M, N - r);
+    int f = 0, b = 0;
+    for (; f < w; ++f) want_ofob.push_back(Op{OpKind::F, r, f});
+    while (b < M) {
+      want_ofob.push_back(Op{OpKind::B, r, b++});
+      if (f < M) want_ofob.push_back(Op{OpKind::F, r, f++});
+    }
+    const std::vector<Action>& acts = s.ranks[static_cast<std::size_t>(r)];
+    auto same = [&](const std::vector<Op>& want) {
+      if (acts.size() != want.size()) return false;
+      for (std::size_t i = 0; i < acts.size(); ++i)
+        if (acts[i].overlapped || !(acts[i].first == want[i])) return false;
+      return true;
+    };
+    gpipe = gpipe && same(want_gpipe);
+    ofob = ofob && same(want_ofob);
+  }
+  return ofob ? SingleStage::one_f_one_b : gpipe ? SingleStage::gpipe : SingleStage::none;
+}
+
+// Schedule1F1B._step_microbatches and ScheduleGPipe._step_microbatches, call for call: each
+// `_batch_p2p` is one batch (a send and a receive fused in one are posted together), each
+// `_wait_batch_p2p` on a send's work holds the compute action issued after it.
+Schedule lower_single_stage(Schedule s, SingleStage kind) {
+  const int N = s.pp, M = s.microbatches;
+  s.comm.assign(static_cast<std::size_t>(N), {});
+  for (int r = 0; r < N; ++r) {
+    std::vector<CommAction>& out = s.comm[static_cast<std::size_t>(r)];
+    const bool first = r == 0, last = r == N - 1;
+    std::size_t pos = 0;  // compute actions issued so far
+    // Appends a comm action at the present position: a new batch, or joining the one before.
+    auto put = [&](CommKind k, int mb, bool new_batch) -> std::size_t {
+      out.push_back(CommAction{k, r, mb, pos, new_batch});
+      return out.size() - 1;
+    };
+    auto wait_before = [&](const std::vector<std::size_t>& sends, std::size_t index) {
+      for (std::size_t c : sends) out[c].waited_by = index;
+    };
+    if (kind == SingleStage::gpipe) {
+      for (int i = 0; i < M; ++i) {
+        if (!first) put(CommKind::RecvF, i, true);
+        ++pos;  // F i
+        // Every forward send is waited on before the first backward.
+        if (!last) out[put(CommKind::SendF, i, true)].waited_by = static_cast<std::size_t>(M);
+      }
+      for (int i = 0; i < M; ++i) {
+        if (!last) put(CommKind::RecvB, i, true);
+        ++pos;  // B i; its send is waited on at the step's end
+        if (!first) put(CommKind::SendB, i, true);
+      }
+      continue;
+    }
+    const int w = std::min(M, N - r);
+    std::vector<std::size_t> send_work;
+    int f = 0, b = 0;
+    for (; f < w; ++f) {  // warm-up
+      if (!first) put(CommKind::RecvF, f, true);
+      ++pos;  // F f
+      wait_before(send_work, pos);  // the previous forward's send holds the next compute action
+      send_work.clear();
+      if (f != w - 1 && !last) send_work.push_back(put(CommKind::SendF, f, true));
+      // the last warm-up forward's send is fused with the first backward's receive below
+    }
+    while (true) {  // 1B1F
+      if (!last) {  // the forward's send and the backward's receive, one batch, waited on by B
+        const std::size_t a = put(CommKind::SendF, f - 1, true), c = put(CommKind::RecvB, b, false);
+        wait_before({a, c}, pos);
+      }
+      ++pos;  // B b
+      ++b;
+      if (f == M) break;
+      if (!first) {  // that backward's send and the next forward's receive, one batch, waited on by F
+        const std::size_t a = put(CommKind::SendB, b - 1, true), c = put(CommKind::RecvF, f, false);
+        wait_before({a, c}, pos);
+      }
+      ++pos;  // F f
+      ++f;
+    }
+    send_work.clear();
+    if (!first) send_work.push_back(put(CommKind::SendB, b - 1, true));
+    for (; b < M; ++b) {  // cool-down
+      if (!last) put(CommKind::RecvB, b, true);
+      ++pos;  // B b
+      wait_before(send_work, b + 1 < M ? pos : CommAction::kNotWaited);  // the last is waited on at the step's end
+      send_work.clear();
+      if (!first) send_work.push_back(put(CommKind::SendB, b, true));
+    }
+  }
+  s.comm_in_order = true;
+  return s;
+}
+
 }  // namespace
 
-Schedule with_torch_p2p(Schedule s) {
+Schedule with_torch_p2p(Schedule s, TorchRuntime runtime) {
   if (s.num_pipes != 1)
     throw InputError(fmt::format("parallel.p2p_runtime torch: {} has {} pipes; PyTorch's runtime lowers one pipe", s.family, s.num_pipes));
+  if (runtime != TorchRuntime::multi_stage) {
+    const SingleStage kind = single_stage_kind(s);
+    if (kind != SingleStage::none) return lower_single_stage(std::move(s), kind);
+    if (runtime == TorchRuntime::single_stage)
+      throw InputError(fmt::format("PyTorch's single-stage schedules: {} is neither Schedule1F1B's order nor ScheduleGPipe's "
+                                   "(stage r on rank r, one stage each)",
+                                   s.family));
+  }
   const int P = s.pp;
   auto rank_of = [&](int stage) { return s.stage_rank[static_cast<std::size_t>(stage)]; };
   s.comm.assign(static_cast<std::size_t>(P), {});
@@ -118,7 +234,7 @@ Schedule with_torch_p2p(Schedule s) {
       if (k == items[static_cast<std::size_t>(r)].size()) continue;
       const Item& it = items[static_cast<std::size_t>(r)][k];
       if (it.stage >= 0) {  // UNSHARD, REDUCE_GRAD or RESHARD: listed, and a round spent
-        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{it.extra, it.stage, -1, i, false});
+        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{it.extra, it.stage, -1, i, true});
         ++k;
         --left;
         progress = true;
@@ -148,9 +264,9 @@ Schedule with_torch_p2p(Schedule s) {
           recv = CommKind::RecvB;
         }
         if (to < 0) continue;
-        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{send, op.stage, op.microbatch, i, false});
+        s.comm[static_cast<std::size_t>(r)].push_back(CommAction{send, op.stage, op.microbatch, i, true});
         const int dst = rank_of(to);
-        s.comm[static_cast<std::size_t>(dst)].push_back(CommAction{recv, to, op.microbatch, next[static_cast<std::size_t>(dst)], false});
+        s.comm[static_cast<std::size_t>(dst)].push_back(CommAction{recv, to, op.microbatch, next[static_cast<std::size_t>(dst)], true});
         placed[static_cast<std::size_t>(dst)].insert({recv == CommKind::RecvF ? kRecvF : kRecvB, to, op.microbatch});
       }
     }

@@ -28,6 +28,20 @@ namespace ppsim {
 // inputs are there, each op's send after it). InputError for two pipes (DualPipe, Chimera); an
 // order that cannot be lowered (a rank's next action never gets its input) is an InputError
 // naming the rank and action.
-Schedule with_torch_p2p(Schedule s);
+//
+// An order of one stage per rank (stage r on rank r) that is Schedule1F1B's or ScheduleGPipe's
+// runs through PyTorch's single-stage schedules instead, whose `_step_microbatches` issue the
+// calls themselves: 1F1B fuses the last forward's send with the next backward's receive (and that
+// backward's send with the next forward's receive) in one batch_isend_irecv, which the compute
+// waits on whole, and waits on each warm-up send (cool-down send) before the compute action after
+// the next; GPipe receives before and sends after each action, waiting on the forward sends
+// before the first backward (CommAction::new_call, CommAction::waited_by). The batches per rank
+// are the NCCL calls of PyTorch 2.11's own traces (tests/sim/engine_test.cc).
+//
+// `runtime` chooses: automatic (the single-stage schedules where the order is theirs, else the
+// runtime), multi_stage (the runtime whatever the order: a trace whose actions carry PP: ranges
+// ran there), single_stage (an InputError unless the order is Schedule1F1B's or ScheduleGPipe's).
+enum class TorchRuntime { automatic, multi_stage, single_stage };
+Schedule with_torch_p2p(Schedule s, TorchRuntime runtime = TorchRuntime::automatic);
 
 }  // namespace ppsim

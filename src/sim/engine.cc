@@ -69,6 +69,18 @@ class Engine {
       rank_[r].next = s.ranks[r].data();
       rank_[r].end = s.ranks[r].data() + s.ranks[r].size();
     }
+    if (explicit_ && s.comm_in_order) {
+      for (int r = 0; r < P_; ++r) {
+        auto& gates = rank_[r].gates;
+        for (const CommAction& c : s.comm[r])
+          if (c.kind <= CommKind::RecvB && c.waited_by != CommAction::kNotWaited) {
+            const TransferOf t = transfer_of(c);
+            const std::size_t k = key(t.producer);
+            gates.emplace_back(c.waited_by, t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail);
+          }
+        std::stable_sort(gates.begin(), gates.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      }
+    }
     // Single ops' durations per (slice, kind), so that starting one is a table lookup.
     if (c.moe.empty()) {
       op_dur_.resize(c.slice.size() * 4);
@@ -155,7 +167,13 @@ class Engine {
     double factor = 1;           // shared device: how many times slower than alone it runs now
     std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
     std::size_t comm_next = 0;    // explicit communication: its next comm action to post
-    const Time* comm_prev = nullptr;  // Schedule::comm_in_order: the arrival of its last posted transfer
+    // Schedule::comm_in_order: the arrivals of its last posted batch's transfers, and when it was posted.
+    std::vector<const Time*> batch;
+    Time batch_at = 0;
+    // Schedule::comm_in_order: (compute index, transfer arrival) its runtime waits on before that
+    // compute action (CommAction::waited_by), by index; the next one not yet met.
+    std::vector<std::pair<std::size_t, const Time*>> gates;
+    std::size_t gate_next = 0;
     std::vector<Time> ended;          // Schedule::comm_in_order: when each of its actions ended
     std::vector<const Time*> waits;  // Schedule::comm_waits: arrival times of its posted call's transfers
   };
@@ -234,6 +252,14 @@ class Engine {
       if (t == kNever) return;
       ready = std::max(ready, t);
     }
+    // Sends its runtime waits on before this action (Schedule::comm_in_order, CommAction::waited_by).
+    const std::size_t index = static_cast<std::size_t>(st.next - s_.ranks[r].data());
+    for (std::size_t g = st.gate_next; g < st.gates.size() && st.gates[g].first <= index; ++g) {
+      if (*st.gates[g].second == kNever) return;  // not issued yet: its issue wakes this rank
+      ready = std::max(ready, *st.gates[g].second);
+    }
+    while (st.gate_next < st.gates.size() && st.gates[st.gate_next].first <= index && *st.gates[st.gate_next].second <= ready)
+      ++st.gate_next;
     if (ready > now) {  // inputs in flight
       if (!device_of_.empty()) {  // a shared device's rate depends on what runs then: wake when they land
         if (q_.pending(r) > ready) q_.set(r, ready, kWake);
@@ -308,6 +334,7 @@ class Engine {
     if (s_.comm_in_order) {  // both ranks' next comm actions may follow this one now
       fifo_wakes_.push_back(src);
       fifo_wakes_.push_back(dst);
+      if (!rank_[src].gates.empty() && !rank_[src].running) pending_wakes_.push_back(src);  // a sender waiting on its send
     }
     if (opt_.record_timeline) res_.timeline.transfers.push_back(Transfer{src, dst, start, arrival, producer, bytes});
     return arrival;
@@ -418,21 +445,38 @@ class Engine {
       if (s_.comm_waits && s_.comm[r][st.comm_next].new_call && !st.waits.empty()) break;
       const CommAction& c = s_.comm[r][st.comm_next];
       Time at = now;
+      bool joins = false;  // Schedule::comm_in_order: c joins the batch posted last
       if (s_.comm_in_order && c.kind <= CommKind::RecvB) {
-        // One at a time in list order: after the compute listed before it and the comm action
+        // One batch at a time in list order: after the compute listed before it and the batch
         // before it. Both are known here and neither is earlier than `now` would allow: compute
         // ends are past, and a transfer's arrival is known from when it is issued, which wakes
         // this rank (fifo_wakes_) at that event's time.
-        if (st.comm_prev != nullptr && *st.comm_prev == kNever) break;  // the one before has not started
-        at = c.after == 0 ? 0 : st.ended[c.after - 1];
-        if (st.comm_prev != nullptr) at = std::max(at, *st.comm_prev);
+        const CommAction* prev = st.comm_next > 0 ? &s_.comm[r][st.comm_next - 1] : nullptr;
+        joins = !c.new_call && prev != nullptr && prev->kind <= CommKind::RecvB && prev->after == c.after && !st.batch.empty();
+        if (joins) {
+          at = st.batch_at;
+        } else {
+          bool started = true;
+          at = c.after == 0 ? 0 : st.ended[c.after - 1];
+          for (const Time* p : st.batch) {
+            started = started && *p != kNever;
+            if (*p != kNever) at = std::max(at, *p);
+          }
+          if (!started) break;  // the batch before has not started
+        }
       }
       ++st.comm_next;
       if (c.kind > CommKind::RecvB) continue;
       post_slot(c) = at;
       const TransferOf t = transfer_of(c);
       const std::size_t k = key(t.producer);
-      if (s_.comm_in_order) st.comm_prev = t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail;
+      if (s_.comm_in_order) {
+        if (!joins) {
+          st.batch.clear();
+          st.batch_at = at;
+        }
+        st.batch.push_back(t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail);
+      }
       if (s_.comm_waits) st.waits.push_back(t.fwd ? &slot_[k].f_avail : &slot_[k].bwd_avail);
       if (t.fwd) issue_fwd(k, t.producer);
       else issue_bwd(k, t.producer.stage, t.producer.microbatch);

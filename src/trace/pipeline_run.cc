@@ -134,7 +134,7 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
             a.action = pr.action;
             if (a.action.first.stage < 0) {
               a.action.first.stage = ri;
-              run.source = "GPipe";
+              run.source = "Forward i";
             } else {
               run.source = "PP:";
             }
@@ -168,22 +168,28 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
       else if (auto f = flow_start.find(g.correlation); g.correlation >= 0 && f != flow_start.end())
         thread = f->second->thread, ts = f->second->ts;
       if (thread < 0) continue;
+      // The window open at its launch (its action, or a comm action's), if any.
       auto it = std::upper_bound(windows.begin(), windows.end(), ts,
                                  [](Time v, const Window& w) { return v < w.start; });
-      if (it == windows.begin()) continue;
-      --it;
-      if (ts >= it->end || it->pid != pid_of(t.threads[static_cast<std::size_t>(thread)])) continue;
+      const Window* win = nullptr;
+      if (it != windows.begin()) {
+        --it;
+        if (ts < it->end && it->pid == pid_of(t.threads[static_cast<std::size_t>(thread)])) win = &*it;
+      }
+      const int action = win != nullptr ? win->action : -1;
       const Time s = g.ts + rt.shift, e = g.end() + rt.shift;
       if (rt.comm[i]) {
+        // Communication counts inside a window or not: PyTorch's single-stage schedules and
+        // Megatron issue their calls between the compute ranges.
         transfer_iv[static_cast<std::size_t>(ri)].emplace_back(e - rt.transfer[i], e);
         run.comm_wait += g.dur - rt.transfer[i];
         if (is_p2p_kernel(t.names[static_cast<std::size_t>(g.name)])) p2p_sum += rt.transfer[i], ++p2p_n;
-        if (it->action >= 0) run.actions[static_cast<std::size_t>(it->action)].comm += g.dur;
-      } else if (it->action >= 0) {
-        per_action[static_cast<std::size_t>(it->action)].emplace_back(s, e);
+        if (action >= 0) run.actions[static_cast<std::size_t>(action)].comm += g.dur;
+      } else if (action >= 0) {
+        per_action[static_cast<std::size_t>(action)].emplace_back(s, e);
         compute_iv[static_cast<std::size_t>(ri)].emplace_back(s, e);
       }
-      if (it->action >= 0) ++run.actions[static_cast<std::size_t>(it->action)].kernels;
+      if (action >= 0) ++run.actions[static_cast<std::size_t>(action)].kernels;
     }
     for (std::size_t a = 0; a < run.actions.size(); ++a) {
       const Intervals iv = merge_intervals(std::move(per_action[a]));
@@ -279,7 +285,12 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
 ExecutedComparison compare_executed(const PipelineRun& p, bool torch_runtime) {
   ExecutedComparison c;
   c.torch_runtime = torch_runtime;
-  const Schedule run = torch_runtime ? with_torch_p2p(p.schedule) : p.schedule;
+  // Actions in PP: ranges ran through PyTorch's runtime whatever their order; 'Forward i' /
+  // 'Backward i' ranges come from its single-stage schedules.
+  bool runtime_ranges = !p.ranks.empty();
+  for (const RankRun& r : p.ranks) runtime_ranges = runtime_ranges && r.source == "PP:";
+  const Schedule run =
+      torch_runtime ? with_torch_p2p(p.schedule, runtime_ranges ? TorchRuntime::multi_stage : TorchRuntime::automatic) : p.schedule;
   const SimResult sim = simulate(run, p.costs);
   const ScheduleMetrics mt = compute_metrics(run, sim, p.costs, nullptr, ScheduleParams{run.pp, run.microbatches});
   c.measured_makespan = p.makespan();

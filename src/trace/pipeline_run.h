@@ -52,7 +52,7 @@ struct ExecutedAction {
 
 struct RankRun {
   int rank = 0;
-  std::string source;  // "PP:", "GPipe", "Megatron"
+  std::string source;  // "PP:", "Forward i" (ScheduleGPipe's, or Schedule1F1B marked), "Megatron"
   std::vector<ExecutedAction> actions;
   Time first = kNever, last = 0;  // its compute kernels, aligned
   Time compute = 0, exposed_comm = 0, bubble = 0, comm_wait = 0;
@@ -89,7 +89,8 @@ struct ExecutedComparison {
   }
 };
 // torch_runtime: the order run with PyTorch's sends and receives (schedules/torch_p2p.h) in place
-// of links that start each transfer when its producer ends.
+// of links that start each transfer when its producer ends: its runtime's where every rank's
+// actions came in PP: ranges, else its single-stage schedules' where the order is theirs.
 ExecutedComparison compare_executed(const PipelineRun& p, bool torch_runtime = false);
 
 std::string render_pipeline_run(const PipelineRun& p);

@@ -665,3 +665,91 @@ TEST_CASE("PyTorch's p2p runtime: one stream per rank, a receive posted early ho
   costs.eager_bytes = 1 << 20;
   CHECK(simulate(s, costs, {}).makespan() == 39 * U / 2);
 }
+
+TEST_CASE("PyTorch's single-stage schedules: Schedule1F1B and ScheduleGPipe, hand-worked", "[sim][engine][fidelity]") {
+  // P=2 M=2, F=1, B=2, latency 0.5. Schedule1F1B's calls (schedules/torch_p2p.h): rank 0 (two
+  // warm-up forwards) F0, [SEND_F0], F1, [SEND_F1 + RECV_B0] (one batch), B0, [RECV_B1], B1;
+  // rank 1 [RECV_F0], F0, B0, [SEND_B0 + RECV_F1], F1, B1, [SEND_B1]. Batches run one at a time
+  // per rank, each after the compute before it; the compute after a batch waits for all of it.
+  // rank 0: F0 [0,1]; SEND_F0 meets RECV_F0 at 1, lands 1.5; F1 [1,2]. rank 1: F0 [1.5,2.5], B0
+  // [2.5,4.5], then posts SEND_B0 + RECV_F1 at 4.5: rank 0's batch (posted at 2) meets it, both
+  // land at 5: rank 1's F1 [5,6] (the dataflow runtime's starts at 4.5: its receive was not posted
+  // before B0 ended), B1 [6,8]; rank 0's B0 [5,7]; RECV_B1 posted at 7 meets SEND_B1 at 8, lands
+  // 8.5: B1 [8.5,10.5]. Makespan 10.5 against the dataflow runtime's 10.
+  const Schedule base = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  const Schedule s = with_torch_p2p(base);
+  REQUIRE(s.comm_in_order);
+  CHECK(merged_list(s, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
+  CHECK(merged_list(s, 1) == "1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F1,1F1,1B1,1SEND_B1");
+  // The fused batches: the second action joins the first; SEND_F0 holds rank 0's B0 (index 2).
+  CHECK(s.comm[0][1].new_call);
+  CHECK_FALSE(s.comm[0][2].new_call);
+  CHECK(s.comm[0][0].waited_by == 2);
+  CHECK(s.comm[0][1].waited_by == 2);
+  CHECK(s.comm[1][3].waited_by == CommAction::kNotWaited);  // the last send: waited on at the step's end
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.link.latency = U / 2;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == 21 * U / 2);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 5, 7}, {0, "0B1", 8.5, 10.5},
+                               {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5, 6}, {1, "1B1", 6, 8}});
+  CHECK(simulate(base, costs, {}).makespan() == 10 * U);
+  // PyTorch's runtime (PP: ranges, a lowered order) on the same order posts RECV_F1 early: 10.
+  CHECK(simulate(with_torch_p2p(base, TorchRuntime::multi_stage), costs, {}).makespan() == 10 * U);
+
+  // ScheduleGPipe: a receive before and a send after each action; the forward sends are waited
+  // on before the first backward. rank 0: F0 [0,1], SEND_F0 lands 1.5, F1 [1,2], SEND_F1 posted
+  // at 2. rank 1: F0 [1.5,2.5]; RECV_F1 posted at 2.5 (after F0), lands 3: F1 [3,4], B0 [4,6],
+  // SEND_B0 at 6, B1 [6,8], SEND_B1 at 8. rank 0: RECV_B0 posted at 3 (after SEND_F1 landed),
+  // lands 6.5: B0 [6.5,8.5]; RECV_B1 posted at 8.5 meets SEND_B1 (8), lands 9: B1 [9,11].
+  const Schedule gbase = make_schedule("gpipe", ScheduleParams{2, 2, 0, 0});
+  const Schedule g = with_torch_p2p(gbase);
+  CHECK(merged_list(g, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
+  CHECK(merged_list(g, 1) == "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1");
+  const SimResult gr = simulate(g, costs, opt);
+  CHECK(gr.makespan() == 11 * U);
+  check_intervals(gr.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 6.5, 8.5}, {0, "0B1", 9, 11},
+                                {1, "1F0", 1.5, 2.5}, {1, "1F1", 3, 4}, {1, "1B0", 4, 6}, {1, "1B1", 6, 8}});
+  CHECK(simulate(gbase, costs, {}).makespan() == 10 * U);
+  // Other orders are not a single-stage schedule's.
+  CHECK_THROWS_AS(with_torch_p2p(make_schedule("interleaved-1f1b", ScheduleParams{2, 4, 2, 0}), TorchRuntime::single_stage),
+                  InputError);
+  CHECK_THROWS_AS(with_torch_p2p(make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0}), TorchRuntime::single_stage), InputError);
+}
+
+TEST_CASE("PyTorch's single-stage schedules: as many NCCL calls per rank as PyTorch 2.11's own traces", "[sim][engine][fidelity]") {
+  // Each batch is one ncclDevKernel_SendRecv. Schedule1F1B, stage r of N with w = min(M, N - r)
+  // warm-up forwards: a middle rank receives w, sends w - 1 in the warm-up, makes M - w + 1
+  // forward-send + backward-receive batches and M - w backward-send + forward-receive ones, one
+  // backward send after the loop and a receive and a send for each of the w - 1 cool-down
+  // backwards: 2M + 2w - 1. The first rank: w - 1 + (M - w + 1) + (w - 1) = M + w - 1; the last
+  // (w = 1): 1 + (M - 1) + 1 = M + 1. ScheduleGPipe: a send and a receive per action, 2M at the
+  // ends, 4M between. Four H200s, tools/record_pp_traces.py (docs/FIDELITY.md): 11 21 19 9 at
+  // M = 8, 19 37 35 17 at M = 16; GPipe 16 32 32 16 and 32 64 64 32; two H200s, 1F1B at M = 4: 5 5.
+  auto batches = [](const Schedule& s, int r) {
+    int n = 0;
+    for (const CommAction& c : s.comm[static_cast<std::size_t>(r)]) n += c.new_call ? 1 : 0;
+    return n;
+  };
+  auto one_f_one_b = [](int N, int M, int r) {
+    const int w = std::min(M, N - r);
+    return r == 0 ? M + w - 1 : r == N - 1 ? M + 1 : 2 * M + 2 * w - 1;
+  };
+  for (const auto& [N, M] : {std::pair{4, 8}, std::pair{4, 16}, std::pair{2, 4}, std::pair{8, 8}, std::pair{8, 24}}) {
+    const Schedule s = with_torch_p2p(make_schedule("1f1b", ScheduleParams{N, M, 0, 0}));
+    const Schedule g = with_torch_p2p(make_schedule("gpipe", ScheduleParams{N, M, 0, 0}));
+    for (int r = 0; r < N; ++r) {
+      CHECK(batches(s, r) == one_f_one_b(N, M, r));
+      CHECK(batches(g, r) == (r == 0 || r == N - 1 ? 2 * M : 4 * M));
+    }
+  }
+  const std::vector<int> m8{11, 21, 19, 9}, m16{19, 37, 35, 17};
+  const Schedule s8 = with_torch_p2p(make_schedule("1f1b", ScheduleParams{4, 8, 0, 0}));
+  const Schedule s16 = with_torch_p2p(make_schedule("1f1b", ScheduleParams{4, 16, 0, 0}));
+  for (int r = 0; r < 4; ++r) {
+    CHECK(batches(s8, r) == m8[static_cast<std::size_t>(r)]);
+    CHECK(batches(s16, r) == m16[static_cast<std::size_t>(r)]);
+  }
+}

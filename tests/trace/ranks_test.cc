@@ -288,6 +288,67 @@ TEST_CASE("schedule executed: the order simulated with its own costs gives the m
   REQUIRE(t.ranks[1].simulated_bubble == 34 * kUs);
 }
 
+TEST_CASE("Schedule1F1B's traces: calls between the compute ranges, a long wait paired with its peer", "[trace][ranks]") {
+  // PyTorch's single-stage 1F1B, P = 2, M = 2, F 10 ms and B 20 ms, marked 'Forward i' /
+  // 'Backward i' around the compute only (tools/record_pp_traces.py): its calls run between the
+  // ranges. True GPU times (ms); rank 1's clock 5 ms ahead.
+  //   rank 0: F0 [100,110) F1 [110,120) B0 [140.67,160.67) B1 [170.93,190.93)
+  //           SEND_F0 [110,110.3)  SEND_F1+RECV_B0 [120,140.67)  RECV_B1 [160.67,170.93)
+  //   rank 1: F0 [110.3,120.3) B0 [120.3,140.3) F1 [140.6,150.6) B1 [150.6,170.6)
+  //           RECV_F0 [105,110.3)  SEND_B0+RECV_F1 [140.3,140.6)  SEND_B1 [170.6,170.93)
+  // Rank 0's fused batch waited 20 ms for rank 1's and ended 70 us after it; the other two pairs
+  // end together. The clocks fit on those two (median difference 0: kernels of one transfer end
+  // within 5 us), so the first pass leaves the fused pair apart and the second pairs it (within
+  // the fit's 100 us): its transfer is 140.67 - 140.3 = 0.37 ms on rank 0, 0.3 on rank 1.
+  RankBuilder r0, r1;
+  r0.rank = 0;
+  r1.rank = 1;
+  r1.pid = 200;
+  r1.device = 1;
+  r1.shift = 5000;
+  r0.range("Forward 0", 0, 2);
+  r0.launched("gemm_fwd", 1, 100000, 10000);
+  r0.launched(kP2p, 3, 110000, 300, 20);
+  r0.range("Forward 1", 4, 2);
+  r0.launched("gemm_fwd", 5, 110000, 10000);
+  r0.launched(kP2p, 7, 120000, 20670, 20);
+  r0.range("Backward 0", 8, 4);
+  r0.launched("gemm_bwd", 10, 140670, 20000);
+  r0.launched(kP2p, 13, 160670, 10260, 20);
+  r0.range("Backward 1", 14, 4);
+  r0.launched("gemm_bwd", 16, 170930, 20000);
+  r1.launched(kP2p, 0, 105000, 5300, 20);
+  r1.range("Forward 0", 2, 2);
+  r1.launched("gemm_fwd", 3, 110300, 10000);
+  r1.range("Backward 0", 5, 4);
+  r1.launched("gemm_bwd", 7, 120300, 20000);
+  r1.launched(kP2p, 10, 140300, 300, 20);
+  r1.range("Forward 1", 11, 2);
+  r1.launched("gemm_fwd", 12, 140600, 10000);
+  r1.range("Backward 1", 14, 4);
+  r1.launched("gemm_bwd", 16, 150600, 20000);
+  r1.launched(kP2p, 19, 170600, 330, 20);
+  const MultiRank m = merge_ranks({r0.read("r0.json"), r1.read("r1.json")});
+  REQUIRE(m.ranks[1].offset == -5000 * kUs);
+  REQUIRE(m.matched_groups == 3);
+  // Rank 0's kernels of 0.3, 20.67 and 10.26 ms held 0.3, 0.37 and 0.33 of transfer.
+  REQUIRE(m.ranks[0].comm_transfer == (300 + 370 + 330) * kUs);
+  REQUIRE(m.ranks[0].comm_wait == (20670 - 370 + 10260 - 330) * kUs);
+  REQUIRE(m.ranks[1].comm_transfer == (300 + 300 + 330) * kUs);
+  const PipelineRun p = rebuild_pipeline(m);
+  REQUIRE(p.csv == "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+  REQUIRE(p.ranks[0].source == "Forward i");
+  REQUIRE(p.makespan() == 90930 * kUs);
+  // The calls count although no range was open at their launch: the link is their mean transfer,
+  // (0.3 + 0.3 + 0.37 + 0.3 + 0.33 + 0.33) / 6 ms.
+  const Time L = (300 + 300 + 370 + 300 + 330 + 330) * kUs / 6;
+  REQUIRE(p.costs.link.latency == L);
+  // Simulated with its own costs (F 10, B 20): links that do not wait give rank 0's B1 at
+  // 3F + 3B + 2L; Schedule1F1B's calls (rank 1 receives F1's input only after its B0) 3F + 3B + 3L.
+  REQUIRE(compare_executed(p).simulated_makespan == 90000 * kUs + 2 * L);
+  REQUIRE(compare_executed(p, true).simulated_makespan == 90000 * kUs + 3 * L);
+}
+
 TEST_CASE("GPipe's and Megatron's ranges give the rank's stage and the micro-batch", "[trace][ranks]") {
   RankBuilder a, b;
   a.rank = 0;
@@ -313,7 +374,7 @@ TEST_CASE("GPipe's and Megatron's ranges give the rank's stage and the micro-bat
   g.launched("k", 5, 110, 6);
   const PipelineRun q = rebuild_pipeline(merge_ranks({g.read("g.json")}));
   REQUIRE(q.csv == "0F0,0B0\n");
-  REQUIRE(q.ranks[0].source == "GPipe");
+  REQUIRE(q.ranks[0].source == "Forward i");
   REQUIRE(q.makespan() == 16 * kUs);
 }
 

@@ -277,15 +277,24 @@ TEST_CASE("a rank slower by op kind: its actions scaled by their mix (hand-worke
 }
 
 namespace {
-// Megatron's calls for 1f1b P=2 M=2 (F=1, B=2, latency 0.5), simulated with a restart after each call.
-SimResult megatron_1f1b_p2_m2(Time restart) {
-  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+// The hand-worked runtime timelines' costs: F=1, B=2 on every stage, links of latency 0.5.
+SimCosts half_latency_costs(const Schedule& s) {
   SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
   costs.link.latency = U / 2;
-  costs.call_restart = restart;
+  return costs;
+}
+// `s` simulated on `costs`, its timeline recorded.
+SimResult with_timeline(const Schedule& s, const SimCosts& costs) {
   SimOptions opt;
   opt.record_timeline = true;
   return simulate(s, costs, opt);
+}
+// Megatron's calls for 1f1b P=2 M=2 (F=1, B=2, latency 0.5), simulated with a restart after each call.
+SimResult megatron_1f1b_p2_m2(Time restart) {
+  const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}));
+  SimCosts costs = half_latency_costs(s);
+  costs.call_restart = restart;
+  return with_timeline(s, costs);
 }
 }  // namespace
 
@@ -335,11 +344,7 @@ TEST_CASE("Megatron's p2p runtime: 1F1B's warm-up sends and the next receives ar
   //         B0 [6.5,8.5]; [SEND_B0] lands 9; [RECV_B1] meets SEND_B1 at 9.5: B1 [10,12].
   // rank 2: F0 [3,4], B0 [4,6]; [SEND_B0 RECV_F1] lands 6.5: F1 [6.5,7.5], B1 [7.5,9.5].
   const Schedule s = with_megatron_p2p(make_schedule("1f1b", ScheduleParams{3, 2, 0, 0}));
-  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
-  costs.link.latency = U / 2;
-  SimOptions opt;
-  opt.record_timeline = true;
-  const SimResult r = simulate(s, costs, opt);
+  const SimResult r = with_timeline(s, half_latency_costs(s));
   CHECK(r.makespan() == 29 * U / 2);
   check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.5, 2.5}, {0, "0B0", 9, 11}, {0, "0B1", 12.5, 14.5},
                                {1, "1F0", 1.5, 2.5}, {1, "1F1", 3.5, 4.5}, {1, "1B0", 6.5, 8.5}, {1, "1B1", 10, 12},
@@ -687,11 +692,8 @@ TEST_CASE("PyTorch's single-stage schedules: Schedule1F1B and ScheduleGPipe, han
   CHECK(s.comm[0][0].waited_by == 2);
   CHECK(s.comm[0][1].waited_by == 2);
   CHECK(s.comm[1][3].waited_by == CommAction::kNotWaited);  // the last send: waited on at the step's end
-  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
-  costs.link.latency = U / 2;
-  SimOptions opt;
-  opt.record_timeline = true;
-  const SimResult r = simulate(s, costs, opt);
+  const SimCosts costs = half_latency_costs(s);
+  const SimResult r = with_timeline(s, costs);
   CHECK(r.makespan() == 21 * U / 2);
   check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 5, 7}, {0, "0B1", 8.5, 10.5},
                                {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.5, 4.5}, {1, "1F1", 5, 6}, {1, "1B1", 6, 8}});
@@ -708,7 +710,7 @@ TEST_CASE("PyTorch's single-stage schedules: Schedule1F1B and ScheduleGPipe, han
   const Schedule g = with_torch_p2p(gbase);
   CHECK(merged_list(g, 0) == "0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1");
   CHECK(merged_list(g, 1) == "1RECV_F0,1F0,1RECV_F1,1F1,1B0,1SEND_B0,1B1,1SEND_B1");
-  const SimResult gr = simulate(g, costs, opt);
+  const SimResult gr = with_timeline(g, costs);
   CHECK(gr.makespan() == 11 * U);
   check_intervals(gr.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 6.5, 8.5}, {0, "0B1", 9, 11},
                                 {1, "1F0", 1.5, 2.5}, {1, "1F1", 3, 4}, {1, "1B0", 4, 6}, {1, "1B1", 6, 8}});

@@ -68,13 +68,19 @@ const char* kP2p = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
 //           recv F0 [105,112) recv F1 [118,122) send B0 [142,144) send B1 [172,174)
 // The k-th SendRecv of one rank is the k-th of the other, and the two end together. Rank 1's
 // clock runs 5000 us ahead.
-std::pair<RankBuilder, RankBuilder> one_f_one_b() {
+// Two ranks' builders: rank 1 in its own process on device 1, its clock 5000 us ahead.
+std::pair<RankBuilder, RankBuilder> two_ranks() {
   RankBuilder r0, r1;
   r0.rank = 0;
   r1.rank = 1;
   r1.pid = 200;
   r1.device = 1;
   r1.shift = 5000;
+  return {r0, r1};
+}
+
+std::pair<RankBuilder, RankBuilder> one_f_one_b() {
+  auto [r0, r1] = two_ranks();
   r0.range("PP:0F0", 0, 2);
   r0.launched("gemm_fwd", 1, 100, 10);
   r0.range("PP:0SEND_F0", 2, 2);
@@ -300,12 +306,7 @@ TEST_CASE("Schedule1F1B's traces: calls between the compute ranges, a long wait 
   // end together. The clocks fit on those two (median difference 0: kernels of one transfer end
   // within 5 us), so the first pass leaves the fused pair apart and the second pairs it (within
   // the fit's 100 us): its transfer is 140.67 - 140.3 = 0.37 ms on rank 0, 0.3 on rank 1.
-  RankBuilder r0, r1;
-  r0.rank = 0;
-  r1.rank = 1;
-  r1.pid = 200;
-  r1.device = 1;
-  r1.shift = 5000;
+  auto [r0, r1] = two_ranks();
   r0.range("Forward 0", 0, 2);
   r0.launched("gemm_fwd", 1, 100000, 10000);
   r0.launched(kP2p, 3, 110000, 300, 20);

@@ -13,6 +13,12 @@ Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [
 --sweep-tokens: BF16 weight-gradient GEMMs (dW = dY^T X, reduced over the micro-batch's tokens)
 and the forward GEMMs of the same layers at 512 to 16384 tokens: how the efficiency depends on
 the reduction length.
+       python3 tools/measure_gemm_efficiency.py --sustained 30 [--json out.json]
+--sustained S: Llama 3's four layer GEMMs (QKV, attention out, MLP up+gate, down; TP 8, 8192
+tokens) back to back for S seconds with nothing between them, as a busy training step keeps the
+GPU: TFLOP/s per one-second window, the first (the GPU cold, at its top clock, as the other modes
+time it) against the last half (sustained). Sample the clock beside it with
+`nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv -lms 100`.
 """
 import argparse
 import json
@@ -28,6 +34,7 @@ def main():
     ap.add_argument("--peak-fp8", type=float, default=1979.0, help="dense FP8 TFLOP/s (H100/H800 SXM datasheet)")
     ap.add_argument("--json", default="")
     ap.add_argument("--sweep-tokens", action="store_true")
+    ap.add_argument("--sustained", type=float, default=0, help="seconds of Llama 3's layer GEMMs back to back")
     a = ap.parse_args()
     torch = cuda_torch("measure_gemm_efficiency")
     if torch is None:
@@ -102,6 +109,44 @@ def main():
 
     # Llama 3 405B, TP 8, one 8192-token sequence (tokens gathered by sequence parallelism).
     T, h, f, t = 8192, 16384, 53248, 8
+    if a.sustained > 0:
+        import time
+        layer = [(T, (h + 2 * 8 * 128) // t, h), (T, h, h // t), (T, 2 * f // t, h), (T, h, f // t)]
+        ops = [(torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(n, k, device=dev, dtype=torch.bfloat16))
+               for m, n, k in layer]
+        flops_layer = sum(2.0 * m * n * k for m, n, k in layer)
+        windows = []
+        end = time.time() + a.sustained
+        while time.time() < end:
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            n = 0
+            w_end = time.time() + 1.0
+            while time.time() < w_end:  # enqueue about a second of work, then wait for it
+                for x, w in ops:
+                    x @ w.t()
+                n += 1
+                if n % 20 == 0:
+                    torch.cuda.synchronize()
+            e1.record()
+            torch.cuda.synchronize()
+            sec = e0.elapsed_time(e1) / 1e3
+            windows.append({"layers": n, "s": sec, "tflops": n * flops_layer / sec / 1e12})
+        for wd in windows:
+            wd["efficiency"] = wd["tflops"] / a.peak_bf16
+        late = windows[len(windows) // 2:]
+        sustained = sum(w["tflops"] for w in late) / len(late)
+        out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "windows": windows,
+               "first_tflops": windows[0]["tflops"], "sustained_tflops": sustained,
+               "first_efficiency": windows[0]["tflops"] / a.peak_bf16, "sustained_efficiency": sustained / a.peak_bf16}
+        if a.json:
+            with open(a.json, "w") as fh:
+                json.dump(out, fh, indent=1)
+        print(f"{out['device']}, torch {out['torch']}: Llama 3 TP8 layer GEMMs back to back, one-second windows")
+        print(" ".join(f"{w['tflops']:.0f}" for w in windows))
+        print(f"first window {out['first_tflops']:.1f} TFLOP/s ({out['first_efficiency']:.3f} of {a.peak_bf16:g}); "
+              f"last {len(late)} windows {sustained:.1f} ({out['sustained_efficiency']:.3f})")
+        return 0
     gemm("llama3 QKV (TP8)", T, (h + 2 * 8 * 128) // t, h)
     gemm("llama3 attn out (TP8)", T, h, h // t)
     gemm("llama3 MLP up+gate (TP8)", T, 2 * f // t, h)

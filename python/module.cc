@@ -27,6 +27,7 @@
 #include "report/trace.h"
 #include "report/svg.h"
 #include "schedules/notation.h"
+#include "schedules/torch_p2p.h"
 #include "sim/engine.h"
 
 namespace py = pybind11;
@@ -408,6 +409,7 @@ PYBIND11_MODULE(_ppsim, m) {
       .def_property_readonly("ranks", [](const ScheduleHandle& s) { return ranks_of(s.s); },
                              "per rank, its actions in PyTorch's notation ('0F1', '(0F7;7B3)OVERLAP_F_B')")
       .def("_csv", [](const ScheduleHandle& s) { return schedule_to_csv(s.s); })
+      .def("_lowered_torch", [](const ScheduleHandle& s) { return schedule_tokens(with_torch_p2p(s.s)); })
       .def("__eq__", [](const ScheduleHandle& a, const ScheduleHandle& b) {
         return a.s.pp == b.s.pp && a.s.microbatches == b.s.microbatches && a.s.num_pipes == b.s.num_pipes &&
                a.s.stage_rank == b.s.stage_rank && a.s.ranks == b.s.ranks;

@@ -90,12 +90,23 @@ def _to_actions(self):
     return self.ranks
 
 
+def _lowered(self, runtime="torch"):
+    """Per rank, the order with the communication a framework's runtime issues for it, in
+    PyTorch's notation (as `ppsim show --lower torch`): PyTorch's runtime lowering
+    ('0SEND_F0', '2RECV_B1', '0UNSHARD', ...), or for Schedule1F1B's and ScheduleGPipe's orders the
+    calls their single-stage schedules make. Two pipes raise ppsim.Error."""
+    if runtime != "torch":
+        raise Error(f"lowered: runtime '{runtime}': expected 'torch'")
+    return self._lowered_torch()
+
+
 Schedule.from_actions = staticmethod(_from_actions)
 Schedule.from_pipeline_order = staticmethod(_from_pipeline_order)
 Schedule.from_csv = staticmethod(_from_csv)
 Schedule.from_csv_text = staticmethod(_from_csv_text)
 Schedule.to_csv = _to_csv
 Schedule.to_actions = _to_actions
+Schedule.lowered = _lowered
 
 
 def _times_spec(times):

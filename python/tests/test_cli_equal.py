@@ -70,3 +70,11 @@ def test_timeline_columns():
     assert max(iv["end"]) == r["makespan"] == r["timeline"]["end"]
     assert all(e > st for st, e in zip(iv["start"], iv["end"]))
     assert sorted(set(iv["action"])) == sorted({a for rank in s.ranks for a in rank})
+
+
+def test_lowered_equals_show_lower(cli_json):
+    # Schedule.lowered() is `ppsim show --lower torch`'s "lowered": single-stage 1F1B and GPipe,
+    # the runtime's lowering for interleaved, ZB-V and DualPipeV.
+    for fam, vpp in (("1f1b", 0), ("gpipe", 0), ("interleaved-1f1b", 2), ("zbv", 0), ("dualpipev", 0)):
+        args = ["show", fam, "-p", 4, "-m", 8, "--lower", "torch"] + (["--vpp", vpp] if vpp else [])
+        assert ppsim.generate(fam, 4, 8, vpp=vpp).lowered() == cli_json(*args)["lowered"], fam

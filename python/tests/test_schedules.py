@@ -101,3 +101,24 @@ def test_pytorch_orders_import_and_match_ppsim():
             ppsim.simulate(mine, times=t, timeline=False)["makespan"], key
         matched += 1
     assert matched == 47  # 15 interleaved (M a multiple of P), 18 ZB-V, 14 DualPipeV
+
+
+def test_lowered_is_the_clis_and_schedule1f1b_calls():
+    # Schedule1F1B at P = 2, M = 2: rank 0 sends each forward's output, then receives each
+    # backward's gradient; rank 1 receives, computes F0 B0, then sends B0's gradient and receives
+    # F1's input (one fused batch), as its _step_microbatches issues them.
+    s = ppsim.generate("1f1b", 2, 2)
+    low = s.lowered()
+    assert low == [["0F0", "0SEND_F0", "0F1", "0SEND_F1", "0RECV_B0", "0B0", "0RECV_B1", "0B1"],
+                   ["1RECV_F0", "1F0", "1B0", "1SEND_B0", "1RECV_F1", "1F1", "1B1", "1SEND_B1"]]
+    # Interleaved: PyTorch's runtime lowering, with its FSDP-style actions first.
+    inter = ppsim.generate("interleaved-1f1b", 2, 2, vpp=2).lowered()
+    assert inter[0][:4] == ["0UNSHARD", "2UNSHARD", "0F0", "0SEND_F0"]
+    # Compute actions keep their order: dropping the comm tokens gives the schedule back.
+    for rank, toks in enumerate(inter):
+        assert [t for t in toks if "SEND" not in t and "RECV" not in t and "SHARD" not in t and "REDUCE" not in t] == \
+            ppsim.generate("interleaved-1f1b", 2, 2, vpp=2).ranks[rank]
+    with pytest.raises(ppsim.Error):
+        ppsim.generate("dualpipe", 4, 8).lowered()
+    with pytest.raises(ppsim.Error):
+        s.lowered("megatron")

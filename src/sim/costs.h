@@ -97,6 +97,9 @@ struct SimCosts {
   // buffers; up to 64 MB between two H200s, 96 MB waited: tools/measure_p2p_rendezvous.py); the receive
   // completes when it is posted and the data has landed. 0: every transfer waits for both sides.
   Bytes eager_bytes = 0;
+  // A replay of a traced run: action_time[r][i] is the duration of rank r's i-th action as it ran
+  // (in place of its slices' costs; a negative entry keeps them). Empty: the slices' costs.
+  std::vector<std::vector<Time>> action_time;
   const LinkModel& link_between(int a, int b) const {
     return rank_node.empty() || rank_node[static_cast<std::size_t>(a)] == rank_node[static_cast<std::size_t>(b)] ? link
                                                                                                                : inter_node_link;

@@ -89,6 +89,8 @@ class Engine {
           op_dur_[sl * 4 + static_cast<std::size_t>(k)] = op_duration(c.slice[sl], k);
     }
     res_.ranks.resize(P_);
+    PPSIM_CHECK(c.action_time.empty() || c.action_time.size() == static_cast<std::size_t>(P_),
+                "action_time has {} ranks, schedule has {}", c.action_time.size(), P_);
     PPSIM_CHECK(c.rank_kind_scale.empty() || c.rank_kind_scale.size() == static_cast<std::size_t>(3 * P_),
                 "rank_kind_scale has {} entries for {} ranks (3 per rank)", c.rank_kind_scale.size(), P_);
     for (double x : c.rank_kind_scale) PPSIM_CHECK(x > 0 && std::isfinite(x), "rank_kind_scale entry {} <= 0", x);
@@ -271,6 +273,10 @@ class Engine {
     }
     const ActionCost ac = cost(a);
     Time dur = ac.duration;
+    if (!c_.action_time.empty()) {  // a replay: the action's own measured time
+      const std::vector<Time>& own = c_.action_time[static_cast<std::size_t>(r)];
+      if (index < own.size() && own[index] >= 0) dur = own[index];
+    }
     if (!c_.rank_kind_scale.empty()) {  // this rank's speed, by the action's mix of op kinds
       const auto mix = mix_of(a);
       double f = 0;

@@ -78,14 +78,17 @@ struct RankComparison {
 };
 struct ExecutedComparison {
   Time measured_makespan = 0, simulated_makespan = 0;
+  // The same order replayed with each action's own measured time in place of its slice's mean:
+  // what is left is the runtime's and the links' (and the measured step's own spread).
+  Time replayed_makespan = 0;
   std::vector<RankComparison> ranks;
   Time link_latency = 0;
   bool torch_runtime = false;
-  double error() const {
-    return measured_makespan > 0
-               ? (static_cast<double>(simulated_makespan) - static_cast<double>(measured_makespan)) /
-                     static_cast<double>(measured_makespan)
-               : 0;
+  double error() const { return relative(simulated_makespan); }
+  double replay_error() const { return relative(replayed_makespan); }
+  double relative(Time t) const {
+    return measured_makespan > 0 ? (static_cast<double>(t) - static_cast<double>(measured_makespan)) / static_cast<double>(measured_makespan)
+                                 : 0;
   }
 };
 // torch_runtime: the order run with PyTorch's sends and receives (schedules/torch_p2p.h) in place

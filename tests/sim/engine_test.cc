@@ -755,3 +755,19 @@ TEST_CASE("PyTorch's single-stage schedules: as many NCCL calls per rank as PyTo
     CHECK(batches(s16, r) == m16[static_cast<std::size_t>(r)]);
   }
 }
+
+TEST_CASE("a replay: each action at its own measured time (SimCosts::action_time, hand-worked)", "[sim][engine]") {
+  // 1f1b P=2 M=2, F=1, B=2, links free: rank 0 F0 [0,1] F1 [1,2]; rank 1 F0 [1,2] B0 [2,4] F1 [4,5]
+  // B1 [5,7]; rank 0 B0 [4,6] B1 [7,9]: 9. Rank 1's B0 as it ran, 4: it ends at 6, its F1 [6,7],
+  // B1 [7,9]; rank 0's B0 [6,8], B1 [9,11]: 11. A negative entry keeps the slice's cost.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  CHECK(simulate(s, costs).makespan() == 9 * U);
+  costs.action_time = {{-1, -1, -1, -1}, {-1, 4 * U, -1, -1}};
+  const SimResult r = with_timeline(s, costs);
+  CHECK(r.makespan() == 11 * U);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1, 2}, {0, "0B0", 6, 8}, {0, "0B1", 9, 11},
+                               {1, "1F0", 1, 2}, {1, "1B0", 2, 6}, {1, "1F1", 6, 7}, {1, "1B1", 7, 9}});
+  costs.action_time = {{-1, -1, -1, -1}};  // one rank's list for two ranks
+  CHECK_THROWS(simulate(s, costs));
+}

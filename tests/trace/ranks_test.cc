@@ -348,6 +348,8 @@ TEST_CASE("Schedule1F1B's traces: calls between the compute ranges, a long wait 
   // 3F + 3B + 2L; Schedule1F1B's calls (rank 1 receives F1's input only after its B0) 3F + 3B + 3L.
   REQUIRE(compare_executed(p).simulated_makespan == 90000 * kUs + 2 * L);
   REQUIRE(compare_executed(p, true).simulated_makespan == 90000 * kUs + 3 * L);
+  // Every action ran its slice's mean here: replayed at its own time, the same.
+  REQUIRE(compare_executed(p, true).replayed_makespan == 90000 * kUs + 3 * L);
 }
 
 TEST_CASE("GPipe's and Megatron's ranges give the rank's stage and the micro-batch", "[trace][ranks]") {

@@ -35,9 +35,10 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s);
 // The schedule as the config's runtime executes it: with parallel.p2p_runtime megatron, 1f1b and
 // interleaved-1f1b get Megatron-LM's blocking p2p calls (schedules/megatron_p2p.h); with
 // deepspeed, 1f1b gets DeepSpeed's TrainSchedule instructions (schedules/deepspeed_p2p.h); with
-// torch, every single-pipe schedule but 1f1b and gpipe at one stage per rank gets PyTorch's
-// lowering and one stream per rank (schedules/torch_p2p.h; InputError for two pipes or F&B
-// pairs); any other schedule, or one that lists its own communication, is returned as it is.
+// torch, every single-pipe schedule gets PyTorch's sends and receives on one stream per rank: its
+// runtime's lowering, or for 1f1b and gpipe at one stage per rank its single-stage schedules'
+// calls (schedules/torch_p2p.h; InputError for two pipes); any other schedule, or one that lists
+// its own communication, is returned as it is.
 Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // Simulates `s` on `costs` (from derive_costs), with hardware.clock's power-limited clock when
 // duty_slope > 0: after a first simulation the ranks' mean compute duty cycle d (compute busy /

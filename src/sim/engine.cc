@@ -256,12 +256,12 @@ class Engine {
     }
     // Sends its runtime waits on before this action (Schedule::comm_in_order, CommAction::waited_by).
     const std::size_t index = static_cast<std::size_t>(st.next - s_.ranks[r].data());
-    for (std::size_t g = st.gate_next; g < st.gates.size() && st.gates[g].first <= index; ++g) {
+    std::size_t g = st.gate_next;
+    for (; g < st.gates.size() && st.gates[g].first <= index; ++g) {
       if (*st.gates[g].second == kNever) return;  // not issued yet: its issue wakes this rank
       ready = std::max(ready, *st.gates[g].second);
     }
-    while (st.gate_next < st.gates.size() && st.gates[st.gate_next].first <= index && *st.gates[st.gate_next].second <= ready)
-      ++st.gate_next;
+    st.gate_next = g;  // all met by `ready`, when this action starts
     if (ready > now) {  // inputs in flight
       if (!device_of_.empty()) {  // a shared device's rate depends on what runs then: wake when they land
         if (q_.pending(r) > ready) q_.set(r, ready, kWake);

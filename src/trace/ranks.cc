@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -257,6 +258,22 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
     }
     std::sort(v.begin(), v.end(), [](const End& a, const End& b) { return a.end < b.end; });
     std::vector<bool> grouped(v.size(), false);
+    // Kernels `members` of v (ascending end) are one collective: each waited until the last of
+    // them started, the rest of it is transfer.
+    auto take = [&](const std::vector<std::size_t>& members) {
+      ++m.matched_groups;
+      used_kinds.insert(k);
+      Time last_start = std::numeric_limits<Time>::min();
+      for (std::size_t x : members) last_start = std::max(last_start, v[x].start);
+      const Time spread = v[members.back()].end - v[members.front()].end;
+      for (std::size_t x : members) {
+        grouped[x] = true;
+        RankTrace& rt = ranks[v[x].r];
+        rt.transfer[v[x].i] = std::clamp<Time>(v[x].end - std::max(v[x].start, last_start), 0, rt.trace.gpu[v[x].i].dur);
+        ++rt.matched_kernels;
+        rt.residual = std::max(rt.residual, spread);
+      }
+    };
     std::size_t a = 0;
     while (a < v.size()) {
       std::size_t b = a + 1;
@@ -264,18 +281,9 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
       in[v[a].r] = true;
       while (b < v.size() && v[b].end - v[a].end <= group_tolerance && !in[v[b].r]) in[v[b++].r] = true;
       if (b - a >= 2) {
-        ++m.matched_groups;
-        used_kinds.insert(k);
-        Time last_start = std::numeric_limits<Time>::min();
-        for (std::size_t x = a; x < b; ++x) last_start = std::max(last_start, v[x].start);
-        for (std::size_t x = a; x < b; ++x) {
-          grouped[x] = true;
-          RankTrace& rt = ranks[v[x].r];
-          rt.transfer[v[x].i] = std::clamp<Time>(v[x].end - std::max(v[x].start, last_start), 0,
-                                                 rt.trace.gpu[v[x].i].dur);
-          ++rt.matched_kernels;
-          rt.residual = std::max(rt.residual, v[b - 1].end - v[a].end);
-        }
+        std::vector<std::size_t> members(b - a);
+        std::iota(members.begin(), members.end(), a);
+        take(members);
       }
       a = b;
     }
@@ -291,19 +299,8 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
         if (!grouped[y] && v[y].r != v[x].r) pairs.emplace_back(v[y].end - v[x].end, x, y);
     }
     std::sort(pairs.begin(), pairs.end());
-    for (const auto& [d, x, y] : pairs) {
-      if (grouped[x] || grouped[y]) continue;
-      grouped[x] = grouped[y] = true;
-      ++m.matched_groups;
-      used_kinds.insert(k);
-      const Time last_start = std::max(v[x].start, v[y].start);
-      for (std::size_t z : {x, y}) {
-        RankTrace& rt = ranks[v[z].r];
-        rt.transfer[v[z].i] = std::clamp<Time>(v[z].end - std::max(v[z].start, last_start), 0, rt.trace.gpu[v[z].i].dur);
-        ++rt.matched_kernels;
-        rt.residual = std::max(rt.residual, d);
-      }
-    }
+    for (const auto& [d, x, y] : pairs)
+      if (!grouped[x] && !grouped[y]) take({x, y});
   }
   for (const auto& k : all_kinds) (used_kinds.count(k) ? m.kinds_matched : m.kinds_skipped).push_back(k);
   for (auto& rt : ranks) {

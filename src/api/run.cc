@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "api/request.h"
+#include "cost/invariants.h"
 #include "api/times.h"
 #include "core/error.h"
 #include "schedules/registry.h"
@@ -53,6 +54,15 @@ SimCosts unit_costs(const Schedule& s, const UnitCosts& u) {
   return costs;
 }
 
+namespace {
+
+// The unit costs' flags, for an invariant's error line.
+std::string unit_source(const UnitCosts& u) {
+  return u.chunk_times.empty() ? fmt::format("--times {}", u.times) : fmt::format("--chunk-times {}", u.chunk_times);
+}
+
+}  // namespace
+
 Result run(const Request& req) {
   apply_limits(req.schedule);
   Result out;
@@ -90,7 +100,12 @@ Result run(const Request& req) {
     SimResult r = cfg ? simulate_config(*cfg, s, costs, opt) : simulate(s, costs, opt);
     ResultRow row;
     row.metrics = compute_metrics(s, r, costs, fam, params);
-    if (cfg) row.physical = physical_result(*cfg, s, r);
+    const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{unit_source(u), {}};
+    check_timing(s, costs, row.metrics, src);
+    if (cfg) {
+      row.physical = physical_result(*cfg, s, r);
+      check_physical(*cfg, s, r, row.physical, src);
+    }
     out.rows.push_back(std::move(row));
     if (req.timelines) out.timelines.push_back(std::move(r.timeline));
   };

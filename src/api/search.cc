@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "cost/config.h"
 #include "cost/cost_model.h"
+#include "cost/invariants.h"
 #include "report/results.h"
 #include "report/svg.h"
 #include "report/trace.h"
@@ -135,12 +136,17 @@ SearchOutcome search(const SearchCall& a) {
     if (r.best_family.valid) clock_note += ", " + reclock(r.best_family, out.family_costs);
     clock_note += "\n";
   }
-  out.rows.push_back({metrics_of("searched", r.best, out.best_costs), {}});
-  if (cfg) out.rows.back().physical = physical_result(*cfg, r.best.schedule, r.best.sim);
-  if (r.best_family.valid) {
-    out.rows.push_back({metrics_of(r.best_family.name, r.best_family, out.family_costs), {}});
-    if (cfg) out.rows.back().physical = physical_result(*cfg, r.best_family.schedule, r.best_family.sim);
-  }
+  // Each row checked against the invariants (cost/invariants.h) before it is reported.
+  const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{"--times", {}};
+  auto add_row = [&](const std::string& name, const Candidate& c, const SimCosts& costs) {
+    out.rows.push_back({metrics_of(name, c, costs), {}});
+    check_timing(c.schedule, costs, out.rows.back().metrics, src);
+    if (!cfg) return;
+    out.rows.back().physical = physical_result(*cfg, c.schedule, c.sim);
+    check_physical(*cfg, c.schedule, c.sim, out.rows.back().physical, src);
+  };
+  add_row("searched", r.best, out.best_costs);
+  if (r.best_family.valid) add_row(r.best_family.name, r.best_family, out.family_costs);
 
   const std::string cap_text = r.memory_cap <= 0 ? "none"
                                : out.cap_source == "best family"

@@ -19,6 +19,8 @@ inline constexpr int kExitInput = 3;      // bad config, schedule file, or impos
 inline constexpr int kExitIo = 4;         // cannot read or write a file
 inline constexpr int kExitGpu = 5;        // no GPU, missing library, CUDA/NCCL failure, timeout
 inline constexpr int kExitLimit = 6;      // request over a resource limit
+// 7: `ppsim fidelity --check` past a threshold (src/api/fidelity.h)
+inline constexpr int kExitInvariant = 8;  // the answer breaks an invariant (cost/invariants.h); names the input
 
 struct SourceLoc {
   std::string file;  // empty: not from a file

@@ -8,6 +8,7 @@
 // `times:` in the config replaces F, B, W, FB with one rank's share cut into v chunks, as
 // `ppsim compare --times` does; `profile:` with measured per-layer (or per-share) times.
 #include "cost/derive.h"
+#include "cost/invariants.h"
 
 #include <algorithm>
 #include <cmath>
@@ -693,6 +694,8 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
   }
   p.memory = predicted_memory(cfg, s, &r);
   for (const MemoryBreakdown& b : p.memory) p.peak_memory_bytes.push_back(b.total);
+  p.memory_capacity_bytes = c.hardware.hbm_gb * 1e9;
+  p.over_capacity_ranks = over_capacity_ranks(p.peak_memory_bytes, p.memory_capacity_bytes);
   if (!r.timeline.intervals.empty()) p.memory_curve = memory_curve(c, s, r.timeline);
   return p;
 }

@@ -107,6 +107,27 @@ std::string reasons_text(const std::array<std::uint64_t, kReasons>& counts) {
   return s.empty() ? "not in the search" : s;
 }
 
+// The nearest change that makes a plan feasible: the candidate rejected for memory that needed
+// the least, and the cap it needs; else the reason that rejected the most candidates.
+std::string nearest_change_text(const VariantResult& v) {
+  if (v.nearest.any) {
+    const double need_gb = std::ceil(v.nearest.need_bytes / kGB * 10.0) / 10.0;
+    return fmt::format(
+        "nearest change: #{} {} needs {} GB per GPU, {} GB over the cap: allow {:g} GB per GPU "
+        "(plan.constraints.memory_gb, or a GPU with more memory), or add recompute or GPUs to the search\n",
+        v.nearest.id, v.nearest.candidate, gb(v.nearest.need_bytes), gb(v.nearest.need_bytes - v.memory_cap_bytes), need_gb);
+  }
+  int most = -1;
+  for (int k = 0; k < kReasons; ++k)
+    if (v.rejected[static_cast<std::size_t>(k)].count > 0 &&
+        (most < 0 || v.rejected[static_cast<std::size_t>(k)].count > v.rejected[static_cast<std::size_t>(most)].count))
+      most = k;
+  if (most < 0) return {};
+  const Rejections& x = v.rejected[static_cast<std::size_t>(most)];
+  return fmt::format("nearest change: relax the {} constraint, which rejected {} of {} candidates (e.g. #{} {})\n",
+                     reason_name(static_cast<Reason>(most)), x.count, v.candidates, x.example_id, x.example);
+}
+
 std::string why_text(const PlanResult& r, const VariantResult& v) {
   const PlanRow& w = v.ranking.front();
   const PlanRow* other = v.best_per_schedule.size() > 1 ? &v.best_per_schedule[1] : nullptr;
@@ -144,6 +165,7 @@ std::string variant_section(const PlanResult& r, const VariantResult& v) {
   }
   if (v.ranking.empty()) {
     out += "no feasible plan: relax the constraints or widen the search (see the reasons above)\n";
+    out += nearest_change_text(v);
     return out;
   }
   out += fmt::format("top {} by {}:\n", v.ranking.size(),

@@ -22,6 +22,7 @@
 #include <fmt/ranges.h>
 
 #include "cost/derive.h"
+#include "cost/invariants.h"
 #include "cost/layer_split.h"
 #include "cost/memory.h"
 #include "plan/candidate_config.h"
@@ -87,6 +88,7 @@ struct Outcome {
   Status status = Status::pending;
   Reason reason = Reason::gpu_count;
   std::string detail;
+  double need_bytes = 0;  // a memory rejection: the candidate's peak per GPU
   PlanRow row;
 };
 
@@ -267,6 +269,11 @@ class Planner {
     o.detail = std::move(detail);
   }
 
+  void reject_memory(std::size_t slot, double need_bytes, std::string detail) {
+    reject(slot, Reason::memory_cap, std::move(detail));
+    outcomes_[slot].need_bytes = need_bytes;
+  }
+
   // Stage 2: checks that need no config of the layout and no simulation.
   void check_cheap() {
     std::map<std::pair<int, int>, std::pair<std::vector<int>, std::string>> splits;  // (variant, slices)
@@ -441,7 +448,7 @@ class Planner {
     auto states = [](const RankMemory& m) { return m.weights + m.grads + m.optimizer + m.ema; };
     for (std::size_t r = 0; r < fixed.size(); ++r)
       if (states(fixed[r]) > var.cap_bytes)
-        return reject(slot, Reason::memory_cap,
+        return reject_memory(slot, states(fixed[r]),
                       fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
                                   "cap of {}", gb_text(states(fixed[r])), r, s.parameter_copies,
                                   s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
@@ -476,6 +483,9 @@ class Planner {
     const SimResult* sim = &hit->sim;
     const ScheduleMetrics m = compute_metrics(s, *sim, hit->run_costs, g.family, g.params);
     const PhysicalResult phys = physical_result(cfg, s, *sim);
+    const AnswerSource src = source_of(cfg);
+    check_timing(s, hit->run_costs, m, src);
+    check_physical(cfg, s, *sim, phys, src);
     double peak = 0;
     std::size_t peak_rank = 0;
     for (std::size_t r = 0; r < phys.peak_memory_bytes.size(); ++r)
@@ -484,7 +494,7 @@ class Planner {
         peak_rank = r;
       }
     if (peak > var.cap_bytes)
-      return reject(slot, Reason::memory_cap,
+      return reject_memory(slot, peak,
                     fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
                                 gb_text(peak), peak_rank, gb_text(phys.memory[peak_rank].activations),
                                 sim->ranks[peak_rank].peak_activations, gb_text(var.cap_bytes)));
@@ -546,6 +556,10 @@ class Planner {
         }
         for (auto& [name, counts] : vr.rejected_by_schedule)
           if (name == c.family->name) ++counts[static_cast<std::size_t>(o.reason)];
+        if (o.reason == Reason::memory_cap) {
+          const NearestPlan n{true, c.id, describe_candidate(c), o.need_bytes};
+          if (n.before(vr.nearest)) vr.nearest = n;
+        }
         continue;
       }
       const Layout& l = layouts_[slot_layout_[slot]];
@@ -654,6 +668,7 @@ PlanResult merge_plans(std::vector<PlanResult> shards, const std::vector<std::st
         }
         x.count += y.count;
       }
+      if (b.nearest.any && b.nearest.before(a.nearest)) a.nearest = b.nearest;
       for (std::size_t f = 0; f < a.rejected_by_schedule.size(); ++f)
         for (int r = 0; r < kReasons; ++r)
           a.rejected_by_schedule[f].second[static_cast<std::size_t>(r)] += b.rejected_by_schedule[f].second[static_cast<std::size_t>(r)];

@@ -57,6 +57,16 @@ struct PlanRow {
   LayoutKey layout() const { return LayoutKey{variant, pp, v, mbs, ep, recompute}; }
 };
 
+// The candidate rejected for memory that needed the least: the nearest change that makes a plan
+// feasible when none is (the report names it).
+struct NearestPlan {
+  bool any = false;
+  std::uint64_t id = 0;
+  std::string candidate;  // that candidate, as the rejection examples describe one
+  double need_bytes = 0;  // its peak memory per GPU
+  bool before(const NearestPlan& o) const { return !o.any || need_bytes < o.need_bytes || (need_bytes == o.need_bytes && id < o.id); }
+};
+
 struct Rejections {
   std::uint64_t count = 0;
   std::uint64_t example_id = 0;  // the lowest id rejected for this reason
@@ -74,6 +84,7 @@ struct VariantResult {
   double memory_cap_bytes = 0;
   int gpus = 0;
   std::array<Rejections, kReasons> rejected{};
+  NearestPlan nearest;  // among the candidates rejected for memory
   // Rejections per schedule family and reason, for "why no plan of this family".
   std::vector<std::pair<std::string, std::array<std::uint64_t, kReasons>>> rejected_by_schedule;
   std::vector<PlanRow> feasible;

@@ -95,6 +95,8 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
     double mx = 0;
     for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
     j["peak_memory_bytes"] = {{"per_rank", row.physical.peak_memory_bytes}, {"max", mx}};
+    j["memory_capacity_bytes"] = row.physical.memory_capacity_bytes;
+    j["over_capacity_ranks"] = row.physical.over_capacity_ranks;
     if (!row.physical.memory.empty()) {
       nlohmann::json br = nlohmann::json::array();
       for (const MemoryBreakdown& b : row.physical.memory)
@@ -125,6 +127,29 @@ nlohmann::json results_json(const std::vector<ResultRow>& rows, const std::vecto
     for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;
 }
+
+namespace {
+
+// "! over the GPU's 80.0 GB (hardware.hbm_gb): dualpipe ranks 0 1 (up to 96.2 GB)", one line per row.
+std::string over_capacity_notes(const std::vector<ResultRow>& rows) {
+  std::string out;
+  for (const auto& row : rows) {
+    const PhysicalResult& p = row.physical;
+    if (p.over_capacity_ranks.empty()) continue;
+    if (out.empty()) out += fmt::format("\n! over the GPU's memory of {:.1f} GB (hardware.hbm_gb):\n", p.memory_capacity_bytes / 1e9);
+    std::vector<std::string> ranks;
+    double mx = 0;
+    for (int r : p.over_capacity_ranks) {
+      ranks.push_back(std::to_string(r));
+      mx = std::max(mx, p.peak_memory_bytes[static_cast<std::size_t>(r)]);
+    }
+    out += fmt::format("  {}: rank{} {} (up to {:.1f} GB)\n", row.metrics.schedule, ranks.size() > 1 ? "s" : "",
+                       per_rank_summary(ranks, 8), mx / 1e9);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string render_table(const std::vector<ResultRow>& rows, const std::vector<Skipped>& skipped, const TimeScale& scale) {
   std::string out;
@@ -157,8 +182,9 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
     if (phys) {
       double mx = 0;
       for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
-      out += fmt::format(" {:>9.3f} {:>11.0f} {:>5.1f}% {:>10.1f}", row.physical.step_time_s, row.physical.tokens_per_second,
-                         100.0 * row.physical.mfu, mx / 1e9);
+      const bool over = !row.physical.over_capacity_ranks.empty();
+      out += fmt::format(" {:>9.3f} {:>11.0f} {:>5.1f}% {:>10}", row.physical.step_time_s, row.physical.tokens_per_second,
+                         100.0 * row.physical.mfu, fmt::format("{:.1f}{}", mx / 1e9, over ? "!" : ""));
     } else {
       out += fmt::format(" {:>10.4f}", m.makespan ? m.microbatches / scale.to_display(m.makespan) : 0.0);
     }
@@ -173,6 +199,7 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
       out += fmt::format("  {}: {} {}\n", m.schedule, m.published.formula, m.published_note);
     }
   }
+  out += over_capacity_notes(rows);
   if (!skipped.empty()) {
     out += "\nskipped:\n";
     for (const auto& s : skipped) out += fmt::format("  {}: {}\n", s.schedule, s.reason);
@@ -202,7 +229,7 @@ std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeSc
 std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale) {
   std::string out = "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
                     "published_holds,published_matches,peak_activations_max,parameter_copies,exposed_comm_max,fb_pair_time,"
-                    "step_time,tokens_per_second,mfu,peak_memory_bytes_max\n";
+                    "step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
   for (const auto& row : rows) {
     const ScheduleMetrics& m = row.metrics;
     int act = 0;
@@ -211,7 +238,9 @@ std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scal
     for (Time e : m.exposed_comm) exp = std::max(exp, e);
     double mem = 0;
     for (double b : row.physical.peak_memory_bytes) mem = std::max(mem, b);
-    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{}\n", m.schedule, m.pp, m.microbatches, m.vpp,
+    std::vector<std::string> over;
+    for (int r : row.physical.over_capacity_ranks) over.push_back(std::to_string(r));
+    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.schedule, m.pp, m.microbatches, m.vpp,
                        tfmt(m.makespan, scale), tfmt(m.bubble_max, scale), m.bubble_mean / scale.ticks_per_unit,
                        m.bubble_ratio, m.published.available ? tfmt(m.published.value, scale) : "",
                        m.published_holds ? 1 : 0, m.published_matches ? 1 : 0, act, m.parameter_copies, tfmt(exp, scale),
@@ -219,7 +248,9 @@ std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scal
                        row.physical.available ? fmt::format("{:.6f}", row.physical.step_time_s) : "",
                        row.physical.available ? fmt::format("{:.1f}", row.physical.tokens_per_second) : "",
                        row.physical.available ? fmt::format("{:.4f}", row.physical.mfu) : "",
-                       row.physical.available ? fmt::format("{:.0f}", mem) : "");
+                       row.physical.available ? fmt::format("{:.0f}", mem) : "",
+                       row.physical.available ? fmt::format("{:.0f}", row.physical.memory_capacity_bytes) : "",
+                       fmt::format("{}", fmt::join(over, " ")));
   }
   return out;
 }

@@ -32,6 +32,8 @@ struct PhysicalResult {
   double tokens_per_second = 0;
   double mfu = 0;
   std::vector<double> peak_memory_bytes;  // per rank
+  double memory_capacity_bytes = 0;       // the GPU's memory (hardware.hbm_gb); 0 = not known
+  std::vector<int> over_capacity_ranks;   // ranks whose peak is over it (flagged in every output)
   std::vector<MemoryBreakdown> memory;    // per rank, the parts of peak_memory_bytes
   std::vector<std::vector<MemorySample>> memory_curve;  // per rank, when the timeline was recorded
 };

@@ -24,18 +24,26 @@ void name_profile(const ImportTraceCall& c, const std::string& path, const trace
   out.json["profile_path"] = c.output;
 }
 
+// One trace's import report and profile (a forward-only trace refused unless --inference).
+void report_one(const ImportTraceCall& c, const trace::ImportResult& r, ImportTraceOutcome& out) {
+  const bool asked = !c.output.empty() || (!c.predict.schedule.empty() && c.predict.schedule != "executed");
+  trace::check_training(r, c.inference, asked);
+  out.json = trace::import_json(r);
+  out.json["inference"] = c.inference;
+  out.report = trace::render_import_report(r);
+  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only, c.inference);
+}
+
 // One trace: its import report, the prediction with a schedule, the profile.
 void one_trace(const ImportTraceCall& c, ImportTraceOutcome& out) {
   const std::string& path = out.paths[0];
   const trace::ImportResult r = trace::import_trace_file(path, c.options);
-  out.json = trace::import_json(r);
-  out.report = trace::render_import_report(r);
+  report_one(c, r, out);
   if (!c.predict.schedule.empty()) {
     const trace::Prediction p = trace::predict_traced(r, c.predict);
     out.json["prediction"] = trace::prediction_json(p);
     out.report += trace::render_prediction(p);
   }
-  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
   name_profile(c, path, r, out);
 }
 
@@ -57,9 +65,7 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
   }
   if (paths.size() == 1) {  // one rank: its own import report first, as without these flags
     const trace::ImportResult r = trace::import_trace(rs[0].trace, c.options, paths[0]);
-    out.json = trace::import_json(r);
-    out.report = trace::render_import_report(r);
-    if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
+    report_one(c, r, out);
     name_profile(c, paths[0], r, out);
   }
   const trace::MultiRank m = trace::merge_ranks(std::move(rs), c.options.comm_kernel);

@@ -446,6 +446,7 @@ TEST_CASE("import-trace CLI: a pipeline run's outputs are written together or no
   robust::Scratch dir("trace_ranks_outputs");
   auto b0 = one_f_one_b().first;
   b0.range("layer0.attention.F", 0, 2);  // 0F0's kernel is layer 0's attention too: a profile
+  b0.range("layer0.attention.B", 10, 4, 2);  // and 0B0's its backward (a forward alone is no training profile)
   std::filesystem::create_directories(dir.path("run"));
   dir.write("run/r0.json", b0.json());
   // One rank with per-layer work but no pipeline ranges: --schedule executed fails (exit 3)

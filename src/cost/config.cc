@@ -920,10 +920,11 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     // A whole-model profile whose backward holds the traced run's recompute (import-trace of a run
     // with activation checkpointing) stands for that run: its times are taken as they are (ppsim
     // adds no recompute to a profile), so the config must say the run recomputed.
-    if (c.profile.recompute_included && !c.profile.moe_layers_only && c.parallel.recompute != Recompute::full)
-      root.fail("profile", fmt::format("{} says recompute: included (its backward holds the traced run's activation "
-                                       "checkpointing), but parallel.recompute is not full: write recompute: full, "
-                                       "or import a trace recorded without checkpointing",
+    if (c.profile.recompute_included && !c.profile.moe_layers_only && c.parallel.recompute == Recompute::none &&
+        c.parallel.recompute_ops == 0)
+      root.fail("profile", fmt::format("{} says recompute: included (its backward holds the traced run's recompute), "
+                                       "but parallel recomputes nothing: write the run's recompute (full, or "
+                                       "recompute_ops), or import a trace recorded without checkpointing",
                                        c.profile.path));
   }
   if (root.has("plan")) {

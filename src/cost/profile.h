@@ -27,8 +27,8 @@
 //   recompute: included             # optional (default derived): the backward already holds the
 //                                   # run's recompute; ppsim adds none (import-trace writes it for
 //                                   # --moe-layers-only, and where the trace's backward re-ran a
-//                                   # forward); a whole-model profile with it needs the config's
-//                                   # parallel.recompute: full (cost/config.cc refuses the rest)
+//                                   # forward); a whole-model profile with it needs a config that
+//                                   # recomputes (full or recompute_ops; cost/config.cc refuses none)
 // Not obvious: with sub_ops_ms the overlap model runs on a profile (any model, not only MoE
 // configs), and comm_slowdown replaces the linear comm_sms / sms rule (docs/OVERLAP.md).
 #pragma once

@@ -14,13 +14,6 @@ namespace ppsim::trace {
 
 namespace {
 
-// What a list of open ranges gave: each part and the range that gave it.
-struct Found {
-  int subop = -1, pass = -1, layer = -1;
-  int sub_range = -1, pass_range = -1, layer_range = -1, top = -1;
-  bool in_step = false;
-};
-
 struct Query {
   Time ts;
   std::size_t gpu;  // a GPU event, or (sweeps over forward ops) a range index
@@ -82,8 +75,8 @@ class Attributor {
   std::vector<signed char> step_name_;
   std::vector<std::size_t> autograd_events_;
   std::unordered_map<int, int> fwd_of_;  // backward op range -> forward op range
-  std::unordered_map<int, Found> fwd_found_;
-  std::vector<Found> caller_;
+  std::unordered_map<int, Parts> fwd_found_;
+  std::vector<Parts> caller_;
 
   const CpuRange& range(int i) const { return t_.ranges[static_cast<std::size_t>(i)]; }
   Time end(int i) const { return end_[static_cast<std::size_t>(i)]; }
@@ -111,7 +104,7 @@ class Attributor {
   // (outermost first; ended ones under a range that still runs may remain: skip them).
   template <class F>
   void sweep(std::size_t th, std::vector<Query>& q, F&& f);
-  bool absorb(Found& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass);
+  bool absorb(Parts& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass);
   void launch_stacks();
   void on_launch(const Query& qu, const std::vector<int>& stack);
   // Unnumbered forward launches between two runs (prev, next: indices into extents_, -1 none);
@@ -137,28 +130,10 @@ class Attributor {
   void finish_passes();
 };
 
-void store(Attribution& a, const Found& f) {
-  a.subop = static_cast<signed char>(f.subop);
-  a.pass = static_cast<signed char>(f.pass);
-  a.layer = f.layer;
-  a.sub_range = f.sub_range;
-  a.pass_range = f.pass_range;
-  a.layer_range = f.layer_range;
-  a.top_range = f.top;
-  a.in_step = a.in_step || f.in_step;
-}
-
-Found load(const Attribution& a) {
-  Found f;
-  f.subop = a.subop;
-  f.pass = a.pass;
-  f.layer = a.layer;
-  f.sub_range = a.sub_range;
-  f.pass_range = a.pass_range;
-  f.layer_range = a.layer_range;
-  f.top = a.top_range;
-  f.in_step = a.in_step;
-  return f;
+void store(Attribution& a, const Parts& f) {
+  const bool step = a.p.in_step || f.in_step;
+  a.p = f;
+  a.p.in_step = step;
 }
 
 // By correlation id first; the ac2g flows' maps are built only for the events that remain.
@@ -236,7 +211,8 @@ void Attributor::clip_forward_ranges() {
       Time last = -1;
       for (std::size_t j = k + 1; j < rs.size() && range(rs[j]).ts < op_end; ++j) {
         const CpuRange& f = range(rs[j]);
-        if (f.kind == RangeKind::op && f.seq >= 0 && !is_autograd_op(f)) last = std::max(last, std::min(op_end, end(rs[j])));
+        if (f.kind == RangeKind::op && f.seq >= 0 && !is_autograd_op(f))
+          last = std::max(last, std::min(op_end, end(rs[j])));
       }
       end_[static_cast<std::size_t>(i)] = last >= 0 ? last : op_end;
     }
@@ -262,7 +238,7 @@ void Attributor::sweep(std::size_t th, std::vector<Query>& q, F&& f) {
 
 // Fills the parts `f` lacks from `stack` (innermost first): sub-op, pass, layer ("layer" numbers
 // before "block" numbers), and which range gave each. True if it gave anything.
-bool Attributor::absorb(Found& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass) {
+bool Attributor::absorb(Parts& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass) {
   bool gave = false;
   int weak = -1, weak_range = -1;
   for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
@@ -307,7 +283,7 @@ void Attributor::on_launch(const Query& qu, const std::vector<int>& stack) {
     op = stack[k];
     if (outer < 0) outer = static_cast<int>(k);
   }
-  Found f;
+  Parts f;
   if (op < 0) {
     absorb(f, stack, qu.ts, Filter::all, true);
     store(a, f);
@@ -371,26 +347,26 @@ std::vector<Attributor::Boundary> Attributor::runs_of(std::size_t th) {
   for (const Query& qu : queries_[th]) {  // in time order (sorted by launch_stacks)
     Attribution& a = attr_[qu.gpu];
     if (a.autograd) continue;
-    if (a.layer < 0 || a.layer_range < 0) {
+    if (a.p.layer < 0 || a.p.layer_range < 0) {
       pending.push_back(qu.gpu);
       continue;
     }
     Extent* last = ext.empty() ? nullptr : &ext.back();
     // One execution of a layer: its ranges (one per sub-op, or the layer's scope) until a range
     // name repeats in another instance (the next micro-batch, or the next step).
-    const int nm = range(a.layer_range).name;
+    const int nm = range(a.p.layer_range).name;
     const auto has = [](const std::vector<int>& v, int x) { return std::count(v.begin(), v.end(), x) != 0; };
-    if (last != nullptr && last->layer == a.layer && (has(last->ranges, a.layer_range) || !has(last->names, nm))) {
+    if (last != nullptr && last->layer == a.p.layer && (has(last->ranges, a.p.layer_range) || !has(last->names, nm))) {
       for (std::size_t p : pending) own(p, *last);
       pending.clear();
       last->end = qu.ts + 1;
-      if (!has(last->ranges, a.layer_range)) last->ranges.push_back(a.layer_range), last->names.push_back(nm);
+      if (!has(last->ranges, a.p.layer_range)) last->ranges.push_back(a.p.layer_range), last->names.push_back(nm);
       continue;
     }
     const int prev = last != nullptr ? static_cast<int>(ext.size()) - 1 : -1;
-    bounds.push_back({prev, prev + 1, last != nullptr && last->layer + 1 == a.layer, std::move(pending)});
+    bounds.push_back({prev, prev + 1, last != nullptr && last->layer + 1 == a.p.layer, std::move(pending)});
     pending.clear();
-    ext.push_back({qu.ts, qu.ts + 1, a.layer, a.layer_range, {a.layer_range}, {nm}});
+    ext.push_back({qu.ts, qu.ts + 1, a.p.layer, a.p.layer_range, {a.p.layer_range}, {nm}});
   }
   if (!ext.empty()) bounds.push_back({static_cast<int>(ext.size()) - 1, -1, false, std::move(pending)});
   return bounds;
@@ -409,8 +385,8 @@ std::size_t Attributor::common_suffix(const std::vector<int>& a, const std::vect
 }
 
 void Attributor::own(std::size_t gpu, const Extent& e) {
-  attr_[gpu].layer = e.layer;
-  attr_[gpu].layer_range = e.layer_range;
+  attr_[gpu].p.layer = e.layer;
+  attr_[gpu].p.layer_range = e.layer_range;
 }
 
 // The launches of one boundary: between consecutive layers, the first `closing` to the layer
@@ -502,14 +478,16 @@ void Attributor::forward_op_stacks() {
   for (const auto& [b, fr] : fwd_of_) fwd_list.push_back(fr);
   std::sort(fwd_list.begin(), fwd_list.end());
   fwd_list.erase(std::unique(fwd_list.begin(), fwd_list.end()), fwd_list.end());
-  for (int fr : fwd_list) q[static_cast<std::size_t>(range(fr).thread)].push_back({range(fr).ts, static_cast<std::size_t>(fr)});
+  for (int fr : fwd_list)
+    q[static_cast<std::size_t>(range(fr).thread)].push_back({range(fr).ts, static_cast<std::size_t>(fr)});
   for (std::size_t th = 0; th < t_.threads.size(); ++th)
     if (!q[th].empty())
       sweep(th, q[th], [&](const Query& qu, const std::vector<int>& stack) {
-        Found f;
+        Parts f;
         absorb(f, stack, qu.ts, Filter::all, false);
         if (f.layer < 0)
-          if (const Extent* e = extent_at(static_cast<int>(th), qu.ts)) f.layer = e->layer, f.layer_range = e->layer_range;
+          if (const Extent* e = extent_at(static_cast<int>(th), qu.ts))
+            f.layer = e->layer, f.layer_range = e->layer_range;
         fwd_found_[static_cast<int>(qu.gpu)] = f;
       });
 }
@@ -517,7 +495,7 @@ void Attributor::forward_op_stacks() {
 // Sweep 3: the user ranges open on the process's other threads while autograd ran (the thread
 // that called backward: DeepSeek's attn(B)).
 void Attributor::caller_stacks() {
-  caller_.assign(t_.gpu.size(), Found{});
+  caller_.assign(t_.gpu.size(), Parts{});
   std::vector<char> has_user(t_.threads.size(), 0);
   for (const auto& cr : t_.ranges)
     if (cr.kind == RangeKind::user) has_user[static_cast<std::size_t>(cr.thread)] = 1;
@@ -528,15 +506,16 @@ void Attributor::caller_stacks() {
   for (std::size_t i : autograd_events_) {
     const int lt = launch_thread[i];
     for (std::size_t th = 0; th < t_.threads.size(); ++th)
-      if (has_user[th] && static_cast<int>(th) != lt && t_.thread_pid[th] == t_.thread_pid[static_cast<std::size_t>(lt)])
+      if (has_user[th] && static_cast<int>(th) != lt &&
+          t_.thread_pid[th] == t_.thread_pid[static_cast<std::size_t>(lt)])
         q[th].push_back({attr_[i].launch, i});
   }
   for (std::size_t th = 0; th < t_.threads.size(); ++th)
     if (!q[th].empty())
       sweep(th, q[th], [&](const Query& qu, const std::vector<int>& stack) {
-        Found& f = caller_[qu.gpu];
+        Parts& f = caller_[qu.gpu];
         if (f.subop >= 0 || f.pass >= 0 || f.layer >= 0) return;  // a thread before gave something
-        Found g;
+        Parts g;
         if (absorb(g, stack, qu.ts, Filter::user, true) || g.in_step) {
           const bool step = f.in_step || g.in_step;
           f = g;
@@ -552,9 +531,9 @@ void Attributor::caller_stacks() {
 void Attributor::resolve_autograd() {
   for (std::size_t i : autograd_events_) {
     Attribution& a = attr_[i];
-    Found f = load(a);
+    Parts f = a.p;
     a.path = Path::stack;
-    auto take = [&](const Found& g, bool pass) {
+    auto take = [&](const Parts& g, bool pass) {
       bool used = false;
       if (f.subop < 0 && g.subop >= 0) f.subop = g.subop, f.sub_range = g.sub_range, used = true;
       if (pass && f.pass < 0 && g.pass >= 0) f.pass = g.pass, f.pass_range = g.pass_range, used = true;
@@ -563,7 +542,7 @@ void Attributor::resolve_autograd() {
       return used;
     };
     if (!caller_.empty()) {
-      const Found& c = caller_[i];
+      const Parts& c = caller_[i];
       if (c.in_step) f.in_step = true;
       if (take(c, !a.recompute)) a.path = Path::caller;
     }
@@ -584,11 +563,11 @@ void Attributor::resolve_autograd() {
 std::string Attributor::number_layers_by_order() {
   const std::size_t n = attr_.size();
   bool any_layer = false;
-  for (std::size_t i = 0; i < n; ++i) any_layer |= attr_[i].linked && attr_[i].layer >= 0;
+  for (std::size_t i = 0; i < n; ++i) any_layer |= attr_[i].linked && attr_[i].p.layer >= 0;
   if (!(o_.layer_order == LayerOrder::force || (o_.layer_order == LayerOrder::automatic && !any_layer))) return {};
   std::set<int> sub_names;
   for (std::size_t i = 0; i < n; ++i)
-    if (attr_[i].linked && attr_[i].sub_range >= 0) sub_names.insert(range(attr_[i].sub_range).name);
+    if (attr_[i].linked && attr_[i].p.sub_range >= 0) sub_names.insert(range(attr_[i].p.sub_range).name);
   std::map<int, std::vector<int>> occurrences;  // name -> its ranges in time order
   for (std::size_t i = 0; i < t_.ranges.size(); ++i)
     if (sub_names.count(t_.ranges[i].name) != 0) occurrences[t_.ranges[i].name].push_back(static_cast<int>(i));
@@ -604,9 +583,9 @@ std::string Attributor::number_layers_by_order() {
   for (const auto& [nm, v] : occurrences)
     for (std::size_t k = 0; k < v.size(); ++k) occ[v[k]] = static_cast<int>(k);
   for (std::size_t i = 0; i < n; ++i)
-    if (attr_[i].linked && attr_[i].sub_range >= 0) {
-      attr_[i].layer = occ[attr_[i].sub_range];
-      attr_[i].layer_range = attr_[i].sub_range;
+    if (attr_[i].linked && attr_[i].p.sub_range >= 0) {
+      attr_[i].p.layer = occ[attr_[i].p.sub_range];
+      attr_[i].p.layer_range = attr_[i].p.sub_range;
     }
   return fmt::format("order of sub-op ranges: the k-th of each ({} names, {} times each{}) is layer k",
                      occurrences.size(), count, same ? "" : " or fewer; forced");
@@ -615,8 +594,8 @@ std::string Attributor::number_layers_by_order() {
 std::string Attributor::name_layer_rule() const {
   Time user = 0, scope = 0;
   for (std::size_t i = 0; i < attr_.size(); ++i)
-    if (attr_[i].linked && attr_[i].layer_range >= 0)
-      (range(attr_[i].layer_range).kind == RangeKind::user ? user : scope) += t_.gpu[i].dur;
+    if (attr_[i].linked && attr_[i].p.layer_range >= 0)
+      (range(attr_[i].p.layer_range).kind == RangeKind::user ? user : scope) += t_.gpu[i].dur;
   return user + scope == 0 ? "none (no range or module scope numbers a layer; the order rule did not apply)"
          : user >= scope   ? "numbers in range names (layer3, layers.3, block3, transformer.h.3)"
                            : "module scopes and op names (nn.Module: XLayer_3, model.layers.3)";
@@ -628,8 +607,8 @@ std::string Attributor::name_layer_rule() const {
 void Attributor::finish_passes() {
   for (Attribution& a : attr_) {
     if (!a.linked) continue;
-    if (a.layer >= 0 && a.pass < 0 && !a.autograd) a.pass = static_cast<signed char>(Pass::F);
-    a.instance = a.layer >= 0 && a.layer_range >= 0 ? a.layer_range : a.sub_range >= 0 ? a.sub_range : a.pass_range;
+    if (a.p.layer >= 0 && a.p.pass < 0 && !a.autograd) a.p.pass = static_cast<int>(Pass::F);
+    a.instance = a.p.layer >= 0 && a.p.layer_range >= 0 ? a.p.layer_range : a.p.sub_range >= 0 ? a.p.sub_range : a.p.pass_range;
     if (a.recompute) a.instance = -1;
   }
 }

@@ -24,19 +24,23 @@ namespace ppsim::trace {
 
 enum class Path { stack, caller, forward };
 
-struct Attribution {  // compact: one per GPU event
+// What the ranges open at a launch gave: each part (-1: none) and the range that gave it.
+struct Parts {
+  int subop = -1, pass = -1, layer = -1;
+  int sub_range = -1, pass_range = -1, layer_range = -1;
+  int top = -1;          // innermost range on the stack, for naming unmapped work
+  bool in_step = false;  // launched under a range matching ImportOptions::step_range
+};
+
+struct Attribution {  // one per GPU event
+  Parts p;
   bool linked = false;
-  bool in_step = false;    // launched under a range matching ImportOptions::step_range
   bool autograd = false;   // launched under an op of autograd's engine
   bool recompute = false;  // a forward re-run inside the backward (activation checkpointing)
   Path path = Path::stack;
-  int layer = -1;
-  int sub_range = -1, pass_range = -1, layer_range = -1;
-  int instance = -1;   // the execution: the range that gave the layer (else the sub-op, else the pass)
-  int top_range = -1;  // innermost range on the stack, for naming unmapped work
-  int bwd_op = -1;     // the autograd op it was launched under
-  Time launch = -1;    // when the launching call ran (-1: unlinked)
-  signed char subop = -1, pass = -1;
+  int instance = -1;  // the execution: the range that gave the layer (else the sub-op, else the pass)
+  int bwd_op = -1;    // the autograd op it was launched under
+  Time launch = -1;   // when the launching call ran (-1: unlinked)
 };
 
 struct Attributed {

@@ -104,7 +104,7 @@ class Measure {
     if (c < 0) c = rules_.comm(t_.names[static_cast<std::size_t>(name)]) ? 1 : 0;
     return c == 1;
   }
-  int subop_of(const Attribution& a) const { return a.subop < 0 ? static_cast<int>(SubOp::other) : a.subop; }
+  int subop_of(const Attribution& a) const { return a.p.subop < 0 ? static_cast<int>(SubOp::other) : a.p.subop; }
 
   void stream_roles();
   void device_figures();
@@ -121,8 +121,8 @@ class Measure {
 void Measure::stream_roles() {
   for (std::size_t i = 0; i < n_; ++i) {
     const GpuEvent& g = t_.gpu[i];
-    const int sub = attr_[i].subop;
-    is_comm_[i] = comm_kernel(g.name) || (attr_[i].pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) ||
+    const int sub = attr_[i].p.subop;
+    is_comm_[i] = comm_kernel(g.name) || (attr_[i].p.pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) ||
                                                                  sub == static_cast<int>(SubOp::combine)));
     StreamStats& s = streams_[{g.device, g.stream}];
     s.device = g.device;
@@ -149,7 +149,7 @@ void Measure::device_figures() {
       comm_iv_[g.device].emplace_back(g.ts, g.end());
       comm_by_dev_[g.device].push_back(i);
     }
-    if (step_re_ && !attr_[i].in_step) continue;
+    if (step_re_ && !attr_[i].p.in_step) continue;
     ++r_.step_events;
     auto [it, fresh] = step_dev.try_emplace(g.device);
     DeviceFigures& d = it->second;
@@ -203,9 +203,9 @@ void Measure::measure_slowdown() {
   std::map<std::tuple<int, int, int, int>, Samples> samples;
   for (std::size_t i : order) {
     const Attribution& a = attr_[i];
-    if (is_comm_[i] || a.instance < 0 || a.pass < 0) continue;
+    if (is_comm_[i] || a.instance < 0 || a.p.pass < 0) continue;
     const int pos = position[a.instance]++;
-    Samples& s = samples[{subop_of(a), a.pass, t_.gpu[i].name, pos}];
+    Samples& s = samples[{subop_of(a), a.p.pass, t_.gpu[i].name, pos}];
     const double d = static_cast<double>(t_.gpu[i].dur);
     if (beside_[i] < 0.02)
       s.alone_sum += d, ++s.alone_n;
@@ -332,17 +332,17 @@ void Measure::fill_cells() {
       ++r_.unlinked_kernels;
       continue;
     }
-    if (a.pass < 0) {
+    if (a.p.pass < 0) {
       r_.unmapped += g.dur;
       ++r_.unmapped_kernels;
-      const std::string& key = a.top_range >= 0 ? t_.names[static_cast<std::size_t>(
-                                                      t_.ranges[static_cast<std::size_t>(a.top_range)].name)]
+      const std::string& key = a.p.top >= 0 ? t_.names[static_cast<std::size_t>(
+                                                      t_.ranges[static_cast<std::size_t>(a.p.top)].name)]
                                                 : "(no range) " + t_.names[static_cast<std::size_t>(g.name)];
       unmapped_by[key] += g.dur;
       continue;
     }
     const int sub = subop_of(a);
-    Cell& c = r_.cells[a.layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(a.pass)];
+    Cell& c = r_.cells[a.p.layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(a.p.pass)];
     c.busy += g.dur;
     double alone = static_cast<double>(transfer_[i]);
     if (!is_comm_[i]) {
@@ -353,10 +353,10 @@ void Measure::fill_cells() {
     }
     c.alone += alone;
     if (a.recompute) c.recompute += g.dur, c.recompute_alone += alone;
-    if (a.instance >= 0) instances_.insert({a.layer, sub, a.pass, a.instance});
-    if (a.layer < 0) r_.outside_layers += g.dur;
-    if (a.layer >= 0 && a.recompute) r_.recompute += g.dur;
-    if (a.pass != static_cast<int>(Pass::F)) r_.backward += g.dur;
+    if (a.instance >= 0) instances_.insert({a.p.layer, sub, a.p.pass, a.instance});
+    if (a.p.layer < 0) r_.outside_layers += g.dur;
+    if (a.p.layer >= 0 && a.recompute) r_.recompute += g.dur;
+    if (a.p.pass != static_cast<int>(Pass::F)) r_.backward += g.dur;
     (a.path == Path::caller ? r_.by_caller : a.path == Path::forward ? r_.by_forward : r_.by_stack) += g.dur;
   }
   for (const auto& [k, v] : unmapped_by) r_.unmapped_top.emplace_back(k, v);
@@ -662,7 +662,8 @@ std::string render_import_profile(const ImportResult& r, bool moe_layers_only, b
            : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
   if (r.recompute_per_layer > 0)
     h += fmt::format("# recompute: included: B holds {:.3f} ms of forward re-run inside the backward per layer "
-                     "(activation checkpointing); a config must say recompute: full and adds none\n",
+                     "(activation checkpointing); a config must say it recomputes (full or recompute_ops), and "
+                     "adds none\n",
                      static_cast<double>(r.recompute_per_layer) / 1e6);
   if (inference && r.backward == 0) h += "# forward only (import-trace --inference): B and W are 0, not measured\n";
   if (!moe_layers_only) return render_profile(r.profile, h);

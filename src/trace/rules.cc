@@ -28,7 +28,7 @@ const std::vector<std::string>& Rules::default_rules() {
       R"((?:^|[._\-\s()\[\]:])(?:I|B|dgrad)(?:$|[._\-\s()\[\]:])|backward|bwd|input_grad|Backward=:I)",
       // "forward" but not "feed_forward" (a module name): not after an underscore unless a chunk.
       R"((?:^|[._\-\s()\[\]:])F(?:$|[._\-\s()\[\]:])|forward_chunk|(?:^|[^_])forward|fwd=:F)",
-      // sub-ops (case ignored: Qwen2Attention, GPT2MLP, SparseMoeBlock, LayerNorm)
+      // sub-ops (case ignored on user ranges: SelfAttention, MLP)
       R"(combine|unpermute=combine:)",
       R"(dispatch|permute=dispatch:)",
       R"(attn|attention|self_attention|mla\b|qkv=attention:)",
@@ -40,8 +40,8 @@ const std::vector<std::string>& Rules::default_rules() {
 
 namespace {
 
-// The default sub-op rules ignore case (class names: Qwen2Attention, GPT2MLP); the pass rules
-// do not (a lone F, B or W; MmBackward0).
+// The default sub-op rules ignore case on user ranges (`Attention`, `MLP`); the pass rules do
+// not (a lone F, B or W; MmBackward0).
 Rule parse_rule(const std::string& text, bool user) {
   const std::size_t eq = text.rfind('=');
   auto fail = [&](const std::string& why) -> Rule {
@@ -55,9 +55,9 @@ Rule parse_rule(const std::string& text, bool user) {
   Rule r;
   r.text = text;
   try {
-    const bool icase = !user && target.find(':') != 0;
-    r.re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize |
-                                   (icase ? std::regex::icase : std::regex::flag_type{}));
+    r.re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    if (!user && target.find(':') != 0)
+      r.re_icase.emplace(pattern, std::regex::ECMAScript | std::regex::optimize | std::regex::icase);
   } catch (const std::regex_error& e) {
     return fail(fmt::format("bad regular expression ({})", e.what()));
   }
@@ -144,7 +144,7 @@ RangeMeaning Rules::classify(const std::string& name, RangeKind kind) const {
     if (m.subop && m.pass) break;
     if (scope && !r.module_scopes) continue;
     if ((r.subop && !m.subop) || (r.pass && !m.pass)) {
-      if (!std::regex_search(text, r.re)) continue;
+      if (!std::regex_search(text, kind == RangeKind::user && r.re_icase ? *r.re_icase : r.re)) continue;
       if (r.subop && !m.subop) m.subop = r.subop;
       if (r.pass && !m.pass) m.pass = r.pass;
     }

@@ -9,7 +9,8 @@
 // has one; attribution.cc also numbers layers by the order rule.
 // Module scopes (with_stack's `nn.Module: Qwen2Attention_0`) take their sub-op from the class
 // name's role, case-insensitively (module_role); Python frames (`file.py(12): forward`) are read
-// by their function name only; the default sub-op rules ignore case, the pass rules do not.
+// by their function name only; on user ranges the default sub-op rules ignore case (ops keep it:
+// DeepSeek's DropoutAddLayerNormFn is no norm of ours), the pass rules never do.
 #pragma once
 #include <optional>
 #include <regex>
@@ -33,6 +34,7 @@ struct Rule {
   std::optional<SubOp> subop;
   std::optional<Pass> pass;
   bool module_scopes = true;  // also tried on module scopes (the user's rules; the defaults are not)
+  std::optional<std::regex> re_icase;  // the default sub-op rules on user ranges: case ignored
 };
 
 // The role of a module class by its name's ending, case-insensitively (a trailing _N, the

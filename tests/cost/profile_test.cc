@@ -125,9 +125,9 @@ parallel: {pp: 2, microbatches: 4, schedule: 1f1b, recompute_ops: [norm]}
   CHECK(a.slices[1].total.b - b.slices[1].total.b == Approx(a.slices[1].recompute_ns));
   CHECK(b.slices[1].total.f == a.slices[1].total.f);
   // A whole-model profile with it (import-trace of a run with activation checkpointing) stands
-  // for that run: a config must say recompute: full, and its times are taken as they are (the
-  // slices' B as with the same profile unmarked and no recompute: nothing added); any other
-  // recompute is refused, one line at the config's profile key.
+  // for that run: a config must say it recomputed (here recompute: full), and its times are taken
+  // as they are (the slices' B as with the same profile unmarked and no recompute: nothing
+  // added); a config that recomputes nothing is refused, one line at its profile key.
   std::ofstream(dir / "whole.yaml") << std::string(kV2) + "recompute: included\n";
   CHECK(parse_profile(std::string(kV2) + "recompute: included\n", "q.yaml").recompute_included);
   const std::string whole = R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}
@@ -142,7 +142,7 @@ profile: whole.yaml
   } catch (const InputError& e) {
     CHECK(e.loc().line == 3);
     CHECK(e.message().find("recompute: included") != std::string::npos);
-    CHECK(e.message().find("write recompute: full") != std::string::npos);
+    CHECK(e.message().find("parallel recomputes nothing") != std::string::npos);
   }
   std::ofstream(dir / "plain.yaml") << kV2;
   std::ofstream(dir / "e.yaml") << R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}

@@ -407,35 +407,39 @@ TEST_CASE("module classes by role, case-insensitively; a model file's name names
   CHECK_FALSE(rules.classify("transformers/models/qwen2_moe/modeling_qwen2_moe.py(120): forward", RangeKind::python)
                   .subop.has_value());
   CHECK(rules.classify("aten::scaled_dot_product_attention", RangeKind::op).subop == SubOp::attention);
+  CHECK(rules.classify("layers.0.SelfAttention", RangeKind::user).subop == SubOp::attention);
+  CHECK_FALSE(rules.classify("DropoutAddLayerNormFn", RangeKind::op).subop.has_value());  // DeepSeek's op
 
   // with_stack scopes of one Qwen2-MoE layer and one GPT-2 block (us): per layer, the attention
   // module's kernels are attention, the MoE block's mlp, the norms and the residual add other.
   Trace b;
+  // A Python range (scope or frame) on thread 1: [ts, ts + dur) us.
+  auto py = [&](const std::string& name, double ts, double dur) { b.range(name, ts, dur, 1, "python_function"); };
   const std::string file = "transformers/models/qwen2_moe/modeling_qwen2_moe.py";
-  b.range("nn.Module: Qwen2MoeDecoderLayer_0", 0, 400, 1, "python_function");
-  b.range(file + "(300): forward", 1, 398, 1, "python_function");
-  b.range("nn.Module: Qwen2MoeRMSNorm_0", 10, 20, 1, "python_function");
+  py("nn.Module: Qwen2MoeDecoderLayer_0", 0, 400);
+  py(file + "(300): forward", 1, 398);
+  py("nn.Module: Qwen2MoeRMSNorm_0", 10, 20);
   b.kernel("norm", 11, 1000, 3);
-  b.range("nn.Module: Qwen2MoeAttention_0", 40, 60, 1, "python_function");
-  b.range(file + "(120): forward", 41, 57, 1, "python_function");
-  b.range("nn.Module: Linear_0", 45, 10, 1, "python_function");
+  py("nn.Module: Qwen2MoeAttention_0", 40, 60);
+  py(file + "(120): forward", 41, 57);
+  py("nn.Module: Linear_0", 45, 10);
   b.kernel("gemm_q", 46, 1010, 10);
   b.range("aten::scaled_dot_product_attention", 60, 10, 1, "cpu_op");
   b.kernel("flash", 61, 1020, 20);
   b.kernel("add", 110, 1040, 2);
-  b.range("nn.Module: Qwen2MoeSparseMoeBlock_0", 200, 100, 1, "python_function");
-  b.range(file + "(200): forward", 201, 98, 1, "python_function");
-  b.range("nn.Module: Qwen2MoeTopKRouter_0", 205, 10, 1, "python_function");
+  py("nn.Module: Qwen2MoeSparseMoeBlock_0", 200, 100);
+  py(file + "(200): forward", 201, 98);
+  py("nn.Module: Qwen2MoeTopKRouter_0", 205, 10);
   b.kernel("router", 206, 1050, 4);
-  b.range("nn.Module: Qwen2MoeExperts_0", 220, 60, 1, "python_function");
+  py("nn.Module: Qwen2MoeExperts_0", 220, 60);
   b.kernel("experts", 221, 1060, 30);
-  b.range("nn.Module: GPT2Block_1", 500, 100, 1, "python_function");
-  b.range("nn.Module: LayerNorm_1", 505, 10, 1, "python_function");
-  b.kernel("ln", 506, 1100, 1);
-  b.range("nn.Module: GPT2Attention_1", 520, 20, 1, "python_function");
-  b.kernel("attn", 521, 1110, 7);
-  b.range("nn.Module: GPT2MLP_1", 550, 20, 1, "python_function");
-  b.kernel("mlp", 551, 1120, 9);
+  // GPT-2's block: a norm, the attention, the MLP, one kernel each (1, 7, 9 us).
+  py("nn.Module: GPT2Block_1", 500, 100);
+  const char* gpt2[] = {"nn.Module: LayerNorm_1", "nn.Module: GPT2Attention_1", "nn.Module: GPT2MLP_1"};
+  for (int k = 0; k < 3; ++k) {
+    py(gpt2[k], 505 + 20 * k, 10);
+    b.kernel(fmt::format("k{}", k), 506 + 20 * k, 1100 + 10 * k, k == 0 ? 1 : k == 1 ? 7 : 9);
+  }
   const ImportResult r = run(b);
   CHECK(cell(r, 0, SubOp::attention, Pass::F).busy == 30 * kUs);  // q projection + SDPA
   CHECK(cell(r, 0, SubOp::mlp, Pass::F).busy == 34 * kUs);        // router + experts

@@ -569,7 +569,8 @@ std::string render_import_report(const ImportResult& r) {
                        ms(r.recompute_per_layer));
     if (r.backward == 0) o += "forward only (inference): no backward in the trace; the profile has F times only\n";
   } else if (r.backward == 0 && r.gpu_total > 0) {
-    o += "\nno backward in the trace (a forward-only step): not a training profile\n";
+    o += "\nno backward in the trace (a forward-only step): as a training profile it is refused; --inference "
+         "reads it as an inference one\n";
   } else {
     o += "\nno numbered layer found: the profile has no per-layer times (see docs/TRACES.md on naming ranges)\n";
   }

@@ -47,6 +47,25 @@ void one_trace(const ImportTraceCall& c, ImportTraceOutcome& out) {
   name_profile(c, path, r, out);
 }
 
+// Each rank's host-bound line (trace::host_bound_line), for several ranks' traces: the report's
+// lines after the ranks' report, and the JSON's `host_bound` (path -> line).
+nlohmann::json host_bound_ranks(const ImportTraceCall& c, const std::vector<trace::RankTrace>& rs,
+                                std::string& lines) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const trace::RankTrace& r : rs) {
+    std::string line;
+    try {
+      line = trace::host_bound_line(trace::import_trace(r.trace, c.options, r.path));
+    } catch (const InputError&) {  // a rank with no work under --step-range: no line
+      continue;
+    }
+    if (line.empty()) continue;
+    lines += fmt::format("{}: {}\n", r.path, line);
+    j[r.path] = line;
+  }
+  return j;
+}
+
 // Several ranks' traces, or a pipeline run (--schedule executed, --executed-csv): the ranks
 // merged and aligned (trace/ranks.h), the executed order and its simulation (trace/pipeline_run.h).
 void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
@@ -68,10 +87,13 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
     report_one(c, r, out);
     name_profile(c, paths[0], r, out);
   }
+  std::string host_lines;
+  const nlohmann::json host = paths.size() > 1 ? host_bound_ranks(c, rs, host_lines) : nlohmann::json();
   const trace::MultiRank m = trace::merge_ranks(std::move(rs), c.options.comm_kernel);
   if (paths.size() > 1) {
     out.json["ranks"] = trace::ranks_json(m);
-    out.report += trace::render_ranks_report(m);
+    out.json["host_bound"] = host;
+    out.report += trace::render_ranks_report(m) + host_lines;
   }
   std::optional<trace::PipelineRun> run;
   if (executed || !c.executed_csv.empty()) {

@@ -923,8 +923,9 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     if (c.profile.recompute_included && !c.profile.moe_layers_only && c.parallel.recompute == Recompute::none &&
         c.parallel.recompute_ops == 0)
       root.fail("profile", fmt::format("{} says recompute: included (its backward holds the traced run's recompute), "
-                                       "but parallel recomputes nothing: write the run's recompute (full, or "
-                                       "recompute_ops), or import a trace recorded without checkpointing",
+                                       "but parallel.recompute is none and no recompute_ops are given: write the run's "
+                                       "recompute (recompute: full, or recompute_ops), or import a trace recorded "
+                                       "without checkpointing",
                                        c.profile.path));
   }
   if (root.has("plan")) {

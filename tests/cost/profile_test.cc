@@ -142,7 +142,7 @@ profile: whole.yaml
   } catch (const InputError& e) {
     CHECK(e.loc().line == 3);
     CHECK(e.message().find("recompute: included") != std::string::npos);
-    CHECK(e.message().find("parallel recomputes nothing") != std::string::npos);
+    CHECK(e.message().find("parallel.recompute is none") != std::string::npos);
   }
   std::ofstream(dir / "plain.yaml") << kV2;
   std::ofstream(dir / "e.yaml") << R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}

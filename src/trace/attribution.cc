@@ -608,7 +608,9 @@ void Attributor::finish_passes() {
   for (Attribution& a : attr_) {
     if (!a.linked) continue;
     if (a.p.layer >= 0 && a.p.pass < 0 && !a.autograd) a.p.pass = static_cast<int>(Pass::F);
-    a.instance = a.p.layer >= 0 && a.p.layer_range >= 0 ? a.p.layer_range : a.p.sub_range >= 0 ? a.p.sub_range : a.p.pass_range;
+    a.instance = a.p.layer >= 0 && a.p.layer_range >= 0 ? a.p.layer_range
+                 : a.p.sub_range >= 0                   ? a.p.sub_range
+                                                        : a.p.pass_range;
     if (a.recompute) a.instance = -1;
   }
 }

@@ -24,19 +24,46 @@ void name_profile(const ImportTraceCall& c, const std::string& path, const trace
   out.json["profile_path"] = c.output;
 }
 
+// One trace's import report and profile (a forward-only trace refused unless --inference).
+void report_one(const ImportTraceCall& c, const trace::ImportResult& r, ImportTraceOutcome& out) {
+  const bool asked = !c.output.empty() || (!c.predict.schedule.empty() && c.predict.schedule != "executed");
+  trace::check_training(r, c.inference, asked);
+  out.json = trace::import_json(r);
+  out.json["inference"] = c.inference;
+  out.report = trace::render_import_report(r);
+  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only, c.inference);
+}
+
 // One trace: its import report, the prediction with a schedule, the profile.
 void one_trace(const ImportTraceCall& c, ImportTraceOutcome& out) {
   const std::string& path = out.paths[0];
   const trace::ImportResult r = trace::import_trace_file(path, c.options);
-  out.json = trace::import_json(r);
-  out.report = trace::render_import_report(r);
+  report_one(c, r, out);
   if (!c.predict.schedule.empty()) {
     const trace::Prediction p = trace::predict_traced(r, c.predict);
     out.json["prediction"] = trace::prediction_json(p);
     out.report += trace::render_prediction(p);
   }
-  if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
   name_profile(c, path, r, out);
+}
+
+// Each rank's host-bound line (trace::host_bound_line), for several ranks' traces: the report's
+// lines after the ranks' report, and the JSON's `host_bound` (path -> line).
+nlohmann::json host_bound_ranks(const ImportTraceCall& c, const std::vector<trace::RankTrace>& rs,
+                                std::string& lines) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const trace::RankTrace& r : rs) {
+    std::string line;
+    try {
+      line = trace::host_bound_line(trace::import_trace(r.trace, c.options, r.path));
+    } catch (const InputError&) {  // a rank with no work under --step-range: no line
+      continue;
+    }
+    if (line.empty()) continue;
+    lines += fmt::format("{}: {}\n", r.path, line);
+    j[r.path] = line;
+  }
+  return j;
 }
 
 // Several ranks' traces, or a pipeline run (--schedule executed, --executed-csv): the ranks
@@ -57,15 +84,16 @@ void ranks(const ImportTraceCall& c, ImportTraceOutcome& out) {
   }
   if (paths.size() == 1) {  // one rank: its own import report first, as without these flags
     const trace::ImportResult r = trace::import_trace(rs[0].trace, c.options, paths[0]);
-    out.json = trace::import_json(r);
-    out.report = trace::render_import_report(r);
-    if (r.profile.sub_ops) out.profile_yaml = trace::render_import_profile(r, c.moe_layers_only);
+    report_one(c, r, out);
     name_profile(c, paths[0], r, out);
   }
+  std::string host_lines;
+  const nlohmann::json host = paths.size() > 1 ? host_bound_ranks(c, rs, host_lines) : nlohmann::json();
   const trace::MultiRank m = trace::merge_ranks(std::move(rs), c.options.comm_kernel);
   if (paths.size() > 1) {
     out.json["ranks"] = trace::ranks_json(m);
-    out.report += trace::render_ranks_report(m);
+    out.json["host_bound"] = host;
+    out.report += trace::render_ranks_report(m) + host_lines;
   }
   std::optional<trace::PipelineRun> run;
   if (executed || !c.executed_csv.empty()) {

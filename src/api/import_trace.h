@@ -30,6 +30,9 @@ struct ImportTraceCall {
   // The profile's times stand for a config's MoE layers only (profile applies_to: moe_layers;
   // the rest of the model stays derived): needs `output`.
   bool moe_layers_only = false;
+  // A forward-only (inference) trace is read, its profile with F times only; without it, a trace
+  // whose layers ran no backward is refused as a training profile (trace::check_training).
+  bool inference = false;
 };
 
 struct ImportTraceOutcome {

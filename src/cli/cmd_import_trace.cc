@@ -23,6 +23,7 @@ struct ImportArgs {
   std::string executed_csv;
   std::string output;
   bool moe_layers_only = false;
+  bool inference = false;
   std::vector<std::string> map;
   bool no_default_rules = false;
   std::string step_range;
@@ -43,6 +44,9 @@ Runner setup_import_trace(CLI::App& sub) {
   sub.add_option("--output,-o", a->output, "write the cost profile (YAML, version 2) here");
   sub.add_flag("--moe-layers-only", a->moe_layers_only,
                "with -o: the profile stands for a config's MoE layers only (applies_to: moe_layers), the rest stays derived");
+  sub.add_flag("--inference", a->inference,
+               "read a forward-only (inference) trace: its profile has F times only (without it such a trace is "
+               "refused as a training profile)");
   sub.add_option("--map", a->map,
                  "a mapping rule REGEX=SUBOP:PASS (sub-ops: attention, mlp, dispatch, combine, other; passes: F, I "
                  "or B, W), tried before the defaults (repeatable)");
@@ -90,7 +94,8 @@ Runner setup_import_trace(CLI::App& sub) {
                        closest_match(a->layer_order, {"auto", "force", "off"}), kExitUsage);
     io.comm_kernel = a->comm_kernel;
     const api::ImportTraceOutcome r =
-        api::import_trace({a->traces, io, a->predict, a->output, a->executed_csv, !a->html.empty(), a->moe_layers_only});
+        api::import_trace({a->traces, io, a->predict, a->output, a->executed_csv, !a->html.empty(), a->moe_layers_only,
+                           a->inference});
     // Every output together or none (write_outputs): the files, then the report on stdout, or on
     // stderr where a file went to stdout.
     std::vector<std::pair<std::string, std::string>> files;

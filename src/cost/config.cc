@@ -917,6 +917,16 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     if (c.profile.moe_layers_only && !c.model.moe.enabled())
       root.fail("profile", fmt::format("{} applies to the MoE layers only (applies_to: moe_layers), and model has no MoE layers",
                                        c.profile.path));
+    // A whole-model profile whose backward holds the traced run's recompute (import-trace of a run
+    // with activation checkpointing) stands for that run: its times are taken as they are (ppsim
+    // adds no recompute to a profile), so the config must say the run recomputed.
+    if (c.profile.recompute_included && !c.profile.moe_layers_only && c.parallel.recompute == Recompute::none &&
+        c.parallel.recompute_ops == 0)
+      root.fail("profile", fmt::format("{} says recompute: included (its backward holds the traced run's recompute), "
+                                       "but parallel.recompute is none and no recompute_ops are given: write the run's "
+                                       "recompute (recompute: full, or recompute_ops), or import a trace recorded "
+                                       "without checkpointing",
+                                       c.profile.path));
   }
   if (root.has("plan")) {
     const YAML::Node plan = root.value("plan");

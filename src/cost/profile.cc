@@ -125,9 +125,6 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
         root.fail(key, fmt::format("{} with applies_to: moe_layers: only the MoE layers take the profile's times", key));
   }
   p.recompute_included = root.choice("recompute", "derived", {"derived", "included"}) == "included";
-  if (p.recompute_included && !p.moe_layers_only)
-    root.fail("recompute", "recompute: included goes with applies_to: moe_layers (the measured MoE layers' backward "
-                           "holds the run's recompute); a whole-model profile's times are taken as they are");
   if (root.has("dense_op_ms")) {
     if (!p.per_layer) root.fail("dense_op_ms", "dense_op_ms needs per_layer: true");
     p.dense_op = read_times(root.child("dense_op_ms", times_schema(false)), false);

@@ -24,9 +24,11 @@
 //                                   # layers'; dense layers, embedding, head, MTP, recompute and
 //                                   # links stay derived (needs sub_ops_ms; refuses dense_op_ms,
 //                                   # embedding_ms, head_ms, link; the config must be MoE)
-//   recompute: included             # optional, with applies_to: moe_layers (default derived): the
-//                                   # MoE layers' backward already holds the run's recompute; ppsim
-//                                   # adds none to them (import-trace --moe-layers-only writes it)
+//   recompute: included             # optional (default derived): the backward already holds the
+//                                   # run's recompute; ppsim adds none (import-trace writes it for
+//                                   # --moe-layers-only, and where the trace's backward re-ran a
+//                                   # forward); a whole-model profile with it needs a config that
+//                                   # recomputes (full or recompute_ops; cost/config.cc refuses none)
 // Not obvious: with sub_ops_ms the overlap model runs on a profile (any model, not only MoE
 // configs), and comm_slowdown replaces the linear comm_sms / sms rule (docs/OVERLAP.md).
 #pragma once

@@ -1,13 +1,15 @@
-// Attribution and figures of an imported trace (import.h). Passes over the GPU events:
-//   1. link each event to its launch point (correlation id, else its ac2g flow);
-//   2. per launching thread, sweep launches and CPU ranges in time order: the open ranges at a
-//      launch are its stack; the rules read sub-op, pass and layer from it, innermost first;
-//   3. per device: communication intervals, each compute kernel's fraction beside them, the
-//      slowdown per sub-op from the same kernel (name, sub-op, pass, position in its range)
-//      beside and away from communication; collectives matched across devices for waiting;
-//   4. cells per (layer, sub-op, pass) -> the per-layer profile.
+// Figures of an imported trace (import.h), after the attribution (attribution.h): named phases
+// over the GPU events, in the order import_trace runs them:
+//   stream_roles          communication kernels and each stream's role;
+//   device_figures        each device's span, its communication intervals, and the step's span,
+//                         busy times and the GPU's idle time with nothing queued (host-bound);
+//   beside_communication  each compute kernel's fraction of time beside communication;
+//   measure_slowdown      the slowdown per sub-op from the same kernel beside and away from it;
+//   split_communication   transfer and waiting, matching the k-th collective of every device;
+//   sm_share, wall_shares the communication kernels' SM share; compute on several streams once;
+//   fill_cells, count_executions, build_profile   the cells per (layer, sub-op, pass) and the
+//                         per-layer profile.
 #include "trace/import.h"
-#include "trace/intervals.h"
 
 #include <fmt/format.h>
 
@@ -21,33 +23,12 @@
 
 #include "core/error.h"
 #include "cost/profile.h"
+#include "trace/attribution.h"
+#include "trace/intervals.h"
 
 namespace ppsim::trace {
 
 namespace {
-
-enum class Path { stack, caller, forward };
-
-struct Attribution {  // compact: one per GPU event
-  bool linked = false;
-  bool in_step = false;   // launched under a range matching ImportOptions::step_range
-  bool autograd = false;  // launched under an op of autograd's engine
-  Path path = Path::stack;
-  int layer = -1;
-  int sub_range = -1, pass_range = -1, layer_range = -1;
-  int instance = -1;   // the execution: the range that gave the layer (else the sub-op, else the pass)
-  int top_range = -1;  // innermost range on the stack, for naming unmapped work
-  int bwd_op = -1;     // the autograd op it was launched under
-  signed char subop = -1, pass = -1;
-};
-
-// What a list of open ranges gave: each part and the range that gave it.
-struct Found {
-  int subop = -1, pass = -1, layer = -1;
-  int sub_range = -1, pass_range = -1, layer_range = -1, top = -1;
-  bool in_step = false;
-};
-
 
 Time total(const std::vector<std::pair<Time, Time>>& v) {
   Time t = 0;
@@ -64,477 +45,155 @@ Time covered(const std::vector<std::pair<Time, Time>>& m, Time a, Time b) {
   return c;
 }
 
-}  // namespace
-
-Time ImportResult::step() const {
-  Time s = 0;
-  for (const auto& d : devices) s = std::max(s, d.span());
-  return s;
-}
-
-Time ImportResult::compute_busy() const {
-  const DeviceFigures* best = nullptr;
-  for (const auto& d : devices)
-    if (best == nullptr || d.span() > best->span()) best = &d;
-  return best != nullptr ? best->compute_busy : 0;
-}
-
-ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path) {
-  Rules rules(o.map, o.no_default_rules);
-  rules.set_comm_kernel(o.comm_kernel);
-  std::optional<std::regex> step_re;
-  if (!o.step_range.empty()) {
-    try {
-      step_re.emplace(o.step_range, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw InputError(fmt::format("--step-range '{}': bad regular expression ({})", o.step_range, e.what()), {},
-                       kExitUsage);
-    }
-  }
-  std::vector<signed char> step_name(t.names.size(), -1);
-  auto is_step = [&](int name) {
-    signed char& c = step_name[static_cast<std::size_t>(name)];
-    if (c < 0) c = std::regex_search(t.names[static_cast<std::size_t>(name)], *step_re) ? 1 : 0;
-    return c == 1;
-  };
-  ImportResult r;
-  r.step_range = o.step_range;
-  r.path = path;
-  r.events = t.events;
-  r.bytes = t.bytes;
-  r.gpu_events = static_cast<int>(t.gpu.size());
-  const std::size_t n = t.gpu.size();
-
-  // ---- 1. launch points ---------------------------------------------------------------------
-  // By correlation id first; the ac2g flows' maps are built only for events that remain.
-  struct Query {
-    Time ts;
-    std::size_t gpu;
-  };
-  std::vector<std::vector<Query>> queries(t.threads.size());
-  std::vector<Attribution> attr(n);
-  std::vector<std::size_t> rest;
-  {
-    std::unordered_map<std::int64_t, int> by_corr;  // correlation -> launch index
-    by_corr.reserve(t.launches.size());
-    for (std::size_t k = 0; k < t.launches.size(); ++k) by_corr.emplace(t.launches[k].correlation, static_cast<int>(k));
-    for (std::size_t i = 0; i < n; ++i) {
-      const GpuEvent& g = t.gpu[i];
-      auto it = g.correlation >= 0 ? by_corr.find(g.correlation) : by_corr.end();
-      if (it == by_corr.end()) {
-        rest.push_back(i);
-        continue;
-      }
-      const Launch& l = t.launches[static_cast<std::size_t>(it->second)];
-      attr[i].linked = true;
-      queries[static_cast<std::size_t>(l.thread)].push_back({l.ts, i});
-    }
-  }
-  if (!rest.empty()) {
-    std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
-    std::map<std::pair<int, Time>, std::int64_t> flow_end;  // (thread, ts) of the kernel -> flow id
-    for (const auto& f : t.flows) {
-      if (f.start)
-        flow_start.emplace(f.id, &f);
-      else
-        flow_end.emplace(std::make_pair(f.thread, f.ts), f.id);
-    }
-    for (std::size_t i : rest) {
-      const GpuEvent& g = t.gpu[i];
-      const FlowPoint* s0 = nullptr;
-      if (g.correlation >= 0)
-        if (auto f = flow_start.find(g.correlation); f != flow_start.end()) s0 = f->second;
-      if (s0 == nullptr)
-        if (auto e = flow_end.find({g.thread, g.ts}); e != flow_end.end())
-          if (auto f = flow_start.find(e->second); f != flow_start.end()) s0 = f->second;
-      if (s0 == nullptr) continue;
-      attr[i].linked = true;
-      queries[static_cast<std::size_t>(s0->thread)].push_back({s0->ts, i});
-    }
-  }
-
-  // ---- 2. stacks of CPU ranges at each launch ------------------------------------------------
-  std::vector<std::vector<int>> ranges_of(t.threads.size());
-  for (std::size_t i = 0; i < t.ranges.size(); ++i)
-    ranges_of[static_cast<std::size_t>(t.ranges[i].thread)].push_back(static_cast<int>(i));
-  for (auto& rs : ranges_of)  // outer ranges first at equal starts, so that the stack is innermost on top
-    std::sort(rs.begin(), rs.end(), [&](int a, int b) {
-      const CpuRange &x = t.ranges[static_cast<std::size_t>(a)], &y = t.ranges[static_cast<std::size_t>(b)];
-      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-    });
-  std::vector<std::optional<RangeMeaning>> meaning(t.names.size());
-  auto meaning_of = [&](int name) -> const RangeMeaning& {
-    auto& m = meaning[static_cast<std::size_t>(name)];
-    if (!m) m = rules.classify(t.names[static_cast<std::size_t>(name)]);
-    return *m;
-  };
-  // Sweeps one thread's ranges in time order, calling f(query, stack) with the ranges open at each
-  // query's time (outermost first; ended ones under a range that still runs may remain: skip them).
-  auto sweep = [&](std::size_t th, std::vector<Query>& q, auto&& f) {
-    std::sort(q.begin(), q.end(), [](const Query& a, const Query& b) { return a.ts < b.ts; });
-    const auto& rs = ranges_of[th];
-    std::vector<int> stack;
-    std::size_t next = 0;
-    for (const Query& qu : q) {
-      while (next < rs.size() && t.ranges[static_cast<std::size_t>(rs[next])].ts <= qu.ts) {
-        const Time start = t.ranges[static_cast<std::size_t>(rs[next])].ts;
-        while (!stack.empty() && t.ranges[static_cast<std::size_t>(stack.back())].end() <= start) stack.pop_back();
-        stack.push_back(rs[next++]);
-      }
-      while (!stack.empty() && t.ranges[static_cast<std::size_t>(stack.back())].end() <= qu.ts) stack.pop_back();
-      f(qu, stack);
-    }
-  };
-  enum Filter { all_ranges, user_ranges, op_ranges };
-  // Fills the parts `f` lacks from `stack` (innermost first): sub-op, pass, layer ("layer" numbers
-  // before "block" numbers), and which range gave each.
-  auto absorb = [&](Found& f, const std::vector<int>& stack, Time ts, Filter filter, bool take_pass) {
-    bool gave = false;
-    int weak = -1, weak_range = -1;
-    for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-      const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
-      if (cr.end() <= ts && !(cr.dur == 0 && cr.ts == ts)) continue;  // ended, under a range that still runs
-      const bool user = cr.kind == RangeKind::user;
-      if ((filter == user_ranges && !user) || (filter == op_ranges && user)) continue;
-      if (f.top < 0) f.top = *it;
-      const RangeMeaning& m = meaning_of(cr.name);
-      if (f.subop < 0 && m.subop) f.subop = static_cast<int>(*m.subop), f.sub_range = *it, gave = true;
-      if (take_pass && f.pass < 0 && m.pass) f.pass = static_cast<int>(*m.pass), f.pass_range = *it, gave = true;
-      if (f.layer < 0 && m.layer >= 0) {
-        if (m.layer_strong)
-          f.layer = m.layer, f.layer_range = *it, gave = true;
-        else if (weak < 0)
-          weak = m.layer, weak_range = *it;
-      }
-      if (step_re && !f.in_step) f.in_step = is_step(cr.name);
-    }
-    if (f.layer < 0 && weak >= 0) f.layer = weak, f.layer_range = weak_range, gave = true;
-    return gave;
-  };
-  auto is_autograd_op = [&](const CpuRange& cr) {
-    return cr.backward || t.names[static_cast<std::size_t>(cr.name)].rfind("autograd::engine::", 0) == 0;
-  };
-
-  // Sweep 1: each launch's own stack. Work launched under an op autograd's engine ran (a backward
-  // op: "Fwd thread id" given, or autograd::engine::...) keeps its user ranges and its ops apart,
-  // for the precedence below, and the innermost backward op for the link to its forward op.
-  auto store = [&](Attribution& a, const Found& f) {
-    a.subop = static_cast<signed char>(f.subop);
-    a.pass = static_cast<signed char>(f.pass);
-    a.layer = f.layer;
-    a.sub_range = f.sub_range;
-    a.pass_range = f.pass_range;
-    a.layer_range = f.layer_range;
-    a.top_range = f.top;
-    a.in_step = a.in_step || f.in_step;
-  };
-  auto load = [&](const Attribution& a) {
-    Found f;
-    f.subop = a.subop;
-    f.pass = a.pass;
-    f.layer = a.layer;
-    f.sub_range = a.sub_range;
-    f.pass_range = a.pass_range;
-    f.layer_range = a.layer_range;
-    f.top = a.top_range;
-    f.in_step = a.in_step;
-    return f;
-  };
-  std::vector<std::size_t> autograd_events;
-  for (std::size_t th = 0; th < t.threads.size(); ++th) {
-    auto& q = queries[th];
-    if (q.empty()) continue;
-    sweep(th, q, [&](const Query& qu, const std::vector<int>& stack) {
-      int op = -1;
-      for (auto it = stack.rbegin(); it != stack.rend() && op < 0; ++it) {
-        const CpuRange& cr = t.ranges[static_cast<std::size_t>(*it)];
-        if (cr.end() > qu.ts && is_autograd_op(cr)) op = *it;
-      }
-      Found f;
-      if (op < 0) {
-        absorb(f, stack, qu.ts, all_ranges, true);
-        store(attr[qu.gpu], f);
-        return;
-      }
-      // The outermost autograd op of the nest carries the link (evaluate_function: XBackward0).
-      for (int r : stack) {
-        const CpuRange& cr = t.ranges[static_cast<std::size_t>(r)];
-        if (cr.end() > qu.ts && is_autograd_op(cr) && (cr.seq >= 0 || r == op)) {
-          op = r;
-          break;
-        }
-      }
-      attr[qu.gpu].bwd_op = op;
-      attr[qu.gpu].autograd = true;
-      autograd_events.push_back(qu.gpu);
-      absorb(f, stack, qu.ts, user_ranges, true);
-      store(attr[qu.gpu], f);
-    });
-  }
-  // The forward op of each backward op: its fwdbwd flow, else the forward op of the same
-  // Sequence number (an op with that number and no "Fwd thread id").
-  std::unordered_map<int, int> fwd_of;  // backward op range -> forward op range
-  if (!autograd_events.empty()) {
-    std::set<int> bwd_ops;
-    for (std::size_t i : autograd_events) bwd_ops.insert(attr[i].bwd_op);
-    std::map<std::pair<int, Time>, std::int64_t> flow_f;
-    std::unordered_map<std::int64_t, std::pair<int, Time>> flow_s;
-    for (const auto& f : t.fwdbwd) {
-      if (f.start)
-        flow_s.emplace(f.id, std::make_pair(f.thread, f.ts));
-      else
-        flow_f.emplace(std::make_pair(f.thread, f.ts), f.id);
-    }
-    std::map<std::pair<int, Time>, int> want_start;      // (thread, ts) of a flow's forward end -> range
-    std::unordered_map<int, std::vector<int>> want_seq;  // seq -> backward ops
-    std::unordered_map<int, std::pair<int, Time>> by_flow;
-    for (int b : bwd_ops) {
-      const CpuRange& cr = t.ranges[static_cast<std::size_t>(b)];
-      if (auto e = flow_f.find({cr.thread, cr.ts}); e != flow_f.end())
-        if (auto s0 = flow_s.find(e->second); s0 != flow_s.end()) {
-          by_flow[b] = s0->second;
-          want_start.emplace(s0->second, -1);
-          continue;
-        }
-      if (cr.seq >= 0) want_seq[cr.seq].push_back(b);
-    }
-    std::unordered_map<int, int> fwd_seq;
-    for (std::size_t i = 0; i < t.ranges.size(); ++i) {
-      const CpuRange& cr = t.ranges[i];
-      if (cr.backward || cr.kind == RangeKind::user) continue;
-      if (!want_start.empty())
-        if (auto w = want_start.find({cr.thread, cr.ts}); w != want_start.end())
-          if (w->second < 0 || cr.dur > t.ranges[static_cast<std::size_t>(w->second)].dur)
-            w->second = static_cast<int>(i);
-      if (cr.seq >= 0 && want_seq.count(cr.seq) != 0) {
-        auto [it, fresh] = fwd_seq.try_emplace(cr.seq, static_cast<int>(i));
-        if (!fresh && cr.ts < t.ranges[static_cast<std::size_t>(it->second)].ts) it->second = static_cast<int>(i);
-      }
-    }
-    for (const auto& [b, at] : by_flow)
-      if (const int fr = want_start[at]; fr >= 0) fwd_of[b] = fr;
-    for (const auto& [seq, bs] : want_seq)
-      if (auto it = fwd_seq.find(seq); it != fwd_seq.end())
-        for (int b : bs)
-          if (t.ranges[static_cast<std::size_t>(it->second)].ts < t.ranges[static_cast<std::size_t>(b)].ts)
-            fwd_of[b] = it->second;
-  }
-  // Sweep 2: the stacks around those forward ops (their layer and sub-op), and the user ranges
-  // open on the process's other threads while autograd ran (the thread that called backward).
-  std::unordered_map<int, Found> fwd_found;
-  std::vector<Found> caller(autograd_events.empty() ? 0 : n);
-  if (!autograd_events.empty()) {
-    std::vector<std::vector<Query>> q2(t.threads.size());
-    std::vector<int> fwd_list;
-    for (const auto& [b, fr] : fwd_of) fwd_list.push_back(fr);
-    std::sort(fwd_list.begin(), fwd_list.end());
-    fwd_list.erase(std::unique(fwd_list.begin(), fwd_list.end()), fwd_list.end());
-    for (int fr : fwd_list) {
-      const CpuRange& cr = t.ranges[static_cast<std::size_t>(fr)];
-      q2[static_cast<std::size_t>(cr.thread)].push_back({cr.ts, static_cast<std::size_t>(fr)});
-    }
-    for (std::size_t th = 0; th < t.threads.size(); ++th)
-      if (!q2[th].empty())
-        sweep(th, q2[th], [&](const Query& qu, const std::vector<int>& stack) {
-          Found f;
-          absorb(f, stack, qu.ts, all_ranges, false);
-          fwd_found[static_cast<int>(qu.gpu)] = f;
-        });
-    std::vector<char> has_user(t.threads.size(), 0);
-    for (const auto& cr : t.ranges)
-      if (cr.kind == RangeKind::user) has_user[static_cast<std::size_t>(cr.thread)] = 1;
-    std::vector<std::vector<Query>> q3(t.threads.size());
-    std::vector<Time> launch_ts(n, 0);
-    std::vector<int> launch_thread(n, -1);
-    for (std::size_t th = 0; th < t.threads.size(); ++th)
-      for (const Query& qu : queries[th]) launch_ts[qu.gpu] = qu.ts, launch_thread[qu.gpu] = static_cast<int>(th);
-    for (std::size_t i : autograd_events) {
-      const int lt = launch_thread[i];
-      for (std::size_t th = 0; th < t.threads.size(); ++th)
-        if (has_user[th] && static_cast<int>(th) != lt &&
-            t.thread_pid[th] == t.thread_pid[static_cast<std::size_t>(lt)])
-          q3[th].push_back({launch_ts[i], i});
-    }
-    for (std::size_t th = 0; th < t.threads.size(); ++th)
-      if (!q3[th].empty())
-        sweep(th, q3[th], [&](const Query& qu, const std::vector<int>& stack) {
-          Found& f = caller[qu.gpu];
-          if (f.subop >= 0 || f.pass >= 0 || f.layer >= 0) return;  // a thread before gave something
-          Found g;
-          if (absorb(g, stack, qu.ts, user_ranges, true) || g.in_step) {
-            const bool step = f.in_step || g.in_step;
-            f = g;
-            f.in_step = step;
-          }
-        });
-  }
-  // Precedence for autograd's work: user ranges on its own thread (tensor hooks), then those open
-  // on the thread that called backward, then the forward op's ranges (layer, sub-op), then the
-  // autograd ops' own names; the pass is I unless a range says otherwise (W).
-  for (std::size_t i : autograd_events) {
-    Attribution& a = attr[i];
-    Found f = load(a);
-    a.path = Path::stack;
-    {
-      const Found& c = caller[i];
-      if (c.in_step) f.in_step = true;
-      auto take = [&](const Found& g, bool pass) {
-        bool used = false;
-        if (f.subop < 0 && g.subop >= 0) f.subop = g.subop, f.sub_range = g.sub_range, used = true;
-        if (pass && f.pass < 0 && g.pass >= 0) f.pass = g.pass, f.pass_range = g.pass_range, used = true;
-        if (f.layer < 0 && g.layer >= 0) f.layer = g.layer, f.layer_range = g.layer_range, used = true;
-        if (f.top < 0) f.top = g.top;
-        return used;
-      };
-      if (take(c, true)) a.path = Path::caller;
-      if (auto it = fwd_of.find(a.bwd_op); it != fwd_of.end())
-        if (auto ff = fwd_found.find(it->second); ff != fwd_found.end()) {
-          if (ff->second.in_step) f.in_step = true;
-          if (take(ff->second, false) && a.path == Path::stack) a.path = Path::forward;
-        }
-      // Else it is autograd's backward: the input-grad pass (an autograd op names no W).
-      if (f.pass < 0) f.pass = static_cast<int>(Pass::I), f.pass_range = a.bwd_op;
-      if (f.top < 0) f.top = a.bwd_op;
-    }
-    store(a, f);
-  }
-  // Layers: numbers in range names or module scopes; where none (or --layer-order force), the
-  // order rule: every sub-op range name repeats L times, and its k-th occurrence is layer k.
-  bool any_layer = false;
-  for (std::size_t i = 0; i < n; ++i) any_layer |= attr[i].linked && attr[i].layer >= 0;
-  if (o.layer_order == LayerOrder::force || (o.layer_order == LayerOrder::automatic && !any_layer)) {
-    std::set<int> sub_names;
-    for (std::size_t i = 0; i < n; ++i)
-      if (attr[i].linked && attr[i].sub_range >= 0)
-        sub_names.insert(t.ranges[static_cast<std::size_t>(attr[i].sub_range)].name);
-    std::map<int, std::vector<int>> occurrences;  // name -> its ranges in time order
-    for (std::size_t i = 0; i < t.ranges.size(); ++i)
-      if (sub_names.count(t.ranges[i].name) != 0) occurrences[t.ranges[i].name].push_back(static_cast<int>(i));
-    int count = -1;
-    bool same = true;
-    for (auto& [name, v] : occurrences) {
-      std::sort(v.begin(), v.end(), [&](int a, int b) {
-        return t.ranges[static_cast<std::size_t>(a)].ts < t.ranges[static_cast<std::size_t>(b)].ts;
-      });
-      if (count < 0) count = static_cast<int>(v.size());
-      same &= static_cast<int>(v.size()) == count;
-    }
-    if (!occurrences.empty() && (o.layer_order == LayerOrder::force || (same && count >= 2))) {
-      std::unordered_map<int, int> occ;
-      for (const auto& [name, v] : occurrences)
-        for (std::size_t k = 0; k < v.size(); ++k) occ[v[k]] = static_cast<int>(k);
-      for (std::size_t i = 0; i < n; ++i)
-        if (attr[i].linked && attr[i].sub_range >= 0) {
-          attr[i].layer = occ[attr[i].sub_range];
-          attr[i].layer_range = attr[i].sub_range;
-        }
-      r.layer_rule = fmt::format("order of sub-op ranges: the k-th of each ({} names, {} times each{}) is layer k",
-                                 occurrences.size(), count, same ? "" : " or fewer; forced");
-    }
-  }
-  if (r.layer_rule.empty()) {
-    Time user = 0, scope = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      if (attr[i].linked && attr[i].layer_range >= 0)
-        (t.ranges[static_cast<std::size_t>(attr[i].layer_range)].kind == RangeKind::user ? user : scope) +=
-            t.gpu[i].dur;
-    r.layer_rule = user + scope == 0 ? "none (no range or module scope numbers a layer; the order rule did not apply)"
-                   : user >= scope   ? "numbers in range names (layer3, layers.3, block3)"
-                                     : "module scopes and op names (nn.Module: XLayer_3, model.layers.3)";
-  }
-  // A kernel in a layer under no range that names a pass, outside autograd's backward: forward.
-  // Each execution is one entry of the range that gave the layer (else the sub-op, else the pass).
-  for (std::size_t i = 0; i < n; ++i) {
-    Attribution& a = attr[i];
-    if (!a.linked) continue;
-    if (a.layer >= 0 && a.pass < 0 && !a.autograd) a.pass = static_cast<signed char>(Pass::F);
-    a.instance = a.layer >= 0 && a.layer_range >= 0 ? a.layer_range : a.sub_range >= 0 ? a.sub_range : a.pass_range;
-  }
-
-  // ---- 3. streams, communication, SM sharing -------------------------------------------------
-  std::vector<bool> is_comm(n);
-  std::vector<signed char> comm_name(t.names.size(), -1);  // regex once per kernel name
-  auto comm_kernel = [&](int name) {
-    signed char& c = comm_name[static_cast<std::size_t>(name)];
-    if (c < 0) c = rules.comm(t.names[static_cast<std::size_t>(name)]) ? 1 : 0;
-    return c == 1;
-  };
-  std::map<std::pair<int, std::int64_t>, StreamStats> streams;
-  for (std::size_t i = 0; i < n; ++i) {
+// The idle time of one device's step with nothing queued: each gap in its GPU work that began
+// before the kernel ending it was launched (the GPU waited for the host; a kernel queued before
+// the gap began waited for something else: a dependency, an event). `events` in start order.
+Time idle_unqueued(const KinetoTrace& t, const std::vector<Attribution>& attr, const std::vector<std::size_t>& events) {
+  Time idle = 0, busy_end = std::numeric_limits<Time>::min();
+  for (std::size_t i : events) {
     const GpuEvent& g = t.gpu[i];
-    const int sub = attr[i].subop;
-    is_comm[i] =
-        comm_kernel(g.name) ||
-        (attr[i].pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) || sub == static_cast<int>(SubOp::combine)));
-    StreamStats& s = streams[{g.device, g.stream}];
+    if (busy_end != std::numeric_limits<Time>::min() && g.ts > busy_end && attr[i].launch > busy_end)
+      idle += g.ts - busy_end;
+    busy_end = std::max(busy_end, g.end());
+  }
+  return idle;
+}
+
+class Measure {
+ public:
+  Measure(const KinetoTrace& t, const Rules& rules, const std::optional<std::regex>& step_re,
+          std::vector<Attribution> attr, ImportResult& r)
+      : r_(r), t_(t), rules_(rules), step_re_(step_re), attr_(std::move(attr)), n_(t.gpu.size()),
+        is_comm_(n_), beside_(n_, 0), transfer_(n_, 0), wall_(n_, 0) {
+    comm_name_.assign(t.names.size(), -1);
+  }
+
+  void run() {
+    stream_roles();
+    device_figures();
+    beside_communication();
+    measure_slowdown();
+    split_communication();
+    sm_share();
+    wall_shares();
+    fill_cells();
+    count_executions();
+    build_profile();
+  }
+
+ private:
+  ImportResult& r_;
+  const KinetoTrace& t_;
+  const Rules& rules_;
+  const std::optional<std::regex>& step_re_;
+  std::vector<Attribution> attr_;
+  std::size_t n_;
+  std::vector<bool> is_comm_;
+  std::vector<signed char> comm_name_;  // the regex once per kernel name
+  std::map<std::pair<int, std::int64_t>, StreamStats> streams_;
+  std::map<int, std::vector<std::pair<Time, Time>>> comm_iv_;  // per device, merged
+  std::map<int, std::vector<std::size_t>> comm_by_dev_;
+  std::vector<double> beside_;  // fraction of each compute kernel's time beside communication
+  std::vector<Time> transfer_;  // each communication kernel's transfer part
+  std::vector<double> wall_;    // each kernel's share of the wall clock among compute streams
+  std::set<std::tuple<int, int, int, int>> instances_;
+  double sm_num_ = 0, sm_den_ = 0;
+
+  bool comm_kernel(int name) {
+    signed char& c = comm_name_[static_cast<std::size_t>(name)];
+    if (c < 0) c = rules_.comm(t_.names[static_cast<std::size_t>(name)]) ? 1 : 0;
+    return c == 1;
+  }
+  int subop_of(const Attribution& a) const { return a.p.subop < 0 ? static_cast<int>(SubOp::other) : a.p.subop; }
+
+  void stream_roles();
+  void device_figures();
+  void beside_communication();
+  void measure_slowdown();
+  void split_communication();
+  void sm_share();
+  void wall_shares();
+  void fill_cells();
+  void count_executions();
+  void build_profile();
+};
+
+void Measure::stream_roles() {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const GpuEvent& g = t_.gpu[i];
+    const int sub = attr_[i].p.subop;
+    is_comm_[i] = comm_kernel(g.name) || (attr_[i].p.pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) ||
+                                                                 sub == static_cast<int>(SubOp::combine)));
+    StreamStats& s = streams_[{g.device, g.stream}];
     s.device = g.device;
     s.stream = g.stream;
     ++s.kernels;
     s.busy += g.dur;
-    if (is_comm[i]) s.comm_busy += g.dur;
+    if (is_comm_[i]) s.comm_busy += g.dur;
   }
-  for (auto& [k, s] : streams) {
+  for (auto& [k, s] : streams_) {
     s.comm = 2 * s.comm_busy > s.busy;
-    r.streams.push_back(s);
+    r_.streams.push_back(s);
   }
-  std::map<int, std::vector<std::pair<Time, Time>>> comm_iv, comp_iv_by_stream_role;
-  std::map<int, DeviceFigures> dev;
-  std::map<int, std::vector<std::size_t>> comm_by_dev;
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    auto [it, fresh] = dev.try_emplace(g.device);
-    DeviceFigures& d = it->second;
-    if (fresh) d.device = g.device, d.first = g.ts, d.last = g.end();
-    d.first = std::min(d.first, g.ts);
-    d.last = std::max(d.last, g.end());
-    if (is_comm[i]) {
-      comm_iv[g.device].emplace_back(g.ts, g.end());
-      comm_by_dev[g.device].push_back(i);
-    }
-  }
-  // The step's figures: span and busy time of its GPU work (all of it without step_range).
-  std::map<int, std::vector<std::pair<Time, Time>>> comp_streams_iv, comm_streams_iv;
+}
+
+// The step's figures: span, busy time and idle time with nothing queued of its GPU work (all of
+// it without step_range), and each device's communication intervals.
+void Measure::device_figures() {
+  std::map<int, std::vector<std::pair<Time, Time>>> comp_iv, comm_streams_iv;
   std::map<int, DeviceFigures> step_dev;
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    if (step_re && !attr[i].in_step) continue;
-    ++r.step_events;
+  std::map<int, std::vector<std::size_t>> step_events;
+  for (std::size_t i = 0; i < n_; ++i) {
+    const GpuEvent& g = t_.gpu[i];
+    if (is_comm_[i]) {
+      comm_iv_[g.device].emplace_back(g.ts, g.end());
+      comm_by_dev_[g.device].push_back(i);
+    }
+    if (step_re_ && !attr_[i].p.in_step) continue;
+    ++r_.step_events;
     auto [it, fresh] = step_dev.try_emplace(g.device);
     DeviceFigures& d = it->second;
     if (fresh) d.device = g.device, d.first = g.ts, d.last = g.end();
     d.first = std::min(d.first, g.ts);
     d.last = std::max(d.last, g.end());
-    (streams[{g.device, g.stream}].comm ? comm_streams_iv : comp_streams_iv)[g.device].emplace_back(g.ts, g.end());
+    (streams_[{g.device, g.stream}].comm ? comm_streams_iv : comp_iv)[g.device].emplace_back(g.ts, g.end());
+    step_events[g.device].push_back(i);
   }
-  if (step_re && r.step_events == 0)
+  if (step_re_ && r_.step_events == 0)
     throw InputError(
-        fmt::format("--step-range '{}': no GPU work was launched under a range of that name", o.step_range), {},
+        fmt::format("--step-range '{}': no GPU work was launched under a range of that name", r_.step_range), {},
         kExitUsage);
   for (auto& [k, d] : step_dev) {
-    d.compute_busy = total(merge_intervals(comp_streams_iv[k]));
+    d.compute_busy = total(merge_intervals(comp_iv[k]));
     d.comm_busy = total(merge_intervals(comm_streams_iv[k]));
-    r.devices.push_back(d);
+    auto& ev = step_events[k];
+    std::sort(ev.begin(), ev.end(), [&](std::size_t a, std::size_t b) { return t_.gpu[a].ts < t_.gpu[b].ts; });
+    d.host_idle = idle_unqueued(t_, attr_, ev);
+    r_.devices.push_back(d);
   }
-  for (auto& [k, v] : comm_iv) v = merge_intervals(std::move(v));
+  for (auto& [k, v] : comm_iv_) v = merge_intervals(std::move(v));
+}
 
-  // Fraction of each compute kernel's time that ran beside communication on its device.
-  std::vector<double> beside(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    if (is_comm[i] || g.dur <= 0) continue;
-    auto it = comm_iv.find(g.device);
-    if (it == comm_iv.end()) continue;
-    beside[i] = static_cast<double>(covered(it->second, g.ts, g.end())) / static_cast<double>(g.dur);
+void Measure::beside_communication() {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const GpuEvent& g = t_.gpu[i];
+    if (is_comm_[i] || g.dur <= 0) continue;
+    auto it = comm_iv_.find(g.device);
+    if (it == comm_iv_.end()) continue;
+    beside_[i] = static_cast<double>(covered(it->second, g.ts, g.end())) / static_cast<double>(g.dur);
   }
-  // The same kernel (name, sub-op, pass, position in its range) away from communication (alone
-  // time a: under 2% of it beside) and partly or wholly beside it (duration d, of it o beside).
-  // Beside communication it progresses at 1/s, so d = (d - o) + o s  with  a = (d - o) + o / s:
-  //   d - a = o (1 - 1/s),  and over all samples  1 - 1/s = sum(d - a) / sum(o)
-  // (a least-squares fit through the origin, weighted by o). Samples under 20% beside are left
-  // out: there the kernel's own noise outweighs the slowdown.
-  std::vector<std::size_t> order(n);
-  for (std::size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.gpu[a].ts < t.gpu[b].ts; });
+}
+
+// The same kernel (name, sub-op, pass, position in its range) away from communication (alone
+// time a: under 2% of it beside) and partly or wholly beside it (duration d, of it o beside).
+// Beside communication it progresses at 1/s, so d = (d - o) + o s  with  a = (d - o) + o / s:
+//   d - a = o (1 - 1/s),  and over all samples  1 - 1/s = sum(d - a) / sum(o)
+// (a least-squares fit through the origin, weighted by o). Samples under 20% beside are left
+// out: there the kernel's own noise outweighs the slowdown.
+void Measure::measure_slowdown() {
+  std::vector<std::size_t> order(n_);
+  for (std::size_t i = 0; i < n_; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t_.gpu[a].ts < t_.gpu[b].ts; });
   std::unordered_map<long, int> position;
   struct Samples {
     double alone_sum = 0;
@@ -543,16 +202,15 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
   };
   std::map<std::tuple<int, int, int, int>, Samples> samples;
   for (std::size_t i : order) {
-    const Attribution& a = attr[i];
-    if (is_comm[i] || a.instance < 0 || a.pass < 0) continue;
-    const int sub = a.subop < 0 ? static_cast<int>(SubOp::other) : a.subop;
+    const Attribution& a = attr_[i];
+    if (is_comm_[i] || a.instance < 0 || a.p.pass < 0) continue;
     const int pos = position[a.instance]++;
-    Samples& s = samples[{sub, a.pass, t.gpu[i].name, pos}];
-    const double d = static_cast<double>(t.gpu[i].dur);
-    if (beside[i] < 0.02)
+    Samples& s = samples[{subop_of(a), a.p.pass, t_.gpu[i].name, pos}];
+    const double d = static_cast<double>(t_.gpu[i].dur);
+    if (beside_[i] < 0.02)
       s.alone_sum += d, ++s.alone_n;
-    else if (beside[i] >= 0.2)
-      s.beside.emplace_back(d, d * beside[i]);
+    else if (beside_[i] >= 0.2)
+      s.beside.emplace_back(d, d * beside_[i]);
   }
   double num[kSubOps] = {}, den[kSubOps] = {};
   int cnt[kSubOps] = {};
@@ -572,167 +230,182 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     const double x = num[i] / den[i];  // 1 - 1/s
     return x < 0.9 ? 1.0 / (1.0 - x) : 10.0;
   };
-  r.attn_slowdown = slowdown(SubOp::attention);
-  r.mlp_slowdown = slowdown(SubOp::mlp);
-  r.attn_slowdown_samples = cnt[0];
-  r.mlp_slowdown_samples = cnt[1];
+  r_.attn_slowdown = slowdown(SubOp::attention);
+  r_.mlp_slowdown = slowdown(SubOp::mlp);
+  r_.attn_slowdown_samples = cnt[0];
+  r_.mlp_slowdown_samples = cnt[1];
+}
 
-  // Communication: transfer vs waiting, matching the k-th collective of every device.
-  std::vector<Time> transfer(n, 0);
-  for (std::size_t i = 0; i < n; ++i) transfer[i] = t.gpu[i].dur;
+// A collective moves data once every peer has joined: before that, the kernel waits.
+void Measure::split_communication() {
+  for (std::size_t i = 0; i < n_; ++i) transfer_[i] = t_.gpu[i].dur;
   std::size_t count = 0;
   bool equal = true;
-  for (auto& [d, v] : comm_by_dev) {
-    std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.gpu[a].ts < t.gpu[b].ts; });
+  for (auto& [d, v] : comm_by_dev_) {
+    std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t_.gpu[a].ts < t_.gpu[b].ts; });
     if (count == 0) count = v.size();
     equal &= v.size() == count;
   }
-  if (comm_by_dev.size() < 2) {
-    r.comm_split_note =
+  if (comm_by_dev_.size() < 2) {
+    r_.comm_split_note =
         "one device in the trace: waiting for a peer cannot be told from transfer; all counted as transfer";
   } else if (!equal) {
-    r.comm_split_note = "devices ran different numbers of communication kernels: not split";
+    r_.comm_split_note = "devices ran different numbers of communication kernels: not split";
   } else {
-    r.comm_split = true;
+    r_.comm_split = true;
     for (std::size_t k = 0; k < count; ++k) {
       Time last_start = 0;
-      for (auto& [d, v] : comm_by_dev) last_start = std::max(last_start, t.gpu[v[k]].ts);
-      // A collective moves data once every peer has joined: before that, the kernel waits.
-      for (auto& [d, v] : comm_by_dev) {
-        const GpuEvent& g = t.gpu[v[k]];
-        transfer[v[k]] = std::clamp<Time>(g.end() - std::max(g.ts, last_start), 0, g.dur);
+      for (auto& [d, v] : comm_by_dev_) last_start = std::max(last_start, t_.gpu[v[k]].ts);
+      for (auto& [d, v] : comm_by_dev_) {
+        const GpuEvent& g = t_.gpu[v[k]];
+        transfer_[v[k]] = std::clamp<Time>(g.end() - std::max(g.ts, last_start), 0, g.dur);
       }
     }
   }
-  for (std::size_t i = 0; i < n; ++i)
-    if (is_comm[i]) {
-      r.comm_total += t.gpu[i].dur;
-      r.comm_transfer += transfer[i];
+  for (std::size_t i = 0; i < n_; ++i)
+    if (is_comm_[i]) {
+      r_.comm_total += t_.gpu[i].dur;
+      r_.comm_transfer += transfer_[i];
     }
-  r.comm_wait = r.comm_total - r.comm_transfer;
+  r_.comm_wait = r_.comm_total - r_.comm_transfer;
+}
 
-  // SM share of the communication kernels: their grid (one block per SM for NCCL's channels).
-  double sm_num = 0, sm_den = 0;
-  if (t.sms > 0)
-    for (std::size_t i = 0; i < n; ++i)
-      if (is_comm[i] && t.gpu[i].blocks > 0 && comm_kernel(t.gpu[i].name)) {
-        sm_num += static_cast<double>(t.gpu[i].dur) * std::min(1.0, static_cast<double>(t.gpu[i].blocks) / t.sms);
-        sm_den += static_cast<double>(t.gpu[i].dur);
-      }
+// SM share of the communication kernels: their grid (one block per SM for NCCL's channels).
+void Measure::sm_share() {
+  if (t_.sms <= 0) return;
+  for (std::size_t i = 0; i < n_; ++i)
+    if (is_comm_[i] && t_.gpu[i].blocks > 0 && comm_kernel(t_.gpu[i].name)) {
+      sm_num_ += static_cast<double>(t_.gpu[i].dur) * std::min(1.0, static_cast<double>(t_.gpu[i].blocks) / t_.sms);
+      sm_den_ += static_cast<double>(t_.gpu[i].dur);
+    }
+}
 
-  // Compute kernels that run side by side on several compute streams of one device (DeepSeek's
-  // trace runs its experts' weight-gradient GEMMs on two) share the wall clock: each instant with
-  // compute kernels of k streams running counts 1/k to each, so a cell's time is the time its
-  // kernels held the device, and two kernels that ran together are not counted twice (kernels of
-  // one stream cannot run together: an overlap there is the clocks' jitter and counts in full).
-  // `wall[i]` is that share of kernel i (its duration where it ran alone among compute kernels).
-  std::vector<double> wall(n, 0);
-  {
-    std::map<int, std::vector<std::tuple<Time, int, std::size_t>>> edges;  // (time, +1 start / -1 end, kernel)
-    for (std::size_t i = 0; i < n; ++i) {
-      wall[i] = static_cast<double>(t.gpu[i].dur);
-      if (is_comm[i] || t.gpu[i].dur <= 0) continue;
-      edges[t.gpu[i].device].emplace_back(t.gpu[i].ts, 1, i);
-      edges[t.gpu[i].device].emplace_back(t.gpu[i].end(), -1, i);
-    }
-    for (auto& [d, e] : edges) {
-      std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) {
-        return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
-      });
-      std::vector<std::size_t> active;
-      Time prev = 0;
-      for (const auto& [time, kind, i] : e) {
-        if (active.size() > 1) {  // the segment [prev, time) ran with kernels of k streams
-          std::vector<std::int64_t> on;
-          for (std::size_t j : active) on.push_back(t.gpu[j].stream);
-          std::sort(on.begin(), on.end());
-          const double k = static_cast<double>(std::unique(on.begin(), on.end()) - on.begin());
-          const double len = static_cast<double>(time - prev);
-          for (std::size_t j : active) wall[j] -= len * (1.0 - 1.0 / k);
-        }
-        prev = time;
-        if (kind > 0)
-          active.push_back(i);
-        else
-          active.erase(std::find(active.begin(), active.end(), i));
-      }
-    }
-    for (std::size_t i = 0; i < n; ++i)
-      if (!is_comm[i]) r.compute_concurrent += static_cast<double>(t.gpu[i].dur) - wall[i];
+// Compute kernels that run side by side on several compute streams of one device (DeepSeek's
+// trace runs its experts' weight-gradient GEMMs on two) share the wall clock: each instant with
+// compute kernels of k streams running counts 1/k to each, so a cell's time is the time its
+// kernels held the device, and two kernels that ran together are not counted twice (kernels of
+// one stream cannot run together: an overlap there is the clocks' jitter and counts in full).
+// `wall_[i]` is that share of kernel i (its duration where it ran alone among compute kernels).
+void Measure::wall_shares() {
+  std::map<int, std::vector<std::tuple<Time, int, std::size_t>>> edges;  // (time, +1 start / -1 end, kernel)
+  for (std::size_t i = 0; i < n_; ++i) {
+    wall_[i] = static_cast<double>(t_.gpu[i].dur);
+    if (is_comm_[i] || t_.gpu[i].dur <= 0) continue;
+    edges[t_.gpu[i].device].emplace_back(t_.gpu[i].ts, 1, i);
+    edges[t_.gpu[i].device].emplace_back(t_.gpu[i].end(), -1, i);
   }
+  for (auto& [d, e] : edges) {
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+    });
+    std::vector<std::size_t> active;
+    Time prev = 0;
+    for (const auto& [time, kind, i] : e) {
+      if (active.size() > 1) {  // the segment [prev, time) ran with kernels of k streams
+        std::vector<std::int64_t> on;
+        for (std::size_t j : active) on.push_back(t_.gpu[j].stream);
+        std::sort(on.begin(), on.end());
+        const double k = static_cast<double>(std::unique(on.begin(), on.end()) - on.begin());
+        const double len = static_cast<double>(time - prev);
+        for (std::size_t j : active) wall_[j] -= len * (1.0 - 1.0 / k);
+      }
+      prev = time;
+      if (kind > 0)
+        active.push_back(i);
+      else
+        active.erase(std::find(active.begin(), active.end(), i));
+    }
+  }
+  for (std::size_t i = 0; i < n_; ++i)
+    if (!is_comm_[i]) r_.compute_concurrent += static_cast<double>(t_.gpu[i].dur) - wall_[i];
+}
 
-  // ---- 4. cells and the profile --------------------------------------------------------------
-  std::set<std::tuple<int, int, int, long>> instances;
+// Every GPU event in exactly one bucket: unlinked, unmapped, or a cell (layer -1: outside layers).
+void Measure::fill_cells() {
   std::map<std::string, Time> unmapped_by;
-  for (std::size_t i = 0; i < n; ++i) {
-    const GpuEvent& g = t.gpu[i];
-    const Attribution& a = attr[i];
-    r.gpu_total += g.dur;
+  for (std::size_t i = 0; i < n_; ++i) {
+    const GpuEvent& g = t_.gpu[i];
+    const Attribution& a = attr_[i];
+    r_.gpu_total += g.dur;
     if (!a.linked) {
-      r.unlinked += g.dur;
-      ++r.unlinked_kernels;
+      r_.unlinked += g.dur;
+      ++r_.unlinked_kernels;
       continue;
     }
-    if (a.pass < 0) {
-      r.unmapped += g.dur;
-      ++r.unmapped_kernels;
-      const std::string& key =
-          a.top_range >= 0 ? t.names[static_cast<std::size_t>(t.ranges[static_cast<std::size_t>(a.top_range)].name)]
-                           : "(no range) " + t.names[static_cast<std::size_t>(g.name)];
+    if (a.p.pass < 0) {
+      r_.unmapped += g.dur;
+      ++r_.unmapped_kernels;
+      const std::string& key = a.p.top >= 0 ? t_.names[static_cast<std::size_t>(
+                                                      t_.ranges[static_cast<std::size_t>(a.p.top)].name)]
+                                                : "(no range) " + t_.names[static_cast<std::size_t>(g.name)];
       unmapped_by[key] += g.dur;
       continue;
     }
-    const int sub = a.subop < 0 ? static_cast<int>(SubOp::other) : a.subop;
-    Cell& c = r.cells[a.layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(a.pass)];
+    const int sub = subop_of(a);
+    Cell& c = r_.cells[a.p.layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(a.p.pass)];
     c.busy += g.dur;
-    if (is_comm[i]) {
-      c.alone += static_cast<double>(transfer[i]);
-    } else {
-      const double s = sub == static_cast<int>(SubOp::attention) ? r.attn_slowdown
-                       : sub == static_cast<int>(SubOp::mlp)     ? r.mlp_slowdown
+    double alone = static_cast<double>(transfer_[i]);
+    if (!is_comm_[i]) {
+      const double s = sub == static_cast<int>(SubOp::attention) ? r_.attn_slowdown
+                       : sub == static_cast<int>(SubOp::mlp)     ? r_.mlp_slowdown
                                                                  : 0;
-      const double sd = s >= 1 ? s : 1;
-      c.alone += wall[i] * ((1 - beside[i]) + beside[i] / sd);
+      alone = wall_[i] * ((1 - beside_[i]) + beside_[i] / (s >= 1 ? s : 1));
     }
-    instances.insert({a.layer, sub, a.pass, a.instance});
-    if (a.layer < 0) r.outside_layers += g.dur;
-    (a.path == Path::caller ? r.by_caller : a.path == Path::forward ? r.by_forward : r.by_stack) += g.dur;
+    c.alone += alone;
+    if (a.recompute) c.recompute += g.dur, c.recompute_alone += alone;
+    if (a.instance >= 0) instances_.insert({a.p.layer, sub, a.p.pass, a.instance});
+    if (a.p.layer < 0) r_.outside_layers += g.dur;
+    if (a.p.layer >= 0 && a.recompute) r_.recompute += g.dur;
+    if (a.p.pass != static_cast<int>(Pass::F)) r_.backward += g.dur;
+    (a.path == Path::caller ? r_.by_caller : a.path == Path::forward ? r_.by_forward : r_.by_stack) += g.dur;
   }
-  // Executions of a cell: the most instances of any one range name in it (a router range and an
-  // experts range that both map to the MLP of one layer are one execution, not two).
+  for (const auto& [k, v] : unmapped_by) r_.unmapped_top.emplace_back(k, v);
+  std::sort(r_.unmapped_top.begin(), r_.unmapped_top.end(),
+            [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (r_.unmapped_top.size() > 8) r_.unmapped_top.resize(8);
+}
+
+// Executions of a cell: the most instances of any one range name in it (a router range and an
+// experts range that both map to the MLP of one layer are one execution, not two). A cell whose
+// kernels all came from a recompute (no instance of its own) takes its layer's executions.
+void Measure::count_executions() {
   std::map<std::tuple<int, int, int, int>, int> per_name;
-  for (const auto& [layer, sub, pass, inst] : instances) {
-    int& k = per_name[{layer, sub, pass, t.ranges[static_cast<std::size_t>(inst)].name}];
-    Cell& c = r.cells[layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(pass)];
+  for (const auto& [layer, sub, pass, inst] : instances_) {
+    int& k = per_name[{layer, sub, pass, t_.ranges[static_cast<std::size_t>(inst)].name}];
+    Cell& c = r_.cells[layer][static_cast<std::size_t>(sub)][static_cast<std::size_t>(pass)];
     c.executions = std::max(c.executions, ++k);
   }
-  for (const auto& [k, v] : unmapped_by) r.unmapped_top.emplace_back(k, v);
-  std::sort(r.unmapped_top.begin(), r.unmapped_top.end(),
-            [](const auto& a, const auto& b) { return a.second > b.second; });
-  if (r.unmapped_top.size() > 8) r.unmapped_top.resize(8);
-
-  for (const auto& [layer, cells] : r.cells) {
-    if (layer < 0) continue;
-    ++r.layers;
+  for (auto& [layer, cells] : r_.cells) {
+    int most = 0;
     for (const auto& per_sub : cells)
-      for (const Cell& c : per_sub) r.executions = std::max(r.executions, c.executions);
+      for (const Cell& c : per_sub) most = std::max(most, c.executions);
+    for (auto& per_sub : cells)
+      for (Cell& c : per_sub)
+        if (c.executions == 0 && c.busy > 0 && most > 0) c.executions = most;
+    if (layer < 0) continue;
+    ++r_.layers;
+    r_.executions = std::max(r_.executions, most);
   }
-  // Per layer, per execution; "other" work of a layer counts as its attention (norms, residuals).
-  double sums[kSubOps][kPasses] = {};
-  for (const auto& [layer, cells] : r.cells) {
+}
+
+// Per layer, per execution; "other" work of a layer counts as its attention (norms, residuals).
+void Measure::build_profile() {
+  double sums[kSubOps][kPasses] = {}, recompute = 0;
+  for (const auto& [layer, cells] : r_.cells) {
     if (layer < 0) continue;
     for (int s = 0; s < kSubOps; ++s)
       for (int p = 0; p < kPasses; ++p) {
         const Cell& c = cells[static_cast<std::size_t>(s)][static_cast<std::size_t>(p)];
-        if (c.executions > 0) sums[s][p] += c.alone / c.executions;
+        if (c.executions <= 0) continue;
+        sums[s][p] += c.alone / c.executions;
+        recompute += c.recompute_alone / c.executions;
       }
   }
-  CostProfile& prof = r.profile;
+  CostProfile& prof = r_.profile;
   prof.present = true;
-  prof.path = path;
   prof.per_layer = true;
-  if (r.layers > 0) {
-    const double L = r.layers;
+  if (r_.layers > 0) {
+    const double L = r_.layers;
     auto ticks = [&](double v) { return static_cast<Time>(std::llround(v / L)); };
     MoeSliceCosts m;
     const int A = 0, M = 1, D = 2, C = 3, O = 4, F = 0, I = 1, W = 2;
@@ -748,11 +421,64 @@ ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const st
     m.combine_b = ticks(sums[C][I] + sums[C][W]);
     prof.sub_ops = m;
     prof.op = sub_op_totals(m);
+    r_.recompute_per_layer = ticks(recompute);
+    prof.recompute_included = r_.recompute_per_layer > 0;
   }
-  prof.attn_comm_slowdown = r.attn_slowdown > 0 ? std::clamp(r.attn_slowdown, 1.0, 10.0) : 0;
-  prof.mlp_comm_slowdown = r.mlp_slowdown > 0 ? std::clamp(r.mlp_slowdown, 1.0, 10.0) : 0;
-  prof.comm_sm_fraction = sm_den > 0 ? sm_num / sm_den : 0;
+  prof.attn_comm_slowdown = r_.attn_slowdown > 0 ? std::clamp(r_.attn_slowdown, 1.0, 10.0) : 0;
+  prof.mlp_comm_slowdown = r_.mlp_slowdown > 0 ? std::clamp(r_.mlp_slowdown, 1.0, 10.0) : 0;
+  prof.comm_sm_fraction = sm_den_ > 0 ? sm_num_ / sm_den_ : 0;
+}
+
+}  // namespace
+
+const DeviceFigures* ImportResult::longest() const {
+  const DeviceFigures* best = nullptr;
+  for (const auto& d : devices)
+    if (best == nullptr || d.span() > best->span()) best = &d;
+  return best;
+}
+
+Time ImportResult::step() const { return longest() != nullptr ? longest()->span() : 0; }
+
+Time ImportResult::compute_busy() const { return longest() != nullptr ? longest()->compute_busy : 0; }
+
+ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path) {
+  Rules rules(o.map, o.no_default_rules);
+  rules.set_comm_kernel(o.comm_kernel);
+  const std::optional<std::regex> step_re = step_regex(o.step_range);
+  ImportResult r;
+  r.step_range = o.step_range;
+  r.path = path;
+  r.events = t.events;
+  r.bytes = t.bytes;
+  r.gpu_events = static_cast<int>(t.gpu.size());
+  r.profile.path = path;
+  for (const CpuRange& cr : t.ranges) r.python_stacks |= cr.kind == RangeKind::python;
+  Attributed a = attribute(t, o, rules, step_re);
+  r.layer_rule = std::move(a.layer_rule);
+  Measure(t, rules, step_re, std::move(a.events), r).run();
   return r;
+}
+
+std::string host_bound_line(const ImportResult& r) {
+  const DeviceFigures* d = r.longest();
+  if (d == nullptr || d->span() <= 0 || 10 * d->host_idle <= d->span()) return {};
+  return fmt::format(
+      "host-bound: the GPU was idle {:.0f}% of the step with nothing queued (its next kernel not yet launched); "
+      "the kernels alone take {:.3f} ms of the {:.3f} ms step{}",
+      100.0 * static_cast<double>(d->host_idle) / static_cast<double>(d->span()),
+      static_cast<double>(d->span() - d->host_idle) / 1e6, static_cast<double>(d->span()) / 1e6,
+      r.python_stacks ? " (recorded with Python stacks, with_stack=True: the profiler's own work per call adds host "
+                        "time)"
+                      : "");
+}
+
+void check_training(const ImportResult& r, bool inference, bool profile_asked) {
+  if (inference || r.backward > 0 || (r.layers == 0 && !profile_asked)) return;
+  throw InputError(SourceLoc{r.path, 0, 0},
+                   "the trace has no backward (no kernel of autograd's backward or of a range naming a backward "
+                   "pass): a forward-only step is not a training profile; --inference reads it as an inference one",
+                   {}, kExitInput);
 }
 
 ImportResult import_trace_file(const std::string& path, const ImportOptions& o) {
@@ -833,9 +559,18 @@ std::string render_import_report(const ImportResult& r) {
   if (r.profile.comm_sm_fraction > 0)
     o += fmt::format("communication kernels held {:.1f}% of the SMs (grid size, time-weighted)\n",
                      100 * r.profile.comm_sm_fraction);
+  if (const std::string h = host_bound_line(r); !h.empty()) o += h + "\n";
   if (r.profile.sub_ops) {
     const OpTimes& t = r.profile.op;
     o += fmt::format("\nprofile, one layer: F {} ms, B {} ms (W {} ms)\n", ms(t.f), ms(t.b), ms(t.w));
+    if (r.recompute_per_layer > 0)
+      o += fmt::format("recompute: B holds {} ms of forward re-run inside the backward (activation checkpointing); "
+                       "the profile says recompute: included, so a config adds none\n",
+                       ms(r.recompute_per_layer));
+    if (r.backward == 0) o += "forward only (inference): no backward in the trace; the profile has F times only\n";
+  } else if (r.backward == 0 && r.gpu_total > 0) {
+    o += "\nno backward in the trace (a forward-only step): as a training profile it is refused; --inference "
+         "reads it as an inference one\n";
   } else {
     o += "\nno numbered layer found: the profile has no per-layer times (see docs/TRACES.md on naming ranges)\n";
   }
@@ -893,7 +628,8 @@ nlohmann::json import_json(const ImportResult& r) {
     devices.push_back({{"device", d.device},
                        {"span_ms", ms(static_cast<double>(d.span()))},
                        {"compute_busy_ms", ms(static_cast<double>(d.compute_busy))},
-                       {"communication_busy_ms", ms(static_cast<double>(d.comm_busy))}});
+                       {"communication_busy_ms", ms(static_cast<double>(d.comm_busy))},
+                       {"idle_unqueued_ms", ms(static_cast<double>(d.host_idle))}});
   j["step"] = {{"range", r.step_range.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.step_range)},
                {"events", r.step_events},
                {"devices", devices}};
@@ -908,10 +644,15 @@ nlohmann::json import_json(const ImportResult& r) {
                         {"attention_samples", r.attn_slowdown_samples},
                         {"mlp_samples", r.mlp_slowdown_samples}};
   j["comm_sm_fraction"] = sd(r.profile.comm_sm_fraction);
+  const std::string host = host_bound_line(r);
+  j["host_bound"] = host.empty() ? nlohmann::json(nullptr) : nlohmann::json(host);
+  j["backward_ms"] = ms(static_cast<double>(r.backward));
+  j["recompute"] = {{"ms", ms(static_cast<double>(r.recompute))},
+                    {"per_layer_ms", ms(static_cast<double>(r.recompute_per_layer))}};
   return j;
 }
 
-std::string render_import_profile(const ImportResult& r, bool moe_layers_only) {
+std::string render_import_profile(const ImportResult& r, bool moe_layers_only, bool inference) {
   std::string h = fmt::format("# ppsim cost profile imported from {} (ppsim import-trace)\n", r.path);
   h += fmt::format(
       "# {} layers, up to {} executions each; unmapped {:.3f} ms, unlinked {:.3f} ms, outside layers {:.3f} ms\n",
@@ -920,6 +661,12 @@ std::string render_import_profile(const ImportResult& r, bool moe_layers_only) {
   h += r.attn_slowdown > 0 || r.mlp_slowdown > 0
            ? "# comm_slowdown measured from the trace (SM sharing: profiled)\n"
            : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
+  if (r.recompute_per_layer > 0)
+    h += fmt::format("# recompute: included: B holds {:.3f} ms of forward re-run inside the backward per layer "
+                     "(activation checkpointing); a config must say it recomputes (full or recompute_ops), and "
+                     "adds none\n",
+                     static_cast<double>(r.recompute_per_layer) / 1e6);
+  if (inference && r.backward == 0) h += "# forward only (import-trace --inference): B and W are 0, not measured\n";
   if (!moe_layers_only) return render_profile(r.profile, h);
   CostProfile p = r.profile;
   p.moe_layers_only = true;

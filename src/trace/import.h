@@ -27,6 +27,8 @@ struct Cell {
   Time busy = 0;       // kernel time as measured
   double alone = 0;    // kernel time with the communication slowdown taken out (compute only)
   int executions = 0;  // distinct range instances that gave the sub-op (or pass)
+  Time recompute = 0;  // of busy: a forward re-run inside the backward (pass I only)
+  double recompute_alone = 0;
 };
 
 struct StreamStats {
@@ -43,6 +45,9 @@ struct DeviceFigures {
   Time first = 0, last = 0;  // first GPU event start, last end
   Time compute_busy = 0;     // union of the compute streams' events
   Time comm_busy = 0;        // union of the communication streams' events
+  // The GPU idle with nothing queued: gaps in its work before the next kernel was even launched
+  // (the host, or the profiler's own work per op, set the pace there).
+  Time host_idle = 0;
   Time span() const { return last - first; }
 };
 
@@ -80,12 +85,22 @@ struct ImportResult {
   // Mapped GPU time by the path that attributed it: the launch's own stack, the user ranges open on
   // the thread that called backward while autograd ran, or autograd's link to the forward op.
   Time by_stack = 0, by_caller = 0, by_forward = 0;
+  Time recompute = 0;         // kernel time of forwards re-run inside the backward, in layers
+  Time recompute_per_layer = 0;  // of the profile's B: the recompute, one layer, one execution
+  Time backward = 0;          // kernel time in passes I and W (0: a forward-only trace)
+  bool python_stacks = false; // the trace holds Python stacks (with_stack=True)
   int layers = 0;             // distinct numbered layers
   int executions = 0;         // micro-batches seen (most executions of one layer's sub-op)
   CostProfile profile;        // per layer, version 2
   Time step() const;          // longest device span
   Time compute_busy() const;  // of the device with the longest span
+  const DeviceFigures* longest() const;  // the device with the longest span (none without GPU work)
 };
+
+// What the host (or the profiler) cost the step: one line where the GPU sat idle with nothing
+// queued for more than 10% of the longest device's span (else ""): how much, and the step without
+// those gaps.
+std::string host_bound_line(const ImportResult& r);
 
 // Layers by the order of sub-op ranges (import.cc): where no name numbers them, always, never.
 enum class LayerOrder { automatic, force, off };
@@ -100,6 +115,12 @@ struct ImportOptions {
   std::string comm_kernel = {};  // --comm-kernel: kernels matching this regex are communication too
 };
 
+// Checks that a trace is a training step (api/import_trace.cc): a trace with no backward whose
+// numbered layers (or the profile or prediction asked of it: `profile_asked`) would make a training
+// profile is refused (an InputError naming the file, kExitInput) unless `inference` (then its
+// profile has F times only, and says so).
+void check_training(const ImportResult& r, bool inference, bool profile_asked);
+
 ImportResult import_trace(const KinetoTrace& t, const ImportOptions& o, const std::string& path);
 ImportResult import_trace_file(const std::string& path, const ImportOptions& o);
 
@@ -108,7 +129,8 @@ std::string render_import_report(const ImportResult& r);
 // The same as JSON (docs/TRACES.md lists the keys); times in ms.
 nlohmann::json import_json(const ImportResult& r);
 // The profile YAML with a header naming the trace.
-// moe_layers_only: written with `applies_to: moe_layers` (cost/profile.h).
-std::string render_import_profile(const ImportResult& r, bool moe_layers_only = false);
+// moe_layers_only: written with `applies_to: moe_layers` (cost/profile.h). A backward that held
+// a recompute is written with `recompute: included` and its time in a comment.
+std::string render_import_profile(const ImportResult& r, bool moe_layers_only = false, bool inference = false);
 
 }  // namespace ppsim::trace

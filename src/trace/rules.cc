@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/error.h"
 
 namespace ppsim::trace {
@@ -25,7 +28,7 @@ const std::vector<std::string>& Rules::default_rules() {
       R"((?:^|[._\-\s()\[\]:])(?:I|B|dgrad)(?:$|[._\-\s()\[\]:])|backward|bwd|input_grad|Backward=:I)",
       // "forward" but not "feed_forward" (a module name): not after an underscore unless a chunk.
       R"((?:^|[._\-\s()\[\]:])F(?:$|[._\-\s()\[\]:])|forward_chunk|(?:^|[^_])forward|fwd=:F)",
-      // sub-ops
+      // sub-ops (case ignored on user ranges: SelfAttention, MLP)
       R"(combine|unpermute=combine:)",
       R"(dispatch|permute=dispatch:)",
       R"(attn|attention|self_attention|mla\b|qkv=attention:)",
@@ -37,6 +40,8 @@ const std::vector<std::string>& Rules::default_rules() {
 
 namespace {
 
+// The default sub-op rules ignore case on user ranges (`Attention`, `MLP`); the pass rules do
+// not (a lone F, B or W; MmBackward0).
 Rule parse_rule(const std::string& text, bool user) {
   const std::size_t eq = text.rfind('=');
   auto fail = [&](const std::string& why) -> Rule {
@@ -51,6 +56,8 @@ Rule parse_rule(const std::string& text, bool user) {
   r.text = text;
   try {
     r.re = std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    if (!user && target.find(':') != 0)
+      r.re_icase.emplace(pattern, std::regex::ECMAScript | std::regex::optimize | std::regex::icase);
   } catch (const std::regex_error& e) {
     return fail(fmt::format("bad regular expression ({})", e.what()));
   }
@@ -77,6 +84,7 @@ Rule parse_rule(const std::string& text, bool user) {
         fmt::format("--map '{}': unknown pass '{}' (F, I or B for the input-grad backward, W)", text, pass),
         closest_match(pass, {"F", "I", "B", "W"}), user ? kExitUsage : kExitInternal);
   if (!r.subop && !r.pass) return fail("names neither a sub-op nor a pass");
+  r.module_scopes = user;
   return r;
 }
 
@@ -88,28 +96,61 @@ Rules::Rules(const std::vector<std::string>& user, bool no_defaults) {
     for (const auto& d : default_rules()) rules_.push_back(parse_rule(d, false));
 }
 
-RangeMeaning Rules::classify(const std::string& name) const {
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const std::size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The number of a layer in a name: after "layer"/"layers" (strong), else after "block"/"blocks",
+// else (user ranges) between dots of a module path (transformer.h.3.attn, blocks of GPT-2).
+void layer_number(const std::string& name, bool module_path, RangeMeaning& m) {
+  static const std::regex kLayer(R"(layers?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
+  static const std::regex kBlock(R"(blocks?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
+  static const std::regex kPath(R"((?:^|\.)(\d+)(?:\.|$))", std::regex::optimize);
+  std::smatch lm;
+  const bool strong = std::regex_search(name, lm, kLayer);
+  if (!strong && !std::regex_search(name, lm, kBlock) && !(module_path && std::regex_search(name, lm, kPath))) return;
+  const std::string d = lm[1].str();
+  if (d.size() < 7) m.layer = std::stoi(d), m.layer_strong = strong;
+}
+
+}  // namespace
+
+std::optional<SubOp> module_role(const std::string& class_name) {
+  std::string c = class_name;
+  while (!c.empty() && std::isdigit(static_cast<unsigned char>(c.back())) != 0) c.pop_back();
+  if (!c.empty() && c.back() == '_') c.pop_back();
+  std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  for (const char* s : {"attention", "attn"})
+    if (ends_with(c, s)) return SubOp::attention;
+  for (const char* s : {"mlp", "feedforward", "ffn", "moe", "moeblock", "experts", "expert", "router", "gate"})
+    if (ends_with(c, s)) return SubOp::mlp;
+  if (ends_with(c, "norm")) return SubOp::other;
+  return std::nullopt;
+}
+
+RangeMeaning Rules::classify(const std::string& name, RangeKind kind) const {
+  static const std::string kScope = "nn.Module: ";
+  const bool scope = kind == RangeKind::python && name.rfind(kScope, 0) == 0;
+  // A Python frame ("path/file.py(12): forward") by its function's name: its path names the
+  // model's file (modeling_qwen2_moe.py) for every frame of the model.
+  std::string text = name;
+  if (kind == RangeKind::python && !scope)
+    if (const std::size_t colon = name.find("): "); colon != std::string::npos) text = name.substr(colon + 3);
   RangeMeaning m;
   for (const Rule& r : rules_) {
     if (m.subop && m.pass) break;
+    if (scope && !r.module_scopes) continue;
     if ((r.subop && !m.subop) || (r.pass && !m.pass)) {
-      if (!std::regex_search(name, r.re)) continue;
+      if (!std::regex_search(text, kind == RangeKind::user && r.re_icase ? *r.re_icase : r.re)) continue;
       if (r.subop && !m.subop) m.subop = r.subop;
       if (r.pass && !m.pass) m.pass = r.pass;
     }
   }
-  // "layer" numbers (layer3, layers.3, model.layers.3, decoder.layers.3, nn.Module: XDecoderLayer_3)
-  // before "block" numbers (blocks.3, block3: torchvision, or a module inside a layer).
-  static const std::regex kLayer(R"(layers?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
-  static const std::regex kBlock(R"(blocks?[._\[\s]?(\d+))", std::regex::icase | std::regex::optimize);
-  std::smatch lm;
-  if (std::regex_search(name, lm, kLayer)) {
-    const std::string d = lm[1].str();
-    if (d.size() < 7) m.layer = std::stoi(d), m.layer_strong = true;
-  } else if (std::regex_search(name, lm, kBlock)) {
-    const std::string d = lm[1].str();
-    if (d.size() < 7) m.layer = std::stoi(d);
-  }
+  if (scope && !m.subop) m.subop = module_role(name.substr(kScope.size()));
+  if (kind != RangeKind::python || scope) layer_number(text, kind == RangeKind::user, m);
   return m;
 }
 

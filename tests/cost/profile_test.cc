@@ -124,14 +124,37 @@ parallel: {pp: 2, microbatches: 4, schedule: 1f1b, recompute_ops: [norm]}
   CHECK(b.slices[0].recompute_ns == Approx(a.slices[0].recompute_ns / 2));
   CHECK(a.slices[1].total.b - b.slices[1].total.b == Approx(a.slices[1].recompute_ns));
   CHECK(b.slices[1].total.f == a.slices[1].total.f);
-  // It goes with applies_to: moe_layers only; render_profile keeps it.
+  // A whole-model profile with it (import-trace of a run with activation checkpointing) stands
+  // for that run: a config must say it recomputed (here recompute: full), and its times are taken
+  // as they are (the slices' B as with the same profile unmarked and no recompute: nothing
+  // added); a config that recomputes nothing is refused, one line at its profile key.
+  std::ofstream(dir / "whole.yaml") << std::string(kV2) + "recompute: included\n";
+  CHECK(parse_profile(std::string(kV2) + "recompute: included\n", "q.yaml").recompute_included);
+  const std::string whole = R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}
+hardware: {name: h100}
+profile: whole.yaml
+)";
+  std::ofstream(dir / "c.yaml") << whole + "parallel: {pp: 2, microbatches: 4, schedule: 1f1b}\n";
+  std::ofstream(dir / "d.yaml") << whole + "parallel: {pp: 2, microbatches: 4, schedule: 1f1b, recompute: full}\n";
   try {
-    (void)parse_profile(std::string(kV2) + "recompute: included\n", "q.yaml");
+    (void)load_config((dir / "c.yaml").string(), {});
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK(e.loc().line == 11);
-    CHECK(e.message().find("applies_to: moe_layers") != std::string::npos);
+    CHECK(e.loc().line == 3);
+    CHECK(e.message().find("recompute: included") != std::string::npos);
+    CHECK(e.message().find("parallel.recompute is none") != std::string::npos);
   }
+  std::ofstream(dir / "plain.yaml") << kV2;
+  std::ofstream(dir / "e.yaml") << R"(model: {layers: 4, hidden: 1024, ffn_hidden: 4096, heads: 8, vocab: 32000, seq_len: 1024}
+hardware: {name: h100}
+profile: plain.yaml
+parallel: {pp: 2, microbatches: 4, schedule: 1f1b}
+)";
+  const Schedule s = make_schedule("1f1b", resolve_params(find_family("1f1b"), ScheduleParams{2, 4, 0, 0}));
+  const SimCosts with = derive_costs(load_config((dir / "d.yaml").string(), {}), s);
+  const SimCosts without = derive_costs(load_config((dir / "e.yaml").string(), {}), s);
+  CHECK(with.slice[0].b == without.slice[0].b);
+  CHECK(with.slice[1].b == without.slice[1].b);
   CHECK(parse_profile(render_profile(parse_profile(std::string(kV2) + "applies_to: moe_layers\nrecompute: included\n", "p.yaml")),
                       "r.yaml").recompute_included);
   CHECK_THROWS_AS(parse_profile(std::string(kV2) + "applies_to: moe_layers\nrecompute: yes\n", "q.yaml"), InputError);

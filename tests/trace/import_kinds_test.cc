@@ -11,6 +11,7 @@
 
 #include "catch.h"
 #include "core/error.h"
+#include "cost/profile.h"
 #include "trace/import.h"
 
 using namespace ppsim;
@@ -382,4 +383,204 @@ TEST_CASE("a ROCm-shaped trace: hip launches, device 2 stream 0, RCCL on its own
   REQUIRE(r.comm_total == 30 * kUs);
   REQUIRE(r.devices.at(0).device == 2);
   REQUIRE(r.gpu_total == buckets(r));
+}
+
+// Issue 43's rules for traces of Hugging Face models (docs/TRACES.md "Attribution").
+
+TEST_CASE("module classes by role, case-insensitively; a model file's name names no sub-op", "[trace]") {
+  CHECK(module_role("Qwen2Attention_12") == SubOp::attention);
+  CHECK(module_role("LlamaSdpaAttention") == SubOp::attention);
+  CHECK(module_role("GPT2MLP_0") == SubOp::mlp);
+  CHECK(module_role("MixtralSparseMoeBlock") == SubOp::mlp);
+  CHECK(module_role("DeepseekV3MoE") == SubOp::mlp);
+  CHECK(module_role("Qwen2MoeTopKRouter") == SubOp::mlp);
+  CHECK(module_role("Qwen2RMSNorm") == SubOp::other);
+  CHECK_FALSE(module_role("Qwen2MoeDecoderLayer_0").has_value());
+  CHECK_FALSE(module_role("GPT2Block").has_value());
+  CHECK_FALSE(module_role("Linear_3").has_value());
+  const Rules rules({});
+  const RangeMeaning h = rules.classify("transformer.h.3.attn.forward", RangeKind::user);  // GPT-2's path
+  CHECK(h.layer == 3);
+  CHECK(h.subop == SubOp::attention);
+  CHECK(h.pass == Pass::F);
+  // A frame by its function: the file (modeling_qwen2_moe.py) is every frame's of the model.
+  CHECK_FALSE(rules.classify("transformers/models/qwen2_moe/modeling_qwen2_moe.py(120): forward", RangeKind::python)
+                  .subop.has_value());
+  CHECK(rules.classify("aten::scaled_dot_product_attention", RangeKind::op).subop == SubOp::attention);
+  CHECK(rules.classify("layers.0.SelfAttention", RangeKind::user).subop == SubOp::attention);
+  CHECK_FALSE(rules.classify("DropoutAddLayerNormFn", RangeKind::op).subop.has_value());  // DeepSeek's op
+
+  // with_stack scopes of one Qwen2-MoE layer and one GPT-2 block (us): per layer, the attention
+  // module's kernels are attention, the MoE block's mlp, the norms and the residual add other.
+  Trace b;
+  // A Python range (scope or frame) on thread 1: [ts, ts + dur) us.
+  auto py = [&](const std::string& name, double ts, double dur) { b.range(name, ts, dur, 1, "python_function"); };
+  const std::string file = "transformers/models/qwen2_moe/modeling_qwen2_moe.py";
+  py("nn.Module: Qwen2MoeDecoderLayer_0", 0, 400);
+  py(file + "(300): forward", 1, 398);
+  py("nn.Module: Qwen2MoeRMSNorm_0", 10, 20);
+  b.kernel("norm", 11, 1000, 3);
+  py("nn.Module: Qwen2MoeAttention_0", 40, 60);
+  py(file + "(120): forward", 41, 57);
+  py("nn.Module: Linear_0", 45, 10);
+  b.kernel("gemm_q", 46, 1010, 10);
+  b.range("aten::scaled_dot_product_attention", 60, 10, 1, "cpu_op");
+  b.kernel("flash", 61, 1020, 20);
+  b.kernel("add", 110, 1040, 2);
+  py("nn.Module: Qwen2MoeSparseMoeBlock_0", 200, 100);
+  py(file + "(200): forward", 201, 98);
+  py("nn.Module: Qwen2MoeTopKRouter_0", 205, 10);
+  b.kernel("router", 206, 1050, 4);
+  py("nn.Module: Qwen2MoeExperts_0", 220, 60);
+  b.kernel("experts", 221, 1060, 30);
+  // GPT-2's block: a norm, the attention, the MLP, one kernel each (1, 7, 9 us).
+  py("nn.Module: GPT2Block_1", 500, 100);
+  const char* gpt2[] = {"nn.Module: LayerNorm_1", "nn.Module: GPT2Attention_1", "nn.Module: GPT2MLP_1"};
+  for (int k = 0; k < 3; ++k) {
+    py(gpt2[k], 505 + 20 * k, 10);
+    b.kernel(fmt::format("k{}", k), 506 + 20 * k, 1100 + 10 * k, k == 0 ? 1 : k == 1 ? 7 : 9);
+  }
+  const ImportResult r = run(b);
+  CHECK(cell(r, 0, SubOp::attention, Pass::F).busy == 30 * kUs);  // q projection + SDPA
+  CHECK(cell(r, 0, SubOp::mlp, Pass::F).busy == 34 * kUs);        // router + experts
+  CHECK(cell(r, 0, SubOp::other, Pass::F).busy == 5 * kUs);       // norm + residual add
+  CHECK(cell(r, 1, SubOp::attention, Pass::F).busy == 7 * kUs);
+  CHECK(cell(r, 1, SubOp::mlp, Pass::F).busy == 9 * kUs);
+  CHECK(cell(r, 1, SubOp::other, Pass::F).busy == 1 * kUs);
+}
+
+namespace {
+
+// A forward in the user's ranges around attention and MLP only (module paths), as HF models run
+// it: embedding, per layer [norm: pow, rsqrt] attention [add] [norm] MLP [add], then the final
+// norm and the head. Kernel k at GPU time 1000 + 100 k (us); launches as given.
+void two_layers_sub_ranges(Trace& b) {
+  int k = 0;
+  auto kern = [&](const std::string& name, double launch, double dur) { b.kernel(name, launch, 1000 + 100 * k++, dur); };
+  b.range("aten::embedding", 0, 5, 1, "cpu_op");
+  kern("emb", 1, 5);
+  kern("pow", 10, 2);
+  kern("rsqrt", 12, 1);
+  for (int l = 0; l < 2; ++l) {
+    const double t0 = 20 + 80 * l;
+    b.range(fmt::format("model.layers.{}.self_attn.forward", l), t0, 20);
+    kern("attn", t0 + 1, 10);
+    kern("add", t0 + 25, 1);
+    kern("pow", t0 + 27, 2);
+    kern("rsqrt", t0 + 29, 1);
+    b.range(fmt::format("model.layers.{}.mlp.forward", l), t0 + 40, 20);
+    kern("mlp", t0 + 41, 20);
+    kern("add", t0 + 65, 1);
+    if (l == 0) b.op("aten::pow", 86.5, 1.5, 1, 7, false);  // layer 1's norm: a forward op of its own
+    kern("pow", t0 + 67, 2);
+    kern("rsqrt", t0 + 69, 1);
+  }
+  kern("gemm_head", 171, 30);
+}
+
+}  // namespace
+
+TEST_CASE("a layer owns its norms and residual adds, and their backward, whichever ranges were drawn", "[trace]") {
+  Trace b;
+  two_layers_sub_ranges(b);
+  // The backward of layer 1's norm (the pow op of sequence number 7) on autograd's thread.
+  b.op("autograd::engine::evaluate_function: PowBackward0", 300, 10, 2, 7, true);
+  b.kernel("pow_bwd", 301, 5000, 4, 2);
+  const ImportResult r = run(b);
+  // Each layer: norm 3 + attention 10 + add 1 + norm 3 + MLP 20 + add 1 = 38 us. The gap
+  // between the layers (add, pow, rsqrt) splits where the work before layer 0 ends alike (its
+  // norm: pow, rsqrt): the add closes layer 0, the norm opens layer 1; layer 1 closes with the
+  // add after it, before the final norm (pow, rsqrt) and the head, which stay out of the layers.
+  CHECK(r.layers == 2);
+  for (int l = 0; l < 2; ++l) {
+    CHECK(cell(r, l, SubOp::attention, Pass::F).busy == 10 * kUs);
+    CHECK(cell(r, l, SubOp::mlp, Pass::F).busy == 20 * kUs);
+    CHECK(cell(r, l, SubOp::other, Pass::F).busy == 8 * kUs);
+    CHECK(cell(r, l, SubOp::other, Pass::F).executions == 1);
+  }
+  CHECK(r.unmapped == (5 + 3 + 30) * kUs);  // embedding, final norm, head: no layer, no pass
+  CHECK(cell(r, 1, SubOp::other, Pass::I).busy == 4 * kUs);  // through autograd's link to the pow op
+  CHECK(r.profile.op.f == 38 * kUs);
+  CHECK(r.gpu_total == buckets(r));
+}
+
+TEST_CASE("a forward re-run inside the backward is recompute: part of B, and the profile says so", "[trace]") {
+  Trace b;
+  b.range("model.layers.0.self_attn.forward", 0, 20);
+  b.op("aten::linear", 1, 4, 1, 3, false);
+  b.kernel("attn", 2, 1000, 10);
+  // Reentrant checkpointing: the layer's forward again inside CheckpointFunctionBackward (its
+  // range re-entered; a forward op with a sequence number), then the backward proper.
+  b.op("autograd::engine::evaluate_function: CheckpointFunctionBackward", 100, 100, 2, 3, true);
+  b.range("model.layers.0.self_attn.forward", 110, 40, 2);
+  b.kernel("attn", 111, 1100, 10, 2);
+  b.op("aten::mul", 160, 10, 2, 50, false);
+  b.kernel("mul", 161, 1120, 2, 2);
+  b.kernel("dgrad", 180, 1130, 5, 2);
+  // Non-reentrant: a recompute stopped early leaves the MLP's range open (to the trace's end);
+  // it ends with the autograd op it ran in, so the next op's kernel is the backward proper.
+  b.op("autograd::engine::evaluate_function: MmBackward0", 300, 20, 2, 3, true);
+  b.range("model.layers.0.mlp.forward", 305, 1000, 2);
+  b.kernel("mlp", 306, 1200, 6, 2);
+  b.op("autograd::engine::evaluate_function: AddmmBackward0", 400, 20, 2, 3, true);
+  b.kernel("dgrad2", 401, 1300, 3, 2);
+  const ImportResult r = run(b);
+  CHECK(cell(r, 0, SubOp::attention, Pass::F).busy == 10 * kUs);
+  CHECK(cell(r, 0, SubOp::attention, Pass::I).busy == 20 * kUs);  // recompute 10 + 2, backward 5 + 3
+  CHECK(cell(r, 0, SubOp::attention, Pass::I).recompute == 12 * kUs);
+  CHECK(cell(r, 0, SubOp::mlp, Pass::I).busy == 6 * kUs);  // all recompute: its layer's one execution
+  CHECK(cell(r, 0, SubOp::mlp, Pass::I).executions == 1);
+  CHECK(r.recompute == 18 * kUs);
+  CHECK(r.recompute_per_layer == 18 * kUs);
+  CHECK(r.profile.op.f == 10 * kUs);
+  CHECK(r.profile.op.b == 26 * kUs);
+  const std::string yaml = render_import_profile(r);
+  CHECK(yaml.find("\nrecompute: included\n") != std::string::npos);
+  CHECK(yaml.find("B holds 0.018 ms of forward re-run") != std::string::npos);
+  CHECK(parse_profile(yaml, "p.yaml").recompute_included);
+  CHECK(render_import_report(r).find("recompute: B holds 0.018 ms") != std::string::npos);
+}
+
+TEST_CASE("a step the host set: the GPU idle with nothing queued, and the kernels alone", "[trace]") {
+  Trace b;
+  b.range("layers.0.F", 0, 100);
+  b.kernel("k1", 0, 5, 10);   // [5, 15)
+  b.kernel("k2", 40, 45, 10);  // launched at 40, after k1 ended: the GPU idled [15, 45) for the host
+  b.kernel("k3", 50, 60, 10);  // launched at 50, before k2 ended: queued; its gap [55, 60) is not the host's
+  const ImportResult r = run(b);
+  // Span [5, 70) = 65 us, of it idle with nothing queued 30 us (46%): 35 us without the host.
+  REQUIRE(r.devices.size() == 1);
+  CHECK(r.devices[0].host_idle == 30 * kUs);
+  CHECK(host_bound_line(r) ==
+        "host-bound: the GPU was idle 46% of the step with nothing queued (its next kernel not yet launched); the "
+        "kernels alone take 0.035 ms of the 0.065 ms step");
+  CHECK(render_import_report(r).find("\nhost-bound: the GPU was idle 46%") != std::string::npos);
+  // Under 10% of the span: no line.
+  Trace c;
+  c.range("layers.0.F", 0, 100);
+  c.kernel("k1", 0, 5, 100);
+  c.kernel("k2", 104, 106, 100);  // idle 1 us of 201
+  CHECK(host_bound_line(run(c)).empty());
+}
+
+TEST_CASE("a forward-only trace is refused as a training profile, or read with --inference", "[trace]") {
+  Trace b;
+  b.range("layers.0.attn.F", 0, 10);
+  b.kernel("gemm", 1, 100, 30);
+  const ImportResult r = run(b);
+  CHECK(r.backward == 0);
+  try {
+    check_training(r, false, false);
+    FAIL("no refusal");
+  } catch (const InputError& e) {
+    CHECK(e.exit_code() == kExitInput);
+    CHECK(std::string(e.what()).find("the trace has no backward") != std::string::npos);
+  }
+  CHECK_NOTHROW(check_training(r, true, true));
+  CHECK(render_import_profile(r, false, true).find("# forward only") != std::string::npos);
+  // No numbered layer and no profile asked: the report says it, nothing is refused.
+  Trace c;
+  c.kernel("gemm", 1, 100, 30);
+  CHECK_NOTHROW(check_training(run(c), false, false));
+  CHECK(render_import_report(run(c)).find("no backward in the trace") != std::string::npos);
 }

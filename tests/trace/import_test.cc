@@ -68,11 +68,13 @@ const Cell& cell(const ImportResult& r, int layer, SubOp s, Pass p) {
 
 constexpr Time kUs = 1000;
 
-// t.json in `dir`: layer 0's attention forward, one 30 us GEMM.
+// t.json in `dir`: layer 0's attention forward, one 30 us GEMM, and its backward, one of 50 us.
 void write_one_layer_trace(robust::Scratch& dir) {
   TraceBuilder b;
   b.range("layer0.attn.F", 0, 10);
   b.launched("gemm", 2, 100, 30);
+  b.range("layer0.attn.B", 20, 10);
+  b.launched("dgrad", 22, 200, 50);
   dir.write("t.json", b.json());
 }
 
@@ -296,12 +298,19 @@ TEST_CASE("import-trace CLI: a truncated trace is one line, exit code 3, no outp
   REQUIRE(bad.err.find("cut.json:") != std::string::npos);
   REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
   dir.write("t.json", text);
-  const robust::Result ok = robust::run_ppsim(dir, "import-trace t.json -o p.yaml");
+  // A forward only: refused as a training profile (one line, exit 3, no file), read with --inference.
+  const robust::Result fwd = robust::run_ppsim(dir, "import-trace t.json -o p.yaml");
+  REQUIRE(fwd.code == kExitInput);
+  REQUIRE(fwd.one_error_line());
+  REQUIRE(fwd.err.find("t.json: the trace has no backward") != std::string::npos);
+  REQUIRE(fwd.err.find("--inference") != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(dir.path("p.yaml")));
+  const robust::Result ok = robust::run_ppsim(dir, "import-trace t.json -o p.yaml --inference");
   REQUIRE(ok.code == 0);
   REQUIRE(ppsim::test::read_file(dir.path("p.yaml")).find("attention: {F: 0.030000") != std::string::npos);
   REQUIRE(robust::run_ppsim(dir, "import-trace t.json --map 'x=nope'").code == kExitUsage);
   // --format json: the same figures for scripts (attention F of layer 0: the 30 us kernel).
-  const robust::Result js = robust::run_ppsim(dir, "import-trace t.json --format json --schedule pair");
+  const robust::Result js = robust::run_ppsim(dir, "import-trace t.json --format json --schedule pair --inference");
   REQUIRE(js.code == 0);
   const nlohmann::json j = nlohmann::json::parse(js.out);
   REQUIRE(j["cells"][0]["subop"] == "attention");

@@ -446,6 +446,7 @@ TEST_CASE("import-trace CLI: a pipeline run's outputs are written together or no
   robust::Scratch dir("trace_ranks_outputs");
   auto b0 = one_f_one_b().first;
   b0.range("layer0.attention.F", 0, 2);  // 0F0's kernel is layer 0's attention too: a profile
+  b0.range("layer0.attention.B", 10, 4, 2);  // and 0B0's its backward (a forward alone is no training profile)
   std::filesystem::create_directories(dir.path("run"));
   dir.write("run/r0.json", b0.json());
   // One rank with per-layer work but no pipeline ranges: --schedule executed fails (exit 3)
@@ -511,4 +512,26 @@ TEST_CASE("an F&B pair and a split backward: their costs, and the order simulate
   REQUIRE(c.measured_makespan == 117 * kUs);
   REQUIRE(c.simulated_makespan == 117 * kUs);
   REQUIRE(c.ranks[0].measured_bubble == 0);
+}
+
+TEST_CASE("import-trace CLI: several ranks, each rank's host-bound step named", "[trace][ranks][cli]") {
+  robust::Scratch dir("trace_ranks_host");
+  auto [b0, b1] = two_ranks();
+  b0.launched("gemm", 1, 100, 10);
+  b0.launched("gemm", 2, 110, 10);  // queued behind the first: no idle time
+  b1.launched("gemm", 1, 100, 10);
+  b1.launched("gemm", 200, 205, 10);  // launched after the first ended at 110: idle [110, 205) for the host
+  dir.write("r0.json", b0.json());
+  dir.write("r1.json", b1.json());
+  const robust::Result r = robust::run_ppsim(dir, "import-trace r0.json r1.json --format json");
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  // Rank 1: span [100, 215) = 115 us, 95 us of it idle with nothing queued (83%), 20 us without.
+  REQUIRE(j["host_bound"].size() == 1);
+  CHECK(j["host_bound"]["r1.json"] ==
+        "host-bound: the GPU was idle 83% of the step with nothing queued (its next kernel not yet launched); the "
+        "kernels alone take 0.020 ms of the 0.115 ms step");
+  const robust::Result t = robust::run_ppsim(dir, "import-trace r0.json r1.json");
+  CHECK(t.out.find("\nr1.json: host-bound: the GPU was idle 83%") != std::string::npos);
+  CHECK(t.out.find("r0.json: host-bound") == std::string::npos);
 }

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
+#include "core/error.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
 #include "sim/engine.h"
@@ -12,6 +14,17 @@
 namespace ppsim::test {
 
 inline constexpr Time U = kTicksPerUnit;  // one time unit
+
+// The exit code and one-line message of the InputError `f` throws; {0, ""} when it throws none.
+template <class F>
+std::pair<int, std::string> error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return {e.exit_code(), e.one_line()};
+  }
+  return {0, ""};
+}
 
 // Per-chunk costs in units: F, full B, W, pair FB (0 = F + B).
 inline SliceCosts unit_costs(double f, double b, double w, double fb = 0) {

@@ -11,22 +11,14 @@
 #include "core/error.h"
 #include "schedules/notation.h"
 #include "sim/costs.h"
+#include "test_util.h"
 
 using namespace ppsim;
 
 namespace {
 constexpr Time U = kTicksPerUnit;
 
-// The exit code and message of the InputError `f` throws.
-template <class F>
-std::pair<int, std::string> error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return {e.exit_code(), e.one_line()};
-  }
-  return {0, ""};
-}
+using test::error_of;
 }  // namespace
 
 TEST_CASE("parse_times: units to ticks, FB defaults to F+B, errors name the flag", "[api]") {

@@ -17,6 +17,7 @@
 #include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "sim/costs.h"
+#include "test_util.h"
 
 using namespace ppsim;
 
@@ -24,15 +25,7 @@ namespace {
 
 constexpr Time U = kTicksPerUnit;
 
-template <class F>
-std::pair<int, std::string> error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return {e.exit_code(), e.one_line()};
-  }
-  return {0, ""};
-}
+using test::error_of;
 
 const AnswerSource kSrc{"t.yaml", ""};
 

@@ -67,19 +67,20 @@ void count_parts(const ModelSpec& m, ModelReport& r) {
   const double embedding = embedding_params(m);
   const double head = m.tied_embeddings ? 0 : head_params(m) - final_norm_params(m);
   const double fnorm = final_norm_params(m);
-  r.parts = {
-      {"embedding", embedding, embedding,
-       fmt::format("vocab {} x hidden {}{}", m.vocab, m.hidden,
-                   m.learned_positions > 0 ? fmt::format(" + {} positions x hidden", m.learned_positions) : "")},
-      {"attention", sum(attention), sum(attention), per_layer(attention)},
-      {"dense_mlp", sum(dense_mlp), sum(dense_mlp), per_layer(dense_mlp)},
-      {"routed_experts", sum(routed), sum(routed) * share,
-       m.moe.enabled() ? fmt::format("{}; {} experts each, top-{} active", per_layer(routed), m.moe.experts, m.moe.top_k)
-                       : "none"},
-      {"shared_experts", sum(shared), sum(shared), per_layer(shared)},
-      {"router", sum(router), sum(router), per_layer(router)},
-      {"norms", sum(norms) + fnorm, sum(norms) + fnorm, per_layer(norms) + " + final " + short_count(fnorm)},
-      {"head", head, head, m.tied_embeddings ? "tied to the embedding" : fmt::format("vocab x hidden = {}", short_count(vh))}};
+  r.parts = {{"embedding", embedding, embedding,
+              fmt::format("vocab {} x hidden {}{}", m.vocab, m.hidden,
+                          m.learned_positions > 0 ? fmt::format(" + {} positions x hidden", m.learned_positions) : "")},
+             {"attention", sum(attention), sum(attention), per_layer(attention)},
+             {"dense_mlp", sum(dense_mlp), sum(dense_mlp), per_layer(dense_mlp)},
+             {"routed_experts", sum(routed), sum(routed) * share,
+              m.moe.enabled()
+                  ? fmt::format("{}; {} experts each, top-{} active", per_layer(routed), m.moe.experts, m.moe.top_k)
+                  : "none"},
+             {"shared_experts", sum(shared), sum(shared), per_layer(shared)},
+             {"router", sum(router), sum(router), per_layer(router)},
+             {"norms", sum(norms) + fnorm, sum(norms) + fnorm, per_layer(norms) + " + final " + short_count(fnorm)},
+             {"head", head, head,
+              m.tied_embeddings ? "tied to the embedding" : fmt::format("vocab x hidden = {}", short_count(vh))}};
   for (const auto& p : r.parts) {
     r.total += p.total;
     r.active += p.active;
@@ -88,8 +89,9 @@ void count_parts(const ModelSpec& m, ModelReport& r) {
     const LayerParamParts last = layer_param_parts(m, m.layers - 1);
     const double own = mtp_projection_params(m);
     const double layer_active = last.dense() + (m.layer_is_moe(m.layers - 1) ? last.routed_experts * share : 0);
-    r.parts.push_back({"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own),
-                       fmt::format("{} x (a layer like the last + {} projection and norms)", m.mtp_depth, short_count(own))});
+    r.parts.push_back(
+        {"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own),
+         fmt::format("{} x (a layer like the last + {} projection and norms)", m.mtp_depth, short_count(own))});
   }
 }
 

@@ -302,7 +302,9 @@ void read_model_details(const MapReader& r, ModelSpec& m) {
   m.mlp_bias = r.boolean("mlp_bias", false);
   m.norms_per_layer = static_cast<int>(r.integer("norms_per_layer", 2, 0, 8));
   const std::string qk = r.choice("qk_norm", "none", {"none", "per_head", "full"});
-  m.qk_norm = qk == "per_head" ? ModelSpec::QkNorm::per_head : qk == "full" ? ModelSpec::QkNorm::full : ModelSpec::QkNorm::none;
+  m.qk_norm = qk == "per_head" ? ModelSpec::QkNorm::per_head
+              : qk == "full"   ? ModelSpec::QkNorm::full
+                               : ModelSpec::QkNorm::none;
   m.attention_sinks = r.boolean("attention_sinks", false);
   m.learned_positions = r.integer("learned_positions", 0, 0, kMaxTokens);
   m.sliding_window = r.integer("sliding_window", 0, 0, kMaxTokens);
@@ -894,9 +896,10 @@ YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node,
   for (const char* list : {"moe_layers", "local_layers"}) {
     const YAML::Node from_file = keys[list];
     if (from_file && !model.has(list) && model.has("layers") && from_file.size() != m["layers"].as<std::size_t>(0))
-      model.fail("layers", fmt::format("model.layers is {} beside hf_config, whose {} per-layer pattern has {} entries; "
-                                       "give model.{} for {} layers", m["layers"].as<std::string>(""), p.filename().string(),
-                                       from_file.size(), list, m["layers"].as<std::string>("")));
+      model.fail("layers", fmt::format("model.layers is {} beside hf_config, whose {} per-layer pattern has {} "
+                                       "entries; give model.{} for {} layers",
+                                       m["layers"].as<std::string>(""), p.filename().string(), from_file.size(), list,
+                                       m["layers"].as<std::string>("")));
   }
   return out;
 }

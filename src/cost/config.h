@@ -82,7 +82,9 @@ struct MoeSpec {
   std::int64_t shared_expert_ffn_hidden = 0;
   bool router_bias = false;  // a bias (or score-correction term) per expert in the router
   bool enabled() const { return experts > 0; }
-  std::int64_t shared_width() const { return shared_expert_ffn_hidden > 0 ? shared_expert_ffn_hidden : expert_ffn_hidden; }
+  std::int64_t shared_width() const {
+    return shared_expert_ffn_hidden > 0 ? shared_expert_ffn_hidden : expert_ffn_hidden;
+  }
 };
 
 struct ModelSpec {

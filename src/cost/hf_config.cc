@@ -292,8 +292,8 @@ void read_block(const Ctx& c) {
   const auto tied = f.flag_or_outer("tie_word_embeddings");
   c.m["tied_embeddings"] = tied.value_or(tr.tied_default);
   c.rule(tied ? (*tied ? "tied embeddings" : "untied head")
-              : fmt::format("{} (no tie_word_embeddings: {}'s default)", tr.tied_default ? "tied embeddings" : "untied head",
-                            f.type()));
+              : fmt::format("{} (no tie_word_embeddings: {}'s default)",
+                            tr.tied_default ? "tied embeddings" : "untied head", f.type()));
   if (f.which({"scale_emb", "embedding_multiplier", "scale_embeddings"}) || f.type().rfind("gemma", 0) == 0)
     c.out.not_counted.push_back("embedding scaling (no parameters)");
 }
@@ -448,7 +448,8 @@ void read_mla(const Ctx& c) {
   mla["qk_rope_head_dim"] = f.need({"qk_rope_head_dim"}, "MLA's rope width");
   mla["v_head_dim"] = f.need({"v_head_dim"}, "MLA's value width");
   c.m["mla"] = mla;
-  c.rule(fmt::format("MLA (kv_lora_rank {}, q_lora_rank {})", f.count("kv_lora_rank"), f.maybe({"q_lora_rank"}).value_or(0)));
+  c.rule(fmt::format("MLA (kv_lora_rank {}, q_lora_rank {})", f.count("kv_lora_rank"),
+                     f.maybe({"q_lora_rank"}).value_or(0)));
 }
 
 // Local attention: which layers, and the window (FLOPs only).
@@ -460,7 +461,8 @@ void read_window(const Ctx& c) {
   const char* win_key = f.which({"sliding_window", "attention_chunk_size", "attention_window"});
   if (f.has("layer_types")) {
     const json& t = *f.find("layer_types");
-    if (!t.is_array() || static_cast<int>(t.size()) != L) f.refuse("layer_types", fmt::format("expected {} entries", L));
+    if (!t.is_array() || static_cast<int>(t.size()) != L)
+      f.refuse("layer_types", fmt::format("expected {} entries", L));
     for (int i = 0; i < L; ++i) {
       const std::string s = t[i].is_string() ? t[i].get<std::string>() : t[i].dump();
       if (s != "full_attention" && s != "sliding_attention" && s != "chunked_attention" && s != "attention")
@@ -531,7 +533,9 @@ void read_seq_len(const Ctx& c) {
 // biases and two LayerNorms); the projector is not counted. A vision part whose sizes are not in
 // the file is named as not counted.
 void read_vision(const json& root, HfReading& out) {
-  const char* key = root.contains("vision_config") ? "vision_config" : root.contains("audio_config") ? "audio_config" : nullptr;
+  const char* key = root.contains("vision_config")  ? "vision_config"
+                    : root.contains("audio_config") ? "audio_config"
+                                                    : nullptr;
   if (key == nullptr) {
     for (const char* k : {"img_processor", "vision_tower", "mm_vision_tower", "visual", "vision_encoder"})
       if (root.contains(k) && !root.at(k).is_null())
@@ -544,15 +548,19 @@ void read_vision(const json& root, HfReading& out) {
       if (v.is_object() && v.contains(k) && v.at(k).is_number()) return v.at(k).get<double>();
     return 0;
   };
-  const double h = num({"embed_dim", "hidden_size", "width"}), layers = num({"num_hidden_layers", "depth", "num_layers"});
-  const double f = num({"intermediate_size", "mlp_dim"}) > 0 ? num({"intermediate_size", "mlp_dim"}) : num({"mlp_ratio"}) * h;
+  const double h = num({"embed_dim", "hidden_size", "width"}),
+               layers = num({"num_hidden_layers", "depth", "num_layers"});
+  const double f =
+      num({"intermediate_size", "mlp_dim"}) > 0 ? num({"intermediate_size", "mlp_dim"}) : num({"mlp_ratio"}) * h;
   if (h <= 0 || layers <= 0 || f <= 0) {
     out.other = fmt::format("{}: not counted (its sizes are not there: hidden, layers, MLP width)", key);
     return;
   }
-  const std::string act = v.contains("hidden_act") && v.at("hidden_act").is_string() ? v.at("hidden_act").get<std::string>() : "";
+  const std::string act =
+      v.contains("hidden_act") && v.at("hidden_act").is_string() ? v.at("hidden_act").get<std::string>() : "";
   const bool gated = act.find("silu") != std::string::npos || act.find("swish") != std::string::npos;
-  const double patch = num({"patch_size"}), chans = num({"num_channels", "in_channels"}) > 0 ? num({"num_channels", "in_channels"}) : 3;
+  const double patch = num({"patch_size"}),
+               chans = num({"num_channels", "in_channels"}) > 0 ? num({"num_channels", "in_channels"}) : 3;
   const double temporal = std::max(1.0, num({"temporal_patch_size"})), image = num({"image_size"});
   const double per_layer = 4 * h * h + 4 * h + (gated ? 3 : 2) * h * f + f + h + 4 * h;
   out.other_params = layers * per_layer + chans * patch * patch * temporal * h + h +
@@ -582,7 +590,8 @@ HfReading convert(const json& j, const std::string& text, const std::string& nam
   };
   out.model_type = type_of(*lm).empty() ? type_of(j) : type_of(*lm);
   if (out.model_type.empty() && lm == &j)
-    throw InputError(SourceLoc{name, 0, 0}, "missing key 'model_type' (a Hugging Face config.json names its architecture)");
+    throw InputError(SourceLoc{name, 0, 0},
+                     "missing key 'model_type' (a Hugging Face config.json names its architecture)");
   const Fields f(*lm, j, text, name, from == std::string::npos ? 0 : from, out.model_type, section);
   const Traits tr = traits_of(out.model_type);
   refuse_unmodelled(f);
@@ -599,7 +608,8 @@ HfReading convert(const json& j, const std::string& text, const std::string& nam
     m["mtp_depth"] = *mtp;
     c.rule(fmt::format("{} MTP module(s) (num_nextn_predict_layers), apart from the total", *mtp));
   }
-  if (f.type() == "qwen2_moe" && m["moe"]["shared_experts"]) out.not_counted.push_back("the shared expert's gate (hidden)");
+  if (f.type() == "qwen2_moe" && m["moe"]["shared_experts"])
+    out.not_counted.push_back("the shared expert's gate (hidden)");
   read_vision(j, out);
   out.keys = m;
   return out;
@@ -612,7 +622,8 @@ HfReading read_hf_config_text(const std::string& text, const std::string& name) 
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(offset_loc(text, name, e.byte > 0 ? e.byte - 1 : 0), "not valid JSON (a Hugging Face config.json)");
+    throw InputError(offset_loc(text, name, e.byte > 0 ? e.byte - 1 : 0),
+                     "not valid JSON (a Hugging Face config.json)");
   }
   return convert(j, text, name);
 }

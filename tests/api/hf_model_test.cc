@@ -91,8 +91,10 @@ TEST_CASE("hf fields: a missing field is named with its other names; hybrids are
   json hybrid = base("jamba");
   hybrid["attn_layer_period"] = 8;
   const std::string e = error_of(hybrid, "hybrid");
-  CHECK(e.find("attn_layer_period (model_type jamba): state-space, recurrent or linear-attention layers are not modelled") !=
-        std::string::npos);
+  CHECK(
+      e.find(
+          "attn_layer_period (model_type jamba): state-space, recurrent or linear-attention layers are not modelled") !=
+      std::string::npos);
   CHECK(e.find(".json:") != std::string::npos);  // at the key's line:col
   json lt = base();
   lt["layer_types"] = {"full_attention", "linear_attention", "full_attention", "full_attention"};

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 
 #include "cost/flops.h"
 #include "cost/hf_config.h"
@@ -34,54 +35,52 @@ ModelConfigData load_hf(const ModelRequest& req) {
   return c;
 }
 
-}  // namespace
-
-ModelReport model_report(const ModelRequest& req) {
-  ModelReport r;
-  r.source = req.path;
-  const bool hf = is_hf_config_file(req.path);
-  if (hf && !req.sets.empty())
-    throw InputError("--set applies to a ppsim YAML config, not to a config.json", {}, kExitUsage);
-  if (req.pp && *req.pp < 1)
-    throw InputError(fmt::format("--pp: expected a count >= 1, got {}", *req.pp), {}, kExitUsage);
-  if (hf) {
-    r.config = load_hf(req);
-  } else {
-    const std::string dir = std::filesystem::path(req.path).parent_path().string();
-    r.config = parse_config(read_yaml_file(req.path), req.path, dir, req.sets);
+// "61 layers x 187.10M", or per kind of layer when they differ ("3 x 396.36M + 58 x 0").
+std::string per_layer(const std::vector<double>& v) {
+  std::string s;
+  std::size_t i = 0;
+  while (i < v.size()) {
+    std::size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (v[i] != 0) s += fmt::format("{}{} layers x {}", s.empty() ? "" : " + ", j - i, short_count(v[i]));
+    i = j;
   }
-  ModelConfigData& c = r.config;
-  if (req.seq_len) {
-    if (*req.seq_len < 1)
-      throw InputError(fmt::format("--seq-len: expected a count >= 1, got {}", *req.seq_len), {}, kExitUsage);
-    c.model.seq_len = *req.seq_len;
-  }
-  const ModelSpec& m = c.model;
-  r.seq_len = m.seq_len;
+  return s.empty() ? "none" : s;
+}
 
-  // Parameters by part.
-  double attention = 0, norms = final_norm_params(m), dense_mlp = 0, router = 0, shared = 0, routed = 0,
-         routed_active = 0;
+// Parameters by part, each with what it is made of.
+void count_parts(const ModelSpec& m, ModelReport& r) {
+  std::vector<double> attention, norms, dense_mlp, router, shared, routed;
   for (int l = 0; l < m.layers; ++l) {
     const LayerParamParts p = layer_param_parts(m, l);
-    attention += p.attention;
-    norms += p.norms;
-    dense_mlp += p.dense_mlp;
-    router += p.router;
-    shared += p.shared_experts;
-    routed += p.routed_experts;
-    if (m.moe.enabled()) routed_active += p.routed_experts * m.moe.top_k / m.moe.experts;
+    attention.push_back(p.attention);
+    norms.push_back(p.norms);
+    dense_mlp.push_back(p.dense_mlp);
+    router.push_back(p.router);
+    shared.push_back(p.shared_experts);
+    routed.push_back(p.routed_experts);
+    (m.layer_is_moe(l) ? r.moe_layers : r.dense_layers) += 1;
   }
+  auto sum = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  const double share = m.moe.enabled() ? static_cast<double>(m.moe.top_k) / m.moe.experts : 0;
+  const double vh = static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
   const double embedding = embedding_params(m);
   const double head = m.tied_embeddings ? 0 : head_params(m) - final_norm_params(m);
-  r.parts = {{"embedding", embedding, embedding},
-             {"attention", attention, attention},
-             {"dense_mlp", dense_mlp, dense_mlp},
-             {"routed_experts", routed, routed_active},
-             {"shared_experts", shared, shared},
-             {"router", router, router},
-             {"norms", norms, norms},
-             {"head", head, head}};
+  const double fnorm = final_norm_params(m);
+  r.parts = {{"embedding", embedding, embedding,
+              fmt::format("vocab {} x hidden {}{}", m.vocab, m.hidden,
+                          m.learned_positions > 0 ? fmt::format(" + {} positions x hidden", m.learned_positions) : "")},
+             {"attention", sum(attention), sum(attention), per_layer(attention)},
+             {"dense_mlp", sum(dense_mlp), sum(dense_mlp), per_layer(dense_mlp)},
+             {"routed_experts", sum(routed), sum(routed) * share,
+              m.moe.enabled()
+                  ? fmt::format("{}; {} experts each, top-{} active", per_layer(routed), m.moe.experts, m.moe.top_k)
+                  : "none"},
+             {"shared_experts", sum(shared), sum(shared), per_layer(shared)},
+             {"router", sum(router), sum(router), per_layer(router)},
+             {"norms", sum(norms) + fnorm, sum(norms) + fnorm, per_layer(norms) + " + final " + short_count(fnorm)},
+             {"head", head, head,
+              m.tied_embeddings ? "tied to the embedding" : fmt::format("vocab x hidden = {}", short_count(vh))}};
   for (const auto& p : r.parts) {
     r.total += p.total;
     r.active += p.active;
@@ -89,17 +88,18 @@ ModelReport model_report(const ModelRequest& req) {
   if (m.mtp_depth > 0) {
     const LayerParamParts last = layer_param_parts(m, m.layers - 1);
     const double own = mtp_projection_params(m);
-    const double layer_active =
-        last.dense() +
-        (m.moe.enabled() && m.layer_is_moe(m.layers - 1) ? last.routed_experts * m.moe.top_k / m.moe.experts : 0);
+    const double layer_active = last.dense() + (m.layer_is_moe(m.layers - 1) ? last.routed_experts * share : 0);
     r.parts.push_back(
-        {"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own)});
+        {"mtp", m.mtp_depth * (last.dense() + last.routed_experts + own), m.mtp_depth * (layer_active + own),
+         fmt::format("{} x (a layer like the last + {} projection and norms)", m.mtp_depth, short_count(own))});
   }
+}
 
-  // FLOPs per token, the whole model (no parallel sharding), forward and full backward.
+// FLOPs per token, the whole model (no parallel sharding), forward and full backward.
+void count_flops(const ModelConfigData& c, ModelReport& r) {
   const Shard whole{1, 1};
   double fwd = 0, bwd = 0;
-  for (int l = 0; l < m.layers; ++l) {
+  for (int l = 0; l < c.model.layers; ++l) {
     const LayerWork w = layer_work(c, l, whole);
     fwd += w.forward_flops();
     bwd += w.backward_flops();
@@ -107,11 +107,14 @@ ModelReport model_report(const ModelRequest& req) {
   const BlockWork hw = head_work(c, whole);
   fwd += hw.forward_flops();
   bwd += hw.backward_flops();
-  const double tokens = static_cast<double>(m.tokens_per_microbatch());
+  const double tokens = static_cast<double>(c.model.tokens_per_microbatch());
   r.forward_flops_per_token = fwd / tokens;
   r.backward_flops_per_token = bwd / tokens;
+}
 
-  // Stages.
+// The pipeline size asked for (0: none), with c.parallel's layer_split set for it.
+int stage_count(const ModelRequest& req, bool hf, ModelConfigData& c) {
+  const ModelSpec& m = c.model;
   int pp = req.pp.value_or(hf ? 0 : c.parallel.pp);
   if (!req.layer_split.empty()) {
     if (req.pp && static_cast<int>(req.layer_split.size()) != *req.pp)
@@ -129,43 +132,90 @@ ModelReport model_report(const ModelRequest& req) {
   } else if (pp > 0 && !c.parallel.layer_split.empty() && static_cast<int>(c.parallel.layer_split.size()) != pp) {
     c.parallel.layer_split.clear();  // a new pipeline size: an even split
   }
-  if (pp > 1 || (pp == 1 && req.pp)) {
-    c.parallel.pp = pp;
-    if (c.parallel.layer_split.empty() && m.layers % pp != 0) {
-      // As evenly as possible, the remainder going to the later stages (layer_split.h's rule).
-      if (m.layers < pp)
-        throw InputError(fmt::format("--pp {} is more stages than the model's {} layers", pp, m.layers), {},
-                         kExitUsage);
-      c.parallel.layer_split.assign(static_cast<std::size_t>(pp), m.layers / pp);
-      for (int s = pp - m.layers % pp; s < pp; ++s) ++c.parallel.layer_split[s];
-    }
-    const std::vector<SliceLayout> slices = slice_layouts(c, pp);
-    for (int s = 0; s < pp; ++s) {
-      const SliceLayout& sl = slices[s];
-      StageParams st;
-      st.stage = s;
-      st.first_layer = sl.first_layer;
-      st.layers = sl.layers;
-      st.embedding = sl.embedding;
-      st.head = sl.head;
-      for (int l = sl.first_layer; l < sl.first_layer + sl.layers; ++l) {
-        const ParamCount p = layer_params(m, l);
-        st.params += p.total();
-        st.expert_params += p.expert;
-      }
-      if (sl.embedding) st.params += embedding_params(m);
-      if (sl.head) {
-        st.params += head_params(m);  // a tied head on another stage holds its own copy
-        if (m.mtp_depth > 0) {
-          const ParamCount mtp = mtp_module_params(m);
-          st.params += m.mtp_depth * mtp.total();
-          st.expert_params += m.mtp_depth * mtp.expert;
-          if (!sl.embedding) st.params += embedding_params(m);  // the MTP modules' embedding
-        }
-      }
-      r.stages.push_back(st);
-    }
+  if (!(pp > 1 || (pp == 1 && req.pp))) return 0;
+  c.parallel.pp = pp;
+  if (c.parallel.layer_split.empty() && m.layers % pp != 0) {
+    // As evenly as possible, the remainder going to the later stages (layer_split.h's rule).
+    if (m.layers < pp)
+      throw InputError(fmt::format("--pp {} is more stages than the model's {} layers", pp, m.layers), {}, kExitUsage);
+    c.parallel.layer_split.assign(static_cast<std::size_t>(pp), m.layers / pp);
+    for (int s = pp - m.layers % pp; s < pp; ++s) ++c.parallel.layer_split[s];
   }
+  return pp;
+}
+
+void count_stages(const ModelConfigData& c, int pp, ModelReport& r) {
+  const ModelSpec& m = c.model;
+  const std::vector<SliceLayout> slices = slice_layouts(c, pp);
+  for (int s = 0; s < pp; ++s) {
+    const SliceLayout& sl = slices[s];
+    StageParams st;
+    st.stage = s;
+    st.first_layer = sl.first_layer;
+    st.layers = sl.layers;
+    st.embedding = sl.embedding;
+    st.head = sl.head;
+    for (int l = sl.first_layer; l < sl.first_layer + sl.layers; ++l) {
+      const ParamCount p = layer_params(m, l);
+      st.params += p.total();
+      st.expert_params += p.expert;
+    }
+    if (sl.embedding) st.params += embedding_params(m);
+    if (sl.head) {
+      st.params += head_params(m);  // a tied head on another stage holds its own copy
+      if (m.mtp_depth > 0) {
+        const ParamCount mtp = mtp_module_params(m);
+        st.params += m.mtp_depth * mtp.total();
+        st.expert_params += m.mtp_depth * mtp.expert;
+        if (!sl.embedding) st.params += embedding_params(m);  // the MTP modules' embedding
+      }
+    }
+    r.stages.push_back(st);
+  }
+}
+
+}  // namespace
+
+std::string short_count(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.2f}K", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+ModelReport model_report(const ModelRequest& req) {
+  ModelReport r;
+  r.source = req.path;
+  const bool hf = is_hf_config_file(req.path);
+  if (hf && !req.sets.empty())
+    throw InputError("--set applies to a ppsim YAML config, not to a config.json", {}, kExitUsage);
+  if (req.pp && *req.pp < 1)
+    throw InputError(fmt::format("--pp: expected a count >= 1, got {}", *req.pp), {}, kExitUsage);
+  if (hf) {
+    r.config = load_hf(req);
+    const HfReading h = read_hf_config(req.path);
+    r.read_as = h.read_as;
+    r.not_counted = h.not_counted;
+    r.other = h.other;
+    r.other_params = h.other_params;
+    r.seq_len_why = h.seq_len_why;
+  } else {
+    const std::string dir = std::filesystem::path(req.path).parent_path().string();
+    r.config = parse_config(read_yaml_file(req.path), req.path, dir, req.sets);
+    r.seq_len_why = "model.seq_len of the config";
+  }
+  ModelConfigData& c = r.config;
+  if (req.seq_len) {
+    if (*req.seq_len < 1)
+      throw InputError(fmt::format("--seq-len: expected a count >= 1, got {}", *req.seq_len), {}, kExitUsage);
+    c.model.seq_len = *req.seq_len;
+    r.seq_len_why = "--seq-len";
+  }
+  r.seq_len = c.model.seq_len;
+  count_parts(c.model, r);
+  count_flops(c, r);
+  const int pp = stage_count(req, hf, c);
+  if (pp > 0) count_stages(c, pp, r);
   return r;
 }
 
@@ -181,7 +231,8 @@ nlohmann::json model_json(const ModelReport& r) {
                 {"kv_heads", m.kv_heads},
                 {"vocab", m.vocab},
                 {"seq_len", r.seq_len},
-                {"moe_layers", m.moe.enabled() ? m.layers - m.dense_layers_first : 0},
+                {"dense_layers", r.dense_layers},
+                {"moe_layers", r.moe_layers},
                 {"experts", m.moe.experts},
                 {"top_k", m.moe.top_k},
                 {"shared_experts", m.moe.shared_experts},
@@ -190,12 +241,18 @@ nlohmann::json model_json(const ModelReport& r) {
                 {"tied_embeddings", m.tied_embeddings}};
   nlohmann::json by_part = nlohmann::json::object();
   for (const auto& p : r.parts)
-    if (p.name != "mtp") by_part[p.name] = {{"total", count(p.total)}, {"active", count(p.active)}};
+    if (p.name != "mtp")
+      by_part[p.name] = {{"total", count(p.total)}, {"active", count(p.active)}, {"made_of", p.made_of}};
   j["parameters"] = {{"total", count(r.total)}, {"active", count(r.active)}, {"by_part", by_part}};
+  if (!r.other.empty()) j["parameters"]["other"] = {{"what", r.other}, {"params", count(r.other_params)}};
+  j["read_as"] = r.read_as;
+  j["not_counted"] = r.not_counted;
   for (const auto& p : r.parts)
     if (p.name == "mtp") j["mtp"] = {{"total", count(p.total)}, {"active", count(p.active)}, {"depth", m.mtp_depth}};
-  j["flops_per_token"] = {
-      {"seq_len", r.seq_len}, {"forward", r.forward_flops_per_token}, {"backward", r.backward_flops_per_token}};
+  j["flops_per_token"] = {{"seq_len", r.seq_len},
+                          {"seq_len_from", r.seq_len_why},
+                          {"forward", r.forward_flops_per_token},
+                          {"backward", r.backward_flops_per_token}};
   j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages)
     j["stages"].push_back({{"stage", s.stage},

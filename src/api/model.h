@@ -28,6 +28,7 @@ struct ModelPart {
   std::string name;  // embedding, attention, dense_mlp, routed_experts, shared_experts, router, norms, head, mtp
   double total = 0;
   double active = 0;
+  std::string made_of;  // how the count is made, e.g. "32 layers x 41.94M"
 };
 
 struct StageParams {
@@ -46,14 +47,25 @@ struct ModelReport {
   std::vector<ModelPart> parts;  // in the order above; mtp last (outside total and active)
   double total = 0;              // every part but mtp
   double active = 0;
+  int dense_layers = 0;
+  int moe_layers = 0;
   std::int64_t seq_len = 0;
+  std::string seq_len_why;  // where seq_len came from
+  // A config.json: the rules that read it, what was read but not counted, and the parts beside
+  // the language model (a vision tower: other_params, approximate; or why it is not counted).
+  std::vector<std::string> read_as;
+  std::vector<std::string> not_counted;
+  std::string other;
+  double other_params = 0;
   double forward_flops_per_token = 0;   // whole model, at seq_len
   double backward_flops_per_token = 0;  // input grad + weight grad
   std::vector<StageParams> stages;      // with a pipeline size
 };
 
 ModelReport model_report(const ModelRequest& req);
-// {source, model, parameters: {total, active, by_part}, mtp, flops_per_token, stages}
+// 8030261248 -> "8.03B", 525336576 -> "525.34M".
+std::string short_count(double x);
+// {source, model, read_as, not_counted, parameters: {total, active, by_part, other}, mtp, flops_per_token, stages}
 nlohmann::json model_json(const ModelReport& r);
 
 }  // namespace ppsim::api

@@ -1,6 +1,7 @@
 // `ppsim model FILE`: parameters (total, active per token) by part, FLOPs per token, and with
 // --pp the parameters each stage holds, of a ppsim YAML config or a Hugging Face config.json.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "api/model.h"
 #include "cli/commands.h"
@@ -19,13 +20,7 @@ struct ModelArgs {
   std::string output = "-";
 };
 
-// 8030261248 -> "8.03B", 525336576 -> "525.34M".
-std::string human(double x) {
-  if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
-  if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
-  if (x >= 1e3) return fmt::format("{:.2f}K", x / 1e3);
-  return fmt::format("{:.0f}", x);
-}
+using api::short_count;
 }  // namespace
 
 Runner setup_model(CLI::App& sub) {
@@ -54,30 +49,38 @@ Runner setup_model(CLI::App& sub) {
     } else {
       const ModelSpec& m = r.config.model;
       out += fmt::format("model: {} ({})\n", r.config.name, r.source);
-      out +=
-          fmt::format("  {} layers, hidden {}, {} heads ({} kv), vocab {}{}{}{}\n", m.layers, m.hidden, m.heads,
-                      m.mla.enabled ? m.heads : m.kv_heads, m.vocab,
-                      m.moe.enabled() ? fmt::format(", {} experts top-{} ({} shared) on {} layers", m.moe.experts,
-                                                    m.moe.top_k, m.moe.shared_experts, m.layers - m.dense_layers_first)
-                                      : "",
-                      m.mla.enabled ? ", MLA" : "", m.mtp_depth > 0 ? fmt::format(", MTP depth {}", m.mtp_depth) : "");
-      out += fmt::format("{:<16} {:>12} {:>12}\n", "parameters", "total", "active");
+      out += fmt::format(
+          "  {} layers ({} dense, {} MoE), hidden {}, {} heads ({} kv), vocab {}{}{}{}\n", m.layers, r.dense_layers,
+          r.moe_layers, m.hidden, m.heads, m.mla.enabled ? m.heads : m.kv_heads, m.vocab,
+          m.moe.enabled()
+              ? fmt::format(", {} experts top-{} ({} shared)", m.moe.experts, m.moe.top_k, m.moe.shared_experts)
+              : "",
+          m.mla.enabled ? ", MLA" : "", m.mtp_depth > 0 ? fmt::format(", MTP depth {}", m.mtp_depth) : "");
+      if (!r.read_as.empty()) out += "  read as: " + fmt::format("{}", fmt::join(r.read_as, "; ")) + "\n";
+      out += fmt::format("{:<16} {:>12} {:>12}  made of\n", "parameters", "total", "active");
       for (const auto& p : r.parts)
-        if (p.name != "mtp") out += fmt::format("  {:<14} {:>12} {:>12}\n", p.name, human(p.total), human(p.active));
-      out += fmt::format("  {:<14} {:>12} {:>12}\n", "total", human(r.total), human(r.active));
+        if (p.name != "mtp")
+          out += fmt::format("  {:<14} {:>12} {:>12}  {}\n", p.name, short_count(p.total), short_count(p.active),
+                             p.made_of);
+      out += fmt::format("  {:<14} {:>12} {:>12}\n", "total", short_count(r.total), short_count(r.active));
       for (const auto& p : r.parts)
         if (p.name == "mtp")
-          out +=
-              fmt::format("  {:<14} {:>12} {:>12}  (apart from the total)\n", "mtp", human(p.total), human(p.active));
-      out += fmt::format("FLOPs per token at seq_len {}: forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
-                         r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
+          out += fmt::format("  {:<14} {:>12} {:>12}  (apart from the total) {}\n", "mtp", short_count(p.total),
+                             short_count(p.active), p.made_of);
+      if (r.other_params > 0)
+        out += fmt::format("  {:<14} {:>12} {:>12}  (apart) {}\n", "other", short_count(r.other_params), "", r.other);
+      else if (!r.other.empty()) out += "  other: " + r.other + "\n";
+      if (!r.not_counted.empty()) out += "  not counted: " + fmt::format("{}", fmt::join(r.not_counted, "; ")) + "\n";
+      out += fmt::format("FLOPs per token at seq_len {} ({}): forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
+                         r.seq_len_why, r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
       if (!r.stages.empty()) {
         out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", "stage", "layers", "first", "params", "experts");
         for (const auto& s : r.stages) {
-          std::string row = fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers, s.first_layer,
-                                        human(s.params), human(s.expert_params),
-                                        std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
-                                            (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
+          std::string row =
+              fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers, s.first_layer,
+                          short_count(s.params), short_count(s.expert_params),
+                          std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
+                              (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));
           while (!row.empty() && row.back() == ' ') row.pop_back();
           out += row + "\n";
         }

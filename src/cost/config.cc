@@ -93,8 +93,12 @@ const SchemaNode& schema() {
                         leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
                         leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
                         leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"), leaf("hf_config"),
+                        leaf("qkv_bias"), leaf("out_bias"), leaf("mlp_bias"), leaf("norms_per_layer"), leaf("qk_norm"),
+                        leaf("attention_sinks"), leaf("learned_positions"), leaf("sliding_window"),
+                        leaf("local_layers"), leaf("moe_layers"),
                         section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
-                                        leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes")}),
+                                        leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes"),
+                                        leaf("shared_expert_ffn_hidden"), leaf("router_bias")}),
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
       section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
@@ -278,6 +282,42 @@ constexpr std::int64_t kMaxDim = 1 << 20;       // hidden sizes, head dims
 constexpr std::int64_t kMaxTokens = 1 << 24;    // sequence length
 constexpr std::int64_t kMaxCount = 1 << 16;     // layers, heads, experts, ranks
 
+// A per-layer list of 0/1 (model.local_layers, model.moe_layers): `layers` entries.
+std::vector<bool> read_layer_mask(const MapReader& r, const char* key, int layers) {
+  if (!r.has(key)) return {};
+  const YAML::Node n = r.value(key);
+  if (!n.IsSequence() || static_cast<int>(n.size()) != layers)
+    r.fail(key, fmt::format("model.{} must be a list of {} entries (one per layer, 1 or 0), got {}", key, layers,
+                            describe_node(n)));
+  std::vector<bool> out;
+  for (std::size_t i = 0; i < n.size(); ++i)
+    out.push_back(r.to_integer(n[i], fmt::format("model.{}[{}]", key, i), 0, 1) == 1);
+  return out;
+}
+
+// The details Hugging Face configs carry (biases, extra norms, windows, the MoE layers' places).
+void read_model_details(const MapReader& r, ModelSpec& m) {
+  m.qkv_bias = r.boolean("qkv_bias", false);
+  m.out_bias = r.boolean("out_bias", false);
+  m.mlp_bias = r.boolean("mlp_bias", false);
+  m.norms_per_layer = static_cast<int>(r.integer("norms_per_layer", 2, 0, 8));
+  const std::string qk = r.choice("qk_norm", "none", {"none", "per_head", "full"});
+  m.qk_norm = qk == "per_head" ? ModelSpec::QkNorm::per_head
+              : qk == "full"   ? ModelSpec::QkNorm::full
+                               : ModelSpec::QkNorm::none;
+  m.attention_sinks = r.boolean("attention_sinks", false);
+  m.learned_positions = r.integer("learned_positions", 0, 0, kMaxTokens);
+  m.sliding_window = r.integer("sliding_window", 0, 0, kMaxTokens);
+  m.local_layers = read_layer_mask(r, "local_layers", m.layers);
+  if (!m.local_layers.empty() && m.sliding_window == 0)
+    r.fail("local_layers", "model.local_layers needs model.sliding_window (the window those layers use)");
+  m.moe_layers = read_layer_mask(r, "moe_layers", m.layers);
+  if (!m.moe_layers.empty() && !m.moe.enabled())
+    r.fail("moe_layers", "model.moe_layers needs a model.moe section");
+  if (!m.moe_layers.empty() && r.has("dense_layers_first"))
+    r.fail("moe_layers", "give model.moe_layers or model.dense_layers_first, not both");
+}
+
 ModelSpec read_model(const MapReader& r) {
   ModelSpec m;
   m.layers = static_cast<int>(r.required_integer("layers", 1, kMaxCount));
@@ -312,11 +352,15 @@ ModelSpec read_model(const MapReader& r) {
     m.moe.capacity_factor = moe.number("capacity_factor", 1.0, 0, 1e3, true);
     m.moe.keep_expert_output = moe.boolean("keep_expert_output", true);
     m.moe.max_nodes = static_cast<int>(moe.integer("max_nodes", 0, 0, kMaxCount));
+    m.moe.shared_expert_ffn_hidden = moe.integer("shared_expert_ffn_hidden", 0, 1, kMaxDim);
+    m.moe.router_bias = moe.boolean("router_bias", false);
   }
   m.dense_layers_first = static_cast<int>(r.integer("dense_layers_first", 0, 0, m.layers));
   if (m.dense_layers_first > 0 && !m.moe.enabled())
     r.fail("dense_layers_first", "model.dense_layers_first needs a model.moe section (every layer of a dense model is dense)");
-  const bool has_dense_layers = !m.moe.enabled() || m.dense_layers_first > 0;
+  read_model_details(r, m);
+  bool has_dense_layers = !m.moe.enabled() || m.dense_layers_first > 0;
+  for (bool moe_layer : m.moe_layers) has_dense_layers = has_dense_layers || !moe_layer;
   if (has_dense_layers) m.ffn_hidden = r.required_integer("ffn_hidden", 1, kMaxDim);
   else m.ffn_hidden = r.integer("ffn_hidden", 0, 1, kMaxDim);
 
@@ -845,6 +889,17 @@ YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node,
       for (auto jt = it->second.begin(); jt != it->second.end(); ++jt)
         if (!inner_given[jt->first.as<std::string>()]) inner[jt->first.as<std::string>()] = jt->second;
     }
+  }
+  // The file's per-layer lists follow its own layer count: the MoE places give way to a
+  // dense_layers_first written beside; a layer count written beside them needs its own lists.
+  if (model.has("dense_layers_first") && !model.has("moe_layers")) m.remove("moe_layers");
+  for (const char* list : {"moe_layers", "local_layers"}) {
+    const YAML::Node from_file = keys[list];
+    if (from_file && !model.has(list) && model.has("layers") && from_file.size() != m["layers"].as<std::size_t>(0))
+      model.fail("layers", fmt::format("model.layers is {} beside hf_config, whose {} per-layer pattern has {} "
+                                       "entries; give model.{} for {} layers",
+                                       m["layers"].as<std::string>(""), p.filename().string(), from_file.size(), list,
+                                       m["layers"].as<std::string>("")));
   }
   return out;
 }

@@ -78,7 +78,13 @@ struct MoeSpec {
   // max_nodes nodes, one network transfer per node, forwarded over NVLink inside it (report
   // 3.2.2); 0 = no limit (each remote copy crosses the network).
   int max_nodes = 0;
+  // Width of each shared expert; 0: expert_ffn_hidden (Qwen2-MoE's and Llama-4's differ).
+  std::int64_t shared_expert_ffn_hidden = 0;
+  bool router_bias = false;  // a bias (or score-correction term) per expert in the router
   bool enabled() const { return experts > 0; }
+  std::int64_t shared_width() const {
+    return shared_expert_ffn_hidden > 0 ? shared_expert_ffn_hidden : expert_ffn_hidden;
+  }
 };
 
 struct ModelSpec {
@@ -104,8 +110,36 @@ struct ModelSpec {
   int mtp_depth = 0;
   MoeSpec moe;
   MlaSpec mla;
+  // Details Hugging Face configs carry. Parameters: biases on the Q/K/V projections, on the
+  // attention output, on the MLP's (and experts') linear layers; norms per layer (Gemma-2: 4,
+  // Cohere's parallel block: 1); q/k norms (per_head: 2 head_dim weights; full: (a+g) head_dim);
+  // one sink logit per head (gpt-oss); learned position embeddings (rows; GPT-2: 1024).
+  bool qkv_bias = false;
+  bool out_bias = false;
+  bool mlp_bias = false;
+  int norms_per_layer = 2;
+  enum class QkNorm { none, per_head, full } qk_norm = QkNorm::none;
+  bool attention_sinks = false;
+  std::int64_t learned_positions = 0;
+  // FLOPs: a local attention window (0: none) on the layers local_layers marks (empty: every
+  // layer). moe_layers marks the MoE layers (empty: those from dense_layers_first on).
+  std::int64_t sliding_window = 0;
+  std::vector<bool> local_layers;
+  std::vector<bool> moe_layers;
 
-  bool layer_is_moe(int layer) const { return moe.enabled() && layer >= dense_layers_first; }
+  bool layer_is_moe(int layer) const {
+    if (!moe.enabled()) return false;
+    if (!moe_layers.empty()) return moe_layers[static_cast<std::size_t>(layer)];
+    return layer >= dense_layers_first;
+  }
+  bool layer_is_local(int layer) const {
+    return sliding_window > 0 && (local_layers.empty() || local_layers[static_cast<std::size_t>(layer)]);
+  }
+  int moe_layer_count() const {
+    int n = 0;
+    for (int l = 0; l < layers; ++l) n += layer_is_moe(l) ? 1 : 0;
+    return n;
+  }
   std::int64_t tokens_per_microbatch() const { return static_cast<std::int64_t>(micro_batch_size) * seq_len; }
 };
 

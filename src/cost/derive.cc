@@ -203,9 +203,10 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
   }
   if (ops & kRecomputeActFn) {
     const double per = m.mlp == MlpKind::swiglu ? 6.0 : 4.0;
-    const double elems = m.layer_is_moe(layer) ? (m.moe.top_k * m.moe.capacity_factor + m.moe.shared_experts) *
-                                                     static_cast<double>(m.moe.expert_ffn_hidden)
-                                               : static_cast<double>(m.ffn_hidden);
+    const double routed = m.moe.top_k * m.moe.capacity_factor * static_cast<double>(m.moe.expert_ffn_hidden);
+    const double elems = m.layer_is_moe(layer)
+                             ? routed + m.moe.shared_experts * static_cast<double>(m.moe.shared_width())
+                             : static_cast<double>(m.ffn_hidden);
     ns += rl.elementwise(per * elems * T);
   }
   return ns;

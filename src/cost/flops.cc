@@ -26,7 +26,7 @@ double tp_block_bytes(double tokens, double h, int t) {
   return 2.0 * tokens * h * kActivationBytes * (t - 1) / t;
 }
 
-BlockWork attention_block(const ModelConfigData& c, Shard sh) {
+BlockWork attention_block(const ModelConfigData& c, int layer, Shard sh) {
   const ModelSpec& m = c.model;
   const double t = sh.tp, cp = sh.cp;
   // Context parallel: the rank's T = b s / cp tokens (chunks i and 2cp-1-i of each sequence, so
@@ -76,10 +76,13 @@ BlockWork attention_block(const ModelConfigData& c, Shard sh) {
   // Attention core per head and sequence: QK^T is 2 s^2 dqk FLOPs, (softmax) V is 2 s^2 dv.
   // Causal: a kernel that skips the masked upper triangle does half of that (FlashAttention
   // does), so we count half of the s^2 terms (s^2/2, not the exact s(s+1)/2).
-  //   core = c * 2 b (a/t) s^2 (dqk + dv),  c = 1/2 causal, 1 otherwise
+  //   core = 2 b (a/t) pairs (dqk + dv),  pairs = s^2/2 causal, s^2 otherwise
   //   with cp: the rank's s/cp queries against all s keys -> 1/cp of it
-  const double causal = m.causal ? 0.5 : 1.0;
-  w.core_flops = causal * 2.0 * b * (a / t) * s * (s / cp) * (dqk + dv);
+  //   local attention (a window of w keys, model.sliding_window): causal, query i sees min(i+1, w)
+  //   keys, s w - w^2/2 in all for w < s (s^2/2 otherwise); bidirectional, min(s, w) each
+  const double win = m.layer_is_local(layer) ? static_cast<double>(m.sliding_window) : s;
+  const double pairs = m.causal ? (win >= s ? 0.5 * s * s : s * win - 0.5 * win * win) : s * std::min(s, win);
+  w.core_flops = 2.0 * b * (a / t) * pairs / cp * (dqk + dv);
   // HBM traffic of the core: read Q, K, V and write O (bf16), plus the fp32 log-sum-exp per
   // row; without flash attention the s x s scores are written, read, written as
   // probabilities and read again (8 bytes per element; +5 for a dropout mask and its output).
@@ -147,7 +150,8 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     const bool fp8_dispatch = c.precision.gemm == Dtype::fp8;
     mlp_gemms(w.gemms, m.mlp, T * k * ep / E, h, fe / t, E / ep, "expert_up", "expert_gate", "expert_down", fp8_dispatch);
     if (moe.shared_experts > 0)
-      mlp_gemms(w.gemms, m.mlp, T, h, moe.shared_experts * fe / t, 1, "shared_up", "shared_gate", "shared_down");
+      mlp_gemms(w.gemms, m.mlp, T, h, moe.shared_experts * static_cast<double>(moe.shared_width()) / t, 1, "shared_up",
+                "shared_gate", "shared_down");
     // Router softmax/top-k (fp32 logits read and written), permute and unpermute of the k
     // token copies (read + write, both ways), the experts' activation function, and the
     // weighted combine (read k copies, write one).
@@ -155,7 +159,7 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     // The FP8 dispatch's input is quantized once (read 2, write 1 + a 4-byte scale per 128: DeepSeek-V3
     // report 3.3.1-3.3.3); with shared experts that is their up GEMM's input quantization, counted there.
     if (fp8_dispatch && moe.shared_experts == 0 && c.costs.fp8_quant) per_token += kFp8QuantBytes * h;
-    width_bytes = act_fn_bytes(m.mlp, (k + moe.shared_experts) * fe / t) * T;
+    width_bytes = act_fn_bytes(m.mlp, (k * fe + moe.shared_experts * static_cast<double>(moe.shared_width())) / t) * T;
     // All-to-all, per rank: its T/t tokens go to k experts each; of the ep ranks holding
     // experts, 1/ep is the rank itself, so (ep-1)/ep of the copies leave the rank.
     //   dispatch = T/t * k * h * bytes * (ep-1)/ep  (fp8 when the GEMMs are fp8, as DeepSeek-V3)
@@ -179,7 +183,7 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
 LayerWork layer_work(const ModelConfigData& c, int layer, Shard shard) {
   LayerWork w;
   w.moe = c.model.layer_is_moe(layer);
-  w.attention = attention_block(c, shard);
+  w.attention = attention_block(c, layer, shard);
   w.mlp = mlp_block(c, layer, shard);
   return w;
 }

@@ -287,6 +287,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
     else if (a.has("ffn-hidden-size"))
       fe = a.integer("ffn-hidden-size", 1);
     if (fe > 0) moe["expert_ffn_hidden"] = fe;
+    if (a.has("moe-router-enable-expert-bias")) moe["router_bias"] = true;  // one per expert, as DeepSeek-V3's
     if (a.has("moe-shared-expert-intermediate-size")) {
       const long long sh = a.integer("moe-shared-expert-intermediate-size", 0);
       if (fe <= 0 || sh % fe != 0)

@@ -8,33 +8,51 @@ namespace ppsim {
 namespace {
 
 double norm_params(const ModelSpec& m, double width) { return m.norm == NormKind::layernorm ? 2 * width : width; }
-double mlp_params(MlpKind k, double h, double f) { return (k == MlpKind::swiglu ? 3.0 : 2.0) * h * f; }
+// A gated MLP (SwiGLU, GeGLU) has three h x f matrices, a plain one two; biases: f on each
+// up-projection, h on the down-projection.
+double mlp_params(const ModelSpec& m, double h, double f) {
+  const double up = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;
+  return (up + 1) * h * f + (m.mlp_bias ? up * f + h : 0);
+}
 
-}  // namespace
-
-LayerParamParts layer_param_parts(const ModelSpec& m, int layer) {
+// The attention projections of one layer, with their biases, q/k norms and sinks.
+double attention_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden), a = m.heads;
-  LayerParamParts p;
-  // Attention projections. GQA: h(a+2g)d + a d h. MLA: the low-rank paths and their norms.
-  if (!m.mla.enabled) {
-    const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
-    p.attention = h * (a + 2 * g) * d + a * d * h;
-  } else {
+  if (m.mla.enabled) {
+    // MLA: the low-rank paths and their norms.
     const MlaSpec& q = m.mla;
     const double dn = static_cast<double>(q.qk_nope_head_dim), dr = static_cast<double>(q.qk_rope_head_dim);
     const double dv = static_cast<double>(q.v_head_dim), qr = static_cast<double>(q.q_lora_rank);
     const double kvr = static_cast<double>(q.kv_lora_rank);
-    p.attention = qr > 0 ? h * qr + qr * a * (dn + dr) + norm_params(m, qr) : h * a * (dn + dr);
-    p.attention += h * (kvr + dr) + kvr * a * (dn + dv) + norm_params(m, kvr) + a * dv * h;
+    double p = qr > 0 ? h * qr + qr * a * (dn + dr) + norm_params(m, qr) : h * a * (dn + dr);
+    p += h * (kvr + dr) + kvr * a * (dn + dv) + norm_params(m, kvr) + a * dv * h;
+    return p + (m.out_bias ? h : 0);
   }
-  p.norms = 2 * norm_params(m, h);  // before attention and before the MLP
+  // GQA: h(a+2g)d + a d h, biases (a+2g)d and h, q/k norms over one head (2d) or all ((a+g)d).
+  const double d = static_cast<double>(m.head_dim), g = m.kv_heads;
+  double p = h * (a + 2 * g) * d + a * d * h;
+  if (m.qkv_bias) p += (a + 2 * g) * d;
+  if (m.out_bias) p += h;
+  if (m.qk_norm == ModelSpec::QkNorm::per_head) p += norm_params(m, 2 * d);
+  if (m.qk_norm == ModelSpec::QkNorm::full) p += norm_params(m, (a + g) * d);
+  if (m.attention_sinks) p += a;
+  return p;
+}
+
+}  // namespace
+
+LayerParamParts layer_param_parts(const ModelSpec& m, int layer) {
+  const double h = static_cast<double>(m.hidden);
+  LayerParamParts p;
+  p.attention = attention_params(m);
+  p.norms = m.norms_per_layer * norm_params(m, h);  // before attention and before the MLP (Gemma-2: after too)
   if (!m.layer_is_moe(layer)) {
-    p.dense_mlp = mlp_params(m.mlp, h, static_cast<double>(m.ffn_hidden));
+    p.dense_mlp = mlp_params(m, h, static_cast<double>(m.ffn_hidden));
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
-    p.router = h * m.moe.experts;
-    p.shared_experts = m.moe.shared_experts * mlp_params(m.mlp, h, fe);
-    p.routed_experts = m.moe.experts * mlp_params(m.mlp, h, fe);
+    p.router = h * m.moe.experts + (m.moe.router_bias ? m.moe.experts : 0);
+    p.shared_experts = m.moe.shared_experts * mlp_params(m, h, static_cast<double>(m.moe.shared_width()));
+    p.routed_experts = m.moe.experts * mlp_params(m, h, fe);
   }
   return p;
 }
@@ -51,7 +69,9 @@ ParamCount layer_params(const ModelSpec& m, int layer) {
   return ParamCount{parts.dense(), parts.routed_experts};
 }
 
-double embedding_params(const ModelSpec& m) { return static_cast<double>(m.vocab) * static_cast<double>(m.hidden); }
+double embedding_params(const ModelSpec& m) {
+  return static_cast<double>(m.vocab + m.learned_positions) * static_cast<double>(m.hidden);
+}
 
 double head_params(const ModelSpec& m) {
   const double h = static_cast<double>(m.hidden);
@@ -60,7 +80,7 @@ double head_params(const ModelSpec& m) {
 
 double model_params(const ModelSpec& m) {
   double sum = embedding_params(m) + head_params(m);
-  if (m.tied_embeddings) sum -= embedding_params(m);
+  if (m.tied_embeddings) sum -= static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
   for (int l = 0; l < m.layers; ++l) sum += layer_params(m, l).total();
   return sum;
 }
@@ -166,7 +186,7 @@ std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
     // keeps its fp32 weight instead.
     if (m.moe.keep_expert_output) add(v, "moe.routed.expert_out", copies * h, 2);
     else add(v, "moe.routed.prob", copies, 4);
-    add_act_fn(v, kSharedNames, c, fe, act_in, m.moe.shared_experts);
+    add_act_fn(v, kSharedNames, c, static_cast<double>(m.moe.shared_width()), act_in, m.moe.shared_experts);
   }
   if (m.dropout) add(v, "mlp.dropout_mask", h, 1);
   return v;
@@ -194,7 +214,7 @@ double layer_wgrad_per_token(const ModelConfigData& c, int layer) {
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
     const double copies = m.moe.top_k * m.moe.capacity_factor;
-    out += (copies + m.moe.shared_experts) * (up * fe + h);
+    out += copies * (up * fe + h) + m.moe.shared_experts * (up * static_cast<double>(m.moe.shared_width()) + h);
     router = m.moe.experts;
   }
   return inputs + cache_bytes_per_elem(c.precision.output_grad_cache) * out + 2 * router;

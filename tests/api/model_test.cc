@@ -7,10 +7,12 @@
 #include <string>
 
 #include "catch.h"
+#include "model_part.h"
 #include "core/error.h"
 #include "cost/memory.h"
 
 using namespace ppsim;
+using ppsim::test::part;
 
 namespace {
 
@@ -21,13 +23,6 @@ api::ModelReport report(const std::string& file, int pp = 0) {
   req.path = kHf + file;
   if (pp > 0) req.pp = pp;
   return api::model_report(req);
-}
-
-double part(const api::ModelReport& r, const std::string& name, bool active = false) {
-  for (const auto& p : r.parts)
-    if (p.name == name) return active ? p.active : p.total;
-  FAIL("no part " << name);
-  return 0;
 }
 
 bool within(double x, double published, double tol = 0.01) { return std::abs(x - published) <= tol * published; }
@@ -84,9 +79,10 @@ TEST_CASE("model: DeepSeek-V3 671B total, active 37.55B against the published 37
   CHECK(part(r, "routed_experts") == (L - dense) * E * 3 * h * fe);
   CHECK(part(r, "routed_experts", true) == (L - dense) * k * 3 * h * fe);
   CHECK(part(r, "shared_experts") == (L - dense) * shared_e * 3 * h * fe);
-  CHECK(part(r, "router") == (L - dense) * h * E);
+  // The router: h x E and a score-correction bias per expert (topk_method noaux_tc).
+  CHECK(part(r, "router") == (L - dense) * (h * E + E));
   const double total = L * (attn + 2 * h) + dense * 3 * h * f + (L - dense) * (E + shared_e) * 3 * h * fe +
-                       (L - dense) * h * E + 2 * V * h + h;
+                       (L - dense) * (h * E + E) + 2 * V * h + h;
   CHECK(r.total == total);
   CHECK(within(r.total, 671e9));
   // Active: 37.55B with the embedding and the head; the published "37B" is rounded (36.63B
@@ -95,16 +91,16 @@ TEST_CASE("model: DeepSeek-V3 671B total, active 37.55B against the published 37
   CHECK(r.active == active);
   CHECK(within(r.active, 37e9, 0.02));
   // MTP: one more MoE layer, a 2h x h projection and 3 norms, outside the totals.
-  CHECK(part(r, "mtp") == attn + 2 * h + (E + shared_e) * 3 * h * fe + h * E + 2 * h * h + 3 * h);
+  CHECK(part(r, "mtp") == attn + 2 * h + (E + shared_e) * 3 * h * fe + h * E + E + 2 * h * h + 3 * h);
 }
 
 TEST_CASE("model: Qwen3-235B-A22B 235B total, 22B active", "[api][model]") {
   const api::ModelReport r = report("qwen3-235b-a22b.json");
   const double h = 4096, L = 94, V = 151936, a = 64, g = 4, d = 128, fe = 1536, E = 128, k = 8;
-  const double attn = h * (a + 2 * g) * d + a * d * h;  // 71,303,168
+  const double attn = h * (a + 2 * g) * d + a * d * h + 2 * d;  // 71,303,424 with the q/k norms (one head each)
   const double base = L * (attn + 2 * h + h * E) + 2 * V * h + h;
-  CHECK(r.total == base + L * E * 3 * h * fe);   // 235,093,610,496
-  CHECK(r.active == base + L * k * 3 * h * fe);  // 22,190,739,456
+  CHECK(r.total == base + L * E * 3 * h * fe);   // 235,093,634,560
+  CHECK(r.active == base + L * k * 3 * h * fe);  // 22,190,763,520
   CHECK(within(r.total, 235e9));
   CHECK(within(r.active, 22e9));
 }
@@ -115,7 +111,10 @@ TEST_CASE("model: GPT-2 ties its head to the embedding; FLOPs per token", "[api]
   CHECK(part(r, "head") == 0);
   // LayerNorm: 2h per norm. GELU MLP: 2 GEMMs of h x 4h.
   CHECK(part(r, "norms") == L * 2 * 2 * h + 2 * h);
-  CHECK(r.total == V * h + L * (4 * h * h + 2 * h * 4 * h + 4 * h) + 2 * h);  // 123.6M: biases, positions not modelled
+  // 124,439,808: the biases of every linear layer (3h + h + 4h + h) and 1024 learned positions.
+  CHECK(part(r, "embedding") == (V + 1024) * h);
+  CHECK(r.total == (V + 1024) * h + L * (4 * h * h + 2 * h * 4 * h + 4 * h + 9 * h) + 2 * h);
+  CHECK(r.total == 124439808.0);
   // Forward FLOPs per token: 2 per weight of every GEMM (layers and head), plus the attention
   // core, causal: 2 matmuls of s x s x h, halved -> 2 * s * h per token per layer.
   const double s = 1024;

@@ -68,7 +68,9 @@ TEST_CASE("model: table and JSON for a config.json; exit codes", "[cli][model]")
   s.write("bad.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": 2}");
   r = run_ppsim(s, "model bad.json");
   CHECK(r.code == 3);
-  CHECK(r.err == "ppsim: bad.json: missing key 'hidden_size' (model_type llama)\n");
+  CHECK(r.err ==
+        "ppsim: bad.json: missing key 'hidden_size' (the hidden size; also read as n_embd, d_model, model_dim, dim) "
+        "(model_type llama)\n");
   r = run_ppsim(s, "model " + kHf + "llama-3-8b.json --layer-split 10,10,10");
   CHECK(r.code == 2);
   CHECK(r.one_error_line());

@@ -42,7 +42,8 @@ TEST_CASE("hf_config: llama, mistral, qwen2, qwen3 map to a dense SwiGLU/RMSNorm
   CHECK(m.kv_heads == 8);
   CHECK(m.head_dim == 4096 / 32);
   CHECK(m.vocab == 128256);
-  CHECK(m.seq_len == 8192);  // max_position_embeddings when seq_len is not given beside
+  // Not max_position_embeddings (8192, the context): ppsim's stated default training length.
+  CHECK(m.seq_len == kHfDefaultSeqLen);
   CHECK(m.mlp == MlpKind::swiglu);
   CHECK(m.norm == NormKind::rmsnorm);
   CHECK(!m.tied_embeddings);
@@ -60,11 +61,12 @@ TEST_CASE("hf_config: MoE families (mixtral, qwen2_moe, qwen3_moe, deepseek)", "
   CHECK(mx.moe.expert_ffn_hidden == 14336);
   CHECK(mx.moe.shared_experts == 0);
   CHECK(mx.dense_layers_first == 0);
-  // Qwen1.5-MoE: a shared expert 5632 wide = 5632 / 1408 = 4 experts of the routed width.
+  // Qwen1.5-MoE: one shared expert 5632 wide beside routed experts 1408 wide.
   const ModelSpec q = load_hf("qwen1.5-moe-a2.7b.json").model;
   CHECK(q.moe.experts == 60);
   CHECK(q.moe.top_k == 4);
-  CHECK(q.moe.shared_experts == 4);
+  CHECK(q.moe.shared_experts == 1);
+  CHECK(q.moe.shared_width() == 5632);
   CHECK(q.moe.expert_ffn_hidden == 1408);
   const ModelSpec q3 = load_hf("qwen3-235b-a22b.json").model;
   CHECK(q3.moe.experts == 128);
@@ -154,22 +156,22 @@ TEST_CASE("configs/deepseek-v3.yaml through hf_config: the same model as its exp
 }
 
 TEST_CASE("hf_config: one located line per bad input", "[cost][hf]") {
+  // An unknown model_type is read by its fields: here the layers are missing, named with their other names.
   CHECK(hf_error("{\n  \"model_type\": \"lama\",\n  \"hidden_size\": 8\n}") ==
-        "c.json:2:17: unknown model_type 'lama' (known: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe, "
-        "deepseek_v2, deepseek_v3, gpt2, gpt_neox), did you mean 'llama'?");
+        "c.json: missing key 'num_hidden_layers' (the layers; also read as n_layer, n_layers, num_layers) "
+        "(model_type lama)");
   CHECK(hf_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2}") ==
-        "c.json: missing key 'hidden_size' (model_type llama)");
+        "c.json: missing key 'hidden_size' (the hidden size; also read as n_embd, d_model, model_dim, dim) "
+        "(model_type llama)");
   CHECK(hf_error("{\"hidden_size\": 8}") ==
         "c.json: missing key 'model_type' (a Hugging Face config.json names its architecture)");
   CHECK(hf_error("{\"model_type\": \"llama\",\n\"num_hidden_layers\": \"32\"}") ==
         "c.json:2:22: 'num_hidden_layers' must be a count (an integer >= 0), got \"32\"");
   CHECK(hf_error("{\"model_type\": \"llama\", ") == "c.json:1:25: not valid JSON (a Hugging Face config.json)");
-  CHECK(
-      hf_error(
-          "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": 4, \"hidden_size\": 8, \"num_attention_heads\": 2, "
-          "\"vocab_size\": 10, \"max_position_embeddings\": 16, \"intermediate_size\": 8, \"n_routed_experts\": 4, "
-          "\"moe_layer_freq\": 2}") ==
-      "c.json:1:213: moe_layer_freq (model_type deepseek_v3): MoE on every k-th layer is not modelled (only 1)");
+  CHECK(hf_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 4, \"hidden_size\": 8, "
+                 "\"num_attention_heads\": 2,\n\"vocab_size\": 10, \"intermediate_size\": 8, \"num_experts\": 4, "
+                 "\"num_experts_per_tok\": 1, \"mlp_only_layers\": [0, 7]}") ==
+        "c.json:2:106: mlp_only_layers (model_type llama): 7 is not a layer index (0..3)");
   // From a config: a missing file is an I/O error at the hf_config key.
   try {
     (void)parse_config("model: {hf_config: nope.json}\nhardware: {name: h100}\nparallel: {pp: 1, microbatches: 1}\n",
@@ -179,4 +181,29 @@ TEST_CASE("hf_config: one located line per bad input", "[cost][hf]") {
     CHECK(e.one_line() == "t.yaml:1:20: cannot open the hf_config file '/nonexistent/nope.json'");
     CHECK(e.exit_code() == kExitIo);
   }
+}
+
+TEST_CASE("hf_config: a layer count beside the file's per-layer MoE pattern is refused, dense_layers_first wins",
+          "[cost][hf]") {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  std::ofstream(dir + "/ppsim_hf_pattern.json")
+      << R"({"model_type": "x", "num_hidden_layers": 4, "hidden_size": 8, "num_attention_heads": 2,
+            "intermediate_size": 16, "vocab_size": 10, "num_experts": 4, "num_experts_per_tok": 1,
+            "moe_intermediate_size": 4, "moe_layers": [1, 3]})";
+  auto parse = [&](const std::string& beside) {
+    return parse_config("model: {hf_config: ppsim_hf_pattern.json, " + beside +
+                            "}\nhardware: {name: h100}\nparallel: {pp: 1, microbatches: 1}\n",
+                        "t.yaml", dir, {});
+  };
+  CHECK(parse("seq_len: 64").model.moe_layer_count() == 2);  // layers 1 and 3
+  try {
+    (void)parse("layers: 2");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line() ==
+          "t.yaml:1:51: model.layers is 2 beside hf_config, whose ppsim_hf_pattern.json per-layer pattern has 4 "
+          "entries; give model.moe_layers for 2 layers");
+  }
+  // dense_layers_first written beside replaces the file's pattern: the first layer dense, the rest MoE.
+  CHECK(parse("dense_layers_first: 1").model.moe_layer_count() == 3);
 }

@@ -723,8 +723,64 @@ void merge_under(YAML::Node to, const YAML::Node& from) {
   }
 }
 
+// The world size a config states: hardware.gpus or cluster.gpus (0: neither).
+long long stated_gpus(const YAML::Node& root) {
+  for (const char* section : {"cluster", "hardware"}) {
+    const YAML::Node s = root[section];
+    if (s && s.IsMap() && s["gpus"]) return s["gpus"].as<long long>(0);
+  }
+  return 0;
+}
+
+// Megatron's data-parallel size for splitting --global-batch-size: parallel.dp when the YAML
+// writes it, else world size / (tp x pp x cp) (Megatron's own rule), the world size from the YAML
+// (hardware.gpus, cluster.gpus) or the launcher in the script (torchrun --nproc-per-node x
+// --nnodes). Refused, naming what is missing, when neither is known.
+long long megatron_dp(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
+  const YAML::Node& par = out["parallel"];
+  if (par["dp"]) return par["dp"].as<long long>(1);
+  const auto degree = [&](const char* key) { return par[key] ? std::max(1LL, par[key].as<long long>(1)) : 1LL; };
+  const long long per_replica = degree("tp") * degree("pp") * degree("cp");
+  long long world = stated_gpus(out);
+  std::string from = "hardware.gpus";
+  if (world <= 0 && args.world_size > 0) {
+    world = args.world_size;
+    from = args.world_size_from;
+  }
+  if (world <= 0)
+    root.fail("megatron_args",
+              fmt::format("--global-batch-size {} needs the world size to split it (Megatron's dp = GPUs / (tp x pp x "
+                          "cp)): the script's launcher does not state it{}; give hardware.gpus or parallel.dp",
+                          args.global_batch_size, args.world_size_why.empty() ? "" : " (" + args.world_size_why + ")"));
+  if (world % per_replica != 0)
+    root.fail("megatron_args", fmt::format("{} = {} GPUs is not a multiple of --tensor-model-parallel-size x "
+                                           "--pipeline-model-parallel-size x --context-parallel-size = {}",
+                                           from, world, per_replica));
+  return world / per_replica;
+}
+
+// What Megatron itself requires (its arguments.py) and the YAML did not give: one line naming the
+// flag and the script, not ppsim's key.
+void check_megatron_required(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
+  static const std::pair<const char*, const char*> kRequired[] = {{"layers", "--num-layers"},
+                                                                  {"hidden", "--hidden-size"},
+                                                                  {"heads", "--num-attention-heads"},
+                                                                  {"seq_len", "--seq-length"}};
+  const YAML::Node& m = out["model"];
+  if (m["hf_config"]) return;  // the config.json gives the rest (expand_hf_config names what it lacks)
+  for (const auto& [key, flag] : kRequired)
+    if (!m[key])
+      root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it)",
+                                             args.source, flag));
+  if (!m["vocab"])
+    root.fail("megatron_args",
+              fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "
+                          "not read; give model.vocab (e.g. 128256 for Llama 3's)",
+                          args.source, args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
+}
+
 // megatron_args: FILE: the launch arguments' model, parallel and precision keys under the
-// config's own. microbatches = global batch / (micro-batch size x dp), dp the config's (or 1).
+// config's own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
 YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("megatron_args")) return root_node;
@@ -740,16 +796,20 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   merge_under(out["model"], args.model);
   merge_under(out["parallel"], args.parallel);
   merge_under(out["precision"], args.precision);
+  check_megatron_required(root, out, args);
   const YAML::Node& par = out["parallel"];
-  if (args.global_batch_size > 0 && !par["microbatches"]) {
-    long long dp = 1;
-    if (par["dp"]) dp = par["dp"].as<long long>(1);
-    const long long per_step = static_cast<long long>(args.micro_batch_size) * std::max(1LL, dp);
-    if (args.global_batch_size % per_step != 0)
-      root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
-                                             args.global_batch_size, args.micro_batch_size, dp));
-    out["parallel"]["microbatches"] = args.global_batch_size / per_step;
+  if (par["microbatches"]) return out;
+  if (args.global_batch_size <= 0) {  // Megatron's default global batch: micro-batch size x dp
+    out["parallel"]["microbatches"] = 1;
+    return out;
   }
+  const long long dp = megatron_dp(root, out, args);
+  if (!par["dp"] && stated_gpus(out) <= 0) out["parallel"]["dp"] = dp;  // the launcher's world size
+  const long long per_step = static_cast<long long>(args.micro_batch_size) * dp;
+  if (args.global_batch_size % per_step != 0)
+    root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
+                                           args.global_batch_size, args.micro_batch_size, dp));
+  out["parallel"]["microbatches"] = args.global_batch_size / per_step;
   return out;
 }
 

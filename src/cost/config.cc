@@ -775,7 +775,7 @@ void check_megatron_required(const MapReader& root, const YAML::Node& out, const
   if (!m["vocab"])
     root.fail("megatron_args",
               fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "
-                          "not read; give model.vocab (e.g. 128256 for Llama 3's)",
+                          "not read; give it as model.vocab (the tokenizer's vocab_size)",
                           args.source, args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
 }
 

@@ -89,6 +89,7 @@ bool ends_with(const std::string& s, const char* tail) {
 
 // The training command: the launcher's words (up to the .py) and the script's arguments after it.
 struct TrainingCommand {
+  Word script;  // the .py
   std::vector<Word> launcher, args;
   SourceLoc loc;
 };
@@ -124,6 +125,7 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
   if (!best->undecided.empty())
     throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}",
                                             best->words[best_py].text, best->undecided));
+  out.script = best->words[best_py];
   out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
   out.loc = best->loc;
@@ -286,6 +288,26 @@ void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long
   if (a.has(flag)) node[key] = a.integer(flag, min);
 }
 
+// The vocabulary: --vocab-size as written (Megatron pads it to a multiple of 128 x tp: not
+// applied), or GPT-2's BPE (--tokenizer-type GPT2BPETokenizer, or --vocab-file with --merge-file
+// and no type): 50257 padded as Megatron pads it (vocab_size_with_padding: up to a multiple of
+// --make-vocab-size-divisible-by (128) x tp). Other tokenizers: named for the caller's message.
+void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
+  copy_int(a, "vocab-size", m, "vocab");
+  copy_int(a, "padded-vocab-size", m, "vocab");
+  const std::string type = a.has("tokenizer-type") ? a.value("tokenizer-type") : "";
+  const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
+  if (!m["vocab"] && gpt2) {
+    const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
+    const long long multiple =
+        (a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128) * tp;
+    m["vocab"] = (50257 + multiple - 1) / multiple * multiple;
+  }
+  if (!type.empty()) out.tokenizer = "--tokenizer-type " + type;
+  if (a.has("tokenizer-model") && !a.get("tokenizer-model").values.empty())
+    out.tokenizer += (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);
+}
+
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
@@ -293,9 +315,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-attention-heads", m, "heads");
   copy_int(a, "kv-channels", m, "head_dim");
   copy_int(a, "seq-length", m, "seq_len");
-  copy_int(a, "vocab-size", m, "vocab");
-  copy_int(a, "padded-vocab-size", m, "vocab");
-  if (a.has("tokenizer-type")) out.tokenizer = "--tokenizer-type " + a.value("tokenizer-type");
+  read_vocab(a, m, out);
   const bool swiglu = a.has("swiglu");
   if (a.has("ffn-hidden-size")) {
     m["ffn_hidden"] = a.integer("ffn-hidden-size", 1);
@@ -394,6 +414,55 @@ void read_moe_flags(Flags& a, YAML::Node m) {
   read_moe_layer_freq(a, m);
 }
 
+// No layout and no first/last stage counts: Megatron's even split over pp x vpp stages, with
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split counting the
+// embedding / the loss as one layer of the first / last stage; the layers (+ those) must divide
+// by pp, as Megatron asserts (arguments.py).
+void even_split(Flags& a, YAML::Node par, int pp) {
+  if (!a.has("num-layers")) return;
+  const long long layers = a.integer("num-layers", 1);
+  const int e = a.has("account-for-embedding-in-pipeline-split") ? 1 : 0;
+  const int l = a.has("account-for-loss-in-pipeline-split") ? 1 : 0;
+  if ((layers + e + l) % pp != 0)
+    throw InputError(a.at("num-layers"),
+                     fmt::format("--num-layers {}{} is not divisible by --pipeline-model-parallel-size {} (Megatron "
+                                 "refuses it: 'Number of layers should be divisible by the pipeline-model-parallel "
+                                 "size'; --decoder-first/last-pipeline-num-layers split it unevenly)",
+                                 layers, e + l > 0 ? fmt::format(" + {} (embedding, loss)", e + l) : "", pp));
+  if (e + l == 0) return;
+  const long long vpp = par["vpp"] ? par["vpp"].as<long long>() : 1;
+  const long long stages = pp * vpp;
+  if ((layers + e + l) % stages != 0)
+    throw InputError(a.at("num-layers"), fmt::format("--num-layers {} + {} (embedding, loss) is not divisible by {} "
+                                                     "pipeline stages", layers, e + l, stages));
+  YAML::Node split(YAML::NodeType::Sequence);
+  for (long long s = 0; s < stages; ++s)
+    split.push_back((layers + e + l) / stages - (s == 0 ? e : 0) - (s == stages - 1 ? l : 0));
+  par["layer_split"] = split;
+}
+
+// Megatron FSDP (--use-megatron-fsdp, or torch FSDP2 with --use-torch-fsdp2): its
+// --data-parallel-sharding-strategy (default optim_grads_params) as the ZeRO stage: optim 1,
+// optim_grads 2, optim_grads_params 3, no_shard 0; else --use-distributed-optimizer: 1.
+void read_sharding(Flags& a, YAML::Node par) {
+  const bool fsdp = a.has("use-megatron-fsdp") || a.has("use-torch-fsdp2");
+  if (!fsdp) {
+    if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+    return;
+  }
+  (void)a.has("use-distributed-optimizer");
+  const std::string st = a.has("data-parallel-sharding-strategy") ? a.value("data-parallel-sharding-strategy")
+                                                                   : "optim_grads_params";
+  static const std::map<std::string, int> kStage = {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2},
+                                                    {"optim_grads_params", 3}};
+  const auto it = kStage.find(st);
+  if (it == kStage.end())
+    throw InputError(a.at("data-parallel-sharding-strategy"),
+                     fmt::format("--data-parallel-sharding-strategy {}: no_shard, optim, optim_grads or "
+                                 "optim_grads_params", st));
+  par["zero"] = it->second;
+}
+
 // --pipeline-model-parallel-layout, or the first/last stages' layer counts.
 void read_layer_split(Flags& a, YAML::Node par, YAML::Node m, int pp, const std::string& name) {
   if (a.has("pipeline-model-parallel-layout")) {
@@ -414,7 +483,10 @@ void read_layer_split(Flags& a, YAML::Node par, YAML::Node m, int pp, const std:
     return;
   }
   const bool has_first = a.has("decoder-first-pipeline-num-layers"), has_last = a.has("decoder-last-pipeline-num-layers");
-  if (!has_first && !has_last) return;
+  if (!has_first && !has_last) {
+    even_split(a, par, pp);
+    return;
+  }
   if (!a.has("num-layers"))
     throw InputError(SourceLoc{name, 0, 0}, "--decoder-first/last-pipeline-num-layers need --num-layers");
   const long long layers = a.integer("num-layers", 1);
@@ -461,7 +533,7 @@ void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::stri
     par["vpp"] = layers / (n * pp);
   }
   read_layer_split(a, par, m, pp, name);
-  if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+  read_sharding(a, par);
 }
 
 void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
@@ -504,6 +576,14 @@ void read_precision_flags(Flags& a, YAML::Node prec) {
 MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir) {
   const std::vector<ShellCommand> cmds = shell_commands(text, name, dir);
   const TrainingCommand cmd = training_command(cmds, name);
+  if (!cmd.script.text.empty()) {
+    const std::string py = std::filesystem::path(cmd.script.text).filename().string();
+    for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py", "pretrain_vlm.py",
+                              "pretrain_ict.py", "pretrain_retro.py", "pretrain_vision_classify.py"})
+      if (py == other)
+        throw InputError(cmd.script.loc, fmt::format("{}: ppsim models GPT decoders (pretrain_gpt.py and the "
+                                                     "trainers that build one), not this model", py));
+  }
   std::vector<Flag> list = collect_flags(cmd.args);
   if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
   MegatronArgs out;

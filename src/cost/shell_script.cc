@@ -307,7 +307,14 @@ struct Var {
   std::vector<std::string> items;  // a scalar is one item
   bool array = false;
   std::string unknown;             // why the value is not known; "" when known
-  bool operator==(const Var& o) const { return items == o.items && array == o.array && unknown == o.unknown; }
+  std::vector<std::string> item_unknown;  // per item of an array (empty: all known)
+  // Unknown only in parts: the value's text holds each unknown piece as the script wrote it ($X,
+  // $(cmd)); its other words are known once split. False for a value an undecided branch chose.
+  bool partial = false;
+  bool operator==(const Var& o) const {
+    return items == o.items && array == o.array && unknown == o.unknown && item_unknown == o.item_unknown;
+  }
+  std::string why(std::size_t k) const { return k < item_unknown.size() ? item_unknown[k] : std::string(); }
   std::string scalar() const { return items.empty() ? std::string() : items[0]; }
 };
 using Vars = std::map<std::string, Var>;
@@ -320,6 +327,9 @@ struct Val {
   std::vector<std::string> items;
   bool list = false;
   std::string unknown;
+  std::vector<std::string> item_unknown;  // per item (empty: all known)
+  bool partial = false;                   // Var::partial
+  std::string why(std::size_t k) const { return k < item_unknown.size() ? item_unknown[k] : std::string(); }
   std::string joined() const {
     std::string s;
     for (std::size_t k = 0; k < items.size(); ++k) s += (k ? " " : "") + items[k];
@@ -721,6 +731,7 @@ Vars Executor::merge(const Vars& a, const Vars& b, const std::string& why) const
   auto mark = [&](const std::string& k, const Var* v) {
     Var u = v ? *v : Var{};
     u.unknown = "set under " + why;
+    u.partial = false;
     out[k] = u;
   };
   for (const auto& [k, v] : a) {
@@ -836,13 +847,19 @@ St Executor::while_clause(Cursor& c, const Mode& m) {
   const std::string kw = c.cur().text;
   ++c.i;
   const std::string why = fmt::format("the '{}' loop at line {}", kw, at.line);
+  // The condition decides the first pass: a loop that never runs is skipped; one that may is read
+  // once, what it sets marked with the loop.
+  const std::size_t cond = c.i;
+  const St first = list(c, m, {"do"});
+  const bool never = m.run && first == (kw == "while" ? St::no : St::yes);
+  c.i = cond;
   auto body = [&](Cursor& cc, const Mode& mm) {
     list(cc, mm, {"do"});
     expect_word(cc, "do", at);
     list(cc, mm, {"done"});
   };
-  if (m.run) branch_unknown(c, m, why, body);
-  else body(c, m);
+  if (m.run && !never) branch_unknown(c, m, why, body);
+  else body(c, Mode{false, m.taint});
   expect_word(c, "done", at);
   skip_redirections(c);
   return St::yes;
@@ -1089,10 +1106,12 @@ void Executor::assign(const std::string& raw, const SourceLoc& at, const Mode& m
   std::string unknown;
   std::string value = expand_string(raw.substr(eq + 1), at, unknown);
   Var v{{std::move(value)}, false, unknown};
+  v.partial = true;
   if (append) {
     const auto it = vars_.find(name);
     if (it != vars_.end()) {
       if (!it->second.unknown.empty() && v.unknown.empty()) v.unknown = it->second.unknown;
+      v.partial = v.partial && (it->second.unknown.empty() || it->second.partial);
       v.items[0] = it->second.scalar() + v.items[0];
     }
   }
@@ -1106,9 +1125,10 @@ void Executor::assign_array(const Token& t, const Mode& m) {
     if (it != vars_.end()) v = it->second;
     v.array = true;
   }
+  v.item_unknown.resize(v.items.size());
   for (const Token& e : t.elems)
     for (auto& w : expand(e.text, e.loc, true)) {
-      if (!w.unknown.empty() && v.unknown.empty()) v.unknown = w.unknown;
+      v.item_unknown.push_back(std::move(w.unknown));
       v.items.push_back(std::move(w.text));
     }
   set_var(t.name, v, m);
@@ -1185,21 +1205,35 @@ std::string Executor::expand_string(const std::string& raw, const SourceLoc& at,
 void Executor::expand_into(const std::string& raw, std::size_t& i, const SourceLoc& at, bool in_quotes, bool split,
                            std::vector<Field>& out) {
   auto add = [&](const Val& v, bool quoted) {
+    if (!v.unknown.empty() && v.partial && !quoted && split) {
+      // Split the known text; the words holding an unknown piece ($X, `cmd`) carry the reason.
+      const std::size_t first = out.size();
+      append_split(out, v.joined());
+      for (std::size_t k = first > 0 ? first - 1 : 0; k < out.size(); ++k)
+        if (out[k].text.find_first_of("$`") != std::string::npos && out[k].unknown.empty()) out[k].unknown = v.unknown;
+      return;
+    }
     if (!v.unknown.empty()) {
       out.back().text += v.joined();
       out.back().started = true;
       if (out.back().unknown.empty()) out.back().unknown = v.unknown;
-    } else if (quoted && v.list) {
-      for (std::size_t k = 0; k < v.items.size(); ++k) {
-        if (k > 0) out.emplace_back();
-        out.back().text += v.items[k];
-        out.back().started = true;
+      return;
+    }
+    for (std::size_t k = 0; k < v.items.size(); ++k) {
+      const std::string why = v.why(k);
+      if (quoted && !v.list) {  // "${A[*]}", "$X": one word
+        if (k > 0) out.back().text += ' ';
+      } else if (k > 0 && out.back().started) {
+        out.emplace_back();  // items apart
       }
-    } else if (!quoted && split) {
-      append_split(out, v.joined());
-    } else {
-      out.back().text += v.joined();
-      if (!v.joined().empty() || quoted) out.back().started = true;
+      if (!why.empty() || (quoted || !split)) {
+        if (!quoted && split && out.back().started && !why.empty()) out.emplace_back();
+        out.back().text += v.items[k];
+        if (!v.items[k].empty() || quoted || !why.empty()) out.back().started = true;
+        if (!why.empty() && out.back().unknown.empty()) out.back().unknown = why;
+      } else {
+        append_split(out, v.items[k]);
+      }
     }
   };
   while (i < raw.size()) {
@@ -1261,7 +1295,7 @@ Val Executor::dollar(const std::string& raw, std::size_t& i, const SourceLoc& at
     const std::string inside = raw.substr(i + 1, e - i - 1);
     i = std::min(raw.size(), e + 1);
     Val v = parameter(inside, at);
-    if (!v.unknown.empty()) v.items = {raw.substr(start, i - start)};
+    if (!v.unknown.empty() && !v.partial) v.items = {raw.substr(start, i - start)};
     return v;
   }
   if (is_name_start(c)) {
@@ -1270,7 +1304,7 @@ Val Executor::dollar(const std::string& raw, std::size_t& i, const SourceLoc& at
     const std::string name = raw.substr(i, e - i);
     i = e;
     Val v = variable(name);
-    if (!v.unknown.empty()) v.items = {"$" + name};
+    if (!v.unknown.empty() && !v.partial) v.items = {"$" + name};
     return v;
   }
   if (std::isdigit(static_cast<unsigned char>(c)) || c == '@' || c == '*' || c == '#') {
@@ -1299,8 +1333,16 @@ Val Executor::variable(const std::string& name) const {
     return unknown_val(fmt::format("${} is not set in the script{}", name, where), "$" + name);
   }
   const Var& v = it->second;
-  if (!v.unknown.empty()) return unknown_val(fmt::format("${} is {}", name, v.unknown), "$" + name);
-  if (v.array && name == "@") return Val{v.items, true, {}};
+  if (!v.unknown.empty()) {
+    Val u = unknown_val(fmt::format("${} is {}", name, v.unknown), "$" + name);
+    if (v.partial && !v.array) {
+      u.items = v.items;
+      u.partial = true;
+    }
+    return u;
+  }
+  if (v.array && name == "@") return Val{v.items, true, {}, v.item_unknown};
+  if (!v.why(0).empty()) return unknown_val(v.why(0), "$" + name);
   return known(v.scalar());
 }
 
@@ -1328,7 +1370,9 @@ Val Executor::parameter(const std::string& inside, const SourceLoc& at) {
     if (!v.unknown.empty()) return v;
     const std::vector<std::string> items = it == vars_.end() ? std::vector<std::string>{} : it->second.items;
     if (index == "@" || index == "*") {
-      v = Val{items, index == "@", {}};
+      v = Val{items, index == "@", {}, it == vars_.end() ? std::vector<std::string>{} : it->second.item_unknown};
+      if (index == "*")
+        for (std::size_t j = 0; j < items.size() && v.unknown.empty(); ++j) v.unknown = v.why(j);
     } else {
       const auto n = arith_value(index);
       if (!n) return not_read;

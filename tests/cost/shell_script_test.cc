@@ -33,6 +33,12 @@ TEST_CASE("shell: arrays, quoting and word splitting as bash does them", "[cost]
   CHECK(last_words("A=(\n  --a 1   # one\n  --b 2\n)\nA+=(--c)\nrun \"${A[@]}\" ${#A[@]} ${A[1]}") ==
         W{"run", "--a", "1", "--b", "2", "--c", "5", "1"});
   CHECK(last_words("run --a \\\n  --b") == W{"run", "--a", "--b"});
+  // An element the script does not know stays one word and does not hide its neighbours.
+  CHECK(last_words("A=(--x 1 \"--cache $HOME\" --y 2)\nrun ${A[@]}") == W{"run", "--x", "1", "?--cache $HOME", "--y", "2"});
+  // The same for a string split unquoted: only the word that holds the unknown piece is unknown;
+  // a value an undecided branch chose stays unknown as a whole.
+  CHECK(last_words("O=\"--x 1 --cache $HOME --y 2\"\nrun $O") == W{"run", "--x", "1", "--cache", "?$HOME", "--y", "2"});
+  CHECK(last_words("if [ -f f ]; then O=\"--x 1\"; else O=\"--x 2\"; fi\nrun $O") == W{"run", "?$O"});
   // An empty unquoted expansion leaves no word; an empty quoted one is one empty word.
   CHECK(last_words("E=\nrun $E \"$E\"") == W{"run", ""});
 }
@@ -89,6 +95,9 @@ TEST_CASE("shell: bash -c, eval, functions, loops, here-documents, exit", "[cost
   REQUIRE(piped.size() == 2);
   CHECK(piped[0].words.size() == 2);
   CHECK(last_words("X=1\n[ $X -eq 1 ] || exit 1\nrun a\nexit 0\nrun b") == W{"run", "a"});
+  // The script runs without arguments: `while [[ $# -gt 0 ]]` never runs, so its case does not taint.
+  CHECK(last_words("T=MOCK\nwhile [[ $# -gt 0 ]]; do case $1 in --t) T=$2;; esac; shift; done\nrun $T") ==
+        W{"run", "MOCK"});
   const auto loop = shell_commands("while true; do A=2; done\nrun $A", "s.sh", "");
   CHECK(loop.back().words[1].unknown == "$A is set under the 'while' loop at line 1");
 }

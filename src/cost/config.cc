@@ -762,16 +762,19 @@ long long megatron_dp(const MapReader& root, const YAML::Node& out, const Megatr
 // What Megatron itself requires (its arguments.py) and the YAML did not give: one line naming the
 // flag and the script, not ppsim's key.
 void check_megatron_required(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
-  static const std::pair<const char*, const char*> kRequired[] = {{"layers", "--num-layers"},
-                                                                  {"hidden", "--hidden-size"},
-                                                                  {"heads", "--num-attention-heads"},
-                                                                  {"seq_len", "--seq-length"}};
+  static const std::pair<const char*, const char*> kRequired[] = {
+      {"layers", "--num-layers"}, {"hidden", "--hidden-size"}, {"heads", "--num-attention-heads"}};
   const YAML::Node& m = out["model"];
   if (m["hf_config"]) return;  // the config.json gives the rest (expand_hf_config names what it lacks)
+  const std::string hint = args.missing_hint.empty() ? "" : "; " + args.missing_hint;
   for (const auto& [key, flag] : kRequired)
     if (!m[key])
-      root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it)",
-                                             args.source, flag));
+      root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it){}",
+                                             args.source, flag, hint));
+  if (!m["seq_len"])
+    root.fail("megatron_args", fmt::format("{}: no --seq-length (tokens per sequence{}); give it, or model.seq_len{}",
+                                           args.source, args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch,
+                                           hint));
   if (!m["vocab"])
     root.fail("megatron_args",
               fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "

@@ -92,7 +92,19 @@ struct TrainingCommand {
   Word script;  // the .py
   std::vector<Word> launcher, args;
   SourceLoc loc;
+  std::string hint;  // MegatronArgs::missing_hint
 };
+
+// MegatronArgs::missing_hint for the command `best` among `cmds`.
+std::string missing_hint(const std::vector<ShellCommand>& cmds, const ShellCommand* best, const std::vector<Word>& args) {
+  for (const Word& w : args)
+    if (!w.unknown.empty()) return fmt::format("the script's word {} is not known: {}", w.text, w.unknown);
+  for (std::size_t k = 0; k + 1 < cmds.size(); ++k)
+    if (&cmds[k] == best && !cmds[k + 1].words.empty() && cmds[k + 1].words[0].text.rfind("--", 0) == 0)
+      return fmt::format("line {} starts with {}: is a '\\' missing at the end of line {}?", cmds[k + 1].loc.line,
+                         cmds[k + 1].words[0].text, cmds[k + 1].loc.line - 1);
+  return {};
+}
 
 std::size_t count_flags(const std::vector<Word>& w, std::size_t from) {
   std::size_t n = 0;
@@ -129,6 +141,7 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
   out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
   out.loc = best->loc;
+  out.hint = missing_hint(cmds, best, out.args);
   return out;
 }
 
@@ -345,6 +358,11 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   m["micro_batch_size"] = out.micro_batch_size;
   if (a.has("global-batch-size")) out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));
   if (a.has("mtp-num-layers")) m["mtp_depth"] = a.integer("mtp-num-layers", 0);
+  if (a.has("use-dynamic-batch-size"))
+    out.dynamic_batch = fmt::format("--use-dynamic-batch-size packs each micro-batch to {} tokens per GPU from "
+                                    "sequences whose lengths are known only when it runs",
+                                    a.has("max-tokens-per-gpu") ? "--max-tokens-per-gpu " + a.value("max-tokens-per-gpu")
+                                                                : "a token budget");
   if (a.has("multi-latent-attention")) {
     YAML::Node mla(YAML::NodeType::Map);
     mla["q_lora_rank"] = a.has("q-lora-rank") ? a.integer("q-lora-rank", 0) : 0;
@@ -514,7 +532,7 @@ void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::stri
   if (!par["pp"]) par["pp"] = 1;  // Megatron's defaults
   if (!par["tp"]) par["tp"] = 1;
   const long long tp = par["tp"].as<long long>();
-  if (a.has("expert-tensor-parallel-size")) {
+  if (a.has("expert-tensor-parallel-size") && a.has("num-experts")) {  // a dense model has no experts to split
     const long long etp = a.integer("expert-tensor-parallel-size", 1);
     if (etp != tp)
       throw InputError(a.at("expert-tensor-parallel-size"),
@@ -588,6 +606,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
   MegatronArgs out;
   out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
+  out.missing_hint = cmd.hint;
   launcher_world_size(cmd, out);
   Flags a(std::move(list));
   YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);

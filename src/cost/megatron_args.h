@@ -36,6 +36,12 @@ struct MegatronArgs {
   long long world_size = 0;
   std::string world_size_from, world_size_why;
   std::string source;     // "file:line" of the training command
+  // Why a missing flag may be missing: the first unknown word among the arguments (an unset
+  // array, a file not sourced), or a line right after the command that starts with a flag (a
+  // missing `\` at the end of the line before). "" when none.
+  std::string missing_hint;
+  // slime's --use-dynamic-batch-size: micro-batches packed to --max-tokens-per-gpu at run time.
+  std::string dynamic_batch;
   std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
 };
 

@@ -343,11 +343,12 @@ Val unknown_val(std::string why, std::string text) { return Val{{std::move(text)
 
 class Arith {
  public:
-  Arith(const std::string& s, const std::function<std::optional<long long>(const std::string&)>& var)
-      : s_(s), var_(var) {}
+  using Get = std::function<std::optional<long long>(const std::string&)>;
+  using Set = std::function<void(const std::string&, long long)>;
+  Arith(const std::string& s, const Get& var, const Set& set) : s_(s), var_(var), set_(set) {}
   std::optional<long long> run() {
     try {
-      const long long v = ternary();
+      const long long v = assignment();
       skip();
       if (i_ != s_.size()) return std::nullopt;
       return v;
@@ -371,6 +372,36 @@ class Arith {
       return false;
     i_ += n;
     return true;
+  }
+  // name (= += -= *= /=) value, else a conditional expression.
+  long long assignment() {
+    skip();
+    const std::size_t start = i_;
+    std::size_t j = i_;
+    while (j < s_.size() && is_name_char(s_[j])) ++j;
+    if (j > i_ && is_name_start(s_[i_])) {
+      const std::string name = s_.substr(i_, j - i_);
+      i_ = j;
+      skip();
+      for (const char* op : {"+=", "-=", "*=", "/=", "="}) {
+        const std::size_t n = std::char_traits<char>::length(op);
+        if (s_.compare(i_, n, op) == 0 && !(n == 1 && i_ + 1 < s_.size() && s_[i_ + 1] == '=')) {
+          i_ += n;
+          const long long r = assignment();
+          long long v = r;
+          if (n == 2) {
+            const auto cur = var_(name);
+            if (!cur) throw Bad();
+            if (op[0] == '/' && r == 0) throw Bad();
+            v = op[0] == '+' ? *cur + r : op[0] == '-' ? *cur - r : op[0] == '*' ? *cur * r : *cur / r;
+          }
+          set_(name, v);
+          return v;
+        }
+      }
+    }
+    i_ = start;
+    return ternary();
   }
   long long ternary() {
     const long long c = lor();
@@ -434,6 +465,17 @@ class Arith {
     return r;
   }
   long long unary() {
+    skip();
+    for (const char* op : {"++", "--"})
+      if (s_.compare(i_, 2, op) == 0) {
+        i_ += 2;
+        skip();
+        const std::string name = name_here();
+        const auto v = var_(name);
+        if (!v) throw Bad();
+        set_(name, *v + (op[0] == '+' ? 1 : -1));
+        return *v + (op[0] == '+' ? 1 : -1);
+      }
     if (eat("-")) return -unary();
     if (eat("+")) return unary();
     if (eat("!")) return !unary();
@@ -453,18 +495,30 @@ class Arith {
       return v;
     }
     if (i_ < s_.size() && is_name_start(s_[i_])) {
-      std::size_t j = i_;
-      while (j < s_.size() && is_name_char(s_[j])) ++j;
-      const std::string name = s_.substr(i_, j - i_);
-      i_ = j;
+      const std::string name = name_here();
       const auto v = var_(name);
       if (!v) throw Bad();
+      skip();
+      for (const char* op : {"++", "--"})
+        if (s_.compare(i_, 2, op) == 0) {  // postfix: the old value
+          i_ += 2;
+          set_(name, *v + (op[0] == '+' ? 1 : -1));
+        }
       return *v;
     }
     throw Bad();
   }
+  std::string name_here() {
+    std::size_t j = i_;
+    while (j < s_.size() && is_name_char(s_[j])) ++j;
+    if (j == i_ || !is_name_start(s_[i_])) throw Bad();
+    std::string name = s_.substr(i_, j - i_);
+    i_ = j;
+    return name;
+  }
   const std::string& s_;
-  const std::function<std::optional<long long>(const std::string&)>& var_;
+  const Get& var_;
+  const Set& set_;
   std::size_t i_ = 0;
 };
 
@@ -500,6 +554,8 @@ bool glob_match(const std::string& p, const std::string& s, std::size_t i = 0, s
 // ---- the executor -----------------------------------------------------------------------------
 
 namespace shell_detail {
+
+struct ExitScript {};
 
 struct Field {
   std::string text;
@@ -675,12 +731,14 @@ class Executor {
   void if_rest(Cursor& c, const Mode& m, const SourceLoc& at);
   void else_part(Cursor& c, const Mode& m, const SourceLoc& at);
   St for_clause(Cursor& c, const Mode& m);
+  void arith_for(Cursor& c, const Mode& m, const std::string& head, const SourceLoc& at);
   St while_clause(Cursor& c, const Mode& m);
   St case_clause(Cursor& c, const Mode& m);
   St function_def(Cursor& c, const Mode& m);
   St simple(Cursor& c, const Mode& m);
   St run_simple(std::vector<ShellWord> argv, const SourceLoc& at, const Mode& m);
   St builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m, bool& handled);
+  St output(const std::vector<ShellWord>& argv, const Mode& m, bool& handled);
   void assign(const std::string& raw, const SourceLoc& at, const Mode& m);
   void assign_array(const Token& t, const Mode& m);
   void set_var(const std::string& name, Var v, const Mode& m);
@@ -695,7 +753,7 @@ class Executor {
   Val parameter(const std::string& inside, const SourceLoc& at);
   Val variable(const std::string& name) const;
   std::optional<long long> arith_value(const std::string& expr);
-  Val command_substitution(const std::string& inside) const;
+  Val command_substitution(const std::string& inside);
   St test(std::vector<ShellWord> args, bool double_bracket);
 
  private:
@@ -710,6 +768,8 @@ class Executor {
   std::vector<std::string> missing_sources_;
   int depth_ = 0;
   int loop_items_ = 0;
+  std::string* capture_ = nullptr;  // inside $(...): what echo and printf write
+  std::string capture_failed_;      // inside $(...): the first command that is not a builtin
 };
 
 // ---- control flow -------------------------------------------------------------------------------
@@ -799,8 +859,14 @@ St Executor::for_clause(Cursor& c, const Mode& m) {
   std::vector<ShellWord> items;
   std::string var, unknown;
   if (!c.end() && c.cur().kind == Tok::arith) {
-    unknown = fmt::format("the loop 'for ((...))' at line {}", at.line);
+    const std::string head = c.cur().text;
     ++c.i;
+    while (c.is_op("\n") || c.is_op(";")) ++c.i;
+    expect_word(c, "do", at);
+    arith_for(c, m, head, at);
+    expect_word(c, "done", at);
+    skip_redirections(c);
+    return St::yes;
   } else {
     if (c.end() || c.cur().kind != Tok::word) throw InputError(at, "cannot read the script: 'for' needs a name");
     var = c.cur().text;
@@ -840,6 +906,47 @@ St Executor::for_clause(Cursor& c, const Mode& m) {
   expect_word(c, "done", at);
   skip_redirections(c);
   return St::yes;
+}
+
+// for ((init; condition; step)): followed while the script's values decide the condition, up to
+// kMaxLoopItems passes in all; otherwise read once, what it sets marked with the loop.
+void Executor::arith_for(Cursor& c, const Mode& m, const std::string& head, const SourceLoc& at) {
+  std::vector<std::string> part(1);
+  for (char ch : head) {
+    if (ch == ';') part.emplace_back();
+    else part.back() += ch;
+  }
+  const std::size_t body = c.i;
+  const std::string why = fmt::format("the loop 'for (({}))' at line {}", head, at.line);
+  auto once = [&](const Mode& mm) {
+    c.i = body;
+    list(c, mm, {"done"});
+  };
+  if (!m.run || part.size() != 3) {
+    if (m.run) branch_unknown(c, m, why, [&](Cursor&, const Mode& mm) { once(mm); });
+    else once(m);
+    return;
+  }
+  const Vars before = vars_;
+  const std::size_t recorded = commands.size();
+  bool decided = part[0].find_first_not_of(" \t") == std::string::npos || arith_value(part[0]).has_value();
+  while (decided) {
+    std::optional<long long> go = part[1].find_first_not_of(" \t") == std::string::npos ? 1 : arith_value(part[1]);
+    if (!go || ++loop_items_ > kMaxLoopItems) {
+      decided = false;
+      break;
+    }
+    if (*go == 0) break;
+    once(m);
+    if (part[2].find_first_not_of(" \t") != std::string::npos && !arith_value(part[2])) decided = false;
+  }
+  if (decided) {
+    if (c.i == body) once(Mode{false, m.taint});  // never ran: skip the body
+    return;
+  }
+  vars_ = before;
+  commands.resize(recorded);
+  branch_unknown(c, m, why, [&](Cursor&, const Mode& mm) { once(mm); });
 }
 
 St Executor::while_clause(Cursor& c, const Mode& m) {
@@ -932,8 +1039,6 @@ St Executor::function_def(Cursor& c, const Mode& m) {
 
 // ---- simple commands ----------------------------------------------------------------------------
 
-struct ExitScript {};
-
 bool is_assignment(const std::string& raw) {
   if (raw.empty() || !is_name_start(raw[0])) return false;
   std::size_t k = 0;
@@ -995,6 +1100,10 @@ St Executor::run_simple(std::vector<ShellWord> argv, const SourceLoc& at, const 
   bool handled = false;
   const St st = builtin(argv, at, m, handled);
   if (handled) return st;
+  if (capture_ != nullptr && !functions_.count(argv[0].text)) {
+    if (capture_failed_.empty()) capture_failed_ = argv[0].text;
+    return St::unknown;
+  }
   auto fn = functions_.find(argv[0].text);
   if (fn != functions_.end() && argv[0].unknown.empty()) {
     static const char* kPositional[] = {"1", "2", "3", "4", "5", "6", "7", "8", "9", "#", "@"};
@@ -1045,9 +1154,13 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
   if (cmd == "true" || cmd == ":") return St::yes;
   if (cmd == "false") return St::no;
   if (cmd == "exit") {
-    if (m.taint.empty()) throw ExitScript{};
+    // `exit` / `exit 0` ends the script; a non-zero exit is an error check (a variable the user
+    // must set, a file that must exist): the launch it guards is read on.
+    const bool error = argv.size() > 1 && argv[1].text != "0";
+    if (m.taint.empty() && !error && capture_ == nullptr) throw ExitScript{};
     return St::yes;
   }
+  if (cmd == "echo" || cmd == "printf") return output(argv, m, handled);
   if (cmd == "source" || cmd == ".") {
     source_file(argv, at, m);
     return St::yes;
@@ -1074,6 +1187,62 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     return St::yes;
   }
   handled = false;
+  return St::yes;
+}
+
+// printf FORMAT ARGS: %s %d %i %%, \n \t; the format again while arguments remain.
+std::string printf_text(const std::vector<ShellWord>& a, std::size_t from) {
+  if (from >= a.size()) return {};
+  const std::string& f = a[from].text;
+  std::string out;
+  std::size_t arg = from + 1;
+  do {
+    for (std::size_t k = 0; k < f.size(); ++k) {
+      if (f[k] == '\\' && k + 1 < f.size()) {
+        const char e = f[++k];
+        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      } else if (f[k] == '%' && k + 1 < f.size()) {
+        const char d = f[++k];
+        if (d == '%') out += '%';
+        else if (arg < a.size()) out += a[arg++].text;
+      } else {
+        out += f[k];
+      }
+    }
+  } while (arg < a.size() && f.find('%') != std::string::npos);
+  return out;
+}
+
+// echo and printf: their text goes to the $(...) being read, or with printf -v VAR to VAR.
+St Executor::output(const std::vector<ShellWord>& argv, const Mode& m, bool& handled) {
+  std::string why;
+  for (const auto& w : argv)
+    if (!w.unknown.empty() && why.empty()) why = w.unknown;
+  const bool to_var = argv[0].text == "printf" && argv.size() > 2 && argv[1].text == "-v";
+  if (to_var) {
+    const std::string text = printf_text(argv, 3);
+    Var v{{text}, false, why};
+    set_var(argv[2].text, v, m);
+    return St::yes;
+  }
+  if (capture_ == nullptr) {
+    handled = false;  // recorded as a command
+    return St::yes;
+  }
+  if (!why.empty()) {
+    if (capture_failed_.empty()) capture_failed_ = why;
+    return St::yes;
+  }
+  if (argv[0].text == "printf") {
+    *capture_ += printf_text(argv, 1);
+  } else {
+    std::size_t k = 1;
+    bool newline = true;
+    for (; k < argv.size() && (argv[k].text == "-n" || argv[k].text == "-e" || argv[k].text == "-E"); ++k)
+      newline = newline && argv[k].text != "-n";
+    for (std::size_t j = k; j < argv.size(); ++j) *capture_ += (j > k ? " " : "") + argv[j].text;
+    if (newline) *capture_ += '\n';
+  }
   return St::yes;
 }
 
@@ -1371,8 +1540,15 @@ Val Executor::parameter(const std::string& inside, const SourceLoc& at) {
     const std::vector<std::string> items = it == vars_.end() ? std::vector<std::string>{} : it->second.items;
     if (index == "@" || index == "*") {
       v = Val{items, index == "@", {}, it == vars_.end() ? std::vector<std::string>{} : it->second.item_unknown};
-      if (index == "*")
+      if (index == "*") {  // one string, joined by IFS's first character
         for (std::size_t j = 0; j < items.size() && v.unknown.empty(); ++j) v.unknown = v.why(j);
+        const auto ifs = vars_.find("IFS");
+        const std::string sep = ifs == vars_.end() ? " " : ifs->second.scalar().substr(0, 1);
+        std::string joined;
+        for (std::size_t j = 0; j < items.size(); ++j) joined += (j ? sep : "") + items[j];
+        v.items = {joined};
+        v.item_unknown.clear();
+      }
     } else {
       const auto n = arith_value(index);
       if (!n) return not_read;
@@ -1402,21 +1578,42 @@ std::optional<long long> Executor::arith_value(const std::string& expr) {
   std::string unknown;
   const std::string text = expand_string(expr, SourceLoc{name_, 0, 0}, unknown);
   if (!unknown.empty()) return std::nullopt;
-  const std::function<std::optional<long long>(const std::string&)> lookup =
-      [&](const std::string& n) -> std::optional<long long> {
+  const Arith::Get lookup = [&](const std::string& n) -> std::optional<long long> {
     const Val v = variable(n);
     if (!v.unknown.empty()) return std::nullopt;
     if (v.joined().empty()) return 0;
     return to_int(v.joined());
   };
-  return Arith(text, lookup).run();
+  const Arith::Set store = [&](const std::string& n, long long v) {
+    vars_[n] = Var{{std::to_string(v)}, false, {}};
+  };
+  return Arith(text, lookup, store).run();
 }
 
-Val Executor::command_substitution(const std::string& inside) const {
+Val Executor::command_substitution(const std::string& inside) {
   const bool own_folder = inside.find("dirname") != std::string::npos &&
                           (inside.find("BASH_SOURCE") != std::string::npos || inside.find("$0") != std::string::npos ||
                            inside.find("${0}") != std::string::npos);
   if (own_folder) return known(dir_.empty() ? "." : dir_);
+  // Only builtins (assignments, echo, printf, tests, arithmetic): read in a subshell, its output kept.
+  if (depth_ < kMaxDepth) {
+    Executor sub = *this;
+    std::string out;
+    sub.commands.clear();
+    sub.capture_ = &out;
+    sub.capture_failed_.clear();
+    bool ok = true;
+    try {
+      sub.run_text(inside, name_, 0, 0);
+    } catch (const InputError&) {
+      ok = false;
+    } catch (const ExitScript&) {
+    }
+    if (ok && sub.capture_failed_.empty() && sub.commands.empty()) {
+      while (!out.empty() && out.back() == '\n') out.pop_back();
+      return known(out);
+    }
+  }
   return unknown_val(fmt::format("$({}) is a command, not run", inside), "$(" + inside + ")");
 }
 

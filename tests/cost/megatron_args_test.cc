@@ -141,8 +141,8 @@ TEST_CASE("megatron: located errors", "[cost][megatron]") {
   CHECK(error_of("--num-layers $NL --hidden-size 8") ==
         "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
-  CHECK(error_of("--tensor-model-parallel-size 2 --expert-tensor-parallel-size 1") ==
-        "a.sh:1:62: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "
+  CHECK(error_of("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1") ==
+        "a.sh:1:78: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "
         "tp (Megatron's default, expert tp = tp) only");
   CHECK(error_of("python train.py") == "a.sh: no Megatron-LM arguments (--flag value) in the file");
 }

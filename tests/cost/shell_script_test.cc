@@ -98,6 +98,13 @@ TEST_CASE("shell: bash -c, eval, functions, loops, here-documents, exit", "[cost
   // The script runs without arguments: `while [[ $# -gt 0 ]]` never runs, so its case does not taint.
   CHECK(last_words("T=MOCK\nwhile [[ $# -gt 0 ]]; do case $1 in --t) T=$2;; esac; shift; done\nrun $T") ==
         W{"run", "MOCK"});
+  // slime's --moe-layer-freq: an arithmetic for loop builds the list, printf -v formats it and
+  // a $(...) of builtins joins it with IFS's first character: 1 dense layer then 3 MoE layers.
+  CHECK(last_words("N=4\nK=1\narr=()\nfor ((i=0; i<N; i++)); do\n  if (( i < K )); then arr+=(0); else arr+=(1); fi\n"
+                   "done\nprintf -v F \"[%s]\" \"$(IFS=', '; echo \"${arr[*]}\")\"\nrun \"$F\" $(echo a b) $((i))") ==
+        W{"run", "[0,1,1,1]", "a", "b", "4"});
+  // A non-zero exit is an error check (here on an unset variable): the launch after it is read.
+  CHECK(last_words("if [ -z \"${ADDR:-}\" ]; then echo set ADDR; exit 1; fi\nrun x") == W{"run", "x"});
   const auto loop = shell_commands("while true; do A=2; done\nrun $A", "s.sh", "");
   CHECK(loop.back().words[1].unknown == "$A is set under the 'while' loop at line 1");
 }

@@ -108,7 +108,7 @@ const SchemaNode& schema() {
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
-                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
+                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"), leaf("zero_shard"), leaf("fsdp"),
                            leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
@@ -502,6 +502,9 @@ ParallelSpec read_parallel(const MapReader& r) {
   }
   if (p.recompute == Recompute::selective) p.recompute_ops |= kRecomputeAttnCore;
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
+  p.zero_shard = static_cast<int>(r.integer("zero_shard", 0, 1, 1 << 20));
+  p.fsdp = r.boolean("fsdp", false);
+  if (p.fsdp && p.zero != 3) r.fail("fsdp", "parallel.fsdp (PyTorch FSDP2's layout) needs parallel.zero: 3");
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
   const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed", "torch"});
@@ -566,6 +569,9 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
                                                     p.cp, p.dp, per_replica * p.dp, gpus_at->path("gpus"), gpus));
     }
   }
+  if (p.zero_shard > 0 && p.dp % p.zero_shard != 0)
+    par.fail("zero_shard", fmt::format("parallel.zero_shard={} must divide parallel.dp={} (the other dp / zero_shard "
+                                       "ranks hold replicas of each shard)", p.zero_shard, p.dp));
   if (p.ep > 1) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
@@ -827,9 +833,7 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   if (rel.empty()) root.fail("torchtitan", "torchtitan must name a torchtitan TOML job config");
   std::filesystem::path p(rel);
   if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  long long gpus = 0;
-  const YAML::Node& hw = root_node["hardware"];
-  if (hw && hw.IsMap() && hw["gpus"]) gpus = hw["gpus"].as<long long>(0);
+  const long long gpus = stated_gpus(root_node);
   keys = read_torchtitan(p.string(), gpus, root.loc("torchtitan"));
   YAML::Node out = YAML::Clone(root_node);
   const YAML::Node& given = out;
@@ -838,6 +842,10 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   merge_under(out["model"], keys.model);
   merge_under(out["parallel"], keys.parallel);
   merge_under(out["precision"], keys.precision);
+  if (keys.costs && keys.costs.size() > 0) {
+    if (!given["costs"] || given["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
+    merge_under(out["costs"], keys.costs);
+  }
   return out;
 }
 
@@ -854,6 +862,7 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   const YAML::Node par = given["parallel"], model = given["model"];
   if (!par || !par.IsMap() || !model || !model.IsMap()) return root_node;  // the readers name it
   const YAML::Node layers_node = model["layers"];
+  if (!layers_node && !model["hf_config"] && !keys.missing_model.empty()) root.fail("torchtitan", keys.missing_model);
   if (!layers_node) return root_node;  // read_model names the missing key
   const long long layers = layers_node.as<long long>(0), lps = keys.layers_per_stage;
   const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
@@ -956,6 +965,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.tp_overlap = co.number("tp_overlap", 0, 0, 1, false);
     c.costs.dp_comm = co.boolean("dp_comm", false);
     c.costs.dp_overlap = co.number("dp_overlap", 0, 0, 1, false);
+    c.costs.fsdp_prefetch = !co.has("dp_overlap");
     c.costs.optimizer_step = co.boolean("optimizer_step", false);
     c.costs.cp_comm = co.boolean("cp_comm", true);
     c.costs.cp_overlap = co.number("cp_overlap", 0, 0, 1, false);

@@ -581,6 +581,11 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
 void read_precision_flags(Flags& a, YAML::Node prec) {
   if (a.has("bf16")) prec["params"] = "bf16";
   if (a.has("fp16")) prec["params"] = "fp16";
+  if (a.has("grad-reduce-in-bf16")) prec["grads"] = "bf16";  // the main grads kept and reduced in bf16
+  // --optimizer-cpu-offload with --optimizer-offload-fraction (default 1.0): all on the host.
+  if (a.has("optimizer-cpu-offload") &&
+      (!a.has("optimizer-offload-fraction") || a.number("optimizer-offload-fraction") >= 1.0))
+    prec["optimizer_location"] = "host";
   if (a.has("fp8-format")) {
     const std::string f = a.value("fp8-format");
     if (f != "e4m3" && f != "hybrid")

@@ -752,6 +752,7 @@ class Executor {
   std::string expand_string(const std::string& raw, const SourceLoc& at, std::string& unknown);
   Val parameter(const std::string& inside, const SourceLoc& at);
   Val variable(const std::string& name) const;
+  std::string piece_reason(const std::string& word, const std::string& fallback) const;
   std::optional<long long> arith_value(const std::string& expr);
   Val command_substitution(const std::string& inside);
   St test(std::vector<ShellWord> args, bool double_bracket);
@@ -1379,7 +1380,8 @@ void Executor::expand_into(const std::string& raw, std::size_t& i, const SourceL
       const std::size_t first = out.size();
       append_split(out, v.joined());
       for (std::size_t k = first > 0 ? first - 1 : 0; k < out.size(); ++k)
-        if (out[k].text.find_first_of("$`") != std::string::npos && out[k].unknown.empty()) out[k].unknown = v.unknown;
+        if (out[k].text.find_first_of("$`") != std::string::npos && out[k].unknown.empty())
+          out[k].unknown = piece_reason(out[k].text, v.unknown);
       return;
     }
     if (!v.unknown.empty()) {
@@ -1488,6 +1490,19 @@ Val Executor::dollar(const std::string& raw, std::size_t& i, const SourceLoc& at
     return unknown_val(fmt::format("${} is known only when the script runs", c), raw.substr(start, 2));
   }
   return known("$");
+}
+
+// Why a word of a partly known value is unknown: its own first $NAME's reason where that
+// variable is unknown, else the value's.
+std::string Executor::piece_reason(const std::string& word, const std::string& fallback) const {
+  const std::size_t d = word.find('$');
+  if (d == std::string::npos) return fallback;
+  std::size_t k = d + 1 + (d + 1 < word.size() && word[d + 1] == '{' ? 1 : 0);
+  const std::size_t from = k;
+  while (k < word.size() && is_name_char(word[k])) ++k;
+  if (k == from) return fallback;
+  const Val v = variable(word.substr(from, k - from));
+  return v.unknown.empty() ? fallback : v.unknown;
 }
 
 Val Executor::variable(const std::string& name) const {

@@ -39,6 +39,10 @@ TEST_CASE("shell: arrays, quoting and word splitting as bash does them", "[cost]
   // a value an undecided branch chose stays unknown as a whole.
   CHECK(last_words("O=\"--x 1 --cache $HOME --y 2\"\nrun $O") == W{"run", "--x", "1", "--cache", "?$HOME", "--y", "2"});
   CHECK(last_words("if [ -f f ]; then O=\"--x 1\"; else O=\"--x 2\"; fi\nrun $O") == W{"run", "?$O"});
+  // Each unknown piece says its own reason.
+  const auto pieces = shell_commands("O=\"--a $A --b $B\"\nrun $O", "s.sh", "");
+  CHECK(pieces.back().words[2].unknown == "$A is not set in the script (from the environment?)");
+  CHECK(pieces.back().words[4].unknown == "$B is not set in the script (from the environment?)");
   // An empty unquoted expansion leaves no word; an empty quoted one is one empty word.
   CHECK(last_words("E=\nrun $E \"$E\"") == W{"run", ""});
 }

@@ -112,7 +112,7 @@ const SchemaNode& schema() {
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
       section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
-                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"),
+                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"), leaf("zero_shard"), leaf("fsdp"),
                            leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
@@ -546,6 +546,9 @@ ParallelSpec read_parallel(const MapReader& r) {
   }
   if (p.recompute == Recompute::selective) p.recompute_ops |= kRecomputeAttnCore;
   p.zero = static_cast<int>(r.integer("zero", 0, 0, 3));
+  p.zero_shard = static_cast<int>(r.integer("zero_shard", 0, 1, 1 << 20));
+  p.fsdp = r.boolean("fsdp", false);
+  if (p.fsdp && p.zero != 3) r.fail("fsdp", "parallel.fsdp (PyTorch FSDP2's layout) needs parallel.zero: 3");
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
   const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed", "torch"});
@@ -610,6 +613,9 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
                                                     p.cp, p.dp, per_replica * p.dp, gpus_at->path("gpus"), gpus));
     }
   }
+  if (p.zero_shard > 0 && p.dp % p.zero_shard != 0)
+    par.fail("zero_shard", fmt::format("parallel.zero_shard={} must divide parallel.dp={} (the other dp / zero_shard "
+                                       "ranks hold replicas of each shard)", p.zero_shard, p.dp));
   if (p.ep > 1) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
@@ -767,8 +773,67 @@ void merge_under(YAML::Node to, const YAML::Node& from) {
   }
 }
 
+// The world size a config states: hardware.gpus or cluster.gpus (0: neither).
+long long stated_gpus(const YAML::Node& root) {
+  for (const char* section : {"cluster", "hardware"}) {
+    const YAML::Node s = root[section];
+    if (s && s.IsMap() && s["gpus"]) return s["gpus"].as<long long>(0);
+  }
+  return 0;
+}
+
+// Megatron's data-parallel size for splitting --global-batch-size: parallel.dp when the YAML
+// writes it, else world size / (tp x pp x cp) (Megatron's own rule), the world size from the YAML
+// (hardware.gpus, cluster.gpus) or the launcher in the script (torchrun --nproc-per-node x
+// --nnodes). Refused, naming what is missing, when neither is known.
+long long megatron_dp(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
+  const YAML::Node& par = out["parallel"];
+  if (par["dp"]) return par["dp"].as<long long>(1);
+  const auto degree = [&](const char* key) { return par[key] ? std::max(1LL, par[key].as<long long>(1)) : 1LL; };
+  const long long per_replica = degree("tp") * degree("pp") * degree("cp");
+  long long world = stated_gpus(out);
+  std::string from = "hardware.gpus";
+  if (world <= 0 && args.world_size > 0) {
+    world = args.world_size;
+    from = args.world_size_from;
+  }
+  if (world <= 0)
+    root.fail("megatron_args",
+              fmt::format("--global-batch-size {} needs the world size to split it (Megatron's dp = GPUs / (tp x pp x "
+                          "cp)): the script's launcher does not state it{}; give hardware.gpus or parallel.dp",
+                          args.global_batch_size, args.world_size_why.empty() ? "" : " (" + args.world_size_why + ")"));
+  if (world % per_replica != 0)
+    root.fail("megatron_args", fmt::format("{} = {} GPUs is not a multiple of --tensor-model-parallel-size x "
+                                           "--pipeline-model-parallel-size x --context-parallel-size = {}",
+                                           from, world, per_replica));
+  return world / per_replica;
+}
+
+// What Megatron itself requires (its arguments.py) and the YAML did not give: one line naming the
+// flag and the script, not ppsim's key.
+void check_megatron_required(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
+  static const std::pair<const char*, const char*> kRequired[] = {
+      {"layers", "--num-layers"}, {"hidden", "--hidden-size"}, {"heads", "--num-attention-heads"}};
+  const YAML::Node& m = out["model"];
+  if (m["hf_config"]) return;  // the config.json gives the rest (expand_hf_config names what it lacks)
+  const std::string hint = args.missing_hint.empty() ? "" : "; " + args.missing_hint;
+  for (const auto& [key, flag] : kRequired)
+    if (!m[key])
+      root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it){}",
+                                             args.source, flag, hint));
+  if (!m["seq_len"])
+    root.fail("megatron_args", fmt::format("{}: no --seq-length (tokens per sequence{}); give it, or model.seq_len{}",
+                                           args.source, args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch,
+                                           hint));
+  if (!m["vocab"])
+    root.fail("megatron_args",
+              fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "
+                          "not read; give it as model.vocab (the tokenizer's vocab_size)",
+                          args.source, args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
+}
+
 // megatron_args: FILE: the launch arguments' model, parallel and precision keys under the
-// config's own. microbatches = global batch / (micro-batch size x dp), dp the config's (or 1).
+// config's own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
 YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("megatron_args")) return root_node;
@@ -784,16 +849,20 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   merge_under(out["model"], args.model);
   merge_under(out["parallel"], args.parallel);
   merge_under(out["precision"], args.precision);
+  check_megatron_required(root, out, args);
   const YAML::Node& par = out["parallel"];
-  if (args.global_batch_size > 0 && !par["microbatches"]) {
-    long long dp = 1;
-    if (par["dp"]) dp = par["dp"].as<long long>(1);
-    const long long per_step = static_cast<long long>(args.micro_batch_size) * std::max(1LL, dp);
-    if (args.global_batch_size % per_step != 0)
-      root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
-                                             args.global_batch_size, args.micro_batch_size, dp));
-    out["parallel"]["microbatches"] = args.global_batch_size / per_step;
+  if (par["microbatches"]) return out;
+  if (args.global_batch_size <= 0) {  // Megatron's default global batch: micro-batch size x dp
+    out["parallel"]["microbatches"] = 1;
+    return out;
   }
+  const long long dp = megatron_dp(root, out, args);
+  if (!par["dp"] && stated_gpus(out) <= 0) out["parallel"]["dp"] = dp;  // the launcher's world size
+  const long long per_step = static_cast<long long>(args.micro_batch_size) * dp;
+  if (args.global_batch_size % per_step != 0)
+    root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
+                                           args.global_batch_size, args.micro_batch_size, dp));
+  out["parallel"]["microbatches"] = args.global_batch_size / per_step;
   return out;
 }
 
@@ -808,9 +877,7 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   if (rel.empty()) root.fail("torchtitan", "torchtitan must name a torchtitan TOML job config");
   std::filesystem::path p(rel);
   if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  long long gpus = 0;
-  const YAML::Node& hw = root_node["hardware"];
-  if (hw && hw.IsMap() && hw["gpus"]) gpus = hw["gpus"].as<long long>(0);
+  const long long gpus = stated_gpus(root_node);
   keys = read_torchtitan(p.string(), gpus, root.loc("torchtitan"));
   YAML::Node out = YAML::Clone(root_node);
   const YAML::Node& given = out;
@@ -819,6 +886,10 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   merge_under(out["model"], keys.model);
   merge_under(out["parallel"], keys.parallel);
   merge_under(out["precision"], keys.precision);
+  if (keys.costs && keys.costs.size() > 0) {
+    if (!given["costs"] || given["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
+    merge_under(out["costs"], keys.costs);
+  }
   return out;
 }
 
@@ -835,6 +906,7 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   const YAML::Node par = given["parallel"], model = given["model"];
   if (!par || !par.IsMap() || !model || !model.IsMap()) return root_node;  // the readers name it
   const YAML::Node layers_node = model["layers"];
+  if (!layers_node && !model["hf_config"] && !keys.missing_model.empty()) root.fail("torchtitan", keys.missing_model);
   if (!layers_node) return root_node;  // read_model names the missing key
   const long long layers = layers_node.as<long long>(0), lps = keys.layers_per_stage;
   const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
@@ -948,6 +1020,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.tp_overlap = co.number("tp_overlap", 0, 0, 1, false);
     c.costs.dp_comm = co.boolean("dp_comm", false);
     c.costs.dp_overlap = co.number("dp_overlap", 0, 0, 1, false);
+    c.costs.fsdp_prefetch = !co.has("dp_overlap");
     c.costs.optimizer_step = co.boolean("optimizer_step", false);
     c.costs.cp_comm = co.boolean("cp_comm", true);
     c.costs.cp_overlap = co.number("cp_overlap", 0, 0, 1, false);

@@ -6,6 +6,7 @@
 // parallelism (ep) is carved out of the data-parallel ranks, so ep must divide dp, and the
 // routed experts are replicated over dp / ep ranks ("expert data parallel").
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -222,6 +223,10 @@ struct CostSwitches {
   double tp_overlap = 0;        // fraction of them hidden under the GEMMs (0: all exposed)
   bool dp_comm = false;         // data-parallel gradient reduce(-scatter) and parameter all-gather per step
   double dp_overlap = 0;        // fraction of that hidden under the backward / forward
+  // dp_overlap not written, with parallel.zero 3: FSDP's per-layer prefetch model instead
+  // (cost/step_costs.h): all but the first all-gather and the last reduce-scatter hidden under the
+  // rank's compute, as far as it lasts.
+  bool fsdp_prefetch = false;
   bool optimizer_step = false;  // the Adam step (HBM-bound) at the end of each step
   bool cp_comm = true;          // context parallelism's K/V all-gather (forward; again backward) and dK/dV reduce-scatter (backward)
   double cp_overlap = 0;        // fraction of it hidden under the attention (0: exposed, as Llama 3's)
@@ -263,6 +268,12 @@ struct ParallelSpec {
   int recompute_layers = -1;       // with full: the first N layers of each stage (Megatron's block method); -1 = all
   unsigned recompute_ops = 0;      // RecomputeOp bits, in every layer not fully recomputed
   int zero = 0;                    // ZeRO stage: 1 shards optimizer states over dp, 2 also grads, 3 also weights
+  int zero_shard = 0;              // ranks of dp ZeRO shards over (HSDP's shard group; x cp); 0: all of dp
+  // PyTorch FSDP2 (torchtitan), with zero 3: the shard is the fp32 parameter itself (no separate
+  // params-dtype shard; mixed precision all-gathers it in precision.params), and the gathered
+  // weights in flight are held: two layers' (the one computing, the one prefetched) at pp 1, the
+  // rank's whole stage at pp > 1 (torchtitan does not reshard after forward under PP).
+  bool fsdp = false;
   bool blocking_p2p = false;
   // Zero Bubble's optimizer post-validation (Qi et al. 2024, section 4): no all-reduce across the
   // pipeline before the optimizer step, so each rank steps when its own work ends and the next
@@ -291,6 +302,10 @@ struct ParallelSpec {
   // parallelism; torchtitan's fsdp mesh dimension, dp_shard x cp).
   int grad_dp() const { return dp * cp; }
   int expert_dp() const { return ep > 0 ? grad_dp() / ep : grad_dp(); }  // replicas of each routed expert
+  // The ranks ZeRO shards over: zero_shard x cp (torchtitan's dp_shard x cp), all of grad_dp by
+  // default; the other grad_dp / zero_dp replicas of each shard all-reduce its gradients (HSDP).
+  int zero_dp() const { return zero_shard > 0 ? zero_shard * cp : grad_dp(); }
+  int expert_zero_dp() const { return std::max(1, zero_dp() / std::max(1, ep)); }
 };
 
 // Explicit and measured op times are at most this many ms (17 minutes) each, so that sums

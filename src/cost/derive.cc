@@ -683,7 +683,9 @@ PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const 
     }
     p.step_time_s = period / 1e9;
   } else if (c.costs.any_step_piece()) {
-    p.step_time_s += step_costs(c, s).added_ns / 1e9;
+    std::vector<double> busy;
+    for (const auto& rank : r.ranks) busy.push_back(static_cast<double>(rank.busy));
+    p.step_time_s += step_costs(c, s, &busy).added_ns / 1e9;
   }
   const double tokens = static_cast<double>(s.microbatches) * static_cast<double>(c.model.tokens_per_microbatch()) * c.parallel.dp;
   const double gpus = static_cast<double>(s.pp) * c.parallel.tp * c.parallel.cp * c.parallel.dp;

@@ -1,80 +1,22 @@
 #include "cost/megatron_args.h"
 
+#include "cost/shell_script.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
+#include <filesystem>
+#include <optional>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace ppsim {
 
 namespace {
 
-struct Word {
-  std::string text;
-  SourceLoc loc;
-};
-
-// Shell-like words: quotes, backslash-newline continuations and `#` comments.
-std::vector<Word> split_words(const std::string& text, const std::string& name) {
-  std::vector<Word> out;
-  int line = 1, col = 1;
-  std::size_t i = 0;
-  auto advance = [&](char c) {
-    if (c == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  };
-  while (i < text.size()) {
-    const char c = text[i];
-    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r')) {
-      advance(c);
-      ++i;
-      continue;
-    }
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      advance(c);
-      ++i;
-      continue;
-    }
-    if (c == '#') {
-      while (i < text.size() && text[i] != '\n') advance(text[i++]);
-      continue;
-    }
-    Word w;
-    w.loc = SourceLoc{name, line, col};
-    while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) {
-      const char d = text[i];
-      if (d == '"' || d == '\'') {
-        advance(text[i++]);
-        while (i < text.size() && text[i] != d) {
-          w.text += text[i];
-          advance(text[i++]);
-        }
-        if (i >= text.size()) throw InputError(w.loc, "unterminated quote");
-        advance(text[i++]);
-        continue;
-      }
-      if (d == '\\' && i + 1 < text.size()) {
-        advance(text[i++]);
-        if (text[i] == '\n') {
-          advance(text[i++]);
-          break;
-        }
-      }
-      w.text += text[i];
-      advance(text[i++]);
-    }
-    if (!w.text.empty()) out.push_back(w);
-  }
-  return out;
-}
+using Word = ShellWord;
 
 struct Flag {
   std::string name;  // without the leading "--", '_' read as '-'
@@ -82,6 +24,7 @@ struct Flag {
   SourceLoc loc;
 };
 
+// The script's flags with argparse's meaning: a repeated flag's last value wins.
 class Flags {
  public:
   explicit Flags(std::vector<Flag> f) : flags_(std::move(f)) {
@@ -92,17 +35,20 @@ class Flags {
     return index_.count(n) != 0;
   }
   const Flag& get(const std::string& n) { return flags_[index_.at(n)]; }
+  // Where the flag's value is (the flag itself when it has none).
+  SourceLoc at(const std::string& n) {
+    const Flag& f = get(n);
+    return f.values.empty() ? f.loc : f.values[0].loc;
+  }
   std::string value(const std::string& n) {
     const Flag& f = get(n);
     if (f.values.empty()) throw InputError(f.loc, fmt::format("--{} needs a value", n));
-    const std::string& v = f.values[0].text;
-    if (v.find('$') != std::string::npos)
-      throw InputError(f.values[0].loc, fmt::format("--{} {}: a shell variable; write its value", n, v));
-    return v;
+    const Word& v = f.values[0];
+    if (!v.unknown.empty()) throw InputError(v.loc, fmt::format("--{} {}: {}", n, v.text, v.unknown));
+    return v.text;
   }
   long long integer(const std::string& n, long long min = 0) {
     const std::string v = value(n);
-    const Flag& f = get(n);
     std::size_t used = 0;
     long long x = 0;
     try {
@@ -111,7 +57,7 @@ class Flags {
       used = 0;
     }
     if (used != v.size() || v.empty() || x < min)
-      throw InputError(f.values[0].loc, fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
+      throw InputError(at(n), fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
     return x;
   }
   double number(const std::string& n) {
@@ -119,13 +65,14 @@ class Flags {
     try {
       return std::stod(v);
     } catch (const std::exception&) {
-      throw InputError(get(n).values[0].loc, fmt::format("--{}: expected a number, got '{}'", n, v));
+      throw InputError(at(n), fmt::format("--{}: expected a number, got '{}'", n, v));
     }
   }
   std::vector<std::string> unused() const {
     std::vector<std::string> out;
+    std::set<std::string> listed;
     for (const auto& f : flags_)
-      if (!used_.count(f.name)) out.push_back("--" + f.name);
+      if (!used_.count(f.name) && listed.insert(f.name).second) out.push_back("--" + f.name);
     return out;
   }
 
@@ -135,6 +82,154 @@ class Flags {
   std::set<std::string> used_;
 };
 
+bool ends_with(const std::string& s, const char* tail) {
+  const std::size_t n = std::char_traits<char>::length(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+
+// The training command: the launcher's words (up to the .py) and the script's arguments after it.
+struct TrainingCommand {
+  Word script;  // the .py
+  std::vector<Word> launcher, args;
+  SourceLoc loc;
+  std::string hint;  // MegatronArgs::missing_hint
+};
+
+// MegatronArgs::missing_hint for the command `best` among `cmds`.
+std::string missing_hint(const std::vector<ShellCommand>& cmds, const ShellCommand* best, const std::vector<Word>& args) {
+  for (const Word& w : args)
+    if (!w.unknown.empty()) return fmt::format("the script's word {} is not known: {}", w.text, w.unknown);
+  for (std::size_t k = 0; k + 1 < cmds.size(); ++k)
+    if (&cmds[k] == best && !cmds[k + 1].words.empty() && cmds[k + 1].words[0].text.rfind("--", 0) == 0)
+      return fmt::format("line {} starts with {}: is a '\\' missing at the end of line {}?", cmds[k + 1].loc.line,
+                         cmds[k + 1].words[0].text, cmds[k + 1].loc.line - 1);
+  return {};
+}
+
+std::size_t count_flags(const std::vector<Word>& w, std::size_t from) {
+  std::size_t n = 0;
+  for (std::size_t k = from; k < w.size(); ++k) n += w[k].text.rfind("--", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+// Among the script's commands, the one running a .py with the most flags after it; with none, the
+// words of all commands (a plain argument list, one `--flag value` per line).
+TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const std::string& name) {
+  const ShellCommand* best = nullptr;
+  std::size_t best_py = 0, best_flags = 0;
+  for (const ShellCommand& c : cmds)
+    for (std::size_t k = 0; k < c.words.size(); ++k)
+      if (ends_with(c.words[k].text, ".py") && c.words[k].unknown.empty()) {
+        const std::size_t n = count_flags(c.words, k + 1);
+        if (n > 0 && n >= best_flags) {
+          best = &c;
+          best_py = k;
+          best_flags = n;
+        }
+      }
+  TrainingCommand out;
+  if (best == nullptr) {
+    for (const ShellCommand& c : cmds)
+      for (const Word& w : c.words) out.args.push_back(w);
+    out.loc = cmds.empty() ? SourceLoc{name, 0, 0} : cmds.front().loc;
+    return out;
+  }
+  if (!best->undecided.empty())
+    throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}",
+                                            best->words[best_py].text, best->undecided));
+  out.script = best->words[best_py];
+  out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
+  out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
+  out.loc = best->loc;
+  out.hint = missing_hint(cmds, best, out.args);
+  return out;
+}
+
+// argparse's reading of the words: `--flag value...`, `--flag=value`; '_' in a name read as '-'.
+std::vector<Flag> collect_flags(const std::vector<Word>& words) {
+  std::vector<Flag> list;
+  for (const Word& w : words) {
+    const std::string head = w.text.substr(0, w.text.find('='));
+    if (w.text.rfind("--", 0) == 0 && head.size() > 2 && (w.unknown.empty() || head.find('$') == std::string::npos)) {
+      Flag f;
+      std::string n = w.text.substr(2);
+      const std::size_t eq = n.find('=');
+      if (eq != std::string::npos) {
+        f.values.push_back(Word{n.substr(eq + 1), w.loc, w.unknown});
+        n = n.substr(0, eq);
+      }
+      for (char& c : n)
+        if (c == '_') c = '-';
+      f.name = n;
+      f.loc = w.loc;
+      list.push_back(std::move(f));
+    } else if (!list.empty()) {
+      list.back().values.push_back(w);
+    }
+  }
+  return list;
+}
+
+// The first known integer among the words' values of `names` (torchrun --nproc-per-node 8).
+std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initializer_list<const char*> names,
+                                       std::string& why) {
+  for (std::size_t k = 0; k + 1 <= w.size(); ++k)
+    for (const char* n : names) {
+      std::string value;
+      SourceLoc at;
+      std::string unknown;
+      if (w[k].text == n && k + 1 < w.size()) {
+        value = w[k + 1].text;
+        unknown = w[k + 1].unknown;
+      } else if (w[k].text.rfind(std::string(n) + "=", 0) == 0) {
+        value = w[k].text.substr(std::char_traits<char>::length(n) + 1);
+        unknown = w[k].unknown;
+      } else {
+        continue;
+      }
+      if (!unknown.empty()) {
+        why = fmt::format("{} {}: {}", n, value, unknown);
+        return std::nullopt;
+      }
+      const std::size_t colon = value.find(':');  // --nnodes 2:2
+      if (colon != std::string::npos && value.substr(0, colon) == value.substr(colon + 1)) value = value.substr(0, colon);
+      try {
+        std::size_t used = 0;
+        const long long v = std::stoll(value, &used);
+        if (used == value.size() && v > 0) return v;
+      } catch (const std::exception&) {
+      }
+      why = fmt::format("{} {} is not a number of GPUs", n, value);
+      return std::nullopt;
+    }
+  return std::nullopt;
+}
+
+// The world size the launcher states: torchrun's (or torch.distributed.run's) --nproc-per-node x
+// --nnodes (1 when absent), deepspeed's --num_gpus x --num_nodes; else slime's actor flags.
+void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
+  std::string why;
+  const auto procs = launcher_flag(t.launcher, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus"}, why);
+  if (procs) {
+    std::string node_why;
+    const auto nodes = launcher_flag(t.launcher, {"--nnodes", "--num_nodes", "--num-nodes"}, node_why);
+    if (nodes || node_why.empty()) {
+      out.world_size = *procs * nodes.value_or(1);
+      out.world_size_from = "the launcher's --nproc-per-node x --nnodes";
+      return;
+    }
+    why = node_why;
+  }
+  std::string actor_why;
+  const auto actor_nodes = launcher_flag(t.args, {"--actor-num-nodes", "--actor_num_nodes"}, actor_why);
+  const auto actor_gpus = launcher_flag(t.args, {"--actor-num-gpus-per-node", "--actor_num_gpus_per_node"}, actor_why);
+  if (actor_gpus) {
+    out.world_size = *actor_gpus * actor_nodes.value_or(1);
+    out.world_size_from = "--actor-num-nodes x --actor-num-gpus-per-node";
+    return;
+  }
+  out.world_size_why = !why.empty() ? why : actor_why;
+}
 }  // namespace
 
 PipelineLayout parse_pipeline_layout(const std::string& layout, const SourceLoc& loc) {
@@ -200,119 +295,74 @@ PipelineLayout parse_pipeline_layout(const std::string& layout, const SourceLoc&
   return r;
 }
 
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name) {
-  const std::vector<Word> words = split_words(text, name);
-  std::vector<Flag> list;
-  for (const Word& w : words) {
-    if (w.text.rfind("--", 0) == 0 && w.text.size() > 2) {
-      Flag f;
-      std::string n = w.text.substr(2);
-      std::string val;
-      const std::size_t eq = n.find('=');
-      if (eq != std::string::npos) {
-        val = n.substr(eq + 1);
-        n = n.substr(0, eq);
-      }
-      for (char& c : n)
-        if (c == '_') c = '-';
-      f.name = n;
-      f.loc = w.loc;
-      if (eq != std::string::npos) f.values.push_back(Word{val, w.loc});
-      list.push_back(std::move(f));
-    } else if (w.text.size() > 3 && w.text.compare(w.text.size() - 3, 3, ".py") == 0) {
-      list.clear();  // the flags so far were the launcher's (torchrun ... pretrain_gpt.py)
-    } else if (!list.empty()) {
-      list.back().values.push_back(w);
-    }
+namespace {
+
+void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long long min = 1) {
+  if (a.has(flag)) node[key] = a.integer(flag, min);
+}
+
+// The vocabulary: --vocab-size as written (Megatron pads it to a multiple of 128 x tp: not
+// applied), or GPT-2's BPE (--tokenizer-type GPT2BPETokenizer, or --vocab-file with --merge-file
+// and no type): 50257 padded as Megatron pads it (vocab_size_with_padding: up to a multiple of
+// --make-vocab-size-divisible-by (128) x tp). Other tokenizers: named for the caller's message.
+void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
+  copy_int(a, "vocab-size", m, "vocab");
+  copy_int(a, "padded-vocab-size", m, "vocab");
+  const std::string type = a.has("tokenizer-type") ? a.value("tokenizer-type") : "";
+  const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
+  if (!m["vocab"] && gpt2) {
+    const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
+    const long long multiple =
+        (a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128) * tp;
+    m["vocab"] = (50257 + multiple - 1) / multiple * multiple;
   }
-  if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
-  {
-    std::map<std::string, SourceLoc> seen;
-    for (const Flag& f : list) {
-      auto [it, fresh] = seen.emplace(f.name, f.loc);
-      if (!fresh)
-        throw InputError(f.loc, fmt::format("--{} is given twice (first at line {})", f.name, it->second.line));
-    }
+  if (!type.empty()) out.tokenizer = "--tokenizer-type " + type;
+  if (a.has("tokenizer-model") && !a.get("tokenizer-model").values.empty())
+    out.tokenizer += (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);
+}
+
+// Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
+void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
+  copy_int(a, "num-layers", m, "layers");
+  copy_int(a, "hidden-size", m, "hidden");
+  copy_int(a, "num-attention-heads", m, "heads");
+  copy_int(a, "kv-channels", m, "head_dim");
+  copy_int(a, "seq-length", m, "seq_len");
+  read_vocab(a, m, out);
+  const bool swiglu = a.has("swiglu");
+  if (a.has("ffn-hidden-size")) {
+    m["ffn_hidden"] = a.integer("ffn-hidden-size", 1);
+  } else if (a.has("hidden-size")) {  // Megatron's default (arguments.py): 4h, or with SwiGLU 8h/3 down to a multiple of 64
+    const long long h = a.integer("hidden-size", 1);
+    m["ffn_hidden"] = swiglu ? static_cast<long long>((4.0 * h * 2 / 3) / 64) * 64 : 4 * h;
   }
-  Flags a(std::move(list));
-  MegatronArgs out;
-  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
-  auto copy_int = [&](const char* flag, YAML::Node node, const char* key, long long min = 1) {
-    if (a.has(flag)) node[key] = a.integer(flag, min);
-  };
-  copy_int("num-layers", m, "layers");
-  copy_int("hidden-size", m, "hidden");
-  copy_int("ffn-hidden-size", m, "ffn_hidden");
-  copy_int("num-attention-heads", m, "heads");
-  copy_int("kv-channels", m, "head_dim");
-  copy_int("seq-length", m, "seq_len");
-  copy_int("vocab-size", m, "vocab");
-  copy_int("padded-vocab-size", m, "vocab");
+  // --num-query-groups counts only with --group-query-attention (Megatron ignores it otherwise).
   if (a.has("group-query-attention")) {
     if (!a.has("num-query-groups"))
       throw InputError(a.get("group-query-attention").loc, "--group-query-attention needs --num-query-groups");
     m["kv_heads"] = a.integer("num-query-groups", 1);
-  } else if (a.has("num-query-groups")) {
-    (void)0;  // read only with --group-query-attention (Megatron ignores it otherwise)
+  } else {
+    (void)a.has("num-query-groups");
   }
-  // Megatron's defaults: GELU, LayerNorm, tied embeddings, dropout 0.1.
-  m["mlp"] = a.has("swiglu") ? "swiglu" : "gelu";
+  m["mlp"] = swiglu ? "swiglu" : "gelu";
   std::string norm = "LayerNorm";
   if (a.has("normalization")) norm = a.value("normalization");
   if (norm != "LayerNorm" && norm != "RMSNorm")
-    throw InputError(a.get("normalization").values[0].loc,
-                     fmt::format("--normalization {}: LayerNorm or RMSNorm", norm));
+    throw InputError(a.at("normalization"), fmt::format("--normalization {}: LayerNorm or RMSNorm", norm));
   m["norm"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
   m["tied_embeddings"] = !a.has("untie-embeddings-and-output-weights");
   const double hidden_dropout = a.has("hidden-dropout") ? a.number("hidden-dropout") : 0.1;
   const double attention_dropout = a.has("attention-dropout") ? a.number("attention-dropout") : 0.1;
   m["dropout"] = hidden_dropout > 0 || attention_dropout > 0;
-  if (a.has("micro-batch-size")) {
-    out.micro_batch_size = static_cast<int>(a.integer("micro-batch-size", 1));
-    m["micro_batch_size"] = out.micro_batch_size;
-  }
+  if (a.has("micro-batch-size")) out.micro_batch_size = static_cast<int>(a.integer("micro-batch-size", 1));
+  m["micro_batch_size"] = out.micro_batch_size;
   if (a.has("global-batch-size")) out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));
   if (a.has("mtp-num-layers")) m["mtp_depth"] = a.integer("mtp-num-layers", 0);
-
-  if (a.has("num-experts")) {
-    YAML::Node moe(YAML::NodeType::Map);
-    moe["experts"] = a.integer("num-experts", 1);
-    if (a.has("moe-router-topk"))
-      moe["top_k"] = a.integer("moe-router-topk", 1);
-    else
-      moe["top_k"] = 2;  // Megatron's default
-    long long fe = 0;
-    if (a.has("moe-ffn-hidden-size"))
-      fe = a.integer("moe-ffn-hidden-size", 1);
-    else if (a.has("ffn-hidden-size"))
-      fe = a.integer("ffn-hidden-size", 1);
-    if (fe > 0) moe["expert_ffn_hidden"] = fe;
-    if (a.has("moe-router-enable-expert-bias")) moe["router_bias"] = true;  // one per expert, as DeepSeek-V3's
-    if (a.has("moe-shared-expert-intermediate-size")) {
-      const long long sh = a.integer("moe-shared-expert-intermediate-size", 0);
-      if (fe <= 0 || sh % fe != 0)
-        throw InputError(
-            a.get("moe-shared-expert-intermediate-size").loc,
-            fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide", sh, fe));
-      moe["shared_experts"] = sh / fe;
-    }
-    m["moe"] = moe;
-    if (a.has("moe-layer-freq")) {
-      const std::string f = a.value("moe-layer-freq");
-      static const std::regex kPattern(R"(\(?\[0\]\*(\d+)\+\[1\]\*(\d+)\)?)");
-      std::smatch mt;
-      std::string compact;
-      for (char c : f)
-        if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
-      if (std::regex_match(compact, mt, kPattern)) {
-        m["dense_layers_first"] = std::stoi(mt[1].str());
-      } else if (compact != "1") {
-        throw InputError(
-            a.get("moe-layer-freq").values[0].loc,
-            fmt::format("--moe-layer-freq {}: only 1 or ([0]*k+[1]*n) (the first k layers dense) are modelled", f));
-      }
-    }
-  }
+  if (a.has("use-dynamic-batch-size"))
+    out.dynamic_batch = fmt::format("--use-dynamic-batch-size packs each micro-batch to {} tokens per GPU from "
+                                    "sequences whose lengths are known only when it runs",
+                                    a.has("max-tokens-per-gpu") ? "--max-tokens-per-gpu " + a.value("max-tokens-per-gpu")
+                                                                : "a token budget");
   if (a.has("multi-latent-attention")) {
     YAML::Node mla(YAML::NodeType::Map);
     mla["q_lora_rank"] = a.has("q-lora-rank") ? a.integer("q-lora-rank", 0) : 0;
@@ -322,33 +372,120 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
     if (a.has("v-head-dim")) mla["v_head_dim"] = a.integer("v-head-dim", 1);
     m["mla"] = mla;
   }
+}
 
-  copy_int("tensor-model-parallel-size", par, "tp");
-  copy_int("pipeline-model-parallel-size", par, "pp");
-  copy_int("expert-model-parallel-size", par, "ep");
-  copy_int("virtual-pipeline-model-parallel-size", par, "vpp");
-  if (a.has("context-parallel-size") && a.integer("context-parallel-size", 1) > 1)
-    throw InputError(a.get("context-parallel-size").values[0].loc,
-                     "--context-parallel-size > 1: context parallelism is not modelled");
-  if (a.has("expert-tensor-parallel-size") && a.integer("expert-tensor-parallel-size", 1) > 1)
-    throw InputError(a.get("expert-tensor-parallel-size").values[0].loc,
-                     "--expert-tensor-parallel-size > 1: expert tensor parallelism is not modelled");
-  (void)a.has("sequence-parallel");  // ppsim's TP collectives are sequence-parallel's (reduce-scatter + all-gather)
-  const int pp =
-      a.has("pipeline-model-parallel-size") ? static_cast<int>(a.integer("pipeline-model-parallel-size", 1)) : 1;
-  if (a.has("num-layers-per-virtual-pipeline-stage")) {
-    const long long n = a.integer("num-layers-per-virtual-pipeline-stage", 1);
-    if (!a.has("num-layers"))
-      throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
-    const long long layers = a.integer("num-layers", 1);
-    if (layers % (n * pp) != 0)
-      throw InputError(a.get("num-layers-per-virtual-pipeline-stage").values[0].loc,
-                       fmt::format("--num-layers {} is not a multiple of {} per chunk x pp {}", layers, n, pp));
-    par["vpp"] = layers / (n * pp);
+// --moe-layer-freq as Megatron evaluates it (gpt_layer_specs.py): an integer k puts experts on
+// layers i with i % k == 0; a string is a Python list of 0/1 per layer. ppsim models the first
+// layers dense and the rest MoE: another pattern is refused, naming it.
+void read_moe_layer_freq(Flags& a, YAML::Node m) {
+  if (!a.has("moe-layer-freq")) return;
+  const std::string f = a.value("moe-layer-freq");
+  const SourceLoc at = a.at("moe-layer-freq");
+  std::vector<int> pattern;
+  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
+  std::size_t used = 0;
+  long long k = 0;
+  try {
+    k = std::stoll(f, &used);
+  } catch (const std::exception&) {
+    used = 0;
   }
+  if (used == f.size() && !f.empty()) {
+    if (k < 1) throw InputError(at, fmt::format("--moe-layer-freq {}: expected an integer >= 1", f));
+    for (long long i = 0; i < layers; ++i) pattern.push_back(i % k == 0 ? 1 : 0);
+  } else {
+    pattern = python_int_list(f, at, "--moe-layer-freq");
+    if (layers > 0 && static_cast<long long>(pattern.size()) != layers)
+      throw InputError(at, fmt::format("--moe-layer-freq {}: {} entries for --num-layers {} (Megatron requires one per layer)",
+                                       f, pattern.size(), layers));
+  }
+  std::size_t dense = 0;
+  while (dense < pattern.size() && pattern[dense] == 0) ++dense;
+  for (std::size_t i = dense; i < pattern.size(); ++i)
+    if (pattern[i] != 1)
+      throw InputError(at, fmt::format("--moe-layer-freq {}: layer {} is {} after an MoE layer; ppsim models the "
+                                       "first layers dense and the rest MoE only",
+                                       f, i, pattern[i] == 0 ? "dense" : "neither 0 nor 1"));
+  if (dense == pattern.size() && !pattern.empty())
+    throw InputError(at, fmt::format("--moe-layer-freq {}: no MoE layer", f));
+  if (dense > 0) m["dense_layers_first"] = static_cast<long long>(dense);
+}
+
+void read_moe_flags(Flags& a, YAML::Node m) {
+  if (!a.has("num-experts")) return;
+  YAML::Node moe(YAML::NodeType::Map);
+  moe["experts"] = a.integer("num-experts", 1);
+  moe["top_k"] = a.has("moe-router-topk") ? a.integer("moe-router-topk", 1) : 2;  // Megatron's default
+  long long fe = 0;
+  if (a.has("moe-ffn-hidden-size")) fe = a.integer("moe-ffn-hidden-size", 1);
+  else if (m["ffn_hidden"]) fe = m["ffn_hidden"].as<long long>();  // Megatron: --ffn-hidden-size when not given
+  if (fe > 0) moe["expert_ffn_hidden"] = fe;
+  if (a.has("moe-router-enable-expert-bias")) moe["router_bias"] = true;  // one per expert, as DeepSeek-V3's
+  if (a.has("moe-shared-expert-intermediate-size")) {
+    const long long sh = a.integer("moe-shared-expert-intermediate-size", 0);
+    if (fe <= 0 || sh % fe != 0)
+      throw InputError(a.at("moe-shared-expert-intermediate-size"),
+                       fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide",
+                                   sh, fe));
+    moe["shared_experts"] = sh / fe;
+  }
+  m["moe"] = moe;
+  read_moe_layer_freq(a, m);
+}
+
+// No layout and no first/last stage counts: Megatron's even split over pp x vpp stages, with
+// --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split counting the
+// embedding / the loss as one layer of the first / last stage; the layers (+ those) must divide
+// by pp, as Megatron asserts (arguments.py).
+void even_split(Flags& a, YAML::Node par, int pp) {
+  if (!a.has("num-layers")) return;
+  const long long layers = a.integer("num-layers", 1);
+  const int e = a.has("account-for-embedding-in-pipeline-split") ? 1 : 0;
+  const int l = a.has("account-for-loss-in-pipeline-split") ? 1 : 0;
+  if ((layers + e + l) % pp != 0)
+    throw InputError(a.at("num-layers"),
+                     fmt::format("--num-layers {}{} is not divisible by --pipeline-model-parallel-size {} (Megatron "
+                                 "refuses it: 'Number of layers should be divisible by the pipeline-model-parallel "
+                                 "size'; --decoder-first/last-pipeline-num-layers split it unevenly)",
+                                 layers, e + l > 0 ? fmt::format(" + {} (embedding, loss)", e + l) : "", pp));
+  if (e + l == 0) return;
+  const long long vpp = par["vpp"] ? par["vpp"].as<long long>() : 1;
+  const long long stages = pp * vpp;
+  if ((layers + e + l) % stages != 0)
+    throw InputError(a.at("num-layers"), fmt::format("--num-layers {} + {} (embedding, loss) is not divisible by {} "
+                                                     "pipeline stages", layers, e + l, stages));
+  YAML::Node split(YAML::NodeType::Sequence);
+  for (long long s = 0; s < stages; ++s)
+    split.push_back((layers + e + l) / stages - (s == 0 ? e : 0) - (s == stages - 1 ? l : 0));
+  par["layer_split"] = split;
+}
+
+// Megatron FSDP (--use-megatron-fsdp, or torch FSDP2 with --use-torch-fsdp2): its
+// --data-parallel-sharding-strategy (default optim_grads_params) as the ZeRO stage: optim 1,
+// optim_grads 2, optim_grads_params 3, no_shard 0; else --use-distributed-optimizer: 1.
+void read_sharding(Flags& a, YAML::Node par) {
+  const bool fsdp = a.has("use-megatron-fsdp") || a.has("use-torch-fsdp2");
+  if (!fsdp) {
+    if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+    return;
+  }
+  (void)a.has("use-distributed-optimizer");
+  const std::string st = a.has("data-parallel-sharding-strategy") ? a.value("data-parallel-sharding-strategy")
+                                                                   : "optim_grads_params";
+  static const std::map<std::string, int> kStage = {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2},
+                                                    {"optim_grads_params", 3}};
+  const auto it = kStage.find(st);
+  if (it == kStage.end())
+    throw InputError(a.at("data-parallel-sharding-strategy"),
+                     fmt::format("--data-parallel-sharding-strategy {}: no_shard, optim, optim_grads or "
+                                 "optim_grads_params", st));
+  par["zero"] = it->second;
+}
+
+// --pipeline-model-parallel-layout, or the first/last stages' layer counts.
+void read_layer_split(Flags& a, YAML::Node par, YAML::Node m, int pp, const std::string& name) {
   if (a.has("pipeline-model-parallel-layout")) {
-    const Flag& f = a.get("pipeline-model-parallel-layout");
-    const SourceLoc loc = f.values.empty() ? f.loc : f.values[0].loc;
+    const SourceLoc loc = a.at("pipeline-model-parallel-layout");
     const PipelineLayout pl = parse_pipeline_layout(a.value("pipeline-model-parallel-layout"), loc);
     const int chunks = static_cast<int>(pl.layers.size());
     if (chunks % pp != 0)
@@ -362,58 +499,128 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
     par["layer_split"] = split;
     if (chunks / pp > 1) par["vpp"] = chunks / pp;
     if (pl.mtp > 0) m["mtp_depth"] = pl.mtp;
-  } else if (a.has("decoder-first-pipeline-num-layers") || a.has("decoder-last-pipeline-num-layers")) {
-    if (!a.has("num-layers"))
-      throw InputError(SourceLoc{name, 0, 0}, "--decoder-first/last-pipeline-num-layers need --num-layers");
-    const long long layers = a.integer("num-layers", 1);
-    const bool has_first = a.has("decoder-first-pipeline-num-layers"),
-               has_last = a.has("decoder-last-pipeline-num-layers");
-    const long long first = has_first ? a.integer("decoder-first-pipeline-num-layers", 0) : 0;
-    const long long last = has_last ? a.integer("decoder-last-pipeline-num-layers", 0) : 0;
-    const int middle = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
-    const long long rest = layers - first - last;
-    if (middle <= 0 || rest < 0 || rest % middle != 0)
-      throw InputError(
-          a.get(has_first ? "decoder-first-pipeline-num-layers" : "decoder-last-pipeline-num-layers").loc,
-          fmt::format("{} layers less the first and last stages' do not split evenly over {} middle stages", layers,
-                      middle));
-    YAML::Node split(YAML::NodeType::Sequence);
-    if (has_first) split.push_back(first);
-    for (int s = 0; s < middle; ++s) split.push_back(rest / middle);
-    if (has_last) split.push_back(last);
-    par["layer_split"] = split;
+    return;
   }
+  const bool has_first = a.has("decoder-first-pipeline-num-layers"), has_last = a.has("decoder-last-pipeline-num-layers");
+  if (!has_first && !has_last) {
+    even_split(a, par, pp);
+    return;
+  }
+  if (!a.has("num-layers"))
+    throw InputError(SourceLoc{name, 0, 0}, "--decoder-first/last-pipeline-num-layers need --num-layers");
+  const long long layers = a.integer("num-layers", 1);
+  const long long first = has_first ? a.integer("decoder-first-pipeline-num-layers", 0) : 0;
+  const long long last = has_last ? a.integer("decoder-last-pipeline-num-layers", 0) : 0;
+  const int middle = pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+  const long long rest = layers - first - last;
+  if (middle <= 0 || rest < 0 || rest % middle != 0)
+    throw InputError(a.get(has_first ? "decoder-first-pipeline-num-layers" : "decoder-last-pipeline-num-layers").loc,
+                     fmt::format("{} layers less the first and last stages' do not split evenly over {} middle stages",
+                                 layers, middle));
+  YAML::Node split(YAML::NodeType::Sequence);
+  if (has_first) split.push_back(first);
+  for (int s = 0; s < middle; ++s) split.push_back(rest / middle);
+  if (has_last) split.push_back(last);
+  par["layer_split"] = split;
+}
+
+void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::string& name) {
+  copy_int(a, "tensor-model-parallel-size", par, "tp");
+  copy_int(a, "pipeline-model-parallel-size", par, "pp");
+  copy_int(a, "expert-model-parallel-size", par, "ep");
+  copy_int(a, "virtual-pipeline-model-parallel-size", par, "vpp");
+  copy_int(a, "context-parallel-size", par, "cp");
+  if (!par["pp"]) par["pp"] = 1;  // Megatron's defaults
+  if (!par["tp"]) par["tp"] = 1;
+  const long long tp = par["tp"].as<long long>();
+  if (a.has("expert-tensor-parallel-size") && a.has("num-experts")) {  // a dense model has no experts to split
+    const long long etp = a.integer("expert-tensor-parallel-size", 1);
+    if (etp != tp)
+      throw InputError(a.at("expert-tensor-parallel-size"),
+                       fmt::format("--expert-tensor-parallel-size {} with --tensor-model-parallel-size {}: ppsim splits "
+                                   "the experts over tp (Megatron's default, expert tp = tp) only", etp, tp));
+  }
+  (void)a.has("sequence-parallel");  // ppsim's TP collectives are sequence-parallel's (reduce-scatter + all-gather)
+  const int pp = static_cast<int>(par["pp"].as<long long>());
+  if (a.has("num-layers-per-virtual-pipeline-stage")) {
+    const long long n = a.integer("num-layers-per-virtual-pipeline-stage", 1);
+    if (!a.has("num-layers")) throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
+    const long long layers = a.integer("num-layers", 1);
+    if (layers % (n * pp) != 0)
+      throw InputError(a.at("num-layers-per-virtual-pipeline-stage"),
+                       fmt::format("--num-layers {} is not a multiple of {} per chunk x pp {}", layers, n, pp));
+    par["vpp"] = layers / (n * pp);
+  }
+  read_layer_split(a, par, m, pp, name);
+  read_sharding(a, par);
+}
+
+void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
   if (a.has("recompute-granularity")) {
     const std::string g = a.value("recompute-granularity");
     if (g != "full" && g != "selective")
-      throw InputError(a.get("recompute-granularity").values[0].loc,
-                       fmt::format("--recompute-granularity {}: full or selective", g));
+      throw InputError(a.at("recompute-granularity"), fmt::format("--recompute-granularity {}: full or selective", g));
     // Megatron's selective recompute without --recompute-modules recomputes the attention core
     // (ppsim's `selective`); with modules, only those (ppsim's recompute_ops, below).
-    if (g == "full")
-      par["recompute"] = "full";
-    else if (!a.has("recompute-modules"))
-      par["recompute"] = "selective";
+    if (g == "full") par["recompute"] = "full";
+    else if (!a.has("recompute-modules")) par["recompute"] = "selective";
     if (g == "full" && a.has("recompute-num-layers")) par["recompute_layers"] = a.integer("recompute-num-layers", 0);
     (void)a.has("recompute-method");  // uniform and block both recompute recompute_layers layers per stage here
   }
-  if (a.has("recompute-modules")) {
-    static const std::map<std::string, std::string> kOps = {
-        {"layernorm", "norm"}, {"mla_up_proj", "mla_up_proj"}, {"moe_act", "act_fn"}, {"core_attn", "attn_core"}};
-    YAML::Node ops(YAML::NodeType::Sequence);
-    for (const Word& w : a.get("recompute-modules").values) {
-      auto it = kOps.find(w.text);
-      if (it != kOps.end())
-        ops.push_back(it->second);
-      else
-        out.ignored.push_back("--recompute-modules " + w.text);
-    }
-    if (ops.size() > 0) par["recompute_ops"] = ops;
+  if (!a.has("recompute-modules")) return;
+  static const std::map<std::string, std::string> kOps = {
+      {"layernorm", "norm"}, {"mla_up_proj", "mla_up_proj"}, {"moe_act", "act_fn"}, {"core_attn", "attn_core"}};
+  YAML::Node ops(YAML::NodeType::Sequence);
+  for (const Word& w : a.get("recompute-modules").values) {
+    auto it = kOps.find(w.text);
+    if (it != kOps.end()) ops.push_back(it->second);
+    else out.ignored.push_back("--recompute-modules " + w.text);
   }
-  if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+  if (ops.size() > 0) par["recompute_ops"] = ops;
+}
+
+void read_precision_flags(Flags& a, YAML::Node prec) {
   if (a.has("bf16")) prec["params"] = "bf16";
   if (a.has("fp16")) prec["params"] = "fp16";
-  if (a.has("fp8-format")) prec["gemm"] = "fp8";
+  if (a.has("grad-reduce-in-bf16")) prec["grads"] = "bf16";  // the main grads kept and reduced in bf16
+  // --optimizer-cpu-offload with --optimizer-offload-fraction (default 1.0): all on the host.
+  if (a.has("optimizer-cpu-offload") &&
+      (!a.has("optimizer-offload-fraction") || a.number("optimizer-offload-fraction") >= 1.0))
+    prec["optimizer_location"] = "host";
+  if (a.has("fp8-format")) {
+    const std::string f = a.value("fp8-format");
+    if (f != "e4m3" && f != "hybrid")
+      throw InputError(a.at("fp8-format"), fmt::format("--fp8-format {}: e4m3 or hybrid", f));
+    prec["gemm"] = "fp8";
+  }
+}
+
+}  // namespace
+
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir) {
+  const std::vector<ShellCommand> cmds = shell_commands(text, name, dir);
+  const TrainingCommand cmd = training_command(cmds, name);
+  if (!cmd.script.text.empty()) {
+    const std::string py = std::filesystem::path(cmd.script.text).filename().string();
+    for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py", "pretrain_vlm.py",
+                              "pretrain_ict.py", "pretrain_retro.py", "pretrain_vision_classify.py"})
+      if (py == other)
+        throw InputError(cmd.script.loc, fmt::format("{}: ppsim models GPT decoders (pretrain_gpt.py and the "
+                                                     "trainers that build one), not this model", py));
+  }
+  std::vector<Flag> list = collect_flags(cmd.args);
+  if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
+  MegatronArgs out;
+  out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
+  out.missing_hint = cmd.hint;
+  launcher_world_size(cmd, out);
+  Flags a(std::move(list));
+  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
+  read_model_flags(a, m, out);
+  read_moe_flags(a, m);
+  read_parallel_flags(a, par, m, name);
+  read_recompute_flags(a, par, out);
+  read_precision_flags(a, prec);
   out.model = m;
   out.parallel = par;
   out.precision = prec;
@@ -430,7 +637,7 @@ MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where)
   while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
     text.append(buf, static_cast<std::size_t>(in.gcount()));
   if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
-  return megatron_args_from_text(text, path);
+  return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace ppsim

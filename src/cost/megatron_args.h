@@ -1,12 +1,18 @@
 // Megatron-LM launch arguments -> ppsim config keys, so that `megatron_args: FILE` in a config
 // (or `--megatron-args FILE` on compare and plan) reads the run a user already launches.
 //
-// FILE is the argument list of a launch script: `--flag value ...`, over any number of lines,
-// with `\` continuations, quotes and `#` comments; words before the first flag (torchrun,
-// pretrain_gpt.py) are skipped. Not obvious: Megatron's defaults differ from ppsim's (GELU,
-// LayerNorm, tied embeddings, dropout 0.1 unless the flags say otherwise), and those defaults are
-// what the keys say when a flag is absent. The result merges under the config's own keys (those
-// written in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused.
+// FILE is a launch script, read as bash would pass its words and never run (shell_script.h):
+// the training command is the one that runs a `.py` with the most `--` flags after it (torchrun
+// ... pretrain_gpt.py ..., ray job submit ... -- python3 train.py ...); a plain argument list
+// (`--flag value` lines) reads too. Flags follow argparse: `--flag=value`, the last of a
+// repeated flag wins. Megatron's own defaults apply where a flag is absent (its
+// megatron/training/arguments.py and TransformerConfig at NVIDIA/Megatron-LM d98e8a6, 2026-08):
+// GELU, LayerNorm, tied embeddings, dropout 0.1, tp = pp = cp = 1, --ffn-hidden-size 4h (with
+// --swiglu int(8h/3 / 64) x 64), --moe-ffn-hidden-size = --ffn-hidden-size, top-k 2, a global
+// batch of micro-batch size x dp. The result merges under the config's own keys (those written
+// in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused. A value the
+// script does not decide (an environment variable, a branch on a file's existence) is refused
+// where ppsim uses it, naming the flag, the script's line and why.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
@@ -24,12 +30,26 @@ struct MegatronArgs {
   int global_batch_size = 0;  // 0: not given; microbatches = it / (micro_batch_size * dp)
   int micro_batch_size = 1;
   std::vector<std::string> ignored;  // flags read but not used, in file order
+  // The world size the launcher states (torchrun --nproc-per-node x --nnodes; slime's
+  // --actor-num-nodes x --actor-num-gpus-per-node), 0 when it does not; from: what said it;
+  // why: what made it unknown.
+  long long world_size = 0;
+  std::string world_size_from, world_size_why;
+  std::string source;     // "file:line" of the training command
+  // Why a missing flag may be missing: the first unknown word among the arguments (an unset
+  // array, a file not sourced), or a line right after the command that starts with a flag (a
+  // missing `\` at the end of the line before). "" when none.
+  std::string missing_hint;
+  // slime's --use-dynamic-batch-size: micro-batches packed to --max-tokens-per-gpu at run time.
+  std::string dynamic_batch;
+  std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
 };
 
 // `where` locates an unreadable file (the megatron_args key); errors inside point at the flag's
 // line:col in the file.
 MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where = {});
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name);
+// `dir`: the script's folder (for `source FILE` and `$(dirname "$0")`).
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "");
 
 // Megatron's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L": E embedding, t a layer, m an
 // MTP layer, L the loss and head, '|' ends a chunk, X*n and (...)*n repeat, ',' and spaces are

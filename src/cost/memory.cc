@@ -376,6 +376,43 @@ double a2a_buffer_set(const ModelConfigData& c) {
 
 }  // namespace
 
+namespace {
+
+// FSDP2's gathered weights per rank (parameters, after the tp / ep x tp split): at pp 1 its two
+// largest layers (the one computing and the one prefetched), at pp > 1 everything it holds.
+std::vector<double> fsdp_gathered_params(const ModelConfigData& c, const std::vector<int>& stage_rank,
+                                         const std::vector<int>& stage_slice, const std::vector<SliceLayout>& slices,
+                                         int ranks) {
+  std::vector<double> all(static_cast<std::size_t>(ranks), 0), first(all), second(all);
+  if (!c.parallel.fsdp) return all;
+  const double tp = c.parallel.tp, etp = static_cast<double>(c.parallel.ep) * c.parallel.tp;
+  for (std::size_t st = 0; st < stage_rank.size(); ++st) {
+    const auto r = static_cast<std::size_t>(stage_rank[st]);
+    if (stage_rank[st] < 0 || stage_rank[st] >= ranks) continue;
+    const SliceLayout& s = slices[static_cast<std::size_t>(stage_slice[st])];
+    auto add = [&](double n) {
+      all[r] += n;
+      if (n > first[r]) {
+        second[r] = first[r];
+        first[r] = n;
+      } else {
+        second[r] = std::max(second[r], n);
+      }
+    };
+    for (int l = s.first_layer; l < s.first_layer + s.layers; ++l) {
+      const ParamCount pc = layer_params(c.model, l);
+      add(pc.dense / tp + pc.expert / etp);
+    }
+    if (s.embedding) add(embedding_params(c.model) / tp);
+    if (s.head) add(head_params(c.model) / tp);
+  }
+  if (c.parallel.pp == 1)
+    for (std::size_t r = 0; r < all.size(); ++r) all[r] = first[r] + second[r];
+  return all;
+}
+
+}  // namespace
+
 std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<int>& stage_rank,
                                     const std::vector<int>& stage_slice, const std::vector<SliceLayout>& slices,
                                     const std::vector<int>& peak_activations) {
@@ -416,13 +453,17 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   // Sharding: dense weights over tp, routed experts over ep*tp; ZeRO shards the optimizer
   // states (1), also the gradients (2), also the weights (3), over the ranks holding copies:
   // dp x cp for dense weights, dp x cp / ep for routed experts.
-  const double edp = std::max(1, p.expert_dp());
-  const double opt = c.precision.optimizer_bytes_per_param();
+  const double edp = std::max(1, p.expert_zero_dp());
+  // FSDP2: the fp32 shard is the master copy the optimizer counts (fp32 params: no master, so 4 more).
+  const double opt = c.precision.optimizer_bytes_per_param() + (p.fsdp && c.precision.params == Dtype::fp32 ? 4.0 : 0);
+  const std::vector<double> gathered = fsdp_gathered_params(c, stage_rank, stage_slice, slices, ranks);
   for (int r = 0; r < ranks; ++r) {
     const double d = dense[r] / p.tp, e = expert[r] / (static_cast<double>(p.ep) * p.tp);
-    auto sharded = [&](int stage) { return p.zero >= stage ? d / p.grad_dp() + e / edp : d + e; };
+    auto sharded = [&](int stage) { return p.zero >= stage ? d / p.zero_dp() + e / edp : d + e; };
     RankMemory& m = out[static_cast<std::size_t>(r)];
-    m.weights = sharded(3) * dtype_bytes(c.precision.params);
+    // FSDP2: the fp32 shard is counted with the optimizer (its master copy); the weights are the
+    // gathered ones in flight.
+    m.weights = (p.fsdp ? gathered[static_cast<std::size_t>(r)] : sharded(3)) * dtype_bytes(c.precision.params);
     m.grads = sharded(2) * dtype_bytes(c.precision.grads);
     (c.precision.optimizer_location == StateLocation::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
     if (c.precision.ema == StateLocation::host) m.host_ema = sharded(1) * 4;

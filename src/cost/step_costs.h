@@ -12,6 +12,15 @@
 //     bytes(grads), then all-gather of the updated parameters, (n-1)/n G bytes(params)
 //   ZeRO 3: the parameters are all-gathered for the forward and again for the backward:
 //     (n-1)/n G (bytes(grads) + 2 bytes(params))
+//   n is ZeRO's shard group (parallel.zero_shard x cp; dp x cp by default). HSDP (zero_shard <
+//   dp): each shard's r = dp / zero_shard replicas also all-reduce its gradients, 2 (r-1)/r G/n
+//   bytes(grads).
+//   FSDP's prefetch (ZeRO 3, costs.dp_overlap not written, with the simulation's per-rank compute
+//   C): each layer's all-gather hides under the layer before it, each reduce-scatter under the
+//   layer after it, so the exposed time is the first layer's forward all-gather (of L layers:
+//   G bytes(params) (n-1)/n / L at the link's rate) plus the last layer's reduce-scatter
+//   (G bytes(grads) (n-1)/n / L) plus whatever of the rest outlasts C:
+//     exposed = first + last + max(0, T - first - last - C), T the whole DP time.
 // (Rajbhandari et al. 2020, ZeRO, section 7: DDP moves 2 Psi per rank, ZeRO-1/2 as much, ZeRO-3
 // 3 Psi.) Bytes leave each rank at the link's one-way bandwidth times efficiency.comm: NVLink
 // when the DP group fits one node (tp * dp <= gpus_per_node, Megatron's rank order), else the
@@ -50,6 +59,8 @@ struct StepCosts {
 };
 
 // Always computes both pieces' figures; added_ns counts only those switched on in c.costs.
-StepCosts step_costs(const ModelConfigData& c, const Schedule& s);
+// busy_ns: each pipeline rank's compute time in the step (the simulation's RankStats::busy), for
+// FSDP's prefetch model; without it, dp_overlap applies.
+StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vector<double>* busy_ns = nullptr);
 
 }  // namespace ppsim

@@ -52,6 +52,8 @@ SourceLoc loc_of(const toml::node* n, const std::string& name) {
   return SourceLoc{name, static_cast<int>(s.begin.line), static_cast<int>(s.begin.column)};
 }
 
+std::string loc_text(const SourceLoc& l) { return fmt::format("{}:{}:{}", l.file, l.line, l.col); }
+
 class Section {
  public:
   Section(const toml::table* t, std::string section, std::string name)
@@ -76,6 +78,34 @@ class Section {
   const toml::table* t_;
   std::string section_, name_;
 };
+
+// data_parallel_shard_degree (-1: the world left after pp x tp x cp x replicate) and
+// data_parallel_replicate_degree: dp = shard x replicate; a shard above 1 is FSDP (ZeRO-3 in
+// FSDP2's layout), over the shard group only when replicate is above 1 (HSDP); the DP traffic on.
+void read_data_parallel(const Section& par, long long per_replica, long long gpus, YAML::Node p, TorchtitanKeys& out) {
+  const long long replicate = par.integer("data_parallel_replicate_degree", 1);
+  long long shard = par.integer("data_parallel_shard_degree", -1);
+  if (replicate < 1 || shard == 0 || shard < -1)
+    throw InputError(par.loc(replicate < 1 ? "data_parallel_replicate_degree" : "data_parallel_shard_degree"),
+                     "[parallelism] data_parallel degrees must be >= 1 (the shard degree -1: the rest of the world)");
+  if (shard == -1) {
+    if (gpus <= 0) return;  // dp follows from hardware.gpus / (pp x tp x cp) in the config
+    if (gpus % (per_replica * replicate) != 0)
+      throw InputError(par.loc("data_parallel_shard_degree"),
+                       fmt::format("[parallelism] data_parallel_shard_degree -1: {} GPUs is not a multiple of "
+                                   "pipeline x tensor x context x replicate = {}", gpus, per_replica * replicate));
+    shard = gpus / (per_replica * replicate);
+  }
+  p["dp"] = shard * replicate;
+  YAML::Node costs(YAML::NodeType::Map);
+  if (shard * replicate > 1) costs["dp_comm"] = true;
+  out.costs = costs;
+  if (shard > 1) {
+    p["zero"] = 3;
+    p["fsdp"] = true;
+    if (replicate > 1) p["zero_shard"] = shard;
+  }
+}
 
 }  // namespace
 
@@ -106,9 +136,14 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
                                       : "expert_parallel_degree"),
                      "[parallelism] degrees must be >= 1");
   if (cp < 1) throw InputError(par.loc("context_parallel_degree"), "[parallelism] degrees must be >= 1");
-  if (par.integer("expert_tensor_parallel_degree", 1) > 1)
-    throw InputError(par.loc("expert_tensor_parallel_degree"),
-                     "[parallelism] expert_tensor_parallel_degree > 1: expert tensor parallelism is not modelled");
+  // JobConfig: etp is 1 (experts not split by tp, EP over dp and tp) or tp; no effect at ep 1.
+  const long long etp = par.integer("expert_tensor_parallel_degree", 1);
+  if (ep > 1 && tp > 1 && etp != tp)
+    throw InputError(par.has("expert_tensor_parallel_degree") ? par.loc("expert_tensor_parallel_degree")
+                                                              : par.loc("expert_parallel_degree"),
+                     fmt::format("[parallelism] expert_tensor_parallel_degree {}{} with tensor_parallel_degree {}: "
+                                 "ppsim splits the routed experts over tp (expert_tensor_parallel_degree = tp) only",
+                                 etp, par.has("expert_tensor_parallel_degree") ? "" : " (JobConfig's default)", tp));
   p["pp"] = pp;
   p["tp"] = tp;
   if (cp > 1) {
@@ -116,12 +151,10 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
     p["cp_runtime"] = "torch";  // PyTorch's context_parallel: its ring backward (docs/CONFIG.md)
   }
   if (ep > 1) p["ep"] = ep;
-  const long long replicate = par.integer("data_parallel_replicate_degree", 1);
-  long long shard = par.integer("data_parallel_shard_degree", -1);
-  if (shard == -1 && gpus > 0) shard = gpus / (pp * tp * cp * std::max(1LL, replicate));
-  if (shard >= 1 && replicate >= 1) p["dp"] = shard * replicate;
+  read_data_parallel(par, pp * tp * cp, gpus, p, out);
 
-  const std::string sched = par.string("pipeline_parallel_schedule", "1F1B");
+  // At pp 1 torchtitan builds no pipeline: the schedule is not read.
+  const std::string sched = pp == 1 ? "1F1B" : par.string("pipeline_parallel_schedule", "1F1B");
   const std::string family = torchtitan_schedule(sched);
   if (family.empty())
     throw InputError(
@@ -139,8 +172,8 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
         fmt::format("[training] local_batch_size {} is not a multiple of [parallelism] "
                     "pipeline_parallel_microbatch_size {}",
                     local, mbs));
-  p["microbatches"] = local / mbs;
-  m["micro_batch_size"] = mbs;
+  p["microbatches"] = pp == 1 ? 1 : local / mbs;  // at pp 1, the local batch in one pass
+  m["micro_batch_size"] = pp == 1 ? local : mbs;
   if (tr.has("seq_len")) m["seq_len"] = tr.integer("seq_len", 2048);
   const std::string mp = tr.string("mixed_precision_param", "bfloat16");
   prec["params"] = mp == "float32" ? "fp32" : "bf16";
@@ -156,9 +189,27 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   // The model: [model] hf_assets_path/config.json when it exists.
   const std::string assets = model.string("hf_assets_path", "");
   if (!assets.empty()) {
-    std::filesystem::path cfg = std::filesystem::path(assets) / "config.json";
-    if (cfg.is_relative() && !dir.empty()) cfg = std::filesystem::path(dir) / cfg;
-    if (std::filesystem::exists(cfg)) m["hf_config"] = std::filesystem::absolute(cfg).lexically_normal().string();
+    // torchtitan resolves it from where it runs (its repository's root, above the TOML's
+    // train_configs/ folder): the TOML's folder, then each folder above it.
+    const std::filesystem::path rel = std::filesystem::path(assets) / "config.json";
+    std::filesystem::path base = std::filesystem::absolute(dir.empty() ? "." : dir).lexically_normal();
+    const std::filesystem::path first = (rel.is_absolute() ? rel : base / rel).lexically_normal();
+    std::filesystem::path found;
+    for (int up = 0; up < 32 && found.empty(); ++up) {
+      const std::filesystem::path cfg = (rel.is_absolute() ? rel : base / rel).lexically_normal();
+      if (std::filesystem::exists(cfg)) found = cfg;
+      if (rel.is_absolute() || base == base.parent_path()) break;
+      base = base.parent_path();
+    }
+    if (!found.empty()) m["hf_config"] = found.string();
+    else
+      out.missing_model = fmt::format("{}: [model] hf_assets_path = \"{}\": no config.json at {} nor in the folders "
+                                      "above (torchtitan's download_hf_assets puts it there); give model.hf_config or "
+                                      "the model's keys",
+                                      loc_text(model.loc("hf_assets_path")), assets, first.string());
+  } else {
+    out.missing_model = fmt::format("{}: no [model] hf_assets_path: ppsim reads the model from its config.json; give "
+                                    "model.hf_config or the model's keys", name);
   }
   // Stages per rank: layers_per_stage (vpp = layers / it / pp, once the layers are known), else
   // torchtitan's default of 2 for a multi-stage schedule (ZB-V and DualPipeV have 2 by design).
@@ -168,10 +219,10 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
       throw InputError(par.loc("pipeline_parallel_layers_per_stage"),
                        "[parallelism] pipeline_parallel_layers_per_stage must be >= 1");
     out.multi_stage = multi;
-  } else if (family == "interleaved-1f1b") {
+  } else if (family == "interleaved-1f1b" && pp > 1) {
     p["vpp"] = 2;
   }
-  out.stages_per_rank = multi ? 2 : 1;
+  out.stages_per_rank = multi && pp > 1 ? 2 : 1;
   out.first_less = par.integer("pipeline_parallel_first_stage_less_layers", 1);
   out.last_less = par.integer("pipeline_parallel_last_stage_less_layers", 1);
   if (out.first_less < 0 || out.last_less < 0)

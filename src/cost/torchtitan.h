@@ -5,6 +5,11 @@
 // Not obvious: torchtitan counts micro-batches per data-parallel rank (local_batch_size /
 // pipeline_parallel_microbatch_size), which is ppsim's parallel.microbatches as it stands; and
 // its multi-stage schedules put 2 stages on a rank unless pipeline_parallel_layers_per_stage says.
+// Read with JobConfig's defaults and meanings (pytorch/torchtitan 238fa99, 2026-02-23, the last
+// commit with TOML configs): data_parallel_shard_degree -1 is FSDP over the rest of the world,
+// costed as ZeRO-3 with FSDP2's layout (parallel.zero 3, fsdp); a replicate degree above 1 with a
+// shard degree above 1 is HSDP (parallel.zero_shard); at pipeline_parallel_degree 1 torchtitan
+// builds no pipeline, so the schedule is not read and the local batch is one micro-batch.
 // Built without toml++ (libtomlplusplus-dev), reading one is refused with one line.
 #pragma once
 #include <yaml-cpp/yaml.h>
@@ -27,6 +32,10 @@ struct TorchtitanKeys {
   long long first_less = 1, last_less = 1;
   int stages_per_rank = 1;  // without layers_per_stage: 1, or 2 for a multi-stage schedule
   bool present = false;     // a TOML was read
+  YAML::Node costs;         // dp_comm: true when the data-parallel degree is above 1
+  // Why the TOML gives no model: the [model] hf_assets_path's config.json not found (naming the
+  // path looked at), or no hf_assets_path; "" when it gives one.
+  std::string missing_model;
 };
 
 // torchtitan's split (generate_llm_fqn_per_model_part): `layers` + first_less + last_less

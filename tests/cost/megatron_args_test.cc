@@ -6,6 +6,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 #include <string>
 
 #include "../robustness/run_ppsim.h"
@@ -27,9 +31,11 @@ std::string error_of(const std::string& text) {
 
 TEST_CASE("megatron: flags to model keys, with Megatron's defaults", "[cost][megatron]") {
   const MegatronArgs a = megatron_args_from_text(
-      "torchrun --nproc-per-node 8 pretrain_gpt.py \\\n"
-      "  --num-layers 4 --hidden-size 64 --num-attention-heads 4 --ffn-hidden-size 256 \\\n"
-      "  --seq-length 128 --vocab-size 1000   # a comment\n"
+      "MODEL=(\n"
+      "  --num-layers 4 --hidden-size 64 --num-attention-heads 4 --ffn-hidden-size 256  # a comment\n"
+      "  --seq-length 128 --vocab-size 1000\n"
+      ")\n"
+      "torchrun --nproc-per-node 8 pretrain_gpt.py \"${MODEL[@]}\" \\\n"
       "  --group-query-attention --num-query-groups 2 --lr 1e-4 --micro-batch-size 2 --global-batch-size 64\n",
       "a.sh");
   CHECK(a.model["layers"].as<int>() == 4);
@@ -43,6 +49,62 @@ TEST_CASE("megatron: flags to model keys, with Megatron's defaults", "[cost][meg
   CHECK(a.model["dropout"].as<bool>());
   CHECK(a.global_batch_size == 64);
   CHECK(a.ignored == std::vector<std::string>{"--lr"});
+  // The launcher's world size: torchrun --nproc-per-node 8, one node.
+  CHECK(a.world_size == 8);
+  // Absent flags: tp = pp = 1; --ffn-hidden-size 4h (GELU) or int(8h/3 / 64) x 64 (SwiGLU):
+  // h = 4096: 16384 and int(10922.67 / 64) x 64 = 170 x 64 = 10880.
+  const MegatronArgs d = megatron_args_from_text("--num-layers 2 --hidden-size 4096 --num-attention-heads 32", "a.sh");
+  CHECK(d.parallel["tp"].as<int>() == 1);
+  CHECK(d.parallel["pp"].as<int>() == 1);
+  CHECK(d.model["ffn_hidden"].as<long long>() == 4 * 4096);
+  const MegatronArgs g = megatron_args_from_text("--hidden-size 4096 --swiglu --num-experts 8", "a.sh");
+  CHECK(g.model["ffn_hidden"].as<long long>() == 10880);
+  CHECK(g.model["moe"]["expert_ffn_hidden"].as<long long>() == 10880);  // --moe-ffn-hidden-size's default
+  CHECK(g.model["moe"]["top_k"].as<int>() == 2);
+}
+
+TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undecided branches", "[cost][megatron]") {
+  // The last of a repeated flag wins; --flag=value; a quoted "--fp8-format hybrid" passed through an
+  // unquoted $OPTS is two words (FP8 on).
+  const MegatronArgs a = megatron_args_from_text(
+      "OPTS=\"--fp8-format hybrid\"\n"
+      "python pretrain_gpt.py --num-layers 4 --tensor-model-parallel-size=2 --num-layers 6 $OPTS --bf16\n",
+      "a.sh");
+  CHECK(a.model["layers"].as<int>() == 6);
+  CHECK(a.parallel["tp"].as<int>() == 2);
+  CHECK(a.precision["gemm"].as<std::string>() == "fp8");
+  CHECK(a.precision["params"].as<std::string>() == "bf16");
+  // A branch the script decides: one --data-cache-path, no "given twice"; a branch on the
+  // environment that decides a flag ppsim uses is refused, naming it and the line.
+  const MegatronArgs b = megatron_args_from_text(
+      "USE_CACHE=1\nif [ \"$USE_CACHE\" -eq 1 ]; then C=\"--data-cache-path /c\"; else C=\"--data-cache-path /d\"; fi\n"
+      "python pretrain_gpt.py --num-layers 4 $C\n",
+      "a.sh");
+  CHECK(b.ignored == std::vector<std::string>{"--data-cache-path"});
+  CHECK(error_of("if [ -z \"$BIG\" ]; then L=4; else L=8; fi\npython pretrain_gpt.py --num-layers $L") ==
+        "a.sh:2:37: --num-layers $L: $L is set under the condition '[ -z \"$BIG\" ]' at line 1, which the script's "
+        "own values do not decide");
+  CHECK(error_of("if [ -f /x ]; then\n  python pretrain_gpt.py --num-layers 4\nfi") ==
+        "a.sh:2:3: the training command (pretrain_gpt.py) runs only under the condition '[ -f /x ]' at line 1, which "
+        "the script's own values do not decide");
+}
+
+TEST_CASE("megatron: --moe-layer-freq as Megatron evaluates it", "[cost][megatron]") {
+  auto dense_first = [](const std::string& freq) {
+    const MegatronArgs a = megatron_args_from_text(
+        "--num-layers 16 --hidden-size 64 --num-experts 8 --moe-layer-freq '" + freq + "'", "a.sh");
+    return a.model["dense_layers_first"] ? a.model["dense_layers_first"].as<int>() : 0;
+  };
+  CHECK(dense_first("([0]+[1]*15)") == 1);
+  CHECK(dense_first("[0,0,0]+[1]*13") == 3);
+  CHECK(dense_first("([1]*16)") == 0);
+  CHECK(dense_first("1") == 0);  // every layer: i % 1 == 0
+  // 2: experts on layers 0, 2, 4, ... (i % 2 == 0): layer 1 dense after an MoE layer.
+  CHECK(error_of("--num-layers 4 --num-experts 8 --moe-layer-freq 2") ==
+        "a.sh:1:49: --moe-layer-freq 2: layer 1 is dense after an MoE layer; ppsim models the first layers dense and "
+        "the rest MoE only");
+  CHECK(error_of("--num-layers 4 --num-experts 8 --moe-layer-freq [1]*3") ==
+        "a.sh:1:49: --moe-layer-freq [1]*3: 3 entries for --num-layers 4 (Megatron requires one per layer)");
 }
 
 TEST_CASE("megatron: --pipeline-model-parallel-layout", "[cost][megatron]") {
@@ -77,13 +139,11 @@ TEST_CASE("megatron: --pipeline-model-parallel-layout", "[cost][megatron]") {
 
 TEST_CASE("megatron: located errors", "[cost][megatron]") {
   CHECK(error_of("--num-layers $NL --hidden-size 8") ==
-        "a.sh:1:14: --num-layers $NL: a shell variable; write its value");
-  CHECK(error_of("--num-layers 4\n--num-layers 5") == "a.sh:2:1: --num-layers is given twice (first at line 1)");
+        "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
-  CHECK(error_of("--num-experts 8 --moe-layer-freq 2") ==
-        "a.sh:1:34: --moe-layer-freq 2: only 1 or ([0]*k+[1]*n) (the first k layers dense) are modelled");
-  CHECK(error_of("--context-parallel-size 2") ==
-        "a.sh:1:25: --context-parallel-size > 1: context parallelism is not modelled");
+  CHECK(error_of("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1") ==
+        "a.sh:1:78: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "
+        "tp (Megatron's default, expert tp = tp) only");
   CHECK(error_of("python train.py") == "a.sh: no Megatron-LM arguments (--flag value) in the file");
 }
 
@@ -102,4 +162,43 @@ TEST_CASE("megatron: the DeepSeek-V3 and Llama-3-70B argument lists give the YAM
     jb.erase("config");
     CHECK(ja == jb);
   }
+}
+
+TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, TP2 PP4)", "[cost][megatron]") {
+  // 64 GPUs / (tp 2 x pp 4 x cp 1) = dp 8; 512 sequences / (micro-batch 1 x dp 8) = 64 micro-batches
+  // per pipeline, not 512. The world size from the YAML, or from the launcher when it has none.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ppsim_megatron_dp_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+  };
+  const std::string model =
+      "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 "
+      "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --global-batch-size 512";
+  write("plain.sh", "python pretrain_gpt.py " + model + "\n");
+  write("launch.sh", "torchrun --nproc-per-node 8 --nnodes $((4*2)) pretrain_gpt.py " + model + "\n");
+  write("cp.sh", "python pretrain_gpt.py " + model + " --context-parallel-size 2 --micro-batch-size 2\n");
+  auto load = [&](const std::string& yaml) { return parse_config(yaml, "t.yaml", dir.string(), {}); };
+  const ModelConfigData a = load("megatron_args: plain.sh\nhardware: {name: h100, gpus: 64}\n");
+  CHECK(a.parallel.dp == 8);
+  CHECK(a.parallel.microbatches == 64);
+  CHECK(a.parallel.microbatches * a.model.micro_batch_size * a.parallel.dp == 512);
+  const ModelConfigData b = load("megatron_args: launch.sh\ncluster: {gpu: h100}\n");  // 8 x 8 = 64 from torchrun
+  CHECK(b.parallel.dp == 8);
+  CHECK(b.parallel.microbatches == 64);
+  // cp 2: dp = 64 / (2 x 4 x 2) = 4; micro-batch 2: 512 / (2 x 4) = 64.
+  const ModelConfigData c = load("megatron_args: cp.sh\nhardware: {name: h100, gpus: 64}\n");
+  CHECK(c.parallel.cp == 2);
+  CHECK(c.parallel.dp == 4);
+  CHECK(c.parallel.microbatches == 64);
+  // No world size anywhere: refused, naming what is missing.
+  try {
+    (void)load("megatron_args: plain.sh\ncluster: {gpu: h100}\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.one_line() == "t.yaml:1:16: --global-batch-size 512 needs the world size to split it (Megatron's dp = GPUs "
+                          "/ (tp x pp x cp)): the script's launcher does not state it; give hardware.gpus or parallel.dp");
+  }
+  std::filesystem::remove_all(dir);
 }

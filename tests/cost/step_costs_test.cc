@@ -274,3 +274,54 @@ TEST_CASE("p2p links: NVLink inside a node, the network between nodes (Megatron'
   CHECK(w.rank_node.empty());
   CHECK_THAT(w.link.bytes_per_tick, WithinRel(25 * 0.75, 1e-12));
 }
+
+TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch model, by hand", "[cost][fidelity]") {
+  // kModel at pp 2, dp 4, zero 3 with parallel.fsdp: rank 0 holds G = 195,328 parameters (2
+  // layers of 65,664 + the embedding 64,000). FSDP2's shard is the fp32 parameter: per parameter
+  // 4 (fp32 shard, the master copy) + 8 (moments) with the optimizer, 4 (fp32 grads), all / 4 (16
+  // bytes per parameter in all, where DeepSpeed's layout adds a bf16 shard: 18); the gathered bf16
+  // weights: at pp > 1 the whole stage (torchtitan keeps them through the step), 2 G bytes.
+  const ModelConfig cfg = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true"});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const std::vector<RankPeak> mem = predict_rank_memory(data_of(cfg), s);
+  const double g0 = 2 * 65664 + 64000;
+  CHECK_THAT(mem[0].parts.optimizer, WithinRel(g0 * 12 / 4, 1e-12));
+  CHECK_THAT(mem[0].parts.grads, WithinRel(g0 * 4 / 4, 1e-12));
+  CHECK_THAT(mem[0].parts.weights, WithinRel(g0 * 2, 1e-12));
+  // Plain ZeRO-3 (DeepSpeed's layout): a bf16 shard 2 G / 4 beside the 12-byte optimizer state.
+  const ModelConfig z3 = load_config_text(kModel, "t.yaml", {"parallel.zero=3"});
+  CHECK_THAT(predict_rank_memory(data_of(z3), s)[0].parts.weights, WithinRel(g0 * 2 / 4, 1e-12));
+  // At pp 1, 4 layers + embedding + head on one rank: the two largest pieces gathered, two
+  // layers (65,664 each, above the embedding's 64,000 and the head's 64,064): 2 x 65,664 x 2 bytes.
+  const ModelConfig one = load_config_text(kModel, "t.yaml",
+                                           {"parallel.pp=1", "parallel.zero=3", "parallel.fsdp=true", "parallel.dp=8"});
+  const Schedule s1 = make_schedule("1f1b", ScheduleParams{1, 4, 0, 0});
+  CHECK_THAT(predict_rank_memory(data_of(one), s1)[0].parts.weights, WithinRel(2 * 65664 * 2.0, 1e-12));
+  // HSDP: zero_shard 2 of dp 4: the shards are halves (not quarters).
+  const ModelConfig hsdp =
+      load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "parallel.zero_shard=2"});
+  CHECK_THAT(predict_rank_memory(data_of(hsdp), s)[0].parts.grads, WithinRel(g0 * 4 / 2, 1e-12));
+
+  // The DP time on rank 0 (A100 80GB: NVLink 600 GB/s -> 300 bytes/ns one way, x comm 0.75 =
+  // 225 bytes/ns; tp x dp = 4 <= 8 GPUs per node; ZeRO-3 over n = 4: (n-1)/n = 0.75):
+  // all-gathers 2 x 2 bytes, reduce-scatter 4 bytes: T = 0.75 G (4 + 4) / 225 + 3 latencies.
+  const ModelConfig on = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "costs.dp_comm=true"});
+  const HardwareSpec& h = data_of(on).hardware;
+  const double bw = 300 * 0.75, lat = 3 * 1e3 * h.nvlink_latency_us;
+  const double gather = 0.75 * g0 * 4, scatter = 0.75 * g0 * 4, T = (gather + scatter) / bw + lat;
+  const StepCosts none = step_costs(data_of(on), s);  // no compute given: dp_overlap (0) applies
+  CHECK_THAT(none.ranks[0].dp_ns, WithinRel(T, 1e-12));
+  CHECK_THAT(none.ranks[0].dp_exposed_ns, WithinRel(T, 1e-12));
+  // With the rank's compute C: exposed = first + last + max(0, T - first - last - C), first the
+  // first of its 2 layers' forward all-gather (gather / 2 / 2 / bw), last the last layer's
+  // reduce-scatter (scatter / 2 / bw).
+  const double first = gather / 2 / 2 / bw, last = scatter / 2 / bw;
+  const std::vector<double> idle = {0, 0}, busy = {1e12, 1e12}, some = {T / 4, T / 4};
+  CHECK_THAT(step_costs(data_of(on), s, &idle).ranks[0].dp_exposed_ns, WithinRel(T, 1e-12));
+  CHECK_THAT(step_costs(data_of(on), s, &busy).ranks[0].dp_exposed_ns, WithinRel(first + last, 1e-12));
+  CHECK_THAT(step_costs(data_of(on), s, &some).ranks[0].dp_exposed_ns, WithinRel(T - T / 4, 1e-12));
+  // A written dp_overlap keeps its meaning.
+  const ModelConfig half = load_config_text(
+      kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "costs.dp_comm=true", "costs.dp_overlap=0.5"});
+  CHECK_THAT(step_costs(data_of(half), s, &busy).ranks[0].dp_exposed_ns, WithinRel(T / 2, 1e-12));
+}

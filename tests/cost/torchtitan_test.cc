@@ -56,8 +56,8 @@ TEST_CASE("torchtitan: [parallelism] and [training] keys", "[cost][torchtitan]")
 
 TEST_CASE("torchtitan: located errors", "[cost][torchtitan]") {
   if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
-  CHECK(error_of("[parallelism]\npipeline_parallel_schedule = \"LoopedBFS\"\n") ==
-        "t.toml:2:30: [parallelism] pipeline_parallel_schedule 'LoopedBFS' has no ppsim family (GPipe, 1F1B, "
+  CHECK(error_of("[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"LoopedBFS\"\n") ==
+        "t.toml:3:30: [parallelism] pipeline_parallel_schedule 'LoopedBFS' has no ppsim family (GPipe, 1F1B, "
         "Interleaved1F1B, ZBVZeroBubble, DualPipeV); its CSV can be simulated with --schedule-file");
   CHECK(error_of("[parallelism]\ncontext_parallel_degree = 0\n") == "t.toml:2:27: [parallelism] degrees must be >= 1");
   CHECK(error_of("[parallelism]\npipeline_parallel_first_stage_less_layers = -1\n") ==
@@ -117,4 +117,55 @@ TEST_CASE("torchtitan: context parallelism and the split with the first/last sta
   CHECK(k.parallel["dp"].as<int>() == 8 / (2 * 2));
   CHECK(k.first_less == 1);
   CHECK(k.last_less == 1);
+}
+
+TEST_CASE("torchtitan: FSDP and HSDP as ZeRO-3, JobConfig's meanings, a missing asset named", "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  // data_parallel_shard_degree -1 on 8 GPUs with tp 2: FSDP over 8 / 2 = 4 ranks: ZeRO-3 in
+  // FSDP2's layout, the DP traffic counted.
+  const TorchtitanKeys f = torchtitan_from_text("[parallelism]\ntensor_parallel_degree = 2\n", "t.toml", "", 8);
+  CHECK(f.parallel["dp"].as<int>() == 4);
+  CHECK(f.parallel["zero"].as<int>() == 3);
+  CHECK(f.parallel["fsdp"].as<bool>());
+  CHECK(!f.parallel["zero_shard"]);
+  CHECK(f.costs["dp_comm"].as<bool>());
+  // HSDP: replicate 2 x shard 4 = dp 8, ZeRO over the 4; shard 1 with replicate 8: plain DDP.
+  const TorchtitanKeys h = torchtitan_from_text(
+      "[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n", "t.toml", "", 8);
+  CHECK(h.parallel["dp"].as<int>() == 8);
+  CHECK(h.parallel["zero_shard"].as<int>() == 4);
+  const TorchtitanKeys d = torchtitan_from_text(
+      "[parallelism]\ndata_parallel_replicate_degree = 8\ndata_parallel_shard_degree = 1\n", "t.toml", "", 8);
+  CHECK(d.parallel["dp"].as<int>() == 8);
+  CHECK(!d.parallel["zero"]);
+  // pp 1: torchtitan builds no pipeline: an interleaved schedule is not two chunks, and the
+  // local batch 8 is one micro-batch of 8.
+  const TorchtitanKeys one = torchtitan_from_text(
+      "[training]\nlocal_batch_size = 8\n[parallelism]\npipeline_parallel_schedule = \"Interleaved1F1B\"\n", "t.toml",
+      "", 8);
+  CHECK(one.parallel["schedule"].as<std::string>() == "1f1b");
+  CHECK(!one.parallel["vpp"]);
+  CHECK(one.stages_per_rank == 1);
+  CHECK(one.parallel["microbatches"].as<int>() == 1);
+  CHECK(one.model["micro_batch_size"].as<int>() == 8);
+  // Expert tensor parallelism: JobConfig's default 1 with tp 2 and ep 2 splits no expert by tp.
+  CHECK(error_of("[parallelism]\ntensor_parallel_degree = 2\nexpert_parallel_degree = 2\n") ==
+        "t.toml:3:26: [parallelism] expert_tensor_parallel_degree 1 (JobConfig's default) with tensor_parallel_degree "
+        "2: ppsim splits the routed experts over tp (expert_tensor_parallel_degree = tp) only");
+  CHECK(torchtitan_from_text("[parallelism]\ntensor_parallel_degree = 2\nexpert_parallel_degree = 2\n"
+                             "expert_tensor_parallel_degree = 2\n", "t.toml", "", 8)
+            .parallel["ep"]
+            .as<int>() == 2);
+  // A missing asset: the path looked at, in the error at the torchtitan key.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ppsim_titan_asset_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(tmp) << "[model]\nhf_assets_path = \"./nowhere/Model-X\"\n";
+  try {
+    (void)parse_config("torchtitan: " + tmp.string() + "\nhardware: {name: h100, gpus: 8}\n", "t.yaml", "", {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("[model] hf_assets_path = \"./nowhere/Model-X\": no config.json at " +
+                                            (tmp.parent_path() / "nowhere/Model-X/config.json").string()));
+  }
+  std::filesystem::remove(tmp);
 }

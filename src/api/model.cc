@@ -8,6 +8,7 @@
 
 #include "cost/flops.h"
 #include "cost/hf_config.h"
+#include "cost/invariants.h"
 #include "cost/layer_split.h"
 #include "cost/memory.h"
 #include "cost/yaml_reader.h"
@@ -183,6 +184,22 @@ std::string short_count(double x) {
   return fmt::format("{:.0f}", x);
 }
 
+// The invariants of the counts (cost/invariants.h): the parts add up to the memory model's own
+// count of the model (model_params, computed apart), and the stages' parameters to the model's.
+void check_counts(const ModelReport& r) {
+  const AnswerSource src{r.source, ""};
+  std::vector<std::pair<std::string, double>> parts, stages;
+  double mtp = 0;
+  for (const ModelPart& p : r.parts) {
+    if (p.name == "mtp") mtp = p.total;
+    else parts.emplace_back(p.name, p.total);
+  }
+  check_parts_add_up("the model's parameters by part", model_params(r.config.model), parts, src);
+  if (r.stages.empty()) return;
+  for (const StageParams& s : r.stages) stages.emplace_back(fmt::format("stage {}", s.stage), s.params);
+  check_parts_add_up("the model's parameters by stage", r.total + mtp, stages, src);
+}
+
 ModelReport model_report(const ModelRequest& req) {
   ModelReport r;
   r.source = req.path;
@@ -216,6 +233,7 @@ ModelReport model_report(const ModelRequest& req) {
   count_flops(c, r);
   const int pp = stage_count(req, hf, c);
   if (pp > 0) count_stages(c, pp, r);
+  check_counts(r);
   return r;
 }
 

@@ -5,9 +5,10 @@
 #include <fmt/format.h>
 
 #include "api/request.h"
-#include "cost/invariants.h"
 #include "api/times.h"
 #include "core/error.h"
+#include "cost/config.h"
+#include "cost/invariants.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -103,6 +104,8 @@ Result run(const Request& req) {
     const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{unit_source(u), {}};
     check_timing(s, costs, row.metrics, src);
     if (cfg) {
+      const ModelConfigData& c = *cfg->data;
+      check_global_batch(s.microbatches, c.model.micro_batch_size, c.parallel.dp, c.parallel.global_batch, src);
       row.physical = physical_result(*cfg, s, r);
       check_physical(*cfg, s, r, row.physical, src);
     }

@@ -110,7 +110,7 @@ const SchemaNode& schema() {
                            leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
       section("cluster", {leaf("gpus"), leaf("gpu")}),
       section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
-      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"),
+      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"), leaf("global_batch"),
                            leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
                            leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"), leaf("zero_shard"), leaf("fsdp"),
                            leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
@@ -496,6 +496,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.cp = static_cast<int>(r.integer("cp", 1, 1, 1024));
   p.dp = static_cast<int>(r.integer("dp", 1, 1, 1 << 20));
   p.microbatches = static_cast<int>(r.required_integer("microbatches", 1, 1 << 20));
+  p.global_batch = r.integer("global_batch", 0, 1, 1LL << 40);
   p.schedule = r.string("schedule", "all");
   if (p.schedule != "all") {
     std::size_t pos = 0;
@@ -863,6 +864,7 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
     root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
                                            args.global_batch_size, args.micro_batch_size, dp));
   out["parallel"]["microbatches"] = args.global_batch_size / per_step;
+  out["parallel"]["global_batch"] = args.global_batch_size;  // checked against the final dp (cost/invariants.h)
   return out;
 }
 

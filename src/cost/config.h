@@ -259,6 +259,9 @@ struct ParallelSpec {
   int cp = 1;  // context parallel: each rank holds seq_len / cp of every sequence
   int dp = 1;
   int microbatches = 1;
+  // Sequences per step as the input stated them (Megatron-LM's --global-batch-size, when it set
+  // microbatches); 0: not stated. microbatches x micro_batch_size x dp must equal it.
+  long long global_batch = 0;
   std::string schedule = "all";
   std::vector<int> layer_split;    // empty: uniform
   SourceLoc layer_split_loc;

@@ -25,7 +25,7 @@ in 1x128 tiles along the tokens, each side transposed before it is quantized): A
 block scaling), beside BF16 and per-tensor FP8 on the same product. No accumulation into an FP32
 gradient (efficiency.accum_exposed prices that apart).
 
-Usage: python3 tools/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
+Usage: python3 tools/experiments/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
 """
 import argparse
 import json

@@ -8,12 +8,12 @@ projections and one expert's grouped GEMMs (FP8 where torch has `_scaled_mm`), a
 attention (scaled_dot_product_attention) at Llama 3's 8192 and DeepSeek-V3's 4096 tokens.
 Each is timed with CUDA events, median of `--iters` after warm-up; forward shapes only.
 
-Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
-       python3 tools/measure_gemm_efficiency.py --sweep-tokens [--json out.json]
+Usage: python3 tools/experiments/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
+       python3 tools/experiments/measure_gemm_efficiency.py --sweep-tokens [--json out.json]
 --sweep-tokens: BF16 weight-gradient GEMMs (dW = dY^T X, reduced over the micro-batch's tokens)
 and the forward GEMMs of the same layers at 512 to 16384 tokens: how the efficiency depends on
 the reduction length.
-       python3 tools/measure_gemm_efficiency.py --sustained 30 [--json out.json]
+       python3 tools/experiments/measure_gemm_efficiency.py --sustained 30 [--json out.json]
 --sustained S: Llama 3's four layer GEMMs (QKV, attention out, MLP up+gate, down; TP 8, 8192
 tokens) back to back for S seconds with nothing between them, as a busy training step keeps the
 GPU: TFLOP/s per one-second window, the first (the GPU cold, at its top clock, as the other modes

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Compare `ppsim import-trace` on the traces of tools/record_hf_traces.py with their ground truth.
+"""Compare `ppsim import-trace` on the traces of tools/experiments/record_hf_traces.py with their ground truth.
 
-    python3 tools/compare_hf_traces.py DIR [--ppsim build/ppsim] [--tolerance 0.05]
+    python3 tools/experiments/compare_hf_traces.py DIR [--ppsim build/ppsim] [--tolerance 0.05]
 
 DIR holds the six traces and ground_truth.json. Each trace is imported with the default rules
 (`ppsim import-trace TRACE --format json`); a layer's imported F is the sum over its sub-op cells
@@ -36,7 +36,7 @@ def imported_layers(ppsim, trace):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
-    ap.add_argument("--ppsim", default=os.path.join(os.path.dirname(__file__), "..", "build", "ppsim"))
+    ap.add_argument("--ppsim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "ppsim"))
     ap.add_argument("--tolerance", type=float, default=0.05)
     a = ap.parse_args()
     truth = json.load(open(os.path.join(a.dir, "ground_truth.json")))

@@ -18,7 +18,7 @@ with CUDA events, beside each of:
   incoming pull  the same copies issued on a second stream of GPU 0
 
 and prints each one's GEMM time against alone (median of 5 rounds of 50 GEMMs).
-Usage: python3 tools/measure_cross_device_wait.py [--n 4096] [--json out.json]
+Usage: python3 tools/experiments/measure_cross_device_wait.py [--n 4096] [--json out.json]
 """
 import argparse
 import json

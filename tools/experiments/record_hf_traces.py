@@ -5,7 +5,7 @@ Run on a machine with one CUDA GPU, torch and transformers installed (written fo
 transformers 5, Python 3.12); nothing is downloaded: each model is built from a config in this
 script, with random weights:
 
-    python3 tools/record_hf_traces.py --out DIR
+    python3 tools/experiments/record_hf_traces.py --out DIR
 
 Two models, a dense one (Llama) and an MoE one (Mixtral), a training step each as users write it
 (`loss = model(ids, labels=ids).loss; loss.backward()`: the backward runs through autograd, on
@@ -20,7 +20,7 @@ its own thread), each recorded three ways:
                             hidden state between layers, on autograd's thread: the ground truth
 and ground_truth.json: per model, per layer, the forward and backward kernel time of one step
 (kernels launched under that layer's range in the fwdbwd trace, summed by this script from the
-trace itself, divided by the recorded steps), and the settings. `tools/compare_hf_traces.py`
+trace itself, divided by the recorded steps), and the settings. `tools/experiments/compare_hf_traces.py`
 imports each trace with ppsim and compares its per-layer F and B with it (docs/TRACES.md).
 """
 import argparse

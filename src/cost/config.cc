@@ -130,7 +130,7 @@ const SchemaNode& sub(const SchemaNode& s, const char* name) {
 
 // Memory: the capacity the driver reports (nvidia-smi's memory.total, NVML), in GB of 1e9 bytes.
 // NVIDIA's product sizes are binary and rounded: an "80GB" H100 reports 81,559 MiB, 85.52 GB (read
-// on an H100 80GB HBM3 here, 2026-11-26, tools/measure_gpu_memory.py; CUDA's own cudaMemGetInfo
+// on an H100 80GB HBM3 here, 2026-11-26, tools/experiments/measure_gpu_memory.py; CUDA's own cudaMemGetInfo
 // total there was 81,079 MiB and a process with a context, cuBLAS and one NCCL communicator had
 // 83.67 GB left, docs/FIDELITY.md "What fits"). The other types as NVML reports them (Modal's
 // table of nvidia-smi figures, thundergolfer.com/blog/nvidia-gpu-memory-capacity): A100 80GB
@@ -156,61 +156,10 @@ constexpr Preset kPresets[] = {
     {"a100", 312, 0, 2039, kA100_80MemGB, 108, 600, 25},
 };
 
-// GPU types for `cluster.gpu`: the datasheet figures and ONE achievable-efficiency set per type,
-// the same for every run on that GPU (docs/FIDELITY.md measures them against published runs; they
-// are never tuned per run). Sources of the datasheet figures:
-//   A100: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 dense 312 TFLOP/s; 40GB SXM4 HBM2
-//         1555 GB/s, 80GB SXM4 HBM2e 2039 GB/s; NVLink 3 600 GB/s; 108 SMs (A100 whitepaper).
-//         Network: DGX A100 / Selene, 8 HDR 200 Gb/s InfiniBand NICs per 8 GPUs: 25 GB/s per GPU.
-//   H100: NVIDIA H100 datasheet, SXM5: BF16 dense 989.4, FP8 1979 TFLOP/s, HBM3 3.35 TB/s, "80 GB" (kH100MemGB),
-//         NVLink 4 900 GB/s, 132 SMs. Network: DGX H100, 8 ConnectX-7 400 Gb/s: 50 GB/s per GPU.
-//   H800: an H100 SXM with NVLink cut to 400 GB/s (DeepSeek-V3 report 3.2.2: 160 GB/s achieved one
-//         way; 3.1: 400 Gb/s InfiniBand per GPU, 50 GB/s).
-//   H200: NVIDIA H200 datasheet: H100's compute, HBM3e 4.8 TB/s, "141 GB" (kH200MemGB).
-// Efficiency (fraction of the peak reached; see EfficiencySpec): one set per architecture.
-//   gemm: large BF16 GEMMs reach ~75-80% of peak on A100 (cuBLAS; Megatron-LM's 2021 paper,
-//         Fig. 7-8: single-GPU GEMM-bound throughput) and ~65-70% on H100 SXM (the H100's
-//         higher peak is harder to feed: power and clock throttling under dense GEMM).
-//   attention: FlashAttention-2 (Dao 2023, section 4.1) reaches 50-73% of A100's peak forward
-//         and less backward; on H100 FlashAttention-2 reaches ~35-50% (FlashAttention-3 paper,
-//         Shah et al. 2024, Fig. 5: FA2 at ~325-370 of 989 TFLOP/s).
-//   elementwise: fused elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy).
-//   comm: NCCL ring collectives reach ~75-80% of link bandwidth as bus bandwidth (nccl-tests).
-//   accum_exposed: the fused weight-gradient GEMM with FP32 accumulation (apex's
-//         wgrad_gemm_accum_fp32, Megatron-LM's --gradient-accumulation-fusion: cublasGemmEx, BF16
-//         in, FP32 C with beta = 1) against the same GEMM with a BF16 output, on one H100
-//         (tools/measure_wgrad_accum.py, 44 weight-gradient shapes of the published runs at 1024
-//         to 8192 tokens, 2026-11-26): the extra time is 0.22-1.9x the FP32 read + write alone;
-//         least squares over the 44 gives 0.66, their median 0.63: 0.65. On an H200 the same
-//         script gives 0.70 and 0.68 (0.65 predicts its 44 within 15%, mean -1.2%). Not measured
-//         on an A100 (none can be run here): the A100 sets take the same figure (our choice;
-//         Ampere's kernels run the epilogue after the main loop as Hopper's cooperative ones do).
-//   gemm_fp8: FP8 GEMMs with DeepSeek-V3's fine-grained scaling (1x128 activation tiles, 128x128
-//         weight blocks), set against `gemm` by a measured ratio. tools/measure_fp8_gemm.py times
-//         the forward GEMM shapes of a DeepSeek-V3 MoE layer at 4096 tokens on one H100 (cuBLAS 13
-//         block scaling through torch._scaled_mm), FLOP-weighted: 0.540 and 0.587 of the FP8 peak
-//         on two machines, where BF16 on the same shapes reached 0.690 and 0.721 of its own: a
-//         ratio of 0.78 and 0.81 (the input-gradient shapes: 0.83). The BF16 figure of the set
-//         (0.65) sits below its single-GPU measurements by choice (whole-run clocks); FP8 keeps
-//         the same margin: 0.65 x 0.80 = 0.52 for the Hopper types. DeepSeek's own H800 figures
-//         bracket it: DeepGEMM's first README (commit a6d97a1, 2025-02-25) gives 0.60 on the same
-//         weighting, and over its speedup column 0.515 for "our internally and carefully
-//         optimized implementation based on CUTLASS 3.6", the kernels that predate DeepGEMM.
-//         The A100 has no FP8 (0: as gemm).
-//   gemm_fp8_wgrad: the FP8 weight-gradient GEMMs (dW = X^T dY, the tokens the inner dimension,
-//         both inputs in 1x128 tiles along the tokens: report 3.3.2). tools/measure_fp8_gemm.py
-//         --wgrad times them for the same eight shapes (cuBLAS 13's 1x128 x 1x128 block scaling,
-//         each product checked against BF16 on the dequantized inputs) on one H100, 2026-11-26:
-//         FLOP-weighted 0.437 and 0.456 of the FP8 peak in two runs, where BF16 on the same
-//         products reached 0.710 and 0.728 (a ratio of 0.62 and 0.63), and the forward's block
-//         scaling 0.561 on the same GPU (0.78-0.81 of it); one H200: 0.458 and 0.433 against
-//         0.760 and 0.732 (0.59-0.60). Per-row-and-column rescaling of every
-//         K block costs what the 128x128 weight blocks' per-row one does not. As gemm_fp8: 0.65 x
-//         0.62 = 0.40 for the Hopper types. DeepSeek's own trace (deepseek-ai/profile-data
-//         train.json, H800) agrees in direction: its wgrad kernels (fp8_dptp128c_acc) run 4.78
-//         TFLOP a layer in 6.87 ms of kernel time (0.35 of the peak on 112 SMs beside DeepEP's
-//         kernels), its forward and input-grad ones at 0.41-0.51 beside the same. No FP8 on the
-//         A100 (0).
+// GPU types for `cluster.gpu`: datasheet figures and ONE efficiency set per type, the same for every
+// run on that GPU, never tuned per run. Columns of `eff`: gemm, attention, elementwise, comm,
+// accum_exposed, gemm_fp8, gemm_fp8_wgrad. docs/CONFIG.md "cluster.gpu" gives each figure's source
+// and measurement; docs/FIDELITY.md tests the sets against published runs.
 struct GpuType {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;

@@ -269,45 +269,44 @@ class ListScheduler {
     return ch;
   }
 
+  // Appends `a` (ending at `end`, `ops` ops) to rank `best`.
+  void emit(int best, const Action& a, Time end, std::size_t ops) {
+    s_.ranks[best].push_back(a);
+    t_free_[best] = end;
+    left_ -= ops;
+  }
+
   void commit(int best, const Choice& ch) {
     const Time t = ch.start;
     if (ch.f_stage >= 0 && ch.b_stage >= 0) {
       // Both ops were available at t (choose() pairs only available ops).
       const int fm = next_f_[ch.f_stage]++, bm = next_b_[ch.b_stage]++;
       const Time e = t + pair_duration(c_.slice[s_.slice[ch.f_stage]], c_.slice[s_.slice[ch.b_stage]], OpKind::I);
-      s_.ranks[best].push_back(Action::pair({OpKind::F, ch.f_stage, fm}, {OpKind::I, ch.b_stage, bm}));
       f_end_[key(ch.f_stage, fm)] = e;
       b_end_[key(ch.b_stage, bm)] = e;
       pending_w_[ch.b_stage].push_back(bm);
       act_[best] += w_hold(ch.b_stage);  // the F's share in, the I's 1 - w_hold out
-      t_free_[best] = e;
-      left_ -= 2;
+      emit(best, Action::pair({OpKind::F, ch.f_stage, fm}, {OpKind::I, ch.b_stage, bm}), e, 2);
     } else if (ch.f_stage >= 0) {
       const int m = next_f_[ch.f_stage]++;
       const Time e = t + dur(ch.f_stage, OpKind::F);
-      s_.ranks[best].push_back(Action::single({OpKind::F, ch.f_stage, m}));
       f_end_[key(ch.f_stage, m)] = e;
       act_[best] += 1;
       inflight_[best] += 1;
-      t_free_[best] = e;
-      left_ -= 1;
+      emit(best, Action::single({OpKind::F, ch.f_stage, m}), e, 1);
     } else if (ch.b_stage >= 0) {
       const int m = next_b_[ch.b_stage]++;
       const Time e = t + dur(ch.b_stage, OpKind::I);
-      s_.ranks[best].push_back(Action::single({OpKind::I, ch.b_stage, m}));
       b_end_[key(ch.b_stage, m)] = e;
       pending_w_[ch.b_stage].push_back(m);
       act_[best] -= 1 - w_hold(ch.b_stage);
       inflight_[best] -= 1;
-      t_free_[best] = e;
-      left_ -= 1;
+      emit(best, Action::single({OpKind::I, ch.b_stage, m}), e, 1);
     } else {
       const int m = pending_w_[ch.w_stage].front();
       pending_w_[ch.w_stage].pop_front();
-      s_.ranks[best].push_back(Action::single({OpKind::W, ch.w_stage, m}));
-      t_free_[best] = t + dur(ch.w_stage, OpKind::W);
       act_[best] -= w_hold(ch.w_stage);
-      left_ -= 1;
+      emit(best, Action::single({OpKind::W, ch.w_stage, m}), t + dur(ch.w_stage, OpKind::W), 1);
     }
   }
 
@@ -514,6 +513,16 @@ struct Trial {
   ListRule rule;
 };
 
+// A list rule: backward first (bf), deeper stages first (deep), and for reserve 0 room kept for
+// the deeper stages under the cap.
+ListRule base_rule(int bf, int deep, int reserve) {
+  ListRule r;
+  r.backward_first = bf;
+  r.deep_first = deep;
+  r.reserve_deeper = reserve == 0;
+  return r;
+}
+
 // The grid of rules: backward or F first, W filling only, deep first, pairs (two pipes), the
 // in-flight limit and (under a cap) reserving room for deeper stages.
 void add_grid_trials(std::vector<Trial>& trials, Placement p, int pp, int chunks, double memory_cap) {
@@ -523,11 +532,8 @@ void add_grid_trials(std::vector<Trial>& trials, Placement p, int pp, int chunks
         for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
           for (int inflight : {0, pp * chunks, 2 * pp * chunks})
             for (int reserve = 0; reserve < (memory_cap > 0 ? 2 : 1); ++reserve) {
-              ListRule r;
-              r.reserve_deeper = reserve == 0;
-              r.backward_first = bf;
+              ListRule r = base_rule(bf, deep, reserve);
               r.w_fills_only = wf;
-              r.deep_first = deep;
               r.pairs = pairs;
               r.max_inflight = inflight;
               trials.push_back({p, r});
@@ -556,10 +562,7 @@ void add_injection_trials(std::vector<Trial>& trials, Placement p, const Schedul
       for (int bf = 0; bf < 2; ++bf)
         for (int deep = 0; deep < 2; ++deep)
           for (int reserve = 0; reserve < 2; ++reserve) {
-            ListRule r;
-            r.backward_first = bf;
-            r.deep_first = deep;
-            r.reserve_deeper = reserve == 0;
+            ListRule r = base_rule(bf, deep, reserve);
             r.inject_gap = gap * pct / 100;
             r.inject_free = burst;
             trials.push_back({p, r});

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does anything of the replay's receive path slow the receiving GPU's compute? (docs/VALIDATION.md,
-"Two H200s again": on two GPUs of one process, ops ran 10-15% longer than profiled while messages
+"Two GPUs: the receive path": on two GPUs of one process, ops ran 10-15% longer than profiled while messages
 arrived into their GPU.) On two GPUs, GPU 0 runs a loop of bf16 GEMMs on its main stream, timed
 with CUDA events, beside each of:
 

@@ -2,7 +2,7 @@
 """Measures, on one Hopper GPU, the fraction of the FP8 dense peak that FP8 GEMMs reach on
 DeepSeek-V3's GEMM shapes, with per-tensor scales and with DeepSeek's fine-grained scaling
 (1x128 activation tiles x 128x128 weight blocks), beside BF16 on the same shapes
-(docs/FIDELITY.md, "DeepSeek-V3"; `efficiency.gemm_fp8`, docs/CONFIG.md).
+(docs/FIDELITY-MEASURED.md, "FP8 GEMMs"; `efficiency.gemm_fp8`, docs/CONFIG.md).
 
 Shapes: the forward GEMMs that DeepGEMM's first README (commit a6d97a1, 2025-02-25) times on an
 H800 at 4096 tokens: MLA's fused q/kv down-projection (N 2112, K 7168), q up (24576 x 1536),

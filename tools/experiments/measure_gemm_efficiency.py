@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures, with PyTorch on one GPU, the fraction of the datasheet peak that the GEMMs and the
-attention of the published H100/H800 runs reach (docs/FIDELITY.md, "GPU-type figures"), to set
+attention of the published H100/H800 runs reach (docs/FIDELITY-MEASURED.md, "GPU-type figures"), to set
 against the `h100` / `h800` efficiency set of src/cost/config.cc (GEMM 0.65, attention 0.45 of
 the BF16 or FP8 dense peak). Shapes: Llama 3 405B's per-GPU GEMMs under TP 8 with sequence
 parallelism (8192 tokens, h 16384, ffn 53248, GQA 8 kv heads of 128), DeepSeek-V3's dense

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs Megatron-LM's 1F1B and interleaved 1F1B with Megatron's blocking p2p calls on the GPUs of
-one host, and times them (docs/FIDELITY.md, "Interleaved 1F1B against 1F1B"). One rank per GPU:
+one host, and times them (docs/FIDELITY-MEASURED.md, "Interleaved 1F1B against 1F1B"). One rank per GPU:
 
     torchrun --standalone --nproc-per-node 4 tools/experiments/measure_megatron_runtime.py --out DIR
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ZB-H1 with the Zero Bubble fork's runtime against 1F1B with Megatron-LM's calls, on the GPUs of
-one host (docs/FIDELITY.md, "ZB-H1 against 1F1B on four GPUs"). One rank per GPU:
+one host (docs/FIDELITY-MEASURED.md, "ZB-H1 against 1F1B on four GPUs"). One rank per GPU:
 
     for M in 12 16 32; do ppsim show zb-h1 -p 4 -m $M --format json > zb_h1_$M.json; done
     torchrun --standalone --nproc-per-node 4 tools/experiments/measure_zb_runtime.py --out DIR --orders zb_h1_*.json

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/split.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
 #include "cost/torchtitan.h"
@@ -589,13 +590,7 @@ std::string apply_set(YAML::Node& root, const std::string& assignment) {
   const std::string text = assignment.substr(eq + 1);
 
   // Walk the schema first, so that a misspelt key gets a suggestion and the tree is untouched.
-  std::vector<std::string> parts;
-  for (std::size_t pos = 0; pos <= key_path.size();) {
-    std::size_t dot = key_path.find('.', pos);
-    if (dot == std::string::npos) dot = key_path.size();
-    parts.push_back(key_path.substr(pos, dot - pos));
-    pos = dot + 1;
-  }
+  const std::vector<std::string> parts = split(key_path, '.');
   const SchemaNode* s = &schema();
   std::string walked;
   for (std::size_t i = 0; i < parts.size(); ++i) {

@@ -468,15 +468,9 @@ ParallelSpec read_parallel(const MapReader& r) {
 }
 
 OpTimes read_op_ms(const MapReader& r, bool need_fb_ok) {
-  auto ticks = [](double ms_value) { return static_cast<Time>(std::llround(ms_value * 1e6)); };
-  OpTimes t;
-  t.f = ticks(r.required_number("F", 0, kMaxOpMs, false));
-  t.b = ticks(r.required_number("B", 0, kMaxOpMs, false));
-  t.w = ticks(r.number("W", 0, 0, kMaxOpMs, false));
-  if (t.w > t.b)
-    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
+  OpTimes t = read_op_times(r, false);
   if (t.f + t.b == 0) r.fail("B", fmt::format("{} + {} must be > 0", r.path("F"), r.path("B")));
-  if (need_fb_ok) t.fb = ticks(r.number("FB", 0, 0, kMaxOpMs, true));
+  if (need_fb_ok) t.fb = static_cast<Time>(std::llround(r.number("FB", 0, 0, kMaxOpMs, true) * 1e6));
   return t;
 }
 

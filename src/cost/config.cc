@@ -11,9 +11,11 @@
 #include <cctype>
 #include <filesystem>
 #include <numeric>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "core/split.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
@@ -25,51 +27,30 @@
 namespace ppsim {
 
 double dtype_bytes(Dtype d) {
-  switch (d) {
-    case Dtype::fp8: return 1;
-    case Dtype::bf16: return 2;
-    case Dtype::fp16: return 2;
-    case Dtype::fp32: return 4;
-  }
-  return 2;
+  return enum_lookup<Dtype, double>(d, {{Dtype::fp8, 1}, {Dtype::bf16, 2}, {Dtype::fp16, 2}, {Dtype::fp32, 4}}, 2);
 }
 
 const char* dtype_name(Dtype d) {
-  switch (d) {
-    case Dtype::fp8: return "fp8";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp32: return "fp32";
-  }
-  return "?";
+  return enum_name(d, {{Dtype::fp8, "fp8"}, {Dtype::bf16, "bf16"}, {Dtype::fp16, "fp16"}, {Dtype::fp32, "fp32"}});
 }
 
 const char* recompute_op_name(unsigned op) {
-  switch (op) {
-    case kRecomputeNorm: return "norm";
-    case kRecomputeMlaUp: return "mla_up_proj";
-    case kRecomputeActFn: return "act_fn";
-    case kRecomputeAttnCore: return "attn_core";
-  }
-  return "?";
+  return enum_name<unsigned>(op, {{kRecomputeNorm, "norm"},
+                                  {kRecomputeMlaUp, "mla_up_proj"},
+                                  {kRecomputeActFn, "act_fn"},
+                                  {kRecomputeAttnCore, "attn_core"}});
 }
 
 double cache_bytes_per_elem(CacheType t) {
-  switch (t) {
-    case CacheType::bf16: return 2;
-    case CacheType::fp8: return 1 + 4 / kCacheTileElems;
-    case CacheType::e5m6: return 1.5 + 4 / kCacheTileElems;
-  }
-  return 2;
+  return enum_lookup<CacheType, double>(t,
+                                        {{CacheType::bf16, 2},
+                                         {CacheType::fp8, 1 + 4 / kCacheTileElems},
+                                         {CacheType::e5m6, 1.5 + 4 / kCacheTileElems}},
+                                        2);
 }
 
 const char* cache_type_name(CacheType t) {
-  switch (t) {
-    case CacheType::bf16: return "bf16";
-    case CacheType::fp8: return "fp8";
-    case CacheType::e5m6: return "e5m6";
-  }
-  return "?";
+  return enum_name(t, {{CacheType::bf16, "bf16"}, {CacheType::fp8, "fp8"}, {CacheType::e5m6, "e5m6"}});
 }
 
 double PrecisionSpec::optimizer_bytes_per_param() const {
@@ -143,6 +124,7 @@ constexpr double kH200MemGB = 143771 * kMiB / 1e9;   // 150.75
 constexpr double kA100_80MemGB = 81920 * kMiB / 1e9; // 85.90
 constexpr double kA100_40MemGB = 40960 * kMiB / 1e9; // 42.95
 
+// Datasheet figures of a GPU (a `hardware.name` preset, or a `cluster.gpu` type's).
 struct Preset {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;
@@ -150,32 +132,36 @@ struct Preset {
   double nvlink_gbps, network_gbps;
 };
 
-constexpr Preset kPresets[] = {
-    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50},
-    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50},
-    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50},
-    {"a100", 312, 0, 2039, kA100_80MemGB, 108, 600, 25},
-};
-
 // GPU types for `cluster.gpu`: datasheet figures and ONE efficiency set per type, the same for every
 // run on that GPU, never tuned per run. Columns of `eff`: gemm, attention, elementwise, comm,
 // accum_exposed, gemm_fp8, gemm_fp8_wgrad. docs/CONFIG.md "cluster.gpu" gives each figure's source
 // and measurement; docs/FIDELITY.md tests the sets against published runs.
 struct GpuType {
-  const char* key;
-  double bf16, fp8, hbm_gbps, hbm_gb;
-  int sms;
-  double nvlink_gbps, network_gbps;
+  Preset hw;
   EfficiencySpec eff;
 };
 
 constexpr GpuType kGpuTypes[] = {
-    {"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
-    {"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
-    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
-    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
-    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25}, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {{"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25}, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {{"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
 };
+
+// A `hardware.name` preset: the datasheet figures of GPU type `type_key` (a compile error if none).
+constexpr Preset preset_of(const char* key, std::string_view type_key) {
+  for (const GpuType& g : kGpuTypes)
+    if (type_key == g.hw.key) {
+      Preset p = g.hw;
+      p.key = key;
+      return p;
+    }
+  throw "preset_of: no such GPU type";
+}
+
+constexpr Preset kPresets[] = {preset_of("h100", "h100"), preset_of("h800", "h800"), preset_of("h200", "h200"),
+                               preset_of("a100", "a100-80gb")};
 
 std::string preset_key(const std::string& name) {
   std::string k;
@@ -205,7 +191,7 @@ std::string gpu_type_key(const std::string& name) {
 const GpuType* find_gpu_type(const std::string& name) {
   const std::string k = gpu_type_key(name);
   for (const auto& g : kGpuTypes)
-    if (k == g.key) return &g;
+    if (k == g.hw.key) return &g;
   return nullptr;
 }
 
@@ -312,27 +298,19 @@ PrecisionSpec read_precision(const MapReader& r) {
 HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   const SchemaNode& hs = sub(schema(), "hardware");
   HardwareSpec h;
-  h.name = r.string("name", type != nullptr ? type->key : "");
+  h.name = r.string("name", type != nullptr ? type->hw.key : "");
   const Preset* preset = type != nullptr ? nullptr : find_preset(h.name);
-  if (type != nullptr) {
-    // cluster.gpu: the type's datasheet figures and its one efficiency set.
-    h.peak_bf16_tflops = type->bf16;
-    h.peak_fp8_tflops = type->fp8;
-    h.hbm_gbps = type->hbm_gbps;
-    h.hbm_gb = type->hbm_gb;
-    h.sms = type->sms;
-    h.nvlink_gbps = type->nvlink_gbps;
-    h.network_gbps = type->network_gbps;
-    h.efficiency = type->eff;
-  } else if (preset != nullptr) {
-    h.peak_bf16_tflops = preset->bf16;
-    h.peak_fp8_tflops = preset->fp8;
-    h.hbm_gbps = preset->hbm_gbps;
-    h.hbm_gb = preset->hbm_gb;
-    h.sms = preset->sms;
-    h.nvlink_gbps = preset->nvlink_gbps;
-    h.network_gbps = preset->network_gbps;
+  // cluster.gpu: the type's datasheet figures and its one efficiency set; else a named preset's.
+  if (const Preset* hw = type != nullptr ? &type->hw : preset) {
+    h.peak_bf16_tflops = hw->bf16;
+    h.peak_fp8_tflops = hw->fp8;
+    h.hbm_gbps = hw->hbm_gbps;
+    h.hbm_gb = hw->hbm_gb;
+    h.sms = hw->sms;
+    h.nvlink_gbps = hw->nvlink_gbps;
+    h.network_gbps = hw->network_gbps;
   }
+  if (type != nullptr) h.efficiency = type->eff;
   // A required figure: from the config, else from the preset, else an error naming both ways.
   auto needed = [&](const MapReader& m, const std::string& key, double preset_value) {
     if (m.has(key) || preset_value > 0) return m.number(key, preset_value, kMinFigure, 1e9, false);
@@ -558,7 +536,7 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
 
 std::string gpu_type_list() {
   std::string s;
-  for (const auto& g : kGpuTypes) s += (s.empty() ? "" : ", ") + std::string(g.key);
+  for (const auto& g : kGpuTypes) s += (s.empty() ? "" : ", ") + std::string(g.hw.key);
   return s;
 }
 
@@ -815,11 +793,11 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
       type = find_gpu_type(c.gpu_type);
       if (type == nullptr) {
         std::vector<std::string> keys;
-        for (const auto& g : kGpuTypes) keys.emplace_back(g.key);
+        for (const auto& g : kGpuTypes) keys.emplace_back(g.hw.key);
         cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({})", c.gpu_type, gpu_type_list()),
                 closest_match(gpu_type_key(c.gpu_type), keys));
       }
-      c.gpu_type = type->key;
+      c.gpu_type = type->hw.key;
     }
   }
   if (!root.has("hardware") && type == nullptr)

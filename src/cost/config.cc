@@ -11,9 +11,12 @@
 #include <cctype>
 #include <filesystem>
 #include <numeric>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+#include "core/split.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
 #include "cost/torchtitan.h"
@@ -24,51 +27,30 @@
 namespace ppsim {
 
 double dtype_bytes(Dtype d) {
-  switch (d) {
-    case Dtype::fp8: return 1;
-    case Dtype::bf16: return 2;
-    case Dtype::fp16: return 2;
-    case Dtype::fp32: return 4;
-  }
-  return 2;
+  return enum_lookup<Dtype, double>(d, {{Dtype::fp8, 1}, {Dtype::bf16, 2}, {Dtype::fp16, 2}, {Dtype::fp32, 4}}, 2);
 }
 
 const char* dtype_name(Dtype d) {
-  switch (d) {
-    case Dtype::fp8: return "fp8";
-    case Dtype::bf16: return "bf16";
-    case Dtype::fp16: return "fp16";
-    case Dtype::fp32: return "fp32";
-  }
-  return "?";
+  return enum_name(d, {{Dtype::fp8, "fp8"}, {Dtype::bf16, "bf16"}, {Dtype::fp16, "fp16"}, {Dtype::fp32, "fp32"}});
 }
 
 const char* recompute_op_name(unsigned op) {
-  switch (op) {
-    case kRecomputeNorm: return "norm";
-    case kRecomputeMlaUp: return "mla_up_proj";
-    case kRecomputeActFn: return "act_fn";
-    case kRecomputeAttnCore: return "attn_core";
-  }
-  return "?";
+  return enum_name<unsigned>(op, {{kRecomputeNorm, "norm"},
+                                  {kRecomputeMlaUp, "mla_up_proj"},
+                                  {kRecomputeActFn, "act_fn"},
+                                  {kRecomputeAttnCore, "attn_core"}});
 }
 
 double cache_bytes_per_elem(CacheType t) {
-  switch (t) {
-    case CacheType::bf16: return 2;
-    case CacheType::fp8: return 1 + 4 / kCacheTileElems;
-    case CacheType::e5m6: return 1.5 + 4 / kCacheTileElems;
-  }
-  return 2;
+  return enum_lookup<CacheType, double>(t,
+                                        {{CacheType::bf16, 2},
+                                         {CacheType::fp8, 1 + 4 / kCacheTileElems},
+                                         {CacheType::e5m6, 1.5 + 4 / kCacheTileElems}},
+                                        2);
 }
 
 const char* cache_type_name(CacheType t) {
-  switch (t) {
-    case CacheType::bf16: return "bf16";
-    case CacheType::fp8: return "fp8";
-    case CacheType::e5m6: return "e5m6";
-  }
-  return "?";
+  return enum_name(t, {{CacheType::bf16, "bf16"}, {CacheType::fp8, "fp8"}, {CacheType::e5m6, "e5m6"}});
 }
 
 double PrecisionSpec::optimizer_bytes_per_param() const {
@@ -134,7 +116,7 @@ const SchemaNode& sub(const SchemaNode& s, const char* name) {
 
 // Memory: the capacity the driver reports (nvidia-smi's memory.total, NVML), in GB of 1e9 bytes.
 // NVIDIA's product sizes are binary and rounded: an "80GB" H100 reports 81,559 MiB, 85.52 GB (read
-// on an H100 80GB HBM3 here, 2026-11-26, tools/measure_gpu_memory.py; CUDA's own cudaMemGetInfo
+// on an H100 80GB HBM3 here, 2026-11-26, tools/experiments/measure_gpu_memory.py; CUDA's own cudaMemGetInfo
 // total there was 81,079 MiB and a process with a context, cuBLAS and one NCCL communicator had
 // 83.67 GB left, docs/FIDELITY.md "What fits"). The other types as NVML reports them (Modal's
 // table of nvidia-smi figures, thundergolfer.com/blog/nvidia-gpu-memory-capacity): A100 80GB
@@ -146,6 +128,7 @@ constexpr double kH200MemGB = 143771 * kMiB / 1e9;   // 150.75
 constexpr double kA100_80MemGB = 81920 * kMiB / 1e9; // 85.90
 constexpr double kA100_40MemGB = 40960 * kMiB / 1e9; // 42.95
 
+// Datasheet figures of a GPU (a `hardware.name` preset, or a `cluster.gpu` type's).
 struct Preset {
   const char* key;
   double bf16, fp8, hbm_gbps, hbm_gb;
@@ -153,83 +136,36 @@ struct Preset {
   double nvlink_gbps, network_gbps;
 };
 
-constexpr Preset kPresets[] = {
-    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50},
-    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50},
-    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50},
-    {"a100", 312, 0, 2039, kA100_80MemGB, 108, 600, 25},
-};
-
-// GPU types for `cluster.gpu`: the datasheet figures and ONE achievable-efficiency set per type,
-// the same for every run on that GPU (docs/FIDELITY.md measures them against published runs; they
-// are never tuned per run). Sources of the datasheet figures:
-//   A100: NVIDIA A100 Tensor Core GPU datasheet (2021): BF16 dense 312 TFLOP/s; 40GB SXM4 HBM2
-//         1555 GB/s, 80GB SXM4 HBM2e 2039 GB/s; NVLink 3 600 GB/s; 108 SMs (A100 whitepaper).
-//         Network: DGX A100 / Selene, 8 HDR 200 Gb/s InfiniBand NICs per 8 GPUs: 25 GB/s per GPU.
-//   H100: NVIDIA H100 datasheet, SXM5: BF16 dense 989.4, FP8 1979 TFLOP/s, HBM3 3.35 TB/s, "80 GB" (kH100MemGB),
-//         NVLink 4 900 GB/s, 132 SMs. Network: DGX H100, 8 ConnectX-7 400 Gb/s: 50 GB/s per GPU.
-//   H800: an H100 SXM with NVLink cut to 400 GB/s (DeepSeek-V3 report 3.2.2: 160 GB/s achieved one
-//         way; 3.1: 400 Gb/s InfiniBand per GPU, 50 GB/s).
-//   H200: NVIDIA H200 datasheet: H100's compute, HBM3e 4.8 TB/s, "141 GB" (kH200MemGB).
-// Efficiency (fraction of the peak reached; see EfficiencySpec): one set per architecture.
-//   gemm: large BF16 GEMMs reach ~75-80% of peak on A100 (cuBLAS; Megatron-LM's 2021 paper,
-//         Fig. 7-8: single-GPU GEMM-bound throughput) and ~65-70% on H100 SXM (the H100's
-//         higher peak is harder to feed: power and clock throttling under dense GEMM).
-//   attention: FlashAttention-2 (Dao 2023, section 4.1) reaches 50-73% of A100's peak forward
-//         and less backward; on H100 FlashAttention-2 reaches ~35-50% (FlashAttention-3 paper,
-//         Shah et al. 2024, Fig. 5: FA2 at ~325-370 of 989 TFLOP/s).
-//   elementwise: fused elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy).
-//   comm: NCCL ring collectives reach ~75-80% of link bandwidth as bus bandwidth (nccl-tests).
-//   accum_exposed: the fused weight-gradient GEMM with FP32 accumulation (apex's
-//         wgrad_gemm_accum_fp32, Megatron-LM's --gradient-accumulation-fusion: cublasGemmEx, BF16
-//         in, FP32 C with beta = 1) against the same GEMM with a BF16 output, on one H100
-//         (tools/measure_wgrad_accum.py, 44 weight-gradient shapes of the published runs at 1024
-//         to 8192 tokens, 2026-11-26): the extra time is 0.22-1.9x the FP32 read + write alone;
-//         least squares over the 44 gives 0.66, their median 0.63: 0.65. On an H200 the same
-//         script gives 0.70 and 0.68 (0.65 predicts its 44 within 15%, mean -1.2%). Not measured
-//         on an A100 (none can be run here): the A100 sets take the same figure (our choice;
-//         Ampere's kernels run the epilogue after the main loop as Hopper's cooperative ones do).
-//   gemm_fp8: FP8 GEMMs with DeepSeek-V3's fine-grained scaling (1x128 activation tiles, 128x128
-//         weight blocks), set against `gemm` by a measured ratio. tools/measure_fp8_gemm.py times
-//         the forward GEMM shapes of a DeepSeek-V3 MoE layer at 4096 tokens on one H100 (cuBLAS 13
-//         block scaling through torch._scaled_mm), FLOP-weighted: 0.540 and 0.587 of the FP8 peak
-//         on two machines, where BF16 on the same shapes reached 0.690 and 0.721 of its own: a
-//         ratio of 0.78 and 0.81 (the input-gradient shapes: 0.83). The BF16 figure of the set
-//         (0.65) sits below its single-GPU measurements by choice (whole-run clocks); FP8 keeps
-//         the same margin: 0.65 x 0.80 = 0.52 for the Hopper types. DeepSeek's own H800 figures
-//         bracket it: DeepGEMM's first README (commit a6d97a1, 2025-02-25) gives 0.60 on the same
-//         weighting, and over its speedup column 0.515 for "our internally and carefully
-//         optimized implementation based on CUTLASS 3.6", the kernels that predate DeepGEMM.
-//         The A100 has no FP8 (0: as gemm).
-//   gemm_fp8_wgrad: the FP8 weight-gradient GEMMs (dW = X^T dY, the tokens the inner dimension,
-//         both inputs in 1x128 tiles along the tokens: report 3.3.2). tools/measure_fp8_gemm.py
-//         --wgrad times them for the same eight shapes (cuBLAS 13's 1x128 x 1x128 block scaling,
-//         each product checked against BF16 on the dequantized inputs) on one H100, 2026-11-26:
-//         FLOP-weighted 0.437 and 0.456 of the FP8 peak in two runs, where BF16 on the same
-//         products reached 0.710 and 0.728 (a ratio of 0.62 and 0.63), and the forward's block
-//         scaling 0.561 on the same GPU (0.78-0.81 of it); one H200: 0.458 and 0.433 against
-//         0.760 and 0.732 (0.59-0.60). Per-row-and-column rescaling of every
-//         K block costs what the 128x128 weight blocks' per-row one does not. As gemm_fp8: 0.65 x
-//         0.62 = 0.40 for the Hopper types. DeepSeek's own trace (deepseek-ai/profile-data
-//         train.json, H800) agrees in direction: its wgrad kernels (fp8_dptp128c_acc) run 4.78
-//         TFLOP a layer in 6.87 ms of kernel time (0.35 of the peak on 112 SMs beside DeepEP's
-//         kernels), its forward and input-grad ones at 0.41-0.51 beside the same. No FP8 on the
-//         A100 (0).
+// GPU types for `cluster.gpu`: datasheet figures and ONE efficiency set per type, the same for every
+// run on that GPU, never tuned per run. Columns of `eff`: gemm, attention, elementwise, comm,
+// accum_exposed, gemm_fp8, gemm_fp8_wgrad. docs/CONFIG.md "cluster.gpu" gives each figure's source
+// and measurement; docs/FIDELITY.md tests the sets against published runs.
 struct GpuType {
-  const char* key;
-  double bf16, fp8, hbm_gbps, hbm_gb;
-  int sms;
-  double nvlink_gbps, network_gbps;
+  Preset hw;
   EfficiencySpec eff;
 };
 
 constexpr GpuType kGpuTypes[] = {
-    {"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
-    {"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
-    {"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
-    {"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
-    {"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"a100-40gb", 312, 0, 1555, kA100_40MemGB, 108, 600, 25}, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {{"a100-80gb", 312, 0, 2039, kA100_80MemGB, 108, 600, 25}, {0.75, 0.55, 0.8, 0.75, 0.65, 0, 0}},
+    {{"h100", 989, 1979, 3350, kH100MemGB, 132, 900, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"h800", 989, 1979, 3350, kH100MemGB, 132, 400, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
+    {{"h200", 989, 1979, 4800, kH200MemGB, 132, 900, 50}, {0.65, 0.45, 0.8, 0.75, 0.65, 0.52, 0.40}},
 };
+
+// A `hardware.name` preset: the datasheet figures of GPU type `type_key` (a compile error if none).
+constexpr Preset preset_of(const char* key, std::string_view type_key) {
+  for (const GpuType& g : kGpuTypes)
+    if (type_key == g.hw.key) {
+      Preset p = g.hw;
+      p.key = key;
+      return p;
+    }
+  throw "preset_of: no such GPU type";
+}
+
+constexpr Preset kPresets[] = {preset_of("h100", "h100"), preset_of("h800", "h800"), preset_of("h200", "h200"),
+                               preset_of("a100", "a100-80gb")};
 
 std::string preset_key(const std::string& name) {
   std::string k;
@@ -259,7 +195,7 @@ std::string gpu_type_key(const std::string& name) {
 const GpuType* find_gpu_type(const std::string& name) {
   const std::string k = gpu_type_key(name);
   for (const auto& g : kGpuTypes)
-    if (k == g.key) return &g;
+    if (k == g.hw.key) return &g;
   return nullptr;
 }
 
@@ -406,27 +342,19 @@ PrecisionSpec read_precision(const MapReader& r) {
 HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   const SchemaNode& hs = sub(schema(), "hardware");
   HardwareSpec h;
-  h.name = r.string("name", type != nullptr ? type->key : "");
+  h.name = r.string("name", type != nullptr ? type->hw.key : "");
   const Preset* preset = type != nullptr ? nullptr : find_preset(h.name);
-  if (type != nullptr) {
-    // cluster.gpu: the type's datasheet figures and its one efficiency set.
-    h.peak_bf16_tflops = type->bf16;
-    h.peak_fp8_tflops = type->fp8;
-    h.hbm_gbps = type->hbm_gbps;
-    h.hbm_gb = type->hbm_gb;
-    h.sms = type->sms;
-    h.nvlink_gbps = type->nvlink_gbps;
-    h.network_gbps = type->network_gbps;
-    h.efficiency = type->eff;
-  } else if (preset != nullptr) {
-    h.peak_bf16_tflops = preset->bf16;
-    h.peak_fp8_tflops = preset->fp8;
-    h.hbm_gbps = preset->hbm_gbps;
-    h.hbm_gb = preset->hbm_gb;
-    h.sms = preset->sms;
-    h.nvlink_gbps = preset->nvlink_gbps;
-    h.network_gbps = preset->network_gbps;
+  // cluster.gpu: the type's datasheet figures and its one efficiency set; else a named preset's.
+  if (const Preset* hw = type != nullptr ? &type->hw : preset) {
+    h.peak_bf16_tflops = hw->bf16;
+    h.peak_fp8_tflops = hw->fp8;
+    h.hbm_gbps = hw->hbm_gbps;
+    h.hbm_gb = hw->hbm_gb;
+    h.sms = hw->sms;
+    h.nvlink_gbps = hw->nvlink_gbps;
+    h.network_gbps = hw->network_gbps;
   }
+  if (type != nullptr) h.efficiency = type->eff;
   // A required figure: from the config, else from the preset, else an error naming both ways.
   auto needed = [&](const MapReader& m, const std::string& key, double preset_value) {
     if (m.has(key) || preset_value > 0) return m.number(key, preset_value, kMinFigure, 1e9, false);
@@ -566,15 +494,9 @@ ParallelSpec read_parallel(const MapReader& r) {
 }
 
 OpTimes read_op_ms(const MapReader& r, bool need_fb_ok) {
-  auto ticks = [](double ms_value) { return static_cast<Time>(std::llround(ms_value * 1e6)); };
-  OpTimes t;
-  t.f = ticks(r.required_number("F", 0, kMaxOpMs, false));
-  t.b = ticks(r.required_number("B", 0, kMaxOpMs, false));
-  t.w = ticks(r.number("W", 0, 0, kMaxOpMs, false));
-  if (t.w > t.b)
-    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
+  OpTimes t = read_op_times(r, false);
   if (t.f + t.b == 0) r.fail("B", fmt::format("{} + {} must be > 0", r.path("F"), r.path("B")));
-  if (need_fb_ok) t.fb = ticks(r.number("FB", 0, 0, kMaxOpMs, true));
+  if (need_fb_ok) t.fb = static_cast<Time>(std::llround(r.number("FB", 0, 0, kMaxOpMs, true) * 1e6));
   return t;
 }
 
@@ -665,7 +587,7 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
 
 std::string gpu_type_list() {
   std::string s;
-  for (const auto& g : kGpuTypes) s += (s.empty() ? "" : ", ") + std::string(g.key);
+  for (const auto& g : kGpuTypes) s += (s.empty() ? "" : ", ") + std::string(g.hw.key);
   return s;
 }
 
@@ -691,13 +613,7 @@ std::string apply_set(YAML::Node& root, const std::string& assignment) {
   const std::string text = assignment.substr(eq + 1);
 
   // Walk the schema first, so that a misspelt key gets a suggestion and the tree is untouched.
-  std::vector<std::string> parts;
-  for (std::size_t pos = 0; pos <= key_path.size();) {
-    std::size_t dot = key_path.find('.', pos);
-    if (dot == std::string::npos) dot = key_path.size();
-    parts.push_back(key_path.substr(pos, dot - pos));
-    pos = dot + 1;
-  }
+  const std::vector<std::string> parts = split(key_path, '.');
   const SchemaNode* s = &schema();
   std::string walked;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -1006,11 +922,11 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
       type = find_gpu_type(c.gpu_type);
       if (type == nullptr) {
         std::vector<std::string> keys;
-        for (const auto& g : kGpuTypes) keys.emplace_back(g.key);
+        for (const auto& g : kGpuTypes) keys.emplace_back(g.hw.key);
         cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({})", c.gpu_type, gpu_type_list()),
                 closest_match(gpu_type_key(c.gpu_type), keys));
       }
-      c.gpu_type = type->key;
+      c.gpu_type = type->hw.key;
     }
   }
   if (!root.has("hardware") && type == nullptr)

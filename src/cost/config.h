@@ -173,11 +173,11 @@ struct EfficiencySpec {
   // The share of the gradient accumulation's HBM traffic (the FP32 main grad read and written
   // by the fused weight-gradient GEMM, 8 bytes per weight per micro-batch) that the GEMM does not
   // hide: paid after its math at HBM x elementwise. 0: wholly hidden; 1: paid in full. Measured
-  // 0.65 on an H100 (tools/measure_wgrad_accum.py; docs/FIDELITY.md "The backward's split").
+  // 0.65 on an H100 (tools/experiments/measure_wgrad_accum.py; docs/FIDELITY.md "The backward's split").
   double accum_exposed = 0.65;
   // The fraction of the FP8 dense peak that FP8 GEMMs (fine-grained 1x128 / 128x128 scaling, as
   // DeepSeek-V3 trains) reach; 0: as `gemm`. The Hopper types take 0.52: `gemm` times the ratio
-  // to BF16 measured on an H100 (tools/measure_fp8_gemm.py; src/cost/config.cc).
+  // to BF16 measured on an H100 (tools/experiments/measure_fp8_gemm.py; src/cost/config.cc).
   double gemm_fp8 = 0;
   // The same for the FP8 weight-gradient GEMMs, dW = X^T dY, whose inner dimension is the tokens:
   // both inputs in 1x128 tiles along the tokens (DeepSeek-V3's report 3.3.2), so every K block

@@ -42,17 +42,6 @@ const SchemaNode& profile_schema() {
 
 Time ms_ticks(double v) { return static_cast<Time>(std::llround(v * 1e6)); }
 
-OpTimes read_times(const MapReader& r, bool with_fb) {
-  OpTimes t;
-  t.f = ms_ticks(r.required_number("F", 0, kMaxOpMs, false));
-  t.b = ms_ticks(r.required_number("B", 0, kMaxOpMs, false));
-  t.w = ms_ticks(r.number("W", 0, 0, kMaxOpMs, false));
-  if (t.w > t.b)
-    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
-  if (with_fb) t.fb = ms_ticks(r.number("FB", 0, 0, kMaxOpMs, true));
-  return t;
-}
-
 MoeSliceCosts read_sub_ops(const MapReader& r) {
   MoeSliceCosts m;
   auto num = [](const MapReader& x, const char* k) { return ms_ticks(x.number(k, 0, 0, kMaxOpMs, false)); };
@@ -72,6 +61,17 @@ MoeSliceCosts read_sub_ops(const MapReader& r) {
 }
 
 }  // namespace
+
+OpTimes read_op_times(const MapReader& r, bool with_fb) {
+  OpTimes t;
+  t.f = ms_ticks(r.required_number("F", 0, kMaxOpMs, false));
+  t.b = ms_ticks(r.required_number("B", 0, kMaxOpMs, false));
+  t.w = ms_ticks(r.number("W", 0, 0, kMaxOpMs, false));
+  if (t.w > t.b)
+    r.fail("W", fmt::format("{} is part of the full backward {}, so W <= B is needed", r.path("W"), r.path("B")));
+  if (with_fb) t.fb = ms_ticks(r.number("FB", 0, 0, kMaxOpMs, true));
+  return t;
+}
 
 OpTimes sub_op_totals(const MoeSliceCosts& s) {
   OpTimes t;
@@ -103,7 +103,7 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
     if (t.f + t.b == 0) root.fail("sub_ops_ms", "sub_ops_ms sum to 0 ms: at least one sub-op must take time");
   }
   if (root.has("op_ms")) {
-    p.op = read_times(root.child("op_ms", times_schema(true)), true);
+    p.op = read_op_times(root.child("op_ms", times_schema(true)), true);
     if (p.op.f + p.op.b == 0) root.fail("op_ms", "op_ms.F + op_ms.B must be > 0");
   } else if (p.sub_ops) {
     p.op = sub_op_totals(*p.sub_ops);
@@ -127,13 +127,13 @@ CostProfile parse_profile(const std::string& text, const std::string& name) {
   p.recompute_included = root.choice("recompute", "derived", {"derived", "included"}) == "included";
   if (root.has("dense_op_ms")) {
     if (!p.per_layer) root.fail("dense_op_ms", "dense_op_ms needs per_layer: true");
-    p.dense_op = read_times(root.child("dense_op_ms", times_schema(false)), false);
+    p.dense_op = read_op_times(root.child("dense_op_ms", times_schema(false)), false);
   }
   for (const char* key : {"embedding_ms", "head_ms"}) {
     if (!root.has(key)) continue;
     if (!p.per_layer) root.fail(key, fmt::format("{} needs per_layer: true (a rank's share already includes it)", key));
     (std::string(key) == "embedding_ms" ? p.embedding : p.head) =
-        read_times(root.child(key, times_schema(false)), false);
+        read_op_times(root.child(key, times_schema(false)), false);
   }
   if (root.has("link")) {
     const MapReader link = root.child("link", *profile_schema().find("link"));

@@ -51,4 +51,9 @@ std::string render_profile(const CostProfile& p, const std::string& header = {})
 // One layer's totals from its sub-op times: F, full backward B, W.
 OpTimes sub_op_totals(const MoeSliceCosts& s);
 
+class MapReader;
+// F, B, W (and with `with_fb` FB) of a YAML map, in ms, as ticks; W <= B is checked. The
+// profile's op_ms and a config's `times` are read so.
+OpTimes read_op_times(const MapReader& r, bool with_fb);
+
 }  // namespace ppsim

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace ppsim::launch {
@@ -156,12 +157,7 @@ std::vector<MsgKey> message_order(const Schedule& s) {
 }
 
 const char* transport_name(TransportKind k) {
-  switch (k) {
-    case TransportKind::Peer: return "peer";
-    case TransportKind::Ipc: return "ipc";
-    case TransportKind::Nccl: return "nccl";
-  }
-  return "?";
+  return enum_name(k, {{TransportKind::Peer, "peer"}, {TransportKind::Ipc, "ipc"}, {TransportKind::Nccl, "nccl"}});
 }
 
 TransportKind choose_transport(const std::string& requested, int processes, int local) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "cost/yaml_reader.h"
 #include "plan/searched_family.h"
 #include "schedules/registry.h"
@@ -16,12 +17,7 @@ namespace ppsim {
 const char* objective_name(Objective o) { return o == Objective::tokens_per_second ? "tokens_per_second" : "step_time"; }
 
 const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
-  }
-  return "?";
+  return enum_name(r, {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}});
 }
 
 namespace {

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/split.h"
+
 namespace ppsim {
 
 namespace {
@@ -20,16 +22,6 @@ bool find_entry(const YAML::Node& node, const std::string& key, YAML::Node& out)
   return false;
 }
 
-std::vector<std::string> split_path(const std::string& key) {
-  std::vector<std::string> parts;
-  for (std::size_t pos = 0; pos <= key.size();) {
-    std::size_t dot = key.find('.', pos);
-    if (dot == std::string::npos) dot = key.size();
-    parts.push_back(key.substr(pos, dot - pos));
-    pos = dot + 1;
-  }
-  return parts;
-}
 
 }  // namespace
 
@@ -67,7 +59,7 @@ ModelConfigData build_variant(const ModelConfigData& base, const WhatIf& w, cons
     }
     // Then bind the file's own value node in place of the placeholder.
     YAML::Node at = tree;
-    const std::vector<std::string> parts = split_path(o.key);
+    const std::vector<std::string> parts = split(o.key, '.');
     for (std::size_t i = 0; i < parts.size(); ++i) {
       YAML::Node next;
       const bool found = find_entry(at, parts[i], next);

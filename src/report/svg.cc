@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -21,19 +22,12 @@ namespace ppsim {
 
 namespace {
 
-// Layout, in pixels.
-constexpr double kMarginLeft = 64;
-constexpr double kMarginRight = 24;
-constexpr double kMarginTop = 12;
-constexpr double kRowHeight = 22;
-constexpr double kRowGap = 3;
-constexpr double kCommHeight = 7;
-constexpr double kAxisHeight = 38;
-constexpr double kMemHeight = 16;
-constexpr double kMemGap = 3;
-constexpr double kBlockGap = 26;
-constexpr double kTitleHeight = 24;
-constexpr double kLegendHeight = 30;
+// Layout, in pixels: margins; a rank's row, its gap and its comm lane; the memory lane; the axis,
+// the gap between schedules, the title and the legend.
+constexpr double kMarginLeft = 64, kMarginRight = 24, kMarginTop = 12;
+constexpr double kRowHeight = 22, kRowGap = 3, kCommHeight = 7;
+constexpr double kMemHeight = 16, kMemGap = 3;
+constexpr double kAxisHeight = 38, kBlockGap = 26, kTitleHeight = 24, kLegendHeight = 30;
 constexpr double kMinCellPx = 22;     // the shortest op gets at least this width ...
 constexpr double kMinPlotPx = 900;    // ... and the plot at least this ...
 constexpr double kMaxPlotPx = 6000;   // ... but never more than this.
@@ -302,70 +296,71 @@ class SvgWriter {
     return y + kAxisHeight;
   }
 
-  double memory(std::string& out, const Timeline& t, double y) {
-    int peak = 0;
-    for (const auto& rank : t.activations)
-      for (const auto& s : rank) peak = std::max(peak, s.activations);
-    out += fmt::format("<g class=\"memory\"><text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#444\">"
-                       "activation memory per rank (chunk-microbatches, peak {})</text>\n",
-                       num(kMarginLeft), num(y + 8), peak);
+  using Lanes = std::vector<std::vector<std::pair<Time, double>>>;  // per rank, (time, value) samples
+
+  // A step line per rank over the schedule, each sample holding until the next, scaled to the
+  // peak; `baseline` draws each lane's zero line and starts its line at the schedule's start.
+  double memory_lane(std::string& out, const Timeline& t, const std::string& title, double peak, bool baseline,
+                     const Lanes& lanes, double y) {
+    out += fmt::format("<g class=\"memory\"><text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#444\">{}</text>\n",
+                       num(kMarginLeft), num(y + 8), title);
     y += 14;
     const double scale = peak > 0 ? (kMemHeight - 2) / peak : 0;
     for (int r = 0; r < t.pp; ++r) {
       const double base = y + kMemHeight;
-      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"9\">rank {}</text>", num(kMarginLeft - 6),
-                         num(base - 3), r);
-      out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#d0d0d0\" stroke-width=\"0.5\"/>",
-                         num(x_of(t.start)), num(base), num(x_of(t.end)), num(base));
-      // A step line: each sample holds until the next one.
-      std::string pts = fmt::format("{},{}", num(x_of(t.start)), num(base));
-      int level = 0;
-      if (static_cast<std::size_t>(r) < t.activations.size()) {
-        for (const auto& s : t.activations[r]) {
-          const double x = x_of(std::max(s.t, t.start));
-          pts += fmt::format(" {},{} {},{}", num(x), num(base - level * scale), num(x), num(base - s.activations * scale));
-          level = s.activations;
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"9\">rank {}</text>",
+                         num(kMarginLeft - 6), num(base - 3), r);
+      if (baseline)
+        out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#d0d0d0\" stroke-width=\"0.5\"/>",
+                           num(x_of(t.start)), num(base), num(x_of(t.end)), num(base));
+      std::string pts = baseline ? fmt::format("{},{}", num(x_of(t.start)), num(base)) : std::string();
+      double level = 0;
+      if (static_cast<std::size_t>(r) < lanes.size()) {
+        for (const auto& [when, value] : lanes[static_cast<std::size_t>(r)]) {
+          const double x = x_of(std::max(when, t.start));
+          pts += fmt::format("{}{},{} {},{}", pts.empty() ? "" : " ", num(x), num(base - level * scale), num(x),
+                             num(base - value * scale));
+          level = value;
         }
       }
+      if (pts.empty()) pts = fmt::format("{},{}", num(x_of(t.start)), num(base));
       pts += fmt::format(" {},{}", num(x_of(t.end)), num(base - level * scale));
-      out += fmt::format("<polyline class=\"mem\" points=\"{}\" fill=\"none\" stroke=\"#2f5f9f\" stroke-width=\"1.2\"/>\n", pts);
+      out += fmt::format(
+          "<polyline class=\"mem\" points=\"{}\" fill=\"none\" stroke=\"#2f5f9f\" stroke-width=\"1.2\"/>\n", pts);
       y += kMemHeight + kMemGap;
     }
     out += "</g>\n";
     return y;
   }
 
+  // The live activations (chunk-micro-batches) the timeline recorded.
+  double memory(std::string& out, const Timeline& t, double y) {
+    int peak = 0;
+    Lanes lanes;
+    for (const auto& rank : t.activations) {
+      lanes.emplace_back();
+      for (const auto& s : rank) {
+        peak = std::max(peak, s.activations);
+        lanes.back().emplace_back(s.t, s.activations);
+      }
+    }
+    return memory_lane(out, t, fmt::format("activation memory per rank (chunk-microbatches, peak {})", peak), peak,
+                       true, lanes, y);
+  }
+
   // The same lane in GB of device memory (weights, optimizer, buffers and activations).
   double memory_bytes(std::string& out, const Timeline& t, const std::vector<std::vector<MemorySample>>& mem, double y) {
     double peak = 0;
-    for (const auto& rank : mem)
-      for (const auto& s : rank) peak = std::max(peak, s.bytes);
-    out += fmt::format("<g class=\"memory\"><text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"#444\">"
-                       "device memory per rank (GB, peak {:.1f})</text>\n",
-                       num(kMarginLeft), num(y + 8), peak / 1e9);
-    y += 14;
-    const double scale = peak > 0 ? (kMemHeight - 2) / peak : 0;
-    for (int r = 0; r < t.pp; ++r) {
-      const double base = y + kMemHeight;
-      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"9\">rank {}</text>", num(kMarginLeft - 6),
-                         num(base - 3), r);
-      std::string pts;
-      double level = 0;
-      if (static_cast<std::size_t>(r) < mem.size()) {
-        for (const auto& s : mem[static_cast<std::size_t>(r)]) {
-          const double x = x_of(std::max(s.t, t.start));
-          pts += fmt::format("{}{},{} {},{}", pts.empty() ? "" : " ", num(x), num(base - level * scale), num(x),
-                             num(base - s.bytes * scale));
-          level = s.bytes;
-        }
+    Lanes lanes;
+    for (const auto& rank : mem) {
+      lanes.emplace_back();
+      for (const auto& s : rank) {
+        peak = std::max(peak, s.bytes);
+        lanes.back().emplace_back(s.t, s.bytes);
       }
-      if (pts.empty()) pts = fmt::format("{},{}", num(x_of(t.start)), num(base));
-      pts += fmt::format(" {},{}", num(x_of(t.end)), num(base - level * scale));
-      out += fmt::format("<polyline class=\"mem\" points=\"{}\" fill=\"none\" stroke=\"#2f5f9f\" stroke-width=\"1.2\"/>\n", pts);
-      y += kMemHeight + kMemGap;
     }
-    out += "</g>\n";
-    return y;
+    return memory_lane(out, t, fmt::format("device memory per rank (GB, peak {:.1f})", peak / 1e9), peak, false, lanes,
+                       y);
   }
 
   const std::vector<NamedTimeline>& tls_;

@@ -14,10 +14,7 @@
 namespace ppsim {
 
 Schedule generate_chimera(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "chimera";
-  s.microbatches = p.microbatches;
-  s.parameter_copies = 2;
+  Schedule s = new_schedule("chimera", p, 2);
   layout_bidirectional(s, p.pp);
   const int D = p.pp;
   const int units = p.microbatches / D;  // per pipe: (N/2) / (D/2)

@@ -53,10 +53,7 @@ void emit_dualpipe_phases(std::vector<Action>& out, const DualPipeRankPlan& plan
 }
 
 Schedule generate_dualpipe(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "dualpipe";
-  s.microbatches = p.microbatches;
-  s.parameter_copies = 2;
+  Schedule s = new_schedule("dualpipe", p, 2);
   layout_bidirectional(s, p.pp);
   const int P = p.pp;
   for (int r = 0; r < P; ++r) {

@@ -8,9 +8,7 @@
 namespace ppsim {
 
 Schedule generate_dualpipev(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "dualpipev";
-  s.microbatches = p.microbatches;
+  Schedule s = new_schedule("dualpipev", p);
   layout_v_shape(s, p.pp);
   const int P = p.pp;
   for (int r = 0; r < P; ++r) {

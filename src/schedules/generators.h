@@ -47,6 +47,30 @@ class RankEmitter {
   std::deque<Op> pending_w_;
 };
 
+// An empty schedule of `family`: M micro-batches, `copies` copies of the parameters per rank; the
+// generator sets its layout.
+inline Schedule new_schedule(const char* family, const ScheduleParams& p, int copies = 1) {
+  Schedule s;
+  s.family = family;
+  s.microbatches = p.microbatches;
+  s.parameter_copies = copies;
+  return s;
+}
+
+// A schedule of one stage per rank (linear layout): `rank(r, e)` emits rank r's actions through
+// its emitter; `ops_per_mb` actions per micro-batch is the reserve hint.
+template <class RankOrder>
+Schedule linear_schedule(const char* family, const ScheduleParams& p, std::size_t ops_per_mb, RankOrder&& rank) {
+  Schedule s = new_schedule(family, p);
+  layout_linear(s, p.pp, 1);
+  for (int r = 0; r < p.pp; ++r) {
+    s.ranks[r].reserve(ops_per_mb * static_cast<std::size_t>(p.microbatches));
+    RankEmitter e(s.ranks[r]);
+    rank(r, e);
+  }
+  return s;
+}
+
 // The eight DualPipe phases for one rank; shared by DualPipe and DualPipeV.
 struct DualPipeRankPlan {
   int stage[2] = {0, 0};       // near, far

@@ -6,19 +6,12 @@
 namespace ppsim {
 
 Schedule generate_gpipe(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "gpipe";
-  s.microbatches = p.microbatches;
-  layout_linear(s, p.pp, 1);
-  for (int r = 0; r < p.pp; ++r) {
-    s.ranks[r].reserve(2 * static_cast<std::size_t>(p.microbatches));  // F and B per micro-batch
-    RankEmitter e(s.ranks[r]);
+  return linear_schedule("gpipe", p, 2, [&](int r, RankEmitter& e) {  // F and B per micro-batch
     // Phase 1, fill: M forwards.
     for (int m = 0; m < p.microbatches; ++m) e.f(r, m);
     // Phase 2, drain: M full backwards.
     for (int m = 0; m < p.microbatches; ++m) e.b(r, m);
-  }
-  return s;
+  });
 }
 
 }  // namespace ppsim

@@ -30,9 +30,7 @@ struct VirtualOrder {
 }  // namespace
 
 Schedule generate_interleaved_1f1b(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "interleaved-1f1b";
-  s.microbatches = p.microbatches;
+  Schedule s = new_schedule("interleaved-1f1b", p);
   const int v = p.vpp, m = p.microbatches, g = p.group_size;
   layout_linear(s, p.pp, v);
   const VirtualOrder order{p.pp, v, m, g};

@@ -220,10 +220,14 @@ Action parse_action(const std::string& token, const SourceLoc& loc) {
   return r.overlapped ? Action::pair(to_op(r.a), to_op(r.b)) : Action::single(to_op(r.a));
 }
 
-Schedule import_csv(const std::string& text, const std::string& filename, int pp, int microbatches, Layout layout,
-                    Dialect dialect, bool keep_comm) {
-  Schedule s;
-  s.family = "file";
+namespace {
+
+using Rows = std::vector<std::vector<std::pair<Action, SourceLoc>>>;
+using CommRows = std::vector<std::vector<std::pair<CommAction, SourceLoc>>>;
+using BackwardMarks = std::map<std::pair<int, int>, int>;  // (stage, mb) -> bit 1: B listed, bit 2: W listed
+
+// The file's lines as raw actions, one row per rank line (blank and '#' lines skipped).
+std::vector<std::vector<RawAction>> read_raw_rows(const std::string& text, const std::string& filename) {
   std::vector<std::vector<RawAction>> raw_rows;
   // A UTF-8 byte-order mark (spreadsheets write one) is not part of the first action.
   const bool bom = text.size() >= 3 && text.compare(0, 3, "\xEF\xBB\xBF") == 0;
@@ -251,23 +255,25 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
     }
     raw_rows.push_back(std::move(row));
   }
+  return raw_rows;
+}
 
-  // The dialect: BW or a B beside a W of the same (stage, micro-batch) is torch <= 2.5's; I is
-  // today's. Both in one file is refused at the second kind's first token.
+// The dialect: BW or a B beside a W of the same (stage, micro-batch) is torch <= 2.5's; I is
+// today's. Both in one file is refused at the second kind's first token.
+Dialect resolve_dialect(const std::vector<std::vector<RawAction>>& raw_rows, Dialect dialect, BackwardMarks& marks) {
   const RawAction* first_bw = nullptr;
   const RawAction* first_i = nullptr;
-  std::map<std::pair<int, int>, int> backward_marks;  // (stage, mb) -> bit 1: B listed, bit 2: W listed
   for (const auto& row : raw_rows)
     for (const auto& ra : row)
       for (const RawOp* op : {&ra.a, ra.overlapped ? &ra.b : nullptr}) {
         if (!op || op->comm) continue;
         if (op->kind == RawKind::BW && !first_bw) first_bw = &ra;
         if (op->kind == RawKind::I && !first_i) first_i = &ra;
-        if (op->kind == RawKind::B) backward_marks[{op->stage, op->microbatch}] |= 1;
-        if (op->kind == RawKind::W) backward_marks[{op->stage, op->microbatch}] |= 2;
+        if (op->kind == RawKind::B) marks[{op->stage, op->microbatch}] |= 1;
+        if (op->kind == RawKind::W) marks[{op->stage, op->microbatch}] |= 2;
       }
   bool b_beside_w = false;
-  for (const auto& [key, marks] : backward_marks) b_beside_w |= marks == 3;
+  for (const auto& [key, m] : marks) b_beside_w |= m == 3;
   if (dialect == Dialect::Auto) {
     if (first_bw && first_i)
       throw InputError(first_i->loc, "this file mixes torch <= 2.5's BW (full backward) with today's I (input-grad); "
@@ -280,16 +286,17 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   if (dialect == Dialect::Current && first_bw)
     throw InputError(first_bw->loc, "BW is torch <= 2.5's full backward, not an action of today's dialect",
                      "--csv-dialect 2.5");
-  s.dialect = dialect_key(dialect);
+  return dialect;
+}
+
+// Raw actions to compute actions (in the dialect) and comm actions, row by row.
+void resolve_rows(const std::vector<std::vector<RawAction>>& raw_rows, Dialect dialect, BackwardMarks& marks,
+                  Rows& rows, CommRows& comm_rows) {
   auto resolve = [&](const RawOp& r) {
     Op op = to_op(r);
-    if (dialect == Dialect::Torch25 && r.kind == RawKind::B && backward_marks[{r.stage, r.microbatch}] == 3)
-      op.kind = OpKind::I;
+    if (dialect == Dialect::Torch25 && r.kind == RawKind::B && marks[{r.stage, r.microbatch}] == 3) op.kind = OpKind::I;
     return op;
   };
-
-  std::vector<std::vector<std::pair<Action, SourceLoc>>> rows;
-  std::vector<std::vector<std::pair<CommAction, SourceLoc>>> comm_rows;
   for (const auto& row : raw_rows) {
     rows.emplace_back();
     comm_rows.emplace_back();
@@ -307,57 +314,71 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
                                ra.loc);
     }
   }
-  const SourceLoc file_loc{filename, 0, 0};
+}
+
+// The file's ranks, stages and largest micro-batch, each checked against the limits and --pp.
+struct Extent {
+  int ranks = 0, stages = 0, max_mb = -1;
+};
+
+Extent file_extent(const Rows& rows, const SourceLoc& file_loc, int pp) {
+  Extent x;
   if (rows.empty()) throw InputError(file_loc, "no ranks: the file has no action lines");
   if (static_cast<long long>(rows.size()) > limits().max_pp)
     throw InputError(file_loc, fmt::format("the file has {} rank lines, over the limit of {} ranks (docs/ROBUSTNESS.md)",
                                            rows.size(), limits().max_pp), {}, kExitLimit);
-  const int ranks = static_cast<int>(rows.size());
-  if (pp > 0 && pp != ranks)
-    throw InputError(file_loc, fmt::format("the file has {} rank lines, but --pp is {}", ranks, pp));
-  int max_stage = -1, max_mb = -1;
+  x.ranks = static_cast<int>(rows.size());
+  if (pp > 0 && pp != x.ranks)
+    throw InputError(file_loc, fmt::format("the file has {} rank lines, but --pp is {}", x.ranks, pp));
+  int max_stage = -1;
   for (const auto& row : rows)
     for (const auto& [a, loc] : row)
       for (int i = 0; i < a.size(); ++i) {
         max_stage = std::max(max_stage, a.op(i).stage);
-        max_mb = std::max(max_mb, a.op(i).microbatch);
+        x.max_mb = std::max(x.max_mb, a.op(i).microbatch);
       }
   if (max_stage < 0) throw InputError(file_loc, "the file has no actions");
-  const int stages = max_stage + 1;
-  if (stages > 64 * ranks)
-    throw InputError(file_loc, fmt::format("stage {} is out of range for {} ranks", max_stage, ranks));
+  x.stages = max_stage + 1;
+  if (x.stages > 64 * x.ranks)
+    throw InputError(file_loc, fmt::format("stage {} is out of range for {} ranks", max_stage, x.ranks));
+  return x;
+}
 
-  // Which rank each stage's ops are on (first sighting), for layout inference.
+// The layout the ops imply: linear when every stage st sits on rank st % P, else with 2P stages
+// mirrored a V or two pipes.
+Layout infer_layout(const Rows& rows, const Extent& x, const SourceLoc& file_loc) {
+  const int ranks = x.ranks, stages = x.stages;
+  // Which rank each stage's ops are on (first sighting).
   std::vector<int> seen_rank(stages, -1);
   for (int r = 0; r < ranks; ++r)
     for (const auto& [a, loc] : rows[r])
       for (int i = 0; i < a.size(); ++i)
         if (seen_rank[a.op(i).stage] < 0) seen_rank[a.op(i).stage] = r;
-
-  if (layout == Layout::Auto) {
-    bool linear = stages % ranks == 0;
-    for (int st = 0; linear && st < stages; ++st) linear = seen_rank[st] < 0 || seen_rank[st] == st % ranks;
-    bool mirrored = stages == 2 * ranks;
-    for (int st = 0; mirrored && st < stages; ++st)
-      mirrored = seen_rank[st] < 0 || seen_rank[st] == (st < ranks ? st : 2 * ranks - 1 - st);
-    if (linear) layout = Layout::Linear;
-    else if (mirrored) {
-      // Two pipes when the reverse pipe's first stage (P) starts micro-batch 0 on rank P-1
-      // before stage P-1 does: in a V, stage P waits for stage P-1's output.
-      int pos_rev = -1, pos_fwd = -1, k = 0;
-      for (const auto& [a, loc] : rows[ranks - 1]) {
-        for (int i = 0; i < a.size(); ++i) {
-          const Op& op = a.op(i);
-          if (op.kind == OpKind::F && op.microbatch == 0 && op.stage == ranks && pos_rev < 0) pos_rev = k;
-          if (op.kind == OpKind::F && op.microbatch == 0 && op.stage == ranks - 1 && pos_fwd < 0) pos_fwd = k;
-        }
-        ++k;
-      }
-      layout = (pos_rev >= 0 && pos_fwd >= 0 && pos_rev < pos_fwd) ? Layout::Bidirectional : Layout::VShape;
-    } else {
-      throw InputError(file_loc, fmt::format("cannot tell the stage layout of {} stages on {} ranks; pass --layout", stages, ranks));
+  bool linear = stages % ranks == 0;
+  for (int st = 0; linear && st < stages; ++st) linear = seen_rank[st] < 0 || seen_rank[st] == st % ranks;
+  bool mirrored = stages == 2 * ranks;
+  for (int st = 0; mirrored && st < stages; ++st)
+    mirrored = seen_rank[st] < 0 || seen_rank[st] == (st < ranks ? st : 2 * ranks - 1 - st);
+  if (linear) return Layout::Linear;
+  if (!mirrored)
+    throw InputError(
+        file_loc, fmt::format("cannot tell the stage layout of {} stages on {} ranks; pass --layout", stages, ranks));
+  // Two pipes when the reverse pipe's first stage (P) starts micro-batch 0 on rank P-1 before
+  // stage P-1 does: in a V, stage P waits for stage P-1's output.
+  int pos_rev = -1, pos_fwd = -1, k = 0;
+  for (const auto& [a, loc] : rows[ranks - 1]) {
+    for (int i = 0; i < a.size(); ++i) {
+      const Op& op = a.op(i);
+      if (op.kind == OpKind::F && op.microbatch == 0 && op.stage == ranks && pos_rev < 0) pos_rev = k;
+      if (op.kind == OpKind::F && op.microbatch == 0 && op.stage == ranks - 1 && pos_fwd < 0) pos_fwd = k;
     }
+    ++k;
   }
+  return (pos_rev >= 0 && pos_fwd >= 0 && pos_rev < pos_fwd) ? Layout::Bidirectional : Layout::VShape;
+}
+
+void apply_layout(Schedule& s, Layout layout, const Extent& x, const SourceLoc& file_loc) {
+  const int ranks = x.ranks, stages = x.stages;
   switch (layout) {
     case Layout::Linear:
       if (stages % ranks != 0)
@@ -376,9 +397,14 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
       break;
     case Layout::Auto: break;
   }
-  const int mbp = max_mb + 1;
+}
+
+// The micro-batch count, checked against the limits, the ops listed and --microbatches.
+void set_microbatches(Schedule& s, const Rows& rows, const Extent& x, int microbatches, const SourceLoc& file_loc) {
+  const int mbp = x.max_mb + 1;
   if (mbp > limits().max_microbatches)
-    throw InputError(file_loc, fmt::format("micro-batch {} is over the limit of {}", max_mb, limits().max_microbatches), {},
+    throw InputError(file_loc,
+                     fmt::format("micro-batch {} is over the limit of {}", x.max_mb, limits().max_microbatches), {},
                      kExitLimit);
   // Validation keeps a table of (stage, micro-batch) entries. A complete file lists an F and a
   // backward for each, so a table larger than the file's op count means missing ops: refuse it
@@ -387,16 +413,20 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   std::size_t n_ops = 0;
   for (const auto& row : rows)
     for (const auto& [a, loc] : row) n_ops += static_cast<std::size_t>(a.size());
-  const long long entries = static_cast<long long>(stages) * mbp;
+  const long long entries = static_cast<long long>(x.stages) * mbp;
   if (entries > (1LL << 16) && entries > static_cast<long long>(n_ops))
     throw InputError(file_loc, fmt::format("the file lists {} ops, but {} stages x {} micro-batches need {} (one F and "
-                                           "one backward each): ops are missing", n_ops, stages, mbp, 2 * entries));
+                                           "one backward each): ops are missing",
+                                           n_ops, x.stages, mbp, 2 * entries));
   s.microbatches = mbp * s.num_pipes;
   if (microbatches > 0 && microbatches != s.microbatches)
     throw InputError(file_loc, fmt::format("the file holds {} micro-batches, but --microbatches is {}", s.microbatches,
                                            microbatches));
-  // Place actions, checking each op's rank against the layout with the token's location.
-  for (int r = 0; r < ranks; ++r) {
+}
+
+// Places actions, checking each op's rank against the layout with the token's location.
+void place_actions(Schedule& s, const Rows& rows) {
+  for (int r = 0; r < static_cast<int>(rows.size()); ++r) {
     for (const auto& [a, loc] : rows[r]) {
       for (int i = 0; i < a.size(); ++i)
         if (s.stage_rank[a.op(i).stage] != r)
@@ -405,34 +435,61 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
       s.ranks[r].push_back(a);
     }
   }
-  // Comm actions: on the rank of their stage, toward a neighbour stage that exists, once each.
-  if (keep_comm) {
-    bool any = false;
-    for (const auto& row : comm_rows) any |= !row.empty();
-    if (any) s.comm.assign(static_cast<std::size_t>(ranks), {});
-    std::map<std::tuple<int, int, int>, SourceLoc> seen;
-    for (int r = 0; r < ranks && any; ++r)
-      for (const auto& [c, loc] : comm_rows[r]) {
-        const std::string tok = format_comm(c);
-        if (c.stage >= stages)
-          throw InputError(loc, fmt::format("{} names stage {}, but the file's ops use stages 0..{}", tok, c.stage, stages - 1));
-        if (s.stage_rank[c.stage] != r)
-          throw InputError(loc, fmt::format("{} is on rank {}, but stage {} lives on rank {} in this layout", tok, r, c.stage,
-                                            s.stage_rank[c.stage]));
-        if (c.microbatch >= mbp)
-          throw InputError(loc, fmt::format("{} names micro-batch {}, but the file's ops use 0..{}", tok, c.microbatch, mbp - 1));
-        const bool no_next = s.is_last_stage(c.stage), no_prev = s.is_first_stage(c.stage);
-        if ((c.kind == CommKind::SendF && no_next) || (c.kind == CommKind::RecvB && no_next))
-          throw InputError(loc, fmt::format("{}: stage {} is the last of its pipe, it has no next stage", tok, c.stage));
-        if ((c.kind == CommKind::RecvF && no_prev) || (c.kind == CommKind::SendB && no_prev))
-          throw InputError(loc, fmt::format("{}: stage {} is the first of its pipe, it has no previous stage", tok, c.stage));
-        auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.stage, c.microbatch), loc);
-        if (!fresh && c.microbatch >= 0)
-          throw InputError(loc, fmt::format("{} is listed twice (first at line {}, column {})", tok, it->second.line,
-                                            it->second.col));
-        s.comm[r].push_back(c);
-      }
-  }
+}
+
+// Comm actions: on the rank of their stage, toward a neighbour stage that exists, once each.
+void place_comms(Schedule& s, const CommRows& comm_rows, const Extent& x) {
+  const int ranks = x.ranks, stages = x.stages, mbp = x.max_mb + 1;
+  bool any = false;
+  for (const auto& row : comm_rows) any |= !row.empty();
+  if (any) s.comm.assign(static_cast<std::size_t>(ranks), {});
+  std::map<std::tuple<int, int, int>, SourceLoc> seen;
+  for (int r = 0; r < ranks && any; ++r)
+    for (const auto& [c, loc] : comm_rows[r]) {
+      const std::string tok = format_comm(c);
+      if (c.stage >= stages)
+        throw InputError(
+            loc, fmt::format("{} names stage {}, but the file's ops use stages 0..{}", tok, c.stage, stages - 1));
+      if (s.stage_rank[c.stage] != r)
+        throw InputError(loc, fmt::format("{} is on rank {}, but stage {} lives on rank {} in this layout", tok, r,
+                                          c.stage, s.stage_rank[c.stage]));
+      if (c.microbatch >= mbp)
+        throw InputError(
+            loc, fmt::format("{} names micro-batch {}, but the file's ops use 0..{}", tok, c.microbatch, mbp - 1));
+      const bool no_next = s.is_last_stage(c.stage), no_prev = s.is_first_stage(c.stage);
+      if ((c.kind == CommKind::SendF && no_next) || (c.kind == CommKind::RecvB && no_next))
+        throw InputError(loc, fmt::format("{}: stage {} is the last of its pipe, it has no next stage", tok, c.stage));
+      if ((c.kind == CommKind::RecvF && no_prev) || (c.kind == CommKind::SendB && no_prev))
+        throw InputError(loc,
+                         fmt::format("{}: stage {} is the first of its pipe, it has no previous stage", tok, c.stage));
+      auto [it, fresh] = seen.emplace(std::make_tuple(static_cast<int>(c.kind), c.stage, c.microbatch), loc);
+      if (!fresh && c.microbatch >= 0)
+        throw InputError(
+            loc, fmt::format("{} is listed twice (first at line {}, column {})", tok, it->second.line, it->second.col));
+      s.comm[r].push_back(c);
+    }
+}
+
+}  // namespace
+
+Schedule import_csv(const std::string& text, const std::string& filename, int pp, int microbatches, Layout layout,
+                    Dialect dialect, bool keep_comm) {
+  Schedule s;
+  s.family = "file";
+  const std::vector<std::vector<RawAction>> raw_rows = read_raw_rows(text, filename);
+  BackwardMarks marks;
+  dialect = resolve_dialect(raw_rows, dialect, marks);
+  s.dialect = dialect_key(dialect);
+  Rows rows;
+  CommRows comm_rows;
+  resolve_rows(raw_rows, dialect, marks, rows, comm_rows);
+  const SourceLoc file_loc{filename, 0, 0};
+  const Extent x = file_extent(rows, file_loc, pp);
+  if (layout == Layout::Auto) layout = infer_layout(rows, x, file_loc);
+  apply_layout(s, layout, x, file_loc);
+  set_microbatches(s, rows, x, microbatches, file_loc);
+  place_actions(s, rows);
+  if (keep_comm) place_comms(s, comm_rows, x);
   try {
     validate_schedule(s);
   } catch (const InputError& e) {

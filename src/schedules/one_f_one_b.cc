@@ -8,14 +8,8 @@
 namespace ppsim {
 
 Schedule generate_1f1b(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "1f1b";
-  s.microbatches = p.microbatches;
-  layout_linear(s, p.pp, 1);
   const int m = p.microbatches;
-  for (int r = 0; r < p.pp; ++r) {
-    s.ranks[r].reserve(2 * static_cast<std::size_t>(p.microbatches));  // F and B per micro-batch
-    RankEmitter e(s.ranks[r]);
+  return linear_schedule("1f1b", p, 2, [&](int r, RankEmitter& e) {  // F and B per micro-batch
     const int warmup = std::min(p.pp - 1 - r, m);
     int next_f = 0, next_b = 0;
     // Phase 1, warm-up: w forwards.                count = min(P-1-r, M)
@@ -24,8 +18,7 @@ Schedule generate_1f1b(const ScheduleParams& p) {
     for (int i = 0; i < m - warmup; ++i) { e.f(r, next_f++); e.b(r, next_b++); }
     // Phase 3, cool-down: the remaining backwards. count = w
     for (int i = 0; i < warmup; ++i) e.b(r, next_b++);
-  }
-  return s;
+  });
 }
 
 }  // namespace ppsim

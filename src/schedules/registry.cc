@@ -30,6 +30,14 @@ PublishedBubble bubble(Time value, bool holds, std::string formula, std::string 
   return b;
 }
 
+// ZB-H2's and ZB-V's published bubble: zero within each rank's own span, exact when F = b = W
+// (per chunk for ZB-V) and M >= 2P-1.
+PublishedBubble zero_own_span(const ScheduleParams& p, const UniformTimes& t, std::string condition) {
+  const Time b = t.input_grad();
+  return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)", std::move(condition),
+                true);
+}
+
 std::vector<Family> make_families() {
   std::vector<Family> v;
   v.push_back(Family{
@@ -89,11 +97,7 @@ std::vector<Family> make_families() {
       "P >= 1, M >= 1", "min(2P-1, M) on every rank", 1, 1,
       [](const ScheduleParams&) { return ok(); },
       generate_zb_h2,
-      [](const ScheduleParams& p, const UniformTimes& t) {
-        const Time b = t.input_grad();
-        return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)",
-                      "F = b = W and M >= 2P-1", true);
-      },
+      [](const ScheduleParams& p, const UniformTimes& t) { return zero_own_span(p, t, "F = b = W and M >= 2P-1"); },
       [](const ScheduleParams& p, int) { return std::min(2 * p.pp - 1, p.microbatches); }});
   v.push_back(Family{
       "zbv", {"zb-v", "zero-bubble-v"}, "Zero Bubble V: two chunks per rank in a V, handcrafted",
@@ -101,9 +105,7 @@ std::vector<Family> make_families() {
       [](const ScheduleParams&) { return ok(); },
       generate_zbv,
       [](const ScheduleParams& p, const UniformTimes& t) {
-        const Time b = t.input_grad();
-        return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)",
-                      "F = b = W per chunk and M >= 2P-1", true);
+        return zero_own_span(p, t, "F = b = W per chunk and M >= 2P-1");
       },
       [](const ScheduleParams& p, int) { return p.microbatches >= 2 * p.pp - 1 ? 2 * p.pp : -1; }});
   v.push_back(Family{

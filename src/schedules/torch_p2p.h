@@ -22,7 +22,7 @@ namespace ppsim {
 // compute issued before it), and a compute action waits for its receive; sends are waited on only
 // at the step's end (Schedule::comm_in_order). A receive posted before its data exists therefore
 // holds every later send of its rank: measured on four H200s with PyTorch's Interleaved1F1B
-// (docs/FIDELITY.md, "PyTorch's own pipelining runtime on four GPUs").
+// (docs/FIDELITY-MEASURED.md, "PyTorch's own pipelining runtime on four GPUs").
 //
 // For single-pipe schedules; an F&B pair is PyTorch's OVERLAP_F_B (placed once both of its ops'
 // inputs are there, each op's send after it). InputError for two pipes (DualPipe, Chimera); an

@@ -9,14 +9,8 @@
 namespace ppsim {
 
 Schedule generate_zb_h1(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "zb-h1";
-  s.microbatches = p.microbatches;
-  layout_linear(s, p.pp, 1);
   const int m = p.microbatches;
-  for (int r = 0; r < p.pp; ++r) {
-    s.ranks[r].reserve(3 * static_cast<std::size_t>(p.microbatches));  // F, I and W per micro-batch
-    RankEmitter e(s.ranks[r]);
+  return linear_schedule("zb-h1", p, 3, [&](int r, RankEmitter& e) {  // F, I and W per micro-batch
     const int warmup = std::min(p.pp - 1 - r, m);
     int next_f = 0, next_i = 0;
     // Phase 1, warm-up forwards.                           count = min(P-1-r, M)
@@ -31,8 +25,7 @@ Schedule generate_zb_h1(const ScheduleParams& p) {
     for (int i = 0; i < warmup; ++i) { e.i(r, next_i++); e.w(); }
     // Phase 4, flush the deferred W.                       count = pending
     while (e.w()) {}
-  }
-  return s;
+  });
 }
 
 }  // namespace ppsim

@@ -9,14 +9,8 @@
 namespace ppsim {
 
 Schedule generate_zb_h2(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "zb-h2";
-  s.microbatches = p.microbatches;
-  layout_linear(s, p.pp, 1);
   const int m = p.microbatches;
-  for (int r = 0; r < p.pp; ++r) {
-    s.ranks[r].reserve(3 * static_cast<std::size_t>(p.microbatches));  // F, I and W per micro-batch
-    RankEmitter e(s.ranks[r]);
+  return linear_schedule("zb-h2", p, 3, [&](int r, RankEmitter& e) {  // F, I and W per micro-batch
     const int warmup = std::min(2 * (p.pp - r) - 1, m);
     int next_f = 0;
     // Phase 1, warm-up forwards.                          count = min(2(P-r)-1, M)
@@ -29,8 +23,7 @@ Schedule generate_zb_h2(const ScheduleParams& p) {
     }
     // Phase 3, the remaining W.                           count = pending
     while (e.w()) {}
-  }
-  return s;
+  });
 }
 
 }  // namespace ppsim

@@ -9,10 +9,7 @@
 namespace ppsim {
 
 Schedule generate_zbv(const ScheduleParams& p) {
-  Schedule s;
-  s.family = "zbv";
-  s.microbatches = p.microbatches;
-  s.parameter_copies = 1;
+  Schedule s = new_schedule("zbv", p);
   layout_v_shape(s, p.pp);
   const int P = p.pp, m = p.microbatches;
   const int n = std::max(2 * P - 1, m);

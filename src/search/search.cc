@@ -108,177 +108,229 @@ double held_peak_chunks(const Schedule& s, const SimCosts& c) {
 
 double peak_shares(const Schedule& s, const SimCosts& c) { return held_peak_chunks(s, c) / s.chunks_per_rank; }
 
-Schedule list_schedule(const Schedule& layout, const SimCosts& c, double cap_chunks, const ListRule& rule) {
-  Schedule s = layout;
-  const int S = s.num_stages();
-  const int mbp = s.mb_per_pipe();
-  std::mt19937_64 rng(rule.noise_seed);
-  std::vector<std::vector<int>> held(s.pp);  // stages per rank
-  for (int st = 0; st < S; ++st) held[s.stage_rank[st]].push_back(st);
-  auto key = [&](int st, int m) { return static_cast<std::size_t>(st) * mbp + m; };
-  std::vector<Time> f_end(static_cast<std::size_t>(S) * mbp, kInf), b_end(f_end.size(), kInf);
-  std::vector<int> next_f(S, 0), next_b(S, 0);
-  std::vector<std::deque<int>> pending_w(S);
-  std::vector<Time> t_free(s.pp, 0);
-  std::vector<double> act(s.pp, 0);  // activations held, in chunks (SliceCosts::w_hold after an I)
-  std::vector<int> inflight(s.pp, 0);
-  auto w_hold = [&](int st) { return rule.whole_shares ? 1.0 : c.slice[s.slice[st]].w_hold; };
-  std::size_t left = 0;
-  for (int r = 0; r < s.pp; ++r) left += held[r].size() * static_cast<std::size_t>(mbp) * 3;
-  auto dur = [&](int st, OpKind k) { return op_duration(c.slice[s.slice[st]], k); };
-  auto depth = [&](int st) { return st % s.stages_per_pipe; };
-  std::vector<int> deeper(S, 0);  // stages of the same rank deeper in their pipe than st
-  for (int st = 0; st < S; ++st)
-    for (int o : held[s.stage_rank[st]])
-      if (depth(o) > depth(st)) ++deeper[st];
+namespace {
 
-  auto f_ready = [&](int st) -> Time {
-    const int m = next_f[st];
-    if (m >= mbp) return kInf;
-    if (s.is_first_stage(st)) return rule.inject_gap * std::max(0, m - rule.inject_free);
-    const Time e = f_end[key(st - 1, m)];
-    return e >= kInf ? kInf : e + hop(s, c, st - 1, st, true);
-  };
-  auto b_ready = [&](int st) -> Time {
-    const int m = next_b[st];
-    if (m >= mbp || m >= next_f[st]) return kInf;
-    Time t = f_end[key(st, m)];
-    if (!s.is_last_stage(st)) {
-      const Time e = b_end[key(st + 1, m)];
-      if (e >= kInf) return kInf;
-      t = std::max(t, e + hop(s, c, st + 1, st, false));
+// One greedy list schedule under way (list_schedule): each rank's next choice among its ready F,
+// backward (I) and W, then the commit of the earliest rank's choice.
+class ListScheduler {
+ public:
+  ListScheduler(const Schedule& layout, const SimCosts& c, double cap_chunks, const ListRule& rule)
+      : s_(layout),
+        c_(c),
+        cap_(cap_chunks),
+        rule_(rule),
+        S_(s_.num_stages()),
+        mbp_(s_.mb_per_pipe()),
+        rng_(rule.noise_seed),
+        held_(s_.pp),
+        f_end_(static_cast<std::size_t>(S_) * mbp_, kInf),
+        b_end_(f_end_.size(), kInf),
+        next_f_(S_, 0),
+        next_b_(S_, 0),
+        pending_w_(S_),
+        t_free_(s_.pp, 0),
+        act_(s_.pp, 0),
+        inflight_(s_.pp, 0),
+        deeper_(S_, 0) {
+    for (int st = 0; st < S_; ++st) held_[s_.stage_rank[st]].push_back(st);
+    for (int r = 0; r < s_.pp; ++r) left_ += held_[r].size() * static_cast<std::size_t>(mbp_) * 3;
+    for (int st = 0; st < S_; ++st)
+      for (int o : held_[s_.stage_rank[st]])
+        if (depth(o) > depth(st)) ++deeper_[st];
+  }
+
+  // The schedule, or the empty layout when the rules get stuck.
+  Schedule run(const Schedule& layout) {
+    std::vector<Choice> choice(s_.pp);
+    while (left_ > 0) {
+      int best = -1;
+      for (int r = 0; r < s_.pp; ++r) {
+        // Every commit can make ops of any rank ready, so all are re-chosen (P is small).
+        choice[r] = choose(r);
+        if (choice[r].start < kInf && (best < 0 || choice[r].start < choice[best].start)) best = r;
+      }
+      if (best < 0) return placement_layout(placement_of(layout), layout.pp, layout.microbatches);  // stuck
+      commit(best, choice[best]);
     }
-    return t;
-  };
+    return std::move(s_);
+  }
+
+ private:
   struct Choice {
     Time start = kInf;
     int f_stage = -1, b_stage = -1, w_stage = -1;  // one, or f and b for a pair
   };
-  auto better_stage = [&](int a, int b, bool fwd) {  // true when stage a goes before stage b
-    if (b < 0) return true;
-    const int ma = fwd ? next_f[a] : next_b[a], mb = fwd ? next_f[b] : next_b[b];
-    if (ma != mb) return ma < mb;
-    return rule.deep_first ? depth(a) > depth(b) : depth(a) < depth(b);
-  };
-  auto choose = [&](int r) {
-    Choice ch;
-    const Time t = t_free[r];
+  // A rank's candidates at its free time: the best available F, backward and W, and the earliest
+  // F and backward to wait for.
+  struct Avail {
     int f_av = -1, b_av = -1, w_av = -1;
     Time f_min = kInf, b_min = kInf;
     int f_wait = -1, b_wait = -1;
+  };
+
+  std::size_t key(int st, int m) const { return static_cast<std::size_t>(st) * mbp_ + m; }
+  double w_hold(int st) const { return rule_.whole_shares ? 1.0 : c_.slice[s_.slice[st]].w_hold; }
+  Time dur(int st, OpKind k) const { return op_duration(c_.slice[s_.slice[st]], k); }
+  int depth(int st) const { return st % s_.stages_per_pipe; }
+
+  Time f_ready(int st) const {
+    const int m = next_f_[st];
+    if (m >= mbp_) return kInf;
+    if (s_.is_first_stage(st)) return rule_.inject_gap * std::max(0, m - rule_.inject_free);
+    const Time e = f_end_[key(st - 1, m)];
+    return e >= kInf ? kInf : e + hop(s_, c_, st - 1, st, true);
+  }
+  Time b_ready(int st) const {
+    const int m = next_b_[st];
+    if (m >= mbp_ || m >= next_f_[st]) return kInf;
+    Time t = f_end_[key(st, m)];
+    if (!s_.is_last_stage(st)) {
+      const Time e = b_end_[key(st + 1, m)];
+      if (e >= kInf) return kInf;
+      t = std::max(t, e + hop(s_, c_, st + 1, st, false));
+    }
+    return t;
+  }
+  bool better_stage(int a, int b, bool fwd) const {  // true when stage a goes before stage b
+    if (b < 0) return true;
+    const int ma = fwd ? next_f_[a] : next_b_[a], mb = fwd ? next_f_[b] : next_b_[b];
+    if (ma != mb) return ma < mb;
+    return rule_.deep_first ? depth(a) > depth(b) : depth(a) < depth(b);
+  }
+
+  Avail scan(int r) const {
+    Avail v;
+    const Time t = t_free_[r];
     const bool f_allowed =
-        (cap_chunks <= 0 || act[r] + 1 <= cap_chunks + 1e-9) && (rule.max_inflight <= 0 || inflight[r] < rule.max_inflight);
-    for (int st : held[r]) {
-      if (f_allowed && (cap_chunks <= 0 || !rule.reserve_deeper || act[r] + 1 + deeper[st] <= cap_chunks + 1e-9)) {
+        (cap_ <= 0 || act_[r] + 1 <= cap_ + 1e-9) && (rule_.max_inflight <= 0 || inflight_[r] < rule_.max_inflight);
+    for (int st : held_[r]) {
+      if (f_allowed && (cap_ <= 0 || !rule_.reserve_deeper || act_[r] + 1 + deeper_[st] <= cap_ + 1e-9)) {
         const Time fr = f_ready(st);
-        if (fr <= t && better_stage(st, f_av, true)) f_av = st;
-        if (fr < f_min) {
-          f_min = fr;
-          f_wait = st;
+        if (fr <= t && better_stage(st, v.f_av, true)) v.f_av = st;
+        if (fr < v.f_min) {
+          v.f_min = fr;
+          v.f_wait = st;
         }
       }
       const Time br = b_ready(st);
-      if (br <= t && better_stage(st, b_av, false)) b_av = st;
-      if (br < b_min) {
-        b_min = br;
-        b_wait = st;
+      if (br <= t && better_stage(st, v.b_av, false)) v.b_av = st;
+      if (br < v.b_min) {
+        v.b_min = br;
+        v.b_wait = st;
       }
-      if (!pending_w[st].empty() &&
-          (w_av < 0 || b_end[key(st, pending_w[st].front())] < b_end[key(w_av, pending_w[w_av].front())]))
-        w_av = st;
+      if (!pending_w_[st].empty() &&
+          (v.w_av < 0 || b_end_[key(st, pending_w_[st].front())] < b_end_[key(v.w_av, pending_w_[v.w_av].front())]))
+        v.w_av = st;
     }
-    bool bfirst = rule.backward_first, wfill = rule.w_fills_only;
-    if (rule.noise_seed != 0) {
-      const std::uint64_t x = rng();
+    return v;
+  }
+
+  Choice choose(int r) {
+    Choice ch;
+    const Avail v = scan(r);
+    bool bfirst = rule_.backward_first, wfill = rule_.w_fills_only;
+    if (rule_.noise_seed != 0) {
+      const std::uint64_t x = rng_();
       if ((x & 15) == 0) bfirst = !bfirst;
       if (((x >> 4) & 31) == 0) wfill = !wfill;
     }
-    if (f_av >= 0 || b_av >= 0 || w_av >= 0) {
-      ch.start = t;
-      if (rule.pairs && f_av >= 0 && b_av >= 0) {
-        ch.f_stage = f_av;
-        ch.b_stage = b_av;
+    if (v.f_av >= 0 || v.b_av >= 0 || v.w_av >= 0) {
+      ch.start = t_free_[r];
+      if (rule_.pairs && v.f_av >= 0 && v.b_av >= 0) {
+        ch.f_stage = v.f_av;
+        ch.b_stage = v.b_av;
         return ch;
       }
       // 0 F, 1 backward, 2 W. W last: it fills what would be idle (Zero Bubble's rule).
       static constexpr int kOrders[4][3] = {{0, 2, 1}, {0, 1, 2}, {1, 2, 0}, {1, 0, 2}};
       for (int k : kOrders[2 * bfirst + wfill]) {
-        if (k == 0 && f_av >= 0) {
-          ch.f_stage = f_av;
+        if (k == 0 && v.f_av >= 0) {
+          ch.f_stage = v.f_av;
           return ch;
         }
-        if (k == 1 && b_av >= 0) {
-          ch.b_stage = b_av;
+        if (k == 1 && v.b_av >= 0) {
+          ch.b_stage = v.b_av;
           return ch;
         }
-        if (k == 2 && w_av >= 0) {
-          ch.w_stage = w_av;
+        if (k == 2 && v.w_av >= 0) {
+          ch.w_stage = v.w_av;
           return ch;
         }
       }
     }
     // Nothing available now: wait for the earliest.
-    if (b_min <= f_min && b_wait >= 0) {
-      ch.start = b_min;
-      ch.b_stage = b_wait;
-    } else if (f_wait >= 0) {
-      ch.start = f_min;
-      ch.f_stage = f_wait;
+    if (v.b_min <= v.f_min && v.b_wait >= 0) {
+      ch.start = v.b_min;
+      ch.b_stage = v.b_wait;
+    } else if (v.f_wait >= 0) {
+      ch.start = v.f_min;
+      ch.f_stage = v.f_wait;
     }
     return ch;
-  };
+  }
 
-  std::vector<Choice> choice(s.pp);
-  while (left > 0) {
-    int best = -1;
-    for (int r = 0; r < s.pp; ++r) {
-      // Every commit can make ops of any rank ready, so all are re-chosen (P is small).
-      choice[r] = choose(r);
-      if (choice[r].start < kInf && (best < 0 || choice[r].start < choice[best].start)) best = r;
-    }
-    if (best < 0) return placement_layout(placement_of(layout), layout.pp, layout.microbatches);  // stuck
-    const Choice ch = choice[best];
-    Time t = ch.start;
+  // Appends `a` (ending at `end`, `ops` ops) to rank `best`.
+  void emit(int best, const Action& a, Time end, std::size_t ops) {
+    s_.ranks[best].push_back(a);
+    t_free_[best] = end;
+    left_ -= ops;
+  }
+
+  void commit(int best, const Choice& ch) {
+    const Time t = ch.start;
     if (ch.f_stage >= 0 && ch.b_stage >= 0) {
       // Both ops were available at t (choose() pairs only available ops).
-      const int fm = next_f[ch.f_stage]++, bm = next_b[ch.b_stage]++;
-      const Time e = t + pair_duration(c.slice[s.slice[ch.f_stage]], c.slice[s.slice[ch.b_stage]], OpKind::I);
-      s.ranks[best].push_back(Action::pair({OpKind::F, ch.f_stage, fm}, {OpKind::I, ch.b_stage, bm}));
-      f_end[key(ch.f_stage, fm)] = e;
-      b_end[key(ch.b_stage, bm)] = e;
-      pending_w[ch.b_stage].push_back(bm);
-      act[best] += w_hold(ch.b_stage);  // the F's share in, the I's 1 - w_hold out
-      t_free[best] = e;
-      left -= 2;
+      const int fm = next_f_[ch.f_stage]++, bm = next_b_[ch.b_stage]++;
+      const Time e = t + pair_duration(c_.slice[s_.slice[ch.f_stage]], c_.slice[s_.slice[ch.b_stage]], OpKind::I);
+      f_end_[key(ch.f_stage, fm)] = e;
+      b_end_[key(ch.b_stage, bm)] = e;
+      pending_w_[ch.b_stage].push_back(bm);
+      act_[best] += w_hold(ch.b_stage);  // the F's share in, the I's 1 - w_hold out
+      emit(best, Action::pair({OpKind::F, ch.f_stage, fm}, {OpKind::I, ch.b_stage, bm}), e, 2);
     } else if (ch.f_stage >= 0) {
-      const int m = next_f[ch.f_stage]++;
+      const int m = next_f_[ch.f_stage]++;
       const Time e = t + dur(ch.f_stage, OpKind::F);
-      s.ranks[best].push_back(Action::single({OpKind::F, ch.f_stage, m}));
-      f_end[key(ch.f_stage, m)] = e;
-      act[best] += 1;
-      inflight[best] += 1;
-      t_free[best] = e;
-      left -= 1;
+      f_end_[key(ch.f_stage, m)] = e;
+      act_[best] += 1;
+      inflight_[best] += 1;
+      emit(best, Action::single({OpKind::F, ch.f_stage, m}), e, 1);
     } else if (ch.b_stage >= 0) {
-      const int m = next_b[ch.b_stage]++;
+      const int m = next_b_[ch.b_stage]++;
       const Time e = t + dur(ch.b_stage, OpKind::I);
-      s.ranks[best].push_back(Action::single({OpKind::I, ch.b_stage, m}));
-      b_end[key(ch.b_stage, m)] = e;
-      pending_w[ch.b_stage].push_back(m);
-      act[best] -= 1 - w_hold(ch.b_stage);
-      inflight[best] -= 1;
-      t_free[best] = e;
-      left -= 1;
+      b_end_[key(ch.b_stage, m)] = e;
+      pending_w_[ch.b_stage].push_back(m);
+      act_[best] -= 1 - w_hold(ch.b_stage);
+      inflight_[best] -= 1;
+      emit(best, Action::single({OpKind::I, ch.b_stage, m}), e, 1);
     } else {
-      const int m = pending_w[ch.w_stage].front();
-      pending_w[ch.w_stage].pop_front();
-      s.ranks[best].push_back(Action::single({OpKind::W, ch.w_stage, m}));
-      t_free[best] = t + dur(ch.w_stage, OpKind::W);
-      act[best] -= w_hold(ch.w_stage);
-      left -= 1;
+      const int m = pending_w_[ch.w_stage].front();
+      pending_w_[ch.w_stage].pop_front();
+      act_[best] -= w_hold(ch.w_stage);
+      emit(best, Action::single({OpKind::W, ch.w_stage, m}), t + dur(ch.w_stage, OpKind::W), 1);
     }
   }
-  return s;
+
+  Schedule s_;
+  const SimCosts& c_;
+  const double cap_;
+  const ListRule& rule_;
+  const int S_, mbp_;
+  std::mt19937_64 rng_;
+  std::vector<std::vector<int>> held_;  // stages per rank
+  std::vector<Time> f_end_, b_end_;
+  std::vector<int> next_f_, next_b_;
+  std::vector<std::deque<int>> pending_w_;
+  std::vector<Time> t_free_;
+  std::vector<double> act_;  // activations held, in chunks (SliceCosts::w_hold after an I)
+  std::vector<int> inflight_;
+  std::vector<int> deeper_;  // stages of the same rank deeper in their pipe than st
+  std::size_t left_ = 0;
+};
+
+}  // namespace
+
+Schedule list_schedule(const Schedule& layout, const SimCosts& c, double cap_chunks, const ListRule& rule) {
+  return ListScheduler(layout, c, cap_chunks, rule).run(layout);
 }
 
 namespace {
@@ -383,30 +435,24 @@ LocalResult local_search(const Candidate& start, const SimCosts& c, double cap, 
   return out;
 }
 
-}  // namespace
-
-SearchResult search_schedule(const SearchRequest& req) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  const auto deadline =
-      t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.time_limit_s));
+void check_request(const SearchRequest& req) {
   if (req.pp < 2) throw InputError(fmt::format("--pp: search needs P >= 2, got {}", req.pp), {}, kExitUsage);
   if (req.microbatches < 1)
     throw InputError(fmt::format("--microbatches: M must be >= 1, got {}", req.microbatches), {}, kExitUsage);
   if (req.placements.empty()) throw InputError("--placement: no placement given", {}, kExitUsage);
   if (!(req.memory_cap >= 0)) throw InputError("--memory-cap must be >= 0", {}, kExitUsage);
-  SearchResult res;
-  const int threads = resolve_jobs(req.threads);
-  std::atomic<std::uint64_t> evaluated{0};
+}
 
-  // 1. The nine families, each under its own layout's costs (without a cap first when the cap is
-  // the best family's peak).
-  double memory_cap = req.memory_cap;
+struct FamilyRun {
+  std::string name, note;  // note: why not compared (no candidate)
+  Candidate cand;
+};
+
+// Each of the nine families under its own layout's costs (without a cap first when the cap is the
+// best family's peak: then the fastest family's peak becomes the cap).
+std::vector<FamilyRun> run_families(const SearchRequest& req, double& memory_cap,
+                                    std::atomic<std::uint64_t>& evaluated) {
   const bool cap_from_family = req.cap_at_best_family && req.memory_cap <= 0;
-  struct FamilyRun {
-    std::string name, note;  // note: why not compared (no candidate)
-    Candidate cand;
-  };
   std::vector<FamilyRun> runs;
   for (const Family& fam : families()) {
     Schedule s;
@@ -436,7 +482,12 @@ SearchResult search_schedule(const SearchRequest& req) {
       if (f.note.empty() && f.cand.valid && memory_cap > 0 && f.cand.peak_shares > memory_cap + 1e-9)
         f.cand.valid = false;
   }
-  res.memory_cap = memory_cap;
+  return runs;
+}
+
+// The families' notes and the best family into `res`; the families of the searched placements
+// are returned as seeds.
+std::vector<Candidate> family_seeds(const SearchRequest& req, std::vector<FamilyRun>& runs, SearchResult& res) {
   std::vector<Candidate> seeds;
   for (FamilyRun& f : runs) {
     if (!f.note.empty()) {
@@ -454,74 +505,81 @@ SearchResult search_schedule(const SearchRequest& req) {
     const Placement p = placement_of(cand.schedule);
     if (std::find(req.placements.begin(), req.placements.end(), p) != req.placements.end()) seeds.push_back(cand);
   }
+  return seeds;
+}
 
-  // 2. Greedy list schedules: a grid of rules per placement, then randomised ties.
-  struct Trial {
-    Placement placement;
-    ListRule rule;
-  };
-  std::vector<Trial> trials;
-  std::vector<Schedule> layouts;
-  std::vector<SimCosts> costs;
-  Time lb = kInf;
-  for (Placement p : req.placements) {
-    if (p == Placement::bidirectional && req.microbatches % 2 != 0) continue;  // two pipes of M/2
-    layouts.push_back(placement_layout(p, req.pp, req.microbatches));
-    costs.push_back(req.costs(layouts.back()));
-    lb = std::min(lb, lower_bound(layouts.back(), costs.back(), memory_cap));
+struct Trial {
+  Placement placement;
+  ListRule rule;
+};
+
+// A list rule: backward first (bf), deeper stages first (deep), and for reserve 0 room kept for
+// the deeper stages under the cap.
+ListRule base_rule(int bf, int deep, int reserve) {
+  ListRule r;
+  r.backward_first = bf;
+  r.deep_first = deep;
+  r.reserve_deeper = reserve == 0;
+  return r;
+}
+
+// The grid of rules: backward or F first, W filling only, deep first, pairs (two pipes), the
+// in-flight limit and (under a cap) reserving room for deeper stages.
+void add_grid_trials(std::vector<Trial>& trials, Placement p, int pp, int chunks, double memory_cap) {
+  for (int bf = 0; bf < 2; ++bf)
+    for (int wf = 0; wf < 2; ++wf)
+      for (int deep = 0; deep < 2; ++deep)
+        for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
+          for (int inflight : {0, pp * chunks, 2 * pp * chunks})
+            for (int reserve = 0; reserve < (memory_cap > 0 ? 2 : 1); ++reserve) {
+              ListRule r = base_rule(bf, deep, reserve);
+              r.w_fills_only = wf;
+              r.pairs = pairs;
+              r.max_inflight = inflight;
+              trials.push_back({p, r});
+            }
+}
+
+// Steady injection under a cap: gaps of 60-110% of the busiest rank's work per micro-batch of each
+// pipe, after a burst of 0-3, a quarter, a third, a half or 3/4 of the cap's chunks.
+void add_injection_trials(std::vector<Trial>& trials, Placement p, const Schedule& L, const SimCosts& costs,
+                          double memory_cap) {
+  std::vector<Time> per_mb(L.pp, 0);
+  for (int st = 0; st < L.num_stages(); ++st) {
+    const SliceCosts& sc = costs.slice[L.slice[st]];
+    per_mb[L.stage_rank[st]] += sc.f + sc.b;
   }
-  if (layouts.empty()) throw InputError("search: no placement fits (bidirectional needs an even M)");
-  res.lower_bound = lb;
+  const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
+  const int cap = static_cast<int>(cap_chunks(L, memory_cap) + 1e-9);
+  // Bursts up to 3/4 of the cap (suite case 9: 104.6 -> 104 against bursts up to 1/2; gaps in
+  // steps of 5% instead gained nothing there and doubled the time of case 15); repeated
+  // bursts (small caps) are run once.
+  std::vector<int> bursts = {0, 1, 2, 3, cap / 4, cap / 3, cap / 2, 3 * cap / 4};
+  std::sort(bursts.begin(), bursts.end());
+  bursts.erase(std::unique(bursts.begin(), bursts.end()), bursts.end());
+  for (int pct : {60, 75, 90, 100, 110})
+    for (int burst : bursts)
+      for (int bf = 0; bf < 2; ++bf)
+        for (int deep = 0; deep < 2; ++deep)
+          for (int reserve = 0; reserve < 2; ++reserve) {
+            ListRule r = base_rule(bf, deep, reserve);
+            r.inject_gap = gap * pct / 100;
+            r.inject_free = burst;
+            trials.push_back({p, r});
+          }
+}
+
+// Every list-schedule trial of every layout, in a fixed order (the result does not depend on
+// --threads): the grid, steady injection, 48 randomised ties, and under a cap with fractional W
+// holds each again counting whole shares until W.
+std::vector<Trial> list_trials(const SearchRequest& req, const std::vector<Schedule>& layouts,
+                               const std::vector<SimCosts>& costs, double memory_cap) {
+  std::vector<Trial> trials;
   for (std::size_t li = 0; li < layouts.size(); ++li) {
     const Placement p = placement_of(layouts[li]);
-    const int chunks = layouts[li].chunks_per_rank;
     const std::size_t first_trial = trials.size();
-    for (int bf = 0; bf < 2; ++bf)
-      for (int wf = 0; wf < 2; ++wf)
-        for (int deep = 0; deep < 2; ++deep)
-          for (int pairs = 0; pairs < (p == Placement::bidirectional ? 2 : 1); ++pairs)
-            for (int inflight : {0, req.pp * chunks, 2 * req.pp * chunks})
-              for (int reserve = 0; reserve < (memory_cap > 0 ? 2 : 1); ++reserve) {
-                ListRule r;
-                r.reserve_deeper = reserve == 0;
-                r.backward_first = bf;
-                r.w_fills_only = wf;
-                r.deep_first = deep;
-                r.pairs = pairs;
-                r.max_inflight = inflight;
-                trials.push_back({p, r});
-              }
-    // Steady injection under a cap: gaps of 60-110% of the busiest rank's work per micro-batch
-    // of each pipe, after a burst of 0-3, a quarter, a third, a half or 3/4 of the cap's chunks.
-    if (memory_cap > 0) {
-      const Schedule& L = layouts[li];
-      std::vector<Time> per_mb(L.pp, 0);
-      for (int st = 0; st < L.num_stages(); ++st) {
-        const SliceCosts& sc = costs[li].slice[L.slice[st]];
-        per_mb[L.stage_rank[st]] += sc.f + sc.b;
-      }
-      const Time gap = *std::max_element(per_mb.begin(), per_mb.end());  // one micro-batch of each pipe
-      const int cap = static_cast<int>(cap_chunks(L, memory_cap) + 1e-9);
-      // Bursts up to 3/4 of the cap (suite case 9: 104.6 -> 104 against bursts up to 1/2; gaps in
-      // steps of 5% instead gained nothing there and doubled the time of case 15); repeated
-      // bursts (small caps) are run once.
-      std::vector<int> bursts = {0, 1, 2, 3, cap / 4, cap / 3, cap / 2, 3 * cap / 4};
-      std::sort(bursts.begin(), bursts.end());
-      bursts.erase(std::unique(bursts.begin(), bursts.end()), bursts.end());
-      for (int pct : {60, 75, 90, 100, 110})
-        for (int burst : bursts)
-          for (int bf = 0; bf < 2; ++bf)
-            for (int deep = 0; deep < 2; ++deep)
-              for (int reserve = 0; reserve < 2; ++reserve) {
-                ListRule r;
-                r.backward_first = bf;
-                r.deep_first = deep;
-                r.reserve_deeper = reserve == 0;
-                r.inject_gap = gap * pct / 100;
-                r.inject_free = burst;
-                trials.push_back({p, r});
-              }
-    }
+    add_grid_trials(trials, p, req.pp, layouts[li].chunks_per_rank, memory_cap);
+    if (memory_cap > 0) add_injection_trials(trials, p, layouts[li], costs[li], memory_cap);
     for (int k = 0; k < 48; ++k) {
       ListRule r;
       r.backward_first = k % 2 == 0;
@@ -541,27 +599,39 @@ SearchResult search_schedule(const SearchRequest& req) {
       }
     }
   }
-  const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads
-  res.trials = trials.size() + swap_chains;
-  std::atomic<std::uint64_t> done{0};
+  return trials;
+}
+
+// The shared state of the parallel phases: counters, the best score seen, the deadline, and the
+// progress callback.
+struct Progress {
+  using Clock = std::chrono::steady_clock;
+  const SearchRequest& req;
+  Clock::time_point deadline;
+  std::uint64_t trials = 0;
+  std::atomic<std::uint64_t> evaluated{0}, done{0};
   std::atomic<Time> best_seen{kInf};
-  auto note = [&](const Candidate& c) {
+  std::atomic<bool> late{false};
+
+  void note(const Candidate& c) {
     if (!c.valid) return;
     Time cur = best_seen.load();
     while (score(c, req.objective_span) < cur && !best_seen.compare_exchange_weak(cur, score(c, req.objective_span))) {
     }
-  };
-  for (const Candidate& c : seeds) note(c);
-  auto tick = [&] {
-    if (req.progress) req.progress(done.load(), res.trials, best_seen.load() >= kInf ? 0 : best_seen.load());
-  };
+  }
+  void tick() const {
+    if (req.progress) req.progress(done.load(), trials, best_seen.load() >= kInf ? 0 : best_seen.load());
+  }
+};
+
+std::vector<Candidate> run_trials(const std::vector<Trial>& trials, const std::vector<Schedule>& layouts,
+                                  const std::vector<SimCosts>& costs, double memory_cap, int threads, Progress& pr) {
   std::vector<Candidate> slots(trials.size());
-  std::atomic<bool> late{false};
   parallel_for(
       trials.size(), threads,
       [&](std::size_t i) {
-        if (Clock::now() > deadline) {
-          late = true;
+        if (Progress::Clock::now() > pr.deadline) {
+          pr.late = true;
           return;
         }
         const Trial& t = trials[i];
@@ -569,25 +639,20 @@ SearchResult search_schedule(const SearchRequest& req) {
         while (placement_of(layouts[li]) != t.placement) ++li;
         Schedule s = list_schedule(layouts[li], costs[li], cap_chunks(layouts[li], memory_cap), t.rule);
         slots[i] = evaluate("searched", std::move(s), costs[li], memory_cap);
-        ++evaluated;
-        note(slots[i]);
-        ++done;
+        ++pr.evaluated;
+        pr.note(slots[i]);
+        ++pr.done;
       },
-      tick, 200);
-  Candidate start;
-  for (const Candidate& c : seeds)
-    if (better(c, start, req.objective_span)) start = c;
-  for (const Candidate& c : slots)
-    if (better(c, start, req.objective_span)) start = c;
-  if (!start.valid)
-    throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
-                                 req.placements.size() == 1 ? placement_name(req.placements[0]) : "all",
-                                 memory_cap));
+      [&] { pr.tick(); }, 200);
+  return slots;
+}
 
-  // 3. Local search: four chains, the even ones from the best schedule so far and the odd ones
-  // from the best list schedule that differs from it (a family that wins often sits in a local
-  // optimum that a slower list schedule does not: suite case 14; and two starts find more than
-  // one: case 9), each seeded.
+// Local search (docs/SEARCH.md, Method 3): four chains, the even ones from the best schedule so far
+// and the odd ones from the best list schedule that differs from it (a family that wins often sits
+// in a local optimum that a slower list schedule does not: suite case 14; and two starts find more
+// than one: case 9), each seeded. Returns the best of the start and the chains.
+Candidate local_phase(const SearchRequest& req, const Candidate& start, const std::vector<Candidate>& slots,
+                      double memory_cap, Time lb, std::size_t swap_chains, int threads, Progress& pr) {
   Candidate listed;
   for (const Candidate& c : slots)
     if (c.schedule.ranks != start.schedule.ranks && better(c, listed, req.objective_span)) listed = c;
@@ -610,27 +675,75 @@ SearchResult search_schedule(const SearchRequest& req) {
     stop_at = 0;
     for (const RankStats& st : start.sim.ranks) stop_at = std::max(stop_at, st.busy);
   }
-  std::vector<LocalResult> chains(score(start, req.objective_span) <= stop_at ? 0 : swap_chains);  // none: start is optimal
-  done += swap_chains - chains.size();
+  std::vector<LocalResult> chains(score(start, req.objective_span) <= stop_at ? 0 : swap_chains);  // none: optimal
+  pr.done += swap_chains - chains.size();
   parallel_for(
       chains.size(), threads,
       [&](std::size_t k) {
         chains[k] = local_search(*chain_start[k], chain_costs[k], memory_cap, timed, rounds, stop_at,
-                                 mix(req.seed, 1000003 + k), deadline, late, req.objective_span);
-        evaluated += chains[k].evaluated;
-        note(chains[k].best);
-        ++done;
+                                 mix(req.seed, 1000003 + k), pr.deadline, pr.late, req.objective_span);
+        pr.evaluated += chains[k].evaluated;
+        pr.note(chains[k].best);
+        ++pr.done;
       },
-      tick, 200);
+      [&] { pr.tick(); }, 200);
   Candidate best = start;
   for (const LocalResult& c : chains)
     if (better(c.best, best, req.objective_span)) best = c.best;
+  return best;
+}
+
+}  // namespace
+
+SearchResult search_schedule(const SearchRequest& req) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Progress pr{req, t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.time_limit_s))};
+  check_request(req);
+  SearchResult res;
+  const int threads = resolve_jobs(req.threads);
+
+  // 1. The nine families.
+  double memory_cap = req.memory_cap;
+  std::vector<FamilyRun> runs = run_families(req, memory_cap, pr.evaluated);
+  res.memory_cap = memory_cap;
+  const std::vector<Candidate> seeds = family_seeds(req, runs, res);
+
+  // 2. Greedy list schedules: a grid of rules per placement, then randomised ties.
+  std::vector<Schedule> layouts;
+  std::vector<SimCosts> costs;
+  Time lb = kInf;
+  for (Placement p : req.placements) {
+    if (p == Placement::bidirectional && req.microbatches % 2 != 0) continue;  // two pipes of M/2
+    layouts.push_back(placement_layout(p, req.pp, req.microbatches));
+    costs.push_back(req.costs(layouts.back()));
+    lb = std::min(lb, lower_bound(layouts.back(), costs.back(), memory_cap));
+  }
+  if (layouts.empty()) throw InputError("search: no placement fits (bidirectional needs an even M)");
+  res.lower_bound = lb;
+  const std::vector<Trial> trials = list_trials(req, layouts, costs, memory_cap);
+  const std::size_t swap_chains = 4;  // fixed, so that the result does not depend on --threads
+  res.trials = trials.size() + swap_chains;
+  pr.trials = res.trials;
+  for (const Candidate& c : seeds) pr.note(c);
+  const std::vector<Candidate> slots = run_trials(trials, layouts, costs, memory_cap, threads, pr);
+  Candidate start;
+  for (const Candidate& c : seeds)
+    if (better(c, start, req.objective_span)) start = c;
+  for (const Candidate& c : slots)
+    if (better(c, start, req.objective_span)) start = c;
+  if (!start.valid)
+    throw InputError(fmt::format("search: no schedule of placement {} fits the cap of {} activations per rank",
+                                 req.placements.size() == 1 ? placement_name(req.placements[0]) : "all", memory_cap));
+
+  // 3. Local search.
+  Candidate best = local_phase(req, start, slots, memory_cap, lb, swap_chains, threads, pr);
   best.schedule.family = "searched";
   best.name = "searched";
   res.best = std::move(best);
-  res.evaluated = evaluated.load();
-  res.time_limited = late.load();
-  res.trials_run = done.load();
+  res.evaluated = pr.evaluated.load();
+  res.time_limited = pr.late.load();
+  res.trials_run = pr.done.load();
   res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return res;
 }

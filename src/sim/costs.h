@@ -94,7 +94,7 @@ struct SimCosts {
   Time call_restart = 0;
   // Explicit communication: a send of at most this many bytes starts when its data and its sender
   // are ready, without waiting for the receiver to post (NCCL finishes it into the receiver's
-  // buffers; up to 64 MB between two H200s, 96 MB waited: tools/measure_p2p_rendezvous.py); the receive
+  // buffers; up to 64 MB between two H200s, 96 MB waited: tools/experiments/measure_p2p_rendezvous.py); the receive
   // completes when it is posted and the data has landed. 0: every transfer waits for both sides.
   Bytes eager_bytes = 0;
   // A replay of a traced run: action_time[r][i] is the duration of rank r's i-th action as it ran

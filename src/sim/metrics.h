@@ -1,6 +1,6 @@
 // Metrics of one simulated schedule: makespan, per-rank compute / exposed communication /
 // bubble (bubble = global makespan - compute - exposed communication of the rank, as
-// SCHEDULES.md defines it when there is no communication), the published closed form beside the
+// docs/SCHEDULES.md defines it when there is no communication), the published closed form beside the
 // simulated truth, peak activations and parameter copies.
 #pragma once
 #include <map>

@@ -399,7 +399,7 @@ TEST_CASE("Megatron's p2p runtime: interleaved 1F1B makes as many calls per rank
   // Empty calls are not made: rank 0's first receive (its chunk 0 reads the data) and its last
   // backward's call (chunk 0 sends no input grad and nothing is left to receive). So
   // calls_r = [r > 0] + w_r + (Mv - w_r) + w_r - [r = 0]: P=4, v=3, M=8 gives w = 14, 12, 10, 8
-  // and 37, 37, 35, 33 calls. (tools/megatron_plan.py builds the same loop independently, checks it
+  // and 37, 37, 35, 33 calls. (tools/experiments/megatron_plan.py builds the same loop independently, checks it
   // for deadlock and matching, and runs it on GPUs: docs/FIDELITY.md.)
   const int P = 4, v = 3, M = 8;
   const Schedule s = with_megatron_p2p(make_schedule("interleaved-1f1b", ScheduleParams{P, M, v, 0}));
@@ -531,7 +531,7 @@ std::string merged_list(const Schedule& s, int r) {
 
 TEST_CASE("PyTorch's p2p runtime: its lowering of Interleaved1F1B, as its own runtime ran it on four GPUs", "[sim][engine][fidelity]") {
   // Each rank's PP: ranges in a PyTorch 2.11 profiler trace of ScheduleInterleaved1F1B (P = 4,
-  // M = 8, two stages per rank; tools/record_pp_traces.py on four H200s, session 18): the order in
+  // M = 8, two stages per rank; tools/experiments/record_pp_traces.py on four H200s, session 18): the order in
   // which its runtime issued computation, sends, receives and its FSDP-style actions. ppsim's
   // interleaved-1f1b order is PyTorch's at this size, and its lowering lists every action where
   // PyTorch's did (UNSHARD, REDUCE_GRAD and RESHARD take a round of the lowering each: without
@@ -728,7 +728,7 @@ TEST_CASE("PyTorch's single-stage schedules: as many NCCL calls per rank as PyTo
   // backward send after the loop and a receive and a send for each of the w - 1 cool-down
   // backwards: 2M + 2w - 1. The first rank: w - 1 + (M - w + 1) + (w - 1) = M + w - 1; the last
   // (w = 1): 1 + (M - 1) + 1 = M + 1. ScheduleGPipe: a send and a receive per action, 2M at the
-  // ends, 4M between. Four H200s, tools/record_pp_traces.py (docs/FIDELITY.md): 11 21 19 9 at
+  // ends, 4M between. Four H200s, tools/experiments/record_pp_traces.py (docs/FIDELITY.md): 11 21 19 9 at
   // M = 8, 19 37 35 17 at M = 16; GPipe 16 32 32 16 and 32 64 64 32; two H200s, 1F1B at M = 4: 5 5.
   auto batches = [](const Schedule& s, int r) {
     int n = 0;

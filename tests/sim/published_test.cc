@@ -1,4 +1,4 @@
-// Every published closed form reproduced exactly by simulation wherever SCHEDULES.md says it
+// Every published closed form reproduced exactly by simulation wherever docs/SCHEDULES.md says it
 // holds (P in {2, 4, 8, 16}, several M), the figures where it does not, and the DualPipe figure
 // case (DeepSeek-V3 Fig. 5 / DualPipe README).
 #include "catch.h"

@@ -360,7 +360,7 @@ TEST_CASE("import-trace --moe-layers-only writes applies_to: moe_layers, and nee
 }
 
 TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
-  // Shaped like tools/record_moe_trace.py's pair: one layer, compute stream 7 runs attention(F)
+  // Shaped like tools/experiments/record_moe_trace.py's pair: one layer, compute stream 7 runs attention(F)
   // 40, MLP(I) 60, MLP(W) 30, MLP(F) 50, attention(I) 40, attention(W) 20 (DeepSeek's order);
   // stream 20 runs combine(B) 10, dispatch(F) 10, dispatch(B) 10, combine(F) 10. Hand timeline:
   //   comm: combine_b 0..10; compute: attn_f 0..40 (alone), mlp_i needs combine_b: 40..100;
@@ -406,7 +406,7 @@ TEST_CASE("a DualPipe-shaped pair trace predicts its own span", "[trace]") {
 }
 
 TEST_CASE("a 1F1B step of virtual stages on one GPU predicts its own step time", "[trace]") {
-  // Shaped like tools/record_moe_trace.py's 1F1B trace: P = 2 stages of one layer each, M = 2,
+  // Shaped like tools/experiments/record_moe_trace.py's 1F1B trace: P = 2 stages of one layer each, M = 2,
   // every op run back to back on one stream in a valid serial order. Per layer (us):
   //   F = attn 30 + dispatch 5 + mlp 40 + combine 5 = 80
   //   B = combine.B 5 + mlp.I 50 + mlp.W 20 + dispatch.B 5 + attn.I 35 + attn.W 15 = 130
@@ -549,7 +549,7 @@ void synth_record(TraceBuilder& b, double& cpu, const std::vector<SynthOp>& ops,
 }  // namespace
 
 TEST_CASE("the slowdown a pair trace was made with is measured back, and the span predicted", "[trace]") {
-  // As tools/record_moe_trace.py records it: a plain F of micro-batch 0 (each kernel away from
+  // As tools/experiments/record_moe_trace.py records it: a plain F of micro-batch 0 (each kernel away from
   // communication), the F&B pair in DeepSeek's order (the overlap model's), a plain B after it.
   // The GPU here slows compute kernels by s while a communication kernel runs, kernel by kernel;
   // the importer must find s from the same kernels in and out of the pair, and the overlap model,

@@ -296,7 +296,7 @@ TEST_CASE("schedule executed: the order simulated with its own costs gives the m
 
 TEST_CASE("Schedule1F1B's traces: calls between the compute ranges, a long wait paired with its peer", "[trace][ranks]") {
   // PyTorch's single-stage 1F1B, P = 2, M = 2, F 10 ms and B 20 ms, marked 'Forward i' /
-  // 'Backward i' around the compute only (tools/record_pp_traces.py): its calls run between the
+  // 'Backward i' around the compute only (tools/experiments/record_pp_traces.py): its calls run between the
   // ranges. True GPU times (ms); rank 1's clock 5 ms ahead.
   //   rank 0: F0 [100,110) F1 [110,120) B0 [140.67,160.67) B1 [170.93,190.93)
   //           SEND_F0 [110,110.3)  SEND_F1+RECV_B0 [120,140.67)  RECV_B1 [160.67,170.93)

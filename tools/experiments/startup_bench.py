@@ -4,7 +4,7 @@
 <= 10 ms and <= 20 MB, since sweeps call the CLI thousands of times. Also lists the CUDA
 libraries the process maps (none expected: the GPU back-end is dlopen'ed by GPU commands only).
 
-  python3 tools/startup_bench.py [build/ppsim] [runs]
+  python3 tools/experiments/startup_bench.py [build/ppsim] [runs]
 """
 import os
 import statistics

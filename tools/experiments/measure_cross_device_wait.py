@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Does anything of the replay's receive path slow the receiving GPU's compute? (docs/VALIDATION.md,
-"Two H200s again": on two GPUs of one process, ops ran 10-15% longer than profiled while messages
+"Two GPUs: the receive path": on two GPUs of one process, ops ran 10-15% longer than profiled while messages
 arrived into their GPU.) On two GPUs, GPU 0 runs a loop of bf16 GEMMs on its main stream, timed
 with CUDA events, beside each of:
 
@@ -18,7 +18,7 @@ with CUDA events, beside each of:
   incoming pull  the same copies issued on a second stream of GPU 0
 
 and prints each one's GEMM time against alone (median of 5 rounds of 50 GEMMs).
-Usage: python3 tools/measure_cross_device_wait.py [--n 4096] [--json out.json]
+Usage: python3 tools/experiments/measure_cross_device_wait.py [--n 4096] [--json out.json]
 """
 import argparse
 import json

@@ -5,7 +5,7 @@ Run on a machine with one CUDA GPU, torch and transformers installed (written fo
 transformers 5); nothing is downloaded: each model is built from a config in this script, with
 random weights (bf16, SDPA attention):
 
-    python3 tools/record_hf_traces.py --out DIR [--models llama,qwen2,gpt2,qwen2_moe,phi3]
+    python3 tools/experiments/record_hf_traces.py --out DIR [--models llama,qwen2,gpt2,qwen2_moe,phi3]
 
 Each model's training step is written as users write it (`model(ids, labels=ids).loss.backward()`;
 the backward runs through autograd, on its own thread), with and without activation checkpointing
@@ -24,7 +24,7 @@ before each layer).
 The ground truth is in every trace, as ranges no rule of ppsim reads (`gt:3:f` the first forward
 of decoder layer 3, `gt:3:a` its attention module's forward, `gt:3:r` the layer's forward re-run
 inside the backward (recompute), `gt:3:b` its backward: from the gradient of its output to the
-gradient of its input, tensor hooks outside the checkpoint). tools/compare_hf_traces.py sums each
+gradient of its input, tensor hooks outside the checkpoint). tools/experiments/compare_hf_traces.py sums each
 layer's kernels under them from the trace itself (kernel -> launch by correlation id -> the ranges
 open on the launching thread) and compares ppsim's import with them. meta.json: versions, settings,
 the unprofiled step time (CUDA events) per case.

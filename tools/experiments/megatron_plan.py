@@ -1,5 +1,5 @@
 """Megatron-LM's two pipeline schedules as per-rank plans of compute and blocking p2p calls, for
-tools/measure_megatron_runtime.py (standard library only, so that it can be checked anywhere).
+tools/experiments/measure_megatron_runtime.py (standard library only, so that it can be checked anywhere).
 
 Megatron-LM (megatron/core/pipeline_parallel/schedules.py, the Zero Bubble paper's fork) runs
 non-interleaved 1F1B (forward_backward_pipelining_without_interleaving) and interleaved 1F1B

@@ -13,8 +13,8 @@ it on the logits cast to float). Each part runs forward and backward (bf16), tim
 median of `--iters` after warm-up. `--compile` also times torch.compile'd versions (fused
 elementwise kernels, closer to Megatron's fused softmax and bias-GELU).
 
-Usage: python3 tools/measure_gpt_head_layer.py [--iters 20] [--compile] [--json out.json]
-       python3 tools/measure_gpt_head_layer.py --ppsim build/ppsim [--gpu h100] [--measured out.json]
+Usage: python3 tools/experiments/measure_gpt_head_layer.py [--iters 20] [--compile] [--json out.json]
+       python3 tools/experiments/measure_gpt_head_layer.py --ppsim build/ppsim [--gpu h100] [--measured out.json]
 The second form needs no GPU: ppsim's figures for the same shapes (one stage, one micro-batch,
 gpipe; a layer = the makespan with 2 layers minus with 1), beside a measured JSON if given.
 Both also give the layer's split of the backward: I (the input gradient alone,

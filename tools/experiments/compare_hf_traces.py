@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Compare `ppsim import-trace` on the traces of tools/record_hf_traces.py with their ground truth.
+"""Compare `ppsim import-trace` on the traces of tools/experiments/record_hf_traces.py with their ground truth.
 
-    python3 tools/compare_hf_traces.py DIR [--ppsim build/ppsim] [--held-out phi3] [--markdown]
+    python3 tools/experiments/compare_hf_traces.py DIR [--ppsim build/ppsim] [--held-out phi3] [--markdown]
 
 DIR holds the traces and meta.json. The ground truth is in each trace: ranges no rule of ppsim
 reads (`gt:3:f`: decoder layer 3's first forward, `gt:3:a` its attention module's forward,
@@ -99,7 +99,7 @@ def err(got, want):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
-    ap.add_argument("--ppsim", default=os.path.join(os.path.dirname(__file__), "..", "build", "ppsim"))
+    ap.add_argument("--ppsim", default=os.path.join(os.path.dirname(__file__), "..", "..", "build", "ppsim"))
     ap.add_argument("--tolerance", type=float, default=0.10)
     ap.add_argument("--attn-tolerance", type=float, default=0.15)
     ap.add_argument("--held-out", default="phi3", help="the architecture kept out of the tuning (marked)")

@@ -1,6 +1,6 @@
-"""Shared by the measurement scripts in tools/ (measure_gpt_head_layer.py, measure_gemm_efficiency.py,
-and the torchrun ones): PyTorch on CUDA or a printed reason to skip, a median time, and a rank's
-setup under torchrun."""
+"""Shared by the measurement scripts in tools/experiments/ (measure_gpt_head_layer.py,
+measure_gemm_efficiency.py, and the torchrun ones): PyTorch on CUDA or a printed reason to skip, a
+median time, and a rank's setup under torchrun."""
 import statistics
 import sys
 import time
@@ -106,7 +106,7 @@ def replay_args(doc, hidden, heads, ffn, batch, layers_per_rank):
 
 
 def plan_ops(torch, dist, dev, shape, step_ops, outbox):
-    """A plan's call (tools/megatron_plan.py: (op, peer, label) triples) as P2POps: each send takes
+    """A plan's call (tools/experiments/megatron_plan.py: (op, peer, label) triples) as P2POps: each send takes
     its tensor out of `outbox` by label, each receive gets a new bf16 tensor of `shape`. Returns
     (ops, [(label, tensor received)])."""
     ops, landed = [], []

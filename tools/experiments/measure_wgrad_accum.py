@@ -22,7 +22,7 @@ Bubble paper's models at their micro-batch (tokens = micro-batch x 1024), Megatr
 layers under TP 8 at 2048 tokens, Llama 3 405B's under TP 8 at 8192 tokens, and a sweep of the
 14.6B layer over 1024 to 8192 tokens.
 
-Usage: python3 tools/measure_wgrad_accum.py [--iters 20] [--json out.json]
+Usage: python3 tools/experiments/measure_wgrad_accum.py [--iters 20] [--json out.json]
 """
 import argparse
 import ctypes

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """ZB-H1 with the Zero Bubble fork's runtime against 1F1B with Megatron-LM's calls, on the GPUs of
-one host (docs/FIDELITY.md, "ZB-H1 against 1F1B on four GPUs"). One rank per GPU:
+one host (docs/FIDELITY-MEASURED.md, "ZB-H1 against 1F1B on four GPUs"). One rank per GPU:
 
     for M in 12 16 32; do ppsim show zb-h1 -p 4 -m $M --format json > zb_h1_$M.json; done
-    torchrun --standalone --nproc-per-node 4 tools/measure_zb_runtime.py --out DIR --orders zb_h1_*.json
-    python3 tools/measure_zb_runtime.py --report DIR          # here: measured against ppsim
+    torchrun --standalone --nproc-per-node 4 tools/experiments/measure_zb_runtime.py --out DIR --orders zb_h1_*.json
+    python3 tools/experiments/measure_zb_runtime.py --report DIR          # here: measured against ppsim
 
 Any zero-bubble order `ppsim show` writes runs the same way, named by its family (e.g. zb-h2);
 1F1B runs once per micro-batch count. --report also gives each run's duty cycle and ppsim's gain
@@ -15,7 +15,7 @@ against its Megatron-LM 1F1B. ppsim simulates ZB-1p as ZB-H1 (the paper's Table 
 same bubble) with the dataflow runtime, and 1F1B with Megatron's calls; where W is largest it
 puts ZB-1p's gain 3.4 to 5.6 points above the paper's. This replays both on real layers:
 
-  - 1F1B: tools/megatron_plan.py plan_1f1b, each call one batch_isend_irecv, a wait on each and a
+  - 1F1B: tools/experiments/megatron_plan.py plan_1f1b, each call one batch_isend_irecv, a wait on each and a
     torch.cuda.synchronize() (Megatron's batch_p2p_sync), the backward whole (input and weight
     gradients together);
   - ZB-H1: the order ppsim writes (--orders, one file per micro-batch count) run as the fork's

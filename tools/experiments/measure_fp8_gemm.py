@@ -2,7 +2,7 @@
 """Measures, on one Hopper GPU, the fraction of the FP8 dense peak that FP8 GEMMs reach on
 DeepSeek-V3's GEMM shapes, with per-tensor scales and with DeepSeek's fine-grained scaling
 (1x128 activation tiles x 128x128 weight blocks), beside BF16 on the same shapes
-(docs/FIDELITY.md, "DeepSeek-V3"; `efficiency.gemm_fp8`, docs/CONFIG.md).
+(docs/FIDELITY-MEASURED.md, "FP8 GEMMs"; `efficiency.gemm_fp8`, docs/CONFIG.md).
 
 Shapes: the forward GEMMs that DeepGEMM's first README (commit a6d97a1, 2025-02-25) times on an
 H800 at 4096 tokens: MLA's fused q/kv down-projection (N 2112, K 7168), q up (24576 x 1536),
@@ -25,7 +25,7 @@ in 1x128 tiles along the tokens, each side transposed before it is quantized): A
 block scaling), beside BF16 and per-tensor FP8 on the same product. No accumulation into an FP32
 gradient (efficiency.accum_exposed prices that apart).
 
-Usage: python3 tools/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
+Usage: python3 tools/experiments/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
 """
 import argparse
 import json

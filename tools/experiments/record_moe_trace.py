@@ -3,7 +3,7 @@
 
 Run on a machine with one CUDA GPU and torch installed (written for torch 2.11, Python 3.12):
 
-    python3 tools/record_moe_trace.py --out DIR
+    python3 tools/experiments/record_moe_trace.py --out DIR
 
 It writes into DIR
   pair_trace.json        two overlapped chunks as DualPipe runs them (range "pair"): the forward

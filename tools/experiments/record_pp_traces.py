@@ -4,7 +4,7 @@
 
 Run on one host with 2 (or more) CUDA GPUs, torch 2.11 (nothing is downloaded):
 
-    torchrun --standalone --nproc-per-node 2 tools/record_pp_traces.py --out DIR
+    torchrun --standalone --nproc-per-node 2 tools/experiments/record_pp_traces.py --out DIR
 
 Keep NCCL_NVLS_ENABLE=0 (and TORCH_SYMM_MEM_DISABLE_MULTICAST=1) set, as on the lent machines.
 For each schedule of --schedules (default Interleaved1F1B, ZBVZeroBubble, DualPipeV: each holds

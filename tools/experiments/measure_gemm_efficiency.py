@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures, with PyTorch on one GPU, the fraction of the datasheet peak that the GEMMs and the
-attention of the published H100/H800 runs reach (docs/FIDELITY.md, "GPU-type figures"), to set
+attention of the published H100/H800 runs reach (docs/FIDELITY-MEASURED.md, "GPU-type figures"), to set
 against the `h100` / `h800` efficiency set of src/cost/config.cc (GEMM 0.65, attention 0.45 of
 the BF16 or FP8 dense peak). Shapes: Llama 3 405B's per-GPU GEMMs under TP 8 with sequence
 parallelism (8192 tokens, h 16384, ffn 53248, GQA 8 kv heads of 128), DeepSeek-V3's dense
@@ -8,12 +8,12 @@ projections and one expert's grouped GEMMs (FP8 where torch has `_scaled_mm`), a
 attention (scaled_dot_product_attention) at Llama 3's 8192 and DeepSeek-V3's 4096 tokens.
 Each is timed with CUDA events, median of `--iters` after warm-up; forward shapes only.
 
-Usage: python3 tools/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
-       python3 tools/measure_gemm_efficiency.py --sweep-tokens [--json out.json]
+Usage: python3 tools/experiments/measure_gemm_efficiency.py [--iters 30] [--peak-bf16 989] [--peak-fp8 1979] [--json out.json]
+       python3 tools/experiments/measure_gemm_efficiency.py --sweep-tokens [--json out.json]
 --sweep-tokens: BF16 weight-gradient GEMMs (dW = dY^T X, reduced over the micro-batch's tokens)
 and the forward GEMMs of the same layers at 512 to 16384 tokens: how the efficiency depends on
 the reduction length.
-       python3 tools/measure_gemm_efficiency.py --sustained 30 [--json out.json]
+       python3 tools/experiments/measure_gemm_efficiency.py --sustained 30 [--json out.json]
 --sustained S: Llama 3's four layer GEMMs (QKV, attention out, MLP up+gate, down; TP 8, 8192
 tokens) back to back for S seconds with nothing between them, as a busy training step keeps the
 GPU: TFLOP/s per one-second window, the first (the GPU cold, at its top clock, as the other modes

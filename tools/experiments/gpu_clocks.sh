@@ -6,7 +6,7 @@
 # Env: CONFIG (configs/small-1gpu.yaml), SCHEDULE (1f1b), DEVICES (1), ARGS (more validate flags).
 # Files in $OUT (default ./gpu-clocks-out): validate.json, clocks.csv, summary.txt.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu-clocks-out}
 mkdir -p "$OUT"
 P=$ROOT/build-gpu/ppsim

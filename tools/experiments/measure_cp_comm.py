@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What PyTorch's context parallelism moves per attention, forward and backward. Several GPUs:
 
-    torchrun --standalone --nproc-per-node 4 tools/measure_cp_comm.py [--json FILE]
+    torchrun --standalone --nproc-per-node 4 tools/experiments/measure_cp_comm.py [--json FILE]
 
 Causal SDPA on q, k, v of [1, heads, seq, 128] bf16, sharded over the ranks by
 torch.distributed.tensor.experimental.context_parallel (torchtitan's path; load-balanced chunks

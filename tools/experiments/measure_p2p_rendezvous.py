@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does a blocking NCCL send wait for its receiver? Two GPUs of one host:
 
-    torchrun --standalone --nproc-per-node 2 tools/measure_p2p_rendezvous.py [--json FILE]
+    torchrun --standalone --nproc-per-node 2 tools/experiments/measure_p2p_rendezvous.py [--json FILE]
 
 For each message size, rank 1 keeps its GPU busy for --delay-ms (torch.cuda._sleep) before it
 posts the matching receive; rank 0 posts its send at once, waits on it (the stream wait that

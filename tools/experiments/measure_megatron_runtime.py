@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Runs Megatron-LM's 1F1B and interleaved 1F1B with Megatron's blocking p2p calls on the GPUs of
-one host, and times them (docs/FIDELITY.md, "Interleaved 1F1B against 1F1B"). One rank per GPU:
+one host, and times them (docs/FIDELITY-MEASURED.md, "Interleaved 1F1B against 1F1B"). One rank per GPU:
 
-    torchrun --standalone --nproc-per-node 4 tools/measure_megatron_runtime.py --out DIR
+    torchrun --standalone --nproc-per-node 4 tools/experiments/measure_megatron_runtime.py --out DIR
 
-The plans are tools/megatron_plan.py's (Megatron's two loops, checked for matching and deadlock
+The plans are tools/experiments/megatron_plan.py's (Megatron's two loops, checked for matching and deadlock
 before anything runs). Every call is one dist.batch_isend_irecv of its sends and receives, a wait on
 each, and with --sync (Megatron's default batch_p2p_sync) a torch.cuda.synchronize(); each rank
 holds v chunks of GPT layers (pre-LayerNorm, causal SDPA attention, GELU MLP, bf16, no dropout)
@@ -23,7 +23,7 @@ bandwidth from the lone transfer and its latency from the ring-wide call) and DI
 configs for `ppsim compare DIR/ppsim_<M>.yaml -s 1f1b,interleaved-1f1b --vpp V` with Megatron's
 p2p runtime, the profile's costs and no optimizer or DP traffic.
 
-It also runs DeepSpeed's pipeline engine order (tools/megatron_plan.py plan_deepspeed:
+It also runs DeepSpeed's pipeline engine order (tools/experiments/megatron_plan.py plan_deepspeed:
 TrainSchedule, one blocking send or receive per instruction, no synchronize) on the 1F1B chunk;
 --report then prints it against Megatron's 1F1B without the synchronize, and ppsim's
 `parallel.p2p_runtime: deepspeed` against `megatron` on the same costs.
@@ -358,14 +358,14 @@ def main():
         with open(os.path.join(a.out, "megatron_runtime.json"), "w") as fh:
             json.dump(out, fh, indent=1)
         with open(os.path.join(a.out, "profile.yaml"), "w") as fh:
-            fh.write(f"version: 1\ndevice: \"{out['device']}\"\nsource: \"tools/measure_megatron_runtime.py, one layer alone on rank 0\"\n"
+            fh.write(f"version: 1\ndevice: \"{out['device']}\"\nsource: \"tools/experiments/measure_megatron_runtime.py, one layer alone on rank 0\"\n"
                      f"per_layer: true\nop_ms: {{F: {f_ms:.4f}, B: {b_ms:.4f}}}\n"
                      f"# the link: the lone transfer's bandwidth; as latency, what a ring-wide call of one activation\n"
                      f"# (every rank sending to its next, as Megatron's 1F1B calls) takes beyond it\n"
                      f"link: {{gbps: {gbps:.1f}, latency_us: {(call_one - nbytes / (gbps * 1e9)) * 1e6:.1f}}}\n")
         for M in [int(x) for x in a.microbatches.split(",")]:
             with open(os.path.join(a.out, f"ppsim_{M}.yaml"), "w") as fh:
-                fh.write("# written by tools/measure_megatron_runtime.py: its run, for ppsim compare -s 1f1b,interleaved-1f1b\n"
+                fh.write("# written by tools/experiments/measure_megatron_runtime.py: its run, for ppsim compare -s 1f1b,interleaved-1f1b\n"
                          + replay_config(P, a.layers_per_rank, h, nh, a.ffn, s, b, M, f"vpp: {a.vpp}, p2p_runtime: megatron, "))
     dist.barrier()
     dist.destroy_process_group()

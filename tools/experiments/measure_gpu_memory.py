@@ -9,7 +9,7 @@ counts 1 GB = 1e9 bytes. This script prints, for GPU 0:
 The gap between total and the last "free" is what a training process spends before its first
 tensor: memory ppsim does not count (docs/CONFIG.md, "Memory").
 
-Usage: python3 tools/measure_gpu_memory.py        (one GPU; prints one table)
+Usage: python3 tools/experiments/measure_gpu_memory.py        (one GPU; prints one table)
 """
 import os
 import sys

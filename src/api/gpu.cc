@@ -19,6 +19,7 @@
 #include "api/gpu_costs.h"
 #include "core/error.h"
 #include "cost/config.h"
+#include "cuda_validate/replay_switches.h"
 #include "cost/cost_model.h"
 #include "ep/ep_placement.h"
 #include "launch/launch.h"
@@ -73,6 +74,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   rc.transport = transport;
   rc.nccl_timeout_s = timeout_s;
   rc.sm_partitions = sm_partitions;
+  gpu::apply_replay_switches(rc);
   // Three replays, each giving its median transfer; the middle one is kept. A replay now and then
   // runs slow as a whole (seen: a first probe of 1.4 ms per message where the others gave 20 us),
   // and one such probe would stand for every transfer of every prediction.
@@ -390,6 +392,7 @@ ValidateOutcome validate(const ValidateRequest& req) {
     rc.transport = req.transport;
     rc.nccl_timeout_s = req.timeout_s;
     rc.sm_partitions = split > 0;
+    gpu::apply_replay_switches(rc);
     gpu::ReplayHostStats host;
     rc.host_stats = &host;
     gpu::ReplayMemory mem;

@@ -214,6 +214,20 @@ struct ReplayConfig {
   // exposed_communication): a lone op's whole all-to-all time; in an F&B pair, where both
   // streams communicated at once or one communicated after the other had ended.
   std::vector<Time>* ep_exposed = nullptr;
+  // Switches of the replay's own mechanics (the defaults are the measured ones; api::validate
+  // takes them from PPSIM_REPLAY_CLOCK, PPSIM_REPLAY_WAITS and PPSIM_REPLAY_VERIFY):
+  // clock_gate: every GPU's clock starts when one word of host memory, polled on each GPU, is set
+  //   (false: after a host barrier, within the threads' wake-up jitter);
+  // value_waits: peer messages ordered by words that streams write and wait for
+  //   (cuStreamWriteValue32 / cuStreamWaitValue32), not by cross-stream event waits;
+  // verify_messages: the checking mode: receive buffers poisoned before each run and every
+  //   message checksummed where its producer wrote it and where its consumer read it; a
+  //   difference ends the replay (InputError, kExitGpu) naming the message. Costs a kernel per
+  //   message end: for tests of order, not for timings. Pipeline messages only (with EP: shard 0's).
+  bool clock_gate = true;
+  bool value_waits = false;
+  bool verify_messages = false;
+  std::size_t* messages_verified = nullptr;  // when set (and verifying): messages compared, all runs
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).

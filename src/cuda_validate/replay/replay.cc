@@ -46,7 +46,10 @@
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/peer.h"
+#include "cuda_validate/ops/elementwise.h"
+#include "cuda_validate/replay/message_check.h"
 #include "cuda_validate/replay/transport.h"
+#include "cuda_validate/replay/words.h"
 #include "ep/ep_placement.h"
 #include "ep/ep_plan.h"
 #include "launch/launch.h"
@@ -85,10 +88,17 @@ struct RankResult {
   ReplayHostStats host;
 };
 
-// One clock per GPU: the first rank on it records the epoch, the others wait for it.
+// One clock per GPU: the first rank on it records the epoch, the others wait for it. With the
+// gate (ReplayConfig::clock_gate), each GPU's epoch is recorded behind a kernel that polls one
+// word of pinned host memory, which the host sets once every GPU's kernel is queued: the GPUs'
+// clocks start within the word's polling time of each other instead of the host threads'
+// wake-up after a barrier (seen up to 0.19 ms apart on two H200s: forwards that "began before"
+// the action whose output they read had ended).
 struct DeviceClocks {
   std::mutex mu;
   std::map<int, cudaEvent_t> epoch;  // by device, for the current run
+  std::unique_ptr<replay::Words> gate;  // word 0: the run released (null: no gate)
+  double timeout_s = 120;
 };
 
 // The last line of defence against a hang. Every wait of the replay is bounded by the timeout and
@@ -216,19 +226,7 @@ class RankRunner {
       c->clear_exchanges();
     }
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
-    sync.arrive_and_wait();
-    if (clock_leader_) {
-      cudaEvent_t e = event();
-      PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
-      std::lock_guard<std::mutex> lock(clocks_.mu);
-      clocks_.epoch[device_] = e;
-    }
-    sync.arrive_and_wait();
-    {
-      std::lock_guard<std::mutex> lock(clocks_.mu);
-      result_.epoch = clocks_.epoch.at(device_);
-    }
-    if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
+    start_clock(sync);
     for (const Action& a : s_.ranks[static_cast<std::size_t>(rank_)]) {
       if (t_.aborted()) throw_gpu_failure("replay aborted: " + t_.abort_reason(), "see the first error reported");
       if (watch_) watch_->note(watch_slot_, a);
@@ -259,6 +257,29 @@ class RankRunner {
       }
       result_.ep_exposed += exposed_communication(spans);
     }
+  }
+
+  void check_messages(replay::MessageCheck* c) { check_ = c; }
+  // The run's epoch on this GPU (DeviceClocks): the clock leader records it, behind the gate when
+  // there is one, which every thread opens once all leaders have queued theirs.
+  template <typename Barrier>
+  void start_clock(Barrier& sync) {
+    sync.arrive_and_wait();
+    if (clock_leader_) {
+      if (clocks_.gate) wait_word(clocks_.gate->device_word(0), static_cast<std::uint32_t>(runs_), clocks_.timeout_s,
+                                  main_->get());
+      cudaEvent_t e = event();
+      PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      clocks_.epoch[device_] = e;
+    }
+    sync.arrive_and_wait();
+    if (clocks_.gate) clocks_.gate->store(0, static_cast<std::uint32_t>(runs_));
+    {
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      result_.epoch = clocks_.epoch.at(device_);
+    }
+    if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
   }
 
   void watch(Watchdog* w, int slot) {
@@ -324,18 +345,22 @@ class RankRunner {
         c.fill_input(m, seed(op.stage, m, 0), st);
       } else {
         const void* at = nullptr;
-        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), op, &at);
+        const MsgKey k{0, op.stage, m};
+        cudaEvent_t arrived = arrival(k, c.input(m), tensor_bytes(op.stage), op, &at, st);
         if (at) c.bind_input(m, static_cast<const bf16*>(at));
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (arrived) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (check_) check_->consumed(k, device_, at ? at : c.input(m), tensor_bytes(op.stage), st);
       }
     } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
       if (s_.is_last_stage(op.stage)) {
         c.fill_grad_output(m, seed(op.stage, m, 1), st);
       } else {
         const void* at = nullptr;
-        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), op, &at);
+        const MsgKey k{1, op.stage, m};
+        cudaEvent_t arrived = arrival(k, c.grad_output(m), tensor_bytes(op.stage), op, &at, st);
         if (at) c.bind_grad_output(m, static_cast<const bf16*>(at));
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (arrived) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (check_) check_->consumed(k, device_, at ? at : c.grad_output(m), tensor_bytes(op.stage), st);
       }
     }
   }
@@ -357,9 +382,11 @@ class RankRunner {
     return copied;
   }
   // The event after which the input named `key` is in `dst`: a local hand-over, else the transport.
-  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer, const void** in_place) {
+  // (null: with value waits, `st` itself waits for the message).
+  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer, const void** in_place,
+                      cudaStream_t st) {
     const auto it = local_.find(key);
-    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place);
+    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place, st);
     const cudaEvent_t e = it->second;
     local_.erase(it);
     if (const auto at = local_at_.find(key); at != local_at_.end()) {
@@ -377,7 +404,9 @@ class RankRunner {
     // The message rule (and so the order a link carries) is launch::output_message's.
     if (MsgKey to; launch::output_message(s_, op, to) && !never_sent(to)) {
       const void* src = to.grad ? c.grad_input(m) : c.output(m);
+      if (check_) check_->produced(to, device_, src, tensor_bytes(op.stage), st);
       cudaEvent_t sent = nullptr;
+      bool by_transport = false;
       if (local(to) && !to.grad) {
         // The turn of a V within this rank: the next stage reads this output in place (it stays
         // until this micro-batch's release here, after the next stage's backward). No copy, and
@@ -391,16 +420,20 @@ class RankRunner {
         Chunk& next = *chunks_.at(to.stage);
         sent = hand_over(to, src, next.grad_output(m), tensor_bytes(op.stage), st, done);
       } else {
-        sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op);
+        sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op, st);
+        by_transport = true;
       }
-      pending_[{op.stage, m}].push_back(sent);
+      pending_[{op.stage, m}].push_back(Sent{sent, to, by_transport});
     }
     // After I, the forward tensors only the input-grads read go back (no message reads them:
     // output and grad_in stay with the micro-batch until its release).
     if (op.kind == OpKind::I) c.input_grad_done(m, st);
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.
-      for (cudaEvent_t e : pending_[{op.stage, m}]) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e, 0));
+      for (const Sent& e : pending_[{op.stage, m}]) {
+        if (e.by_transport) t_.wait_sent(e.key, e.event, st);
+        else PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e.event, 0));
+      }
       pending_.erase({op.stage, m});
       c.release(m, st);
     }
@@ -553,7 +586,13 @@ class RankRunner {
   int opening_ = 0;              // this run, before that: actions the GPU began before they were enqueued
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
-  std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
+  struct Sent {  // an output on its way: its source is free after `event` (or the transport's word)
+    cudaEvent_t event = nullptr;
+    MsgKey key;
+    bool by_transport = false;
+  };
+  std::map<std::pair<int, int>, std::vector<Sent>> pending_;  // (stage, mb) -> staged sends
+  replay::MessageCheck* check_ = nullptr;
   std::map<MsgKey, cudaEvent_t> local_;  // inputs handed over within this rank, not yet consumed
   std::map<MsgKey, const void*> local_at_;  // of those, the ones read in place (the V's turn): where
   std::vector<cudaEvent_t> events_;
@@ -724,6 +763,10 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
                                                      shard_process[static_cast<std::size_t>(e)], kind, message_bytes,
                                                      cfg.nccl_timeout_s));
   Transport& transport = *transports[0];
+  for (auto& t : transports) {
+    t->set_value_waits(cfg.value_waits);
+    t->set_poison(cfg.verify_messages);
+  }
   if (ep > 1 && !multi) {  // the shards of a stage write into each other's receive buffers
     std::vector<int> devs;
     for (const Slot& sl : slots)
@@ -737,6 +780,8 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
                            {}, kExitGpu);
   }
   DeviceClocks clocks;
+  if (cfg.clock_gate) clocks.gate = std::make_unique<replay::Words>(1);
+  clocks.timeout_s = cfg.nccl_timeout_s;
   // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).
   std::map<int, int> ranks_on;
   for (const Slot& sl : slots) ++ranks_on[sl.device];
@@ -752,6 +797,24 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
     runners.push_back(std::make_unique<RankRunner>(sl.rank, sl.device, group == 0, s, cfg,
                                                    *transports[static_cast<std::size_t>(sl.shard)], clocks,
                                                    pit == parts.end() ? nullptr : pit->second.get(), group, sl.shard));
+  }
+  std::unique_ptr<replay::MessageCheck> check;
+  std::vector<std::string> check_failures;
+  std::size_t checked = 0;
+  auto check_run = [&] {  // after a run, every stream done (collective across processes)
+    if (!check) return;
+    const replay::MessageCheck::Outcome o = check->outcome();
+    checked += o.compared;
+    check_failures.insert(check_failures.end(), o.mismatches.begin(), o.mismatches.end());
+    check->reset();
+  };
+  if (cfg.verify_messages) {
+    std::vector<int> devs;
+    for (const Slot& sl : slots)
+      if (sl.shard == 0) devs.push_back(sl.device);
+    check = std::make_unique<replay::MessageCheck>(s, devs);
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].shard == 0) runners[i]->check_messages(check.get());
   }
   // After every runner made its chunks: connect each stage's EP shards to each other's buffers
   // (across processes: a collective, also when a runner here failed: EpWiring).
@@ -848,8 +911,10 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   }
   for (int it = 0; it + 1 < iterations; ++it) {
     iteration_done.arrive_and_wait();
-    if (!failed)
+    if (!failed) {
       for (auto& t : transports) t->reset();
+      check_run();
+    }
     iteration_done.arrive_and_wait();
   }
   for (auto& t : threads) t.join();
@@ -876,6 +941,12 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   }
   if (first_error) std::rethrow_exception(first_error);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
+  check_run();
+  if (cfg.messages_verified) *cfg.messages_verified = checked;
+  if (!check_failures.empty())
+    throw_gpu_failure(fmt::format("replay: {} message(s) read other bytes than their producer wrote (first: {})",
+                                  check_failures.size(), check_failures.front()),
+                      "a consumer read its input before the message had arrived: a missing wait in the transport");
   // Expert parallelism: a wait that gave up in the measured run leaves its outputs and its time
   // invalid (the wait spun for its whole timeout): never a silent wrong answer. Every process
   // learns of it before the collectives below.

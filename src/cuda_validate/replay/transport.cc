@@ -97,6 +97,7 @@ void Transport::setup_mailboxes(const Schedule&, const std::vector<MsgKey>& orde
     void* p = nullptr;
     PPSIM_CUDA_CHECK(cudaMalloc(&p, it->second));
     mailbox_alloc_[d] = p;
+    mailbox_size_[d] = it->second;
   }
   for (auto& [k, m] : msgs_)
     if (m.path != Path::Nccl && is_local(m.dst)) m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
@@ -250,6 +251,36 @@ cudaStream_t Transport::link_stream(int src, int dst) {
   return st;
 }
 
+void Transport::set_value_waits(bool on) {
+  if (!on) {
+    words_.reset();
+    return;
+  }
+  if (const std::string why = value_waits_unavailable(); !why.empty())
+    throw InputError("replay: value waits: " + why, "PPSIM_REPLAY_WAITS=event", kExitGpu);
+  if (!words_) words_ = std::make_unique<Words>(2 * msgs_.size());
+}
+
+void Transport::set_poison(bool on) {
+  poison_ = on;
+  if (on) poison();
+}
+
+void Transport::poison() {
+  DeviceGuard guard;
+  for (const auto& [d, p] : mailbox_alloc_) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(d));
+    PPSIM_CUDA_CHECK(cudaMemset(p, 0xff, mailbox_size_.at(d)));
+    PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+void Transport::wait_sent(const MsgKey& key, cudaEvent_t sent, cudaStream_t st) {
+  const auto it = msgs_.find(key);
+  if (it != msgs_.end() && by_value(it->second)) words_->wait(st, copied_word(it->second), static_cast<std::uint32_t>(generation_));
+  else PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, sent, 0));
+}
+
 void Transport::join_into(int rank, cudaStream_t s) {
   const int dev = device_of(rank);
   std::vector<cudaStream_t> streams{comm_stream(rank)};
@@ -352,7 +383,7 @@ void Transport::wait_flag(const MsgKey& key, const Msg& m, const std::string& wh
 }
 
 cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
-                            const Op& producer) {
+                            const Op& producer, cudaStream_t ready_stream) {
   const auto it = msgs_.find(key);
   if (it == msgs_.end() || it->second.src != src_rank)
     throw InputError(fmt::format("replay: rank {} sends {}, which the schedule does not route from it", src_rank,
@@ -372,7 +403,13 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
   p.producer = producer;
   p.copy_start = new_event(src_dev);
   cudaEvent_t done = new_event(src_dev);
-  PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, ready, 0));
+  const auto gen = static_cast<std::uint32_t>(generation_);
+  if (by_value(m) && ready_stream) {
+    words_->write(ready_stream, ready_word(m), gen);
+    words_->wait(st, ready_word(m), gen);
+  } else {
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, ready, 0));
+  }
   PPSIM_CUDA_CHECK(cudaEventRecord(p.copy_start, st));
   switch (m.path) {
     case Path::Peer: {
@@ -380,6 +417,12 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
       if (dst_dev == src_dev) PPSIM_CUDA_CHECK(cudaMemcpyAsync(m.mailbox, src, bytes, cudaMemcpyDeviceToDevice, st));
       else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(m.mailbox, dst_dev, src, src_dev, bytes, st));
       PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
+      if (by_value(m)) {  // the consumer's stream waits for the word; no host hand-over
+        words_->write(st, copied_word(m), gen);
+        std::lock_guard<std::mutex> lock(mu_);
+        records_.push_back(Record{src_rank, m.dst, p.copy_start, done, producer, static_cast<Bytes>(bytes), key, true});
+        return done;
+      }
       p.event = done;
       post(to_consumer_, key, p);
       return done;
@@ -412,7 +455,7 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
 }
 
 cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer,
-                               const void** in_place) {
+                               const void** in_place, cudaStream_t consumer_stream) {
   if (in_place) *in_place = nullptr;
   const auto it = msgs_.find(key);
   if (it == msgs_.end() || it->second.dst != dst_rank)
@@ -429,6 +472,12 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
   const int dev = device_of(dst_rank);
   DeviceGuard guard;
   PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+  if (by_value(m) && consumer_stream) {
+    words_->wait(consumer_stream, copied_word(m), static_cast<std::uint32_t>(generation_));
+    if (in_place) *in_place = m.mailbox;
+    else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, consumer_stream));
+    return nullptr;
+  }
   const cudaStream_t cs = comm_stream(dst_rank);
   cudaEvent_t arrived = new_event(dev);
   Record rec{m.src, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key};
@@ -455,6 +504,7 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
     }
     case Path::Nccl: {
       const Posted p = take(to_consumer_, key, who);
+      if (poison_) PPSIM_CUDA_CHECK(cudaMemsetAsync(dst, 0xff, bytes, cs));  // what a read too early would see
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, p.event, 0));
       PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, p.buffer, bytes, cudaMemcpyDeviceToDevice, cs));
       PPSIM_CUDA_CHECK(cudaFreeAsync(p.buffer, cs));
@@ -564,6 +614,7 @@ void Transport::reset() {
     to_consumer_.posts.clear();
     to_sequencer_.posts.clear();
   }
+  if (poison_) poison();
   ++generation_;
   start_sequencer();
 }
@@ -578,6 +629,7 @@ void Transport::abort(const std::string& why) {
   to_consumer_.cv.notify_all();
   to_sequencer_.cv.notify_all();
   if (flags_) flags_->store(flags_->abort_word(), 1);
+  if (words_) words_->store_all(0xffffffffu);  // no stream stays held by a word
   // ncclCommAbort may be called while other threads are inside NCCL; it makes them return.
   for (ncclComm_t& c : comms_)
     if (c) {

@@ -6,9 +6,11 @@
 # event|value: src/cuda_validate/replay_switches.h) at the shapes asked for. The last lines are a
 # table: per schedule, the makespan error of each variant.
 # Env: REPLAY_RUNS (10: the test with the defaults), REPLAY_BARRIER_RUNS (3: with barrier clocks),
-#   VARIANTS (space-separated CLOCK:WAITS[:TRANSPORT], default "barrier:event gate:event gate:value"),
-#   SHAPES ("small": configs/small-2gpu.yaml; "seq4096": the same with seq 4096, hidden 2048,
-#   16 heads), SCHEDULES (the six families), NGPU (2), SKIP_BUILD (1: reuse build-gpu).
+#   REPLAY_VALUE_RUNS (3: with value waits), RUNS (the validate runs, space-separated
+#   SHAPE:CLOCK:WAITS[:TRANSPORT], default "small:barrier:event small:gate:event small:gate:value";
+#   SHAPE "small" is configs/small-${NGPU}gpu.yaml, "seq4096" the same with seq 4096, hidden 2048,
+#   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
+#   SKIP_BUILD (1: reuse build-gpu).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -23,21 +25,25 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   echo "build: exit $? after $(el)"; grep -E "error|FAILED" "$OUT/gpu_check.txt" | head -5
 fi
 [ -x "$BUILD/ppsim" ] && [ -x "$BUILD/ppsim_tests" ] || { echo "no binaries"; tail -20 "$OUT/gpu_check.txt"; exit 1; }
-nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$OUT/gpus.txt"
-T="replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measures a consistent timeline"
-# order_runs N LABEL [ENV...]: the replay test N times; prints passes and the earliest consumer.
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm --format=csv,noheader
+T="replay runs 1F1B*"  # Catch2 splits a filter at commas: the test's name up to its first
+# order_runs N LABEL [ENV...]: the replay test N times; prints the passes and, per transport, the
+# earliest consumer (us after its producer's end; negative: it began before) and checksum mismatches.
 order_runs() {
-  local n=$1 label=$2 pass=0; shift 2
+  local n=$1 label=$2 pass=0 f; shift 2
   for i in $(seq 1 "$n"); do
-    env "$@" timeout 150 "$BUILD/ppsim_tests" "$T" > "$OUT/tmp/order_${label}_$i.txt" 2>&1 && pass=$((pass + 1))
-    cat "$OUT/tmp/order_${label}_$i.txt" >> "$OUT/order_${label}.txt"
+    f=$OUT/tmp/order_${label}_$i.txt
+    env "$@" timeout 150 "$BUILD/ppsim_tests" "$T" > "$f" 2>&1 && pass=$((pass + 1)) ||
+      { echo "== $label run $i"; grep -E -B2 -A6 "FAILED|error|with expansion" "$f" | head -60; } >> "$OUT/order_failures.txt"
+    cat "$f" >> "$OUT/tmp/order_${label}.txt"
   done
   local worst
-  worst=$(grep -ho "earliest consumer [-+0-9.]* us" "$OUT/order_${label}.txt" | awk '{print $3}' | sort -g | head -1)
-  local bad
-  bad=$(grep -c "read other bytes" "$OUT/order_${label}.txt")
-  echo "replay test, $label: $pass of $n passed; earliest consumer ${worst:-?} us after its producer's end;" \
-       "checksum mismatches: $bad (after $(el))" | tee -a "$OUT/order_summary.txt"
+  worst=$(awk '/earliest consumer/ {for (i = 1; i <= NF; ++i) if ($i == "consumer") {t = $0; sub(/.*GPU\(s\), /, "", t);
+    sub(/:.*/, "", t); v = $(i + 1) + 0; if (!(t in w) || v < w[t]) w[t] = v}} END {for (t in w) printf "%s %+.1f us; ", t, w[t]}' \
+    "$OUT/tmp/order_${label}.txt")
+  echo "replay test, $label: $pass of $n passed; earliest consumer after its producer's end: ${worst:-?}" \
+       "checksum mismatches: $(grep -c "read other bytes" "$OUT/tmp/order_${label}.txt"); $(grep -ho "[0-9]* messages verified" \
+       "$OUT/tmp/order_${label}.txt" | awk '{s += $1} END {print s + 0}') messages verified (after $(el))" | tee -a "$OUT/order_summary.txt"
 }
 : > "$OUT/order_summary.txt"
 order_runs "${REPLAY_RUNS:-10}" gate
@@ -46,23 +52,23 @@ order_runs "${REPLAY_RUNS:-10}" gate
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 N=${NGPU:-2}
 : > "$OUT/table.txt"
-for shape in ${SHAPES:-small}; do
+for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
+  IFS=: read -r shape clock waits transport <<< "$v"
+  transport=${transport:-peer}
   ARGS=()
   [ "$shape" = seq4096 ] && ARGS=(--set model.seq_len=4096 --set model.hidden=2048 --set model.heads=16)
-  for v in ${VARIANTS:-barrier:event gate:event gate:value}; do
-    IFS=: read -r clock waits transport <<< "$v"
-    f="$OUT/validate_${shape}_${clock}_${waits}_${transport:-peer}.txt"
-    PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "$BUILD/ppsim" validate \
-      "$ROOT/configs/small-${N}gpu.yaml" -s "$S" --devices "$N" --transport "${transport:-peer}" "${ARGS[@]}" \
-      -o "$f" > "$OUT/tmp/validate.log" 2>&1
-    echo "validate $shape clock=$clock waits=$waits transport=${transport:-peer}: exit $? after $(el)"
-    tail -2 "$OUT/tmp/validate.log"
-    awk -v col="$shape/$clock/$waits/${transport:-peer}" '/^summary \(makespan\):/ {on=1; getline; next}
-      on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
-      >> "$OUT/table.txt" 2>/dev/null
-  done
+  f="$OUT/tmp/validate_${shape}_${clock}_${waits}_${transport}.txt"
+  PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "$BUILD/ppsim" validate --timeout "${VALIDATE_TIMEOUT:-60}" \
+    "$ROOT/configs/small-${N}gpu.yaml" -s "$S" --devices "$N" --transport "$transport" "${ARGS[@]}" \
+    -o "$f" > "$OUT/tmp/validate.log" 2>&1
+  echo "validate $shape clock=$clock waits=$waits transport=$transport: exit $? after $(el)"
+  tail -2 "$OUT/tmp/validate.log"
+  awk -v col="$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
+    >> "$OUT/table.txt" 2>/dev/null
+  { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done
-rm -rf "$OUT/tmp"
+rm -rf "$OUT/tmp" "$OUT/build.log" "$OUT/summary.txt"
 echo "== order (replay test)"; cat "$OUT/order_summary.txt"
 echo "== makespan error by variant (shape/clock/waits/transport: predicted ms, measured ms, error; HB: host-bound)"
 python3 - "$OUT/table.txt" <<'PY'

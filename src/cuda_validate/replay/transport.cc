@@ -277,8 +277,10 @@ void Transport::poison() {
 
 void Transport::wait_sent(const MsgKey& key, cudaEvent_t sent, cudaStream_t st) {
   const auto it = msgs_.find(key);
-  if (it != msgs_.end() && by_value(it->second)) words_->wait(st, copied_word(it->second), static_cast<std::uint32_t>(generation_));
-  else PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, sent, 0));
+  if (it != msgs_.end() && by_value(it->second))
+    words_->wait(st, copied_word(it->second), static_cast<std::uint32_t>(generation_));
+  else
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, sent, 0));
 }
 
 void Transport::join_into(int rank, cudaStream_t s) {
@@ -417,12 +419,7 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
       if (dst_dev == src_dev) PPSIM_CUDA_CHECK(cudaMemcpyAsync(m.mailbox, src, bytes, cudaMemcpyDeviceToDevice, st));
       else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(m.mailbox, dst_dev, src, src_dev, bytes, st));
       PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
-      if (by_value(m)) {  // the consumer's stream waits for the word; no host hand-over
-        words_->write(st, copied_word(m), gen);
-        std::lock_guard<std::mutex> lock(mu_);
-        records_.push_back(Record{src_rank, m.dst, p.copy_start, done, producer, static_cast<Bytes>(bytes), key, true});
-        return done;
-      }
+      if (by_value(m)) words_->write(st, copied_word(m), gen);
       p.event = done;
       post(to_consumer_, key, p);
       return done;
@@ -473,9 +470,16 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
   DeviceGuard guard;
   PPSIM_CUDA_CHECK(cudaSetDevice(dev));
   if (by_value(m) && consumer_stream) {
+    // Only once the producer has enqueued the word's write (the post): a stream held by a word
+    // nobody has yet promised to write can hold its hardware queue, and with it the legacy
+    // stream's synchronous calls of a thread that the writer waits for (seen: a hang).
+    const Posted p = take(to_consumer_, key, who);
     words_->wait(consumer_stream, copied_word(m), static_cast<std::uint32_t>(generation_));
     if (in_place) *in_place = m.mailbox;
     else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, consumer_stream));
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(
+        Record{m.src, dst_rank, p.copy_start, p.event, p.producer, static_cast<Bytes>(bytes), key, true});
     return nullptr;
   }
   const cudaStream_t cs = comm_stream(dst_rank);

@@ -65,7 +65,7 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   tail -2 "$OUT/tmp/validate.log"
   awk -v col="$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
     on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
-    >> "$OUT/table.txt" 2>/dev/null
+    | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done
 rm -rf "$OUT/tmp" "$OUT/build.log" "$OUT/summary.txt"

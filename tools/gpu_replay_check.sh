@@ -7,7 +7,8 @@
 # table: per schedule, the makespan error of each variant.
 # Env: REPLAY_RUNS (10: the test with the defaults), REPLAY_BARRIER_RUNS (3: with barrier clocks),
 #   REPLAY_VALUE_RUNS (3: with value waits), RUNS (the validate runs, space-separated
-#   SHAPE:CLOCK:WAITS[:TRANSPORT], default "small:barrier:event small:gate:event small:gate:value";
+#   SHAPE:CLOCK:WAITS[:TRANSPORT] (TRANSPORT peer, nccl, or mpi: under mpirun -np NGPU),
+#   default "small:barrier:event small:gate:event small:gate:value";
 #   SHAPE "small" is configs/small-${NGPU}gpu.yaml, "seq4096" the same with seq 4096, hidden 2048,
 #   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
 #   SKIP_BUILD (1: reuse build-gpu).
@@ -46,24 +47,31 @@ order_runs() {
        "$OUT/tmp/order_${label}.txt" | awk '{s += $1} END {print s + 0}') messages verified (after $(el))" | tee -a "$OUT/order_summary.txt"
 }
 : > "$OUT/order_summary.txt"
-order_runs "${REPLAY_RUNS:-10}" gate
-[ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
-[ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
+[ "${REPLAY_RUNS:-10}" -gt 0 ] && order_runs "${REPLAY_RUNS:-10}" gate
+[ "${REPLAY_RUNS:-10}" -gt 0 ] && [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
+[ "${REPLAY_RUNS:-10}" -gt 0 ] && [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 N=${NGPU:-2}
 : > "$OUT/table.txt"
+k=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   IFS=: read -r shape clock waits transport <<< "$v"
   transport=${transport:-peer}
   ARGS=()
   [ "$shape" = seq4096 ] && ARGS=(--set model.seq_len=4096 --set model.hidden=2048 --set model.heads=16)
-  f="$OUT/tmp/validate_${shape}_${clock}_${waits}_${transport}.txt"
-  PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "$BUILD/ppsim" validate --timeout "${VALIDATE_TIMEOUT:-60}" \
-    "$ROOT/configs/small-${N}gpu.yaml" -s "$S" --devices "$N" --transport "$transport" "${ARGS[@]}" \
-    -o "$f" > "$OUT/tmp/validate.log" 2>&1
-  echo "validate $shape clock=$clock waits=$waits transport=$transport: exit $? after $(el)"
+  k=$((k + 1))
+  f="$OUT/tmp/validate_${k}.txt"
+  # transport "mpi": one process per GPU under mpirun (CUDA IPC between them)
+  PRE=(); WHERE=(--devices "$N" --transport "$transport")
+  [ "$transport" = mpi ] && PRE=(mpirun --allow-run-as-root -np "$N" --bind-to none -x PPSIM_REPLAY_CLOCK -x PPSIM_REPLAY_WAITS) &&
+    WHERE=()
+  PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "${PRE[@]}" "$BUILD/ppsim" validate \
+    --timeout "${VALIDATE_TIMEOUT:-60}" "$ROOT/configs/small-${N}gpu.yaml" -s "$S" "${WHERE[@]}" "${ARGS[@]}" \
+    -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
+  echo "validate $shape clock=$clock waits=$waits transport=$transport (run $k): exit $? after $(el)"
   tail -2 "$OUT/tmp/validate.log"
-  awk -v col="$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
+  awk -v col="$k:$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
     on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null

@@ -16,7 +16,7 @@ struct ReplayWhere {
   std::string transport = "auto";  // as asked (choose_transport)
   ep::A2aBackend a2a = ep::A2aBackend::ours;
   int devices = 0;                 // GPUs asked for in one process (0: all visible)
-  int visible = 0;                 // GPUs this process sees
+  int visible = 0;                 // GPUs this process sees (0: not known yet: no placement)
   int processes = 1, rank = 0, local_rank = 0, local_size = 1;  // the launcher's (one process: 1, 0, 0, 1)
 };
 
@@ -29,7 +29,8 @@ struct ReplayPlan {
   ep::EpPlacement placement;
 };
 
-// Throws InputError(kExitUsage) with the one-line reason.
+// Throws InputError(kExitUsage) with the one-line reason. With `visible` 0 (no GPU asked yet),
+// only the refusals that need no GPU count, and no placement.
 ReplayPlan plan_replay(const ReplayWhere& w);
 
 }  // namespace ppsim::launch

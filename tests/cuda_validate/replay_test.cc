@@ -162,7 +162,8 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
       INFO(family << " P=4 M=8 on " << devices << " GPU(s), transport " << transport);
       const Timeline tl = replay_schedule(s, cfg);
       const Time early = check_replay(s, tl);
-      if (cfg.verify_messages) CHECK(verified == static_cast<std::size_t>(1 + cfg.warmup_iterations) * messages_read(s));
+      const auto runs = static_cast<std::size_t>(1 + cfg.warmup_iterations);
+      if (cfg.verify_messages) CHECK(verified == runs * messages_read(s));
       std::printf("replay %-10s P=4 M=8 on %d GPU(s), %s: makespan %.3f ms, %zu transfers, %zu messages verified, "
                   "earliest consumer %+.1f us after its producer's end (clock %s, %s waits)\n",
                   family, std::min(devices, 4), transport.c_str(), tl.scale.to_display(tl.end), tl.transfers.size(),

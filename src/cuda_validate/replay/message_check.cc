@@ -95,11 +95,11 @@ MessageCheck::Outcome MessageCheck::outcome() const {
         const unsigned long long sent = all[i], read = all[keys_ + i];
         if (read == 0) continue;  // no consumer read it (not a message of this schedule)
         ++o.compared;
-        if (sent != read)
-          o.mismatches.push_back(fmt::format("{} into stage {}, micro-batch {}: {}", g ? "gradient" : "activation", st, m,
-                                             sent == 0 ? "read, never produced"
-                                                       : fmt::format("checksum {:016x} written, {:016x} read", sent,
-                                                                     read)));
+        if (sent == read) continue;
+        const std::string what =
+            sent == 0 ? "read, never produced" : fmt::format("checksum {:016x} written, {:016x} read", sent, read);
+        o.mismatches.push_back(
+            fmt::format("{} into stage {}, micro-batch {}: {}", g ? "gradient" : "activation", st, m, what));
       }
   return o;
 }

@@ -3,7 +3,7 @@
 # build ppsim and ppsim_tests, repeat the replay test (its order checks and its checking mode:
 # every consumer must read its producer's bytes; peer and nccl transports), then `ppsim validate`
 # with the replay's own mechanics switched (PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=
-# event|value: src/cuda_validate/replay_switches.h) at the shapes asked for. The last lines are a
+# event|value: src/cuda_validate/gpu_api.h) at the shapes asked for. The last lines are a
 # table: per schedule, the makespan error of each variant.
 # Env: REPLAY_RUNS (10: the test with the defaults), REPLAY_BARRIER_RUNS (3: with barrier clocks),
 #   REPLAY_VALUE_RUNS (3: with value waits), RUNS (the validate runs, space-separated
@@ -31,25 +31,33 @@ T="replay runs 1F1B*"  # Catch2 splits a filter at commas: the test's name up to
 # order_runs N LABEL [ENV...]: the replay test N times; prints the passes and, per transport, the
 # earliest consumer (us after its producer's end; negative: it began before) and checksum mismatches.
 order_runs() {
-  local n=$1 label=$2 pass=0 f; shift 2
+  local n=$1 label=$2 pass=0 f all; shift 2
+  all=$OUT/tmp/order_${label}.txt
   for i in $(seq 1 "$n"); do
     f=$OUT/tmp/order_${label}_$i.txt
     env "$@" timeout 150 "$BUILD/ppsim_tests" "$T" > "$f" 2>&1 && pass=$((pass + 1)) ||
-      { echo "== $label run $i"; grep -E -B2 -A6 "FAILED|error|with expansion" "$f" | head -60; } >> "$OUT/order_failures.txt"
-    cat "$f" >> "$OUT/tmp/order_${label}.txt"
+      { echo "== $label run $i"; grep -E -B2 -A6 "FAILED|error|with expansion" "$f" | head -60; } \
+        >> "$OUT/order_failures.txt"
+    cat "$f" >> "$all"
   done
-  local worst
-  worst=$(awk '/earliest consumer/ {for (i = 1; i <= NF; ++i) if ($i == "consumer") {t = $0; sub(/.*GPU\(s\), /, "", t);
-    sub(/:.*/, "", t); v = $(i + 1) + 0; if (!(t in w) || v < w[t]) w[t] = v}} END {for (t in w) printf "%s %+.1f us; ", t, w[t]}' \
-    "$OUT/tmp/order_${label}.txt")
+  local worst bad verified
+  worst=$(awk '/earliest consumer/ {
+      for (i = 1; i <= NF; ++i) if ($i == "consumer") {
+        t = $0; sub(/.*GPU\(s\), /, "", t); sub(/:.*/, "", t); v = $(i + 1) + 0
+        if (!(t in w) || v < w[t]) w[t] = v
+      }
+    } END {for (t in w) printf "%s %+.1f us; ", t, w[t]}' "$all")
+  bad=$(grep -c "read other bytes" "$all")
+  verified=$(grep -ho "[0-9]* messages verified" "$all" | awk '{s += $1} END {print s + 0}')
   echo "replay test, $label: $pass of $n passed; earliest consumer after its producer's end: ${worst:-?}" \
-       "checksum mismatches: $(grep -c "read other bytes" "$OUT/tmp/order_${label}.txt"); $(grep -ho "[0-9]* messages verified" \
-       "$OUT/tmp/order_${label}.txt" | awk '{s += $1} END {print s + 0}') messages verified (after $(el))" | tee -a "$OUT/order_summary.txt"
+    "checksum mismatches: $bad; $verified messages verified (after $(el))" | tee -a "$OUT/order_summary.txt"
 }
 : > "$OUT/order_summary.txt"
-[ "${REPLAY_RUNS:-10}" -gt 0 ] && order_runs "${REPLAY_RUNS:-10}" gate
-[ "${REPLAY_RUNS:-10}" -gt 0 ] && [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
-[ "${REPLAY_RUNS:-10}" -gt 0 ] && [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
+if [ "${REPLAY_RUNS:-10}" -gt 0 ]; then
+  order_runs "${REPLAY_RUNS:-10}" gate
+  [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
+  [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
+fi
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 N=${NGPU:-2}
 : > "$OUT/table.txt"
@@ -64,8 +72,10 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   f="$OUT/tmp/validate_${k}.txt"
   # transport "mpi": one process per GPU under mpirun (CUDA IPC between them)
   PRE=(); WHERE=(--devices "$N" --transport "$transport")
-  [ "$transport" = mpi ] && PRE=(mpirun --allow-run-as-root -np "$N" --bind-to none -x PPSIM_REPLAY_CLOCK -x PPSIM_REPLAY_WAITS) &&
+  if [ "$transport" = mpi ]; then
+    PRE=(mpirun --allow-run-as-root -np "$N" --bind-to none -x PPSIM_REPLAY_CLOCK -x PPSIM_REPLAY_WAITS)
     WHERE=()
+  fi
   PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "${PRE[@]}" "$BUILD/ppsim" validate \
     --timeout "${VALIDATE_TIMEOUT:-60}" "$ROOT/configs/small-${N}gpu.yaml" -s "$S" "${WHERE[@]}" "${ARGS[@]}" \
     -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1

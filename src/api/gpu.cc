@@ -19,12 +19,10 @@
 #include "api/gpu_costs.h"
 #include "core/error.h"
 #include "cost/config.h"
-#include "cuda_validate/replay_switches.h"
 #include "cost/cost_model.h"
 #include "ep/ep_placement.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
-#include "launch/replay_plan.h"
 #include "report/trace.h"
 #include "report/validation.h"
 #include "schedules/notation.h"
@@ -196,8 +194,8 @@ struct Validation {
   }
 };
 
-launch::ReplayWhere replay_where(const Validation& x, int visible) {
-  launch::ReplayWhere w;
+gpu::ReplayWhere replay_where(const Validation& x, int visible) {
+  gpu::ReplayWhere w;
   w.pp = x.pp;
   w.ep = x.ep_r;
   w.transport = x.req.transport;
@@ -212,7 +210,7 @@ launch::ReplayWhere replay_where(const Validation& x, int visible) {
 }
 
 // The refusals: what the flags and the config say cannot run (the replay's own, from
-// launch::plan_replay, the same the replay applies), before any GPU work where they need none.
+// gpu::plan_replay, the same the replay applies), before any GPU work where they need none.
 void plan(Validation& x) {
   const ValidateRequest& req = x.req;
   // Refuse a transport that cannot reach the peers before any GPU work.
@@ -233,14 +231,14 @@ void plan(Validation& x) {
         "config with parallel.ep > 1",
         {}, kExitUsage);
   // Without a GPU count yet: in one process the GPUs asked for, whatever is present.
-  (void)launch::plan_replay(replay_where(x, !x.multi && req.devices > 0 ? req.devices : 0));
+  (void)gpu::plan_replay(replay_where(x, !x.multi && req.devices > 0 ? req.devices : 0));
   require_gpu("validate");
   if (x.multi && req.devices > 0 && req.devices != x.world.size)
     throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
                                  "--devices out)",
                                  req.devices, x.world.size, x.world.launcher),
                      {}, kExitUsage);
-  const launch::ReplayPlan p = launch::plan_replay(replay_where(x, gpu::device_count()));
+  const gpu::ReplayPlan p = gpu::plan_replay(replay_where(x, gpu::device_count()));
   x.my_device = p.my_device;
   // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
   // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.

@@ -15,7 +15,6 @@
 
 #include "core/error.h"
 #include "core/op.h"
-#include "cuda_validate/replay_switches.h"
 #include "gpu_test_util.h"
 #include "schedules/registry.h"
 

@@ -1,12 +1,13 @@
-// launch::plan_replay: where a replay runs and what it refuses, without a GPU (the counts given).
+// gpu::plan_replay: where a replay runs and what it refuses, without a GPU (the counts given).
 #include <string>
 
 #include "catch.h"
 #include "core/error.h"
-#include "launch/replay_plan.h"
+#include "cuda_validate/replay_plan.h"
 
 using namespace ppsim;
-using namespace ppsim::launch;
+using namespace ppsim::gpu;
+using ppsim::launch::TransportKind;
 
 namespace {
 ReplayWhere one_process(int pp, int ep, int visible) {

@@ -54,7 +54,6 @@
 #include "ep/ep_plan.h"
 #include "launch/launch.h"
 #include "launch/mpi.h"
-#include "launch/replay_plan.h"
 
 namespace ppsim::gpu {
 namespace {
@@ -374,7 +373,8 @@ class RankRunner {
     return n.size() == 3 && n[0] == k.grad && n[1] == k.stage && n[2] == k.microbatch;
   }
   bool local(const MsgKey& to) const { return s_.stage_rank[static_cast<std::size_t>(to.stage)] == rank_; }
-  cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st, cudaEvent_t done) {
+  cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st,
+                        cudaEvent_t done) {
     PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, done, 0));
     PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
     cudaEvent_t copied = event();
@@ -719,7 +719,7 @@ class Replay {
   const Schedule& s_;
   const ReplayConfig& cfg_;
   const std::size_t P_;
-  launch::ReplayPlan plan_;
+  gpu::ReplayPlan plan_;
   int ep_ = 1;
   ep::A2aBackend a2a_ = ep::A2aBackend::ours;
   bool ep_multi_ = false;
@@ -769,7 +769,7 @@ void Replay::place() {
   const mpi::World& world = mpi::world();
   ep_ = cfg_.stage_shapes[0].ep > 1 ? cfg_.stage_shapes[0].ep : 1;
   a2a_ = cfg_.stage_shapes[0].a2a;
-  launch::ReplayWhere w;
+  gpu::ReplayWhere w;
   w.pp = s_.pp;
   w.ep = ep_;
   w.transport = cfg_.transport;
@@ -781,7 +781,7 @@ void Replay::place() {
   w.local_rank = world.local_rank;
   w.local_size = world.local_size;
   try {
-    plan_ = launch::plan_replay(w);
+    plan_ = gpu::plan_replay(w);
   } catch (const InputError& e) {
     throw InputError("replay: " + e.message(), e.suggestion(), e.exit_code());
   }
@@ -923,6 +923,7 @@ void Replay::rank_thread(std::size_t i, int iterations) {
       if (!first_error_) first_error_ = std::current_exception();
     }
     failed_ = true;
+    if (clocks_.gate) clocks_.gate->store_all(0xffffffffu);  // no GPU stays held at the gate
     for (auto& t : transports_) t->abort(fmt::format("rank {} failed", slots_[i].rank));
     if (wiring_) wiring_->abort();
     connected_->arrive_and_drop();

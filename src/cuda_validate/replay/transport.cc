@@ -55,7 +55,8 @@ Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vecto
     m.src = launch::producer_rank(s, order[i]);
     m.dst = launch::consumer_rank(s, order[i]);
     m.order = i;
-    const bool same_process = process_of_[static_cast<std::size_t>(m.src)] == process_of_[static_cast<std::size_t>(m.dst)];
+    const bool same_process =
+        process_of_[static_cast<std::size_t>(m.src)] == process_of_[static_cast<std::size_t>(m.dst)];
     if (same_process)
       m.path = kind_ == TransportKind::Nccl && is_local(m.src) && device_of(m.src) != device_of(m.dst) ? Path::Nccl
                                                                                                          : Path::Peer;
@@ -100,7 +101,8 @@ void Transport::setup_mailboxes(const Schedule&, const std::vector<MsgKey>& orde
     mailbox_size_[d] = it->second;
   }
   for (auto& [k, m] : msgs_)
-    if (m.path != Path::Nccl && is_local(m.dst)) m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
+    if (m.path != Path::Nccl && is_local(m.dst))
+      m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
   // Ipc producers: the offset into the consumer process's allocation (its base is set by setup_ipc).
   for (auto& [k, m] : msgs_)
     if (m.path == Path::Ipc && is_local(m.src)) m.mailbox = reinterpret_cast<void*>(offset.at(k));
@@ -557,13 +559,8 @@ void Transport::sequence() {
       std::lock_guard<std::mutex> lock(mu_);
       sequencer_waits_for_.reset();
     }
-    auto stream_of = [&](int dev) {
-      return nccl_streams_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
-    };
-    auto comm_of = [&](int dev) {
-      return nproc > 1 ? comms_[0]
-                       : comms_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
-    };
+    auto stream_of = [&](int dev) { return nccl_streams_[device_index(dev)]; };
+    auto comm_of = [&](int dev) { return nproc > 1 ? comms_[0] : comms_[device_index(dev)]; };
     auto peer_of = [&](int rank) {
       return nproc > 1 ? process_of_[static_cast<std::size_t>(rank)] : nccl_rank_of_device_.at(device_of(rank));
     };
@@ -652,9 +649,7 @@ std::string Transport::abort_reason() const {
 void Transport::check_async_error(int device) {
   if (flags_ && flags_->load(flags_->abort_word()) != 0 && !aborted_) abort("another process gave up");
   if (comms_.empty() || aborted_) return;
-  const std::size_t i = mpi::world().size > 1
-                            ? 0
-                            : static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+  const std::size_t i = mpi::world().size > 1 ? 0 : device_index(device);
   if (i >= comms_.size() || !comms_[i]) return;
   ncclResult_t async = ncclSuccess;
   PPSIM_NCCL_CHECK(ncclCommGetAsyncError(comms_[i], &async));

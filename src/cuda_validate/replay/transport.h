@@ -25,6 +25,7 @@
 // message it waited for; abort() wakes every waiter, aborts NCCL and raises the shared abort word
 // that the other processes' waits watch.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -138,6 +139,9 @@ class Transport {
 
   cudaEvent_t new_event(int device);
   int device_of(int rank) const { return rank_device_[static_cast<std::size_t>(rank)]; }
+  std::size_t device_index(int device) const {  // position in devices_ (its NCCL stream and communicator)
+    return static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+  }
   cudaStream_t link_stream(int src, int dst);
   void post(Board& b, const MsgKey& key, const Posted& p);
   // Waits (bounded) for the post of `key`; `who` names the waiter for the timeout's one line.

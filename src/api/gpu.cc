@@ -195,18 +195,7 @@ struct Validation {
 };
 
 gpu::ReplayWhere replay_where(const Validation& x, int visible) {
-  gpu::ReplayWhere w;
-  w.pp = x.pp;
-  w.ep = x.ep_r;
-  w.transport = x.req.transport;
-  w.a2a = x.a2a;
-  w.devices = x.req.devices;
-  w.visible = visible;
-  w.processes = x.world.size;
-  w.rank = x.world.rank;
-  w.local_rank = x.world.local_rank;
-  w.local_size = x.world.local_size;
-  return w;
+  return gpu::replay_where(x.pp, x.ep_r, x.req.transport, x.a2a, x.req.devices, visible, x.world);
 }
 
 // The refusals: what the flags and the config say cannot run (the replay's own, from

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "ep/ep_placement.h"
 #include "launch/launch.h"
+#include "launch/mpi.h"
 
 namespace ppsim::gpu {
 
@@ -22,6 +23,22 @@ struct ReplayWhere {
   int visible = 0;                 // GPUs this process sees (0: not known yet: no placement)
   int processes = 1, rank = 0, local_rank = 0, local_size = 1;  // the launcher's (one process: 1, 0, 0, 1)
 };
+
+inline ReplayWhere replay_where(int pp, int ep, const std::string& transport, ep::A2aBackend a2a, int devices,
+                                int visible, const mpi::World& world) {
+  ReplayWhere w;
+  w.pp = pp;
+  w.ep = ep;
+  w.transport = transport;
+  w.a2a = a2a;
+  w.devices = devices;
+  w.visible = visible;
+  w.processes = world.size;
+  w.rank = world.rank;
+  w.local_rank = world.local_rank;
+  w.local_size = world.local_size;
+  return w;
+}
 
 struct ReplayPlan {
   launch::TransportKind kind = launch::TransportKind::Peer;

@@ -769,17 +769,7 @@ void Replay::place() {
   const mpi::World& world = mpi::world();
   ep_ = cfg_.stage_shapes[0].ep > 1 ? cfg_.stage_shapes[0].ep : 1;
   a2a_ = cfg_.stage_shapes[0].a2a;
-  gpu::ReplayWhere w;
-  w.pp = s_.pp;
-  w.ep = ep_;
-  w.transport = cfg_.transport;
-  w.a2a = a2a_;
-  w.devices = cfg_.devices;
-  w.visible = visible;
-  w.processes = world.size;
-  w.rank = world.rank;
-  w.local_rank = world.local_rank;
-  w.local_size = world.local_size;
+  const gpu::ReplayWhere w = replay_where(s_.pp, ep_, cfg_.transport, a2a_, cfg_.devices, visible, world);
   try {
     plan_ = gpu::plan_replay(w);
   } catch (const InputError& e) {

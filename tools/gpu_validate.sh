@@ -29,8 +29,11 @@
 # Issue 18 on two GPUs, in one call: VALIDATE_SETS=2 VALIDATE_EXTRA="ep a2a" bash tools/gpu_validate.sh
 # On one H100, the EP runs in under 10 minutes: SCHEDULES=1f1b VALIDATE_SETS=1 VALIDATE_EXTRA=ep
 #   EP_SCHEDULES=1f1b,dualpipev EP_HIDDEN_RUNS=1 bash tools/gpu_validate.sh
+# MODE=replay: issue 47's check instead (tools/gpu_replay_check.sh: build, the replay test repeated
+# with its checking mode, validate with the replay's mechanics switched; its env applies).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+[ "${MODE:-}" = replay ] && exec bash "$ROOT/tools/gpu_replay_check.sh"
 OUT=${OUT:-$ROOT/gpu-validate-out}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0

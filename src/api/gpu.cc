@@ -73,6 +73,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   rc.transport = transport;
   rc.nccl_timeout_s = timeout_s;
   rc.sm_partitions = sm_partitions;
+  gpu::apply_replay_switches(rc);
   // Three replays, each giving its median transfer; the middle one is kept. A replay now and then
   // runs slow as a whole (seen: a first probe of 1.4 ms per message where the others gave 20 us),
   // and one such probe would stand for every transfer of every prediction.
@@ -153,6 +154,522 @@ ProfileOutcome profile(const ProfileRequest& req) {
   return ProfileOutcome{std::move(y), r};
 }
 
+namespace {
+
+// What every schedule's validation shares: the request, the config, where the ranks run, the
+// profiles taken so far, and the report being built (text and JSON side by side, in one order).
+struct Validation {
+  const ValidateRequest& req;
+  ModelConfig cfg;
+  const ModelConfigData& c;
+  const mpi::World& world;
+  bool multi = false;
+  launch::TransportKind transport = launch::TransportKind::Peer;
+  int pp = 0, m = 0, v = 0, ep_r = 1;
+  ep::A2aBackend a2a = ep::A2aBackend::ours;
+  int my_device = 0, ndev = 1, slots_total = 1;
+  // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits.
+  int split = 0, split_sms = 0, device_sms = 0;
+  std::string split_note;
+  std::optional<LinkProbe> probe;
+  double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
+  std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
+  // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
+  // (one layer and four gave the same figures within 0.04 on an H100; nothing says they must).
+  std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
+  // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
+  std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
+  nlohmann::json j;
+  std::string text, summary;
+  std::vector<Timeline> keep;  // predicted, measured, per schedule
+  std::vector<std::string> names;
+
+  Validation(const ValidateRequest& r, ModelConfig config, const mpi::World& w)
+      : req(r), cfg(std::move(config)), c(*cfg.data), world(w), multi(w.size > 1) {}
+  gpu::ChunkShape with_ep(gpu::ChunkShape sh) const {
+    sh.ep = ep_r;
+    sh.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
+    sh.a2a = a2a;
+    return sh;
+  }
+};
+
+gpu::ReplayWhere replay_where(const Validation& x, int visible) {
+  return gpu::replay_where(x.pp, x.ep_r, x.req.transport, x.a2a, x.req.devices, visible, x.world);
+}
+
+// The refusals: what the flags and the config say cannot run (the replay's own, from
+// gpu::plan_replay, the same the replay applies), before any GPU work where they need none.
+void plan(Validation& x) {
+  const ValidateRequest& req = x.req;
+  // Refuse a transport that cannot reach the peers before any GPU work.
+  x.transport = launch::choose_transport(req.transport, x.world.size, x.multi ? x.world.local_size : 1);
+  if (!req.schedule_file.empty() && !req.schedules.empty())
+    throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
+  apply_config_parallel(x.cfg, x.pp, x.m, x.v);
+  // Expert parallelism (MoE, parallel.ep > 1, --ep-replay): the replay runs every pipeline rank
+  // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
+  // (r * ep + e) % GPUs in one process, or in process (r * ep + e) % processes under mpirun; the
+  // prediction simulates shard 0's pipeline, its ranks on their GPUs. Opt-in (--ep-replay); its
+  // deadlocks of sessions 5-7 ended with the host handshake (EpGroupSync, docs/VALIDATION.md).
+  x.ep_r = req.ep_replay && x.c.model.moe.enabled() && x.c.parallel.ep > 1 ? x.c.parallel.ep : 1;
+  x.a2a = ep::parse_a2a_backend(req.a2a);
+  if (x.a2a == ep::A2aBackend::nccl && x.ep_r == 1)
+    throw InputError(
+        "--a2a nccl: there is no all-to-all to run: it moves tokens only with --ep-replay on an MoE "
+        "config with parallel.ep > 1",
+        {}, kExitUsage);
+  // Without a GPU count yet: in one process the GPUs asked for, whatever is present.
+  (void)gpu::plan_replay(replay_where(x, !x.multi && req.devices > 0 ? req.devices : 0));
+  require_gpu("validate");
+  if (x.multi && req.devices > 0 && req.devices != x.world.size)
+    throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
+                                 "--devices out)",
+                                 req.devices, x.world.size, x.world.launcher),
+                     {}, kExitUsage);
+  const gpu::ReplayPlan p = gpu::plan_replay(replay_where(x, gpu::device_count()));
+  x.my_device = p.my_device;
+  // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
+  // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
+  x.ndev = p.gpus;
+  x.slots_total = x.pp * x.ep_r;
+}
+
+std::vector<std::pair<std::string, const Family*>> what_to_replay(const Validation& x) {
+  // The families, or one schedule imported from a file (ppsim search writes them).
+  std::vector<std::pair<std::string, const Family*>> items;
+  if (!x.req.schedule_file.empty()) {
+    const std::string& f = x.req.schedule_file;
+    const std::size_t slash = f.find_last_of('/');
+    items.emplace_back(slash == std::string::npos ? f : f.substr(slash + 1), nullptr);
+    return items;
+  }
+  const std::string list = x.req.schedules.empty() ? config_schedules(x.cfg) : x.req.schedules;
+  if (list == "all") {
+    for (const auto& fam : families()) items.emplace_back(fam.name, &fam);
+    return items;
+  }
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    if (comma > pos) {
+      const Family& fam = find_family(list.substr(pos, comma - pos));
+      items.emplace_back(fam.name, &fam);
+    }
+    pos = comma + 1;
+  }
+  return items;
+}
+
+// Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
+// op costs are profiled on one partition; otherwise they time-slice the whole GPU.
+void plan_sharing(Validation& x) {
+  const int per_gpu = (x.slots_total + x.ndev - 1) / x.ndev;
+  if (per_gpu > 1 && x.req.sm_split != "off") {
+    const std::string why = gpu::sm_partition_check(x.my_device, per_gpu, &x.split_sms, &x.device_sms);
+    if (why.empty())
+      x.split = per_gpu;
+    else if (x.req.sm_split == "on")
+      throw InputError("validate --sm-split on: " + why + " (--sm-split off time-slices the GPU instead)", {},
+                       kExitGpu);
+    else
+      x.split_note = why;
+  }
+  if (x.ndev < x.slots_total) {
+    nlohmann::json& d = x.j["device_sharing"];
+    d = {{"gpus", x.ndev}, {"ranks", x.slots_total}, {"model", x.req.sharing}};
+    d["sm_partitions"] = x.split ? nlohmann::json{{"groups", x.split}, {"sms_each", x.split_sms},
+                                                  {"device_sms", x.device_sms}}
+                                 : nlohmann::json();
+    if (!x.split_note.empty()) d["sm_partitions_unavailable"] = x.split_note;
+    d["profiles"] = nlohmann::json::object();
+  }
+}
+
+void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
+  // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
+  // processes, pp x ep slots) it cannot run, and the config's link model stands.
+  const bool probe_fits = !x.multi || x.world.size <= x.pp;
+  if (!x.req.no_link_probe && probe_fits)
+    x.probe = probe_link(x.pp, one_layer, x.req.devices, x.req.transport, x.split > 0, x.req.timeout_s);
+  if (!x.req.no_link_probe && !probe_fits)
+    x.j["link_probe_skipped"] =
+        fmt::format("{} processes for a {}-rank probe: the config's link model", x.world.size, x.pp);
+  if (!x.probe) return;
+  const LinkProbe& p = *x.probe;
+  x.j["link_probe"] = {{"median_us", p.median_us}, {"runs_us", p.runs_us}, {"transfers", p.transfers},
+                       {"bytes", p.bytes},         {"schedule", "gpipe"},   {"microbatches", 2 * x.pp}};
+  if (p.bytes > 0) {
+    const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
+    x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
+    x.j["link_probe"]["standalone_copy_us"] = x.copy_us;
+    x.j["link_probe"]["standalone_copy_gpus"] = {x.my_device, peer};
+  }
+}
+
+// The schedule to replay, or none (a skip noted in the JSON).
+std::optional<Schedule> schedule_of(Validation& x, const std::string& name, const Family* fam) {
+  Schedule s;
+  if (!fam) {
+    s = import_csv_file(x.req.schedule_file, x.pp, x.m);  // validated on import
+  } else {
+    ScheduleParams params = resolve_params(*fam, ScheduleParams{x.pp, x.m, x.v, 0});
+    try {
+      s = make_schedule(fam->name, params);
+    } catch (const InputError& e) {
+      if (e.exit_code() != kExitInput) throw;
+      x.j["skipped"].push_back({{"schedule", fam->name}, {"reason", e.message()}});
+      return std::nullopt;
+    }
+  }
+  if (x.c.model.layers % s.stages_per_pipe != 0) {
+    x.j["skipped"].push_back(
+        {{"schedule", name},
+         {"reason", fmt::format("{} layers do not split into {} equal chunks", x.c.model.layers, s.stages_per_pipe)}});
+    return std::nullopt;
+  }
+  return s;
+}
+
+const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
+  auto sit = x.sharings.find(layers);
+  if (sit != x.sharings.end()) return sit->second;
+  sit = x.sharings.emplace(layers, gpu::profile_sharing(shape, 3, x.req.reps, x.my_device, x.split)).first;
+  const gpu::SharingProfile& sp = sit->second;
+  nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
+  pj["step"] = sp.step;
+  static const char* kKinds[] = {"F", "I", "W"};
+  for (int a = 0; a < 3; ++a) {
+    pj["alone_ms"][kKinds[a]] = sp.alone_ms[static_cast<std::size_t>(a)];
+    for (int b = 0; b < 3; ++b) {
+      pj["by_kind"][kKinds[a]][kKinds[b]] = sp.by_kind[static_cast<std::size_t>(3 * a + b)];
+      pj["by_kind_gpu"][kKinds[a]][kKinds[b]] = sp.by_kind_gpu[static_cast<std::size_t>(3 * a + b)];
+    }
+  }
+  return sp;
+}
+
+// The prediction's op costs: the chunk profiled (with EP shards, as they replay: stage 0's
+// shards on partitions 0..ep-1 or their GPUs, exchanging tokens by the all-to-all, so that the
+// op costs carry its time), shared among the ranks of a GPU, and the link probed.
+SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape) {
+  auto it = x.profiles.find(layers);
+  if (it == x.profiles.end()) {
+    // under mpirun: process 0 profiles the EP group in one process, the others take its figures
+    const gpu::ChunkShape prof_shape = x.ep_r > 1 ? x.with_ep(shape) : shape;
+    it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, x.split)).first;
+  }
+  const gpu::ProfileResult& prof = it->second;
+  SimCosts costs = api::profiled_costs(x.cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
+  if (x.ndev < x.slots_total) {
+    const gpu::SharingProfile& sp = sharing_of(x, layers, shape);
+    if (x.split > 0 && x.req.rank_speeds == "profiled") {
+      auto pit = x.speeds.find(layers);
+      if (pit == x.speeds.end()) {
+        pit = x.speeds.emplace(layers, gpu::profile_partitions(shape, 3, x.req.reps, x.my_device, x.split)).first;
+        nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)]["partition_alone_ms"];
+        for (const auto& g : pit->second) pj.push_back({{"F", g[0]}, {"I", g[1]}, {"W", g[2]}});
+      }
+      // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
+      api::scale_rank_speeds(costs, x.pp, x.ndev, pit->second, x.ep_r);
+    }
+    const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
+    api::share_devices(costs, x.pp, x.ndev, sp.step, x.req.sharing == "kind" ? &by_kind : nullptr, x.ep_r);
+    // The EP profile ran stage 0's shards at once, on this GPU when they share it.
+    if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
+  }
+  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);  // measured time less bandwidth share
+  return costs;
+}
+
+// One schedule's replay and what it measured beside the numbers (EP figures, host, memory).
+struct Measured {
+  Timeline timeline;
+  std::vector<Time> shard_ends, ep_waits, ep_exposed;
+  gpu::ReplayHostStats host;
+  gpu::ReplayMemory memory;
+  int comm_sms = 0;
+};
+
+Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& shape) {
+  Measured out;
+  gpu::ReplayConfig rc;
+  rc.stage_shapes = {x.ep_r > 1 ? x.with_ep(shape) : shape};
+  if (x.ep_r > 1) {
+    rc.shard_makespans = &out.shard_ends;
+    rc.ep_waits = &out.ep_waits;
+    rc.ep_exposed = &out.ep_exposed;
+  }
+  rc.devices = x.req.devices;
+  rc.transport = x.req.transport;
+  rc.nccl_timeout_s = x.req.timeout_s;
+  rc.sm_partitions = x.split > 0;
+  gpu::apply_replay_switches(rc);
+  rc.host_stats = &out.host;
+  rc.memory = &out.memory;
+  out.comm_sms = rc.stage_shapes[0].comm_sms;
+  out.timeline = gpu::replay_schedule(s, rc);
+  return out;
+}
+
+// The host side (this process's ranks): enqueue time per action against the op's profiled GPU
+// time; actions the GPU began before they were fully enqueued may include launch waits. Returns
+// whether the replay was host-bound.
+bool host_report(Validation& x, const gpu::ReplayHostStats& host, nlohmann::json& hj) {
+  std::string host_line;
+  hj = nlohmann::json::object();
+  int actions = 0, early = 0;
+  for (const auto& [kind, k] : host.by_kind) {
+    if (k.actions == 0) continue;
+    const double mean = k.enqueue_ms / k.actions;
+    host_line += fmt::format("{}{} {:.3f} ms ({}/{} begun early)", host_line.empty() ? "" : ", ", kind, mean,
+                             k.started_early, k.actions);
+    hj[kind] = {{"actions", k.actions}, {"enqueue_ms_mean", mean}, {"begun_before_enqueued", k.started_early}};
+    actions += k.actions;
+    early += k.started_early;
+  }
+  if (!host_line.empty())
+    x.text +=
+        "  host enqueue time per action (how many the GPU began before their last kernel was enqueued, but for "
+        "each rank's opening ones): " +
+        host_line + "\n";
+  // Once a rank's thread is ahead of its GPU (after its opening actions) it normally stays so;
+  // when a quarter or more actions begin early anyway, the host fell behind its GPU and the
+  // measured times include launches.
+  const bool host_bound = actions > 0 && 4 * early >= actions;
+  if (host_bound)
+    x.text += fmt::format(
+        "  HOST-BOUND: {} of {} actions began on the GPU before their last kernel was enqueued: the "
+        "measured times include waits for this host's launches (a busy or slow host, or ops too "
+        "short for it); compare with a run on a quiet host or larger chunks\n",
+        early, actions);
+  return host_bound;
+}
+
+// EP: the overlap model on the same profile's sub-ops (dispatch and combine timed through our
+// all-to-all), with the same sharing, link and speeds: its exposed communication and F&B pairs
+// against the measured ones. The communication's SM share is comm_sms of the SMs one rank runs on.
+std::vector<ValidationRow> overlap_report(Validation& x, const std::string& name, const Schedule& s,
+                                          const SimCosts& costs, int layers, const Measured& meas,
+                                          const TimelineStats& meas_stats, double target) {
+  SimCosts oc = costs;
+  const int rank_sms = x.split > 0 ? x.split_sms : x.device_sms > 0 ? x.device_sms : 132;
+  api::profiled_overlap_costs(oc, x.profiles.at(layers).sub_ops_ms, layers,
+                              std::min(0.9, static_cast<double>(meas.comm_sms) / rank_sms));
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult ov = simulate(s, oc, opt);
+  std::vector<Time> ov_exposed;
+  for (const auto& rs : ov.ranks) ov_exposed.push_back(rs.exposed_comm);
+  std::vector<ValidationRow> rows = compare_timelines(timeline_stats(ov.timeline, ov_exposed), meas_stats);
+  x.text += render_validation_table(
+      fmt::format("{}, the overlap model on the profiled sub-ops (communication on {} of {} SMs)", name,
+                  meas.comm_sms, rank_sms),
+      rows, target);
+  return rows;
+}
+
+std::vector<double> in_ms(const std::vector<Time>& v) {
+  std::vector<double> out;
+  for (Time t : v) out.push_back(static_cast<double>(t) / 1e6);
+  return out;
+}
+
+void ep_report(Validation& x, const Measured& meas, nlohmann::json& r) {
+  std::string waits;
+  for (std::size_t i = 0; i < meas.ep_waits.size(); ++i)
+    waits += fmt::format("{}rank {} {:.3f} ms", waits.empty() ? "" : ", ", i,
+                         static_cast<double>(meas.ep_waits[i]) / 1e6);
+  std::string ends;
+  for (std::size_t e = 1; e < meas.shard_ends.size(); ++e)
+    ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e,
+                        static_cast<double>(meas.shard_ends[e]) / 1e6);
+  const bool ours = x.a2a == ep::A2aBackend::ours;
+  const std::string how = ours ? fmt::format("ours on {} SMs", meas.comm_sms)
+                               : std::string("NCCL's grouped send/recv (its own channels; comm_sms not applied)");
+  x.text += fmt::format(
+      "  expert parallelism: {} shards of every stage{}, all-to-all: {}; the table is "
+      "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
+      "profiled on stage 0's {} shards exchanging tokens the same way, started together{}. "
+      "Measured exposed comm: the rank's all-to-all time while none of its streams computed "
+      "(inside its ops, so taken out of its compute), of which waiting for peers' rows{}: {}; "
+      "the op-level prediction has none, the overlap model's is its own\n",
+      x.ep_r, x.multi ? fmt::format(" over {} processes (CUDA IPC)", x.world.size) : std::string(), how,
+      ends.empty() ? "-" : ends, x.ep_r, x.multi ? " (in one process: process 0's, on the GPUs it sees)" : "",
+      ours ? "" : " (not measured for NCCL)", waits);
+  const auto& se = meas.shard_ends;
+  r["expert_parallelism"] = {
+      {"shards", x.ep_r},
+      {"a2a", ep::a2a_backend_name(x.a2a)},
+      {"exposed_comm_ms", in_ms(meas.ep_exposed)},
+      {"waiting_for_peers_ms", in_ms(meas.ep_waits)},
+      {"other_shards_makespan_ms",  // shard 1 on (shard 0's is the table's)
+       in_ms(std::vector<Time>(se.begin() + std::min<std::size_t>(1, se.size()), se.end()))}};
+}
+
+double mib(double b) { return b / (1024.0 * 1024.0); }
+
+// Device memory, measured, beside the cost model's prediction for the same ranks (the replay
+// holds no embedding or head and runs no optimizer step: those parts are left out of both).
+nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& pred, const gpu::ReplayMemory& mem) {
+  const std::vector<api::ReplayMemoryPrediction> predicted_mem = api::replay_memory(x.req.config, x.req.sets, s, &pred);
+  nlohmann::json mj = nlohmann::json::array();
+  for (const auto& rm : mem.ranks) {
+    if (rm.shard != 0) continue;  // EP shards hold the same as shard 0's ranks
+    const std::size_t r = static_cast<std::size_t>(rm.rank);
+    const api::ReplayMemoryPrediction* pm = r < predicted_mem.size() ? &predicted_mem[r] : nullptr;
+    if (pm) {
+      const double measured = static_cast<double>(rm.total());
+      x.text += fmt::format(
+          "  memory rank {} peak: predicted {:.1f} MiB (weights {:.1f}, grads {:.1f}, activations {:.1f} "
+          "in {} chunk(s), buffers {:.1f}, workspace {:.1f}), measured {:.1f} MiB, error {:+.1f}%\n",
+          rm.rank, mib(pm->total), mib(pm->parts.weights), mib(pm->parts.gradients), mib(pm->parts.activations),
+          pm->parts.chunks, mib(pm->parts.comm_buffers), mib(pm->parts.workspace), mib(measured),
+          measured > 0 ? 100.0 * (pm->total - measured) / measured : 0.0);
+    }
+    int predicted_peak = 0;
+    if (r < pred.timeline.activations.size())
+      for (const auto& smp : pred.timeline.activations[r]) predicted_peak = std::max(predicted_peak, smp.activations);
+    x.text += fmt::format(
+        "  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
+        "{:.1f} MiB (micro-batch sets in use at most, in program order, {:.1f} MiB, one "
+        "micro-batch after its forward {:.1f} MiB; backward workspace {:.1f} MiB; {:.1f} MiB "
+        "allocated, the host running ahead; the simulator's peak: {} micro-batch(es) in flight)\n",
+        rm.rank, rm.device, mib(rm.weights), mib(rm.weight_grads), mib(rm.activations()), mib(rm.activations_peak),
+        mib(rm.microbatch_bytes), mib(rm.workspace), mib(rm.activations_allocated), predicted_peak);
+    mj.push_back({{"rank", rm.rank},
+                  {"device", rm.device},
+                  {"weights_bytes", rm.weights},
+                  {"weight_grads_bytes", rm.weight_grads},
+                  {"activations_peak_bytes", rm.activations_peak},
+                  {"microbatch_bytes", rm.microbatch_bytes},
+                  {"workspace_bytes", rm.workspace},
+                  {"activations_allocated_bytes", rm.activations_allocated},
+                  {"activations_bytes", rm.activations()},
+                  {"predicted_peak_microbatches", predicted_peak}});
+    if (pm)
+      mj.back()["predicted"] = {{"weights", pm->parts.weights},         {"gradients", pm->parts.gradients},
+                                {"activations", pm->parts.activations}, {"comm_buffers", pm->parts.comm_buffers},
+                                {"workspace", pm->parts.workspace},     {"chunks", pm->parts.chunks}};
+  }
+  nlohmann::json dj = nlohmann::json::array();
+  for (const auto& d : mem.devices) {
+    x.text += fmt::format(
+        "  memory GPU {}: {:.1f} MiB used before the replay, {:.1f} MiB after its measured run "
+        "(cudaMemGetInfo; +{:.1f} MiB: chunks, transport buffers, workspaces)\n",
+        d.device, mib(d.used_before), mib(d.used_after),
+        mib(d.used_after > d.used_before ? d.used_after - d.used_before : 0));
+    dj.push_back({{"device", d.device}, {"used_before_bytes", d.used_before}, {"used_after_bytes", d.used_after}});
+  }
+  return {{"ranks", mj}, {"devices", dj}};
+}
+
+// One schedule: predicted, replayed, compared; its tables, lines and JSON.
+void validate_one(Validation& x, const std::string& name, const Schedule& s) {
+  const int layers = x.c.model.layers / s.stages_per_pipe;
+  const gpu::ChunkShape shape = chunk_shape(x.c, layers, true);
+  const SimCosts costs = predicted_costs(x, s, layers, shape);
+  SimOptions opt;
+  opt.record_timeline = true;
+  SimResult pred = simulate(s, costs, opt);
+  Measured meas = replay(x, s, shape);
+  std::vector<Time> exposed;
+  for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
+  const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
+  const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), meas_stats);
+  const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
+  x.text += render_validation_table(name, rows, target);
+  std::vector<ValidationRow> overlap_rows;
+  if (x.ep_r > 1) overlap_rows = overlap_report(x, name, s, costs, layers, meas, meas_stats, target);
+  nlohmann::json hj;
+  const bool host_bound = host_report(x, meas.host, hj);
+  nlohmann::json r = validation_json(name, rows);
+  if (x.ep_r > 1) ep_report(x, meas, r);
+  const nlohmann::json memory = memory_report(x, s, pred, meas.memory);
+  x.text += "\n";
+  x.summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, rows.front().predicted,
+                           rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
+  const gpu::ProfileResult& prof = x.profiles.at(layers);
+  r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
+  r["layers_per_chunk"] = layers;
+  r["host"] = hj;
+  r["host_bound"] = host_bound;
+  r["memory_measured"] = memory;
+  if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
+  x.j["results"].push_back(r);
+  x.names.push_back(name);
+  x.keep.push_back(std::move(pred.timeline));
+  x.keep.push_back(std::move(meas.timeline));
+}
+
+void sharing_text(Validation& x) {
+  x.text += x.split ? fmt::format(
+                          "device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
+                          "contexts; op costs profiled on one such share)\n",
+                          x.slots_total, x.ndev, x.split_sms, x.device_sms)
+                    : fmt::format("device sharing: {} ranks on {} GPU(s){}, time-slicing all SMs\n", x.slots_total,
+                                  x.ndev, x.split_note.empty() ? "" : " (" + x.split_note + ")");
+  for (const auto& [layers, sp] : x.sharings) {
+    x.text += fmt::format(
+        "  chunks of {} layer(s): two F+I+W steps at once each take {:.2f}x as long as alone; an op "
+        "beside another (row: the op; column: the op beside it; each fed by its own host thread "
+        "as in the replay; in brackets all enqueued before either starts):\n",
+        layers, sp.step);
+    x.text += fmt::format("    {:<4}{:>10}{:>7}{:>7}{:>7}\n", "", "alone ms", "F", "I", "W");
+    const char* kinds[] = {"F", "I", "W"};
+    for (std::size_t k = 0; k < 3; ++k)
+      x.text += fmt::format("    {:<4}{:>10.3f}{:>7.2f}{:>7.2f}{:>7.2f}   (kernels alone: {:.2f} {:.2f} {:.2f})\n",
+                            kinds[k], sp.alone_ms[k], sp.by_kind[3 * k], sp.by_kind[3 * k + 1], sp.by_kind[3 * k + 2],
+                            sp.by_kind_gpu[3 * k], sp.by_kind_gpu[3 * k + 1], sp.by_kind_gpu[3 * k + 2]);
+    if (auto pit = x.speeds.find(layers); pit != x.speeds.end()) {
+      x.text += "    alone on each partition, F / I / W ms:";
+      for (std::size_t g = 0; g < pit->second.size(); ++g)
+        x.text += fmt::format("{} {}: {:.3f} / {:.3f} / {:.3f}", g ? ";" : "", g, pit->second[g][0],
+                              pit->second[g][1], pit->second[g][2]);
+      x.text += " (each rank's op times scaled by its partition's against partition 0's; --rank-speeds equal: not)\n";
+    }
+  }
+  x.text += x.req.sharing == "kind"
+                ? "  the prediction shares each GPU by these tables (--sharing kind)\n"
+                : "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n";
+}
+
+// The table report's closing lines: the probe, the transport, device sharing, the summary.
+void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
+  if (x.probe)
+    x.text += fmt::format(
+        "link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}; the middle "
+        "of three replays: {:.1f} us){}; the prediction's link latency is that less the bandwidth "
+        "share (--no-link-probe: the config's)\n",
+        x.probe->median_us, x.probe->transfers, x.probe->bytes, 2 * x.pp, fmt::join(x.probe->runs_us, ", "),
+        probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
+                    : std::string());
+  if (x.probe && x.copy_us > 0)
+    x.text +=
+        fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
+                    x.probe->bytes, x.ndev > 1 && !x.multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", x.copy_us,
+                    x.probe->median_us / x.copy_us);
+  if (x.multi)
+    x.text += x.ep_r > 1 ? fmt::format(
+                               "processes: {} started by {}, one GPU each; EP shard e of rank r replayed by process "
+                               "(r * {} + e) % {}\n",
+                               x.world.size, x.world.launcher, x.ep_r, x.world.size)
+                         : fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n",
+                                       x.world.size, x.world.launcher, x.world.size);
+  x.text += fmt::format("transport: {}\n", x.transport == launch::TransportKind::Peer
+                                               ? "peer (copy-engine peer copies, ordered by CUDA events)"
+                                           : x.transport == launch::TransportKind::Ipc
+                                               ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
+                                               : "nccl (one communicator, one message order on every process)");
+  if (x.ndev < x.slots_total) sharing_text(x);
+  x.text += "summary (makespan):\n" + x.summary;
+  for (const auto& sk : x.j["skipped"])
+    x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
+}
+
+}  // namespace
+
 ValidateOutcome validate(const ValidateRequest& req) {
   // Each rank has four or more streams (compute, pair, staging, transport): with CUDA's default
   // of 8 hardware queues per GPU, streams of different ranks share a queue, and a transfer that
@@ -162,471 +679,35 @@ ValidateOutcome validate(const ValidateRequest& req) {
   // Under mpirun/srun every process runs this same command: each replays its share of the ranks
   // on its GPU (one GPU per process), and process 0 prints and writes the results.
   const mpi::World& world = mpi::init_if_launched();
-  const ModelConfig cfg = load_config(req.config, req.sets);
-  const bool multi = world.size > 1;
-  // Refuse a transport that cannot reach the peers before any GPU work.
-  const launch::TransportKind transport =
-      launch::choose_transport(req.transport, world.size, multi ? world.local_size : 1);
-  if (!req.schedule_file.empty() && !req.schedules.empty())
-    throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
-  const ModelConfigData& c = *cfg.data;
-  int pp = 0, m = 0, v = 0;
-  apply_config_parallel(cfg, pp, m, v);
-  // Expert parallelism (MoE, parallel.ep > 1, --ep-replay): the replay runs every pipeline rank
-  // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
-  // (r * ep + e) % GPUs in one process, or in process (r * ep + e) % processes under mpirun; the
-  // prediction simulates shard 0's pipeline, its ranks on their GPUs. Opt-in (--ep-replay); its
-  // deadlocks of sessions 5-7 ended with the host handshake (EpGroupSync, docs/VALIDATION.md).
-  const int ep_r = req.ep_replay && c.model.moe.enabled() && c.parallel.ep > 1 ? c.parallel.ep : 1;
-  const ep::A2aBackend a2a = ep::parse_a2a_backend(req.a2a);
-  // Refusals that need no GPU: what the flags and the config say cannot run.
-  if (a2a == ep::A2aBackend::nccl && ep_r == 1)
-    throw InputError(
-        "--a2a nccl: there is no all-to-all to run: it moves tokens only with --ep-replay on an MoE "
-        "config with parallel.ep > 1",
-        {}, kExitUsage);
-  if (ep_r > 1)
-    if (const std::string why = launch::ep_launch_problem(world.size, multi ? world.local_size : 1, transport);
-        !why.empty())
-      throw InputError(why, {}, kExitUsage);
-  if (a2a == ep::A2aBackend::nccl && !multi && req.devices > 0)  // the GPUs asked for, whatever is present
-    if (const std::string why = ep::nccl_a2a_problem(ep::place_in_process(pp, ep_r, req.devices)); !why.empty())
-      throw InputError(why, {}, kExitUsage);
-  require_gpu("validate");
-  if (multi && req.devices > 0 && req.devices != world.size)
-    throw InputError(fmt::format("--devices {} with {} processes: under {} each process uses one GPU (leave "
-                                 "--devices out)",
-                                 req.devices, world.size, world.launcher),
-                     {}, kExitUsage);
-  const bool shared_gpus = launch::shared_gpus_allowed();
-  const int my_device = multi ? launch::gpu_of_process(world.local_rank, gpu::device_count(), shared_gpus) : 0;
-  if (multi)
-    if (const std::string why = launch::placement_problem(
-            world.size, world.local_size, shared_gpus ? world.local_size : gpu::device_count(), pp * ep_r);
-        !why.empty())
-      throw InputError(why, {}, kExitUsage);
-  if (a2a == ep::A2aBackend::nccl) {  // the replay's placement (it refuses the same, later)
-    const ep::EpPlacement placement =
-        multi ? ep::place_across_processes(pp, ep_r,
-                                           launch::gpus_of_processes(world.size, world.rank, world.local_rank,
-                                                                     gpu::device_count(), shared_gpus))
-              : ep::place_in_process(
-                    pp, ep_r, req.devices > 0 ? std::min(req.devices, gpu::device_count()) : gpu::device_count());
-    if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty()) throw InputError(why, {}, kExitUsage);
-  }
-  std::string list = req.schedules.empty() ? config_schedules(cfg) : req.schedules;
-  std::vector<const Family*> fams;
-  if (list == "all") {
-    for (const auto& fam : families()) fams.push_back(&fam);
-  } else {
-    std::size_t pos = 0;
-    while (pos <= list.size()) {
-      std::size_t comma = list.find(',', pos);
-      if (comma == std::string::npos) comma = list.size();
-      if (comma > pos) fams.push_back(&find_family(list.substr(pos, comma - pos)));
-      pos = comma + 1;
-    }
-  }
-  std::string text;
-  nlohmann::json j;
-  j["config"] = req.config;
-  j["gpu"] = gpu::device_name(my_device);
-  if (multi) j["processes"] = {{"count", world.size}, {"launcher", world.launcher}};
-  j["transport"] = launch::transport_name(transport);
-  j["results"] = nlohmann::json::array();
-  j["skipped"] = nlohmann::json::array();
-  std::vector<Timeline> keep;
-  std::vector<std::string> names;
-  std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
-  // Virtual ranks: fewer GPUs than ranks puts rank r on GPU r % GPUs, as the replay does; the
-  // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
-  const int ndev = multi             ? world.size
-                   : req.devices > 0 ? std::min(req.devices, gpu::device_count())
-                                     : gpu::device_count();
-  const gpu::ChunkShape one_layer = chunk_shape(c, 1, true);  // what the link probe runs
-  const int slots_total = pp * ep_r;
-  // Ranks sharing a GPU: each on its own SM partition (green contexts) where the GPU splits, so
-  // op costs are profiled on one partition; otherwise they time-slice the whole GPU.
-  const int per_gpu = (slots_total + ndev - 1) / ndev;
-  int split = 0, split_sms = 0, device_sms = 0;
-  std::string split_note;
-  if (per_gpu > 1 && req.sm_split != "off") {
-    const std::string why = gpu::sm_partition_check(my_device, per_gpu, &split_sms, &device_sms);
-    if (why.empty())
-      split = per_gpu;
-    else if (req.sm_split == "on")
-      throw InputError("validate --sm-split on: " + why + " (--sm-split off time-slices the GPU instead)", {},
-                       kExitGpu);
-    else
-      split_note = why;
-  }
-  // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
-  // (one layer and four gave the same figures within 0.04 on an H100; nothing says they must).
-  std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
-  // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
-  std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
-  if (ndev < slots_total) {
-    j["device_sharing"] = {{"gpus", ndev}, {"ranks", slots_total}, {"model", req.sharing}};
-    j["device_sharing"]["sm_partitions"] =
-        split ? nlohmann::json{{"groups", split}, {"sms_each", split_sms}, {"device_sms", device_sms}}
-              : nlohmann::json();
-    if (!split_note.empty()) j["device_sharing"]["sm_partitions_unavailable"] = split_note;
-    j["device_sharing"]["profiles"] = nlohmann::json::object();
-  }
-  std::optional<LinkProbe> probe;
-  // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
-  // processes, pp x ep slots) it cannot run, and the config's link model stands.
-  const bool probe_fits = !multi || world.size <= pp;
-  if (!req.no_link_probe && probe_fits)
-    probe = probe_link(pp, one_layer, req.devices, req.transport, split > 0, req.timeout_s);
-  if (!req.no_link_probe && !probe_fits)
-    j["link_probe_skipped"] = fmt::format("{} processes for a {}-rank probe: the config's link model", world.size, pp);
-  double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
-  if (probe) {
-    j["link_probe"] = {{"median_us", probe->median_us}, {"runs_us", probe->runs_us}, {"transfers", probe->transfers},
-                       {"bytes", probe->bytes},         {"schedule", "gpipe"},       {"microbatches", 2 * pp}};
-    if (probe->bytes > 0) {
-      const int peer = ndev > 1 && !multi ? 1 : my_device;
-      copy_us = gpu::copy_probe_us(static_cast<std::size_t>(probe->bytes), my_device, peer, 20);
-      j["link_probe"]["standalone_copy_us"] = copy_us;
-      j["link_probe"]["standalone_copy_gpus"] = {my_device, peer};
-    }
-  }
-  std::string summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
-  // What to replay: the families, or one schedule imported from a file (ppsim search writes them).
-  std::vector<std::pair<std::string, const Family*>> items;
-  if (!req.schedule_file.empty()) {
-    const std::size_t slash = req.schedule_file.find_last_of('/');
-    items.emplace_back(slash == std::string::npos ? req.schedule_file : req.schedule_file.substr(slash + 1), nullptr);
-  } else {
-    for (const Family* fam : fams) items.emplace_back(fam->name, fam);
-  }
-  for (const auto& [item_name, fam] : items) {
-    const std::string& name = item_name;
-    Schedule s;
-    if (!fam) {
-      s = import_csv_file(req.schedule_file, pp, m);  // validated on import
-    } else {
-      ScheduleParams params = resolve_params(*fam, ScheduleParams{pp, m, v, 0});
-      try {
-        s = make_schedule(fam->name, params);
-      } catch (const InputError& e) {
-        if (e.exit_code() != kExitInput) throw;
-        j["skipped"].push_back({{"schedule", fam->name}, {"reason", e.message()}});
-        continue;
-      }
-    }
-    const int slices = s.stages_per_pipe;
-    if (c.model.layers % slices != 0) {
-      j["skipped"].push_back(
-          {{"schedule", name},
-           {"reason", fmt::format("{} layers do not split into {} equal chunks", c.model.layers, slices)}});
-      continue;
-    }
-    const int layers = c.model.layers / slices;
-    const gpu::ChunkShape shape = chunk_shape(c, layers, true);
-    auto it = profiles.find(layers);
-    if (it == profiles.end()) {
-      // With EP shards, profiled as they replay: stage 0's shards on partitions 0..ep-1 (or their
-      // GPUs), exchanging tokens by our all-to-all, so that the op costs carry its time.
-      gpu::ChunkShape prof_shape = shape;
-      if (ep_r > 1) {
-        prof_shape.ep = ep_r;
-        prof_shape.comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
-        prof_shape.a2a = a2a;  // under mpirun: process 0 profiles the group in one process, the others take its figures
-      }
-      it = profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, req.reps, my_device, split)).first;
-    }
-    const gpu::ProfileResult& prof = it->second;
-    SimCosts costs = api::profiled_costs(cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
-    if (ndev < slots_total) {
-      auto sit = sharings.find(layers);
-      if (sit == sharings.end()) {
-        sit = sharings.emplace(layers, gpu::profile_sharing(shape, 3, req.reps, my_device, split)).first;
-        const gpu::SharingProfile& sp = sit->second;
-        nlohmann::json& pj = j["device_sharing"]["profiles"][std::to_string(layers)];
-        pj["step"] = sp.step;
-        static const char* kKinds[] = {"F", "I", "W"};
-        for (int x = 0; x < 3; ++x) {
-          pj["alone_ms"][kKinds[x]] = sp.alone_ms[static_cast<std::size_t>(x)];
-          for (int y = 0; y < 3; ++y) {
-            pj["by_kind"][kKinds[x]][kKinds[y]] = sp.by_kind[static_cast<std::size_t>(3 * x + y)];
-            pj["by_kind_gpu"][kKinds[x]][kKinds[y]] = sp.by_kind_gpu[static_cast<std::size_t>(3 * x + y)];
-          }
-        }
-      }
-      const gpu::SharingProfile& sp = sit->second;
-      if (split > 0 && req.rank_speeds == "profiled") {
-        auto pit = speeds.find(layers);
-        if (pit == speeds.end()) {
-          pit = speeds.emplace(layers, gpu::profile_partitions(shape, 3, req.reps, my_device, split)).first;
-          nlohmann::json& pj = j["device_sharing"]["profiles"][std::to_string(layers)]["partition_alone_ms"];
-          for (const auto& g : pit->second) pj.push_back({{"F", g[0]}, {"I", g[1]}, {"W", g[2]}});
-        }
-        // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
-        api::scale_rank_speeds(costs, pp, ndev, pit->second, ep_r);
-      }
-      const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
-      api::share_devices(costs, pp, ndev, sp.step, req.sharing == "kind" ? &by_kind : nullptr, ep_r);
-      // The EP profile ran stage 0's shards at once, on this GPU when they share it.
-      if (ep_r > 1) api::unshare_profiled_copies(costs, pp);
-    }
-    if (probe) api::apply_link_probe(costs, probe->median_us, probe->bytes);  // measured time less bandwidth share
-    SimOptions opt;
-    opt.record_timeline = true;
-    SimResult pred = simulate(s, costs, opt);
-    gpu::ReplayConfig rc;
-    rc.stage_shapes = {shape};
-    std::vector<Time> shard_ends, ep_waits, ep_exposed;
-    if (ep_r > 1) {
-      rc.stage_shapes[0].ep = ep_r;
-      rc.stage_shapes[0].comm_sms = c.hardware.comm_sms > 0 ? c.hardware.comm_sms : 20;
-      rc.stage_shapes[0].a2a = a2a;
-      rc.shard_makespans = &shard_ends;
-      rc.ep_waits = &ep_waits;
-      rc.ep_exposed = &ep_exposed;
-    }
-    rc.devices = req.devices;
-    rc.transport = req.transport;
-    rc.nccl_timeout_s = req.timeout_s;
-    rc.sm_partitions = split > 0;
-    gpu::ReplayHostStats host;
-    rc.host_stats = &host;
-    gpu::ReplayMemory mem;
-    rc.memory = &mem;
-    Timeline meas = gpu::replay_schedule(s, rc);
-    std::vector<Time> exposed;
-    for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
-    const TimelineStats meas_stats = timeline_stats(meas, ep_exposed, /*exposed_inside_ops=*/true);
-    const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), meas_stats);
-    const double target = req.target > 0 ? req.target : (ndev == 1 ? 0.10 : 0.05);
-    text += render_validation_table(name, rows, target);
-    // EP: the overlap model on the same profile's sub-ops (dispatch and combine timed through
-    // our all-to-all), with the same sharing, link and speeds: its exposed communication and
-    // F&B pairs against the measured ones. The communication's SM share is comm_sms of the
-    // SMs one rank runs on.
-    std::vector<ValidationRow> overlap_rows;
-    if (ep_r > 1) {
-      SimCosts oc = costs;
-      const int rank_sms = split > 0 ? split_sms : device_sms > 0 ? device_sms : 132;
-      api::profiled_overlap_costs(oc, prof.sub_ops_ms, layers,
-                                  std::min(0.9, static_cast<double>(rc.stage_shapes[0].comm_sms) / rank_sms));
-      const SimResult ov = simulate(s, oc, opt);
-      std::vector<Time> ov_exposed;
-      for (const auto& rs : ov.ranks) ov_exposed.push_back(rs.exposed_comm);
-      overlap_rows = compare_timelines(timeline_stats(ov.timeline, ov_exposed), meas_stats);
-      text += render_validation_table(
-          fmt::format("{}, the overlap model on the profiled sub-ops (communication on {} of {} SMs)", name,
-                      rc.stage_shapes[0].comm_sms, rank_sms),
-          overlap_rows, target);
-    }
-    // The host side (this process's ranks): enqueue time per action against the op's profiled
-    // GPU time; actions the GPU began before they were fully enqueued may include launch waits.
-    std::string host_line;
-    nlohmann::json hj = nlohmann::json::object();
-    int actions = 0, early = 0;
-    for (const auto& [kind, k] : host.by_kind) {
-      if (k.actions == 0) continue;
-      const double mean = k.enqueue_ms / k.actions;
-      host_line += fmt::format("{}{} {:.3f} ms ({}/{} begun early)", host_line.empty() ? "" : ", ", kind, mean,
-                               k.started_early, k.actions);
-      hj[kind] = {{"actions", k.actions}, {"enqueue_ms_mean", mean}, {"begun_before_enqueued", k.started_early}};
-      actions += k.actions;
-      early += k.started_early;
-    }
-    if (!host_line.empty())
-      text +=
-          "  host enqueue time per action (how many the GPU began before their last kernel was enqueued, but for "
-          "each rank's opening ones): " +
-          host_line + "\n";
-    // Once a rank's thread is ahead of its GPU (after its opening actions) it normally stays so;
-    // when a quarter or more actions begin early anyway, the host fell behind its GPU and the
-    // measured times include launches.
-    const bool host_bound = actions > 0 && 4 * early >= actions;
-    if (host_bound)
-      text += fmt::format(
-          "  HOST-BOUND: {} of {} actions began on the GPU before their last kernel was enqueued: the "
-          "measured times include waits for this host's launches (a busy or slow host, or ops too "
-          "short for it); compare with a run on a quiet host or larger chunks\n",
-          early, actions);
-    if (ep_r > 1) {
-      std::string waits;
-      for (std::size_t r = 0; r < ep_waits.size(); ++r)
-        waits +=
-            fmt::format("{}rank {} {:.3f} ms", waits.empty() ? "" : ", ", r, static_cast<double>(ep_waits[r]) / 1e6);
-      std::string ends;
-      for (std::size_t e = 1; e < shard_ends.size(); ++e)
-        ends +=
-            fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e, static_cast<double>(shard_ends[e]) / 1e6);
-      const std::string how = a2a == ep::A2aBackend::ours
-                                  ? fmt::format("ours on {} SMs", rc.stage_shapes[0].comm_sms)
-                                  : std::string("NCCL's grouped send/recv (its own channels; comm_sms not applied)");
-      text += fmt::format(
-          "  expert parallelism: {} shards of every stage{}, all-to-all: {}; the table is "
-          "shard 0's pipeline; the other shards' makespans: {}. The prediction's op costs were "
-          "profiled on stage 0's {} shards exchanging tokens the same way, started together{}. "
-          "Measured exposed comm: the rank's all-to-all time while none of its streams computed "
-          "(inside its ops, so taken out of its compute), of which waiting for peers' rows{}: {}; "
-          "the op-level prediction has none, the overlap model's is its own\n",
-          ep_r, multi ? fmt::format(" over {} processes (CUDA IPC)", world.size) : std::string(), how,
-          ends.empty() ? "-" : ends, ep_r, multi ? " (in one process: process 0's, on the GPUs it sees)" : "",
-          a2a == ep::A2aBackend::ours ? "" : " (not measured for NCCL)", waits);
-    }
-    // Device memory, measured, beside the cost model's prediction for the same ranks (the replay
-    // holds no embedding or head and runs no optimizer step: those parts are left out of both).
-    const std::vector<api::ReplayMemoryPrediction> predicted_mem = api::replay_memory(req.config, req.sets, s, &pred);
-    nlohmann::json mj = nlohmann::json::array();
-    auto mib = [](auto b) { return static_cast<double>(b) / (1024.0 * 1024.0); };
-    for (const auto& rm : mem.ranks) {
-      if (rm.shard != 0) continue;  // EP shards hold the same as shard 0's ranks
-      const std::size_t r = static_cast<std::size_t>(rm.rank);
-      const api::ReplayMemoryPrediction* pm = r < predicted_mem.size() ? &predicted_mem[r] : nullptr;
-      if (pm) {
-        const double measured = static_cast<double>(rm.total());
-        text += fmt::format(
-            "  memory rank {} peak: predicted {:.1f} MiB (weights {:.1f}, grads {:.1f}, activations {:.1f} "
-            "in {} chunk(s), buffers {:.1f}, workspace {:.1f}), measured {:.1f} MiB, error {:+.1f}%\n",
-            rm.rank, mib(pm->total), mib(pm->parts.weights), mib(pm->parts.gradients), mib(pm->parts.activations),
-            pm->parts.chunks, mib(pm->parts.comm_buffers), mib(pm->parts.workspace), mib(measured),
-            measured > 0 ? 100.0 * (pm->total - measured) / measured : 0.0);
-      }
-      int predicted_peak = 0;
-      if (r < pred.timeline.activations.size())
-        for (const auto& smp : pred.timeline.activations[r]) predicted_peak = std::max(predicted_peak, smp.activations);
-      text += fmt::format(
-          "  memory rank {} (GPU {}): weights {:.1f} MiB, weight grads {:.1f} MiB, activations "
-          "{:.1f} MiB (micro-batch sets in use at most, in program order, {:.1f} MiB, one "
-          "micro-batch after its forward {:.1f} MiB; backward workspace {:.1f} MiB; {:.1f} MiB "
-          "allocated, the host running ahead; the simulator's peak: {} micro-batch(es) in flight)\n",
-          rm.rank, rm.device, mib(rm.weights), mib(rm.weight_grads), mib(rm.activations()), mib(rm.activations_peak),
-          mib(rm.microbatch_bytes), mib(rm.workspace), mib(rm.activations_allocated), predicted_peak);
-      mj.push_back({{"rank", rm.rank},
-                    {"device", rm.device},
-                    {"weights_bytes", rm.weights},
-                    {"weight_grads_bytes", rm.weight_grads},
-                    {"activations_peak_bytes", rm.activations_peak},
-                    {"microbatch_bytes", rm.microbatch_bytes},
-                    {"workspace_bytes", rm.workspace},
-                    {"activations_allocated_bytes", rm.activations_allocated},
-                    {"activations_bytes", rm.activations()},
-                    {"predicted_peak_microbatches", predicted_peak}});
-      if (pm)
-        mj.back()["predicted"] = {{"weights", pm->parts.weights},         {"gradients", pm->parts.gradients},
-                                  {"activations", pm->parts.activations}, {"comm_buffers", pm->parts.comm_buffers},
-                                  {"workspace", pm->parts.workspace},     {"chunks", pm->parts.chunks}};
-    }
-    nlohmann::json dj = nlohmann::json::array();
-    for (const auto& d : mem.devices) {
-      text += fmt::format(
-          "  memory GPU {}: {:.1f} MiB used before the replay, {:.1f} MiB after its measured run "
-          "(cudaMemGetInfo; +{:.1f} MiB: chunks, transport buffers, workspaces)\n",
-          d.device, mib(d.used_before), mib(d.used_after),
-          mib(d.used_after > d.used_before ? d.used_after - d.used_before : 0));
-      dj.push_back({{"device", d.device}, {"used_before_bytes", d.used_before}, {"used_after_bytes", d.used_after}});
-    }
-    text += "\n";
-    summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, rows.front().predicted,
-                           rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
-    nlohmann::json r = validation_json(name, rows);
-    r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
-    r["layers_per_chunk"] = layers;
-    r["host"] = hj;
-    r["host_bound"] = host_bound;
-    r["memory_measured"] = {{"ranks", mj}, {"devices", dj}};
-    if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
-    if (ep_r > 1) {
-      auto ms = [](const std::vector<Time>& v) {
-        std::vector<double> out;
-        for (Time t : v) out.push_back(static_cast<double>(t) / 1e6);
-        return out;
-      };
-      r["expert_parallelism"] = {
-          {"shards", ep_r},
-          {"a2a", ep::a2a_backend_name(a2a)},
-          {"exposed_comm_ms", ms(ep_exposed)},
-          {"waiting_for_peers_ms", ms(ep_waits)},
-          {"other_shards_makespan_ms",  // shard 1 on (shard 0's is the table's)
-           ms(std::vector<Time>(shard_ends.begin() + std::min<std::size_t>(1, shard_ends.size()), shard_ends.end()))}};
-    }
-    j["results"].push_back(r);
-    names.push_back(name);
-    keep.push_back(std::move(pred.timeline));
-    keep.push_back(std::move(meas));
-  }
+  Validation x(req, load_config(req.config, req.sets), world);
+  plan(x);
+  const std::vector<std::pair<std::string, const Family*>> items = what_to_replay(x);
+  x.j["config"] = req.config;
+  x.j["gpu"] = gpu::device_name(x.my_device);
+  if (x.multi) x.j["processes"] = {{"count", world.size}, {"launcher", world.launcher}};
+  x.j["transport"] = launch::transport_name(x.transport);
+  x.j["results"] = nlohmann::json::array();
+  x.j["skipped"] = nlohmann::json::array();
+  plan_sharing(x);
+  const gpu::ChunkShape one_layer = chunk_shape(x.c, 1, true);  // what the link probe runs
+  probe_links(x, one_layer);
+  x.summary = fmt::format("{:<17} {:>14} {:>13} {:>8}\n", "schedule", "predicted ms", "measured ms", "error");
+  for (const auto& [name, fam] : items)
+    if (const std::optional<Schedule> s = schedule_of(x, name, fam)) validate_one(x, name, *s);
   std::optional<LinkProbe> probe_after;
-  if (probe) {
-    probe_after = probe_link(pp, one_layer, req.devices, req.transport, split > 0, req.timeout_s);
-    if (probe_after) j["link_probe"]["median_us_after"] = probe_after->median_us;
+  if (x.probe) {
+    probe_after = probe_link(x.pp, one_layer, req.devices, req.transport, x.split > 0, req.timeout_s);
+    if (probe_after) x.j["link_probe"]["median_us_after"] = probe_after->median_us;
   }
-  {  // the table report's closing lines: the probe, the transport, device sharing, the summary
-    if (probe)
-      text += fmt::format(
-          "link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}; the middle "
-          "of three replays: {:.1f} us){}; the prediction's link latency is that less the bandwidth "
-          "share (--no-link-probe: the config's)\n",
-          probe->median_us, probe->transfers, probe->bytes, 2 * pp, fmt::join(probe->runs_us, ", "),
-          probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
-                      : std::string());
-    if (probe && copy_us > 0)
-      text +=
-          fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
-                      probe->bytes, ndev > 1 && !multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", copy_us,
-                      probe->median_us / copy_us);
-    if (multi)
-      text += ep_r > 1 ? fmt::format(
-                             "processes: {} started by {}, one GPU each; EP shard e of rank r replayed by process "
-                             "(r * {} + e) % {}\n",
-                             world.size, world.launcher, ep_r, world.size)
-                       : fmt::format("processes: {} started by {}, one GPU each; rank r replayed by process r % {}\n",
-                                     world.size, world.launcher, world.size);
-    text += fmt::format("transport: {}\n", transport == launch::TransportKind::Peer
-                                               ? "peer (copy-engine peer copies, ordered by CUDA events)"
-                                           : transport == launch::TransportKind::Ipc
-                                               ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
-                                               : "nccl (one communicator, one message order on every process)");
-    if (ndev < slots_total) {
-      text += split ? fmt::format(
-                          "device sharing: {} ranks on {} GPU(s), each on its own {} of the {} SMs (green "
-                          "contexts; op costs profiled on one such share)\n",
-                          slots_total, ndev, split_sms, device_sms)
-                    : fmt::format("device sharing: {} ranks on {} GPU(s){}, time-slicing all SMs\n", slots_total, ndev,
-                                  split_note.empty() ? "" : " (" + split_note + ")");
-      for (const auto& [layers, sp] : sharings) {
-        text += fmt::format(
-            "  chunks of {} layer(s): two F+I+W steps at once each take {:.2f}x as long as alone; an op "
-            "beside another (row: the op; column: the op beside it; each fed by its own host thread "
-            "as in the replay; in brackets all enqueued before either starts):\n",
-            layers, sp.step);
-        text += fmt::format("    {:<4}{:>10}{:>7}{:>7}{:>7}\n", "", "alone ms", "F", "I", "W");
-        const char* kinds[] = {"F", "I", "W"};
-        for (std::size_t x = 0; x < 3; ++x)
-          text += fmt::format("    {:<4}{:>10.3f}{:>7.2f}{:>7.2f}{:>7.2f}   (kernels alone: {:.2f} {:.2f} {:.2f})\n",
-                              kinds[x], sp.alone_ms[x], sp.by_kind[3 * x], sp.by_kind[3 * x + 1], sp.by_kind[3 * x + 2],
-                              sp.by_kind_gpu[3 * x], sp.by_kind_gpu[3 * x + 1], sp.by_kind_gpu[3 * x + 2]);
-        if (auto pit = speeds.find(layers); pit != speeds.end()) {
-          text += "    alone on each partition, F / I / W ms:";
-          for (std::size_t g = 0; g < pit->second.size(); ++g)
-            text += fmt::format("{} {}: {:.3f} / {:.3f} / {:.3f}", g ? ";" : "", g, pit->second[g][0],
-                                pit->second[g][1], pit->second[g][2]);
-          text += " (each rank's op times scaled by its partition's against partition 0's; --rank-speeds equal: not)\n";
-        }
-      }
-      text += req.sharing == "kind"
-                  ? "  the prediction shares each GPU by these tables (--sharing kind)\n"
-                  : "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n";
-    }
-    text += "summary (makespan):\n" + summary;
-    for (const auto& sk : j["skipped"])
-      text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
-  }
+  closing_text(x, probe_after);
   ValidateOutcome out;
   out.reporter = world.rank == 0;
-  out.json = std::move(j);
-  out.text = std::move(text);
-  out.names = std::move(names);
-  for (std::size_t i = 0; i + 1 < keep.size(); i += 2) {
-    out.predicted.push_back(std::move(keep[i]));
-    out.measured.push_back(std::move(keep[i + 1]));
+  out.json = std::move(x.j);
+  out.text = std::move(x.text);
+  out.names = std::move(x.names);
+  for (std::size_t i = 0; i + 1 < x.keep.size(); i += 2) {
+    out.predicted.push_back(std::move(x.keep[i]));
+    out.measured.push_back(std::move(x.keep[i + 1]));
   }
   return out;
 }

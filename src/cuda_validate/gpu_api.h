@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -16,6 +17,8 @@
 
 #include "core/schedule.h"
 #include "core/timeline.h"
+#include "core/error.h"
+#include "cuda_validate/replay_plan.h"
 #include "ep/ep_placement.h"
 
 namespace ppsim::gpu {
@@ -214,10 +217,44 @@ struct ReplayConfig {
   // exposed_communication): a lone op's whole all-to-all time; in an F&B pair, where both
   // streams communicated at once or one communicated after the other had ended.
   std::vector<Time>* ep_exposed = nullptr;
+  // Switches of the replay's own mechanics (the defaults are the measured ones; api::validate
+  // takes them from PPSIM_REPLAY_CLOCK, PPSIM_REPLAY_WAITS and PPSIM_REPLAY_VERIFY):
+  // clock_gate: every GPU's clock starts when one word of host memory, polled on each GPU, is set
+  //   (false: after a host barrier, within the threads' wake-up jitter);
+  // value_waits: peer messages ordered by words that streams write and wait for
+  //   (cuStreamWriteValue32 / cuStreamWaitValue32), not by cross-stream event waits;
+  // verify_messages: the checking mode: receive buffers poisoned before each run and every
+  //   message checksummed where its producer wrote it and where its consumer read it; a
+  //   difference ends the replay (InputError, kExitGpu) naming the message. Costs a kernel per
+  //   message end: for tests of order, not for timings. Pipeline messages only (with EP: shard 0's).
+  bool clock_gate = true;
+  bool value_waits = false;
+  bool verify_messages = false;
+  std::size_t* messages_verified = nullptr;  // when set (and verifying): messages compared, all runs
 };
 // Runs `schedule` once per warm-up iteration and once measured; returns the measured Timeline
 // (ticks = ns, scale = TimeScale::millis(), clocks aligned across GPUs).
 Timeline replay_schedule(const Schedule& schedule, const ReplayConfig& config);
+
+// The replay's switches from the environment (ReplayConfig::clock_gate, value_waits,
+// verify_messages), so that a run can show what the replay's own mechanics cost without a flag
+// for each: PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=event|value, PPSIM_REPLAY_VERIFY=0|1.
+// Unset: the config's values stand. A value outside the list: InputError (kExitUsage).
+inline bool replay_switch(const char* name, const char* off, const char* on, bool current) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return current;
+  const std::string s(v);
+  if (s == on) return true;
+  if (s == off) return false;
+  throw InputError(std::string(name) + "=" + s + ": not a value it takes",
+                   std::string(name) + "=" + off + " or " + name + "=" + on, kExitUsage);
+}
+
+inline void apply_replay_switches(ReplayConfig& rc) {
+  rc.clock_gate = replay_switch("PPSIM_REPLAY_CLOCK", "barrier", "gate", rc.clock_gate);
+  rc.value_waits = replay_switch("PPSIM_REPLAY_WAITS", "event", "value", rc.value_waits);
+  rc.verify_messages = replay_switch("PPSIM_REPLAY_VERIFY", "0", "1", rc.verify_messages);
+}
 
 // ---- inline: shape arithmetic needs no GPU ------------------------------------------------------
 inline std::int64_t ChunkShape::expert_capacity() const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -40,7 +41,23 @@ ChunkShape tiny_shape() {
 // sets PPSIM_TEST_UNDER_SANITIZER=1 for that run and the cross-stream time order is not asserted.
 bool timing_trusted() { return std::getenv("PPSIM_TEST_UNDER_SANITIZER") == nullptr; }
 
-void check_replay(const Schedule& s, const Timeline& tl) {
+// The messages a run of `s` reads: an activation into every stage but the first, a gradient into
+// every stage but the last, for each micro-batch (the checking mode sums each at both ends).
+std::size_t messages_read(const Schedule& s) {
+  std::set<std::tuple<int, int, int>> keys;
+  for (const auto& rank : s.ranks)
+    for (const Action& a : rank)
+      for (int k = 0; k < a.size(); ++k) {
+        const Op& op = a.op(k);
+        if (op.kind == OpKind::F && !s.is_first_stage(op.stage)) keys.insert({0, op.stage, op.microbatch});
+        if ((op.kind == OpKind::B || op.kind == OpKind::I) && !s.is_last_stage(op.stage))
+          keys.insert({1, op.stage, op.microbatch});
+      }
+  return keys.size();
+}
+
+// Returns how long before its producer's end the earliest consumer began (ns; <= 0: none did).
+Time check_replay(const Schedule& s, const Timeline& tl) {
   REQUIRE(tl.pp == s.pp);
   CHECK(tl.scale.ticks_per_unit == TimeScale::millis().ticks_per_unit);
   // key: (kind, stage, microbatch) -> [start, end] of the action holding the op
@@ -77,13 +94,17 @@ void check_replay(const Schedule& s, const Timeline& tl) {
     return it == when.end() ? nullptr : &it->second;
   };
   int cross_rank_messages = 0;
+  Time worst_early = std::numeric_limits<Time>::min();
   for (const auto& [key, span] : when) {
     const auto [kind, st, m] = key;
     const auto k = static_cast<OpKind>(kind);
     if (k == OpKind::F && !s.is_first_stage(st)) {
       const auto* prev = find(OpKind::F, st - 1, m);
       REQUIRE(prev);
-      if (timing_trusted() && !in_pair.count({static_cast<int>(OpKind::F), st - 1, m})) CHECK(span.first >= prev->second);
+      if (timing_trusted() && !in_pair.count({static_cast<int>(OpKind::F), st - 1, m})) {
+        CHECK(span.first >= prev->second);
+        worst_early = std::max(worst_early, prev->second - span.first);
+      }
       cross_rank_messages += s.stage_rank[static_cast<std::size_t>(st - 1)] != s.stage_rank[static_cast<std::size_t>(st)];
     }
     if ((k == OpKind::B || k == OpKind::I) && !s.is_last_stage(st)) {
@@ -92,7 +113,10 @@ void check_replay(const Schedule& s, const Timeline& tl) {
       REQUIRE(next);
       const bool producer_in_pair = in_pair.count({static_cast<int>(OpKind::I), st + 1, m}) ||
                                     in_pair.count({static_cast<int>(OpKind::B), st + 1, m});
-      if (timing_trusted() && !pair_backward.count(key) && !producer_in_pair) CHECK(span.first >= next->second);
+      if (timing_trusted() && !pair_backward.count(key) && !producer_in_pair) {
+        CHECK(span.first >= next->second);
+        worst_early = std::max(worst_early, next->second - span.first);
+      }
       cross_rank_messages += s.stage_rank[static_cast<std::size_t>(st + 1)] != s.stage_rank[static_cast<std::size_t>(st)];
     }
   }
@@ -103,6 +127,7 @@ void check_replay(const Schedule& s, const Timeline& tl) {
     CHECK(tr.src_rank != tr.dst_rank);
   }
   CHECK(tl.end > 0);
+  return worst_early;
 }
 
 }  // namespace
@@ -115,6 +140,13 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
   cfg.stage_shapes = {tiny_shape()};
   cfg.warmup_iterations = 1;
   cfg.nccl_timeout_s = 60;
+  // The checking mode: every consumer must read its producer's bytes (receive buffers poisoned
+  // before each run), so a consumer that began "too early" on the clocks is told apart from one
+  // that read a message not yet arrived. PPSIM_REPLAY_CLOCK / _WAITS switch the rest.
+  cfg.verify_messages = true;
+  apply_replay_switches(cfg);
+  std::size_t verified = 0;
+  cfg.messages_verified = &verified;
   // Peer copies always (between virtual ranks of one GPU too); NCCL where there are two GPUs
   // (on one GPU every message stays on it and goes the peer way).
   std::vector<std::string> transports{"peer"};
@@ -128,9 +160,14 @@ TEST_CASE("replay runs 1F1B, ZB-H1, DualPipe and DualPipeV schedules and measure
       const Schedule s = make_schedule(family, p);
       INFO(family << " P=4 M=8 on " << devices << " GPU(s), transport " << transport);
       const Timeline tl = replay_schedule(s, cfg);
-      check_replay(s, tl);
-      std::printf("replay %-10s P=4 M=8 on %d GPU(s), %s: makespan %.3f ms, %zu transfers\n", family,
-                  std::min(devices, 4), transport.c_str(), tl.scale.to_display(tl.end), tl.transfers.size());
+      const Time early = check_replay(s, tl);
+      const auto runs = static_cast<std::size_t>(1 + cfg.warmup_iterations);
+      if (cfg.verify_messages) CHECK(verified == runs * messages_read(s));
+      std::printf("replay %-10s P=4 M=8 on %d GPU(s), %s: makespan %.3f ms, %zu transfers, %zu messages verified, "
+                  "earliest consumer %+.1f us after its producer's end (clock %s, %s waits)\n",
+                  family, std::min(devices, 4), transport.c_str(), tl.scale.to_display(tl.end), tl.transfers.size(),
+                  verified, -static_cast<double>(early) / 1e3, cfg.clock_gate ? "gate" : "barrier",
+                  cfg.value_waits ? "value" : "event");
     }
   }
 }

@@ -35,4 +35,26 @@ __global__ void hold_ns(std::uint64_t ns) {
   } while (t - t0 < ns);
 }
 
+// A message's checksum: sum over its 32-bit words w[i] of (w[i] + 1) * (2i + 1), modulo 2^64
+// (order-free, so blocks add their parts with one atomic each; a word moved or changed changes it).
+__global__ void checksum_words(const std::uint32_t* w, std::int64_t n, unsigned long long* out) {
+  unsigned long long acc = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    acc += (static_cast<unsigned long long>(w[i]) + 1ull) * (2ull * static_cast<unsigned long long>(i) + 1ull);
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+}
+
+// One thread that returns once *word >= value (a word in pinned host memory the host sets), or
+// after timeout_ns: holds a stream until the host releases every GPU at once.
+__global__ void wait_word(const volatile std::uint32_t* word, std::uint32_t value, std::uint64_t timeout_ns) {
+  std::uint64_t t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    if (*word >= value) return;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < timeout_ns);
+}
+
 }  // namespace ppsim::gpu::kernels

@@ -35,4 +35,17 @@ void hold_stream(cudaStream_t s, double us) {
   PPSIM_CUDA_CHECK_LAUNCH();
 }
 
+void checksum(const void* p, std::size_t bytes, unsigned long long* out, cudaStream_t s) {
+  const std::int64_t n = static_cast<std::int64_t>(bytes / 4);
+  if (n <= 0) return;
+  kernels::checksum_words<<<std::min<unsigned>(grid_for(n), 264), 256, 0, s>>>(static_cast<const std::uint32_t*>(p), n,
+                                                                               out);
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
+void wait_word(const std::uint32_t* word, std::uint32_t value, double timeout_s, cudaStream_t s) {
+  kernels::wait_word<<<1, 1, 0, s>>>(word, value, static_cast<std::uint64_t>(timeout_s * 1e9));
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace ppsim::gpu

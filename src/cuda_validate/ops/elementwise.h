@@ -1,5 +1,6 @@
 // Launchers for elementwise kernels: reproducible random fills and the residual add.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_bf16.h>
@@ -18,5 +19,10 @@ void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std
 // Holds stream `s` for `us` microseconds (one thread of one block, sleeping): work enqueued behind
 // it, on `s` or on streams that wait for it, starts together once it ends.
 void hold_stream(cudaStream_t s, double us);
+
+// *out += the checksum of `bytes` bytes at p (a multiple of 4; kernels::checksum_words).
+void checksum(const void* p, std::size_t bytes, unsigned long long* out, cudaStream_t s);
+// Holds stream `s` until *word >= value (pinned host memory, mapped) or timeout_s passed.
+void wait_word(const std::uint32_t* word, std::uint32_t value, double timeout_s, cudaStream_t s);
 
 }  // namespace ppsim::gpu

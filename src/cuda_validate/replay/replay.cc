@@ -46,7 +46,10 @@
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/peer.h"
+#include "cuda_validate/ops/elementwise.h"
+#include "cuda_validate/replay/message_check.h"
 #include "cuda_validate/replay/transport.h"
+#include "cuda_validate/replay/words.h"
 #include "ep/ep_placement.h"
 #include "ep/ep_plan.h"
 #include "launch/launch.h"
@@ -85,10 +88,17 @@ struct RankResult {
   ReplayHostStats host;
 };
 
-// One clock per GPU: the first rank on it records the epoch, the others wait for it.
+// One clock per GPU: the first rank on it records the epoch, the others wait for it. With the
+// gate (ReplayConfig::clock_gate), each GPU's epoch is recorded behind a kernel that polls one
+// word of pinned host memory, which the host sets once every GPU's kernel is queued: the GPUs'
+// clocks start within the word's polling time of each other instead of the host threads'
+// wake-up after a barrier (seen up to 0.19 ms apart on two H200s: forwards that "began before"
+// the action whose output they read had ended).
 struct DeviceClocks {
   std::mutex mu;
   std::map<int, cudaEvent_t> epoch;  // by device, for the current run
+  std::unique_ptr<replay::Words> gate;  // word 0: the run released (null: no gate)
+  double timeout_s = 120;
 };
 
 // The last line of defence against a hang. Every wait of the replay is bounded by the timeout and
@@ -216,19 +226,7 @@ class RankRunner {
       c->clear_exchanges();
     }
     PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
-    sync.arrive_and_wait();
-    if (clock_leader_) {
-      cudaEvent_t e = event();
-      PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
-      std::lock_guard<std::mutex> lock(clocks_.mu);
-      clocks_.epoch[device_] = e;
-    }
-    sync.arrive_and_wait();
-    {
-      std::lock_guard<std::mutex> lock(clocks_.mu);
-      result_.epoch = clocks_.epoch.at(device_);
-    }
-    if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
+    start_clock(sync);
     for (const Action& a : s_.ranks[static_cast<std::size_t>(rank_)]) {
       if (t_.aborted()) throw_gpu_failure("replay aborted: " + t_.abort_reason(), "see the first error reported");
       if (watch_) watch_->note(watch_slot_, a);
@@ -259,6 +257,29 @@ class RankRunner {
       }
       result_.ep_exposed += exposed_communication(spans);
     }
+  }
+
+  void check_messages(replay::MessageCheck* c) { check_ = c; }
+  // The run's epoch on this GPU (DeviceClocks): the clock leader records it, behind the gate when
+  // there is one, which every thread opens once all leaders have queued theirs.
+  template <typename Barrier>
+  void start_clock(Barrier& sync) {
+    sync.arrive_and_wait();
+    if (clock_leader_) {
+      if (clocks_.gate) wait_word(clocks_.gate->device_word(0), static_cast<std::uint32_t>(runs_), clocks_.timeout_s,
+                                  main_->get());
+      cudaEvent_t e = event();
+      PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      clocks_.epoch[device_] = e;
+    }
+    sync.arrive_and_wait();
+    if (clocks_.gate) clocks_.gate->store(0, static_cast<std::uint32_t>(runs_));
+    {
+      std::lock_guard<std::mutex> lock(clocks_.mu);
+      result_.epoch = clocks_.epoch.at(device_);
+    }
+    if (!clock_leader_) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(main_->get(), result_.epoch, 0));
   }
 
   void watch(Watchdog* w, int slot) {
@@ -324,18 +345,22 @@ class RankRunner {
         c.fill_input(m, seed(op.stage, m, 0), st);
       } else {
         const void* at = nullptr;
-        cudaEvent_t arrived = arrival(MsgKey{0, op.stage, m}, c.input(m), tensor_bytes(op.stage), op, &at);
+        const MsgKey k{0, op.stage, m};
+        cudaEvent_t arrived = arrival(k, c.input(m), tensor_bytes(op.stage), op, &at, st);
         if (at) c.bind_input(m, static_cast<const bf16*>(at));
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (arrived) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (check_) check_->consumed(k, device_, at ? at : c.input(m), tensor_bytes(op.stage), st);
       }
     } else if (op.kind == OpKind::I || op.kind == OpKind::B) {
       if (s_.is_last_stage(op.stage)) {
         c.fill_grad_output(m, seed(op.stage, m, 1), st);
       } else {
         const void* at = nullptr;
-        cudaEvent_t arrived = arrival(MsgKey{1, op.stage, m}, c.grad_output(m), tensor_bytes(op.stage), op, &at);
+        const MsgKey k{1, op.stage, m};
+        cudaEvent_t arrived = arrival(k, c.grad_output(m), tensor_bytes(op.stage), op, &at, st);
         if (at) c.bind_grad_output(m, static_cast<const bf16*>(at));
-        PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (arrived) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, arrived, 0));
+        if (check_) check_->consumed(k, device_, at ? at : c.grad_output(m), tensor_bytes(op.stage), st);
       }
     }
   }
@@ -348,7 +373,8 @@ class RankRunner {
     return n.size() == 3 && n[0] == k.grad && n[1] == k.stage && n[2] == k.microbatch;
   }
   bool local(const MsgKey& to) const { return s_.stage_rank[static_cast<std::size_t>(to.stage)] == rank_; }
-  cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st, cudaEvent_t done) {
+  cudaEvent_t hand_over(const MsgKey& to, const void* src, void* dst, std::size_t bytes, cudaStream_t st,
+                        cudaEvent_t done) {
     PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, done, 0));
     PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
     cudaEvent_t copied = event();
@@ -357,9 +383,11 @@ class RankRunner {
     return copied;
   }
   // The event after which the input named `key` is in `dst`: a local hand-over, else the transport.
-  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer, const void** in_place) {
+  // (null: with value waits, `st` itself waits for the message).
+  cudaEvent_t arrival(const MsgKey& key, void* dst, std::size_t bytes, const Op& consumer, const void** in_place,
+                      cudaStream_t st) {
     const auto it = local_.find(key);
-    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place);
+    if (it == local_.end()) return t_.receive(key, dst, bytes, rank_, consumer, in_place, st);
     const cudaEvent_t e = it->second;
     local_.erase(it);
     if (const auto at = local_at_.find(key); at != local_at_.end()) {
@@ -377,7 +405,9 @@ class RankRunner {
     // The message rule (and so the order a link carries) is launch::output_message's.
     if (MsgKey to; launch::output_message(s_, op, to) && !never_sent(to)) {
       const void* src = to.grad ? c.grad_input(m) : c.output(m);
+      if (check_) check_->produced(to, device_, src, tensor_bytes(op.stage), st);
       cudaEvent_t sent = nullptr;
+      bool by_transport = false;
       if (local(to) && !to.grad) {
         // The turn of a V within this rank: the next stage reads this output in place (it stays
         // until this micro-batch's release here, after the next stage's backward). No copy, and
@@ -391,16 +421,20 @@ class RankRunner {
         Chunk& next = *chunks_.at(to.stage);
         sent = hand_over(to, src, next.grad_output(m), tensor_bytes(op.stage), st, done);
       } else {
-        sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op);
+        sent = t_.send(to, src, tensor_bytes(op.stage), rank_, done, op, st);
+        by_transport = true;
       }
-      pending_[{op.stage, m}].push_back(sent);
+      pending_[{op.stage, m}].push_back(Sent{sent, to, by_transport});
     }
     // After I, the forward tensors only the input-grads read go back (no message reads them:
     // output and grad_in stay with the micro-batch until its release).
     if (op.kind == OpKind::I) c.input_grad_done(m, st);
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.
-      for (cudaEvent_t e : pending_[{op.stage, m}]) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e, 0));
+      for (const Sent& e : pending_[{op.stage, m}]) {
+        if (e.by_transport) t_.wait_sent(e.key, e.event, st);
+        else PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e.event, 0));
+      }
       pending_.erase({op.stage, m});
       c.release(m, st);
     }
@@ -553,7 +587,13 @@ class RankRunner {
   int opening_ = 0;              // this run, before that: actions the GPU began before they were enqueued
   std::unique_ptr<Stream> main_, second_;
   std::map<int, std::unique_ptr<Chunk>> chunks_;
-  std::map<std::pair<int, int>, std::vector<cudaEvent_t>> pending_;  // (stage, mb) -> staged sends
+  struct Sent {  // an output on its way: its source is free after `event` (or the transport's word)
+    cudaEvent_t event = nullptr;
+    MsgKey key;
+    bool by_transport = false;
+  };
+  std::map<std::pair<int, int>, std::vector<Sent>> pending_;  // (stage, mb) -> staged sends
+  replay::MessageCheck* check_ = nullptr;
   std::map<MsgKey, cudaEvent_t> local_;  // inputs handed over within this rank, not yet consumed
   std::map<MsgKey, const void*> local_at_;  // of those, the ones read in place (the V's turn): where
   std::vector<cudaEvent_t> events_;
@@ -637,96 +677,149 @@ void warn_if_few_cores(int rank_threads) {
                cores, rank_threads);
 }
 
-}  // namespace
-
-Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
-  if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("replay: " + why, {}, kExitGpu);
-  check_config(s, cfg);
-  int visible = 0;
-  PPSIM_CUDA_CHECK(cudaGetDeviceCount(&visible));
-  const mpi::World& world = mpi::world();
-  const bool multi = world.size > 1;
-  const std::size_t P = static_cast<std::size_t>(s.pp);
-  // Expert parallelism (ChunkShape::ep > 1): every pipeline rank r runs as `ep` shards (r, e),
-  // each the same schedule on its own micro-batches, the shards of a stage exchanging tokens by
-  // the all-to-all (ours, or NCCL's: ChunkShape::a2a) at every dispatch and combine. Shard (r, e)
-  // is slot r * ep + e (ep/ep_placement.h): in one process on GPU slot % GPUs, so with GPUs = ep
-  // every GPU holds one shard of every stage, stage-to-stage messages stay on a GPU (one
-  // transport per shard's pipeline) and every all-to-all crosses GPUs; across the processes of a
-  // host (mpirun) in process slot % processes, on its one GPU, the receive buffers shared as CUDA
-  // IPC handles (EpWiring). The returned Timeline is shard 0's pipeline. Without EP (ep 1) the
-  // same rules deal rank r to GPU r % GPUs, or to process r % processes.
-  const int ep = cfg.stage_shapes[0].ep > 1 ? cfg.stage_shapes[0].ep : 1;
-  const ep::A2aBackend a2a = cfg.stage_shapes[0].a2a;
-  const launch::TransportKind kind =
-      launch::choose_transport(cfg.transport, multi ? world.size : 1, multi ? world.local_size : 1);
-  ep::EpPlacement placement;
-  if (multi) {
-    const bool shared_gpus = launch::shared_gpus_allowed();
-    if (const std::string why = launch::placement_problem(world.size, world.local_size,
-                                                          shared_gpus ? world.local_size : visible, s.pp * ep);
-        !why.empty())
-      throw InputError("replay: " + why, {}, kExitUsage);
-    if (ep > 1)
-      if (const std::string why = launch::ep_launch_problem(world.size, world.local_size, kind); !why.empty())
-        throw InputError("replay: " + why, {}, kExitUsage);
-    placement = ep::place_across_processes(
-        s.pp, ep, launch::gpus_of_processes(world.size, world.rank, world.local_rank, visible, shared_gpus));
-  } else {
-    placement = ep::place_in_process(s.pp, ep, cfg.devices > 0 ? std::min(cfg.devices, visible) : visible);
-  }
-  if (ep > 1 && a2a == ep::A2aBackend::nccl)
-    if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty())
-      throw InputError("replay: " + why, {}, kExitUsage);
-  // shard_device[e][r]: the GPU of shard e of rank r here, or -1 for one another process replays.
-  std::vector<std::vector<int>> shard_device(static_cast<std::size_t>(ep), std::vector<int>(P, -1));
-  std::vector<std::vector<int>> shard_process(static_cast<std::size_t>(ep), std::vector<int>(P, 0));
-  for (int e = 0; e < ep; ++e)
-    for (int r = 0; r < s.pp; ++r) {
-      shard_process[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = placement.process_of(r, e);
-      if (placement.process_of(r, e) == (multi ? world.rank : 0))
-        shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = placement.gpu_of(r, e);
+class Replay;
+// The barriers' completion steps (std::barrier wants them nothrow).
+struct ConnectEp {  // after every runner made its chunks: wire the EP shards' buffers
+  Replay* replay;
+  void operator()() noexcept;
+};
+struct AcrossProcesses {  // the host barrier also waits for the other processes (one thread calls MPI)
+  void operator()() noexcept {
+    try {
+      mpi::barrier();
+    } catch (...) {
     }
-  const std::vector<int> rank_device = shard_device[0];
+  }
+};
+
+// One replay_schedule call as its phases: where every rank runs (place), the transports and the
+// runners (connect), the rank threads' runs (run), the checks of what they measured (check), and
+// this process's share of the Timeline, merged with the other processes' (timeline).
+class Replay {
+ public:
+  Replay(const Schedule& s, const ReplayConfig& cfg) : s_(s), cfg_(cfg), P_(static_cast<std::size_t>(s.pp)) {}
+  void place();
+  void connect();
+  void run();
+  void check();
+  Timeline timeline();
+  void connect_ep() noexcept;
+
+ private:
   struct Slot {
     int rank = 0, shard = 0, device = 0;
   };
-  std::vector<Slot> slots;
-  std::vector<int> mine;  // shard 0's ranks here: the Timeline's
-  for (int e = 0; e < ep; ++e)
-    for (int r = 0; r < s.pp; ++r) {
-      const int d = shard_device[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)];
-      if (d < 0) continue;
-      slots.push_back(Slot{r, e, d});
-      if (e == 0) mine.push_back(r);
-    }
-  const int n = static_cast<int>(slots.size());
-  auto used_on = [](int device) {
-    PPSIM_CUDA_CHECK(cudaSetDevice(device));
-    std::size_t free = 0, total = 0;
-    PPSIM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    return total - free;
-  };
-  std::map<int, std::size_t> used_before;
-  if (cfg.memory)
-    for (const Slot& sl : slots)
-      if (!used_before.count(sl.device)) used_before[sl.device] = used_on(sl.device);
-  std::vector<ReplayMemory::Rank> rank_memory(static_cast<std::size_t>(n));
-  std::map<int, std::size_t> used_after;
-  std::mutex memory_mu;
+  void make_transports();
+  void make_runners();
+  void rank_thread(std::size_t i, int iterations);
+  void check_run();  // after a run, every stream done (collective across processes)
+  void collect(launch::TimelinePart& part, EpFigures& ep_figures, std::map<int, cudaEvent_t>& epoch_of_rank);
+  void add_transfers(launch::TimelinePart& part, const std::map<int, cudaEvent_t>& epoch_of_rank);
 
-  warn_if_few_cores(n);
-  const ChunkShape& sh0 = cfg.stage_shapes[0];
+  const Schedule& s_;
+  const ReplayConfig& cfg_;
+  const std::size_t P_;
+  gpu::ReplayPlan plan_;
+  int ep_ = 1;
+  ep::A2aBackend a2a_ = ep::A2aBackend::ours;
+  bool ep_multi_ = false;
+  // shard_device_[e][r]: the GPU of shard e of rank r here, or -1 for one another process replays.
+  std::vector<std::vector<int>> shard_device_, shard_process_;
+  std::vector<Slot> slots_;
+  std::vector<int> mine_;  // shard 0's ranks here: the Timeline's
+  std::vector<std::unique_ptr<Transport>> transports_;  // one per EP shard's pipeline
+  DeviceClocks clocks_;
+  std::map<int, std::unique_ptr<SmPartitions>> parts_;  // outlive the runners' streams
+  std::vector<std::unique_ptr<RankRunner>> runners_;
+  std::unique_ptr<replay::MessageCheck> check_;
+  std::vector<std::string> check_failures_;
+  std::size_t checked_ = 0;
+  std::unique_ptr<EpWiring> wiring_;  // aborted when a rank fails
+  std::unique_ptr<std::barrier<ConnectEp>> connected_;
+  std::unique_ptr<std::barrier<AcrossProcesses>> sync_;
+  std::unique_ptr<std::barrier<>> iteration_done_;
+  std::mutex mu_;  // errors, memory figures
+  std::exception_ptr connect_error_, first_error_;
+  std::atomic<bool> failed_{false};
+  std::map<int, std::size_t> used_before_, used_after_;
+  std::vector<ReplayMemory::Rank> rank_memory_;
+};
+
+void ConnectEp::operator()() noexcept { replay->connect_ep(); }
+
+std::size_t used_on(int device) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free = 0, total = 0;
+  PPSIM_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total - free;
+}
+
+// Expert parallelism (ChunkShape::ep > 1): every pipeline rank r runs as `ep` shards (r, e),
+// each the same schedule on its own micro-batches, the shards of a stage exchanging tokens by
+// the all-to-all (ours, or NCCL's: ChunkShape::a2a) at every dispatch and combine. Shard (r, e)
+// is slot r * ep + e (ep/ep_placement.h): in one process on GPU slot % GPUs, so with GPUs = ep
+// every GPU holds one shard of every stage, stage-to-stage messages stay on a GPU (one
+// transport per shard's pipeline) and every all-to-all crosses GPUs; across the processes of a
+// host (mpirun) in process slot % processes, on its one GPU, the receive buffers shared as CUDA
+// IPC handles (EpWiring). The returned Timeline is shard 0's pipeline. Without EP (ep 1) the
+// same rules deal rank r to GPU r % GPUs, or to process r % processes.
+void Replay::place() {
+  int visible = 0;
+  PPSIM_CUDA_CHECK(cudaGetDeviceCount(&visible));
+  const mpi::World& world = mpi::world();
+  ep_ = cfg_.stage_shapes[0].ep > 1 ? cfg_.stage_shapes[0].ep : 1;
+  a2a_ = cfg_.stage_shapes[0].a2a;
+  const gpu::ReplayWhere w = replay_where(s_.pp, ep_, cfg_.transport, a2a_, cfg_.devices, visible, world);
+  try {
+    plan_ = gpu::plan_replay(w);
+  } catch (const InputError& e) {
+    throw InputError("replay: " + e.message(), e.suggestion(), e.exit_code());
+  }
+  ep_multi_ = ep_ > 1 && plan_.multi;
+  const std::size_t E = static_cast<std::size_t>(ep_);
+  shard_device_.assign(E, std::vector<int>(P_, -1));
+  shard_process_.assign(E, std::vector<int>(P_, 0));
+  for (int e = 0; e < ep_; ++e)
+    for (int r = 0; r < s_.pp; ++r) {
+      const int proc = plan_.placement.process_of(r, e);
+      shard_process_[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = proc;
+      if (proc == (plan_.multi ? world.rank : 0))
+        shard_device_[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)] = plan_.placement.gpu_of(r, e);
+    }
+  for (int e = 0; e < ep_; ++e)
+    for (int r = 0; r < s_.pp; ++r) {
+      const int d = shard_device_[static_cast<std::size_t>(e)][static_cast<std::size_t>(r)];
+      if (d < 0) continue;
+      slots_.push_back(Slot{r, e, d});
+      if (e == 0) mine_.push_back(r);
+    }
+}
+
+void Replay::connect() {
+  if (cfg_.memory)
+    for (const Slot& sl : slots_)
+      if (!used_before_.count(sl.device)) used_before_[sl.device] = used_on(sl.device);
+  rank_memory_.resize(slots_.size());
+  warn_if_few_cores(static_cast<int>(slots_.size()));
+  make_transports();
+  if (cfg_.clock_gate) clocks_.gate = std::make_unique<replay::Words>(1);
+  clocks_.timeout_s = cfg_.nccl_timeout_s;
+  make_runners();
+}
+
+void Replay::make_transports() {
+  const ChunkShape& sh0 = cfg_.stage_shapes[0];
   const std::size_t message_bytes = static_cast<std::size_t>(sh0.tokens() * sh0.hidden) * 2;
-  std::vector<std::unique_ptr<Transport>> transports;  // one per EP shard's pipeline
-  for (int e = 0; e < ep; ++e)
-    transports.push_back(std::make_unique<Transport>(s, shard_device[static_cast<std::size_t>(e)],
-                                                     shard_process[static_cast<std::size_t>(e)], kind, message_bytes,
-                                                     cfg.nccl_timeout_s));
-  Transport& transport = *transports[0];
-  if (ep > 1 && !multi) {  // the shards of a stage write into each other's receive buffers
+  for (int e = 0; e < ep_; ++e) {
+    transports_.push_back(std::make_unique<Transport>(s_, shard_device_[static_cast<std::size_t>(e)],
+                                                      shard_process_[static_cast<std::size_t>(e)], plan_.kind,
+                                                      message_bytes, cfg_.nccl_timeout_s));
+    transports_.back()->set_value_waits(cfg_.value_waits);
+    transports_.back()->set_poison(cfg_.verify_messages);
+  }
+  if (ep_ > 1 && !plan_.multi) {  // the shards of a stage write into each other's receive buffers
     std::vector<int> devs;
-    for (const Slot& sl : slots)
+    for (const Slot& sl : slots_)
       if (std::find(devs.begin(), devs.end(), sl.device) == devs.end()) devs.push_back(sl.device);
     for (int a : devs)
       for (int b : devs)
@@ -736,191 +829,204 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
                                        a, b),
                            {}, kExitGpu);
   }
-  DeviceClocks clocks;
-  // SM partitions: one per rank on each GPU that several ranks share (outlive the runners' streams).
-  std::map<int, int> ranks_on;
-  for (const Slot& sl : slots) ++ranks_on[sl.device];
-  std::map<int, std::unique_ptr<SmPartitions>> parts;
-  if (cfg.sm_partitions)
-    for (const auto& [d, k] : ranks_on)
-      if (k > 1) parts[d] = std::make_unique<SmPartitions>(d, k);
-  std::vector<std::unique_ptr<RankRunner>> runners;
-  std::map<int, int> placed;  // per GPU: ranks given a runner so far (= the next one's group)
-  for (const Slot& sl : slots) {
-    const int group = placed[sl.device]++;
-    const auto pit = parts.find(sl.device);
-    runners.push_back(std::make_unique<RankRunner>(sl.rank, sl.device, group == 0, s, cfg,
-                                                   *transports[static_cast<std::size_t>(sl.shard)], clocks,
-                                                   pit == parts.end() ? nullptr : pit->second.get(), group, sl.shard));
-  }
-  // After every runner made its chunks: connect each stage's EP shards to each other's buffers
-  // (across processes: a collective, also when a runner here failed: EpWiring).
-  std::mutex connect_mu;
-  std::exception_ptr connect_error;
-  std::atomic<bool> failed{false};
-  std::unique_ptr<EpWiring> wiring;  // aborted when a rank fails
-  const bool ep_multi = ep > 1 && multi;
-  auto connect_ep = [&]() noexcept {
-    if (ep <= 1) return;
-    try {
-      std::vector<EpWiring::Member> local;
-      for (std::size_t i = 0; i < runners.size(); ++i)
-        for (const auto& [stage, c] : runners[i]->chunks())
-          local.push_back(EpWiring::Member{stage, runners[i]->ep_index(), slots[i].device, c.get()});
-      std::vector<int> process_of_shard;
-      std::vector<ChunkShape> shapes;
-      for (int st = 0; st < s.num_stages(); ++st) {
-        for (int e = 0; e < ep; ++e)
-          process_of_shard.push_back(placement.process_of(s.stage_rank[static_cast<std::size_t>(st)], e));
-        ChunkShape sh = stage_shape_of(s, cfg, st);
-        sh.ep_microbatches = s.microbatches;
-        shapes.push_back(sh);
-      }
-      wiring = std::make_unique<EpWiring>(s.num_stages(), ep, std::move(process_of_shard), std::move(local),
-                                          std::move(shapes), multi, !failed, /*handshake=*/true, a2a);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(connect_mu);
-      connect_error = std::current_exception();
-    }
-  };
-  std::barrier connected(n, connect_ep);
+}
 
-  const int iterations = std::max(0, cfg.warmup_iterations) + 1;
-  // Across processes the host barrier also waits for the other processes (one thread calls MPI).
-  auto across = []() noexcept {
+void Replay::make_runners() {
+  // SM partitions: one per rank on each GPU that several ranks share.
+  std::map<int, int> ranks_on;
+  for (const Slot& sl : slots_) ++ranks_on[sl.device];
+  if (cfg_.sm_partitions)
+    for (const auto& [d, k] : ranks_on)
+      if (k > 1) parts_[d] = std::make_unique<SmPartitions>(d, k);
+  std::map<int, int> placed;  // per GPU: ranks given a runner so far (= the next one's group)
+  for (const Slot& sl : slots_) {
+    const int group = placed[sl.device]++;
+    const auto pit = parts_.find(sl.device);
+    runners_.push_back(std::make_unique<RankRunner>(sl.rank, sl.device, group == 0, s_, cfg_,
+                                                    *transports_[static_cast<std::size_t>(sl.shard)], clocks_,
+                                                    pit == parts_.end() ? nullptr : pit->second.get(), group,
+                                                    sl.shard));
+  }
+  if (!cfg_.verify_messages) return;
+  std::vector<int> devs;
+  for (const Slot& sl : slots_)
+    if (sl.shard == 0) devs.push_back(sl.device);
+  check_ = std::make_unique<replay::MessageCheck>(s_, devs);
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].shard == 0) runners_[i]->check_messages(check_.get());
+}
+
+// After every runner made its chunks: connect each stage's EP shards to each other's buffers
+// (across processes: a collective, also when a runner here failed: EpWiring).
+void Replay::connect_ep() noexcept {
+  if (ep_ <= 1) return;
+  try {
+    std::vector<EpWiring::Member> local;
+    for (std::size_t i = 0; i < runners_.size(); ++i)
+      for (const auto& [stage, c] : runners_[i]->chunks())
+        local.push_back(EpWiring::Member{stage, runners_[i]->ep_index(), slots_[i].device, c.get()});
+    std::vector<int> process_of_shard;
+    std::vector<ChunkShape> shapes;
+    for (int st = 0; st < s_.num_stages(); ++st) {
+      for (int e = 0; e < ep_; ++e)
+        process_of_shard.push_back(plan_.placement.process_of(s_.stage_rank[static_cast<std::size_t>(st)], e));
+      ChunkShape sh = stage_shape_of(s_, cfg_, st);
+      sh.ep_microbatches = s_.microbatches;
+      shapes.push_back(sh);
+    }
+    wiring_ = std::make_unique<EpWiring>(s_.num_stages(), ep_, std::move(process_of_shard), std::move(local),
+                                         std::move(shapes), plan_.multi, !failed_, /*handshake=*/true, a2a_);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    connect_error_ = std::current_exception();
+  }
+}
+
+void Replay::rank_thread(std::size_t i, int iterations) {
+  RankRunner& rr = *runners_[i];
+  try {
+    rr.setup();
+    connected_->arrive_and_wait();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (connect_error_) std::rethrow_exception(connect_error_);
+    }
+    for (int it = 0; it < iterations; ++it) {
+      rr.run(*sync_);
+      if (it + 1 < iterations) {
+        iteration_done_->arrive_and_wait();  // the main thread resets the transports
+        iteration_done_->arrive_and_wait();
+      }
+    }
+    if (cfg_.memory) {
+      // Pools stop growing after the warm-up: what is allocated now is the run's high-water mark.
+      rank_memory_[i] = rr.memory();
+      const int d = slots_[i].device;
+      const std::size_t used = used_on(d);
+      std::lock_guard<std::mutex> lock(mu_);
+      used_after_[d] = std::max(used_after_[d], used);
+    }
+    if (!ep_multi_) rr.teardown();  // across processes: once no peer process maps its buffers (run())
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!first_error_) first_error_ = std::current_exception();
+    }
+    failed_ = true;
+    if (clocks_.gate) clocks_.gate->store_all(0xffffffffu);  // no GPU stays held at the gate
+    for (auto& t : transports_) t->abort(fmt::format("rank {} failed", slots_[i].rank));
+    if (wiring_) wiring_->abort();
+    connected_->arrive_and_drop();
+    sync_->arrive_and_drop();
+    iteration_done_->arrive_and_drop();
     try {
-      mpi::barrier();
+      if (!ep_multi_) rr.teardown();
     } catch (...) {
     }
-  };
-  std::barrier sync(n, across);
-  std::barrier iteration_done(n + 1);
-  std::mutex err_mu;
-  std::exception_ptr first_error;
-  std::vector<int> slot_ranks;
-  for (const Slot& sl : slots) slot_ranks.push_back(sl.rank);
-  auto watchdog = std::make_unique<Watchdog>(slot_ranks, cfg.nccl_timeout_s);
-  for (int i = 0; i < n; ++i) runners[static_cast<std::size_t>(i)]->watch(watchdog.get(), i);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      RankRunner& rr = *runners[static_cast<std::size_t>(i)];
-      try {
-        rr.setup();
-        connected.arrive_and_wait();
-        {
-          std::lock_guard<std::mutex> lock(connect_mu);
-          if (connect_error) std::rethrow_exception(connect_error);
-        }
-        for (int it = 0; it < iterations; ++it) {
-          rr.run(sync);
-          if (it + 1 < iterations) {
-            iteration_done.arrive_and_wait();  // main resets the transport
-            iteration_done.arrive_and_wait();
-          }
-        }
-        if (cfg.memory) {
-          // Pools stop growing after the warm-up: what is allocated now is the run's high-water mark.
-          rank_memory[static_cast<std::size_t>(i)] = rr.memory();
-          const int d = slots[static_cast<std::size_t>(i)].device;
-          const std::size_t used = used_on(d);
-          std::lock_guard<std::mutex> lock(memory_mu);
-          used_after[d] = std::max(used_after[d], used);
-        }
-        if (!ep_multi) rr.teardown();  // across processes: once no peer process maps its buffers (below)
-      } catch (...) {
-        {
-          std::lock_guard<std::mutex> lock(err_mu);
-          if (!first_error) first_error = std::current_exception();
-        }
-        failed = true;
-        for (auto& t : transports) t->abort(fmt::format("rank {} failed", slots[static_cast<std::size_t>(i)].rank));
-        if (wiring) wiring->abort();
-        connected.arrive_and_drop();
-        sync.arrive_and_drop();
-        iteration_done.arrive_and_drop();
-        try {
-          if (!ep_multi) rr.teardown();
-        } catch (...) {
-        }
-      }
-    });
   }
+}
+
+void Replay::check_run() {
+  if (!check_) return;
+  const replay::MessageCheck::Outcome o = check_->outcome();
+  checked_ += o.compared;
+  check_failures_.insert(check_failures_.end(), o.mismatches.begin(), o.mismatches.end());
+  check_->reset();
+}
+
+void Replay::run() {
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(slots_.size());
+  const int iterations = std::max(0, cfg_.warmup_iterations) + 1;
+  connected_ = std::make_unique<std::barrier<ConnectEp>>(n, ConnectEp{this});
+  sync_ = std::make_unique<std::barrier<AcrossProcesses>>(n, AcrossProcesses{});
+  iteration_done_ = std::make_unique<std::barrier<>>(n + 1);
+  std::vector<int> slot_ranks;
+  for (const Slot& sl : slots_) slot_ranks.push_back(sl.rank);
+  auto watchdog = std::make_unique<Watchdog>(slot_ranks, cfg_.nccl_timeout_s);
+  for (std::size_t i = 0; i < runners_.size(); ++i) runners_[i]->watch(watchdog.get(), static_cast<int>(i));
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    threads.emplace_back([this, i, iterations] { rank_thread(i, iterations); });
   for (int it = 0; it + 1 < iterations; ++it) {
-    iteration_done.arrive_and_wait();
-    if (!failed)
-      for (auto& t : transports) t->reset();
-    iteration_done.arrive_and_wait();
+    iteration_done_->arrive_and_wait();
+    if (!failed_) {
+      for (auto& t : transports_) t->reset();
+      check_run();
+    }
+    iteration_done_->arrive_and_wait();
   }
   for (auto& t : threads) t.join();
   watchdog.reset();
-  if (cfg.memory && !failed) {
-    cfg.memory->ranks = rank_memory;
-    for (const auto& [d, before] : used_before)
-      cfg.memory->devices.push_back(ReplayMemory::Device{d, before, used_after[d]});
+  if (cfg_.memory && !failed_) {
+    cfg_.memory->ranks = rank_memory_;
+    for (const auto& [d, before] : used_before_)
+      cfg_.memory->devices.push_back(ReplayMemory::Device{d, before, used_after_[d]});
   }
-  const bool any_failed = multi ? mpi::any_of(first_error != nullptr) : first_error != nullptr;
+  const bool any_failed = plan_.multi ? mpi::any_of(first_error_ != nullptr) : first_error_ != nullptr;
   // EP across processes: every process's rank threads are done (the collective above), so no
   // kernel writes into a peer's buffers any more: the mappings close, and once every process
   // closed them (a barrier) the chunks that own the buffers go.
-  if (ep_multi) {
-    wiring.reset();
+  if (ep_multi_) {
+    wiring_.reset();
     mpi::barrier();
-    for (auto& rr : runners) {
+    for (auto& rr : runners_) {
       try {
         rr->teardown();
       } catch (...) {
-        if (!first_error) first_error = std::current_exception();
+        if (!first_error_) first_error_ = std::current_exception();
       }
     }
   }
-  if (first_error) std::rethrow_exception(first_error);
+  if (first_error_) std::rethrow_exception(first_error_);
   if (any_failed) throw_gpu_failure("replay failed in another process", "see that process's message");
-  // Expert parallelism: a wait that gave up in the measured run leaves its outputs and its time
-  // invalid (the wait spun for its whole timeout): never a silent wrong answer. Every process
-  // learns of it before the collectives below.
+}
+
+// What the runs measured is valid: every consumer read its producer's bytes (the checking mode),
+// and no all-to-all wait of the measured run gave up (its outputs and time would be invalid: the
+// wait spun for its whole timeout); every process learns of either before the collectives after.
+void Replay::check() {
+  check_run();
+  if (cfg_.messages_verified) *cfg_.messages_verified = checked_;
+  if (!check_failures_.empty())
+    throw_gpu_failure(fmt::format("replay: {} message(s) read other bytes than their producer wrote (first: {})",
+                                  check_failures_.size(), check_failures_.front()),
+                      "a consumer read its input before the message had arrived: a missing wait in the transport");
   std::string ep_failure;
-  for (int i = 0; i < n && ep_failure.empty(); ++i)
-    if (const unsigned st = runners[static_cast<std::size_t>(i)]->result().ep_status; st != 0)
+  for (std::size_t i = 0; i < runners_.size() && ep_failure.empty(); ++i)
+    if (const unsigned st = runners_[i]->result().ep_status; st != 0)
       ep_failure = fmt::format("replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the measured "
                                "run, so its times are not valid",
-                               slots[static_cast<std::size_t>(i)].rank, slots[static_cast<std::size_t>(i)].shard,
-                               st - 1000);
-  if (multi ? mpi::any_of(!ep_failure.empty()) : !ep_failure.empty())
+                               slots_[i].rank, slots_[i].shard, st - 1000);
+  if (plan_.multi ? mpi::any_of(!ep_failure.empty()) : !ep_failure.empty())
     throw_gpu_failure(ep_failure.empty() ? "replay: an all-to-all wait gave up in another process's measured run, so "
                                            "the times are not valid"
                                          : ep_failure,
                       "a peer's thread or GPU fell behind by more than the wait's timeout (docs/VALIDATION.md, EP "
                       "replay)");
+}
 
-  // This process's share: its ranks' actions (in action order), activation samples and transfers.
-  launch::TimelinePart part;
-  part.ranks = mine;
-  part.local.pp = s.pp;
-  part.local.activations.resize(P);
-  std::map<int, cudaEvent_t> epoch_of_rank;
-  EpFigures ep_figures;
-  ep_figures.makespans.assign(static_cast<std::size_t>(ep), 0);
-  ep_figures.waits.assign(P, 0);
-  ep_figures.exposed.assign(P, 0);
-  for (int i = 0; i < n; ++i) {
-    const int r = slots[static_cast<std::size_t>(i)].rank;
-    PPSIM_CUDA_CHECK(cudaSetDevice(slots[static_cast<std::size_t>(i)].device));
-    const RankResult& res = runners[static_cast<std::size_t>(i)]->result();
-    if (cfg.host_stats)
+// This process's ranks: their actions (in action order) and activation samples; the host stats;
+// the other EP shards' makespans, and shard 0's waits and exposed communication.
+void Replay::collect(launch::TimelinePart& part, EpFigures& ep_figures, std::map<int, cudaEvent_t>& epoch_of_rank) {
+  for (std::size_t i = 0; i < runners_.size(); ++i) {
+    const Slot& sl = slots_[i];
+    PPSIM_CUDA_CHECK(cudaSetDevice(sl.device));
+    const RankResult& res = runners_[i]->result();
+    if (cfg_.host_stats)
       for (const auto& [kind, k] : res.host.by_kind) {
-        auto& into = cfg.host_stats->by_kind[kind];
+        auto& into = cfg_.host_stats->by_kind[kind];
         into.actions += k.actions;
         into.enqueue_ms += k.enqueue_ms;
         into.started_early += k.started_early;
       }
-    if (slots[static_cast<std::size_t>(i)].shard != 0) {  // other EP shards: their makespan only
+    if (sl.shard != 0) {  // other EP shards: their makespan only
       Time end = 0;
       for (const ActionTiming& at : res.actions) end = std::max(end, ticks_between(res.epoch, at.end));
-      auto& m = ep_figures.makespans[static_cast<std::size_t>(slots[static_cast<std::size_t>(i)].shard)];
+      auto& m = ep_figures.makespans[static_cast<std::size_t>(sl.shard)];
       m = std::max(m, end);
       continue;
     }
+    const int r = sl.rank;
     epoch_of_rank[r] = res.epoch;
     ep_figures.waits[static_cast<std::size_t>(r)] += res.ep_wait;
     ep_figures.exposed[static_cast<std::size_t>(r)] += res.ep_exposed;
@@ -943,19 +1049,16 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       else samples.push_back(MemSample{t, live});
     }
   }
-  if (ep > 1) {
-    // Each figure belongs to the process holding its shard: gather them (max of makespans, the
-    // others each counted where they were measured).
-    if (multi) ep_figures = merge_ep_figures(mpi::allgather(encode_ep_figures(ep_figures)), ep, s.pp);
-    if (cfg.shard_makespans) *cfg.shard_makespans = ep_figures.makespans;
-    if (cfg.ep_waits) *cfg.ep_waits = ep_figures.waits;
-    if (cfg.ep_exposed) *cfg.ep_exposed = ep_figures.exposed;
-  }
+}
+
+// Shard 0's cross-rank messages: whole where both ends are here, else the half this process saw.
+void Replay::add_transfers(launch::TimelinePart& part, const std::map<int, cudaEvent_t>& epoch_of_rank) {
+  const std::vector<int>& rank_device = shard_device_[0];
   auto ticks_on = [&](int rank, cudaEvent_t e) {
     PPSIM_CUDA_CHECK(cudaSetDevice(rank_device[static_cast<std::size_t>(rank)]));
     return ticks_between(epoch_of_rank.at(rank), e);
   };
-  for (const auto& rec : transport.records()) {
+  for (const auto& rec : transports_[0]->records()) {
     if (rec.start && rec.end) {
       Transfer tr;
       tr.src_rank = rec.src_rank;
@@ -972,9 +1075,44 @@ Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
       part.receives.push_back(launch::RecvHalf{rec.key, ticks_on(rec.dst_rank, rec.end)});
     }
   }
-  const std::string mine_text = launch::encode_part(part, s);
-  runners.clear();
-  return launch::merge_parts(multi ? mpi::allgather(mine_text) : std::vector<std::string>{mine_text}, s);
+}
+
+Timeline Replay::timeline() {
+  launch::TimelinePart part;
+  part.ranks = mine_;
+  part.local.pp = s_.pp;
+  part.local.activations.resize(P_);
+  std::map<int, cudaEvent_t> epoch_of_rank;
+  EpFigures ep_figures;
+  ep_figures.makespans.assign(static_cast<std::size_t>(ep_), 0);
+  ep_figures.waits.assign(P_, 0);
+  ep_figures.exposed.assign(P_, 0);
+  collect(part, ep_figures, epoch_of_rank);
+  if (ep_ > 1) {
+    // Each figure belongs to the process holding its shard: gather them (max of makespans, the
+    // others each counted where they were measured).
+    if (plan_.multi) ep_figures = merge_ep_figures(mpi::allgather(encode_ep_figures(ep_figures)), ep_, s_.pp);
+    if (cfg_.shard_makespans) *cfg_.shard_makespans = ep_figures.makespans;
+    if (cfg_.ep_waits) *cfg_.ep_waits = ep_figures.waits;
+    if (cfg_.ep_exposed) *cfg_.ep_exposed = ep_figures.exposed;
+  }
+  add_transfers(part, epoch_of_rank);
+  const std::string mine_text = launch::encode_part(part, s_);
+  runners_.clear();
+  return launch::merge_parts(plan_.multi ? mpi::allgather(mine_text) : std::vector<std::string>{mine_text}, s_);
+}
+
+}  // namespace
+
+Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
+  if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("replay: " + why, {}, kExitGpu);
+  check_config(s, cfg);
+  Replay r(s, cfg);
+  r.place();
+  r.connect();
+  r.run();
+  r.check();
+  return r.timeline();
 }
 
 }  // namespace ppsim::gpu

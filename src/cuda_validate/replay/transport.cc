@@ -55,7 +55,8 @@ Transport::Transport(const Schedule& s, std::vector<int> rank_device, std::vecto
     m.src = launch::producer_rank(s, order[i]);
     m.dst = launch::consumer_rank(s, order[i]);
     m.order = i;
-    const bool same_process = process_of_[static_cast<std::size_t>(m.src)] == process_of_[static_cast<std::size_t>(m.dst)];
+    const bool same_process =
+        process_of_[static_cast<std::size_t>(m.src)] == process_of_[static_cast<std::size_t>(m.dst)];
     if (same_process)
       m.path = kind_ == TransportKind::Nccl && is_local(m.src) && device_of(m.src) != device_of(m.dst) ? Path::Nccl
                                                                                                          : Path::Peer;
@@ -97,9 +98,11 @@ void Transport::setup_mailboxes(const Schedule&, const std::vector<MsgKey>& orde
     void* p = nullptr;
     PPSIM_CUDA_CHECK(cudaMalloc(&p, it->second));
     mailbox_alloc_[d] = p;
+    mailbox_size_[d] = it->second;
   }
   for (auto& [k, m] : msgs_)
-    if (m.path != Path::Nccl && is_local(m.dst)) m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
+    if (m.path != Path::Nccl && is_local(m.dst))
+      m.mailbox = static_cast<char*>(mailbox_alloc_.at(device_of(m.dst))) + offset.at(k);
   // Ipc producers: the offset into the consumer process's allocation (its base is set by setup_ipc).
   for (auto& [k, m] : msgs_)
     if (m.path == Path::Ipc && is_local(m.src)) m.mailbox = reinterpret_cast<void*>(offset.at(k));
@@ -250,6 +253,38 @@ cudaStream_t Transport::link_stream(int src, int dst) {
   return st;
 }
 
+void Transport::set_value_waits(bool on) {
+  if (!on) {
+    words_.reset();
+    return;
+  }
+  if (const std::string why = value_waits_unavailable(); !why.empty())
+    throw InputError("replay: value waits: " + why, "PPSIM_REPLAY_WAITS=event", kExitGpu);
+  if (!words_) words_ = std::make_unique<Words>(2 * msgs_.size());
+}
+
+void Transport::set_poison(bool on) {
+  poison_ = on;
+  if (on) poison();
+}
+
+void Transport::poison() {
+  DeviceGuard guard;
+  for (const auto& [d, p] : mailbox_alloc_) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(d));
+    PPSIM_CUDA_CHECK(cudaMemset(p, 0xff, mailbox_size_.at(d)));
+    PPSIM_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+void Transport::wait_sent(const MsgKey& key, cudaEvent_t sent, cudaStream_t st) {
+  const auto it = msgs_.find(key);
+  if (it != msgs_.end() && by_value(it->second))
+    words_->wait(st, copied_word(it->second), static_cast<std::uint32_t>(generation_));
+  else
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, sent, 0));
+}
+
 void Transport::join_into(int rank, cudaStream_t s) {
   const int dev = device_of(rank);
   std::vector<cudaStream_t> streams{comm_stream(rank)};
@@ -352,7 +387,7 @@ void Transport::wait_flag(const MsgKey& key, const Msg& m, const std::string& wh
 }
 
 cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
-                            const Op& producer) {
+                            const Op& producer, cudaStream_t ready_stream) {
   const auto it = msgs_.find(key);
   if (it == msgs_.end() || it->second.src != src_rank)
     throw InputError(fmt::format("replay: rank {} sends {}, which the schedule does not route from it", src_rank,
@@ -372,7 +407,13 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
   p.producer = producer;
   p.copy_start = new_event(src_dev);
   cudaEvent_t done = new_event(src_dev);
-  PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, ready, 0));
+  const auto gen = static_cast<std::uint32_t>(generation_);
+  if (by_value(m) && ready_stream) {
+    words_->write(ready_stream, ready_word(m), gen);
+    words_->wait(st, ready_word(m), gen);
+  } else {
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, ready, 0));
+  }
   PPSIM_CUDA_CHECK(cudaEventRecord(p.copy_start, st));
   switch (m.path) {
     case Path::Peer: {
@@ -380,6 +421,7 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
       if (dst_dev == src_dev) PPSIM_CUDA_CHECK(cudaMemcpyAsync(m.mailbox, src, bytes, cudaMemcpyDeviceToDevice, st));
       else PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(m.mailbox, dst_dev, src, src_dev, bytes, st));
       PPSIM_CUDA_CHECK(cudaEventRecord(done, st));
+      if (by_value(m)) words_->write(st, copied_word(m), gen);
       p.event = done;
       post(to_consumer_, key, p);
       return done;
@@ -412,7 +454,7 @@ cudaEvent_t Transport::send(const MsgKey& key, const void* src, std::size_t byte
 }
 
 cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer,
-                               const void** in_place) {
+                               const void** in_place, cudaStream_t consumer_stream) {
   if (in_place) *in_place = nullptr;
   const auto it = msgs_.find(key);
   if (it == msgs_.end() || it->second.dst != dst_rank)
@@ -429,6 +471,19 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
   const int dev = device_of(dst_rank);
   DeviceGuard guard;
   PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+  if (by_value(m) && consumer_stream) {
+    // Only once the producer has enqueued the word's write (the post): a stream held by a word
+    // nobody has yet promised to write can hold its hardware queue, and with it the legacy
+    // stream's synchronous calls of a thread that the writer waits for (seen: a hang).
+    const Posted p = take(to_consumer_, key, who);
+    words_->wait(consumer_stream, copied_word(m), static_cast<std::uint32_t>(generation_));
+    if (in_place) *in_place = m.mailbox;
+    else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, consumer_stream));
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(
+        Record{m.src, dst_rank, p.copy_start, p.event, p.producer, static_cast<Bytes>(bytes), key, true});
+    return nullptr;
+  }
   const cudaStream_t cs = comm_stream(dst_rank);
   cudaEvent_t arrived = new_event(dev);
   Record rec{m.src, dst_rank, nullptr, arrived, Op{}, static_cast<Bytes>(bytes), key};
@@ -455,6 +510,7 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
     }
     case Path::Nccl: {
       const Posted p = take(to_consumer_, key, who);
+      if (poison_) PPSIM_CUDA_CHECK(cudaMemsetAsync(dst, 0xff, bytes, cs));  // what a read too early would see
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(cs, p.event, 0));
       PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, p.buffer, bytes, cudaMemcpyDeviceToDevice, cs));
       PPSIM_CUDA_CHECK(cudaFreeAsync(p.buffer, cs));
@@ -503,13 +559,8 @@ void Transport::sequence() {
       std::lock_guard<std::mutex> lock(mu_);
       sequencer_waits_for_.reset();
     }
-    auto stream_of = [&](int dev) {
-      return nccl_streams_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
-    };
-    auto comm_of = [&](int dev) {
-      return nproc > 1 ? comms_[0]
-                       : comms_[static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), dev) - devices_.begin())];
-    };
+    auto stream_of = [&](int dev) { return nccl_streams_[device_index(dev)]; };
+    auto comm_of = [&](int dev) { return nproc > 1 ? comms_[0] : comms_[device_index(dev)]; };
     auto peer_of = [&](int rank) {
       return nproc > 1 ? process_of_[static_cast<std::size_t>(rank)] : nccl_rank_of_device_.at(device_of(rank));
     };
@@ -564,6 +615,7 @@ void Transport::reset() {
     to_consumer_.posts.clear();
     to_sequencer_.posts.clear();
   }
+  if (poison_) poison();
   ++generation_;
   start_sequencer();
 }
@@ -578,6 +630,7 @@ void Transport::abort(const std::string& why) {
   to_consumer_.cv.notify_all();
   to_sequencer_.cv.notify_all();
   if (flags_) flags_->store(flags_->abort_word(), 1);
+  if (words_) words_->store_all(0xffffffffu);  // no stream stays held by a word
   // ncclCommAbort may be called while other threads are inside NCCL; it makes them return.
   for (ncclComm_t& c : comms_)
     if (c) {
@@ -596,9 +649,7 @@ std::string Transport::abort_reason() const {
 void Transport::check_async_error(int device) {
   if (flags_ && flags_->load(flags_->abort_word()) != 0 && !aborted_) abort("another process gave up");
   if (comms_.empty() || aborted_) return;
-  const std::size_t i = mpi::world().size > 1
-                            ? 0
-                            : static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+  const std::size_t i = mpi::world().size > 1 ? 0 : device_index(device);
   if (i >= comms_.size() || !comms_[i]) return;
   ncclResult_t async = ncclSuccess;
   PPSIM_NCCL_CHECK(ncclCommGetAsyncError(comms_[i], &async));

@@ -25,6 +25,7 @@
 // message it waited for; abort() wakes every waiter, aborts NCCL and raises the shared abort word
 // that the other processes' waits watch.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -44,6 +45,7 @@
 #include "core/time.h"
 #include "launch/launch.h"
 #include "launch/shared_flags.h"
+#include "cuda_validate/replay/words.h"
 
 namespace ppsim::gpu::replay {
 
@@ -61,16 +63,29 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  // Called from the producer's thread after its op was enqueued (`ready`). Returns the event
-  // after which `src` may be reused. Never waits for the consumer.
+  // Switches, before the first run. Value waits (peer messages): the link stream waits for a word
+  // the producer's stream (`ready_stream` of send()) writes after its op, the consumer's stream for
+  // a word the link stream writes after the copy, in place of event waits (words.h). Poisoning
+  // (the checking mode, message_check.h): every receive buffer is filled with 0xff before each
+  // run, so a read before the message landed reads other bytes.
+  void set_value_waits(bool on);
+  void set_poison(bool on);
+  bool value_waits() const { return words_ != nullptr; }
+
+  // Called from the producer's thread after its op was enqueued (`ready`, on `ready_stream`).
+  // Returns the event after which `src` may be reused. Never waits for the consumer.
   cudaEvent_t send(const MsgKey& key, const void* src, std::size_t bytes, int src_rank, cudaEvent_t ready,
-                   const Op& producer);
+                   const Op& producer, cudaStream_t ready_stream = nullptr);
+  // Makes `st` wait until the message `key` that send() returned `sent` for has left `src`.
+  void wait_sent(const MsgKey& key, cudaEvent_t sent, cudaStream_t st);
   // Called from the consumer's thread, for `consumer` (the op that needs the message); returns the
   // event (on the consumer's GPU) after which `dst` holds the message. With `in_place`, a message
   // that landed in its mailbox is not copied: *in_place points at it (valid until reset()), else
   // *in_place is null and `dst` holds it.
+  // With value waits and `consumer_stream`, that stream waits for the message itself and the
+  // result is null.
   cudaEvent_t receive(const MsgKey& key, void* dst, std::size_t bytes, int dst_rank, const Op& consumer,
-                      const void** in_place = nullptr);
+                      const void** in_place = nullptr, cudaStream_t consumer_stream = nullptr);
 
   struct Record {
     int src_rank = 0, dst_rank = 0;
@@ -124,6 +139,9 @@ class Transport {
 
   cudaEvent_t new_event(int device);
   int device_of(int rank) const { return rank_device_[static_cast<std::size_t>(rank)]; }
+  std::size_t device_index(int device) const {  // position in devices_ (its NCCL stream and communicator)
+    return static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+  }
   cudaStream_t link_stream(int src, int dst);
   void post(Board& b, const MsgKey& key, const Posted& p);
   // Waits (bounded) for the post of `key`; `who` names the waiter for the timeout's one line.
@@ -134,6 +152,10 @@ class Transport {
   void setup_mailboxes(const Schedule& s, const std::vector<MsgKey>& order);
   void setup_ipc(const std::vector<MsgKey>& order);
   void setup_nccl();
+  void poison();
+  bool by_value(const Msg& m) const { return words_ && m.path == Path::Peer; }
+  std::size_t ready_word(const Msg& m) const { return 2 * m.order; }
+  std::size_t copied_word(const Msg& m) const { return 2 * m.order + 1; }
   void start_sequencer();
   void join_sequencer();
   void sequence();  // the NCCL sequencer thread's body
@@ -148,11 +170,14 @@ class Transport {
   std::vector<MsgKey> nccl_order_;       // the Nccl messages with an end here, in message_order
   std::vector<int> devices_;             // local GPUs in use
   std::map<int, void*> mailbox_alloc_;   // per local GPU: one allocation for its mailboxes
+  std::map<int, std::size_t> mailbox_size_;  // its bytes
   std::map<int, void*> opened_;          // per other process: its mailbox allocation, opened
   std::map<std::pair<int, int>, cudaStream_t> link_streams_;  // (src, dst) -> stream on src's GPU
   std::vector<cudaStream_t> comm_streams_;  // per rank (null for ranks of other processes)
   std::unique_ptr<launch::SharedFlags> flags_;
   std::uint64_t generation_ = 1;         // this iteration's number, as the shared words carry it
+  std::unique_ptr<Words> words_;         // value waits: [ready, copied] per message, in message order
+  bool poison_ = false;
   // NCCL: one communicator; per local GPU its handle and stream (index = position in devices_).
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> nccl_streams_;

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Issue 47 on a multi-GPU machine, in one call (tools/gpu_validate.sh with MODE=replay runs it):
+# build ppsim and ppsim_tests, repeat the replay test (its order checks and its checking mode:
+# every consumer must read its producer's bytes; peer and nccl transports), then `ppsim validate`
+# with the replay's own mechanics switched (PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=
+# event|value: src/cuda_validate/gpu_api.h) at the shapes asked for. The last lines are a
+# table: per schedule, the makespan error of each variant.
+# Env: REPLAY_RUNS (10: the test with the defaults), REPLAY_BARRIER_RUNS (3: with barrier clocks),
+#   REPLAY_VALUE_RUNS (3: with value waits), RUNS (the validate runs, space-separated
+#   SHAPE:CLOCK:WAITS[:TRANSPORT] (TRANSPORT peer, nccl, or mpi: under mpirun -np NGPU),
+#   default "small:barrier:event small:gate:event small:gate:value";
+#   SHAPE "small" is configs/small-${NGPU}gpu.yaml, "seq4096" the same with seq 4096, hidden 2048,
+#   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
+#   SKIP_BUILD (1: reuse build-gpu).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$ROOT/gpu-validate-out}
+BUILD=$ROOT/build-gpu
+mkdir -p "$OUT/tmp"
+export NCCL_NVLS_ENABLE=0
+START=$(date +%s)
+el() { echo "$(( $(date +%s) - START )) s"; }
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  GPU_CHECK_TARGETS="ppsim ppsim_tests" GPU_CHECK_TESTS=none GPU_CHECK_BUDGET=${GPU_CHECK_BUDGET:-330} \
+    bash "$ROOT/tools/gpu_check.sh" > "$OUT/gpu_check.txt" 2>&1
+  echo "build: exit $? after $(el)"; grep -E "error|FAILED" "$OUT/gpu_check.txt" | head -5
+fi
+[ -x "$BUILD/ppsim" ] && [ -x "$BUILD/ppsim_tests" ] || { echo "no binaries"; tail -20 "$OUT/gpu_check.txt"; exit 1; }
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm --format=csv,noheader
+T="replay runs 1F1B*"  # Catch2 splits a filter at commas: the test's name up to its first
+# order_runs N LABEL [ENV...]: the replay test N times; prints the passes and, per transport, the
+# earliest consumer (us after its producer's end; negative: it began before) and checksum mismatches.
+order_runs() {
+  local n=$1 label=$2 pass=0 f all; shift 2
+  all=$OUT/tmp/order_${label}.txt
+  for i in $(seq 1 "$n"); do
+    f=$OUT/tmp/order_${label}_$i.txt
+    env "$@" timeout 150 "$BUILD/ppsim_tests" "$T" > "$f" 2>&1 && pass=$((pass + 1)) ||
+      { echo "== $label run $i"; grep -E -B2 -A6 "FAILED|error|with expansion" "$f" | head -60; } \
+        >> "$OUT/order_failures.txt"
+    cat "$f" >> "$all"
+  done
+  local worst bad verified
+  worst=$(awk '/earliest consumer/ {
+      for (i = 1; i <= NF; ++i) if ($i == "consumer") {
+        t = $0; sub(/.*GPU\(s\), /, "", t); sub(/:.*/, "", t); v = $(i + 1) + 0
+        if (!(t in w) || v < w[t]) w[t] = v
+      }
+    } END {for (t in w) printf "%s %+.1f us; ", t, w[t]}' "$all")
+  bad=$(grep -c "read other bytes" "$all")
+  verified=$(grep -ho "[0-9]* messages verified" "$all" | awk '{s += $1} END {print s + 0}')
+  echo "replay test, $label: $pass of $n passed; earliest consumer after its producer's end: ${worst:-?}" \
+    "checksum mismatches: $bad; $verified messages verified (after $(el))" | tee -a "$OUT/order_summary.txt"
+}
+: > "$OUT/order_summary.txt"
+if [ "${REPLAY_RUNS:-10}" -gt 0 ]; then
+  order_runs "${REPLAY_RUNS:-10}" gate
+  [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
+  [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
+fi
+S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
+N=${NGPU:-2}
+: > "$OUT/table.txt"
+k=0
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
+  IFS=: read -r shape clock waits transport <<< "$v"
+  transport=${transport:-peer}
+  ARGS=()
+  [ "$shape" = seq4096 ] && ARGS=(--set model.seq_len=4096 --set model.hidden=2048 --set model.heads=16)
+  k=$((k + 1))
+  f="$OUT/tmp/validate_${k}.txt"
+  # transport "mpi": one process per GPU under mpirun (CUDA IPC between them)
+  PRE=(); WHERE=(--devices "$N" --transport "$transport")
+  if [ "$transport" = mpi ]; then
+    PRE=(mpirun --allow-run-as-root -np "$N" --bind-to none -x PPSIM_REPLAY_CLOCK -x PPSIM_REPLAY_WAITS)
+    WHERE=()
+  fi
+  PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "${PRE[@]}" "$BUILD/ppsim" validate \
+    --timeout "${VALIDATE_TIMEOUT:-60}" "$ROOT/configs/small-${N}gpu.yaml" -s "$S" "${WHERE[@]}" "${ARGS[@]}" \
+    -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
+  echo "validate $shape clock=$clock waits=$waits transport=$transport (run $k): exit $? after $(el)"
+  tail -2 "$OUT/tmp/validate.log"
+  awk -v col="$k:$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
+    | tee -a "$OUT/table.txt"
+  { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
+done
+rm -rf "$OUT/tmp" "$OUT/build.log" "$OUT/summary.txt"
+echo "== order (replay test)"; cat "$OUT/order_summary.txt"
+echo "== makespan error by variant (shape/clock/waits/transport: predicted ms, measured ms, error; HB: host-bound)"
+python3 - "$OUT/table.txt" <<'PY'
+import sys
+rows, cols, cell = [], [], {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) < 5: continue
+    if f[0] not in rows: rows.append(f[0])
+    if f[1] not in cols: cols.append(f[1])
+    cell[f[0], f[1]] = f"{f[4]}{' HB' if len(f) > 5 else ''} ({f[2]}/{f[3]})"
+print(f"{'schedule':<10}" + "".join(f" | {c:<30}" for c in cols))
+for r in rows: print(f"{r:<10}" + "".join(f" | {cell.get((r, c), '-'):<30}" for c in cols))
+PY

@@ -27,6 +27,7 @@
 #include "report/validation.h"
 #include "schedules/notation.h"
 #include "schedules/registry.h"
+#include "schedules/schedule_list.h"
 #include "sim/engine.h"
 
 namespace ppsim::api {
@@ -215,18 +216,7 @@ ValidateOutcome validate(const ValidateRequest& req) {
     if (const std::string why = ep::nccl_a2a_problem(placement); !why.empty()) throw InputError(why, {}, kExitUsage);
   }
   std::string list = req.schedules.empty() ? config_schedules(cfg) : req.schedules;
-  std::vector<const Family*> fams;
-  if (list == "all") {
-    for (const auto& fam : families()) fams.push_back(&fam);
-  } else {
-    std::size_t pos = 0;
-    while (pos <= list.size()) {
-      std::size_t comma = list.find(',', pos);
-      if (comma == std::string::npos) comma = list.size();
-      if (comma > pos) fams.push_back(&find_family(list.substr(pos, comma - pos)));
-      pos = comma + 1;
-    }
-  }
+  const std::vector<const Family*> fams = parse_schedule_list(list);
   std::string text;
   nlohmann::json j;
   j["config"] = req.config;

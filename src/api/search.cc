@@ -47,8 +47,8 @@ SearchOutcome search(const SearchCall& a) {
   if (a.memory_cap && !(*a.memory_cap >= 0 && *a.memory_cap <= 1e9))
     throw InputError(fmt::format("--memory-cap: expected a number >= 0 or none, got {}", *a.memory_cap), {},
                      kExitUsage);
-  if (!(a.p2p_latency >= 0 && a.p2p_latency <= 1e9))
-    throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a.p2p_latency), {},
+  if (!(a.units.p2p_latency >= 0 && a.units.p2p_latency <= 1e9))
+    throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a.units.p2p_latency), {},
                      kExitUsage);
   std::shared_ptr<ModelConfig> cfg;
   SearchOutcome out;
@@ -66,11 +66,7 @@ SearchOutcome search(const SearchCall& a) {
   if (a.microbatches) m = *a.microbatches;
   // The costs are compare's (unit_costs); the times are parsed first so that a bad value is one
   // line before any search starts.
-  UnitCosts units = a.overlap;
-  units.times = a.times;
-  units.chunk_times = a.chunk_times;
-  units.p2p_latency = a.p2p_latency;
-  (void)(a.chunk_times.empty() ? parse_times(a.times, "--times") : parse_times(a.chunk_times, "--chunk-times"));
+  const UnitCosts& units = a.units;
   const std::vector<Placement> placements = parse_placements(a.placement);
   if (units.a2a >= 0 || std::isnan(units.a2a)) {
     if (cfg)

@@ -221,6 +221,7 @@ api::Value value_of(const std::string& fn, const api::Option& o, const py::handl
       if (!is_bool) type_error(fn, o, "a bool", x);
       return x.cast<bool>();
     case api::Kind::Int:
+    case api::Kind::Int64:
       if (is_bool || !py::isinstance<py::int_>(x)) type_error(fn, o, "an int", x);
       return x.cast<long long>();
     case api::Kind::Real: {
@@ -447,14 +448,14 @@ py::object py_default(const api::Option& o) {
   if (o.kind == api::Kind::Flag) return py::bool_(o.def == "true");
   if (o.def.empty()) return py::none();
   const std::string d(o.def);
-  if (o.kind == api::Kind::Int) return py::int_(std::stoll(d));
+  if (o.kind == api::Kind::Int || o.kind == api::Kind::Int64) return py::int_(std::stoll(d));
   if (o.kind == api::Kind::Real) return py::float_(std::stod(d));
   return py::str(d);
 }
 
 // [(keyword, default, kind, help)] of a command's Python keywords, in the table's order.
 py::list keywords(const std::string& command) {
-  static constexpr const char* kKinds[] = {"flag", "int", "real", "text", "texts", "ints"};
+  static constexpr const char* kKinds[] = {"flag", "int", "int64", "real", "text", "texts", "ints"};
   py::list out;
   for (const api::Option& o : api::command_spec(command).options)
     if (o.reach != api::Reach::Cli)

@@ -38,7 +38,7 @@ TYPES = {
     "overlap": "Mapping[str, float] | None", "trace": f"{PATH} | Sequence[{PATH}]",
     "output": f"{PATH} | None", "path": PATH, "files": f"Sequence[{PATH}] | None",
 }
-KIND_TYPES = {"flag": "bool", "int": "int", "real": "float", "text": "str", "texts": "Sequence[str]",
+KIND_TYPES = {"flag": "bool", "int": "int", "int64": "int", "real": "float", "text": "str", "texts": "Sequence[str]",
               "ints": "Sequence[int]"}
 
 
@@ -89,7 +89,7 @@ def py_default(o):
         return "True" if o["default"] == "true" else "False"
     if o["default"] == "":
         return "None"
-    if o["kind"] == "int":
+    if o["kind"] in ("int", "int64"):
         return str(int(o["default"]))
     if o["kind"] == "real":
         return repr(float(o["default"]))

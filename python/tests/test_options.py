@@ -36,7 +36,7 @@ def _same_default(cli_default, kind, py_default):
         return py_default is (cli_default == "true")
     if cli_default == "":
         return py_default is None
-    if kind == "int":
+    if kind in ("int", "int64"):
         return py_default == int(cli_default) and type(py_default) is int
     if kind == "real":
         return py_default == float(cli_default) and type(py_default) is float

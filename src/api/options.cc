@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -41,7 +43,7 @@ constexpr Option kCsvDialect{"--csv-dialect",
 constexpr Option kDropComm{"--drop-comm", K::Flag, "", "",
                            "ignore an imported file's SEND/RECV actions (each transfer then starts when its producer "
                            "ends)"};
-constexpr Option kMaxOps{"--max-ops", K::Int, "0", "ops", "refuse requests that would generate more ops (0: 2e8)"};
+constexpr Option kMaxOps{"--max-ops", K::Int64, "0", "ops", "refuse requests that would generate more ops (0: 2e8)"};
 
 // ---- costs -----------------------------------------------------------------------------------------
 constexpr Option kConfig{"config", K::Text, "",    "", "YAML config (model, hardware, parallel); optional",
@@ -82,70 +84,39 @@ constexpr Option kMemory{
     "--memory", K::Flag, "", "", "with a config: print each rank's peak memory by part, and the op at the peak",
     R::Cli};
 
-constexpr Option kCompare[] = {
-    kConfig,
-    kPp,
-    kMicrobatches,
-    kVpp,
-    kGroupSize,
-    kScheduleFile,
-    kLayout,
-    kCsvDialect,
-    kDropComm,
-    kMaxOps,
-    kSet,
-    kMegatronArgs,
-    kTimes,
-    kChunkTimes,
-    kP2pLatency,
-    kA2a,
-    kLayers,
-    kAttnShare,
-    kCommSms,
-    kSms,
-    kFormatResults,
-    kOutput,
-    kTrace,
-    kSvg,
-    kHtml,
-    kColor,
-    kMemory,
+// Tables made of shared groups of rows and a command's own rows, in order.
+template <std::size_t... N>
+constexpr auto join(const Option (&... groups)[N]) {
+  std::array<Option, (N + ...)> out{};
+  std::size_t i = 0;
+  ((std::copy(std::begin(groups), std::end(groups), out.begin() + static_cast<std::ptrdiff_t>(i)), i += N), ...);
+  return out;
+}
+
+constexpr Option kScheduleRows[] = {kPp,     kMicrobatches, kVpp,      kGroupSize, kScheduleFile,
+                                    kLayout, kCsvDialect,   kDropComm, kMaxOps};
+constexpr Option kOverlapRows[] = {kA2a, kLayers, kAttnShare, kCommSms, kSms};
+constexpr Option kOverlapDict[] = {{"overlap", K::Text, "", "",
+                                    "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
+                                    R::Python}};
+// compare and simulate: the schedules, their costs, the pictures.
+constexpr Option kRunRows[] = {kSet, kMegatronArgs, kTimes, kChunkTimes, kP2pLatency};
+constexpr Option kPictureRows[] = {kFormatResults, kOutput, kTrace, kSvg, kHtml, kColor, kMemory};
+
+constexpr Option kCompareOwn[] = {
     {"--schedules,-s", K::Text, "all", "", "all, or a comma-separated list of families"},
     {"timelines", K::Flag, "", "", "return each result's simulated timeline", R::Python},
-    {"overlap", K::Text, "", "", "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
-     R::Python},
 };
+constexpr Option kConfigRow[] = {kConfig};
+constexpr auto kCompare =
+    join(kConfigRow, kScheduleRows, kRunRows, kOverlapRows, kPictureRows, kCompareOwn, kOverlapDict);
 
-constexpr Option kSimulate[] = {
+constexpr Option kSimulateFirst[] = {
     {"--schedule,-s", K::Text, "", "", "schedule family (or, in Python, a Schedule)"},
     {"family_or_config", K::Texts, "", "", "[FAMILY] [CONFIG]: a schedule family and/or a YAML config", R::Cli},
     {"config", K::Text, "", "", "YAML config (the CLI's positional CONFIG)", R::Python},
-    kPp,
-    kMicrobatches,
-    kVpp,
-    kGroupSize,
-    kScheduleFile,
-    kLayout,
-    kCsvDialect,
-    kDropComm,
-    kMaxOps,
-    kSet,
-    kMegatronArgs,
-    kTimes,
-    kChunkTimes,
-    kP2pLatency,
-    kA2a,
-    kLayers,
-    kAttnShare,
-    kCommSms,
-    kSms,
-    kFormatResults,
-    kOutput,
-    kTrace,
-    kSvg,
-    kHtml,
-    kColor,
-    kMemory,
+};
+constexpr Option kSimulateOwn[] = {
     {"--timeline",
      K::Text,
      "",
@@ -157,21 +128,14 @@ constexpr Option kSimulate[] = {
      "timeline_file"},
     {"--chart", K::Flag, "", "", "print a time-step chart of the timeline after the table", R::Cli},
     {"timeline", K::Flag, "true", "", "return the simulated timeline", R::Python},
-    {"overlap", K::Text, "", "", "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
-     R::Python},
 };
+constexpr auto kSimulate =
+    join(kSimulateFirst, kScheduleRows, kRunRows, kOverlapRows, kPictureRows, kSimulateOwn, kOverlapDict);
 
-constexpr Option kShow[] = {
+constexpr Option kShowFirst[] = {
     {"family", K::Text, "", "", "schedule family (ppsim schedules lists them)"},
-    kPp,
-    kMicrobatches,
-    kVpp,
-    kGroupSize,
-    kScheduleFile,
-    kLayout,
-    kCsvDialect,
-    kDropComm,
-    kMaxOps,
+};
+constexpr Option kShowOwn[] = {
     {"--format", K::Text, "text", "", "text, csv or torch (PyTorch's CSV), or json", R::Cli, "text|csv|torch|json"},
     {"--output,-o", K::Text, "-", "", "write to this file instead of stdout", R::Cli},
     kColor,
@@ -183,6 +147,7 @@ constexpr Option kShow[] = {
      "none, or torch: the sends, receives and FSDP-style actions PyTorch's pipelining runtime lists for this order",
      R::Cli, "none|torch"},
 };
+constexpr auto kShow = join(kShowFirst, kScheduleRows, kShowOwn);
 
 constexpr Option kSchedules[] = {
     {"--format", K::Text, "table", "", "table or json", R::Cli, "table|json"},
@@ -203,19 +168,10 @@ constexpr Option kPlan[] = {
     kMaxOps,
 };
 
-constexpr Option kSearch[] = {
-    kConfig,
-    kSet,
-    kPp,
-    kMicrobatches,
-    kSearchTimes,
-    kChunkTimes,
-    kP2pLatency,
-    kA2a,
-    kLayers,
-    kAttnShare,
-    kCommSms,
-    kSms,
+constexpr Option kSearchFirst[] = {
+    kConfig, kSet, kPp, kMicrobatches, kSearchTimes, kChunkTimes, kP2pLatency,
+};
+constexpr Option kSearchOwn[] = {
     {"--memory-cap", K::Text, "best", "micro-batches of one rank's share",
      "activations per rank (a V chunk counts 1/2); none (or 0): no cap; best: the best family's peak, so that a win "
      "is at equal memory"},
@@ -223,7 +179,7 @@ constexpr Option kSearch[] = {
      "share of a micro-batch's activations its W still holds after its I (Zero Bubble's M_W/M_B), in [0, 1]; unset: "
      "1 with --times, the memory model's with a config"},
     {"--placement", K::Text, "all", "", "linear, v, bidirectional or all", R::Both, "linear|v|bidirectional|all"},
-    {"--seed", K::Int, "1", "", "random seed (same seed, same result unless the time limit binds)"},
+    {"--seed", K::Int64, "1", "", "random seed (same seed, same result unless the time limit binds)"},
     {"--time-limit", K::Real, "10", "s", "seconds for the whole search"},
     {"--objective", K::Text, "", "",
      "makespan, or span: the longest rank's own span (the default when the config sets parallel.post_validation)",
@@ -237,15 +193,14 @@ constexpr Option kSearch[] = {
      R::Cli, "csv|torch"},
     kFormatResults,
     {"--quiet,-q", K::Flag, "", "", "no progress line on stderr (it is shown only when stderr is a terminal)", R::Cli},
-    {"overlap", K::Text, "", "", "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
-     R::Python},
 };
+constexpr auto kSearch = join(kSearchFirst, kOverlapRows, kSearchOwn, kOverlapDict);
 
 constexpr Option kModel[] = {
     {"file", K::Text, "", "", "a ppsim YAML config or a Hugging Face config.json", R::Both, {}, false, "path", true},
     {"--pp,-p", K::Int, "", "stages", "pipeline stages: the parameters each holds (default: a YAML's parallel.pp)"},
     {"--layer-split", K::Ints, "", "layers", "layers per stage, comma-separated (default: the config's, else even)"},
-    {"--seq-len", K::Int, "", "tokens", "sequence length for the FLOPs (default: the config's)"},
+    {"--seq-len", K::Int64, "", "tokens", "sequence length for the FLOPs (default: the config's)"},
     kSet,
     kFormatTableJson,
     kOutput,

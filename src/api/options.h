@@ -33,7 +33,8 @@ struct ValidateRequest;
 
 enum class Kind {
   Flag,   // a switch (Python: bool)
-  Int,    // an integer (Python: int)
+  Int,    // an integer that fits an int (Python: int)
+  Int64,  // a 64-bit integer: counts and seeds (Python: int)
   Real,   // a number (Python: float)
   Text,   // a string (Python: str)
   Texts,  // repeatable or several strings (Python: list[str])

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "api/gpu.h"
 #include "api/options.h"
@@ -86,7 +87,7 @@ std::vector<int> Values::ints(std::string_view key) const {
 namespace {
 
 int to_int(long long v, const char* flag) {
-  if (v < -2147483647LL || v > 2147483647LL)
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
     throw InputError(fmt::format("{}: {} is out of range", flag, v), {}, kExitUsage);
   return static_cast<int>(v);
 }
@@ -167,17 +168,11 @@ SearchCall search_call(const Values& v) {
   if (cap == "none") {
     c.memory_cap = 0.0;
   } else if (cap != "best") {
-    std::size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(cap, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (cap.empty() || used != cap.size() || !(x >= 0 && x <= 1e9))
+    const std::optional<double> x = parse_number(cap);
+    if (!x || !(*x >= 0 && *x <= 1e9))
       throw InputError(fmt::format("--memory-cap: expected a number >= 0, none or best, got '{}'", cap), {},
                        kExitUsage);
-    c.memory_cap = x;
+    c.memory_cap = *x;
   }
   c.w_hold = v.real("w_hold");
   c.placement = v.text("placement");

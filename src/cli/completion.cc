@@ -141,7 +141,7 @@ std::string completion_script(const std::string& shell) {
 }
 
 nlohmann::json dump_options(const CLI::App& app) {
-  static constexpr const char* kKinds[] = {"flag", "int", "real", "text", "texts", "ints"};
+  static constexpr const char* kKinds[] = {"flag", "int", "int64", "real", "text", "texts", "ints"};
   static constexpr const char* kReach[] = {"both", "cli", "python"};
   nlohmann::json out = nlohmann::json::array();
   for (const api::CommandSpec& c : api::command_specs()) {

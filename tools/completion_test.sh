@@ -15,6 +15,9 @@ COMP_WORDS=(ppsim compare --lay); COMP_CWORD=2; _ppsim; expect --layout
 COMP_WORDS=(ppsim compare --layout ""); COMP_CWORD=3; _ppsim; expect bidirectional
 COMP_WORDS=(ppsim compare -s ""); COMP_CWORD=3; _ppsim; expect dualpipev
 COMP_WORDS=(ppsim validate --transport ""); COMP_CWORD=3; _ppsim; expect nccl
+# A number completes to nothing (not to file names).
+COMP_WORDS=(ppsim compare --pp ""); COMP_CWORD=3; _ppsim
+[[ ${#COMPREPLY[@]} -eq 0 ]] || { echo "--pp offers ${COMPREPLY[*]}" >&2; exit 1; }
 # A flag of another command is not offered.
 COMP_WORDS=(ppsim model --lay); COMP_CWORD=2; _ppsim
 [[ " ${COMPREPLY[*]} " != *" --layout "* ]] || { echo "model offers --layout" >&2; exit 1; }

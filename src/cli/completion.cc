@@ -26,6 +26,10 @@ std::string value_words(const api::Option& o) {
   return {};
 }
 
+bool numeric(const api::Option& o) {
+  return o.kind == api::Kind::Int || o.kind == api::Kind::Int64 || o.kind == api::Kind::Real;
+}
+
 // Every spelling of an option, space-separated: "--pp -p".
 std::string spellings(const api::Option& o) {
   std::string out(o.names);
@@ -47,6 +51,10 @@ std::string bash_script() {
       for (char& ch : pattern)
         if (ch == ' ') ch = '|';
       const std::string words = value_words(o);
+      if (numeric(o) && words.empty()) {  // a number: nothing to offer
+        prev += fmt::format("        {}) COMPREPLY=(); return;;\n", pattern);
+        continue;
+      }
       prev += words.empty()
                   ? fmt::format("        {}) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n", pattern)
                   : fmt::format("        {}) COMPREPLY=($(compgen -W \"{}\" -- \"$cur\")); return;;\n", pattern, words);
@@ -76,7 +84,8 @@ std::string zsh_help(std::string_view help) {
   for (char& c : out) {
     if (c == '[') c = '(';
     if (c == ']') c = ')';
-    if (c == ':' || c == '\'') c = ' ';
+    if (c == ':') c = ' ';
+    if (c == '\'') c = '`';  // no quote can be escaped inside zsh's single quotes
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
   return out;
@@ -91,8 +100,9 @@ std::string zsh_script() {
       if (o.reach == api::Reach::Python) continue;
       const std::string words = value_words(o);
       const std::string action = o.kind == api::Kind::Flag ? ""
-                                 : words.empty()           ? ":value:_files"
-                                                           : ":value:(" + words + ")";
+                                 : !words.empty()          ? ":value:(" + words + ")"
+                                 : numeric(o)              ? ":number: "
+                                                           : ":value:_files";
       if (api::positional(o)) {
         specs +=
             fmt::format(" \\\n        '*:{}:{}'", api::option_name(o), words.empty() ? "_files" : "(" + words + ")");

@@ -5,27 +5,29 @@
 // converted to Python objects, so Python and `--format json` agree by construction; the GIL is
 // released while schedules are generated, imported and simulated, never while Python objects
 // are touched.
-#include <optional>
-#include <string>
-#include <vector>
-
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "api/fidelity.h"
 #include "api/gpu.h"
 #include "api/import_trace.h"
 #include "api/model.h"
+#include "api/options.h"
 #include "api/plan.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
 #include "api/search.h"
+#include "api/times.h"
 #include "core/error.h"
 #include "plan/plan_json.h"
 #include "ppsim_version.h"
-#include "report/trace.h"
 #include "report/svg.h"
+#include "report/trace.h"
 #include "schedules/notation.h"
 #include "schedules/torch_p2p.h"
 #include "sim/engine.h"
@@ -48,23 +50,20 @@ struct ConfigHandle {
   std::vector<std::string> sets;
 };
 
-// The overlap model's keyword arguments (simulate, compare, search) into the request's unit costs.
-void set_overlap(api::UnitCosts& u, double a2a, double attn_share, int layers, int comm_sms, int sms) {
-  u.a2a = a2a;
-  u.attn_share = attn_share;
-  u.layers = layers;
-  u.comm_sms = comm_sms;
-  u.sms = sms;
-}
-
 py::object to_py(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return py::none();
-    case nlohmann::json::value_t::boolean: return py::bool_(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return py::int_(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return py::int_(j.get<std::uint64_t>());
-    case nlohmann::json::value_t::number_float: return py::float_(j.get<double>());
-    case nlohmann::json::value_t::string: return py::str(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::null:
+      return py::none();
+    case nlohmann::json::value_t::boolean:
+      return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return py::int_(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      return py::int_(j.get<std::uint64_t>());
+    case nlohmann::json::value_t::number_float:
+      return py::float_(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return py::str(j.get_ref<const std::string&>());
     case nlohmann::json::value_t::array: {
       py::list l;
       for (const auto& e : j) l.append(to_py(e));
@@ -75,7 +74,8 @@ py::object to_py(const nlohmann::json& j) {
       for (auto it = j.begin(); it != j.end(); ++it) d[py::str(it.key())] = to_py(it.value());
       return d;
     }
-    default: return py::none();
+    default:
+      return py::none();
   }
 }
 
@@ -111,12 +111,14 @@ py::dict timeline_to_py(const Timeline& t, bool numpy) {
   const auto& iv = t.intervals;
   py::dict ivs;
   ivs["rank"] = column<std::int32_t>(iv.size(), numpy, [&](std::size_t i) { return iv[i].rank; });
-  ivs["stream"] = str_column(iv.size(), [&](std::size_t i) { return iv[i].stream == Stream::Compute ? "compute" : "comm"; });
+  ivs["stream"] =
+      str_column(iv.size(), [&](std::size_t i) { return iv[i].stream == Stream::Compute ? "compute" : "comm"; });
   ivs["part"] = str_column(iv.size(), [&](std::size_t i) { return part_name(iv[i].part); });
   ivs["start"] = column<double>(iv.size(), numpy, [&](std::size_t i) { return d(iv[i].start); });
   ivs["end"] = column<double>(iv.size(), numpy, [&](std::size_t i) { return d(iv[i].end); });
   ivs["action"] = str_column(iv.size(), [&](std::size_t i) { return format_action(iv[i].action); });
-  ivs["op_index"] = column<std::int32_t>(iv.size(), numpy, [&](std::size_t i) { return static_cast<std::int32_t>(iv[i].op_index); });
+  ivs["op_index"] =
+      column<std::int32_t>(iv.size(), numpy, [&](std::size_t i) { return static_cast<std::int32_t>(iv[i].op_index); });
   out["intervals"] = ivs;
   const auto& tr = t.transfers;
   py::dict trs;
@@ -125,7 +127,8 @@ py::dict timeline_to_py(const Timeline& t, bool numpy) {
   trs["start"] = column<double>(tr.size(), numpy, [&](std::size_t i) { return d(tr[i].start); });
   trs["end"] = column<double>(tr.size(), numpy, [&](std::size_t i) { return d(tr[i].end); });
   trs["producer"] = str_column(tr.size(), [&](std::size_t i) { return format_op(tr[i].producer); });
-  trs["bytes"] = column<std::int64_t>(tr.size(), numpy, [&](std::size_t i) { return static_cast<std::int64_t>(tr[i].bytes); });
+  trs["bytes"] =
+      column<std::int64_t>(tr.size(), numpy, [&](std::size_t i) { return static_cast<std::int64_t>(tr[i].bytes); });
   out["transfers"] = trs;
   py::list act;
   for (const auto& rank : t.activations) {
@@ -149,7 +152,8 @@ std::vector<std::vector<std::string>> ranks_of(const Schedule& s) {
   return out;
 }
 
-ScheduleHandle generate(const std::string& family, int pp, int microbatches, int vpp, int group_size, long long max_ops) {
+ScheduleHandle generate(const std::string& family, int pp, int microbatches, int vpp, int group_size,
+                        long long max_ops) {
   api::ScheduleChoice c;
   c.pp = pp;
   c.microbatches = microbatches;
@@ -164,7 +168,7 @@ ScheduleHandle generate(const std::string& family, int pp, int microbatches, int
 }
 
 ScheduleHandle import_text(const std::string& text, const std::string& name, int pp, int microbatches,
-                       const std::string& layout) {
+                           const std::string& layout) {
   py::gil_scoped_release nogil;
   return ScheduleHandle{import_csv(text, name, pp, microbatches, parse_layout(layout)), std::nullopt};
 }
@@ -174,85 +178,177 @@ ScheduleHandle import_file(const std::string& path, int pp, int microbatches, co
   return ScheduleHandle{import_csv_file(path, pp, microbatches, parse_layout(layout)), std::nullopt};
 }
 
-// One request (api::Request) from keyword values; returns the JSON object and the timelines.
-py::dict run(std::optional<ScheduleHandle> schedule, const std::string& families, bool single, std::optional<int> pp,
-             std::optional<int> microbatches, int vpp, int group_size, const std::string& times,
-             const std::string& chunk_times, double p2p_latency, double a2a, double attn_share, int layers, int comm_sms,
-             int sms, std::optional<ConfigHandle> config, bool timelines, bool numpy, long long max_ops) {
-  api::Request req;
-  if (schedule) {
-    req.schedule.schedule = schedule->s;
-    req.schedule.generated_with = schedule->params;
+// ---- keyword arguments through the options table (src/api/options.cc) ------------------------------
+
+// "F=1,B=2" from a dict {"F": 1, "B": 2}: each number as its repr, which round-trips a float.
+std::string times_text(const py::handle& x) {
+  if (!py::isinstance<py::dict>(x)) return py::str(x);
+  std::string out;
+  for (auto [k, v] : py::reinterpret_borrow<py::dict>(x)) {
+    const bool number = py::isinstance<py::float_>(v) || (py::isinstance<py::int_>(v) && !py::isinstance<py::bool_>(v));
+    out += fmt::format("{}{}={}", out.empty() ? "" : ",", std::string(py::str(k)),
+                       std::string(number ? py::repr(py::float_(py::reinterpret_borrow<py::object>(v))) : py::str(v)));
   }
-  req.schedule.pp = pp;
-  req.schedule.microbatches = microbatches;
-  req.schedule.vpp = vpp;
-  req.schedule.group_size = group_size;
-  req.schedule.max_ops = max_ops;
-  req.families = families;
-  req.single = single;
-  req.units.times = times;
-  req.units.chunk_times = chunk_times;
-  req.units.p2p_latency = p2p_latency;
-  set_overlap(req.units, a2a, attn_share, layers, comm_sms, sms);
-  if (config) {
-    req.loaded_config = config->cfg;
-    req.config_name = config->path;
+  return out;
+}
+
+// --set's "key=value" from a dict {"parallel.pp": 4} (bools as true/false) or a list of strings.
+std::vector<std::string> texts_of(const py::handle& x) {
+  std::vector<std::string> out;
+  if (py::isinstance<py::str>(x) || py::isinstance<py::bytes>(x)) return {py::str(x)};
+  if (py::isinstance<py::dict>(x)) {
+    for (auto [k, v] : py::reinterpret_borrow<py::dict>(x))
+      out.push_back(
+          fmt::format("{}={}", std::string(py::str(k)),
+                      py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "true" : "false") : std::string(py::str(v))));
+    return out;
   }
-  req.timelines = timelines;
+  for (const py::handle item : x) out.push_back(py::str(item));
+  return out;
+}
+
+[[noreturn]] void type_error(const std::string& fn, const api::Option& o, const char* want, const py::handle& x) {
+  throw py::type_error(fmt::format("{}(): {} must be {}, got {}", fn, api::python_name(o), want,
+                                   std::string(py::str(py::type::handle_of(x).attr("__name__")))));
+}
+
+// One keyword's value as the table's kind says.
+api::Value value_of(const std::string& fn, const api::Option& o, const py::handle& x) {
+  if (x.is_none()) return std::monostate{};
+  const bool is_bool = py::isinstance<py::bool_>(x);
+  switch (o.kind) {
+    case api::Kind::Flag:
+      if (!is_bool) type_error(fn, o, "a bool", x);
+      return x.cast<bool>();
+    case api::Kind::Int:
+    case api::Kind::Int64:
+      if (is_bool || !py::isinstance<py::int_>(x)) type_error(fn, o, "an int", x);
+      return x.cast<long long>();
+    case api::Kind::Real: {
+      if (is_bool || !(py::isinstance<py::int_>(x) || py::isinstance<py::float_>(x))) type_error(fn, o, "a number", x);
+      const double d = x.cast<double>();
+      if (o.positive && !(d > 0))
+        throw InputError(fmt::format("--{}: {} is not a positive number", api::option_name(o), d), {}, kExitUsage);
+      return d;
+    }
+    case api::Kind::Text: {
+      if (py::isinstance<py::dict>(x)) return times_text(x);
+      if (py::isinstance<py::list>(x) || py::isinstance<py::tuple>(x)) {  // schedules=["1f1b", "gpipe"]
+        std::string out;
+        for (const std::string& t : texts_of(x)) out += (out.empty() ? "" : ",") + t;
+        return out;
+      }
+      std::string t = py::str(x);
+      api::check_choice(o, t);
+      return t;
+    }
+    case api::Kind::Texts:
+      return texts_of(x);
+    case api::Kind::Ints: {
+      std::vector<long long> out;
+      for (const py::handle item : x) {
+        if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+          type_error(fn, o, "a list of ints", item);
+        out.push_back(item.cast<long long>());
+      }
+      return out;
+    }
+  }
+  throw InternalError("unknown option kind");
+}
+
+// The keyword arguments as the command's values: exactly the table's Python keywords (TypeError
+// with a suggestion otherwise). Handles (Config, Schedule) are left to the caller.
+api::Values values_of(const api::CommandSpec& c, const py::dict& kw) {
+  const std::string fn(c.py);
+  api::Values v(c);
+  std::vector<std::string> names;
+  for (const api::Option& o : c.options)
+    if (o.reach != api::Reach::Cli) names.push_back(api::python_name(o));
+  for (auto [k, x] : kw) {
+    const std::string key = py::str(k);
+    const api::Option* o = api::find_option(c, key);
+    if (!o || o->reach == api::Reach::Cli) {
+      const std::string near = closest_match(key, names);
+      throw py::type_error(fmt::format("{}() got an unexpected keyword argument '{}'{}", fn, key,
+                                       near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near)));
+    }
+    if (py::isinstance<ConfigHandle>(x) || py::isinstance<ScheduleHandle>(x) || key == "overlap") continue;
+    v.set(key, value_of(fn, *o, x));
+  }
+  return v;
+}
+
+// config= as a ppsim.Config: its path, and its overrides before any given with the call.
+void take_config(api::Values& v, const py::dict& kw) {
+  if (!kw.contains("config") || !py::isinstance<ConfigHandle>(kw["config"])) return;
+  const ConfigHandle& h = kw["config"].cast<const ConfigHandle&>();
+  std::vector<std::string> sets = h.sets;
+  for (std::string& s : v.texts("overrides")) sets.push_back(std::move(s));
+  v.set("config", h.path);
+  v.set("overrides", sets);
+}
+
+// overlap={"a2a": .., "layers": ..}: the overlap keywords as one dict (given keywords win).
+void take_overlap(api::Values& v, const py::dict& kw) {
+  if (!kw.contains("overlap") || kw["overlap"].is_none()) return;
+  const py::dict ov = kw["overlap"].cast<py::dict>();
+  if (!ov.contains("a2a")) throw py::type_error("overlap needs 'a2a' (the time of one layer's all-to-all)");
+  for (auto [k, x] : ov) {
+    const std::string key = py::str(k);
+    const api::Option* o = key == "overlap" ? nullptr : api::find_option(v.command(), key);
+    if (!o || (key != "a2a" && key != "layers" && key != "attn_share" && key != "comm_sms" && key != "sms"))
+      throw py::type_error(fmt::format("overlap: unknown key '{}' (a2a, layers, attn_share, comm_sms, sms)", key));
+    if (!v.given(key)) v.set(key, value_of(std::string(v.command().py), *o, x));
+  }
+}
+
+void warn_notes(const api::Values& v) {
+  for (const std::string& n : v.notes) PyErr_WarnEx(PyExc_UserWarning, n.c_str(), 1);
+  v.notes.clear();
+}
+
+bool have_numpy() {
+  try {
+    py::module_::import("numpy");
+    return true;
+  } catch (const py::error_already_set&) {
+    return false;
+  }
+}
+
+// compare and simulate: api::run as `--format json`, with the timelines when asked for; simulate
+// returns its one result (with "timeline").
+py::object run_call(const api::Values& v, const py::dict& kw) {
+  api::Request req = api::run_request(v);
+  warn_notes(v);
+  const bool simulate = v.command().name == "simulate";
+  if (simulate && kw.contains("schedule") && py::isinstance<ScheduleHandle>(kw["schedule"])) {
+    const ScheduleHandle& h = kw["schedule"].cast<const ScheduleHandle&>();
+    req.schedule.schedule = h.s;
+    req.schedule.generated_with = h.params;
+  }
+  req.timelines = simulate ? v.flag("timeline") : v.flag("timelines");
   api::Result r;
   {
     py::gil_scoped_release nogil;
     r = api::run(req);
   }
   py::dict out = to_py(api::to_json(r)).cast<py::dict>();
-  if (timelines) {
-    py::list tl;
-    for (const auto& t : r.timelines) tl.append(timeline_to_py(t, numpy));
-    out["timelines"] = tl;
+  py::list tl;
+  for (const auto& t : r.timelines) tl.append(timeline_to_py(t, have_numpy()));
+  if (!simulate) {
+    if (req.timelines) out["timelines"] = tl;
+    return out;
   }
-  return out;
+  py::dict row = out["results"].cast<py::list>()[0].cast<py::dict>();
+  if (req.timelines) row["timeline"] = tl[0];
+  return row;
 }
 
-py::object plan(const ConfigHandle& config, int top, int jobs, const std::string& shard, long long max_ops) {
-  api::PlanRequest req;
-  req.loaded_config = config.cfg;
-  req.sets = config.sets;
-  req.top = top;
-  req.jobs = jobs;
-  req.shard = shard;
-  req.max_ops = max_ops;
-  std::string text;
-  {
-    py::gil_scoped_release nogil;
-    text = render_plan_json(api::plan(req));
-  }
-  return to_py(nlohmann::json::parse(text));
-}
-
-// ppsim.search: api::search (as `ppsim search --format json`), with the table, the searched
-// schedule and the best family's.
-py::dict search_call(const std::string& config, const std::vector<std::string>& sets, std::optional<int> pp,
-                std::optional<int> microbatches, const std::string& times, const std::string& chunk_times,
-                double p2p_latency, double a2a, double attn_share, int layers, int comm_sms, int sms,
-                std::optional<double> memory_cap, const std::string& placement, std::uint64_t seed, double time_limit,
-                int threads, const std::string& objective, std::optional<double> w_hold) {
-  api::SearchCall c;
-  c.config = config;
-  c.sets = sets;
-  c.pp = pp;
-  c.microbatches = microbatches;
-  if (!times.empty()) c.times = times;
-  c.chunk_times = chunk_times;
-  c.p2p_latency = p2p_latency;
-  set_overlap(c.overlap, a2a, attn_share, layers, comm_sms, sms);
-  c.memory_cap = memory_cap;
-  c.w_hold = w_hold;
-  c.placement = placement;
-  c.seed = seed;
-  c.time_limit = time_limit;
-  c.threads = threads;
-  c.objective = objective;
+py::object search_py(const api::Values& v) {
+  api::SearchCall c = api::search_call(v);
+  warn_notes(v);
   api::SearchOutcome r;
   {
     py::gil_scoped_release nogil;
@@ -265,29 +361,21 @@ py::dict search_call(const std::string& config, const std::vector<std::string>& 
   return out;
 }
 
-// ppsim.import_trace: api::import_trace, as `ppsim import-trace --format json` (one trace, or one
-// per rank of a run; the prediction too with a schedule, "executed" for a pipeline run), the
-// version-2 profile's YAML text under "profile_yaml" (one trace with per-layer work) and the
-// executed order's CSV under "executed_csv" (where a pipeline run was rebuilt). `output` only
-// names the profile (refused where the CLI refuses -o); the caller writes it.
-py::dict import_trace_call(const std::vector<std::string>& traces, const std::vector<std::string>& map,
-                           bool no_default_rules, const std::string& step_range, const std::string& schedule, int pp,
-                           int microbatches, int vpp, int devices, int layers_per_chunk, int comm_sms, int sms,
-                           const std::string& output, bool moe_layers_only, const std::string& p2p_runtime) {
-  api::ImportTraceCall c;
-  c.traces = traces;
-  c.options = {map, no_default_rules, step_range};
-  c.predict.schedule = schedule;
-  if (pp > 0) c.predict.pp = pp;
-  if (microbatches > 0) c.predict.microbatches = microbatches;
-  if (vpp > 0) c.predict.vpp = vpp;
-  if (devices > 0) c.predict.devices = devices;
-  if (layers_per_chunk > 0) c.predict.layers_per_chunk = layers_per_chunk;
-  if (comm_sms > 0) c.predict.comm_sms = comm_sms;
-  if (sms > 0) c.predict.sms = sms;
-  c.predict.p2p_runtime = p2p_runtime;
-  c.output = output;
-  c.moe_layers_only = moe_layers_only;
+py::object plan_py(const api::Values& v) {
+  const api::PlanRequest req = api::plan_request(v);
+  warn_notes(v);
+  std::string text;
+  {
+    py::gil_scoped_release nogil;
+    text = render_plan_json(api::plan(req));
+  }
+  return to_py(nlohmann::json::parse(text));
+}
+
+// import_trace: as `--format json`, the version-2 profile's YAML under "profile_yaml" and the
+// executed order's CSV under "executed_csv" (None where there is none); the caller writes output.
+py::object import_trace_py(const api::Values& v) {
+  const api::ImportTraceCall c = api::import_trace_call(v);
   api::ImportTraceOutcome r;
   {
     py::gil_scoped_release nogil;
@@ -300,10 +388,9 @@ py::dict import_trace_call(const std::vector<std::string>& traces, const std::ve
   return out;
 }
 
-// ppsim.profile: api::profile (`ppsim profile`): the profile's YAML and one layer's medians.
-py::dict profile_call(const std::string& config, const std::vector<std::string>& sets, int warmup, int reps, int device,
-                 const std::string& a2a) {
-  api::ProfileRequest req{config, sets, warmup, reps, device, a2a};
+// profile: the profile's YAML and one layer's medians.
+py::object profile_py(const api::Values& v) {
+  const api::ProfileRequest req = api::profile_request(v);
   api::ProfileOutcome r;
   {
     py::gil_scoped_release nogil;
@@ -321,13 +408,14 @@ py::dict profile_call(const std::string& config, const std::vector<std::string>&
   out["op_ms"] = ops;
   out["input_grad_ms"] = r.layer.input_grad_ms;
   py::dict sub;
-  for (const auto& [k, v] : r.layer.sub_ops_ms) sub[py::str(k)] = v;
+  for (const auto& [k, x] : r.layer.sub_ops_ms) sub[py::str(k)] = x;
   out["sub_ops_ms"] = sub;
   return out;
 }
 
-// ppsim.validate: api::validate (`ppsim validate --format json`), with the table report as "text".
-py::dict validate_call(const api::ValidateRequest& req) {
+// validate: as `--format json`, the table report as "text".
+py::object validate_py(const api::Values& v) {
+  const api::ValidateRequest req = api::validate_request(v);
   api::ValidateOutcome r;
   {
     py::gil_scoped_release nogil;
@@ -338,39 +426,54 @@ py::dict validate_call(const api::ValidateRequest& req) {
   return out;
 }
 
+// ppsim.<command>(**kw): the keywords through the table, the request built as the CLI builds it.
+py::object call(const std::string& command, const py::dict& kw) {
+  const api::CommandSpec& c = api::command_spec(command);
+  api::Values v = values_of(c, kw);
+  take_config(v, kw);
+  if (api::find_option(c, "overlap")) take_overlap(v, kw);
+  if (command == "compare" || command == "simulate") return run_call(v, kw);
+  if (command == "search") return search_py(v);
+  if (command == "plan") return plan_py(v);
+  if (command == "import-trace") return import_trace_py(v);
+  if (command == "model") return to_py(api::model_json(api::model_report(api::model_request(v))));
+  if (command == "fidelity") return to_py(api::fidelity_json(api::fidelity(api::fidelity_request(v))));
+  if (command == "profile") return profile_py(v);
+  if (command == "validate") return validate_py(v);
+  throw InternalError(fmt::format("no Python call for '{}'", command));
+}
+
+// The default a keyword has in Python: the table's, typed; "" is None.
+py::object py_default(const api::Option& o) {
+  if (o.kind == api::Kind::Flag) return py::bool_(o.def == "true");
+  if (o.def.empty()) return py::none();
+  const std::string d(o.def);
+  if (o.kind == api::Kind::Int || o.kind == api::Kind::Int64) return py::int_(std::stoll(d));
+  if (o.kind == api::Kind::Real) return py::float_(std::stod(d));
+  return py::str(d);
+}
+
+// [(keyword, default, kind, help)] of a command's Python keywords, in the table's order.
+py::list keywords(const std::string& command) {
+  static constexpr const char* kKinds[] = {"flag", "int", "int64", "real", "text", "texts", "ints"};
+  py::list out;
+  for (const api::Option& o : api::command_spec(command).options)
+    if (o.reach != api::Reach::Cli)
+      out.append(
+          py::make_tuple(api::python_name(o), py_default(o), kKinds[static_cast<int>(o.kind)], std::string(o.help)));
+  return out;
+}
+
 // The timeline of a schedule at unit times (F=1, B=2, W=1, FB=3, as `ppsim show`'s chart), as the
 // SVG `ppsim simulate --svg` draws: a notebook's picture of a Schedule.
 std::string schedule_svg(const ScheduleHandle& h, const std::string& times) {
   py::gil_scoped_release nogil;
   api::UnitCosts u;
-  if (!times.empty()) u.times = times;
+  if (!times.empty()) u.times = api::parse_times(times, "--times");
   SimOptions opt;
   opt.record_timeline = true;
   const SimResult r = simulate(h.s, api::unit_costs(h.s, u), opt);
   return render_svg({{h.s.family, &r.timeline}});
-}
-
-// `ppsim model`: parameters by part, FLOPs per token, parameters per stage (api/model.h).
-py::object model_call(const std::string& path, std::optional<int> pp, const std::vector<int>& layer_split,
-                      std::optional<std::int64_t> seq_len, const std::vector<std::string>& sets) {
-  api::ModelRequest req;
-  req.path = path;
-  req.pp = pp;
-  req.layer_split = layer_split;
-  req.seq_len = seq_len;
-  req.sets = sets;
-  return to_py(api::model_json(api::model_report(req)));
-}
-
-// `ppsim fidelity`: every published run against its source (api/fidelity.h).
-py::object fidelity_call(const std::string& dir, const std::vector<std::string>& files,
-                         const std::vector<std::string>& sets, const std::string& thresholds) {
-  api::FidelityRequest req;
-  if (!dir.empty()) req.dir = dir;
-  req.files = files;
-  req.sets = sets;
-  req.thresholds = thresholds;
-  return to_py(api::fidelity_json(api::fidelity(req)));
 }
 
 }  // namespace
@@ -406,14 +509,16 @@ PYBIND11_MODULE(_ppsim, m) {
       .def_property_readonly("parameter_copies", [](const ScheduleHandle& s) { return s.s.parameter_copies; })
       .def_property_readonly("stage_rank", [](const ScheduleHandle& s) { return s.s.stage_rank; })
       .def_property_readonly("num_ops", [](const ScheduleHandle& s) { return s.s.num_ops(); })
-      .def_property_readonly("ranks", [](const ScheduleHandle& s) { return ranks_of(s.s); },
-                             "per rank, its actions in PyTorch's notation ('0F1', '(0F7;7B3)OVERLAP_F_B')")
+      .def_property_readonly(
+          "ranks", [](const ScheduleHandle& s) { return ranks_of(s.s); },
+          "per rank, its actions in PyTorch's notation ('0F1', '(0F7;7B3)OVERLAP_F_B')")
       .def("_csv", [](const ScheduleHandle& s) { return schedule_to_csv(s.s); })
       .def("_lowered_torch", [](const ScheduleHandle& s) { return schedule_tokens(with_torch_p2p(s.s)); })
-      .def("__eq__", [](const ScheduleHandle& a, const ScheduleHandle& b) {
-        return a.s.pp == b.s.pp && a.s.microbatches == b.s.microbatches && a.s.num_pipes == b.s.num_pipes &&
-               a.s.stage_rank == b.s.stage_rank && a.s.ranks == b.s.ranks;
-      })
+      .def("__eq__",
+           [](const ScheduleHandle& a, const ScheduleHandle& b) {
+             return a.s.pp == b.s.pp && a.s.microbatches == b.s.microbatches && a.s.num_pipes == b.s.num_pipes &&
+                    a.s.stage_rank == b.s.stage_rank && a.s.ranks == b.s.ranks;
+           })
       .def("__repr__", [](const ScheduleHandle& s) {
         return fmt::format("<ppsim.Schedule {} P={} M={} stages={} ops={}>", s.s.family, s.s.pp, s.s.microbatches,
                            s.s.num_stages(), s.s.num_ops());
@@ -436,34 +541,7 @@ PYBIND11_MODULE(_ppsim, m) {
     py::gil_scoped_release nogil;
     return ConfigHandle{load_config(path, sets), path, sets};
   });
-  m.def("_run", &run);
-  m.def("_plan", &plan);
-  m.def("_search", &search_call);
-  m.def("_model", &model_call);
-  m.def("_fidelity", &fidelity_call);
-  m.def("_import_trace", &import_trace_call);
-  m.def("_profile", &profile_call);
-  m.def("_validate", [](const std::string& config, const std::vector<std::string>& sets, const std::string& schedules,
-                        const std::string& schedule_file, int devices, int reps, double target, bool no_link_probe,
-                        bool ep_replay, const std::string& a2a, const std::string& transport, double timeout_s,
-                        const std::string& sm_split, const std::string& sharing, const std::string& rank_speeds) {
-    api::ValidateRequest req;
-    req.config = config;
-    req.sets = sets;
-    req.schedules = schedules;
-    req.schedule_file = schedule_file;
-    req.devices = devices;
-    req.reps = reps;
-    req.target = target;
-    req.no_link_probe = no_link_probe;
-    req.ep_replay = ep_replay;
-    req.a2a = a2a;
-    req.transport = transport;
-    req.timeout_s = timeout_s;
-    req.sm_split = sm_split;
-    req.sharing = sharing;
-    req.rank_speeds = rank_speeds;
-    return validate_call(req);
-  });
+  m.def("_call", &call, "one command with keyword arguments (the options table: src/api/options.cc)");
+  m.def("_keywords", &keywords, "the Python keywords of a command: (name, default, kind, help) each");
   m.def("_schedule_svg", &schedule_svg);
 }

@@ -31,9 +31,6 @@ try:
 except ImportError:
     _HAVE_NUMPY = False
 
-_OVERLAP_KEYS = {"a2a", "layers", "attn_share", "comm_sms", "sms"}
-
-
 def families():
     """The schedule families, as `ppsim schedules --format json` lists them."""
     return _ppsim._families()
@@ -129,85 +126,56 @@ def _times_spec(times):
     raise TypeError(f"times must be a string like 'F=1,B=2,W=1' or a dict, got {type(times).__name__}")
 
 
-def _request(schedule=None, families="all", single=False, pp=None, microbatches=None, vpp=0, group_size=0,
-             times=None, chunk_times=None, p2p_latency=0.0, overlap=None, config=None, timelines=False, max_ops=0):
-    if isinstance(config, str):
-        config = load_config(config)
-    ov = dict(overlap or {})
-    unknown = set(ov) - _OVERLAP_KEYS
-    if unknown:
-        raise TypeError(f"overlap: unknown key(s) {sorted(unknown)} (a2a, layers, attn_share, comm_sms, sms)")
-    if overlap is not None and "a2a" not in ov:
-        raise TypeError("overlap needs 'a2a' (the time of one layer's all-to-all)")
-    t = _times_spec(times) or ("" if chunk_times is not None else "F=1,B=2,W=1,FB=3")
-    return _ppsim._run(schedule, families, single, pp, microbatches, vpp, group_size, t, _times_spec(chunk_times),
-                       float(p2p_latency), float(ov.get("a2a", -1)), float(ov.get("attn_share", 0.5)),
-                       int(ov.get("layers", 1)), int(ov.get("comm_sms", 20)), int(ov.get("sms", 132)), config,
-                       timelines, _HAVE_NUMPY, max_ops)
+def _keywords(command, *first):
+    """Gives a function the Python keywords of its command's options table (src/api/options.cc):
+    `first` (explicit parameters of the function) keep their place; the rest are keyword-only.
+    The C++ side (_ppsim._call) accepts exactly these; python/ppsim/__init__.pyi is generated from
+    the same table."""
+    import inspect
+
+    def wrap(fn):
+        own = inspect.signature(fn).parameters
+        params = [p for p in own.values() if p.kind != p.VAR_KEYWORD]
+        for name, default, _kind, _help in _ppsim._keywords(command):
+            if name not in own:
+                params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default))
+        fn.__signature__ = inspect.Signature(params)
+        return fn
+    return wrap
 
 
-def simulate(schedule, times=None, chunk_times=None, p2p_latency=0.0, overlap=None, config=None, timeline=True,
-             **params):
+@_keywords("simulate")
+def simulate(schedule, **kw):
     """Simulate one schedule: a Schedule, or a family name with pp=, microbatches= (vpp=, group_size=).
 
     times: one rank's share ("F=1,B=2,W=1,FB=3" or a dict), cut into v chunks for V/interleaved
     layouts; chunk_times: per-chunk times instead; p2p_latency: per stage-to-stage transfer;
-    overlap: the overlap model, {"a2a": t, "layers": L, "attn_share": s, "comm_sms": n, "sms": N};
+    a2a, layers, attn_share, comm_sms, sms: the overlap model (or overlap={...} with those keys);
     config: a ppsim.Config (or a path) whose cost model gives the costs instead.
     Returns the result (docs/JSON.md's names) with "timeline" when timeline=True.
     """
-    if isinstance(schedule, Schedule):
-        out = _request(schedule=schedule, times=times, chunk_times=chunk_times, p2p_latency=p2p_latency,
-                       overlap=overlap, config=config, timelines=timeline, max_ops=params.pop("max_ops", 0))
-        if params:
-            raise TypeError(f"simulate() of a Schedule takes no {sorted(params)}")
-    else:
-        out = _request(families=str(schedule), single=True, times=times, chunk_times=chunk_times,
-                       p2p_latency=p2p_latency, overlap=overlap, config=config, timelines=timeline, **params)
-    row = out["results"][0]
-    if timeline:
-        row["timeline"] = out["timelines"][0]
-    return Result(row)
+    return Result(_ppsim._call("simulate", dict(kw, schedule=schedule)))
 
 
-def compare(schedules="all", pp=None, microbatches=None, times=None, chunk_times=None, p2p_latency=0.0,
-            overlap=None, config=None, timelines=False, **params):
+@_keywords("compare")
+def compare(schedules="all", **kw):
     """Simulate several families on the same model, as `ppsim compare --format json`.
 
     schedules: "all", a comma list, or a list of names. Returns {"results": [...], "skipped":
     [...]} ("config" too with a config); with timelines=True also "timelines", one per result.
     """
-    if not isinstance(schedules, str):
-        schedules = ",".join(schedules)
-    return Result(_request(families=schedules, pp=pp, microbatches=microbatches, times=times,
-                           chunk_times=chunk_times, p2p_latency=p2p_latency, overlap=overlap, config=config,
-                           timelines=timelines, **params))
+    return Result(_ppsim._call("compare", dict(kw, schedules=schedules)))
 
 
 def load_config(path, overrides=None):
     """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`."""
-    sets = []
-    for k, v in (overrides or {}).items():
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        sets.append(f"{k}={v}")
-    return _ppsim._load_config(str(path), sets)
+    return _ppsim._load_config(str(path), _sets(overrides))
 
 
-def plan(config, top=0, jobs=0, shard=None, max_ops=0):
+@_keywords("plan")
+def plan(config, **kw):
     """The planner on a config (a ppsim.Config or a path), as `ppsim plan --format json`."""
-    if isinstance(config, str):
-        config = load_config(config)
-    return _ppsim._plan(config, top, jobs, shard or "", max_ops)
-
-
-def _config_args(config, overrides=None):
-    """(path, sets) for a ppsim.Config, a path, or None."""
-    if config is None:
-        return "", []
-    if isinstance(config, Config):
-        return config.path, list(config.overrides) + _sets(overrides)
-    return str(config), _sets(overrides)
+    return _ppsim._call("plan", dict(kw, config=config))
 
 
 def _sets(overrides):
@@ -219,44 +187,26 @@ def _sets(overrides):
     return sets
 
 
-def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2p_latency=0.0, overlap=None,
-           config=None, memory_cap="best", placement="all", seed=1, time_limit=10.0, threads=0, objective=None,
-           w_hold=None):
+@_keywords("search")
+def search(**kw):
     """The schedule search, as `ppsim search --format json` (docs/SEARCH.md).
 
     objective: "makespan", "span" (the longest rank's own span: the step period under Zero Bubble's
     optimizer post-validation) or None (span when the config sets parallel.post_validation).
 
     memory_cap: activations per rank in rank shares; "best" (the default): the best family's peak,
-    so that a win is at equal memory; None or 0: no cap. w_hold: the share of a micro-batch's
+    so that a win is at equal memory; "none" or 0: no cap. w_hold: the share of a micro-batch's
     activations its W still holds after its I (Zero Bubble's M_W / M_B), in [0, 1]; None: 1 with
     times, the memory model's with a config. Returns a Result with "results" (the
     searched schedule's, then the best family's, docs/JSON.md's names), "skipped", "search"
     (cap, bound, gap, ...), "table" (the CLI's report) and "schedule" (the searched ppsim.Schedule;
     "best_family_schedule" too when a family fits the cap).
     """
-    path, sets = _config_args(config)
-    ov = dict(overlap or {})
-    unknown = set(ov) - _OVERLAP_KEYS
-    if unknown:
-        raise TypeError(f"overlap: unknown key(s) {sorted(unknown)} (a2a, layers, attn_share, comm_sms, sms)")
-    if memory_cap == "best":
-        cap = None
-    elif memory_cap is None or memory_cap == "none":
-        cap = 0.0
-    else:
-        cap = float(memory_cap)
-    t = _times_spec(times) or "F=1,B=2,W=1"
-    return Result(_ppsim._search(path, sets, pp, microbatches, t, _times_spec(chunk_times), float(p2p_latency),
-                                 float(ov.get("a2a", -1)), float(ov.get("attn_share", 0.5)), int(ov.get("layers", 1)),
-                                 int(ov.get("comm_sms", 20)), int(ov.get("sms", 132)), cap, str(placement),
-                                 int(seed), float(time_limit), int(threads), objective or "",
-                                 None if w_hold is None else float(w_hold)))
+    return Result(_ppsim._call("search", kw))
 
 
-def import_trace(trace, map=None, no_default_rules=False, step_range="", schedule="", pp=1, microbatches=1, vpp=0,
-                 devices=1, layers_per_chunk=0, comm_sms=20, sms=132, output=None, moe_layers_only=False,
-                 p2p_runtime="dataflow"):
+@_keywords("import-trace")
+def import_trace(trace, **kw):
     """A PyTorch profiler (Kineto) trace, as `ppsim import-trace --format json` (docs/TRACES.md).
 
     `trace`: one trace (a path), or a list of paths (one trace per rank of one run, or folders of
@@ -271,58 +221,49 @@ def import_trace(trace, map=None, no_default_rules=False, step_range="", schedul
     with PyTorch's sends and receives, one stream per rank (docs/CONFIG.md parallel.p2p_runtime).
     """
     traces = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
-    out = _ppsim._import_trace(traces, list(map or []), bool(no_default_rules), step_range, schedule, int(pp),
-                               int(microbatches), int(vpp), int(devices), int(layers_per_chunk), int(comm_sms),
-                               int(sms), "" if output is None else str(output), bool(moe_layers_only),
-                               str(p2p_runtime))
-    if output is not None:
-        with open(output, "w") as f:
+    out = _ppsim._call("import-trace", dict(kw, trace=traces))
+    if kw.get("output") is not None:
+        with open(kw["output"], "w") as f:
             f.write(out["profile_yaml"])
     return Result(out)
 
 
-def model(path, pp=None, layer_split=None, seq_len=None, overrides=None):
+@_keywords("model")
+def model(path, **kw):
     """What ppsim understood of a model, as `ppsim model --format json` (docs/CLI.md): a ppsim YAML
     or a Hugging Face config.json; "parameters": {"total", "active", "by_part"} in counts,
     "flops_per_token", and with pp= (or a YAML's parallel.pp) "stages".
     """
-    return Result(_ppsim._model(str(path), None if pp is None else int(pp), [int(x) for x in (layer_split or [])],
-                                None if seq_len is None else int(seq_len), _sets(overrides)))
+    return Result(_ppsim._call("model", dict(kw, path=str(path))))
 
 
-def fidelity(dir="configs/published", files=None, overrides=None, thresholds=""):
+@_keywords("fidelity")
+def fidelity(**kw):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
     (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
-    return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])], _sets(overrides),
-                                   str(thresholds or "")))
+    return Result(_ppsim._call("fidelity", kw))
 
 
-def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", output=None):
+@_keywords("profile")
+def profile(config, **kw):
     """`ppsim profile` on the GPU: {"yaml": the cost profile, "gpu", "op_ms": {F, B, W, FB}, ...}.
 
     Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
     """
-    path, sets = _config_args(config, overrides)
-    out = _ppsim._profile(path, sets, int(warmup), int(reps), int(device), str(a2a))
-    if output is not None:
-        with open(output, "w") as f:
+    out = _ppsim._call("profile", dict(kw, config=config))
+    if kw.get("output") is not None:
+        with open(kw["output"], "w") as f:
             f.write(out["yaml"])
     return Result(out)
 
 
-def validate(config, overrides=None, schedules="", schedule_file="", devices=0, reps=10, target=0.0,
-             no_link_probe=False, ep_replay=False, a2a="ours", transport="auto", timeout=120.0, sm_split="auto",
-             sharing="uniform", rank_speeds="profiled"):
+@_keywords("validate")
+def validate(config, **kw):
     """`ppsim validate --format json` on the GPUs (docs/JSON.md), the table report under "text".
 
     Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
     """
-    path, sets = _config_args(config, overrides)
-    if not isinstance(schedules, str):
-        schedules = ",".join(schedules)
-    return Result(_ppsim._validate(path, sets, schedules, str(schedule_file), int(devices), int(reps), float(target),
-                                   bool(no_link_probe), bool(ep_replay), str(a2a), str(transport), float(timeout),
-                                   str(sm_split), str(sharing), str(rank_speeds)))
+    return Result(_ppsim._call("validate", dict(kw, config=config)))
 
 
 # ---- notebooks -----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def test_search_equals_cli_json(cli):
 
 
 def test_search_without_cap_and_errors():
-    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap=None, time_limit=3)
+    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap="none", time_limit=3)
     assert got["search"]["memory_cap"] is None
     assert got["search"]["memory_cap_source"] == "none"
     with pytest.raises(ppsim.Error) as e:
@@ -53,7 +53,7 @@ def test_search_without_cap_and_errors():
 
 def test_search_span_objective():
     # P = 4, M = 8, F = I = W = 1, no cap: every rank's own span reaches its work, 8 x 3 = 24.
-    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap=None, placement="linear",
+    got = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", threads=1, memory_cap="none", placement="linear",
                        objective="span")
     assert got["search"]["objective"] == "span"
     assert got["search"]["longest_span"] == 24.0

@@ -27,6 +27,7 @@
 #include "report/validation.h"
 #include "schedules/notation.h"
 #include "schedules/registry.h"
+#include "schedules/schedule_list.h"
 #include "sim/engine.h"
 
 namespace ppsim::api {
@@ -245,20 +246,7 @@ std::vector<std::pair<std::string, const Family*>> what_to_replay(const Validati
     return items;
   }
   const std::string list = x.req.schedules.empty() ? config_schedules(x.cfg) : x.req.schedules;
-  if (list == "all") {
-    for (const auto& fam : families()) items.emplace_back(fam.name, &fam);
-    return items;
-  }
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > pos) {
-      const Family& fam = find_family(list.substr(pos, comma - pos));
-      items.emplace_back(fam.name, &fam);
-    }
-    pos = comma + 1;
-  }
+  for (const Family* fam : parse_schedule_list(list)) items.emplace_back(fam->name, fam);
   return items;
 }
 

@@ -20,11 +20,13 @@
 
 namespace ppsim::api {
 
-// Costs in the user's units, used when no config is given.
+// Costs in the user's units, used when no config is given. The times are parsed at the edge
+// (api::parse_times, api/options.h), in ticks: kTicksPerUnit per unit.
 struct UnitCosts {
-  std::string times = "F=1,B=2,W=1,FB=3";  // one rank's share; each of v chunks gets 1/v
-  std::string chunk_times;                  // per-chunk times instead (wins when non-empty)
-  double p2p_latency = 0;                   // each stage-to-stage transfer
+  // One rank's share (F=1, B=2, W=1, FB=3 by default); each of v chunks gets 1/v.
+  UniformTimes times{kTicksPerUnit, 2 * kTicksPerUnit, kTicksPerUnit, 3 * kTicksPerUnit};
+  std::optional<UniformTimes> chunk_times;  // per-chunk times instead (wins when set)
+  double p2p_latency = 0;                   // each stage-to-stage transfer, in units
   // Overlap model (off while a2a < 0): docs/OVERLAP.md.
   double a2a = -1;          // one dispatch or combine of one layer
   double attn_share = 0.5;  // share of F, b and W that is attention (the rest MLP/experts)

@@ -10,6 +10,7 @@
 #include "cost/config.h"
 #include "cost/invariants.h"
 #include "schedules/registry.h"
+#include "schedules/schedule_list.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
 
@@ -44,8 +45,7 @@ void add_unit_overlap_costs(SimCosts& costs, const UnitCosts& u, int v) {
 }
 
 SimCosts unit_costs(const Schedule& s, const UnitCosts& u) {
-  const SliceCosts c = u.chunk_times.empty() ? chunk_costs(parse_times(u.times, "--times"), s.chunks_per_rank)
-                                             : to_slice(parse_times(u.chunk_times, "--chunk-times"));
+  const SliceCosts c = u.chunk_times ? to_slice(*u.chunk_times) : chunk_costs(u.times, s.chunks_per_rank);
   SimCosts costs = uniform_costs(s.stages_per_pipe, c);
   costs.link.latency = units_to_ticks(u.p2p_latency, "--p2p-latency");
   if (u.a2a >= 0) {
@@ -59,7 +59,10 @@ namespace {
 
 // The unit costs' flags, for an invariant's error line.
 std::string unit_source(const UnitCosts& u) {
-  return u.chunk_times.empty() ? fmt::format("--times {}", u.times) : fmt::format("--chunk-times {}", u.chunk_times);
+  const UniformTimes& t = u.chunk_times ? *u.chunk_times : u.times;
+  auto units = [](Time x) { return static_cast<double>(x) / kTicksPerUnit; };
+  return fmt::format("{} F={:g},B={:g},W={:g},FB={:g}", u.chunk_times ? "--chunk-times" : "--times", units(t.f), units(t.b),
+                     units(t.w), units(t.fb));
 }
 
 }  // namespace
@@ -84,8 +87,6 @@ Result run(const Request& req) {
   // Values are checked once, before any schedule runs, so that a bad value is an error rather
   // than a reason to skip every schedule.
   if (!cfg) {
-    if (u.chunk_times.empty()) parse_times(u.times, "--times");
-    else parse_times(u.chunk_times, "--chunk-times");
     units_to_ticks(u.p2p_latency, "--p2p-latency");
   }
   // NaN compares false with everything, so range checks let it through: --a2a nan used to
@@ -130,7 +131,7 @@ Result run(const Request& req) {
       if (choice.vpp == 0) choice.vpp = v;
     }
     std::string list = req.families;
-    if (cfg && (list.empty() || list == "all") && !req.single) list = config_schedules(*cfg);
+    if (cfg && is_all_schedules(list) && !req.single) list = config_schedules(*cfg);
     for (const Family* fam : pick_families(list)) {
       const ScheduleParams p = params_for(*fam, choice);
       try {

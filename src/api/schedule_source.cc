@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "schedules/notation.h"
+#include "schedules/schedule_list.h"
 #include "sim/engine.h"
 
 namespace ppsim::api {
@@ -52,19 +53,7 @@ Schedule load_schedule(const std::string& family, const ScheduleChoice& c) {
 }
 
 std::vector<const Family*> pick_families(const std::string& list) {
-  std::vector<const Family*> out;
-  if (list == "all" || list.empty()) {
-    for (const auto& f : families()) out.push_back(&f);
-    return out;
-  }
-  std::size_t pos = 0;
-  while (pos <= list.size()) {
-    std::size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string name = list.substr(pos, comma - pos);
-    if (!name.empty()) out.push_back(&find_family(name));
-    pos = comma + 1;
-  }
+  std::vector<const Family*> out = parse_schedule_list(list);
   if (out.empty()) throw InputError("--schedules: no schedule named", {}, kExitUsage);
   return out;
 }

@@ -46,8 +46,8 @@ void check_limits(const SearchCall& a) {
   if (a.memory_cap && !(*a.memory_cap >= 0 && *a.memory_cap <= 1e9))
     throw InputError(fmt::format("--memory-cap: expected a number >= 0 or none, got {}", *a.memory_cap), {},
                      kExitUsage);
-  if (!(a.p2p_latency >= 0 && a.p2p_latency <= 1e9))
-    throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a.p2p_latency), {},
+  if (!(a.units.p2p_latency >= 0 && a.units.p2p_latency <= 1e9))
+    throw InputError(fmt::format("--p2p-latency: expected a number in [0, 1e9], got {}", a.units.p2p_latency), {},
                      kExitUsage);
 }
 
@@ -74,11 +74,7 @@ Setup setup_costs(const SearchCall& a, SearchOutcome& out) {
   if (a.microbatches) st.m = *a.microbatches;
   // The costs are compare's (unit_costs); the times are parsed first so that a bad value is one
   // line before any search starts.
-  st.units = a.overlap;
-  st.units.times = a.times;
-  st.units.chunk_times = a.chunk_times;
-  st.units.p2p_latency = a.p2p_latency;
-  (void)(a.chunk_times.empty() ? parse_times(a.times, "--times") : parse_times(a.chunk_times, "--chunk-times"));
+  st.units = a.units;
   st.placements = parse_placements(a.placement);
   if (st.units.a2a >= 0 || std::isnan(st.units.a2a)) {
     if (st.cfg)

@@ -17,20 +17,26 @@ std::string lower(std::string s) {
 }
 
 Time parse_amount(const std::string& text, const std::string& what, const std::string& flag) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isfinite(v))
-    throw InputError(fmt::format("{}: {} must be a number, got '{}'", flag, what, text), {}, kExitUsage);
+  const std::optional<double> parsed = parse_number(text);
+  if (!parsed) throw InputError(fmt::format("{}: {} must be a number, got '{}'", flag, what, text), {}, kExitUsage);
+  const double v = *parsed;
   if (v < 0) throw InputError(fmt::format("{}: {} must be >= 0, got {}", flag, what, text), {}, kExitUsage);
   if (v > 1e9) throw InputError(fmt::format("{}: {} = {} is too large (at most 1e9 units)", flag, what, text), {}, kExitUsage);
   return static_cast<Time>(std::llround(v * static_cast<double>(kTicksPerUnit)));
 }
 }  // namespace
+
+std::optional<double> parse_number(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 
 UniformTimes parse_times(const std::string& spec, const std::string& flag) {
   UniformTimes t;

@@ -5,6 +5,7 @@
 // Not obvious: every error names the CLI flag it came from (`flag`), because the Python module
 // promises the CLI's messages word for word (python/tests/test_errors.py checks it).
 #pragma once
+#include <optional>
 #include <string>
 
 #include "core/time.h"
@@ -16,6 +17,8 @@ namespace ppsim::api {
 // "F=1,B=2,W=1,FB=3" in the user's units -> ticks. FB defaults to F+B, W to 0. Keys are
 // case-insensitive; F&B is accepted for FB. InputError (exit 2) on a bad key, value or W > B.
 UniformTimes parse_times(const std::string& spec, const std::string& flag);
+// The whole text as a finite number ("1.5", "2e3"), else nullopt.
+std::optional<double> parse_number(const std::string& text);
 // One amount in units (>= 0, at most 1e9) -> ticks; InputError (exit 2) naming `flag` otherwise.
 Time units_to_ticks(double v, const char* flag);
 

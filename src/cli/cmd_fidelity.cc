@@ -11,15 +11,6 @@ namespace ppsim::cli {
 
 namespace {
 
-struct FidelityArgs {
-  std::vector<std::string> files;
-  std::string dir = "configs/published";
-  std::vector<std::string> sets;
-  std::string format = "table";
-  std::string output = "-";
-  std::string check;
-};
-
 std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:+.1f}", *v) : std::string("-"); }
 
 std::string render_table(const api::FidelityResult& r) {
@@ -46,22 +37,12 @@ std::string render_table(const api::FidelityResult& r) {
 }  // namespace
 
 Runner setup_fidelity(CLI::App& sub) {
-  auto a = std::make_shared<FidelityArgs>();
-  sub.add_option("files", a->files, "published configs (default: every *.yaml in --dir)");
-  sub.add_option("--dir", a->dir, "folder of published configs")->capture_default_str();
-  sub.add_option("--set", a->sets, "override a key in every config: key.path=value (repeatable), e.g. costs.dp_comm=false");
-  sub.add_option("--format", a->format, "table or json")->capture_default_str();
-  sub.add_option("--output,-o", a->output, "write the report to this file");
-  sub.add_option("--check", a->check, "a thresholds file: exit 7 when a result's |error| (or relative pp) is past it");
+  auto a = bind_options(sub, "fidelity");
   return [a]() {
-    const Format f = parse_format(a->format, {"table", "json"});
-    api::FidelityRequest req;
-    req.files = a->files;
-    req.dir = a->dir;
-    req.sets = a->sets;
-    req.thresholds = a->check;
+    const Format f = parse_format(a->text("format"), {"table", "json"});
+    const api::FidelityRequest req = api::fidelity_request(*a);
     const api::FidelityResult r = api::fidelity(req);
-    write_output(a->output, f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
+    write_output(a->text("output"), f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
     return r.checked && r.failures > 0 ? 7 : 0;
   };
 }

@@ -10,38 +10,14 @@
 namespace ppsim::cli {
 
 namespace {
-struct ModelArgs {
-  std::string file;
-  int pp = 0;
-  std::vector<int> layer_split;
-  long long seq_len = 0;
-  std::vector<std::string> sets;
-  std::string format = "table";
-  std::string output = "-";
-};
-
 using api::short_count;
 }  // namespace
 
 Runner setup_model(CLI::App& sub) {
-  auto a = std::make_shared<ModelArgs>();
-  sub.add_option("file", a->file, "a ppsim YAML config or a Hugging Face config.json")->required();
-  sub.add_option("--pp,-p", a->pp, "pipeline stages: the parameters each holds (default: a YAML's parallel.pp)");
-  sub.add_option("--layer-split", a->layer_split,
-                 "layers per stage, comma-separated (default: the config's, else even)")
-      ->delimiter(',');
-  sub.add_option("--seq-len", a->seq_len, "sequence length for the FLOPs (default: the config's)");
-  sub.add_option("--set", a->sets, "override a YAML config key, e.g. --set model.layers=4");
-  sub.add_option("--format", a->format, "table or json")->capture_default_str();
-  sub.add_option("--output,-o", a->output, "write to this file instead of stdout");
+  auto a = bind_options(sub, "model");
   return [a]() {
-    const Format f = parse_format(a->format, {"table", "json"});
-    api::ModelRequest req;
-    req.path = a->file;
-    if (a->pp != 0) req.pp = a->pp;
-    req.layer_split = a->layer_split;
-    if (a->seq_len != 0) req.seq_len = a->seq_len;
-    req.sets = a->sets;
+    const Format f = parse_format(a->text("format"), {"table", "json"});
+    const api::ModelRequest req = api::model_request(*a);
     const api::ModelReport r = api::model_report(req);
     std::string out;
     if (f == Format::Json) {
@@ -86,7 +62,7 @@ Runner setup_model(CLI::App& sub) {
         }
       }
     }
-    write_output(a->output, out);
+    write_output(a->text("output"), out);
     return 0;
   };
 }

@@ -14,7 +14,6 @@
 #include "api/plan.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/megatron_flag.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
 #include "report/html.h"
@@ -22,20 +21,6 @@
 namespace ppsim::cli {
 
 namespace {
-
-struct PlanArgs {
-  std::string config;
-  std::vector<std::string> sets;
-  std::string megatron_args;
-  std::vector<std::string> merge;
-  std::string format = "table";
-  std::string output = "-";
-  std::string shard;
-  std::string html;
-  int top = 0;
-  int jobs = 0;
-  long long max_ops = 0;
-};
 
 // A one-line progress bar on stderr, redrawn in place.
 class Progress {
@@ -60,17 +45,10 @@ class Progress {
   bool drawn_ = false;
 };
 
-int run(const PlanArgs& a) {
-  const Format f = parse_format(a.format, {"table", "json", "csv"});
-  api::PlanRequest req;
-  req.config = a.config;
-  req.sets = a.sets;
-  add_megatron_set(a.megatron_args, req.sets);
-  req.merge = a.merge;
-  req.shard = a.shard;
-  req.top = a.top;
-  req.jobs = a.jobs;
-  req.max_ops = a.max_ops;
+int run(const api::Values& a) {
+  const Format f = parse_format(a.text("format"), {"table", "json", "csv"});
+  api::PlanRequest req = api::plan_request(a);
+  print_notes(a);
   Progress bar;
   if (::isatty(2)) req.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar(done, total); };
   const PlanResult result = api::plan(req);
@@ -82,8 +60,9 @@ int run(const PlanArgs& a) {
     default: text = render_plan_table(result); break;
   }
   std::vector<std::pair<std::string, std::string>> files;
-  if (!a.html.empty()) files.emplace_back(a.html, render_html(plan_html(plan_to_json(result))));
-  files.emplace_back(a.output, text);
+  if (const std::string html = a.text("html"); !html.empty())
+    files.emplace_back(html, render_html(plan_html(plan_to_json(result))));
+  files.emplace_back(a.text("output"), text);
   write_outputs(files);  // all of them or none
   return 0;
 }
@@ -91,18 +70,7 @@ int run(const PlanArgs& a) {
 }  // namespace
 
 Runner setup_plan(CLI::App& sub) {
-  auto a = std::make_shared<PlanArgs>();
-  sub.add_option("config", a->config, "YAML config with a plan: section");
-  sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
-  sub.add_option("--megatron-args", a->megatron_args, "model, parallelism and batch from a Megatron-LM argument list");
-  sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
-  sub.add_option("--output,-o", a->output, "write the report to this file");
-  sub.add_option("--html", a->html, "write a self-contained HTML report: ranked plans and what ruled candidates out");
-  sub.add_option("--top", a->top, "plans to list per variant (default: plan.top_k, else 10)");
-  sub.add_option("--jobs,-j", a->jobs, "threads (default: every core)");
-  sub.add_option("--shard", a->shard, "evaluate only candidates with id % n == i (i/n); write --format json for --merge");
-  sub.add_option("--merge", a->merge, "merge shard JSON files into the full ranking");
-  sub.add_option("--max-ops", a->max_ops, "refuse schedules that would generate more ops (default 2e8)");
+  auto a = bind_options(sub, "plan");
   return [a]() { return run(*a); };
 }
 

@@ -11,10 +11,9 @@
 namespace ppsim::cli {
 
 Runner setup_schedules(CLI::App& sub) {
-  auto format = std::make_shared<std::string>("table");
-  sub.add_option("--format", *format, "table or json")->capture_default_str();
-  return [format]() {
-    const Format f = parse_format(*format, {"table", "json"});
+  auto v = bind_options(sub, "schedules");
+  return [v]() {
+    const Format f = parse_format(v->text("format"), {"table", "json"});
     std::string out;
     if (f == Format::Json) {
       nlohmann::json j = nlohmann::json::array();

@@ -17,42 +17,18 @@
 
 namespace ppsim::cli {
 
-namespace {
-struct ShowArgs {
-  std::string family;
-  ScheduleOptions so;
-  std::string format = "text";
-  std::string output = "-";
-  std::string color = "auto";
-  std::string write_dialect = "auto";
-  std::string lower = "none";
-};
-}  // namespace
-
 Runner setup_show(CLI::App& sub) {
-  auto a = std::make_shared<ShowArgs>();
-  sub.add_option("family", a->family, "schedule family (ppsim schedules lists them)");
-  add_schedule_options(sub, a->so);
-  sub.add_option("--format", a->format, "text, csv or torch (PyTorch's CSV), or json")->capture_default_str();
-  sub.add_option("--output,-o", a->output, "write to this file instead of stdout");
-  sub.add_option("--color", a->color, "auto, always or never")->capture_default_str();
-  sub.add_option("--write-dialect", a->write_dialect,
-                 "the PyTorch CSV dialect --format csv|torch writes: auto (an imported file's own, else current), current, "
-                 "2.5 (I as B, B as BW)")
-      ->capture_default_str();
-  sub.add_option("--lower", a->lower,
-                 "none, or torch: the sends, receives and FSDP-style actions PyTorch's pipelining runtime lists for this "
-                 "order (its compute_comms schedule; parallel.p2p_runtime torch)")
-      ->capture_default_str();
+  auto a = bind_options(sub, "show");
   return [a]() {
-    if (a->lower != "none" && a->lower != "torch")
-      throw InputError(fmt::format("--lower '{}': expected none or torch", a->lower), closest_match(a->lower, {"none", "torch"}),
+    const std::string lower = a->text("lower"), format = a->text("format"), color = a->text("color");
+    const std::string output = a->text("output");
+    if (lower != "none" && lower != "torch")
+      throw InputError(fmt::format("--lower '{}': expected none or torch", lower), closest_match(lower, {"none", "torch"}),
                        kExitUsage);
-    const bool torch = a->format == "torch";
-    const Format f = torch ? Format::Csv : parse_format(a->format, {"text", "csv", "torch", "json"});
-    const Dialect dialect = parse_dialect(a->write_dialect);
-    Schedule s = api::load_schedule(a->family, to_choice(a->so));
-    if (a->lower == "torch") s = with_torch_p2p(std::move(s));
+    const Format f = format == "torch" ? Format::Csv : parse_format(format, {"text", "csv", "torch", "json"});
+    const Dialect dialect = parse_dialect(a->text("write_dialect"));
+    Schedule s = api::load_schedule(a->text("family"), api::schedule_choice(*a));
+    if (lower == "torch") s = with_torch_p2p(std::move(s));
     std::string out;
     if (f == Format::Csv) {
       out = schedule_to_csv(s, dialect);
@@ -71,7 +47,7 @@ Runner setup_show(CLI::App& sub) {
         j["ranks"].push_back(row);
       }
       if (!s.dialect.empty()) j["schedule_file"] = api::import_info(s);
-      if (a->lower == "torch") j["lowered"] = schedule_tokens(s, dialect);  // each rank's list, comm actions in order
+      if (lower == "torch") j["lowered"] = schedule_tokens(s, dialect);  // each rank's list, comm actions in order
       out = j.dump(2) + "\n";
     } else {
       out += fmt::format("{}: P={} M={} stages={} pipes={} ops={}\n", s.family, s.pp, s.microbatches, s.num_stages(),
@@ -84,10 +60,10 @@ Runner setup_show(CLI::App& sub) {
                              info["comm_actions"].get<std::size_t>(), info["fsdp_actions_ignored"].get<std::size_t>());
       }
       const std::vector<std::vector<std::string>> lowered =
-          a->lower == "torch" ? schedule_tokens(s, dialect) : std::vector<std::vector<std::string>>{};
+          lower == "torch" ? schedule_tokens(s, dialect) : std::vector<std::vector<std::string>>{};
       for (int r = 0; r < s.pp; ++r) {
         out += fmt::format("rank {:>2}:", r);
-        if (a->lower == "torch") {  // the lowered list, comm actions among the compute
+        if (lower == "torch") {  // the lowered list, comm actions among the compute
           for (const std::string& tok : lowered[static_cast<std::size_t>(r)]) out += " " + tok;
         } else {
           for (const auto& act : s.ranks[r]) out += " " + format_action(act);
@@ -95,9 +71,9 @@ Runner setup_show(CLI::App& sub) {
         out += "\n";
       }
       out += "\ntime steps (F=1, I=1, W=1, B=2, F&B=3):\n";
-      out += render_step_chart(api::unit_step_timeline(s), use_color(a->color, a->output));
+      out += render_step_chart(api::unit_step_timeline(s), use_color(color, output));
     }
-    write_output(a->output, out);
+    write_output(output, out);
     return 0;
   };
 }

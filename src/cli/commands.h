@@ -1,5 +1,6 @@
-// The subcommand table (ninja's kTools[] style): adding a subcommand is adding a row here and a
-// file cmd_<name>.cc that defines its setup function.
+// The subcommand table (ninja's kTools[] style): a command's name, help and options are its row
+// in src/api/options.cc; here it gets the function that sets it up (cmd_<name>.cc). Adding a
+// command: a table there, a row here, the setup function.
 #pragma once
 #include <functional>
 #include <string>
@@ -14,8 +15,7 @@ using Runner = std::function<int()>;
 using Setup = Runner (*)(CLI::App& sub);
 
 struct Command {
-  const char* name;
-  const char* help;
+  const char* name;  // as in api::command_specs(), whose help it shows
   Setup setup;
 };
 
@@ -32,17 +32,17 @@ Runner setup_model(CLI::App& sub);
 Runner setup_fidelity(CLI::App& sub);
 
 inline constexpr Command kCommands[] = {
-    {"schedules", "list the schedule families, their constraints and published formulas", setup_schedules},
-    {"show", "print one schedule's per-rank op order (text, PyTorch CSV or JSON)", setup_show},
-    {"compare", "simulate schedules side by side: makespan, bubbles, memory, throughput", setup_compare},
-    {"simulate", "simulate one schedule and write its timeline", setup_simulate},
-    {"plan", "search schedules and layouts for a YAML config under memory and GPU limits", setup_plan},
-    {"profile", "time a config's ops on the GPU and write a cost profile", setup_profile},
-    {"validate", "replay a schedule on the GPUs and compare measured with predicted", setup_validate},
-    {"import-trace", "read a PyTorch profiler (Kineto) trace and write a cost profile", setup_import_trace},
-    {"search", "search per-rank op orders for your costs under a memory cap; beside the best family", setup_search},
-    {"model", "parameters (total, active) by part, FLOPs per token, params per stage of a config or config.json", setup_model},
-    {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", setup_fidelity},
+    {"schedules", setup_schedules},
+    {"show", setup_show},
+    {"compare", setup_compare},
+    {"simulate", setup_simulate},
+    {"plan", setup_plan},
+    {"profile", setup_profile},
+    {"validate", setup_validate},
+    {"import-trace", setup_import_trace},
+    {"search", setup_search},
+    {"model", setup_model},
+    {"fidelity", setup_fidelity},
 };
 
 }  // namespace ppsim::cli

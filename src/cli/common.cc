@@ -1,12 +1,12 @@
 #include "cli/common.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -88,57 +88,57 @@ void write_outputs(const std::vector<std::pair<std::string, std::string>>& files
   }
 }
 
-void add_overlap_options(CLI::App& sub, api::UnitCosts& u) {
-  sub.add_option("--a2a", u.a2a, "overlap model: time of one layer's all-to-all dispatch (and of its combine)");
-  sub.add_option("--layers", u.layers, "overlap model: layers in one rank's share")->capture_default_str();
-  sub.add_option("--attn-share", u.attn_share, "overlap model: share of F/b/W that is attention")->capture_default_str();
-  sub.add_option("--comm-sms", u.comm_sms, "overlap model: SMs reserved for communication")->capture_default_str();
-  sub.add_option("--sms", u.sms, "overlap model: SMs per GPU")->capture_default_str();
-}
+namespace {
 
-void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts) {
-  if (with_family_counts) {
-    // kUnset marks "not given"; the one int equal to it is refused here as the out-of-range value
-    // it is, so that it can never pass for an absent flag.
-    auto count_option = [&sub](const char* names, const char* flag, const char* what, int& target, const char* help) {
-      sub.add_option_function<int>(
-          names,
-          [flag, what, &target](int v) {
-            if (v == ScheduleOptions::kUnset) throw CLI::ValidationError(flag, fmt::format("{} must be >= 1, got {}", what, v));
-            target = v;
-          },
-          help);
-    };
-    count_option("--pp,-p", "--pp", "P", o.pp, "pipeline ranks P (default 8, or the config's parallel.pp)");
-    count_option("--microbatches,-m", "--microbatches", "M", o.microbatches,
-                 "micro-batches M per step (default 20, or the config's)");
+// One table row as a CLI11 option writing into `v` under its Python keyword.
+CLI::Option* add_row(CLI::App& sub, const api::Option& o, const std::shared_ptr<api::Values>& v) {
+  const std::string key = api::python_name(o), names(o.names), help(o.help);
+  auto put = [v, key](auto x) { v->set(key, std::move(x)); };
+  switch (o.kind) {
+    case api::Kind::Flag:
+      return sub.add_flag_function(
+          names, [put](std::int64_t n) { put(n > 0); }, help);
+    case api::Kind::Int:
+      return sub.add_option_function<int>(names, [put](int x) { put(static_cast<long long>(x)); }, help);
+    case api::Kind::Int64:
+      return sub.add_option_function<long long>(names, put, help);
+    case api::Kind::Real:
+      return sub.add_option_function<double>(names, put, help);
+    case api::Kind::Text:
+      return sub.add_option_function<std::string>(names, put, help);
+    case api::Kind::Texts:
+      return sub.add_option_function<std::vector<std::string>>(names, put, help);
+    case api::Kind::Ints:
+      return sub.add_option_function<std::vector<long long>>(names, put, help)->delimiter(',');
   }
-  sub.add_option("--vpp", o.vpp, "chunks per rank for interleaved-1f1b (default 2)");
-  sub.add_option("--group-size", o.group_size, "interleaved-1f1b micro-batch group G (default P)");
-  sub.add_option("--schedule-file", o.schedule_file, "import a schedule from PyTorch's compute-only CSV");
-  sub.add_option("--layout", o.layout, "stage layout of an imported file: auto, linear, v, bidirectional")
-      ->capture_default_str();
-  sub.add_option("--csv-dialect", o.csv_dialect,
-                 "PyTorch CSV dialect of an imported file: auto, current (torch >= 2.6: I, W, B full), 2.5 (B input-grad "
-                 "beside W, BW full)")
-      ->capture_default_str();
-  sub.add_flag("--drop-comm", o.drop_comm,
-               "ignore an imported file's SEND/RECV actions (each transfer then starts when its producer ends)");
-  sub.add_option("--max-ops", o.max_ops, "refuse requests that would generate more ops (default 2e8)");
+  throw InternalError("unknown option kind");
 }
 
-api::ScheduleChoice to_choice(const ScheduleOptions& o) {
-  api::ScheduleChoice c;
-  if (o.pp != ScheduleOptions::kUnset) c.pp = o.pp;
-  if (o.microbatches != ScheduleOptions::kUnset) c.microbatches = o.microbatches;
-  c.vpp = o.vpp;
-  c.group_size = o.group_size;
-  c.schedule_file = o.schedule_file;
-  c.layout = o.layout;
-  c.csv_dialect = o.csv_dialect;
-  c.keep_comm = !o.drop_comm;
-  c.max_ops = o.max_ops;
-  return c;
+}  // namespace
+
+std::shared_ptr<api::Values> bind_options(CLI::App& sub, std::string_view command) {
+  const api::CommandSpec& spec = api::command_spec(command);
+  auto v = std::make_shared<api::Values>(spec);
+  for (const api::Option& o : spec.options) {
+    if (o.reach == api::Reach::Python) continue;
+    CLI::Option* opt = add_row(sub, o, v);
+    if (!o.def.empty() && o.kind != api::Kind::Flag) opt->default_str(std::string(o.def));
+    if (o.strict) opt->check(CLI::IsMember(api::choice_list(o)));
+    if (o.required) opt->required();
+    if (o.positive) opt->check(CLI::PositiveNumber);
+  }
+  return v;
+}
+
+void print_notes(const api::Values& v) {
+  for (const std::string& n : v.notes) std::fprintf(stderr, "ppsim: note: %s\n", printable(n).c_str());
+  v.notes.clear();
+}
+
+bool stdout_taken(const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [path, content] : files)
+    if (path == "-") return true;
+  return false;
 }
 
 Format parse_format(const std::string& s, const std::vector<std::string>& allowed) {

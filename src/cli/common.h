@@ -1,14 +1,16 @@
-// Helpers shared by the subcommands: the schedule flags (turned into the library's
-// api::ScheduleChoice), output formats, and writing files atomically (temp name, then rename).
+// Helpers shared by the subcommands: the options table bound to CLI11 (api/options.h), output
+// formats, and writing files atomically (temp name, then rename).
 // Nothing here decides a cost: times and costs are src/api/'s.
 #pragma once
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "api/options.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
 #include "core/time.h"
@@ -26,26 +28,14 @@ void write_output(const std::string& path, const std::string& content);
 // after the files). A failure on any leaves none of the files.
 void write_outputs(const std::vector<std::pair<std::string, std::string>>& files);
 
-// Options every schedule-taking command shares.
-struct ScheduleOptions {
-  // kUnset = not given: the config's value, else the defaults below.
-  static constexpr int kUnset = -2147483647 - 1;
-  int pp = kUnset;
-  int microbatches = kUnset;
-  int vpp = 0;
-  int group_size = 0;
-  std::string schedule_file;
-  std::string layout = "auto";  // for imported files: auto, linear, v, bidirectional
-  std::string csv_dialect = "auto";  // for imported files: auto, current, 2.5
-  bool drop_comm = false;            // drop an imported file's comm actions
-  long long max_ops = 0;
-};
-void add_schedule_options(CLI::App& sub, ScheduleOptions& o, bool with_family_counts = true);
-// The overlap model's unit flags (--a2a, --layers, --attn-share, --comm-sms, --sms), shared by
-// compare/simulate and search: they fill the library's UnitCosts (off while --a2a is not given).
-void add_overlap_options(CLI::App& sub, api::UnitCosts& u);
-// The flags as the library's request (kUnset -> unset).
-api::ScheduleChoice to_choice(const ScheduleOptions& o);
+// The command's options from its table (api/options.h) on `sub`, parsed into the returned values
+// (CLI11 fills them while it parses); options the table gives Python only are left out.
+std::shared_ptr<api::Values> bind_options(CLI::App& sub, std::string_view command);
+// The notes the request builders gathered, one "ppsim: note: ..." line each on stderr.
+void print_notes(const api::Values& v);
+// Whether an earlier file of `files` goes to stdout ("-"): the report then stays off it, so that
+// `--trace -` writes only the trace (docs/CLI.md).
+bool stdout_taken(const std::vector<std::pair<std::string, std::string>>& files);
 
 enum class Format { Table, Json, Csv, Text };
 Format parse_format(const std::string& s, const std::vector<std::string>& allowed);

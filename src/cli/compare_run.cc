@@ -1,85 +1,87 @@
 #include "cli/compare_run.h"
 
 #include "report/html.h"
-#include "schedules/registry.h"
 #include "report/svg.h"
 #include "report/trace.h"
+#include "schedules/registry.h"
 
 namespace ppsim::cli {
 
-api::Request to_api(const RunRequest& req) {
-  api::Request r;
-  r.schedule = to_choice(req.so);
-  r.families = req.schedules;
-  r.single = req.single;
-  r.units.times = req.times;
-  r.units.chunk_times = req.chunk_times;
-  r.units.p2p_latency = req.p2p_latency;
-  r.units.a2a = req.a2a;
-  r.units.attn_share = req.attn_share;
-  r.units.layers = req.layers;
-  r.units.comm_sms = req.comm_sms;
-  r.units.sms = req.sms;
-  r.config = req.config;
-  r.sets = req.sets;
-  r.timelines = req.keep_timeline || !req.html.empty() || !req.trace.empty() || !req.svg.empty() || !req.timeline_path.empty();
-  return r;
+namespace {
+
+std::string text_if(const api::Values& v, std::string_view key) { return v.has(key) ? v.text(key) : std::string{}; }
+
+// The HTML page of the results; its controls (and its engine) work on unit times of generated
+// families, so those inputs go with it only then.
+std::string html_page(const api::Values& v, const RunOutput& out) {
+  const std::string kind(v.command().name);
+  HtmlReport rep;
+  rep.kind = kind;
+  rep.title = "ppsim " + kind;
+  rep.results = results_json(out.rows, out.skipped, out.scale, out.extra);
+  for (std::size_t i = 0; i < out.timelines.size(); ++i)
+    rep.timelines.push_back({out.rows[i].metrics.schedule,
+                             &out.timelines[i],
+                             out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve,
+                             static_cast<int>(i),
+                             {}});
+  if (v.text("config").empty() && v.text("chunk_times").empty() && v.text("schedule_file").empty() &&
+      !out.rows.empty()) {
+    nlohmann::json fams = nlohmann::json::array();
+    for (const Family& f : families()) fams.push_back(f.name);
+    const std::string family = text_if(v, kind == "simulate" ? "schedule" : "schedules");
+    rep.inputs = {{"families", fams},
+                  {"family", family.empty() ? std::string("all") : family},
+                  {"pp", out.rows.front().metrics.pp},
+                  {"m", out.rows.front().metrics.microbatches},
+                  {"times", v.text("times")},
+                  {"p2p_latency", *v.real("p2p_latency")},
+                  {"a2a", v.real("a2a").value_or(-1)}};
+  }
+  return render_html(rep);
 }
 
-RunOutput run_schedules(const RunRequest& req) {
-  api::Result res = api::run(to_api(req));
-  RunOutput out;
-  out.rows = std::move(res.rows);
-  out.skipped = std::move(res.skipped);
-  out.timelines = std::move(res.timelines);
-  out.scale = res.scale;
-  out.extra = std::move(res.extra);
-  if (!req.trace.empty() || !req.svg.empty()) {
+}  // namespace
+
+RunOutput run_schedules(const api::Values& v, api::Request req, bool keep_timeline) {
+  const std::string trace = v.text("trace"), svg = v.text("svg"), html = v.text("html");
+  const std::string timeline = text_if(v, "timeline_file");
+  req.timelines = keep_timeline || !html.empty() || !trace.empty() || !svg.empty() || !timeline.empty();
+  api::Result res = api::run(req);
+  RunOutput out{std::move(res.rows), std::move(res.skipped), std::move(res.timelines),
+                res.scale,           std::move(res.extra),   {}};
+  if (!trace.empty() || !svg.empty()) {
     std::vector<NamedTimeline> named;
     for (std::size_t i = 0; i < out.timelines.size(); ++i)
       named.push_back({out.rows[i].metrics.schedule, &out.timelines[i],
                        out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve});
-    if (!req.trace.empty()) out.side_files.emplace_back(req.trace, render_trace(named));
-    if (!req.svg.empty()) out.side_files.emplace_back(req.svg, render_svg(named));
+    if (!trace.empty()) out.side_files.emplace_back(trace, render_trace(named));
+    if (!svg.empty()) out.side_files.emplace_back(svg, render_svg(named));
   }
-  if (!req.html.empty()) {
-    HtmlReport rep;
-    rep.kind = req.kind;
-    rep.title = "ppsim " + req.kind;
-    rep.results = results_json(out.rows, out.skipped, out.scale, out.extra);
-    for (std::size_t i = 0; i < out.timelines.size(); ++i)
-      rep.timelines.push_back({out.rows[i].metrics.schedule, &out.timelines[i],
-                               out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve,
-                               static_cast<int>(i), {}});
-    // The page's controls (and its engine) work on unit times of generated families.
-    if (req.config.empty() && req.chunk_times.empty() && req.so.schedule_file.empty() && !out.rows.empty()) {
-      nlohmann::json fams = nlohmann::json::array();
-      for (const Family& f : families()) fams.push_back(f.name);
-      rep.inputs = {{"families", fams},
-                    {"family", req.schedules.empty() ? std::string("all") : req.schedules},
-                    {"pp", out.rows.front().metrics.pp},
-                    {"m", out.rows.front().metrics.microbatches},
-                    {"times", req.times},
-                    {"p2p_latency", req.p2p_latency},
-                    {"a2a", req.a2a}};
-    }
-    out.side_files.emplace_back(req.html, render_html(rep));
-  }
-  if (!req.timeline_path.empty() && !out.timelines.empty())
-    out.side_files.emplace_back(req.timeline_path, render_timeline_json(out.timelines.front()));
+  if (!html.empty()) out.side_files.emplace_back(html, html_page(v, out));
+  if (!timeline.empty() && !out.timelines.empty())
+    out.side_files.emplace_back(timeline, render_timeline_json(out.timelines.front()));
   return out;
 }
 
-void emit_results(const RunOutput& out, Format f, const std::string& path) {
-  std::string text;
-  switch (f) {
-    case Format::Json: text = render_json(out.rows, out.skipped, out.scale, out.extra); break;
-    case Format::Csv: text = render_csv(out.rows, out.scale); break;
-    default: text = render_table(out.rows, out.skipped, out.scale); break;
-  }
+bool emit_results(const RunOutput& out, Format f, const std::string& path) {
   std::vector<std::pair<std::string, std::string>> files = out.side_files;
-  files.emplace_back(path, text);
+  const bool report = !(path == "-" && stdout_taken(files));
+  if (report) {
+    switch (f) {
+      case Format::Json:
+        files.emplace_back(path, render_json(out.rows, out.skipped, out.scale, out.extra));
+        break;
+      case Format::Csv:
+        files.emplace_back(path, render_csv(out.rows, out.scale));
+        break;
+      default:
+        files.emplace_back(path, render_table(out.rows, out.skipped, out.scale));
+        break;
+    }
+  }
   write_outputs(files);  // all of them or none
+  return !stdout_taken(out.side_files);
 }
 
 }  // namespace ppsim::cli

@@ -3,14 +3,18 @@
 // in-process many times (fuzz/fuzz_cli.cc).
 #include "cli/run_main.h"
 
-#include <cstdio>
-#include <string>
-#include <vector>
-
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/options.h"
 #include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/completion.h"
 #include "core/error.h"
 #include "ppsim_version.h"
 
@@ -35,17 +39,41 @@ std::string unknown_flag_line(const CLI::App& app, const std::vector<std::string
 
 namespace ppsim::cli {
 
+namespace {
+
+// `ppsim --completion bash|zsh` and `ppsim --dump-options json`.
+int print_generated(const CLI::App& app, std::string_view what, const std::string& arg) {
+  try {
+    if (what == "--completion") {
+      write_output("-", completion_script(arg));
+    } else {
+      if (arg != "json") throw InputError(fmt::format("--dump-options: expected json, got '{}'", arg), {}, kExitUsage);
+      write_output("-", dump_options(app).dump(2) + "\n");
+    }
+    return 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "ppsim: %s\n", e.one_line().c_str());
+    return e.exit_code();
+  }
+}
+
+}  // namespace
+
 int run_main(int argc, char** argv) {
   CLI::App app{"ppsim: simulate, compare, plan and validate pipeline-parallel training schedules", "ppsim"};
   app.set_version_flag("--version", std::string("ppsim ") + PPSIM_VERSION);
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Runner>> runners;
   std::vector<std::string> names;
+  app.footer("Shell completion: ppsim --completion bash|zsh. Every command's options: ppsim --dump-options json.");
   for (const auto& c : kCommands) {
-    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    CLI::App* sub = app.add_subcommand(c.name, std::string(api::command_spec(c.name).help));
+    sub->footer("");  // the top level's footer is about ppsim, not each command
     runners.emplace_back(sub, c.setup(*sub));
     names.emplace_back(c.name);
   }
+  if (argc == 3 && (std::string_view(argv[1]) == "--completion" || std::string_view(argv[1]) == "--dump-options"))
+    return print_generated(app, argv[1], argv[2]);
   // An unknown command gets its own line with a suggestion (CLI11 would list extras).
   if (argc > 1 && argv[1][0] != '-') {
     const std::string cmd = argv[1];
@@ -78,7 +106,8 @@ int run_main(int argc, char** argv) {
     return kExitUsage;
   } catch (const CLI::ParseError& e) {
     std::string msg = e.what();
-    for (auto& ch : msg) if (ch == '\n') ch = ' ';
+    for (auto& ch : msg)
+      if (ch == '\n') ch = ' ';
     const std::string scope = app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name() + " ";
     std::fprintf(stderr, "ppsim: %s (see 'ppsim %s--help')\n", printable(msg).c_str(), scope.c_str());
     return kExitUsage;

@@ -23,6 +23,7 @@
 #include "cost/profile.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
+#include "schedules/schedule_list.h"
 
 namespace ppsim {
 
@@ -426,21 +427,11 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.microbatches = static_cast<int>(r.required_integer("microbatches", 1, 1 << 20));
   p.global_batch = r.integer("global_batch", 0, 1, 1LL << 40);
   p.schedule = r.string("schedule", "all");
-  if (p.schedule != "all") {
-    std::size_t pos = 0;
-    while (pos <= p.schedule.size()) {
-      std::size_t comma = p.schedule.find(',', pos);
-      if (comma == std::string::npos) comma = p.schedule.size();
-      std::string name = p.schedule.substr(pos, comma - pos);
-      name.erase(0, name.find_first_not_of(' '));
-      name.erase(name.find_last_not_of(' ') + 1);
-      pos = comma + 1;
-      if (name.empty()) continue;
-      try {
-        (void)find_family(name);
-      } catch (const InputError& e) {
-        r.fail("schedule", "parallel.schedule: " + e.message(), e.suggestion());
-      }
+  for (const std::string& name : split_schedule_names(p.schedule)) {
+    try {
+      (void)find_family(name);
+    } catch (const InputError& e) {
+      r.fail("schedule", "parallel.schedule: " + e.message(), e.suggestion());
     }
   }
   p.layer_split = read_layer_split(r, p);

@@ -11,6 +11,7 @@
 #include "cost/yaml_reader.h"
 #include "plan/searched_family.h"
 #include "schedules/registry.h"
+#include "schedules/schedule_list.h"
 
 namespace ppsim {
 
@@ -87,16 +88,9 @@ std::vector<std::pair<std::string, YAML::Node>> string_items(const MapReader& r,
   auto split = [&](const YAML::Node& item, const std::string& item_path) {
     if (!item.IsScalar()) r.ctx().fail(item, item_path, fmt::format("{} must be a name, got {}", item_path, describe_node(item)));
     const std::string& s = item.Scalar();
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-      std::size_t comma = s.find(',', pos);
-      if (comma == std::string::npos) comma = s.size();
-      std::string name = s.substr(pos, comma - pos);
-      name.erase(0, name.find_first_not_of(" \t"));
-      name.erase(name.find_last_not_of(" \t") + 1);
-      if (!name.empty()) out.emplace_back(name, item);
-      pos = comma + 1;
-    }
+    // The list parser of schedules (schedule_list.h), whose "all" is kept here as an item.
+    if (s.find_first_not_of(" \t") != std::string::npos && is_all_schedules(s)) out.emplace_back("all", item);
+    for (std::string& name : split_schedule_names(s)) out.emplace_back(std::move(name), item);
   };
   if (n.IsSequence()) {
     for (std::size_t i = 0; i < n.size(); ++i) split(n[i], fmt::format("{}[{}]", path, i));
@@ -262,18 +256,10 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& c) {
   std::vector<std::string> names = lists.schedules;
   if (names.empty()) {
     const std::string& list = c.parallel.schedule;
-    if (list == "all" || list.empty()) {
+    if (is_all_schedules(list)) {
       for (const auto& f : families()) names.push_back(f.name);
     } else {
-      std::size_t pos = 0;
-      while (pos <= list.size()) {
-        std::size_t comma = list.find(',', pos);
-        if (comma == std::string::npos) comma = list.size();
-        std::string name = list.substr(pos, comma - pos);
-        name.erase(0, name.find_first_not_of(' '));
-        name.erase(name.find_last_not_of(' ') + 1);
-        pos = comma + 1;
-        if (name.empty()) continue;
+      for (const std::string& name : split_schedule_names(list)) {
         const std::string canonical = plan_family(name).name;
         if (std::find(names.begin(), names.end(), canonical) == names.end()) names.push_back(canonical);
       }

@@ -1,5 +1,7 @@
 #include "report/chart.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstdio>
 #include <unistd.h>
@@ -14,6 +16,8 @@ bool use_color(const std::string& mode, const std::string& output_path) {
   if (mode == "always") return true;
   if (mode == "never") return false;
   if (mode != "auto") throw InputError(fmt::format("--color: expected auto, always or never, got '{}'", mode), {}, kExitUsage);
+  // https://no-color.org: NO_COLOR set and not empty turns auto's colours off.
+  if (const char* no = std::getenv("NO_COLOR"); no && *no) return false;
   return (output_path.empty() || output_path == "-") && ::isatty(STDOUT_FILENO);
 }
 

@@ -164,9 +164,42 @@ const std::vector<Family>& families() {
   return f;
 }
 
+namespace {
+
+// torch.distributed.pipelining's names (its get_schedule_class keys and class names, lower case):
+// accepted as aliases; the two ppsim has no generator for are refused with what to do instead.
+struct TorchName {
+  const char* torch;
+  const char* family;  // nullptr: no generator in ppsim
+};
+constexpr TorchName kTorchNames[] = {
+    {"schedule1f1b", "1f1b"},
+    {"schedulegpipe", "gpipe"},
+    {"scheduleinterleaved1f1b", "interleaved-1f1b"},
+    {"interleaved1f1b", "interleaved-1f1b"},
+    {"schedulezbvzerobubble", "zbv"},
+    {"zbvzerobubble", "zbv"},
+    {"scheduledualpipev", "dualpipev"},
+    {"scheduleloopedbfs", nullptr},
+    {"loopedbfs", nullptr},
+    {"scheduleinterleavedzerobubble", nullptr},
+    {"interleavedzerobubble", nullptr},
+};
+
+}  // namespace
+
 const Family& find_family(const std::string& name) {
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const TorchName& t : kTorchNames) {
+    if (lower != t.torch) continue;
+    if (!t.family)
+      throw InputError(fmt::format("'{}' (PyTorch's) has no generator in ppsim: import its pipeline_order instead "
+                                   "(ppsim.Schedule.from_pipeline_order, or its CSV with --schedule-file)",
+                                   name),
+                       {}, kExitUsage);
+    lower = t.family;
+  }
   std::vector<std::string> names;
   for (const auto& f : families()) {
     if (f.name == lower) return f;

@@ -4,6 +4,7 @@
 
 #include "api/gpu_costs.h"
 #include "api/plan.h"
+#include "api/options.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
 #include "api/times.h"
@@ -62,7 +63,7 @@ TEST_CASE("run: 1f1b and gpipe makespans from the closed form; a constraint skip
   req.schedule.pp = 4;
   req.schedule.microbatches = 8;
   req.families = "1f1b,gpipe,dualpipe";
-  req.units.times = "F=1,B=2";
+  req.units.times = api::parse_times("F=1,B=2", "--times");
   const api::Result r = api::run(req);
   // 1F1B and GPipe: makespan (M + P - 1)(F + B) = (8 + 4 - 1) * 3 = 33 units; bubble (P-1)(F+B) = 9.
   REQUIRE(r.rows.size() == 3);
@@ -86,25 +87,26 @@ TEST_CASE("run: 1f1b and gpipe makespans from the closed form; a constraint skip
   req.families = "dualpipe";
   req.single = true;
   CHECK(error_of([&] { api::run(req); }).first == kExitInput);
-  // A bad time stops the run before any schedule (exit 2), it does not skip them all.
-  req.single = false;
-  req.families = "all";
-  req.units.times = "F=1";
-  CHECK(error_of([&] { api::run(req); }) == std::pair<int, std::string>{kExitUsage, "--times: F and B are required, got 'F=1'"});
+  // A bad time stops the request where it is parsed, at the edge, before any schedule (exit 2),
+  // naming the flag; it does not skip them all.
+  api::Values v(api::command_spec("compare"));
+  v.set("times", std::string("F=1"));
+  CHECK(error_of([&] { (void)api::run_request(v); }) ==
+        std::pair<int, std::string>{kExitUsage, "--times: F and B are required, got 'F=1'"});
 }
 
 TEST_CASE("run: an imported schedule simulates as the family it came from", "[api]") {
   const Schedule gen = make_schedule("zbv", ScheduleParams{4, 8, 2, 4});
   api::Request req;
   req.schedule.schedule = import_csv(schedule_to_csv(gen), "mem", 0, 0);
-  req.units.times = "F=1,B=2,W=1";
+  req.units.times = api::parse_times("F=1,B=2,W=1", "--times");
   req.timelines = true;
   const api::Result imported = api::run(req);
   api::Request fam;
   fam.schedule.pp = 4;
   fam.schedule.microbatches = 8;
   fam.families = "zbv";
-  fam.units.times = "F=1,B=2,W=1";
+  fam.units.times = api::parse_times("F=1,B=2,W=1", "--times");
   const api::Result generated = api::run(fam);
   REQUIRE(imported.rows.size() == 1);
   REQUIRE(imported.timelines.size() == 1);

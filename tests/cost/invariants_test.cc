@@ -162,13 +162,14 @@ TEST_CASE("property: random unit-time requests never break an invariant", "[inva
     req.schedule.pp = pp;
     req.schedule.microbatches = pp * pick(1, 4);
     const int f = pick(1, 4), b = pick(f, 3 * f), w = pick(0, b);
-    req.units.times = fmt::format("F={},B={},W={}", f, b, w);
+    req.units.times = UniformTimes{f * U, b * U, w * U, (f + b) * U};
     req.units.p2p_latency = pick(0, 2) * 0.25;
     if (trial % 3 == 0) {  // the overlap model: all-to-all and layers
       req.units.a2a = pick(0, 4) * 0.25;
       req.units.layers = 4;
     }
-    INFO("trial " << trial << ": pp " << pp << " m " << req.schedule.microbatches.value_or(0) << " " << req.units.times);
+    INFO("trial " << trial << ": pp " << pp << " m " << req.schedule.microbatches.value_or(0) << " F=" << f << ",B=" << b
+                  << ",W=" << w);
     api::Result r;
     const auto [code, msg] = error_of([&] { r = api::run(req); });
     INFO(msg);

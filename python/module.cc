@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "api/calibrate.h"
 #include "api/fidelity.h"
 #include "api/gpu.h"
 #include "api/import_trace.h"
@@ -364,13 +365,35 @@ py::object model_call(const std::string& path, std::optional<int> pp, const std:
 
 // `ppsim fidelity`: every published run against its source (api/fidelity.h).
 py::object fidelity_call(const std::string& dir, const std::vector<std::string>& files,
-                         const std::vector<std::string>& sets, const std::string& thresholds) {
+                         const std::vector<std::string>& sets, const std::string& thresholds, const std::string& calibrate) {
   api::FidelityRequest req;
   if (!dir.empty()) req.dir = dir;
   req.files = files;
   req.sets = sets;
   req.thresholds = thresholds;
+  req.calibrate = calibrate;
   return to_py(api::fidelity_json(api::fidelity(req)));
+}
+
+// `ppsim calibrate`: the calibration's JSON, its YAML ("yaml") and the table ("text").
+py::object calibrate_call(const std::string& config, const std::vector<std::string>& sets, const std::vector<std::string>& traces,
+                          std::optional<double> step_ms, std::optional<double> tokens_per_s, const std::string& schedule, int vpp) {
+  api::CalibrateRequest req;
+  req.config = config;
+  req.sets = sets;
+  req.traces = traces;
+  req.step_ms = step_ms;
+  req.tokens_per_s = tokens_per_s;
+  req.schedule = schedule;
+  req.vpp = vpp;
+  const api::CalibrateOutcome out = [&] {
+    py::gil_scoped_release nogil;
+    return api::calibrate(req);
+  }();
+  nlohmann::json j = out.json;
+  j["yaml"] = out.yaml;
+  j["text"] = out.report;
+  return to_py(j);
 }
 
 }  // namespace
@@ -441,6 +464,7 @@ PYBIND11_MODULE(_ppsim, m) {
   m.def("_search", &search_call);
   m.def("_model", &model_call);
   m.def("_fidelity", &fidelity_call);
+  m.def("_calibrate", &calibrate_call);
   m.def("_import_trace", &import_trace_call);
   m.def("_profile", &profile_call);
   m.def("_validate", [](const std::string& config, const std::vector<std::string>& sets, const std::string& schedules,

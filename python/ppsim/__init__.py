@@ -23,7 +23,7 @@ finally:
 from ._ppsim import Config, Error, Schedule, __version__  # noqa: E402
 
 __all__ = ["Error", "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
-           "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "__version__"]
+           "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "calibrate", "__version__"]
 
 try:
     import numpy as _np  # noqa: F401
@@ -184,20 +184,23 @@ def compare(schedules="all", pp=None, microbatches=None, times=None, chunk_times
                            timelines=timelines, **params))
 
 
-def load_config(path, overrides=None):
-    """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`."""
-    sets = []
-    for k, v in (overrides or {}).items():
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        sets.append(f"{k}={v}")
-    return _ppsim._load_config(str(path), sets)
+def load_config(path, overrides=None, calibration=None):
+    """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`;
+    calibration (a file `ppsim calibrate` wrote) as `--calibration FILE` (docs/CALIBRATION.md)."""
+    return _ppsim._load_config(str(path), _sets(overrides) + _calibration_set(calibration))
 
 
-def plan(config, top=0, jobs=0, shard=None, max_ops=0):
+def _calibration_set(calibration):
+    """`--calibration FILE` as the set it becomes: calibration=<absolute path> (or nothing)."""
+    return [] if calibration is None else [f"calibration={_os.path.abspath(str(calibration))}"]
+
+
+def plan(config, top=0, jobs=0, shard=None, max_ops=0, calibration=None):
     """The planner on a config (a ppsim.Config or a path), as `ppsim plan --format json`."""
     if isinstance(config, str):
-        config = load_config(config)
+        config = load_config(config, calibration=calibration)
+    elif calibration is not None:
+        config = _ppsim._load_config(config.path, list(config.overrides) + _calibration_set(calibration))
     return _ppsim._plan(config, top, jobs, shard or "", max_ops)
 
 
@@ -221,7 +224,7 @@ def _sets(overrides):
 
 def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2p_latency=0.0, overlap=None,
            config=None, memory_cap="best", placement="all", seed=1, time_limit=10.0, threads=0, objective=None,
-           w_hold=None):
+           w_hold=None, calibration=None):
     """The schedule search, as `ppsim search --format json` (docs/SEARCH.md).
 
     objective: "makespan", "span" (the longest rank's own span: the step period under Zero Bubble's
@@ -236,6 +239,7 @@ def search(pp=None, microbatches=None, times="F=1,B=2,W=1", chunk_times=None, p2
     "best_family_schedule" too when a family fits the cap).
     """
     path, sets = _config_args(config)
+    sets += _calibration_set(calibration)
     ov = dict(overlap or {})
     unknown = set(ov) - _OVERLAP_KEYS
     if unknown:
@@ -290,11 +294,28 @@ def model(path, pp=None, layer_split=None, seq_len=None, overrides=None):
                                 None if seq_len is None else int(seq_len), _sets(overrides)))
 
 
-def fidelity(dir="configs/published", files=None, overrides=None, thresholds=""):
+def fidelity(dir="configs/published", files=None, overrides=None, thresholds="", calibrate="", calibration=None):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
-    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
-    return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])], _sets(overrides),
-                                   str(thresholds or "")))
+    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False}); calibrate=
+    "first" or "loso" as `--calibrate` (docs/CALIBRATION.md); calibration= a file over every config."""
+    return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])],
+                                   _sets(overrides) + _calibration_set(calibration), str(thresholds or ""),
+                                   str(calibrate or "")))
+
+
+def calibrate(config, traces=None, step_ms=None, tokens_per_s=None, schedule="", vpp=0, overrides=None, output=None):
+    """`ppsim calibrate` (docs/CALIBRATION.md): fit a config's efficiencies to your own run, from
+    traces (paths) or one step time / throughput. Returns {"fitted", "not_identified", "note",
+    "yaml" (the calibration file), "text" (the table)}; writes the YAML to `output` when given.
+    """
+    path, sets = _config_args(config, overrides)
+    trs = [str(t) for t in traces] if isinstance(traces, (list, tuple)) else ([] if traces is None else [str(traces)])
+    out = _ppsim._calibrate(path, sets, trs, None if step_ms is None else float(step_ms),
+                            None if tokens_per_s is None else float(tokens_per_s), str(schedule or ""), int(vpp))
+    if output is not None:
+        with open(output, "w") as f:
+            f.write(out["yaml"])
+    return Result(out)
 
 
 def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", output=None):
@@ -312,12 +333,13 @@ def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", out
 
 def validate(config, overrides=None, schedules="", schedule_file="", devices=0, reps=10, target=0.0,
              no_link_probe=False, ep_replay=False, a2a="ours", transport="auto", timeout=120.0, sm_split="auto",
-             sharing="uniform", rank_speeds="profiled"):
+             sharing="uniform", rank_speeds="profiled", calibration=None):
     """`ppsim validate --format json` on the GPUs (docs/JSON.md), the table report under "text".
 
     Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
     """
     path, sets = _config_args(config, overrides)
+    sets += _calibration_set(calibration)
     if not isinstance(schedules, str):
         schedules = ",".join(schedules)
     return Result(_ppsim._validate(path, sets, schedules, str(schedule_file), int(devices), int(reps), float(target),

@@ -25,6 +25,12 @@ struct FidelityRequest {
   std::vector<std::string> files;          // instead of dir, when given
   std::vector<std::string> sets;           // "key.path=value" applied to every file (e.g. costs.dp_comm=false)
   std::string thresholds;                  // a thresholds file: check each row against it
+  // "": the presets. "first": each source (a file's published.source up to its first comma)
+  // calibrated on its first result (one compute scale, api/calibrate.h; the first file of the
+  // source in name order) predicts its other results. "loso": leave one source out: each source's rows
+  // predicted with the compute scale fitted on every other source's rows of the same GPU family
+  // (their median per-row scale; nothing fitted on the source itself), docs/CALIBRATION.md.
+  std::string calibrate;
 };
 
 struct FidelityRow {
@@ -61,6 +67,14 @@ struct FidelityRow {
   // this row is within it (and, where the source says the run fit its GPUs, fits).
   std::optional<double> max_error_pct, max_relative_pp;
   bool within = true;
+  // With FidelityRequest::calibrate: the error at the presets, the scale applied to every compute
+  // efficiency and what it was fitted on ("" at the presets), and the row's source and GPU family.
+  std::optional<double> preset_error;
+  double calibration_scale = 1;
+  std::string calibrated_on;
+  std::string source_id;   // the file's published.source up to its first comma (one paper, one report)
+  std::string gpu_family;  // ampere (A100) or hopper (H100, H800, H200): one compute efficiency set
+  double fitted_scale = 0; // loso: the scale that explains this row alone (0: not fitted)
 };
 
 struct FidelityResult {
@@ -72,5 +86,14 @@ struct FidelityResult {
 // InputError (file:line:col) for a bad published block or thresholds file.
 FidelityResult fidelity(const FidelityRequest& req);
 nlohmann::json fidelity_json(const FidelityResult& r);
+
+// Counts over the throughput rows (the row a file was calibrated on left out): how many within
+// 5% and 10%, the median |error|, at the presets and as predicted; one line each.
+struct FidelityCounts {
+  int rows = 0, within5 = 0, within10 = 0;
+  double median_abs_pct = 0;
+};
+FidelityCounts fidelity_counts(const FidelityResult& r, bool preset);
+std::string fidelity_summary(const FidelityResult& r);
 
 }  // namespace ppsim::api

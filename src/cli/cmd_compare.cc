@@ -36,6 +36,7 @@ struct CompareArgs {
   std::string output = "-";
   std::string config;
   std::vector<std::string> sets;
+  std::string calibration;
   std::string megatron_args;
   std::string trace;
   std::string svg;
@@ -49,6 +50,7 @@ void add_common(CLI::App& sub, CompareArgs& a, bool config_positional = true) {
   add_schedule_options(sub, a.so);
   if (config_positional) sub.add_option("config", a.config, "YAML config (model, hardware, parallel); optional");
   sub.add_option("--set", a.sets, "override a config key: key.path=value (repeatable)");
+  add_calibration_option(sub, a.calibration);
   sub.add_option("--megatron-args", a.megatron_args, "model, parallelism and batch from a Megatron-LM argument list (with a config)");
   sub.add_option("--times", a.times, "one rank's share: F=..,B=..(full backward),W=..,FB=..(pair); FB defaults to F+B")
       ->capture_default_str();
@@ -77,6 +79,7 @@ RunRequest to_request(const CompareArgs& a) {
   req.sms = a.overlap.sms;
   req.config = a.config;
   req.sets = a.sets;
+  add_calibration_set(a.calibration, req.sets);
   add_megatron_set(a.megatron_args, req.sets);
   req.trace = a.trace;
   req.svg = a.svg;

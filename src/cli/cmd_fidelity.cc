@@ -18,6 +18,8 @@ struct FidelityArgs {
   std::string format = "table";
   std::string output = "-";
   std::string check;
+  std::string calibrate;
+  std::string calibration;
 };
 
 std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:+.1f}", *v) : std::string("-"); }
@@ -30,15 +32,19 @@ std::string render_table(const api::FidelityResult& r) {
     std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
     if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
     else if (x.fits_limit_gb) mem += fmt::format("{}{:.1f}", x.fits ? "<=" : ">!", *x.fits_limit_gb);
-    out += fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>9} {:>7}{}\n",
+    out += fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>9} {:>7}{}{}\n",
                        x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
                        x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
                        x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
                        !r.checked || x.within ? std::string()
                        : !x.fits ? fmt::format("  DOES NOT FIT ({:.1f} GB > {:.1f})", x.predicted_memory_gb, *x.fits_limit_gb)
                                  : fmt::format("  PAST THRESHOLD ({})", x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct)
-                                                                                         : std::string("no entry")));
+                                                                                         : std::string("no entry")),
+                       x.preset_error ? fmt::format("  preset {:+.1f}%, scale {:.3f} ({})", 100.0 * *x.preset_error,
+                                                    x.calibration_scale, x.calibrated_on == x.key ? "calibrated on this row" : x.calibrated_on)
+                                      : std::string());
   }
+  out += api::fidelity_summary(r);
   if (r.checked) out += fmt::format("{} of {} results past their thresholds or not fitting\n", r.failures, r.rows.size());
   return out;
 }
@@ -52,6 +58,10 @@ Runner setup_fidelity(CLI::App& sub) {
   sub.add_option("--set", a->sets, "override a key in every config: key.path=value (repeatable), e.g. costs.dp_comm=false");
   sub.add_option("--format", a->format, "table or json")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");
+  sub.add_option("--calibrate", a->calibrate,
+                 "first: calibrate each file on its first result and predict the others; loso: each source predicted "
+                 "with the compute scale fitted on the other sources (docs/CALIBRATION.md)");
+  add_calibration_option(sub, a->calibration);
   sub.add_option("--check", a->check, "a thresholds file: exit 7 when a result's |error| (or relative pp) is past it");
   return [a]() {
     const Format f = parse_format(a->format, {"table", "json"});
@@ -59,6 +69,8 @@ Runner setup_fidelity(CLI::App& sub) {
     req.files = a->files;
     req.dir = a->dir;
     req.sets = a->sets;
+    add_calibration_set(a->calibration, req.sets);
+    req.calibrate = a->calibrate;
     req.thresholds = a->check;
     const api::FidelityResult r = api::fidelity(req);
     write_output(a->output, f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));

@@ -32,6 +32,7 @@ struct ProfileArgs {
 
 struct ValidateArgs {
   api::ValidateRequest req;
+  std::string calibration;
   std::string trace;
   std::string html;
   std::string format = "table";
@@ -67,6 +68,7 @@ Runner setup_validate(CLI::App& sub) {
   auto a = std::make_shared<ValidateArgs>();
   sub.add_option("config", a->req.config, "YAML config to replay on the GPUs")->required();
   sub.add_option("--set", a->req.sets, "override a config key: key.path=value (repeatable)");
+  add_calibration_option(sub, a->calibration);
   sub.add_option("--schedule,-s", a->req.schedules, "a family, a comma list, or all (default: the config's parallel.schedule)");
   sub.add_option("--schedule-file", a->req.schedule_file,
                  "replay one schedule from PyTorch's compute-only CSV (e.g. one `ppsim search` wrote) instead of families");
@@ -116,6 +118,7 @@ Runner setup_validate(CLI::App& sub) {
   sub.add_flag("--no-link-probe", a->req.no_link_probe,
                "predict with the config's link model instead of the transfer time the replay measures");
   return [a]() {
+    add_calibration_set(a->calibration, a->req.sets);
     const Format f = parse_format(a->format, {"table", "json"});
     const api::ValidateOutcome out = api::validate(a->req);
     if (!out.reporter) return 0;  // process 0 reports for all

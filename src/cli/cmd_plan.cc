@@ -26,6 +26,7 @@ namespace {
 struct PlanArgs {
   std::string config;
   std::vector<std::string> sets;
+  std::string calibration;
   std::string megatron_args;
   std::vector<std::string> merge;
   std::string format = "table";
@@ -65,6 +66,7 @@ int run(const PlanArgs& a) {
   api::PlanRequest req;
   req.config = a.config;
   req.sets = a.sets;
+  add_calibration_set(a.calibration, req.sets);
   add_megatron_set(a.megatron_args, req.sets);
   req.merge = a.merge;
   req.shard = a.shard;
@@ -94,6 +96,7 @@ Runner setup_plan(CLI::App& sub) {
   auto a = std::make_shared<PlanArgs>();
   sub.add_option("config", a->config, "YAML config with a plan: section");
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
+  add_calibration_option(sub, a->calibration);
   sub.add_option("--megatron-args", a->megatron_args, "model, parallelism and batch from a Megatron-LM argument list");
   sub.add_option("--format", a->format, "table, json or csv")->capture_default_str();
   sub.add_option("--output,-o", a->output, "write the report to this file");

@@ -34,6 +34,7 @@ struct SearchArgs {
   std::string out_format = "csv";
   std::string format = "table";
   bool quiet = false;
+  std::string calibration;
 };
 
 }  // namespace
@@ -43,6 +44,7 @@ Runner setup_search(CLI::App& sub) {
   api::SearchCall& c = a->call;
   sub.add_option("config", c.config, "YAML config (model, hardware, parallel); optional");
   sub.add_option("--set", c.sets, "override a config key: key.path=value (repeatable)");
+  add_calibration_option(sub, a->calibration);
   sub.add_option("--pp,-p", a->pp, "ranks (default 8, or the config's)");
   sub.add_option("--microbatches,-m", a->microbatches, "micro-batches per step (default 20, or the config's)");
   sub.add_option("--times", c.times, "one rank's share: F=..,B=..(full backward),W=..,FB=..")->capture_default_str();
@@ -73,6 +75,7 @@ Runner setup_search(CLI::App& sub) {
   sub.add_option("--format", a->format, "the report: table, json (docs/JSON.md) or csv")->capture_default_str();
   sub.add_flag("--quiet,-q", a->quiet, "no progress line on stderr (it is shown only when stderr is a terminal)");
   return [a]() {
+    add_calibration_set(a->calibration, a->call.sets);
     if (a->format == "torch")
       throw InputError("--format torch: the schedule file's dialect is --out-format now (did you mean --out-format "
                        "torch?)",

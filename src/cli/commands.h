@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,12 @@ Runner setup_import_trace(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
 Runner setup_fidelity(CLI::App& sub);
+Runner setup_calibrate(CLI::App& sub);
+
+// `--calibration FILE` (cmd_calibrate.cc) on the commands that read a config: the option, and the
+// `calibration=` set it becomes (nothing when not given).
+void add_calibration_option(CLI::App& sub, std::string& path);
+void add_calibration_set(const std::string& path, std::vector<std::string>& sets);
 
 inline constexpr Command kCommands[] = {
     {"schedules", "list the schedule families, their constraints and published formulas", setup_schedules},
@@ -43,6 +50,7 @@ inline constexpr Command kCommands[] = {
     {"search", "search per-rank op orders for your costs under a memory cap; beside the best family", setup_search},
     {"model", "parameters (total, active) by part, FLOPs per token, params per stage of a config or config.json", setup_model},
     {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", setup_fidelity},
+    {"calibrate", "fit a config's efficiencies to your own run (a trace or a step time); write a calibration", setup_calibrate},
 };
 
 }  // namespace ppsim::cli

@@ -1,5 +1,6 @@
 #include "cli/compare_run.h"
 
+#include "api/calibrate.h"
 #include "report/html.h"
 #include "schedules/registry.h"
 #include "report/svg.h"
@@ -75,7 +76,10 @@ void emit_results(const RunOutput& out, Format f, const std::string& path) {
   switch (f) {
     case Format::Json: text = render_json(out.rows, out.skipped, out.scale, out.extra); break;
     case Format::Csv: text = render_csv(out.rows, out.scale); break;
-    default: text = render_table(out.rows, out.skipped, out.scale); break;
+    default:
+      text = render_table(out.rows, out.skipped, out.scale);
+      if (out.extra.contains("calibration")) text += api::calibration_note_text(out.extra["calibration"]);
+      break;
   }
   std::vector<std::pair<std::string, std::string>> files = out.side_files;
   files.emplace_back(path, text);

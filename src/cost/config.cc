@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "cost/calibration.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
 #include "cost/torchtitan.h"
@@ -112,6 +113,7 @@ const SchemaNode& schema() {
                            leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
+      leaf("calibration"),  // a calibration file (cost/calibration.h), applied before validation
       SchemaNode{"plan", {}, true},
       SchemaNode{"published", {}, true},  // read by `ppsim fidelity` (api/fidelity.h) only
   });
@@ -856,9 +858,14 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
   TorchtitanKeys titan;
+  // `calibration: FILE`: its fitted figures written over a copy of the tree (cost/calibration.h).
+  YAML::Node tree = original;
+  if (names_calibration(original)) {
+    YAML::Node copy = YAML::Clone(original);
+    if (apply_calibration(copy, base_dir, name)) tree = copy;
+  }
   const YAML::Node root_node = finish_torchtitan(
-      ctx,
-      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, original, base_dir, titan), base_dir), base_dir),
+      ctx, expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir), base_dir),
       titan);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;

@@ -78,6 +78,7 @@ CalibrateOutcome calibrate_step(const CalibrateRequest& req, const ModelConfigDa
                                        : fmt::format("{:.6g} tokens/s", *req.tokens_per_s);
   CalibrateOutcome out;
   out.calibration = scale_calibration(keys, fit, req.step_ms ? "step_time" : "tokens_per_s", what);
+  out.calibration.measured_step_s = target;
   add_unidentified_by_step(c, out.calibration, false);
   return out;
 }
@@ -356,7 +357,6 @@ CalibrateOutcome calibrate(const CalibrateRequest& req) {
   const std::string family = run_family(req, c);
   CalibrateOutcome out = req.traces.empty() ? calibrate_step(req, c, family) : calibrate_traces(req, c, family);
   Calibration& cal = out.calibration;
-  if (req.step_ms || req.tokens_per_s) cal.measured_step_s = cal.calibrated_step_s;
   cal.config = req.config;
   const int vpp = req.vpp > 0 ? req.vpp : (c.parallel.has_vpp ? c.parallel.vpp : 1);
   cal.run = calibrated_run(c, family, c.parallel.microbatches, family == "interleaved-1f1b" ? vpp : 1);

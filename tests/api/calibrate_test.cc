@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "api/calibrate.h"
 #include "api/fidelity.h"
 #include "api/request.h"
@@ -15,6 +17,7 @@
 #include "core/error.h"
 #include "cost/calibration.h"
 #include "cost/config.h"
+#include "cost/derive.h"
 
 using namespace ppsim;
 using Catch::Matchers::WithinRel;
@@ -166,4 +169,52 @@ TEST_CASE("fidelity --calibrate first: the first result is met, the others carry
   CHECK_THAT(*cal.rows[1].preset_error, WithinRel(preset.rows[1].error, 1e-9));
   // The counts leave the calibrated row out.
   CHECK(api::fidelity_counts(cal, false).rows == 1);
+}
+
+TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back to them", "[calibrate]") {
+  // Two layers whose kernels take exactly what the model derives at gemm 0.6 and attention 0.44
+  // (0.8 of the A100's 0.75 and 0.55), elementwise at its preset: the fit must find 0.6 and 0.44.
+  const std::string cfg = write_temp("trace_run.yaml", kRun);
+  const ModelConfig slow = load_config(cfg, {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"});
+  const CostFigures f = cost_figures(*slow.data, slow.data->parallel.pp);
+  const LayerFigures& l = f.slices.front().layers.front();
+  std::vector<std::string> ev;
+  double ts = 0;
+  long corr = 1;
+  auto op = [&](int layer, const char* sub, const char* pass, double ns) {
+    const double us = ns / 1e3;
+    ev.push_back(fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
+                             layer, sub, pass, ts));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
+        ts + 0.1, corr));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{:.6f},"dur":{:.6f},"args":{{"stream":7,"device":0,"correlation":{}}}}})",
+        ts + 1, us, corr));
+    ++corr;
+    ts += us + 2;
+  };
+  for (int layer = 0; layer < 2; ++layer) {
+    op(layer, "attn", "F", l.attention.f);
+    op(layer, "mlp", "F", l.mlp.f);
+  }
+  for (int layer = 1; layer >= 0; --layer) {
+    op(layer, "mlp", "I", l.mlp.b - l.mlp.w);
+    op(layer, "mlp", "W", l.mlp.w);
+    op(layer, "attn", "I", l.attention.b - l.attention.w);
+    op(layer, "attn", "W", l.attention.w);
+  }
+  std::string json = R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"GPU","numSms":108}],"traceEvents":[)";
+  for (std::size_t i = 0; i < ev.size(); ++i) json += (i ? ",\n" : "\n") + ev[i];
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = {write_temp("t.json", json + "\n]}\n")};
+  const Calibration c = api::calibrate(req).calibration;
+  CHECK(c.method == "trace");
+  // Kernel times in the trace are rounded to the ns: a relative 1e-3 covers it.
+  CHECK_THAT(fitted(c, "hardware.efficiency.gemm")->value, WithinRel(0.6, 1e-3));
+  CHECK_THAT(fitted(c, "hardware.efficiency.attention")->value, WithinRel(0.44, 1e-3));
+  // Two identical layers: no spread.
+  CHECK(*fitted(c, "hardware.efficiency.gemm")->uncertainty < 1e-3 * 0.6);
+  CHECK(fitted(c, "hardware.efficiency.elementwise") == nullptr);
 }

@@ -218,3 +218,22 @@ TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back
   CHECK(*fitted(c, "hardware.efficiency.gemm")->uncertainty < 1e-3 * 0.6);
   CHECK(fitted(c, "hardware.efficiency.elementwise") == nullptr);
 }
+
+TEST_CASE("precision.fp8_recipe: tensor sets both FP8 GEMM figures at 0.87 of gemm unless given", "[calibrate]") {
+  const std::string base = R"(name: f
+model: {layers: 2, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
+cluster: {gpu: h100, gpus: 1}
+)";
+  // The Hopper set: gemm 0.65, gemm_fp8 0.52, gemm_fp8_wgrad 0.40 (block scaling, the default).
+  const ModelConfig block = load_config(write_temp("fp8a.yaml", base + "precision: {gemm: fp8}\n"), {});
+  CHECK(block.data->hardware.efficiency.gemm_fp8 == 0.52);
+  CHECK(block.data->hardware.efficiency.gemm_fp8_wgrad == 0.40);
+  const ModelConfig tensor = load_config(write_temp("fp8b.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"), {});
+  CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8, WithinRel(0.65 * 0.87, 1e-12));
+  CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
+  // A figure the config gives wins.
+  const ModelConfig given = load_config(write_temp("fp8c.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"),
+                                        {"hardware.efficiency.gemm_fp8=0.5"});
+  CHECK(given.data->hardware.efficiency.gemm_fp8 == 0.5);
+  CHECK_THAT(given.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
+}

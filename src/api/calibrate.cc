@@ -71,9 +71,9 @@ CalibrateOutcome calibrate_step(const CalibrateRequest& req, const ModelConfigDa
                                  compute_scale_range(keys));
   if (!fit.reached)
     throw InputError(fmt::format("the run's step ({:.6g} ms) is outside what one compute scale reaches on this config "
-                                 "({:.6g} ms at the preset; every compute efficiency kept in [0.01, 1])",
-                                 target * 1e3, fit.preset_step_s * 1e3),
-                     "check the config's layout, batch and GPU type against the run");
+                                 "({:.6g} ms at the preset; every compute efficiency kept in [0.01, 1]): check the "
+                                 "config's layout, batch and GPU type against the run",
+                                 target * 1e3, fit.preset_step_s * 1e3));
   const std::string what = req.step_ms ? fmt::format("step {:.6g} ms", *req.step_ms)
                                        : fmt::format("{:.6g} tokens/s", *req.tokens_per_s);
   CalibrateOutcome out;
@@ -311,9 +311,8 @@ nlohmann::json calibration_json(const Calibration& c) {
 
 nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<ScheduleAt>& results) {
   if (!names_calibration(c.tree)) return nullptr;
-  YAML::Node copy = YAML::Clone(c.tree);
   const std::string base = std::filesystem::path(c.file).parent_path().string();
-  const std::optional<Calibration> cal = apply_calibration(copy, base, c.file);
+  const std::optional<Calibration> cal = read_named_calibration(c.tree, base, c.file);
   if (!cal) return nullptr;
   nlohmann::json j;
   j["file"] = cal->path;

@@ -189,16 +189,28 @@ YAML::Node calibration_node(const YAML::Node& root) {
 
 bool names_calibration(const YAML::Node& root) { return calibration_node(root).IsDefined(); }
 
-std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string& base_dir, const std::string& file) {
+std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string& base_dir, const std::string& file,
+                                             const std::vector<std::string>& set_paths) {
+  std::optional<Calibration> cal = read_named_calibration(root, base_dir, file, set_paths);
+  if (cal)
+    for (const std::string& s : calibration_sets(*cal)) apply_set(root, s);
+  return cal;
+}
+
+std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir, const std::string& file,
+                                                  const std::vector<std::string>& set_paths) {
   const YAML::Node at = calibration_node(root);
   if (!at.IsDefined() || at.IsNull()) return std::nullopt;
-  const YamlContext ctx(file, {});
+  const YamlContext ctx(file, set_paths);
   if (!at.IsScalar()) ctx.fail(at, "calibration", "calibration: expected the path of a calibration file (ppsim calibrate -o)");
   std::filesystem::path p(at.Scalar());
   if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  Calibration cal = read_calibration(p.string(), ctx.loc(at, "calibration"));
-  for (const std::string& s : calibration_sets(cal)) apply_set(root, s);
-  return cal;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw InputError(ctx.loc(at, "calibration"),
+                     fmt::format("calibration: no calibration file '{}' (write one with ppsim calibrate -o)", p.string()), {},
+                     kExitIo);
+  return read_calibration(p.string(), ctx.loc(at, "calibration"));
 }
 
 std::vector<std::string> calibration_extrapolation(const Calibration& cal, const CalibratedRun& p) {

@@ -68,7 +68,14 @@ std::vector<std::string> calibration_sets(const Calibration& c);
 bool names_calibration(const YAML::Node& root);
 // config.cc's hook: when `root` names `calibration: FILE` (relative to base_dir), writes the
 // fitted figures over it. Returns the calibration read, if any.
-std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string& base_dir, const std::string& file);
+// The calibration `root` names, read (errors located at the key in `root`: give the parsed tree,
+// not a clone, whose marks are lost), or none.
+std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir, const std::string& file,
+                                                  const std::vector<std::string>& set_paths = {});
+// `set_paths` as config.cc has them: a `calibration=` that came from --set / --calibration is
+// located there, not in the file.
+std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string& base_dir, const std::string& file,
+                                             const std::vector<std::string>& set_paths = {});
 
 // How far a prediction for `c` (at this schedule and M) extrapolates from the calibrated run: one
 // line per difference ("pp 8 (calibrated at 4)"); empty when it predicts the calibrated run itself.

@@ -880,9 +880,9 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   TorchtitanKeys titan;
   // `calibration: FILE`: its fitted figures written over a copy of the tree (cost/calibration.h).
   YAML::Node tree = original;
-  if (names_calibration(original)) {
-    YAML::Node copy = YAML::Clone(original);
-    if (apply_calibration(copy, base_dir, name)) tree = copy;
+  if (const std::optional<Calibration> cal = read_named_calibration(original, base_dir, name, set_paths)) {
+    tree = YAML::Clone(original);
+    for (const std::string& s : calibration_sets(*cal)) apply_set(tree, s);
   }
   const YAML::Node root_node = finish_torchtitan(
       ctx, expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir), base_dir),

@@ -223,6 +223,7 @@ TEST_CASE("precision.fp8_recipe: tensor sets both FP8 GEMM figures at 0.87 of ge
   const std::string base = R"(name: f
 model: {layers: 2, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
 cluster: {gpu: h100, gpus: 1}
+parallel: {pp: 1, microbatches: 1}
 )";
   // The Hopper set: gemm 0.65, gemm_fp8 0.52, gemm_fp8_wgrad 0.40 (block scaling, the default).
   const ModelConfig block = load_config(write_temp("fp8a.yaml", base + "precision: {gemm: fp8}\n"), {});

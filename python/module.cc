@@ -365,7 +365,8 @@ py::object model_call(const std::string& path, std::optional<int> pp, const std:
 
 // `ppsim fidelity`: every published run against its source (api/fidelity.h).
 py::object fidelity_call(const std::string& dir, const std::vector<std::string>& files,
-                         const std::vector<std::string>& sets, const std::string& thresholds, const std::string& calibrate) {
+                         const std::vector<std::string>& sets, const std::string& thresholds,
+                         const std::string& calibrate) {
   api::FidelityRequest req;
   if (!dir.empty()) req.dir = dir;
   req.files = files;
@@ -376,8 +377,9 @@ py::object fidelity_call(const std::string& dir, const std::vector<std::string>&
 }
 
 // `ppsim calibrate`: the calibration's JSON, its YAML ("yaml") and the table ("text").
-py::object calibrate_call(const std::string& config, const std::vector<std::string>& sets, const std::vector<std::string>& traces,
-                          std::optional<double> step_ms, std::optional<double> tokens_per_s, const std::string& schedule, int vpp) {
+py::object calibrate_call(const std::string& config, const std::vector<std::string>& sets,
+                          const std::vector<std::string>& traces, std::optional<double> step_ms,
+                          std::optional<double> tokens_per_s, const std::string& schedule, int vpp) {
   api::CalibrateRequest req;
   req.config = config;
   req.sets = sets;

@@ -1,11 +1,11 @@
 // api::calibrate: a step time, a throughput or traces in, a calibration out (calibrate.h).
 #include "api/calibrate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "api/request.h"
 #include "core/error.h"
@@ -22,9 +22,13 @@ constexpr double kMinEff = 0.01;
 // What one step time cannot tell apart from the compute scale, with the preset each keeps.
 void add_unidentified_by_step(const ModelConfigData& c, Calibration& cal, bool trace) {
   const HardwareSpec& h = c.hardware;
-  const std::string one = trace ? "a single rank's kernels do not show it" : "one step time cannot tell it from the compute scale";
-  auto add = [&](const char* key, double preset, const std::string& why) { cal.unidentified.push_back({key, preset, why}); };
-  if (!trace || !c.model.moe.enabled()) add("hardware.efficiency.comm", h.efficiency.comm, one + " (collectives, all-to-all, p2p)");
+  const std::string one =
+      trace ? "a single rank's kernels do not show it" : "one step time cannot tell it from the compute scale";
+  auto add = [&](const char* key, double preset, const std::string& why) {
+    cal.unidentified.push_back({key, preset, why});
+  };
+  if (!trace || !c.model.moe.enabled())
+    add("hardware.efficiency.comm", h.efficiency.comm, one + " (collectives, all-to-all, p2p)");
   add("hardware.nvlink_latency_us", h.nvlink_latency_us, one + " (per-call cost inside a node)");
   add("hardware.network_latency_us", h.network_latency_us, one + " (per-call cost between nodes)");
   add("parallel.p2p_sync_us", c.parallel.p2p_sync_us, one + " (the runtime's per-action overhead)");
@@ -32,16 +36,18 @@ void add_unidentified_by_step(const ModelConfigData& c, Calibration& cal, bool t
   add("costs.dp_overlap", c.costs.dp_overlap, one);
   add("hardware.efficiency.accum_exposed", h.efficiency.accum_exposed, one);
   add("hardware.clock.duty_slope", h.clock_duty_slope, one + " (the clock sustained under load)");
-  if (trace) add("hardware.efficiency.elementwise", h.efficiency.elementwise, "inside the blocks' kernels, not apart from them");
+  if (trace)
+    add("hardware.efficiency.elementwise", h.efficiency.elementwise, "inside the blocks' kernels, not apart from them");
 }
 
 // The family the run used: --schedule, else the config's parallel.schedule when it names one.
 std::string run_family(const CalibrateRequest& req, const ModelConfigData& c) {
   const std::string name = !req.schedule.empty() ? req.schedule : c.parallel.schedule;
   if (name.empty() || name == "all" || name.find(',') != std::string::npos)
-    throw InputError(fmt::format("calibrate needs the one schedule the run used (parallel.schedule is '{}'): give --schedule NAME",
-                                 c.parallel.schedule),
-                     {}, kExitUsage);
+    throw InputError(
+        fmt::format("calibrate needs the one schedule the run used (parallel.schedule is '{}'): give --schedule NAME",
+                    c.parallel.schedule),
+        {}, kExitUsage);
   return find_family(name).name;
 }
 
@@ -67,15 +73,16 @@ CalibrateOutcome calibrate_step(const CalibrateRequest& req, const ModelConfigDa
   const auto keys = compute_scale_keys(c.hardware);
   const Prediction p0 = predict(req, family, {});
   const double target = req.step_ms ? *req.step_ms / 1e3 : p0.step_s * p0.tokens_s / *req.tokens_per_s;
-  const ScaleFit fit = fit_scale([&](double s) { return predict(req, family, compute_scale_sets(keys, s)).step_s; }, target,
-                                 compute_scale_range(keys));
+  const ScaleFit fit = fit_scale([&](double s) { return predict(req, family, compute_scale_sets(keys, s)).step_s; },
+                                 target, compute_scale_range(keys));
   if (!fit.reached)
-    throw InputError(fmt::format("the run's step ({:.6g} ms) is outside what one compute scale reaches on this config "
-                                 "({:.6g} ms at the preset; every compute efficiency kept in [0.01, 1]): check the "
-                                 "config's layout, batch and GPU type against the run",
-                                 target * 1e3, fit.preset_step_s * 1e3));
-  const std::string what = req.step_ms ? fmt::format("step {:.6g} ms", *req.step_ms)
-                                       : fmt::format("{:.6g} tokens/s", *req.tokens_per_s);
+    throw InputError(
+        fmt::format("the run's step ({:.6g} ms) is outside what one compute scale reaches on this config "
+                    "({:.6g} ms at the preset; every compute efficiency kept in [0.01, 1]): check the "
+                    "config's layout, batch and GPU type against the run",
+                    target * 1e3, fit.preset_step_s * 1e3));
+  const std::string what =
+      req.step_ms ? fmt::format("step {:.6g} ms", *req.step_ms) : fmt::format("{:.6g} tokens/s", *req.tokens_per_s);
   CalibrateOutcome out;
   out.calibration = scale_calibration(keys, fit, req.step_ms ? "step_time" : "tokens_per_s", what);
   out.calibration.measured_step_s = target;
@@ -106,7 +113,8 @@ BlockSample trace_blocks(const std::vector<trace::ImportResult>& imports) {
       };
       if (const double a = per_exec(trace::SubOp::attention); a > 0) s.attention.push_back(a);
       if (const double m = per_exec(trace::SubOp::mlp); m > 0) s.mlp.push_back(m);
-      if (const double d = per_exec(trace::SubOp::dispatch) + per_exec(trace::SubOp::combine); d > 0) s.a2a.push_back(d);
+      if (const double d = per_exec(trace::SubOp::dispatch) + per_exec(trace::SubOp::combine); d > 0)
+        s.a2a.push_back(d);
     }
   return s;
 }
@@ -161,7 +169,8 @@ std::vector<std::pair<std::string, double>> compute_scale_keys(const HardwareSpe
                                                    {"hardware.efficiency.attention", h.efficiency.attention},
                                                    {"hardware.efficiency.elementwise", h.efficiency.elementwise}};
   if (h.efficiency.gemm_fp8 > 0) k.emplace_back("hardware.efficiency.gemm_fp8", h.efficiency.gemm_fp8);
-  if (h.efficiency.gemm_fp8_wgrad > 0) k.emplace_back("hardware.efficiency.gemm_fp8_wgrad", h.efficiency.gemm_fp8_wgrad);
+  if (h.efficiency.gemm_fp8_wgrad > 0)
+    k.emplace_back("hardware.efficiency.gemm_fp8_wgrad", h.efficiency.gemm_fp8_wgrad);
   return k;
 }
 
@@ -215,10 +224,12 @@ Calibration scale_calibration(const std::vector<std::pair<std::string, double>>&
   cal.measured_step_s = fit.step_s;
   cal.preset_step_s = fit.preset_step_s;
   cal.calibrated_step_s = fit.step_s;
-  cal.note = fmt::format("one scale, {:.4f}, on every compute efficiency explains the run's {}; one figure cannot say which "
-                         "op is faster or slower, so every compute efficiency moves together and the rest keeps its preset",
-                         fit.scale, from);
-  for (const auto& [k, v] : keys) cal.fitted.push_back({k, v, v * fit.scale, std::nullopt, "one scale from the " + from});
+  cal.note = fmt::format(
+      "one scale, {:.4f}, on every compute efficiency explains the run's {}; one figure cannot say which "
+      "op is faster or slower, so every compute efficiency moves together and the rest keeps its preset",
+      fit.scale, from);
+  for (const auto& [k, v] : keys)
+    cal.fitted.push_back({k, v, v * fit.scale, std::nullopt, "one scale from the " + from});
   return cal;
 }
 
@@ -229,9 +240,10 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
   for (const std::string& p : req.traces) imports.push_back(trace::import_trace_file(p, req.trace_options));
   const BlockSample m = trace_blocks(imports);
   if (m.attention.empty() || m.mlp.empty())
-    throw InputError(fmt::format("'{}': no per-layer attention and MLP work found; calibrating from a trace needs its layers' "
-                                 "ranges (docs/TRACES.md), or give --step-ms",
-                                 req.traces.front()));
+    throw InputError(
+        fmt::format("'{}': no per-layer attention and MLP work found; calibrating from a trace needs its layers' "
+                    "ranges (docs/TRACES.md), or give --step-ms",
+                    req.traces.front()));
   // Fixed point: GEMM scale from the MLP blocks, attention from the attention blocks at that GEMM
   // scale, all-to-all efficiency from dispatch + combine; each step re-derives the model's blocks.
   ModelConfigData d = c;
@@ -257,9 +269,11 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
     cal.fitted.push_back({key, preset, value, value * rel, from});
   };
   fitted("hardware.efficiency.gemm", p.gemm, e.gemm, rel_sem(m.mlp), "MLP blocks' kernels, " + layers);
-  if (p.gemm_fp8 > 0) fitted("hardware.efficiency.gemm_fp8", p.gemm_fp8, e.gemm_fp8, rel_sem(m.mlp), "as gemm (same scale)");
+  if (p.gemm_fp8 > 0)
+    fitted("hardware.efficiency.gemm_fp8", p.gemm_fp8, e.gemm_fp8, rel_sem(m.mlp), "as gemm (same scale)");
   if (p.gemm_fp8_wgrad > 0)
-    fitted("hardware.efficiency.gemm_fp8_wgrad", p.gemm_fp8_wgrad, e.gemm_fp8_wgrad, rel_sem(m.mlp), "as gemm (same scale)");
+    fitted("hardware.efficiency.gemm_fp8_wgrad", p.gemm_fp8_wgrad, e.gemm_fp8_wgrad, rel_sem(m.mlp),
+           "as gemm (same scale)");
   fitted("hardware.efficiency.attention", p.attention, e.attention, rel_sem(m.attention),
          "attention blocks' kernels at the fitted GEMM scale, " + layers);
   if (fit_a2a) fitted("hardware.efficiency.comm", p.comm, e.comm, rel_sem(m.a2a), "MoE dispatch + combine kernels");
@@ -269,22 +283,24 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
   cal.measured_step_s = static_cast<double>(span) / 1e9;
   cal.preset_step_s = predict(req, family, {}).step_s;
   cal.calibrated_step_s = predict(req, family, calibration_sets(cal)).step_s;
-  cal.note = fmt::format("fitted on the traced kernels, not the step's span ({:.4g} ms traced, {:.4g} ms predicted "
-                         "calibrated): a span longer than the prediction is host, profiler or what the model lacks",
-                         cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3);
+  cal.note = fmt::format(
+      "fitted on the traced kernels, not the step's span ({:.4g} ms traced, {:.4g} ms predicted "
+      "calibrated): a span longer than the prediction is host, profiler or what the model lacks",
+      cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3);
   return out;
 }
 
 std::string render_report(const Calibration& cal) {
   std::string o = fmt::format("calibration ({}): {}\n", cal.method, cal.note);
-  o += fmt::format("step: measured {:.6g} ms, preset prediction {:.6g} ms, calibrated {:.6g} ms\n", cal.measured_step_s * 1e3,
-                   cal.preset_step_s * 1e3, cal.calibrated_step_s * 1e3);
+  o += fmt::format("step: measured {:.6g} ms, preset prediction {:.6g} ms, calibrated {:.6g} ms\n",
+                   cal.measured_step_s * 1e3, cal.preset_step_s * 1e3, cal.calibrated_step_s * 1e3);
   o += fmt::format("{:<36} {:>10} {:>10} {:>12}  {}\n", "fitted", "preset", "value", "+-", "from");
   for (const CalibratedFigure& f : cal.fitted)
     o += fmt::format("{:<36} {:>10.4g} {:>10.4g} {:>12}  {}\n", f.key, f.preset, f.value,
                      f.uncertainty ? fmt::format("{:.2g}", *f.uncertainty) : std::string("one figure"), f.from);
   o += "not identified by this run (kept at the preset):\n";
-  for (const UnidentifiedFigure& f : cal.unidentified) o += fmt::format("  {:<34} {:>10.4g}  {}\n", f.key, f.preset, f.why);
+  for (const UnidentifiedFigure& f : cal.unidentified)
+    o += fmt::format("  {:<34} {:>10.4g}  {}\n", f.key, f.preset, f.why);
   return o;
 }
 
@@ -300,11 +316,15 @@ nlohmann::json calibration_json(const Calibration& c) {
   j["calibrated_step_s"] = c.calibrated_step_s;
   nlohmann::json f = nlohmann::json::array();
   for (const CalibratedFigure& x : c.fitted)
-    f.push_back({{"key", x.key}, {"preset", x.preset}, {"value", x.value},
-                 {"uncertainty", x.uncertainty ? nlohmann::json(*x.uncertainty) : nlohmann::json(nullptr)}, {"from", x.from}});
+    f.push_back({{"key", x.key},
+                 {"preset", x.preset},
+                 {"value", x.value},
+                 {"uncertainty", x.uncertainty ? nlohmann::json(*x.uncertainty) : nlohmann::json(nullptr)},
+                 {"from", x.from}});
   j["fitted"] = f;
   nlohmann::json u = nlohmann::json::array();
-  for (const UnidentifiedFigure& x : c.unidentified) u.push_back({{"key", x.key}, {"preset", x.preset}, {"why", x.why}});
+  for (const UnidentifiedFigure& x : c.unidentified)
+    u.push_back({{"key", x.key}, {"preset", x.preset}, {"why", x.why}});
   j["not_identified"] = u;
   return j;
 }
@@ -319,7 +339,9 @@ nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<Sch
   j["method"] = cal->method;
   nlohmann::json changed = nlohmann::json::array();
   for (const CalibratedFigure& f : cal->fitted)
-    changed.push_back({{"key", f.key}, {"preset", f.preset}, {"value", f.value},
+    changed.push_back({{"key", f.key},
+                       {"preset", f.preset},
+                       {"value", f.value},
                        {"uncertainty", f.uncertainty ? nlohmann::json(*f.uncertainty) : nlohmann::json(nullptr)}});
   j["changed"] = changed;
   nlohmann::json kept = nlohmann::json::array();
@@ -327,7 +349,9 @@ nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<Sch
   j["kept_at_preset"] = kept;
   nlohmann::json ex = nlohmann::json::array();
   for (const ScheduleAt& r : results)
-    ex.push_back({{"schedule", r.schedule}, {"extrapolates", calibration_extrapolation(*cal, calibrated_run(c, r.schedule, r.microbatches, r.vpp))}});
+    ex.push_back(
+        {{"schedule", r.schedule},
+         {"extrapolates", calibration_extrapolation(*cal, calibrated_run(c, r.schedule, r.microbatches, r.vpp))}});
   j["results"] = ex;
   return j;
 }
@@ -336,12 +360,14 @@ std::string calibration_note_text(const nlohmann::json& n) {
   if (n.is_null()) return {};
   std::string o = fmt::format("calibrated ({}, {}):", n["file"].get<std::string>(), n["method"].get<std::string>());
   for (const auto& f : n["changed"])
-    o += fmt::format(" {} {:.4g} -> {:.4g};", f["key"].get<std::string>(), f["preset"].get<double>(), f["value"].get<double>());
+    o += fmt::format(" {} {:.4g} -> {:.4g};", f["key"].get<std::string>(), f["preset"].get<double>(),
+                     f["value"].get<double>());
   o += "\n";
   for (const auto& r : n["results"]) {
     std::string lines;
     for (const auto& l : r["extrapolates"]) lines += (lines.empty() ? "" : ", ") + l.get<std::string>();
-    o += fmt::format("  {}: {}\n", r["schedule"].get<std::string>(), lines.empty() ? "the calibrated run itself" : "extrapolates: " + lines);
+    o += fmt::format("  {}: {}\n", r["schedule"].get<std::string>(),
+                     lines.empty() ? "the calibrated run itself" : "extrapolates: " + lines);
   }
   return o;
 }

@@ -15,11 +15,10 @@
 //   beside the calibrated prediction.
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cost/calibration.h"
 #include "trace/import.h"
@@ -66,7 +65,7 @@ struct ScaleFit {
   double preset_step_s = 0;  // at scale 1
   double step_s = 0;         // at the fitted scale
   int evaluations = 0;
-  bool reached = true;       // false: the target lies outside the range (scale at its end)
+  bool reached = true;  // false: the target lies outside the range (scale at its end)
 };
 // Solves step_at(scale) = target_step_s (step_at decreasing in scale) by a safeguarded secant in
 // 1/scale, to a relative 1e-6 on the step.

@@ -1,6 +1,8 @@
 // api::fidelity: configs/published/ against their sources (fidelity.h).
 #include "api/fidelity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -8,8 +10,6 @@
 #include <map>
 #include <memory>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "api/calibrate.h"
 #include "api/fidelity_search.h"
@@ -30,19 +30,20 @@ constexpr double kGiBInGB = 1.073741824;  // 2^30 / 1e9
 SchemaNode leaf(const char* n) { return SchemaNode{n, {}, false}; }
 
 const SchemaNode& published_schema() {
-  static const SchemaNode s{"published",
-                            {leaf("source"), leaf("flops"), leaf("baseline"), leaf("results"), leaf("memory_gb"), leaf("fits_gb")},
-                            false};
+  static const SchemaNode s{
+      "published",
+      {leaf("source"), leaf("flops"), leaf("baseline"), leaf("results"), leaf("memory_gb"), leaf("fits_gb")},
+      false};
   return s;
 }
 
 const SchemaNode& result_schema() {
-  static const SchemaNode s{"result",
-                            {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"),
-                             leaf("tokens_per_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
-                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"),
-                             leaf("relative_to")},
-                            false};
+  static const SchemaNode s{
+      "result",
+      {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"), leaf("tokens_per_s"),
+       leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"), leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"),
+       leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"), leaf("relative_to")},
+      false};
   return s;
 }
 
@@ -74,7 +75,8 @@ Thresholds read_thresholds(const std::string& path) {
     if (!(ls >> key)) continue;
     double err = 0;
     if (!(ls >> err) || !(err >= 0))
-      throw InputError(SourceLoc{path, n, 1}, fmt::format("expected '<key> <max |error| %> [<max relative pp>]', got '{}'", line));
+      throw InputError(SourceLoc{path, n, 1},
+                       fmt::format("expected '<key> <max |error| %> [<max relative pp>]', got '{}'", line));
     std::optional<double> rel;
     double r = 0;
     if (ls >> r) rel = r;
@@ -133,7 +135,8 @@ PublishedFile read_published(const std::string& file, const FidelityRequest& req
   pf.flops = pr.choice("flops", "model", {"model", "megatron"});
   pf.baseline = pr.string("baseline", "");
   pf.results = pr.value("results");
-  if (!pf.results.IsSequence() || pf.results.size() == 0) pr.fail("results", "published.results must be a non-empty list");
+  if (!pf.results.IsSequence() || pf.results.size() == 0)
+    pr.fail("results", "published.results must be a non-empty list");
   pf.stem = std::filesystem::path(file).stem().string();
   return pf;
 }
@@ -162,10 +165,14 @@ FidelityRow row_header(const PublishedFile& pf, const MapReader& rr) {
   row.source = rr.string("source", pf.source);
   row.source_id = source_id(pf.source);  // the file's: a table's rows may name their own
   row.gpu_family = gpu_family(c);
-  if (rr.has("memory_gb")) row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
-  else if (pr.has("memory_gb")) row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
-  if (rr.has("fits_gb")) row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
-  else if (pr.has("fits_gb")) row.fits_gb = pr.number("fits_gb", 0, 0, 1e6, true);
+  if (rr.has("memory_gb"))
+    row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
+  else if (pr.has("memory_gb"))
+    row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
+  if (rr.has("fits_gb"))
+    row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
+  else if (pr.has("fits_gb"))
+    row.fits_gb = pr.number("fits_gb", 0, 0, 1e6, true);
   return row;
 }
 
@@ -176,15 +183,18 @@ ModelConfig row_config(const PublishedFile& pf, const MapReader& rr, FidelityRow
   std::vector<std::string> sets;
   if (rr.has("set")) {
     const YAML::Node rs = rr.value("set");
-    if (!rs.IsMap() || rs.size() == 0) rr.fail("set", "set: expected a map of config keys to values, e.g. {parallel.tp: 8}");
+    if (!rs.IsMap() || rs.size() == 0)
+      rr.fail("set", "set: expected a map of config keys to values, e.g. {parallel.tp: 8}");
     for (auto it = rs.begin(); it != rs.end(); ++it) {
       if (!it->second.IsScalar())
-        rr.fail("set", fmt::format("set.{}: expected a scalar value (a number, a string or a bool)", it->first.Scalar()));
+        rr.fail("set",
+                fmt::format("set.{}: expected a scalar value (a number, a string or a bool)", it->first.Scalar()));
       sets.push_back(it->first.Scalar() + "=" + it->second.Scalar());
       row.set += (row.set.empty() ? "" : " ") + sets.back();
     }
   }
-  if (rr.has("post_validation")) sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
+  if (rr.has("post_validation"))
+    sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
   sets.insert(sets.end(), req.sets.begin(), req.sets.end());
   sets.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
   sets.insert(sets.end(), extra.begin(), extra.end());
@@ -211,14 +221,16 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
     // Zero Bubble's automatic schedules (ZB-1p, ZB-2p): ppsim's schedule search on this
     // config's costs, its activations capped at search_cap x P micro-batch shares per rank
     // (the paper's M_limit = pM_B or 2pM_B), deterministic (seed 1, one thread, bounded rounds).
-    rq.schedule.schedule = searched_schedule(cfg, cd.parallel.pp, row.microbatches, cap * cd.parallel.pp, cd.parallel.post_validation);
+    rq.schedule.schedule =
+        searched_schedule(cfg, cd.parallel.pp, row.microbatches, cap * cd.parallel.pp, cd.parallel.post_validation);
   }
   const Result res = run(rq);
   if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
   const ResultRow& r = res.rows.front();
   if (row.schedule != "interleaved-1f1b") row.vpp = r.metrics.vpp;
-  const Schedule s = rq.schedule.schedule ? *rq.schedule.schedule
-                                          : make_schedule(row.schedule, ScheduleParams{cd.parallel.pp, row.microbatches, row.vpp, 0});
+  const Schedule s = rq.schedule.schedule
+                         ? *rq.schedule.schedule
+                         : make_schedule(row.schedule, ScheduleParams{cd.parallel.pp, row.microbatches, row.vpp, 0});
   if (row.schedule == "searched") row.schedule = fmt::format("searched({:g}p)", cap);
   row.predicted_tokens_s = r.physical.tokens_per_second;
   row.step_s = r.physical.step_time_s;
@@ -253,7 +265,8 @@ void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelC
   if (rr.has("tflops_per_gpu")) {
     ++given;
     const double v = rr.number("tflops_per_gpu", 0, 0, 1e6, true);
-    const double tokens_step = static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) * cd.parallel.dp;
+    const double tokens_step =
+        static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) * cd.parallel.dp;
     const double sequences = static_cast<double>(row.microbatches) * cd.model.micro_batch_size * cd.parallel.dp;
     const double f_iter = pf.flops == "megatron" ? megatron_flops(cd.model, sequences)
                                                  : model_flops_per_microbatch(cd) * row.microbatches * cd.parallel.dp;
@@ -272,7 +285,8 @@ void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelC
 }
 
 // Result i of the file, predicted with `extra` config keys.
-FidelityRow fidelity_row(const PublishedFile& pf, std::size_t i, const FidelityRequest& req, const std::vector<std::string>& extra) {
+FidelityRow fidelity_row(const PublishedFile& pf, std::size_t i, const FidelityRequest& req,
+                         const std::vector<std::string>& extra) {
   const MapReader rr = pf.result(i);
   FidelityRow row = row_header(pf, rr);
   const ModelConfig cfg = row_config(pf, rr, row, req, extra);
@@ -299,11 +313,14 @@ void relative_claims(const PublishedFile& pf, std::vector<FidelityRow>& rows) {
       if (rows[j].label == to) other = &rows[j];
     }
     if (other == nullptr)
-      rr.fail("relative_to", fmt::format("relative_to: no other result of this file is labelled '{}'", to), closest_match(to, labels));
+      rr.fail("relative_to", fmt::format("relative_to: no other result of this file is labelled '{}'", to),
+              closest_match(to, labels));
     const auto per_gpu = [](double tokens_s, int gpus) { return tokens_s / std::max(gpus, 1); };
     row.baseline = other->label;
-    row.published_relative = per_gpu(row.published_tokens_s, row.gpus) / per_gpu(other->published_tokens_s, other->gpus);
-    row.predicted_relative = per_gpu(row.predicted_tokens_s, row.gpus) / per_gpu(other->predicted_tokens_s, other->gpus);
+    row.published_relative =
+        per_gpu(row.published_tokens_s, row.gpus) / per_gpu(other->published_tokens_s, other->gpus);
+    row.predicted_relative =
+        per_gpu(row.predicted_tokens_s, row.gpus) / per_gpu(other->predicted_tokens_s, other->gpus);
     row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
   }
 }
@@ -326,7 +343,8 @@ void baseline_claims(const PublishedFile& pf, std::vector<FidelityRow>& rows) {
 }
 
 // Every result of the file with `extra` keys, and its claims.
-std::vector<FidelityRow> file_rows(const PublishedFile& pf, const FidelityRequest& req, const std::vector<std::string>& extra) {
+std::vector<FidelityRow> file_rows(const PublishedFile& pf, const FidelityRequest& req,
+                                   const std::vector<std::string>& extra) {
   std::vector<FidelityRow> rows;
   for (std::size_t i = 0; i < pf.results.size(); ++i) rows.push_back(fidelity_row(pf, i, req, extra));
   relative_claims(pf, rows);
@@ -343,9 +361,10 @@ ScaleFit row_scale(const PublishedFile& pf, std::size_t i, const FidelityRequest
 }
 
 // `rows` again at `scale` (preset errors kept), named as fitted on `on`.
-std::vector<FidelityRow> rows_at_scale(const PublishedFile& pf, const FidelityRequest& req, const std::vector<FidelityRow>& preset,
-                                       double scale, const std::string& on) {
-  std::vector<FidelityRow> rows = file_rows(pf, req, compute_scale_sets(compute_scale_keys(pf.base.data->hardware), scale));
+std::vector<FidelityRow> rows_at_scale(const PublishedFile& pf, const FidelityRequest& req,
+                                       const std::vector<FidelityRow>& preset, double scale, const std::string& on) {
+  std::vector<FidelityRow> rows =
+      file_rows(pf, req, compute_scale_sets(compute_scale_keys(pf.base.data->hardware), scale));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     rows[i].preset_error = preset[i].error;
     rows[i].fitted_scale = preset[i].fitted_scale;
@@ -360,14 +379,16 @@ std::vector<FidelityRow> rows_at_scale(const PublishedFile& pf, const FidelityRe
 void leave_one_source_out(const std::vector<PublishedFile>& files, const FidelityRequest& req,
                           std::vector<std::vector<FidelityRow>>& per_file) {
   for (std::size_t f = 0; f < files.size(); ++f)
-    for (std::size_t i = 0; i < per_file[f].size(); ++i) per_file[f][i].fitted_scale = row_scale(files[f], i, req, per_file[f][i]).scale;
+    for (std::size_t i = 0; i < per_file[f].size(); ++i)
+      per_file[f][i].fitted_scale = row_scale(files[f], i, req, per_file[f][i]).scale;
   std::vector<std::vector<FidelityRow>> out(files.size());
   for (std::size_t f = 0; f < files.size(); ++f) {
     const FidelityRow& me = per_file[f].front();
     std::vector<double> others;
     for (const auto& rows : per_file)
       for (const FidelityRow& r : rows)
-        if (r.source_id != me.source_id && r.gpu_family == me.gpu_family && r.fitted_scale > 0) others.push_back(std::log(r.fitted_scale));
+        if (r.source_id != me.source_id && r.gpu_family == me.gpu_family && r.fitted_scale > 0)
+          others.push_back(std::log(r.fitted_scale));
     double scale = 1;
     std::string on = "preset (no other source on " + me.gpu_family + ")";
     if (!others.empty()) {
@@ -518,12 +539,13 @@ FidelityCounts fidelity_counts(const FidelityResult& r, bool preset) {
 
 std::string fidelity_summary(const FidelityResult& r) {
   auto line = [](const char* what, const FidelityCounts& c) {
-    return fmt::format("{}: {} of {} within 5%, {} within 10%, median |error| {:.1f}%\n", what, c.within5, c.rows, c.within10,
-                       c.median_abs_pct);
+    return fmt::format("{}: {} of {} within 5%, {} within 10%, median |error| {:.1f}%\n", what, c.within5, c.rows,
+                       c.within10, c.median_abs_pct);
   };
   std::string out;
   const FidelityCounts now = fidelity_counts(r, false);
-  const bool calibrated = std::any_of(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return x.preset_error.has_value(); });
+  const bool calibrated =
+      std::any_of(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return x.preset_error.has_value(); });
   if (calibrated) out += line("at the presets (same rows)", fidelity_counts(r, true));
   out += line(calibrated ? "calibrated" : "at the presets", now);
   return out;

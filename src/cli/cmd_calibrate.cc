@@ -32,14 +32,18 @@ struct CalibrateArgs {
 
 Runner setup_calibrate(CLI::App& sub) {
   auto a = std::make_shared<CalibrateArgs>();
-  sub.add_option("config", a->config, "the YAML config of the run you measured (its layout, batch and GPU type)")->required();
-  sub.add_option("trace", a->traces, "PyTorch profiler (Kineto) traces of that run: fit per-op efficiencies from their kernels");
+  sub.add_option("config", a->config, "the YAML config of the run you measured (its layout, batch and GPU type)")
+      ->required();
+  sub.add_option("trace", a->traces,
+                 "PyTorch profiler (Kineto) traces of that run: fit per-op efficiencies from their kernels");
   sub.add_option("--step-ms", a->step_ms, "the run's measured step time in ms: fit one compute scale");
   sub.add_option("--tokens-per-s", a->tokens_per_s, "the run's measured throughput in tokens/s: fit one compute scale");
-  sub.add_option("--schedule,-s", a->schedule, "the schedule family the run used (default: the config's parallel.schedule)");
+  sub.add_option("--schedule,-s", a->schedule,
+                 "the schedule family the run used (default: the config's parallel.schedule)");
   sub.add_option("--vpp,-v", a->vpp, "chunks per rank of an interleaved run (default: the config's)");
   sub.add_option("--set", a->sets, "override a config key: key.path=value (repeatable)");
-  sub.add_option("--step-range", a->step_range, "with traces: the step is the GPU work under CPU ranges matching this regex");
+  sub.add_option("--step-range", a->step_range,
+                 "with traces: the step is the GPU work under CPU ranges matching this regex");
   sub.add_option("--output,-o", a->output, "write the calibration YAML here")->required();
   sub.add_option("--format", a->format, "the report: table or json")->capture_default_str();
   return [a]() {
@@ -54,7 +58,8 @@ Runner setup_calibrate(CLI::App& sub) {
     if (a->step_ms != 0) req.step_ms = a->step_ms;
     if (a->tokens_per_s != 0) req.tokens_per_s = a->tokens_per_s;
     const api::CalibrateOutcome out = api::calibrate(req);
-    const std::string report = f == Format::Json ? out.json.dump(2) + "\n" : out.report + fmt::format("wrote {}\n", a->output);
+    const std::string report =
+        f == Format::Json ? out.json.dump(2) + "\n" : out.report + fmt::format("wrote {}\n", a->output);
     write_outputs({{a->output, out.yaml}, {"-", report}});
     return 0;
   };

@@ -50,7 +50,8 @@ inline constexpr Command kCommands[] = {
     {"search", "search per-rank op orders for your costs under a memory cap; beside the best family", setup_search},
     {"model", "parameters (total, active) by part, FLOPs per token, params per stage of a config or config.json", setup_model},
     {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", setup_fidelity},
-    {"calibrate", "fit a config's efficiencies to your own run (a trace or a step time); write a calibration", setup_calibrate},
+    {"calibrate", "fit a config's efficiencies to your run (traces or a step time); write a calibration",
+     setup_calibrate},
 };
 
 }  // namespace ppsim::cli

@@ -1,11 +1,11 @@
 // Calibration files: writing, reading, applying over a config tree (calibration.h).
 #include "cost/calibration.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "cost/config.h"
 #include "cost/yaml_reader.h"
@@ -17,27 +17,28 @@ namespace {
 SchemaNode leaf(const char* n) { return SchemaNode{n, {}, false}; }
 
 const SchemaNode& run_schema() {
-  static const SchemaNode s{"run",
-                            {leaf("gpu"), leaf("gpus"), leaf("pp"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("ep"), leaf("vpp"),
-                             leaf("microbatches"), leaf("micro_batch_size"), leaf("seq_len"), leaf("schedule"),
-                             leaf("gemm_precision")},
-                            false};
-  return s;
-}
-
-const SchemaNode& file_schema() {
   static const SchemaNode s{
-      "",
-      {SchemaNode{"calibration",
-                  {leaf("version"), leaf("method"), leaf("config"), leaf("note"), leaf("measured_step_s"), leaf("preset_step_s"),
-                   leaf("calibrated_step_s"), run_schema(), leaf("fitted"), leaf("not_identified")},
-                  false}},
+      "run",
+      {leaf("gpu"), leaf("gpus"), leaf("pp"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("ep"), leaf("vpp"),
+       leaf("microbatches"), leaf("micro_batch_size"), leaf("seq_len"), leaf("schedule"), leaf("gemm_precision")},
       false};
   return s;
 }
 
+const SchemaNode& file_schema() {
+  static const SchemaNode s{"",
+                            {SchemaNode{"calibration",
+                                        {leaf("version"), leaf("method"), leaf("config"), leaf("note"),
+                                         leaf("measured_step_s"), leaf("preset_step_s"), leaf("calibrated_step_s"),
+                                         run_schema(), leaf("fitted"), leaf("not_identified")},
+                                        false}},
+                            false};
+  return s;
+}
+
 const SchemaNode& figure_schema() {
-  static const SchemaNode s{"figure", {leaf("key"), leaf("preset"), leaf("value"), leaf("uncertainty"), leaf("from"), leaf("why")}, false};
+  static const SchemaNode s{
+      "figure", {leaf("key"), leaf("preset"), leaf("value"), leaf("uncertainty"), leaf("from"), leaf("why")}, false};
   return s;
 }
 
@@ -91,8 +92,8 @@ void read_figures(const MapReader& cr, Calibration& c) {
         fr.fail("key", fmt::format("'{}' is not a config key", key), closest_match(key, keys));
       const auto [lo, hi] = key_range(key);
       if (std::string(list) == "fitted") {
-        CalibratedFigure f{key, fr.number("preset", 0, 0, 1e9, false), fr.number("value", 0, lo, hi, false), std::nullopt,
-                           fr.string("from", "")};
+        CalibratedFigure f{key, fr.number("preset", 0, 0, 1e9, false), fr.number("value", 0, lo, hi, false),
+                           std::nullopt, fr.string("from", "")};
         if (fr.has("uncertainty")) f.uncertainty = fr.number("uncertainty", 0, 0, 1e9, false);
         c.fitted.push_back(std::move(f));
       } else {
@@ -131,18 +132,20 @@ std::string render_calibration(const Calibration& c) {
       "# `run`: the calibrated run; a prediction at another layout, scale, schedule or sequence extrapolates.\n";
   o += "calibration:\n  version: 1\n";
   o += fmt::format("  method: {}\n  config: {}\n  note: {}\n", c.method, quoted(c.config), quoted(c.note));
-  o += fmt::format("  measured_step_s: {:.9g}\n  preset_step_s: {:.9g}\n  calibrated_step_s: {:.9g}\n", c.measured_step_s,
-                   c.preset_step_s, c.calibrated_step_s);
+  o += fmt::format("  measured_step_s: {:.9g}\n  preset_step_s: {:.9g}\n  calibrated_step_s: {:.9g}\n",
+                   c.measured_step_s, c.preset_step_s, c.calibrated_step_s);
   const CalibratedRun& r = c.run;
   o += fmt::format(
-      "  run: {{gpu: {}, gpus: {}, pp: {}, tp: {}, cp: {}, dp: {}, ep: {}, vpp: {}, microbatches: {}, micro_batch_size: {}, "
+      "  run: {{gpu: {}, gpus: {}, pp: {}, tp: {}, cp: {}, dp: {}, ep: {}, vpp: {}, microbatches: {}, "
+      "micro_batch_size: {}, "
       "seq_len: {}, schedule: {}, gemm_precision: {}}}\n",
-      quoted(r.gpu), r.gpus, r.pp, r.tp, r.cp, r.dp, r.ep, r.vpp, r.microbatches, r.micro_batch_size, r.seq_len, quoted(r.schedule),
-      quoted(r.gemm_precision));
+      quoted(r.gpu), r.gpus, r.pp, r.tp, r.cp, r.dp, r.ep, r.vpp, r.microbatches, r.micro_batch_size, r.seq_len,
+      quoted(r.schedule), quoted(r.gemm_precision));
   o += c.fitted.empty() ? "  fitted: []\n" : "  fitted:\n";
   for (const CalibratedFigure& f : c.fitted)
     o += fmt::format("    - {{key: {}, preset: {:.6g}, value: {:.6g}{}, from: {}}}\n", f.key, f.preset, f.value,
-                     f.uncertainty ? fmt::format(", uncertainty: {:.3g}", *f.uncertainty) : std::string(), quoted(f.from));
+                     f.uncertainty ? fmt::format(", uncertainty: {:.3g}", *f.uncertainty) : std::string(),
+                     quoted(f.from));
   o += c.unidentified.empty() ? "  not_identified: []\n" : "  not_identified:\n";
   for (const UnidentifiedFigure& f : c.unidentified)
     o += fmt::format("    - {{key: {}, preset: {:.6g}, why: {}}}\n", f.key, f.preset, quoted(f.why));
@@ -197,19 +200,21 @@ std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string
   return cal;
 }
 
-std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir, const std::string& file,
-                                                  const std::vector<std::string>& set_paths) {
+std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir,
+                                                  const std::string& file, const std::vector<std::string>& set_paths) {
   const YAML::Node at = calibration_node(root);
   if (!at.IsDefined() || at.IsNull()) return std::nullopt;
   const YamlContext ctx(file, set_paths);
-  if (!at.IsScalar()) ctx.fail(at, "calibration", "calibration: expected the path of a calibration file (ppsim calibrate -o)");
+  if (!at.IsScalar())
+    ctx.fail(at, "calibration", "calibration: expected the path of a calibration file (ppsim calibrate -o)");
   std::filesystem::path p(at.Scalar());
   if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))
-    throw InputError(ctx.loc(at, "calibration"),
-                     fmt::format("calibration: no calibration file '{}' (write one with ppsim calibrate -o)", p.string()), {},
-                     kExitIo);
+    throw InputError(
+        ctx.loc(at, "calibration"),
+        fmt::format("calibration: no calibration file '{}' (write one with ppsim calibrate -o)", p.string()), {},
+        kExitIo);
   return read_calibration(p.string(), ctx.loc(at, "calibration"));
 }
 

@@ -10,11 +10,11 @@
 // Not obvious: the values are absolute (the preset times the fitted scale), so applying a
 // calibration twice, or to a config that set the key itself, gives the same figure.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
 
@@ -23,11 +23,11 @@ namespace ppsim {
 struct ModelConfigData;
 
 struct CalibratedFigure {
-  std::string key;                   // a config key path, e.g. hardware.efficiency.gemm
-  double preset = 0;                 // the value without the calibration
-  double value = 0;                  // fitted
-  std::optional<double> uncertainty; // one standard error, in the key's unit; absent: one figure, no spread
-  std::string from;                  // what it was fitted on
+  std::string key;                    // a config key path, e.g. hardware.efficiency.gemm
+  double preset = 0;                  // the value without the calibration
+  double value = 0;                   // fitted
+  std::optional<double> uncertainty;  // one standard error, in the key's unit; absent: one figure, no spread
+  std::string from;                   // what it was fitted on
 };
 
 struct UnidentifiedFigure {
@@ -45,10 +45,10 @@ struct CalibratedRun {
 };
 
 struct Calibration {
-  std::string path;     // where it was read from ("" when built)
-  std::string method;   // step_time | tokens_per_s | trace | published
-  std::string config;   // the config it was fitted with
-  std::string note;     // one line: what was fitted and what it means
+  std::string path;    // where it was read from ("" when built)
+  std::string method;  // step_time | tokens_per_s | trace | published
+  std::string config;  // the config it was fitted with
+  std::string note;    // one line: what was fitted and what it means
   double measured_step_s = 0, preset_step_s = 0, calibrated_step_s = 0;
   CalibratedRun run;
   std::vector<CalibratedFigure> fitted;
@@ -70,7 +70,8 @@ bool names_calibration(const YAML::Node& root);
 // fitted figures over it. Returns the calibration read, if any.
 // The calibration `root` names, read (errors located at the key in `root`: give the parsed tree,
 // not a clone, whose marks are lost), or none.
-std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir, const std::string& file,
+std::optional<Calibration> read_named_calibration(const YAML::Node& root, const std::string& base_dir,
+                                                  const std::string& file,
                                                   const std::vector<std::string>& set_paths = {});
 // `set_paths` as config.cc has them: a `calibration=` that came from --set / --calibration is
 // located there, not in the file.

@@ -99,7 +99,8 @@ const SchemaNode& schema() {
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
       section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
-                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema"), leaf("fp8_recipe")}),
+                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"),
+                            leaf("optimizer_location"), leaf("ema"), leaf("fp8_recipe")}),
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
@@ -885,7 +886,9 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     for (const std::string& s : calibration_sets(*cal)) apply_set(tree, s);
   }
   const YAML::Node root_node = finish_torchtitan(
-      ctx, expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir), base_dir),
+      ctx,
+      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir),
+                       base_dir),
       titan);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;

@@ -1,16 +1,16 @@
 // api::calibrate and cost/calibration: a step time made with a known scale gives that scale back,
 // what one step cannot identify stays at the preset, and a calibration file changes exactly the
 // figures it names.
+#include "api/calibrate.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
-#include <fmt/format.h>
-
-#include "api/calibrate.h"
 #include "api/fidelity.h"
 #include "api/request.h"
 #include "catch.h"
@@ -146,7 +146,8 @@ TEST_CASE("a bad calibration file is one error at its line", "[calibrate]") {
     CHECK(e.loc().line == 4);
     CHECK(e.suggestion() == "hardware.efficiency.gemm");
   }
-  const std::string over = write_temp("over.yaml", "calibration:\n  fitted:\n    - {key: hardware.efficiency.gemm, value: 1.5}\n");
+  const std::string over =
+      write_temp("over.yaml", "calibration:\n  fitted:\n    - {key: hardware.efficiency.gemm, value: 1.5}\n");
   CHECK_THROWS_AS(read_calibration(over), InputError);
 }
 
@@ -183,8 +184,9 @@ TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back
   long corr = 1;
   auto op = [&](int layer, const char* sub, const char* pass, double ns) {
     const double us = ns / 1e3;
-    ev.push_back(fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
-                             layer, sub, pass, ts));
+    ev.push_back(
+        fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
+                    layer, sub, pass, ts));
     ev.push_back(fmt::format(
         R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
         ts + 0.1, corr));
@@ -229,7 +231,8 @@ parallel: {pp: 1, microbatches: 1}
   const ModelConfig block = load_config(write_temp("fp8a.yaml", base + "precision: {gemm: fp8}\n"), {});
   CHECK(block.data->hardware.efficiency.gemm_fp8 == 0.52);
   CHECK(block.data->hardware.efficiency.gemm_fp8_wgrad == 0.40);
-  const ModelConfig tensor = load_config(write_temp("fp8b.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"), {});
+  const ModelConfig tensor =
+      load_config(write_temp("fp8b.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"), {});
   CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8, WithinRel(0.65 * 0.87, 1e-12));
   CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
   // A figure the config gives wins.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/calibrate.h"
 #include "api/fidelity.h"
 #include "api/gpu.h"
 #include "api/import_trace.h"
@@ -426,6 +427,19 @@ py::object validate_py(const api::Values& v) {
   return out;
 }
 
+// ppsim.calibrate: the calibration's JSON, its YAML ("yaml") and the table ("text").
+py::object calibrate_py(const api::Values& v) {
+  const api::CalibrateRequest req = api::calibrate_request(v);
+  const api::CalibrateOutcome out = [&] {
+    py::gil_scoped_release nogil;
+    return api::calibrate(req);
+  }();
+  nlohmann::json j = out.json;
+  j["yaml"] = out.yaml;
+  j["text"] = out.report;
+  return to_py(j);
+}
+
 // ppsim.<command>(**kw): the keywords through the table, the request built as the CLI builds it.
 py::object call(const std::string& command, const py::dict& kw) {
   const api::CommandSpec& c = api::command_spec(command);
@@ -438,6 +452,7 @@ py::object call(const std::string& command, const py::dict& kw) {
   if (command == "import-trace") return import_trace_py(v);
   if (command == "model") return to_py(api::model_json(api::model_report(api::model_request(v))));
   if (command == "fidelity") return to_py(api::fidelity_json(api::fidelity(api::fidelity_request(v))));
+  if (command == "calibrate") return calibrate_py(v);
   if (command == "profile") return profile_py(v);
   if (command == "validate") return validate_py(v);
   throw InternalError(fmt::format("no Python call for '{}'", command));

@@ -28,7 +28,7 @@ PYI_CUT = "# ---- generated from src/api/options.cc by tools/gen_options.py: do 
 # against the functions.
 FIRST = {"compare": ["schedules"], "simulate": ["schedule!"], "plan": ["config!"], "search": [],
          "import_trace": ["trace!"], "model": ["path!"], "fidelity": [], "profile": ["config!"],
-         "validate": ["config!"]}
+         "validate": ["config!"], "calibrate": ["config!"]}
 RETURNS = {"plan": "dict[str, Any]"}
 PATH = "str | os.PathLike[str]"
 # Python-shaped types where the table's kind says less.
@@ -37,6 +37,7 @@ TYPES = {
     "config": f"{PATH} | Config", "overrides": "Mapping[str, object] | Sequence[str] | None",
     "overlap": "Mapping[str, float] | None", "trace": f"{PATH} | Sequence[{PATH}]",
     "output": f"{PATH} | None", "path": PATH, "files": f"Sequence[{PATH}] | None",
+    "traces": f"Sequence[{PATH}] | None",
 }
 KIND_TYPES = {"flag": "bool", "int": "int", "int64": "int", "real": "float", "text": "str", "texts": "Sequence[str]",
               "ints": "Sequence[int]"}

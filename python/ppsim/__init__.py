@@ -23,7 +23,7 @@ finally:
 from ._ppsim import Config, Error, Schedule, __version__  # noqa: E402
 
 __all__ = ["Error", "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
-           "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "__version__"]
+           "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "calibrate", "__version__"]
 
 try:
     import numpy as _np  # noqa: F401
@@ -167,9 +167,11 @@ def compare(schedules="all", **kw):
     return Result(_ppsim._call("compare", dict(kw, schedules=schedules)))
 
 
-def load_config(path, overrides=None):
-    """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`."""
-    return _ppsim._load_config(str(path), _sets(overrides))
+def load_config(path, overrides=None, calibration=None):
+    """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`;
+    calibration (a file `ppsim calibrate` wrote) as `--calibration FILE` (docs/CALIBRATION.md)."""
+    cal = [] if calibration is None else [f"calibration={_os.path.abspath(str(calibration))}"]
+    return _ppsim._load_config(str(path), _sets(overrides) + cal)
 
 
 @_keywords("plan")
@@ -242,6 +244,19 @@ def fidelity(**kw):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
     (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
     return Result(_ppsim._call("fidelity", kw))
+
+
+@_keywords("calibrate")
+def calibrate(config, **kw):
+    """`ppsim calibrate` (docs/CALIBRATION.md): fit a config's efficiencies to your own run, from
+    traces (paths) or one step time / throughput. Returns {"fitted", "not_identified", "note",
+    "yaml" (the calibration file), "text" (the table)}; writes the YAML to `output` when given.
+    """
+    out = _ppsim._call("calibrate", dict(kw, config=config))
+    if kw.get("output") is not None:
+        with open(kw["output"], "w") as f:
+            f.write(out["yaml"])
+    return Result(out)
 
 
 @_keywords("profile")

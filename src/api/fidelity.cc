@@ -1,15 +1,17 @@
 // api::fidelity: configs/published/ against their sources (fidelity.h).
 #include "api/fidelity.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "api/calibrate.h"
 #include "api/fidelity_search.h"
 #include "api/request.h"
 #include "core/error.h"
@@ -28,19 +30,20 @@ constexpr double kGiBInGB = 1.073741824;  // 2^30 / 1e9
 SchemaNode leaf(const char* n) { return SchemaNode{n, {}, false}; }
 
 const SchemaNode& published_schema() {
-  static const SchemaNode s{"published",
-                            {leaf("source"), leaf("flops"), leaf("baseline"), leaf("results"), leaf("memory_gb"), leaf("fits_gb")},
-                            false};
+  static const SchemaNode s{
+      "published",
+      {leaf("source"), leaf("flops"), leaf("baseline"), leaf("results"), leaf("memory_gb"), leaf("fits_gb")},
+      false};
   return s;
 }
 
 const SchemaNode& result_schema() {
-  static const SchemaNode s{"result",
-                            {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"),
-                             leaf("tokens_per_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
-                             leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"),
-                             leaf("relative_to")},
-                            false};
+  static const SchemaNode s{
+      "result",
+      {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"), leaf("tokens_per_s"),
+       leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"), leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"),
+       leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"), leaf("relative_to")},
+      false};
   return s;
 }
 
@@ -72,7 +75,8 @@ Thresholds read_thresholds(const std::string& path) {
     if (!(ls >> key)) continue;
     double err = 0;
     if (!(ls >> err) || !(err >= 0))
-      throw InputError(SourceLoc{path, n, 1}, fmt::format("expected '<key> <max |error| %> [<max relative pp>]', got '{}'", line));
+      throw InputError(SourceLoc{path, n, 1},
+                       fmt::format("expected '<key> <max |error| %> [<max relative pp>]', got '{}'", line));
     std::optional<double> rel;
     double r = 0;
     if (ls >> r) rel = r;
@@ -104,210 +108,358 @@ std::string family_name(const MapReader& r, const std::string& key, const std::s
   }
 }
 
+// One published config: its base config and its published: block.
+struct PublishedFile {
+  std::string file, stem, source, flops, baseline;
+  ModelConfig base;
+  std::shared_ptr<const YamlContext> ctx;  // the readers below point at it
+  YAML::Node pub, results;
+  MapReader published() const { return MapReader(*ctx, pub, "published", published_schema()); }
+  MapReader result(std::size_t i) const {
+    return MapReader(*ctx, results[i], fmt::format("published.results[{}]", i), result_schema());
+  }
+};
+
+PublishedFile read_published(const std::string& file, const FidelityRequest& req) {
+  PublishedFile pf;
+  pf.file = file;
+  pf.base = load_config(file, req.sets);
+  const ModelConfigData& c = *pf.base.data;
+  pf.ctx = std::make_shared<const YamlContext>(file, std::vector<std::string>{});
+  for (auto it = c.tree.begin(); it != c.tree.end(); ++it)
+    if (it->first.Scalar() == "published") pf.pub.reset(it->second);
+  if (!pf.pub.IsDefined() || !pf.pub.IsMap())
+    throw InputError(SourceLoc{file, 1, 1}, "a published config needs a published: map (docs/FIDELITY.md)");
+  const MapReader pr = pf.published();
+  pf.source = pr.string("source", "");
+  pf.flops = pr.choice("flops", "model", {"model", "megatron"});
+  pf.baseline = pr.string("baseline", "");
+  pf.results = pr.value("results");
+  if (!pf.results.IsSequence() || pf.results.size() == 0)
+    pr.fail("results", "published.results must be a non-empty list");
+  pf.stem = std::filesystem::path(file).stem().string();
+  return pf;
+}
+
+// The source up to its first comma: one paper or report, whatever table of it a row comes from.
+std::string source_id(const std::string& source) { return source.substr(0, source.find(',')); }
+
+// The GPU types that share one compute efficiency set (src/cost/config.cc's kGpuTypes).
+std::string gpu_family(const ModelConfigData& c) {
+  return c.gpu_type.rfind("a100", 0) == 0 ? "ampere" : c.gpu_type.empty() ? c.hardware.name : "hopper";
+}
+
+// The row's labels, source and memory claims from its result entry.
+FidelityRow row_header(const PublishedFile& pf, const MapReader& rr) {
+  const ModelConfigData& c = *pf.base.data;
+  const MapReader pr = pf.published();
+  FidelityRow row;
+  row.run = c.name;
+  row.schedule = family_name(rr, "schedule", rr.string("schedule", c.parallel.schedule));
+  row.microbatches = static_cast<int>(rr.integer("microbatches", c.parallel.microbatches, 1, 1 << 20));
+  row.vpp = static_cast<int>(rr.integer("vpp", c.parallel.has_vpp ? c.parallel.vpp : 2, 1, 64));
+  row.label = rr.string("label", fmt::format("{} M={}", row.schedule, row.microbatches));
+  row.key = pf.stem + "/" + row.label;
+  for (char& ch : row.key)
+    if (ch == ' ') ch = '_';
+  row.source = rr.string("source", pf.source);
+  row.source_id = source_id(pf.source);  // the file's: a table's rows may name their own
+  row.gpu_family = gpu_family(c);
+  if (rr.has("memory_gb"))
+    row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
+  else if (pr.has("memory_gb"))
+    row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
+  if (rr.has("fits_gb"))
+    row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
+  else if (pr.has("fits_gb"))
+    row.fits_gb = pr.number("fits_gb", 0, 0, 1e6, true);
+  return row;
+}
+
+// The row's config: its own `set:` keys, its post-validation, the command line's --set, the
+// micro-batches, then `extra` (a calibration's figures).
+ModelConfig row_config(const PublishedFile& pf, const MapReader& rr, FidelityRow& row, const FidelityRequest& req,
+                       const std::vector<std::string>& extra) {
+  std::vector<std::string> sets;
+  if (rr.has("set")) {
+    const YAML::Node rs = rr.value("set");
+    if (!rs.IsMap() || rs.size() == 0)
+      rr.fail("set", "set: expected a map of config keys to values, e.g. {parallel.tp: 8}");
+    for (auto it = rs.begin(); it != rs.end(); ++it) {
+      if (!it->second.IsScalar())
+        rr.fail("set",
+                fmt::format("set.{}: expected a scalar value (a number, a string or a bool)", it->first.Scalar()));
+      sets.push_back(it->first.Scalar() + "=" + it->second.Scalar());
+      row.set += (row.set.empty() ? "" : " ") + sets.back();
+    }
+  }
+  if (rr.has("post_validation"))
+    sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
+  sets.insert(sets.end(), req.sets.begin(), req.sets.end());
+  sets.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  try {
+    return load_config(pf.file, sets);
+  } catch (const InputError& e) {
+    if (row.set.empty()) throw;
+    rr.fail("set", e.message(), e.suggestion());  // an unknown key or a bad value, at the row
+  }
+}
+
+// Simulates the row's schedule on `cfg`: throughput, step parts, memory.
+void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) {
+  const ModelConfigData& cd = *cfg.data;
+  row.gpus = cd.parallel.gpus();
+  Request rq;
+  rq.loaded_config = cfg;
+  rq.config_name = cd.name;
+  rq.families = row.schedule;
+  rq.single = true;
+  rq.schedule.vpp = row.schedule == "interleaved-1f1b" ? row.vpp : 0;
+  const double cap = rr.number("search_cap", 1, 0.01, 1e6, true);
+  if (row.schedule == "searched") {
+    // Zero Bubble's automatic schedules (ZB-1p, ZB-2p): ppsim's schedule search on this
+    // config's costs, its activations capped at search_cap x P micro-batch shares per rank
+    // (the paper's M_limit = pM_B or 2pM_B), deterministic (seed 1, one thread, bounded rounds).
+    rq.schedule.schedule =
+        searched_schedule(cfg, cd.parallel.pp, row.microbatches, cap * cd.parallel.pp, cd.parallel.post_validation);
+  }
+  const Result res = run(rq);
+  if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
+  const ResultRow& r = res.rows.front();
+  if (row.schedule != "interleaved-1f1b") row.vpp = r.metrics.vpp;
+  const Schedule s = rq.schedule.schedule
+                         ? *rq.schedule.schedule
+                         : make_schedule(row.schedule, ScheduleParams{cd.parallel.pp, row.microbatches, row.vpp, 0});
+  if (row.schedule == "searched") row.schedule = fmt::format("searched({:g}p)", cap);
+  row.predicted_tokens_s = r.physical.tokens_per_second;
+  row.step_s = r.physical.step_time_s;
+  row.pipeline_s = static_cast<double>(r.metrics.makespan) / 1e9;
+  row.bubble_ratio = r.metrics.bubble_ratio;
+  row.mfu = r.physical.mfu;
+  const StepCosts sc = step_costs(cd, s);
+  const RankStepCosts& w = sc.ranks[static_cast<std::size_t>(sc.worst_rank)];
+  row.dp_exposed_s = cd.costs.dp_comm ? w.dp_exposed_ns / 1e9 : 0.0;
+  row.optimizer_s = cd.costs.optimizer_step ? w.optimizer_ns / 1e9 : 0.0;
+  row.predicted_memory_gb = 0;
+  for (double b : r.physical.peak_memory_bytes) row.predicted_memory_gb = std::max(row.predicted_memory_gb, b / 1e9);
+  if (row.fits_gb) row.fits_limit_gb = std::min(*row.fits_gb * kGiBInGB, cd.hardware.hbm_gb);
+  row.fits = !row.fits_limit_gb || row.predicted_memory_gb <= *row.fits_limit_gb;
+}
+
+// The published figure in tokens/s, with the source's own FLOP count.
+void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelConfigData& cd, FidelityRow& row) {
+  int given = 0;
+  if (rr.has("tokens_per_s")) {
+    ++given;
+    const double v = rr.number("tokens_per_s", 0, 0, 1e15, true);
+    row.published_tokens_s = v;
+    row.published_as = fmt::format("{:.4g} tokens/s", v);
+  }
+  if (rr.has("samples_per_gpu_s")) {
+    ++given;
+    const double v = rr.number("samples_per_gpu_s", 0, 0, 1e9, true);
+    row.published_tokens_s = v * static_cast<double>(row.gpus) * static_cast<double>(cd.model.seq_len);
+    row.published_as = fmt::format("{:.3g} samples/s/GPU", v);
+  }
+  if (rr.has("tflops_per_gpu")) {
+    ++given;
+    const double v = rr.number("tflops_per_gpu", 0, 0, 1e6, true);
+    const double tokens_step =
+        static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) * cd.parallel.dp;
+    const double sequences = static_cast<double>(row.microbatches) * cd.model.micro_batch_size * cd.parallel.dp;
+    const double f_iter = pf.flops == "megatron" ? megatron_flops(cd.model, sequences)
+                                                 : model_flops_per_microbatch(cd) * row.microbatches * cd.parallel.dp;
+    const double step = f_iter / (v * 1e12 * row.gpus);
+    row.published_tokens_s = tokens_step / step;
+    row.published_as = fmt::format("{:.4g} TFLOP/s/GPU ({})", v, pf.flops);
+  }
+  if (rr.has("gpu_hours_per_trillion_tokens")) {
+    ++given;
+    const double v = rr.number("gpu_hours_per_trillion_tokens", 0, 0, 1e12, true);
+    row.published_tokens_s = static_cast<double>(row.gpus) * 1e12 / (v * 3600.0);
+    row.published_as = fmt::format("{:.4g} GPU-h per 1T tokens", v);
+  }
+  if (given != 1)
+    rr.fail_here("give exactly one of tokens_per_s, samples_per_gpu_s, tflops_per_gpu, gpu_hours_per_trillion_tokens");
+}
+
+// Result i of the file, predicted with `extra` config keys.
+FidelityRow fidelity_row(const PublishedFile& pf, std::size_t i, const FidelityRequest& req,
+                         const std::vector<std::string>& extra) {
+  const MapReader rr = pf.result(i);
+  FidelityRow row = row_header(pf, rr);
+  const ModelConfig cfg = row_config(pf, rr, row, req, extra);
+  predict_row(rr, cfg, row);
+  published_tokens(pf, rr, *cfg.data, row);
+  row.error = row.published_tokens_s > 0 ? row.predicted_tokens_s / row.published_tokens_s - 1.0 : 0.0;
+  return row;
+}
+
+// Claims against another result of the same source: its throughput per GPU over that result's
+// (a table of runs of one model at several scales or layouts), published against predicted. A
+// result's relative_to: names the other by its label.
+void relative_claims(const PublishedFile& pf, std::vector<FidelityRow>& rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const MapReader rr = pf.result(i);
+    const std::string to = rr.string("relative_to", "");
+    if (to.empty()) continue;
+    FidelityRow& row = rows[i];
+    std::vector<std::string> labels;
+    const FidelityRow* other = nullptr;
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      if (j == i) continue;
+      labels.push_back(rows[j].label);
+      if (rows[j].label == to) other = &rows[j];
+    }
+    if (other == nullptr)
+      rr.fail("relative_to", fmt::format("relative_to: no other result of this file is labelled '{}'", to),
+              closest_match(to, labels));
+    const auto per_gpu = [](double tokens_s, int gpus) { return tokens_s / std::max(gpus, 1); };
+    row.baseline = other->label;
+    row.published_relative =
+        per_gpu(row.published_tokens_s, row.gpus) / per_gpu(other->published_tokens_s, other->gpus);
+    row.predicted_relative =
+        per_gpu(row.predicted_tokens_s, row.gpus) / per_gpu(other->predicted_tokens_s, other->gpus);
+    row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
+  }
+}
+
+// Schedule-relative claims: each result against the baseline schedule at the same M.
+void baseline_claims(const PublishedFile& pf, std::vector<FidelityRow>& rows) {
+  if (pf.baseline.empty()) return;
+  const std::string bname = family_name(pf.published(), "baseline", pf.baseline);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    FidelityRow& row = rows[i];
+    if (row.schedule == bname || pf.result(i).has("relative_to")) continue;
+    for (const FidelityRow& b : rows) {
+      if (b.schedule != bname || b.microbatches != row.microbatches || b.set != row.set) continue;
+      row.baseline = b.schedule;
+      row.published_relative = row.published_tokens_s / b.published_tokens_s;
+      row.predicted_relative = row.predicted_tokens_s / b.predicted_tokens_s;
+      row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
+    }
+  }
+}
+
+// Every result of the file with `extra` keys, and its claims.
+std::vector<FidelityRow> file_rows(const PublishedFile& pf, const FidelityRequest& req,
+                                   const std::vector<std::string>& extra) {
+  std::vector<FidelityRow> rows;
+  for (std::size_t i = 0; i < pf.results.size(); ++i) rows.push_back(fidelity_row(pf, i, req, extra));
+  relative_claims(pf, rows);
+  baseline_claims(pf, rows);
+  return rows;
+}
+
+// The one compute scale that makes result i predict its published figure.
+ScaleFit row_scale(const PublishedFile& pf, std::size_t i, const FidelityRequest& req, const FidelityRow& at_preset) {
+  const auto keys = compute_scale_keys(pf.base.data->hardware);
+  const double target = at_preset.step_s * at_preset.predicted_tokens_s / at_preset.published_tokens_s;
+  return fit_scale([&](double s) { return fidelity_row(pf, i, req, compute_scale_sets(keys, s)).step_s; }, target,
+                   compute_scale_range(keys));
+}
+
+// `rows` again at `scale` (preset errors kept), named as fitted on `on`.
+std::vector<FidelityRow> rows_at_scale(const PublishedFile& pf, const FidelityRequest& req,
+                                       const std::vector<FidelityRow>& preset, double scale, const std::string& on) {
+  std::vector<FidelityRow> rows =
+      file_rows(pf, req, compute_scale_sets(compute_scale_keys(pf.base.data->hardware), scale));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    rows[i].preset_error = preset[i].error;
+    rows[i].fitted_scale = preset[i].fitted_scale;
+    rows[i].calibration_scale = scale;
+    rows[i].calibrated_on = on;
+  }
+  return rows;
+}
+
+// Leave one source out: each source's rows at the median per-row scale of every other source on
+// the same GPU family (the preset where no other source ran on it).
+void leave_one_source_out(const std::vector<PublishedFile>& files, const FidelityRequest& req,
+                          std::vector<std::vector<FidelityRow>>& per_file) {
+  for (std::size_t f = 0; f < files.size(); ++f)
+    for (std::size_t i = 0; i < per_file[f].size(); ++i)
+      per_file[f][i].fitted_scale = row_scale(files[f], i, req, per_file[f][i]).scale;
+  std::vector<std::vector<FidelityRow>> out(files.size());
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const FidelityRow& me = per_file[f].front();
+    std::vector<double> others;
+    for (const auto& rows : per_file)
+      for (const FidelityRow& r : rows)
+        if (r.source_id != me.source_id && r.gpu_family == me.gpu_family && r.fitted_scale > 0)
+          others.push_back(std::log(r.fitted_scale));
+    double scale = 1;
+    std::string on = "preset (no other source on " + me.gpu_family + ")";
+    if (!others.empty()) {
+      std::sort(others.begin(), others.end());
+      const std::size_t n = others.size();
+      scale = std::exp(n % 2 ? others[n / 2] : 0.5 * (others[n / 2 - 1] + others[n / 2]));
+      on = fmt::format("median of {} rows of other sources on {}", n, me.gpu_family);
+    }
+    out[f] = rows_at_scale(files[f], req, per_file[f], scale, on);
+  }
+  per_file = std::move(out);
+}
+
+// Each source calibrated on its first result (the first file of it in name order): that scale
+// predicts every result of the source.
+void calibrate_first(const std::vector<PublishedFile>& files, const FidelityRequest& req,
+                     std::vector<std::vector<FidelityRow>>& per_file) {
+  std::map<std::string, std::pair<double, std::string>> by_source;  // source id -> scale, row key
+  for (std::size_t f = 0; f < files.size(); ++f) {
+    const std::string id = per_file[f].front().source_id;
+    if (!by_source.count(id)) {
+      const ScaleFit fit = row_scale(files[f], 0, req, per_file[f].front());
+      per_file[f].front().fitted_scale = fit.scale;
+      by_source[id] = {fit.scale, per_file[f].front().key};
+    }
+    const auto& [scale, on] = by_source[id];
+    per_file[f] = rows_at_scale(files[f], req, per_file[f], scale, on);
+  }
+}
+
+void check_thresholds(const Thresholds& th, FidelityResult& out) {
+  out.checked = true;
+  for (FidelityRow& row : out.rows) {
+    const auto it = th.by_key.find(row.key);
+    if (it == th.by_key.end()) {
+      row.within = false;
+    } else {
+      row.max_error_pct = it->second.first;
+      row.max_relative_pp = it->second.second;
+      row.within = std::abs(row.error) * 100.0 <= *row.max_error_pct + 1e-9;
+      if (row.relative_diff_pp && row.max_relative_pp)
+        row.within = row.within && std::abs(*row.relative_diff_pp) <= *row.max_relative_pp + 1e-9;
+    }
+    // A run its source says fit its GPUs must fit in ppsim too.
+    if (!row.fits) row.within = false;
+    if (!row.within) ++out.failures;
+  }
+}
+
 }  // namespace
 
 FidelityResult fidelity(const FidelityRequest& req) {
-  FidelityResult out;
+  if (!req.calibrate.empty() && req.calibrate != "first" && req.calibrate != "loso")
+    throw InputError(fmt::format("--calibrate '{}': expected first or loso", req.calibrate), {}, kExitUsage);
   std::optional<Thresholds> th;
   if (!req.thresholds.empty()) th = read_thresholds(req.thresholds);
+  std::vector<PublishedFile> files;
+  std::vector<std::vector<FidelityRow>> per_file;
   for (const std::string& file : published_files(req)) {
-    const ModelConfig base = load_config(file, req.sets);
-    const ModelConfigData& c = *base.data;
-    const YamlContext ctx(file, {});
-    YAML::Node pub;
-    for (auto it = c.tree.begin(); it != c.tree.end(); ++it)
-      if (it->first.Scalar() == "published") pub.reset(it->second);
-    if (!pub.IsDefined() || !pub.IsMap())
-      throw InputError(SourceLoc{file, 1, 1}, "a published config needs a published: map (docs/FIDELITY.md)");
-    const MapReader pr(ctx, pub, "published", published_schema());
-    const std::string source = pr.string("source", "");
-    const std::string flops = pr.choice("flops", "model", {"model", "megatron"});
-    const std::string baseline = pr.string("baseline", "");
-    const YAML::Node results = pr.value("results");
-    if (!results.IsSequence() || results.size() == 0) pr.fail("results", "published.results must be a non-empty list");
-    const std::string stem = std::filesystem::path(file).stem().string();
-    const std::size_t first_row = out.rows.size();
-    std::vector<std::string> relative_to(results.size());  // each result's relative_to: label, or empty
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const MapReader rr(ctx, results[i], fmt::format("published.results[{}]", i), result_schema());
-      FidelityRow row;
-      row.run = c.name;
-      row.schedule = rr.string("schedule", c.parallel.schedule);
-      row.schedule = family_name(rr, "schedule", row.schedule);
-      row.microbatches = static_cast<int>(rr.integer("microbatches", c.parallel.microbatches, 1, 1 << 20));
-      row.vpp = static_cast<int>(rr.integer("vpp", c.parallel.has_vpp ? c.parallel.vpp : 2, 1, 64));
-      row.label = rr.string("label", fmt::format("{} M={}", row.schedule, row.microbatches));
-      row.key = stem + "/" + row.label;
-      for (char& ch : row.key)
-        if (ch == ' ') ch = '_';
-      row.source = rr.string("source", source);
-      relative_to[i] = rr.string("relative_to", "");
-      if (rr.has("memory_gb")) row.published_memory_gb = rr.number("memory_gb", 0, 0, 1e6, true);
-      else if (pr.has("memory_gb")) row.published_memory_gb = pr.number("memory_gb", 0, 0, 1e6, true);
-      if (rr.has("fits_gb")) row.fits_gb = rr.number("fits_gb", 0, 0, 1e6, true);
-      else if (pr.has("fits_gb")) row.fits_gb = pr.number("fits_gb", 0, 0, 1e6, true);
-
-      // Simulate this result's schedule and micro-batches on the config.
-      // The run's optimizer step: Zero Bubble's post-validation (parallel.post_validation) where the
-      // source's code enabled it for this schedule and not for its baselines; --set overrides it.
-      std::vector<std::string> sets;
-      // The row's own layout or model (a source's table of runs that differ in TP, heads, ...):
-      // config keys as --set takes them, before the command line's --set.
-      if (rr.has("set")) {
-        const YAML::Node rs = rr.value("set");
-        if (!rs.IsMap() || rs.size() == 0) rr.fail("set", "set: expected a map of config keys to values, e.g. {parallel.tp: 8}");
-        for (auto it = rs.begin(); it != rs.end(); ++it) {
-          if (!it->second.IsScalar())
-            rr.fail("set", fmt::format("set.{}: expected a scalar value (a number, a string or a bool)", it->first.Scalar()));
-          sets.push_back(it->first.Scalar() + "=" + it->second.Scalar());
-          row.set += (row.set.empty() ? "" : " ") + sets.back();
-        }
-      }
-      if (rr.has("post_validation")) sets.push_back(fmt::format("parallel.post_validation={}", rr.boolean("post_validation", false)));
-      sets.insert(sets.end(), req.sets.begin(), req.sets.end());
-      sets.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
-      ModelConfig cfg;
-      try {
-        cfg = load_config(file, sets);
-      } catch (const InputError& e) {
-        if (row.set.empty()) throw;
-        rr.fail("set", e.message(), e.suggestion());  // an unknown key or a bad value, at the row
-      }
-      const ModelConfigData& cd = *cfg.data;
-      row.gpus = cd.parallel.gpus();
-      Request rq;
-      rq.loaded_config = cfg;
-      rq.config_name = c.name;
-      rq.families = row.schedule;
-      rq.single = true;
-      rq.schedule.vpp = row.schedule == "interleaved-1f1b" ? row.vpp : 0;
-      if (row.schedule == "searched") {
-        // Zero Bubble's automatic schedules (ZB-1p, ZB-2p): ppsim's schedule search on this
-        // config's costs, its activations capped at search_cap x P micro-batch shares per rank
-        // (the paper's M_limit = pM_B or 2pM_B), deterministic (seed 1, one thread, bounded rounds).
-        Schedule found = searched_schedule(cfg, cd.parallel.pp, row.microbatches,
-                                           rr.number("search_cap", 1, 0.01, 1e6, true) * cd.parallel.pp,
-                                           cd.parallel.post_validation);
-        rq.schedule.schedule = found;
-      }
-      const Result res = run(rq);
-      if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
-      const ResultRow& r = res.rows.front();
-      if (row.schedule != "interleaved-1f1b") row.vpp = r.metrics.vpp;
-      if (row.schedule == "searched") row.schedule = fmt::format("searched({:g}p)", rr.number("search_cap", 1, 0.01, 1e6, true));
-      const double tokens_step = static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) *
-                                 cd.parallel.dp;
-      row.predicted_tokens_s = r.physical.tokens_per_second;
-      row.step_s = r.physical.step_time_s;
-      row.pipeline_s = static_cast<double>(r.metrics.makespan) / 1e9;
-      row.bubble_ratio = r.metrics.bubble_ratio;
-      row.mfu = r.physical.mfu;
-      {
-        const Schedule s = rq.schedule.schedule ? *rq.schedule.schedule
-                                                : make_schedule(row.schedule, ScheduleParams{cd.parallel.pp, row.microbatches, row.vpp, 0});
-        const StepCosts sc = step_costs(cd, s);
-        const RankStepCosts& w = sc.ranks[static_cast<std::size_t>(sc.worst_rank)];
-        row.dp_exposed_s = cd.costs.dp_comm ? w.dp_exposed_ns / 1e9 : 0.0;
-        row.optimizer_s = cd.costs.optimizer_step ? w.optimizer_ns / 1e9 : 0.0;
-      }
-      for (double b : r.physical.peak_memory_bytes) row.predicted_memory_gb = std::max(row.predicted_memory_gb, b / 1e9);
-      if (row.fits_gb) row.fits_limit_gb = std::min(*row.fits_gb * kGiBInGB, cd.hardware.hbm_gb);
-      row.fits = !row.fits_limit_gb || row.predicted_memory_gb <= *row.fits_limit_gb;
-
-      // The published figure, in tokens/s.
-      int given = 0;
-      if (rr.has("tokens_per_s")) {
-        ++given;
-        const double v = rr.number("tokens_per_s", 0, 0, 1e15, true);
-        row.published_tokens_s = v;
-        row.published_as = fmt::format("{:.4g} tokens/s", v);
-      }
-      if (rr.has("samples_per_gpu_s")) {
-        ++given;
-        const double v = rr.number("samples_per_gpu_s", 0, 0, 1e9, true);
-        row.published_tokens_s = v * static_cast<double>(row.gpus) * static_cast<double>(cd.model.seq_len);
-        row.published_as = fmt::format("{:.3g} samples/s/GPU", v);
-      }
-      if (rr.has("tflops_per_gpu")) {
-        ++given;
-        const double v = rr.number("tflops_per_gpu", 0, 0, 1e6, true);
-        const double sequences = static_cast<double>(row.microbatches) * cd.model.micro_batch_size * cd.parallel.dp;
-        const double f_iter = flops == "megatron" ? megatron_flops(cd.model, sequences)
-                                                  : model_flops_per_microbatch(cd) * row.microbatches * cd.parallel.dp;
-        const double step = f_iter / (v * 1e12 * row.gpus);
-        row.published_tokens_s = tokens_step / step;
-        row.published_as = fmt::format("{:.4g} TFLOP/s/GPU ({})", v, flops);
-      }
-      if (rr.has("gpu_hours_per_trillion_tokens")) {
-        ++given;
-        const double v = rr.number("gpu_hours_per_trillion_tokens", 0, 0, 1e12, true);
-        row.published_tokens_s = static_cast<double>(row.gpus) * 1e12 / (v * 3600.0);
-        row.published_as = fmt::format("{:.4g} GPU-h per 1T tokens", v);
-      }
-      if (given != 1)
-        rr.fail_here("give exactly one of tokens_per_s, samples_per_gpu_s, tflops_per_gpu, gpu_hours_per_trillion_tokens");
-      row.error = row.published_tokens_s > 0 ? row.predicted_tokens_s / row.published_tokens_s - 1.0 : 0.0;
-      out.rows.push_back(std::move(row));
-    }
-    // Claims against another result of the same source: its throughput per GPU over that
-    // result's (a table of runs of one model at several scales or layouts), published against
-    // predicted. A result's relative_to: names the other by its label.
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      if (relative_to[i].empty()) continue;
-      const MapReader rr(ctx, results[i], fmt::format("published.results[{}]", i), result_schema());
-      FidelityRow& row = out.rows[first_row + i];
-      std::vector<std::string> labels;
-      const FidelityRow* other = nullptr;
-      for (std::size_t j = first_row; j < out.rows.size(); ++j) {
-        if (j == first_row + i) continue;
-        labels.push_back(out.rows[j].label);
-        if (out.rows[j].label == relative_to[i]) other = &out.rows[j];
-      }
-      if (other == nullptr) {
-        rr.fail("relative_to", fmt::format("relative_to: no other result of this file is labelled '{}'", relative_to[i]),
-                closest_match(relative_to[i], labels));
-      }
-      const auto per_gpu = [](double tokens_s, int gpus) { return tokens_s / std::max(gpus, 1); };
-      row.baseline = other->label;
-      row.published_relative = per_gpu(row.published_tokens_s, row.gpus) / per_gpu(other->published_tokens_s, other->gpus);
-      row.predicted_relative = per_gpu(row.predicted_tokens_s, row.gpus) / per_gpu(other->predicted_tokens_s, other->gpus);
-      row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
-    }
-    // Schedule-relative claims: each result against the baseline schedule at the same M.
-    if (!baseline.empty()) {
-      const std::string bname = family_name(pr, "baseline", baseline);
-      for (std::size_t i = first_row; i < out.rows.size(); ++i) {
-        FidelityRow& row = out.rows[i];
-        if (row.schedule == bname || !relative_to[i - first_row].empty()) continue;
-        for (std::size_t j = first_row; j < out.rows.size(); ++j) {
-          const FidelityRow& b = out.rows[j];
-          if (b.schedule != bname || b.microbatches != row.microbatches || b.set != row.set) continue;
-          row.baseline = b.schedule;
-          row.published_relative = row.published_tokens_s / b.published_tokens_s;
-          row.predicted_relative = row.predicted_tokens_s / b.predicted_tokens_s;
-          row.relative_diff_pp = 100.0 * (*row.predicted_relative - *row.published_relative);
-        }
-      }
-    }
+    files.push_back(read_published(file, req));
+    per_file.push_back(file_rows(files.back(), req, {}));
   }
-  if (th) {
-    out.checked = true;
-    for (FidelityRow& row : out.rows) {
-      const auto it = th->by_key.find(row.key);
-      if (it == th->by_key.end()) {
-        row.within = false;
-      } else {
-        row.max_error_pct = it->second.first;
-        row.max_relative_pp = it->second.second;
-        row.within = std::abs(row.error) * 100.0 <= *row.max_error_pct + 1e-9;
-        if (row.relative_diff_pp && row.max_relative_pp)
-          row.within = row.within && std::abs(*row.relative_diff_pp) <= *row.max_relative_pp + 1e-9;
-      }
-      // A run its source says fit its GPUs must fit in ppsim too.
-      if (!row.fits) row.within = false;
-      if (!row.within) ++out.failures;
-    }
+  if (req.calibrate == "first") {
+    calibrate_first(files, req, per_file);
+  } else if (req.calibrate == "loso") {
+    leave_one_source_out(files, req, per_file);
   }
+  FidelityResult out;
+  for (auto& rows : per_file)
+    for (FidelityRow& r : rows) out.rows.push_back(std::move(r));
+  if (th) check_thresholds(*th, out);
   return out;
 }
 
@@ -344,6 +496,14 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
     j["published_relative"] = opt(x.published_relative);
     j["predicted_relative"] = opt(x.predicted_relative);
     j["relative_diff_pp"] = opt(x.relative_diff_pp);
+    j["source_id"] = x.source_id;
+    j["gpu_family"] = x.gpu_family;
+    if (x.preset_error) {
+      j["preset_error"] = *x.preset_error;
+      j["calibration_scale"] = x.calibration_scale;
+      j["calibrated_on"] = x.calibrated_on;
+      j["fitted_scale"] = x.fitted_scale;
+    }
     if (r.checked) {
       j["max_error_pct"] = opt(x.max_error_pct);
       j["max_relative_pp"] = opt(x.max_relative_pp);
@@ -354,6 +514,40 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
   nlohmann::json out;
   out["rows"] = rows;
   if (r.checked) out["failures"] = r.failures;
+  return out;
+}
+
+FidelityCounts fidelity_counts(const FidelityResult& r, bool preset) {
+  FidelityCounts c;
+  std::vector<double> errs;
+  for (const FidelityRow& x : r.rows) {
+    if (!x.preset_error && preset) continue;
+    if (x.calibrated_on == x.key) continue;  // the row a source was calibrated on
+    const double e = 100.0 * std::abs(preset && x.preset_error ? *x.preset_error : x.error);
+    errs.push_back(e);
+    ++c.rows;
+    c.within5 += e <= 5.0 ? 1 : 0;
+    c.within10 += e <= 10.0 ? 1 : 0;
+  }
+  if (!errs.empty()) {
+    std::sort(errs.begin(), errs.end());
+    const std::size_t n = errs.size();
+    c.median_abs_pct = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+  }
+  return c;
+}
+
+std::string fidelity_summary(const FidelityResult& r) {
+  auto line = [](const char* what, const FidelityCounts& c) {
+    return fmt::format("{}: {} of {} within 5%, {} within 10%, median |error| {:.1f}%\n", what, c.within5, c.rows,
+                       c.within10, c.median_abs_pct);
+  };
+  std::string out;
+  const FidelityCounts now = fidelity_counts(r, false);
+  const bool calibrated =
+      std::any_of(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return x.preset_error.has_value(); });
+  if (calibrated) out += line("at the presets (same rows)", fidelity_counts(r, true));
+  out += line(calibrated ? "calibrated" : "at the presets", now);
   return out;
 }
 

@@ -12,26 +12,31 @@
 // result its `relative_to:` names (one source's runs at several scales), published against
 // predicted, in percentage points.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace ppsim::api {
 
 struct FidelityRequest {
   std::string dir = "configs/published";  // every *.yaml in it, in name order
-  std::vector<std::string> files;          // instead of dir, when given
-  std::vector<std::string> sets;           // "key.path=value" applied to every file (e.g. costs.dp_comm=false)
-  std::string thresholds;                  // a thresholds file: check each row against it
+  std::vector<std::string> files;         // instead of dir, when given
+  std::vector<std::string> sets;          // "key.path=value" applied to every file (e.g. costs.dp_comm=false)
+  std::string thresholds;                 // a thresholds file: check each row against it
+  // "": the presets. "first": each source (a file's published.source up to its first comma)
+  // calibrated on its first result (one compute scale, api/calibrate.h; the first file of the
+  // source in name order) predicts its other results. "loso": leave one source out: each source's rows
+  // predicted with the compute scale fitted on every other source's rows of the same GPU family
+  // (their median per-row scale; nothing fitted on the source itself), docs/CALIBRATION.md.
+  std::string calibrate;
 };
 
 struct FidelityRow {
-  std::string key;          // "<file stem>/<label>": the thresholds file's key
-  std::string run;          // the config's name
-  std::string label;        // the result's label (schedule, micro-batches)
-  std::string source;       // where the figure is stated
+  std::string key;     // "<file stem>/<label>": the thresholds file's key
+  std::string run;     // the config's name
+  std::string label;   // the result's label (schedule, micro-batches)
+  std::string source;  // where the figure is stated
   std::string schedule;
   int microbatches = 0;
   int vpp = 1;
@@ -40,7 +45,7 @@ struct FidelityRow {
   std::string published_as;       // the figure as the source states it, e.g. "148 TFLOP/s/GPU (megatron)"
   double published_tokens_s = 0;  // converted to tokens/s
   double predicted_tokens_s = 0;
-  double error = 0;               // predicted / published - 1
+  double error = 0;  // predicted / published - 1
   // The parts of the step (seconds): the pipeline's makespan, of it the mean bubble, the exposed
   // DP communication and the optimizer step added after it.
   double step_s = 0, pipeline_s = 0, bubble_ratio = 0, dp_exposed_s = 0, optimizer_s = 0, tp_comm_s = 0;
@@ -51,8 +56,8 @@ struct FidelityRow {
   // most), so fits_gb GiB, capped at the GPU type's capacity as the driver reports it
   // (hardware.hbm_gb: 85.52 for an H100's 81,559 MiB).
   std::optional<double> fits_limit_gb;
-  double predicted_memory_gb = 0;             // the largest rank's peak
-  bool fits = true;                           // predicted_memory_gb <= fits_limit_gb (true when not stated)
+  double predicted_memory_gb = 0;  // the largest rank's peak
+  bool fits = true;                // predicted_memory_gb <= fits_limit_gb (true when not stated)
   // Against the baseline schedule at the same micro-batches (absent for the baseline itself), or,
   // where the result says relative_to: <label>, against that result per GPU (baseline = the label).
   std::string baseline;
@@ -61,16 +66,33 @@ struct FidelityRow {
   // this row is within it (and, where the source says the run fit its GPUs, fits).
   std::optional<double> max_error_pct, max_relative_pp;
   bool within = true;
+  // With FidelityRequest::calibrate: the error at the presets, the scale applied to every compute
+  // efficiency and what it was fitted on ("" at the presets), and the row's source and GPU family.
+  std::optional<double> preset_error;
+  double calibration_scale = 1;
+  std::string calibrated_on;
+  std::string source_id;    // the file's published.source up to its first comma (one paper, one report)
+  std::string gpu_family;   // ampere (A100) or hopper (H100, H800, H200): one compute efficiency set
+  double fitted_scale = 0;  // loso: the scale that explains this row alone (0: not fitted)
 };
 
 struct FidelityResult {
   std::vector<FidelityRow> rows;
-  bool checked = false;   // a thresholds file was given
-  int failures = 0;       // rows past their thresholds
+  bool checked = false;  // a thresholds file was given
+  int failures = 0;      // rows past their thresholds
 };
 
 // InputError (file:line:col) for a bad published block or thresholds file.
 FidelityResult fidelity(const FidelityRequest& req);
 nlohmann::json fidelity_json(const FidelityResult& r);
+
+// Counts over the throughput rows (the row a file was calibrated on left out): how many within
+// 5% and 10%, the median |error|, at the presets and as predicted; one line each.
+struct FidelityCounts {
+  int rows = 0, within5 = 0, within10 = 0;
+  double median_abs_pct = 0;
+};
+FidelityCounts fidelity_counts(const FidelityResult& r, bool preset);
+std::string fidelity_summary(const FidelityResult& r);
 
 }  // namespace ppsim::api

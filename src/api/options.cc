@@ -51,6 +51,9 @@ constexpr Option kConfig{"config", K::Text, "",    "", "YAML config (model, hard
 constexpr Option kConfigRequired{"config", K::Text, "", "", "YAML config", R::Both, {}, false, {}, true};
 constexpr Option kSet{"--set", K::Texts, "",    "",         "override a config key: key.path=value (repeatable)",
                       R::Both, {},       false, "overrides"};
+constexpr Option kCalibration{"--calibration", K::Text, "", "",
+                               "apply a calibration file (ppsim calibrate -o) over the config's presets, as "
+                               "calibration: FILE in it (docs/CALIBRATION.md)"};
 constexpr Option kMegatronArgs{"--megatron-args", K::Text, "", "",
                                "model, parallelism and batch from a Megatron-LM argument list (with a config)"};
 constexpr Option kTimes{"--times", K::Text, "F=1,B=2,W=1,FB=3", "time unit",
@@ -100,7 +103,7 @@ constexpr Option kOverlapDict[] = {{"overlap", K::Text, "", "",
                                     "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
                                     R::Python}};
 // compare and simulate: the schedules, their costs, the pictures.
-constexpr Option kRunRows[] = {kSet, kMegatronArgs, kTimes, kChunkTimes, kP2pLatency};
+constexpr Option kRunRows[] = {kSet, kCalibration, kMegatronArgs, kTimes, kChunkTimes, kP2pLatency};
 constexpr Option kPictureRows[] = {kFormatResults, kOutput, kTrace, kSvg, kHtml, kColor, kMemory};
 
 constexpr Option kCompareOwn[] = {
@@ -156,6 +159,7 @@ constexpr Option kSchedules[] = {
 constexpr Option kPlan[] = {
     {"config", K::Text, "", "", "YAML config with a plan: section"},
     kSet,
+    kCalibration,
     kMegatronArgs,
     kFormatResults,
     kOutput,
@@ -169,7 +173,7 @@ constexpr Option kPlan[] = {
 };
 
 constexpr Option kSearchFirst[] = {
-    kConfig, kSet, kPp, kMicrobatches, kSearchTimes, kChunkTimes, kP2pLatency,
+    kConfig, kSet, kCalibration, kPp, kMicrobatches, kSearchTimes, kChunkTimes, kP2pLatency,
 };
 constexpr Option kSearchOwn[] = {
     {"--memory-cap", K::Text, "best", "micro-batches of one rank's share",
@@ -210,6 +214,11 @@ constexpr Option kFidelity[] = {
     {"files", K::Texts, "", "", "published configs (default: every *.yaml in --dir)"},
     {"--dir", K::Text, "configs/published", "", "folder of published configs"},
     kSet,
+    kCalibration,
+    {"--calibrate", K::Text, "", "",
+     "first: calibrate each source on its first result and predict the others; loso: each source predicted with the "
+     "compute scale fitted on the other sources (docs/CALIBRATION.md)",
+     R::Both, "first|loso", true},
     kFormatTableJson,
     kOutput,
     {"--check",
@@ -239,6 +248,7 @@ constexpr Option kProfile[] = {
 constexpr Option kValidate[] = {
     {"config", K::Text, "", "", "YAML config to replay on the GPUs", R::Both, {}, false, {}, true},
     kSet,
+    kCalibration,
     {"--schedule,-s",
      K::Text,
      "",
@@ -349,6 +359,22 @@ constexpr Option kImportTrace[] = {
     {"--sms", K::Int, "132", "SMs", "linear rule fallback: SMs per GPU"},
 };
 
+constexpr Option kCalibrate[] = {
+    {"config", K::Text, "", "", "the YAML config of the run you measured (its layout, batch and GPU type)", R::Both, {},
+     false, {}, true},
+    {"trace", K::Texts, "", "",
+     "PyTorch profiler (Kineto) traces of that run: fit per-op efficiencies from their kernels", R::Both, {}, false,
+     "traces"},
+    {"--step-ms", K::Real, "", "ms", "the run's measured step time: fit one compute scale"},
+    {"--tokens-per-s", K::Real, "", "tokens/s", "the run's measured throughput: fit one compute scale"},
+    {"--schedule,-s", K::Text, "", "", "the schedule family the run used (default: the config's parallel.schedule)"},
+    {"--vpp,-v", K::Int, "0", "chunks", "chunks per rank of an interleaved run (0: the config's)"},
+    kSet,
+    {"--step-range", K::Text, "", "", "with traces: the step is the GPU work under CPU ranges matching this regex"},
+    {"--output,-o", K::Text, "", "", "write the calibration YAML here (the CLI needs it)"},
+    kFormatTableJson,
+};
+
 constexpr CommandSpec kCommands[] = {
     {"schedules", "list the schedule families, their constraints and published formulas", kSchedules, ""},
     {"show", "print one schedule's per-rank op order (text, PyTorch CSV or JSON)", kShow, ""},
@@ -364,6 +390,8 @@ constexpr CommandSpec kCommands[] = {
      kModel, "model"},
     {"fidelity", "predict every configs/published/ run and compare with its source (docs/FIDELITY.md)", kFidelity,
      "fidelity"},
+    {"calibrate", "fit a config's efficiencies to your own run (traces, or a step time) and write a calibration file",
+     kCalibrate, "calibrate"},
 };
 
 }  // namespace

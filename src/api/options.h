@@ -28,6 +28,7 @@
 
 namespace ppsim::api {
 
+struct CalibrateRequest;
 struct ProfileRequest;
 struct ValidateRequest;
 
@@ -122,6 +123,7 @@ SearchCall search_call(const Values& v);
 PlanRequest plan_request(const Values& v);
 ModelRequest model_request(const Values& v);
 FidelityRequest fidelity_request(const Values& v);
+CalibrateRequest calibrate_request(const Values& v);
 ImportTraceCall import_trace_call(const Values& v);
 ProfileRequest profile_request(const Values& v);
 ValidateRequest validate_request(const Values& v);

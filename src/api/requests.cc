@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "api/calibrate.h"
 #include "api/gpu.h"
 #include "api/options.h"
 #include "api/times.h"
@@ -102,6 +103,10 @@ std::optional<int> opt_int(const Values& v, std::string_view key, const char* fl
 // the arguments ppsim does not use become a note).
 std::vector<std::string> config_sets(const Values& v) {
   std::vector<std::string> sets = v.texts("overrides");
+  // --calibration as the config key `calibration: FILE`, absolute so that it is not read relative to
+  // the config's folder (cost/calibration.h).
+  if (find_option(v.command(), "calibration") && !v.text("calibration").empty())
+    sets.push_back("calibration=" + std::filesystem::absolute(v.text("calibration")).string());
   if (!find_option(v.command(), "megatron_args")) return sets;
   const std::string path = v.text("megatron_args");
   if (path.empty()) return sets;
@@ -211,8 +216,22 @@ FidelityRequest fidelity_request(const Values& v) {
   FidelityRequest r;
   r.files = v.texts("files");
   r.dir = v.text("dir");
-  r.sets = v.texts("overrides");
+  r.sets = config_sets(v);
   r.thresholds = v.text("thresholds");
+  r.calibrate = v.text("calibrate");
+  return r;
+}
+
+CalibrateRequest calibrate_request(const Values& v) {
+  CalibrateRequest r;
+  r.config = v.text("config");
+  r.sets = v.texts("overrides");
+  r.traces = v.texts("traces");
+  r.schedule = v.text("schedule");
+  r.vpp = to_int(*v.integer("vpp"), "--vpp");
+  r.trace_options.step_range = v.text("step_range");
+  r.step_ms = v.real("step_ms");
+  r.tokens_per_s = v.real("tokens_per_s");
   return r;
 }
 
@@ -258,7 +277,7 @@ ProfileRequest profile_request(const Values& v) {
 ValidateRequest validate_request(const Values& v) {
   ValidateRequest r;
   r.config = v.text("config");
-  r.sets = v.texts("overrides");
+  r.sets = config_sets(v);
   r.schedules = v.text("schedules");
   r.schedule_file = v.text("schedule_file");
   r.devices = to_int(*v.integer("devices"), "--devices");

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "api/request.h"
+#include "api/calibrate.h"
 #include "api/times.h"
 #include "core/error.h"
 #include "cost/config.h"
@@ -143,6 +144,13 @@ Result run(const Request& req) {
         out.skipped.push_back({fam->name, e.message()});
       }
     }
+  }
+  if (cfg) {
+    // A calibrated config says what it changed and how far each result extrapolates (api/calibrate.h).
+    std::vector<ScheduleAt> at;
+    for (const ResultRow& r : out.rows) at.push_back({r.metrics.schedule, r.metrics.microbatches, r.metrics.vpp});
+    nlohmann::json notes = calibration_notes(*cfg->data, at);
+    if (!notes.is_null()) out.extra["calibration"] = std::move(notes);
   }
   return out;
 }

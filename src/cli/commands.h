@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -30,6 +31,7 @@ Runner setup_import_trace(CLI::App& sub);
 Runner setup_search(CLI::App& sub);
 Runner setup_model(CLI::App& sub);
 Runner setup_fidelity(CLI::App& sub);
+Runner setup_calibrate(CLI::App& sub);
 
 inline constexpr Command kCommands[] = {
     {"schedules", setup_schedules},
@@ -43,6 +45,7 @@ inline constexpr Command kCommands[] = {
     {"search", setup_search},
     {"model", setup_model},
     {"fidelity", setup_fidelity},
+    {"calibrate", setup_calibrate},
 };
 
 }  // namespace ppsim::cli

@@ -1,5 +1,6 @@
 #include "cli/compare_run.h"
 
+#include "api/calibrate.h"
 #include "report/html.h"
 #include "report/svg.h"
 #include "report/trace.h"
@@ -75,9 +76,12 @@ bool emit_results(const RunOutput& out, Format f, const std::string& path) {
       case Format::Csv:
         files.emplace_back(path, render_csv(out.rows, out.scale));
         break;
-      default:
-        files.emplace_back(path, render_table(out.rows, out.skipped, out.scale));
+      default: {
+        std::string text = render_table(out.rows, out.skipped, out.scale);
+        if (out.extra.contains("calibration")) text += api::calibration_note_text(out.extra["calibration"]);
+        files.emplace_back(path, text);
         break;
+      }
     }
   }
   write_outputs(files);  // all of them or none

@@ -17,6 +17,7 @@
 
 #include "core/enum_names.h"
 #include "core/split.h"
+#include "cost/calibration.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
 #include "cost/torchtitan.h"
@@ -85,7 +86,8 @@ const SchemaNode& schema() {
                         section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
                                         leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
       section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
-                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema")}),
+                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"),
+                            leaf("optimizer_location"), leaf("ema"), leaf("fp8_recipe")}),
       section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
                            leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
                            leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
@@ -99,6 +101,7 @@ const SchemaNode& schema() {
                            leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
       section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
       leaf("profile"),
+      leaf("calibration"),  // a calibration file (cost/calibration.h), applied before validation
       SchemaNode{"plan", {}, true},
       SchemaNode{"published", {}, true},  // read by `ppsim fidelity` (api/fidelity.h) only
   });
@@ -395,6 +398,26 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   h.clock_duty_slope = clock.number("duty_slope", 0, 0, 10, false);
   h.clock_duty_ref = clock.number("duty_ref", 0.8, 0, 1, false);
   return h;
+}
+
+// precision.fp8_recipe: how FP8 GEMMs are scaled. block (the default): DeepSeek-V3's 1x128 / 128x128
+// tiles, the efficiency set's gemm_fp8 and gemm_fp8_wgrad. tensor: one scale per tensor (Transformer
+// Engine's delayed scaling, NVIDIA's FP8 recipes): both at gemm x kFp8TensorRatio, unless the config
+// sets them. tools/measure_fp8_gemm.py on one H200 (2026-11-28, torch 2.11, cuBLAS 13; DeepSeek-V3's
+// eight GEMM shapes, FLOP-weighted): per-tensor FP8 reached 0.652 of the FP8 peak where BF16 reached
+// 0.746 of its own (0.874), and on the weight gradients 0.641 against 0.734 (0.873); the same run's
+// block scaling 0.559 (0.749) and 1x128 x 1x128 0.435 (0.593), as the Hopper set's 0.52 and 0.40 say.
+constexpr double kFp8TensorRatio = 0.87;
+
+void apply_fp8_recipe(const MapReader& root, ModelConfigData& c) {
+  const SchemaNode& sc = schema();
+  const MapReader pr = root.child("precision", sub(sc, "precision"));
+  if (pr.choice("fp8_recipe", "block", {"block", "tensor"}) != "tensor") return;
+  const MapReader hw = root.child("hardware", sub(sc, "hardware"));
+  const MapReader eff = hw.child("efficiency", sub(sub(sc, "hardware"), "efficiency"));
+  EfficiencySpec& e = c.hardware.efficiency;
+  if (!eff.has("gemm_fp8")) e.gemm_fp8 = e.gemm * kFp8TensorRatio;
+  if (!eff.has("gemm_fp8_wgrad")) e.gemm_fp8_wgrad = e.gemm * kFp8TensorRatio;
 }
 
 std::vector<int> read_layer_split(const MapReader& r, ParallelSpec& p) {
@@ -892,9 +915,16 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
   TorchtitanKeys titan;
+  // `calibration: FILE`: its fitted figures written over a copy of the tree (cost/calibration.h).
+  YAML::Node tree = original;
+  if (const std::optional<Calibration> cal = read_named_calibration(original, base_dir, name, set_paths)) {
+    tree = YAML::Clone(original);
+    for (const std::string& s : calibration_sets(*cal)) apply_set(tree, s);
+  }
   const YAML::Node root_node = finish_torchtitan(
       ctx,
-      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, original, base_dir, titan), base_dir), base_dir),
+      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir),
+                       base_dir),
       titan);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;
@@ -923,6 +953,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   if (!root.has("hardware") && type == nullptr)
     root.fail_here("hardware is required (peak FLOP/s, memory and link bandwidths), or name a GPU type in cluster.gpu");
   c.hardware = read_hardware(root.child("hardware", sub(sc, "hardware")), type);
+  apply_fp8_recipe(root, c);
   {
     const MapReader co = root.child("costs", sub(sc, "costs"));
     c.costs.tp_comm = co.boolean("tp_comm", true);

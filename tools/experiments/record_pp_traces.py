@@ -36,6 +36,11 @@ def parse_args():
     ap.add_argument("--stages-per-rank", type=int, default=2)
     ap.add_argument("--layers-per-stage", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=4096)
+    ap.add_argument("--block", choices=["mlp", "llama"], default="mlp",
+                    help="mlp: residual GELU MLP blocks; llama: Llama-style layers (RMSNorm, causal attention through "
+                         "SDPA with --heads, SwiGLU MLP of --ffn), no biases")
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--ffn", type=int, default=11008)
     ap.add_argument("--batch", type=int, default=4, help="sequences per micro-batch")
     ap.add_argument("--seq", type=int, default=2048, help="(with --hidden 4096: ~7 ms per stage forward on an H100, so that the GPU, not the host, sets the step)")
     ap.add_argument("--microbatches", type=int, default=8)
@@ -67,10 +72,28 @@ def main():
         def forward(self, x):
             return x + self.down(F.gelu(self.up(self.norm(x))))
 
+    class LlamaBlock(nn.Module):
+        def __init__(self, h):
+            super().__init__()
+            self.attn_norm = nn.RMSNorm(h)
+            self.qkv = nn.Linear(h, 3 * h, bias=False)
+            self.o = nn.Linear(h, h, bias=False)
+            self.mlp_norm = nn.RMSNorm(h)
+            self.gate_up = nn.Linear(h, 2 * a.ffn, bias=False)
+            self.down = nn.Linear(a.ffn, h, bias=False)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.qkv(self.attn_norm(x)).view(b, s, 3, a.heads, h // a.heads).permute(2, 0, 3, 1, 4)
+            att = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h)
+            x = x + self.o(att)
+            g, u = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
+            return x + self.down(F.silu(g) * u)
+
     class Stage(nn.Module):
         def __init__(self, h, n):
             super().__init__()
-            self.blocks = nn.ModuleList(Block(h) for _ in range(n))
+            self.blocks = nn.ModuleList((LlamaBlock(h) if a.block == "llama" else Block(h)) for _ in range(n))
 
         def forward(self, x):
             for b in self.blocks:

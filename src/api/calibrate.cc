@@ -1,0 +1,394 @@
+// api::calibrate: a step time, a throughput or traces in, a calibration out (calibrate.h).
+#include "api/calibrate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "api/request.h"
+#include "core/error.h"
+#include "cost/config.h"
+#include "cost/derive.h"
+#include "schedules/registry.h"
+
+namespace ppsim::api {
+
+namespace {
+
+constexpr double kMinEff = 0.01;
+
+// What one step time cannot tell apart from the compute scale, with the preset each keeps.
+void add_unidentified_by_step(const ModelConfigData& c, Calibration& cal, bool trace) {
+  const HardwareSpec& h = c.hardware;
+  const std::string one =
+      trace ? "a single rank's kernels do not show it" : "one step time cannot tell it from the compute scale";
+  auto add = [&](const char* key, double preset, const std::string& why) {
+    cal.unidentified.push_back({key, preset, why});
+  };
+  if (!trace || !c.model.moe.enabled())
+    add("hardware.efficiency.comm", h.efficiency.comm, one + " (collectives, all-to-all, p2p)");
+  add("hardware.nvlink_latency_us", h.nvlink_latency_us, one + " (per-call cost inside a node)");
+  add("hardware.network_latency_us", h.network_latency_us, one + " (per-call cost between nodes)");
+  add("parallel.p2p_sync_us", c.parallel.p2p_sync_us, one + " (the runtime's per-action overhead)");
+  add("costs.tp_overlap", c.costs.tp_overlap, one);
+  add("costs.dp_overlap", c.costs.dp_overlap, one);
+  add("hardware.efficiency.accum_exposed", h.efficiency.accum_exposed, one);
+  add("hardware.clock.duty_slope", h.clock_duty_slope, one + " (the clock sustained under load)");
+  if (trace)
+    add("hardware.efficiency.elementwise", h.efficiency.elementwise, "inside the blocks' kernels, not apart from them");
+}
+
+// The family the run used: --schedule, else the config's parallel.schedule when it names one.
+std::string run_family(const CalibrateRequest& req, const ModelConfigData& c) {
+  const std::string name = !req.schedule.empty() ? req.schedule : c.parallel.schedule;
+  if (name.empty() || name == "all" || name.find(',') != std::string::npos)
+    throw InputError(
+        fmt::format("calibrate needs the one schedule the run used (parallel.schedule is '{}'): give --schedule NAME",
+                    c.parallel.schedule),
+        {}, kExitUsage);
+  return find_family(name).name;
+}
+
+struct Prediction {
+  double step_s = 0, tokens_s = 0;
+};
+
+Prediction predict(const CalibrateRequest& req, const std::string& family, const std::vector<std::string>& extra) {
+  std::vector<std::string> sets = req.sets;
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  Request rq;
+  rq.config = req.config;
+  rq.sets = sets;
+  rq.families = family;
+  rq.single = true;
+  rq.schedule.vpp = req.vpp;
+  const Result r = run(rq);
+  if (r.rows.empty()) throw InputError(fmt::format("{} produced no result for this config", family));
+  return {r.rows.front().physical.step_time_s, r.rows.front().physical.tokens_per_second};
+}
+
+CalibrateOutcome calibrate_step(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family) {
+  const auto keys = compute_scale_keys(c.hardware);
+  const Prediction p0 = predict(req, family, {});
+  const double target = req.step_ms ? *req.step_ms / 1e3 : p0.step_s * p0.tokens_s / *req.tokens_per_s;
+  const ScaleFit fit = fit_scale([&](double s) { return predict(req, family, compute_scale_sets(keys, s)).step_s; },
+                                 target, compute_scale_range(keys));
+  if (!fit.reached)
+    throw InputError(
+        fmt::format("the run's step ({:.6g} ms) is outside what one compute scale reaches on this config "
+                    "({:.6g} ms at the preset; every compute efficiency kept in [0.01, 1]): check the "
+                    "config's layout, batch and GPU type against the run",
+                    target * 1e3, fit.preset_step_s * 1e3));
+  const std::string what =
+      req.step_ms ? fmt::format("step {:.6g} ms", *req.step_ms) : fmt::format("{:.6g} tokens/s", *req.tokens_per_s);
+  CalibrateOutcome out;
+  out.calibration = scale_calibration(keys, fit, req.step_ms ? "step_time" : "tokens_per_s", what);
+  out.calibration.measured_step_s = target;
+  add_unidentified_by_step(c, out.calibration, false);
+  return out;
+}
+
+// ---- traces ---------------------------------------------------------------------------------
+
+struct BlockSample {
+  std::vector<double> attention, mlp, a2a;  // per layer: measured ns per execution (F + I + W)
+};
+
+BlockSample trace_blocks(const std::vector<trace::ImportResult>& imports) {
+  BlockSample s;
+  for (const trace::ImportResult& r : imports)
+    for (const auto& [layer, subs] : r.cells) {
+      if (layer < 0) continue;
+      auto per_exec = [&](trace::SubOp op) {
+        double t = 0;
+        int n = 0;
+        for (int p = 0; p < trace::kPasses; ++p) {
+          const trace::Cell& cell = subs[static_cast<std::size_t>(op)][static_cast<std::size_t>(p)];
+          t += cell.alone > 0 ? cell.alone : static_cast<double>(cell.busy);
+          n = std::max(n, cell.executions);
+        }
+        return n > 0 ? t / n : 0.0;
+      };
+      if (const double a = per_exec(trace::SubOp::attention); a > 0) s.attention.push_back(a);
+      if (const double m = per_exec(trace::SubOp::mlp); m > 0) s.mlp.push_back(m);
+      if (const double d = per_exec(trace::SubOp::dispatch) + per_exec(trace::SubOp::combine); d > 0)
+        s.a2a.push_back(d);
+    }
+  return s;
+}
+
+double mean(const std::vector<double>& v) {
+  double t = 0;
+  for (double x : v) t += x;
+  return v.empty() ? 0 : t / static_cast<double>(v.size());
+}
+
+// The standard error of the mean of v, relative to the mean (0 for fewer than two samples).
+double rel_sem(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean(v);
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1)) / std::sqrt(static_cast<double>(v.size())) / m;
+}
+
+// The model's per-layer block times (F + full B) on `d`: means over the layers of the traced kind.
+struct Derived {
+  double attention = 0, mlp = 0, a2a = 0;
+};
+
+Derived derived_blocks(const ModelConfigData& d) {
+  const CostFigures f = cost_figures(d, d.parallel.pp);
+  Derived out;
+  int n = 0;
+  const bool want_moe = d.model.moe.enabled();
+  for (const SliceFigures& s : f.slices)
+    for (const LayerFigures& l : s.layers) {
+      if (l.moe != want_moe) continue;
+      out.attention += l.attention.f + l.attention.b;
+      out.mlp += l.mlp.f + l.mlp.b;
+      out.a2a += l.dispatch_ns + l.combine_ns + l.dispatch_grad_ns + l.combine_grad_ns;
+      ++n;
+    }
+  if (n > 0) {
+    out.attention /= n;
+    out.mlp /= n;
+    out.a2a /= n;
+  }
+  return out;
+}
+
+CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family);
+
+}  // namespace
+
+std::vector<std::pair<std::string, double>> compute_scale_keys(const HardwareSpec& h) {
+  std::vector<std::pair<std::string, double>> k = {{"hardware.efficiency.gemm", h.efficiency.gemm},
+                                                   {"hardware.efficiency.attention", h.efficiency.attention},
+                                                   {"hardware.efficiency.elementwise", h.efficiency.elementwise}};
+  if (h.efficiency.gemm_fp8 > 0) k.emplace_back("hardware.efficiency.gemm_fp8", h.efficiency.gemm_fp8);
+  if (h.efficiency.gemm_fp8_wgrad > 0)
+    k.emplace_back("hardware.efficiency.gemm_fp8_wgrad", h.efficiency.gemm_fp8_wgrad);
+  return k;
+}
+
+std::vector<std::string> compute_scale_sets(const std::vector<std::pair<std::string, double>>& keys, double scale) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : keys) out.push_back(fmt::format("{}={:.9g}", k, v * scale));
+  return out;
+}
+
+std::pair<double, double> compute_scale_range(const std::vector<std::pair<std::string, double>>& keys) {
+  double hi = 1e9, lo = 0;
+  for (const auto& [k, v] : keys) {
+    hi = std::min(hi, 1.0 / v);
+    lo = std::max(lo, kMinEff / v);
+  }
+  return {lo, hi};
+}
+
+ScaleFit fit_scale(const std::function<double(double)>& step_at, double target, std::pair<double, double> range) {
+  ScaleFit f;
+  const double xlo = 1.0 / range.second, xhi = 1.0 / range.first;  // x = 1 / scale
+  auto eval = [&](double x) {
+    ++f.evaluations;
+    return step_at(1.0 / x);
+  };
+  double x0 = 1, f0 = eval(x0);
+  f.preset_step_s = f0;
+  f.scale = 1;
+  f.step_s = f0;
+  if (std::abs(f0 / target - 1) < 1e-6) return f;
+  // First guess: the whole step scales with compute.
+  double x1 = std::clamp(x0 * target / f0, xlo, xhi), f1 = eval(x1);
+  for (int i = 0; i < 40 && std::abs(f1 / target - 1) >= 1e-6 && f1 != f0; ++i) {
+    const double x2 = std::clamp(x1 + (target - f1) * (x1 - x0) / (f1 - f0), xlo, xhi);
+    if (x2 == x1) break;  // pinned at an end of the range
+    x0 = x1;
+    f0 = f1;
+    x1 = x2;
+    f1 = eval(x1);
+  }
+  f.scale = 1.0 / x1;
+  f.step_s = f1;
+  f.reached = std::abs(f1 / target - 1) < 1e-4;
+  return f;
+}
+
+Calibration scale_calibration(const std::vector<std::pair<std::string, double>>& keys, const ScaleFit& fit,
+                              const std::string& method, const std::string& from) {
+  Calibration cal;
+  cal.method = method;
+  cal.measured_step_s = fit.step_s;
+  cal.preset_step_s = fit.preset_step_s;
+  cal.calibrated_step_s = fit.step_s;
+  cal.note = fmt::format(
+      "one scale, {:.4f}, on every compute efficiency explains the run's {}; one figure cannot say which "
+      "op is faster or slower, so every compute efficiency moves together and the rest keeps its preset",
+      fit.scale, from);
+  for (const auto& [k, v] : keys)
+    cal.fitted.push_back({k, v, v * fit.scale, std::nullopt, "one scale from the " + from});
+  return cal;
+}
+
+namespace {
+
+CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family) {
+  std::vector<trace::ImportResult> imports;
+  for (const std::string& p : req.traces) imports.push_back(trace::import_trace_file(p, req.trace_options));
+  const BlockSample m = trace_blocks(imports);
+  if (m.attention.empty() || m.mlp.empty())
+    throw InputError(
+        fmt::format("'{}': no per-layer attention and MLP work found; calibrating from a trace needs its layers' "
+                    "ranges (docs/TRACES.md), or give --step-ms",
+                    req.traces.front()));
+  // Fixed point: GEMM scale from the MLP blocks, attention from the attention blocks at that GEMM
+  // scale, all-to-all efficiency from dispatch + combine; each step re-derives the model's blocks.
+  ModelConfigData d = c;
+  EfficiencySpec& e = d.hardware.efficiency;
+  const bool fit_a2a = !m.a2a.empty() && c.model.moe.enabled();
+  for (int it = 0; it < 60; ++it) {
+    const Derived dv = derived_blocks(d);
+    const double rg = dv.mlp / mean(m.mlp), ra = dv.attention / mean(m.attention);
+    const double rc = fit_a2a && dv.a2a > 0 ? dv.a2a / mean(m.a2a) : 1.0;
+    e.gemm = std::clamp(e.gemm * rg, kMinEff, 1.0);
+    if (e.gemm_fp8 > 0) e.gemm_fp8 = std::clamp(e.gemm_fp8 * rg, kMinEff, 1.0);
+    if (e.gemm_fp8_wgrad > 0) e.gemm_fp8_wgrad = std::clamp(e.gemm_fp8_wgrad * rg, kMinEff, 1.0);
+    e.attention = std::clamp(e.attention * ra, kMinEff, 1.0);
+    e.comm = std::clamp(e.comm * rc, kMinEff, 1.0);
+    if (std::abs(rg - 1) < 1e-7 && std::abs(ra - 1) < 1e-7 && std::abs(rc - 1) < 1e-7) break;
+  }
+  const EfficiencySpec& p = c.hardware.efficiency;
+  CalibrateOutcome out;
+  Calibration& cal = out.calibration;
+  cal.method = "trace";
+  const std::string layers = fmt::format("{} layers of {} trace(s)", m.mlp.size(), imports.size());
+  auto fitted = [&](const char* key, double preset, double value, double rel, const std::string& from) {
+    cal.fitted.push_back({key, preset, value, value * rel, from});
+  };
+  fitted("hardware.efficiency.gemm", p.gemm, e.gemm, rel_sem(m.mlp), "MLP blocks' kernels, " + layers);
+  if (p.gemm_fp8 > 0)
+    fitted("hardware.efficiency.gemm_fp8", p.gemm_fp8, e.gemm_fp8, rel_sem(m.mlp), "as gemm (same scale)");
+  if (p.gemm_fp8_wgrad > 0)
+    fitted("hardware.efficiency.gemm_fp8_wgrad", p.gemm_fp8_wgrad, e.gemm_fp8_wgrad, rel_sem(m.mlp),
+           "as gemm (same scale)");
+  fitted("hardware.efficiency.attention", p.attention, e.attention, rel_sem(m.attention),
+         "attention blocks' kernels at the fitted GEMM scale, " + layers);
+  if (fit_a2a) fitted("hardware.efficiency.comm", p.comm, e.comm, rel_sem(m.a2a), "MoE dispatch + combine kernels");
+  add_unidentified_by_step(c, cal, true);
+  Time span = 0;
+  for (const trace::ImportResult& r : imports) span = std::max(span, r.step());
+  cal.measured_step_s = static_cast<double>(span) / 1e9;
+  cal.preset_step_s = predict(req, family, {}).step_s;
+  cal.calibrated_step_s = predict(req, family, calibration_sets(cal)).step_s;
+  cal.note = fmt::format(
+      "fitted on the traced kernels, not the step's span ({:.4g} ms traced, {:.4g} ms predicted "
+      "calibrated): a span longer than the prediction is host, profiler or what the model lacks",
+      cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3);
+  return out;
+}
+
+std::string render_report(const Calibration& cal) {
+  std::string o = fmt::format("calibration ({}): {}\n", cal.method, cal.note);
+  o += fmt::format("step: measured {:.6g} ms, preset prediction {:.6g} ms, calibrated {:.6g} ms\n",
+                   cal.measured_step_s * 1e3, cal.preset_step_s * 1e3, cal.calibrated_step_s * 1e3);
+  o += fmt::format("{:<36} {:>10} {:>10} {:>12}  {}\n", "fitted", "preset", "value", "+-", "from");
+  for (const CalibratedFigure& f : cal.fitted)
+    o += fmt::format("{:<36} {:>10.4g} {:>10.4g} {:>12}  {}\n", f.key, f.preset, f.value,
+                     f.uncertainty ? fmt::format("{:.2g}", *f.uncertainty) : std::string("one figure"), f.from);
+  o += "not identified by this run (kept at the preset):\n";
+  for (const UnidentifiedFigure& f : cal.unidentified)
+    o += fmt::format("  {:<34} {:>10.4g}  {}\n", f.key, f.preset, f.why);
+  return o;
+}
+
+}  // namespace
+
+nlohmann::json calibration_json(const Calibration& c) {
+  nlohmann::json j;
+  j["method"] = c.method;
+  j["config"] = c.config;
+  j["note"] = c.note;
+  j["measured_step_s"] = c.measured_step_s;
+  j["preset_step_s"] = c.preset_step_s;
+  j["calibrated_step_s"] = c.calibrated_step_s;
+  nlohmann::json f = nlohmann::json::array();
+  for (const CalibratedFigure& x : c.fitted)
+    f.push_back({{"key", x.key},
+                 {"preset", x.preset},
+                 {"value", x.value},
+                 {"uncertainty", x.uncertainty ? nlohmann::json(*x.uncertainty) : nlohmann::json(nullptr)},
+                 {"from", x.from}});
+  j["fitted"] = f;
+  nlohmann::json u = nlohmann::json::array();
+  for (const UnidentifiedFigure& x : c.unidentified)
+    u.push_back({{"key", x.key}, {"preset", x.preset}, {"why", x.why}});
+  j["not_identified"] = u;
+  return j;
+}
+
+nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<ScheduleAt>& results) {
+  if (!names_calibration(c.tree)) return nullptr;
+  const std::string base = std::filesystem::path(c.file).parent_path().string();
+  const std::optional<Calibration> cal = read_named_calibration(c.tree, base, c.file);
+  if (!cal) return nullptr;
+  nlohmann::json j;
+  j["file"] = cal->path;
+  j["method"] = cal->method;
+  nlohmann::json changed = nlohmann::json::array();
+  for (const CalibratedFigure& f : cal->fitted)
+    changed.push_back({{"key", f.key},
+                       {"preset", f.preset},
+                       {"value", f.value},
+                       {"uncertainty", f.uncertainty ? nlohmann::json(*f.uncertainty) : nlohmann::json(nullptr)}});
+  j["changed"] = changed;
+  nlohmann::json kept = nlohmann::json::array();
+  for (const UnidentifiedFigure& f : cal->unidentified) kept.push_back(f.key);
+  j["kept_at_preset"] = kept;
+  nlohmann::json ex = nlohmann::json::array();
+  for (const ScheduleAt& r : results)
+    ex.push_back(
+        {{"schedule", r.schedule},
+         {"extrapolates", calibration_extrapolation(*cal, calibrated_run(c, r.schedule, r.microbatches, r.vpp))}});
+  j["results"] = ex;
+  return j;
+}
+
+std::string calibration_note_text(const nlohmann::json& n) {
+  if (n.is_null()) return {};
+  std::string o = fmt::format("calibrated ({}, {}):", n["file"].get<std::string>(), n["method"].get<std::string>());
+  for (const auto& f : n["changed"])
+    o += fmt::format(" {} {:.4g} -> {:.4g};", f["key"].get<std::string>(), f["preset"].get<double>(),
+                     f["value"].get<double>());
+  o += "\n";
+  for (const auto& r : n["results"]) {
+    std::string lines;
+    for (const auto& l : r["extrapolates"]) lines += (lines.empty() ? "" : ", ") + l.get<std::string>();
+    o += fmt::format("  {}: {}\n", r["schedule"].get<std::string>(),
+                     lines.empty() ? "the calibrated run itself" : "extrapolates: " + lines);
+  }
+  return o;
+}
+
+CalibrateOutcome calibrate(const CalibrateRequest& req) {
+  const int given = (req.traces.empty() ? 0 : 1) + (req.step_ms ? 1 : 0) + (req.tokens_per_s ? 1 : 0);
+  if (given != 1) throw InputError("calibrate needs exactly one of: traces, --step-ms, --tokens-per-s", {}, kExitUsage);
+  if ((req.step_ms && !(*req.step_ms > 0)) || (req.tokens_per_s && !(*req.tokens_per_s > 0)))
+    throw InputError("--step-ms and --tokens-per-s must be positive", {}, kExitUsage);
+  const ModelConfig cfg = load_config(req.config, req.sets);
+  const ModelConfigData& c = *cfg.data;
+  const std::string family = run_family(req, c);
+  CalibrateOutcome out = req.traces.empty() ? calibrate_step(req, c, family) : calibrate_traces(req, c, family);
+  Calibration& cal = out.calibration;
+  cal.config = req.config;
+  const int vpp = req.vpp > 0 ? req.vpp : (c.parallel.has_vpp ? c.parallel.vpp : 1);
+  cal.run = calibrated_run(c, family, c.parallel.microbatches, family == "interleaved-1f1b" ? vpp : 1);
+  out.yaml = render_calibration(cal);
+  out.report = render_report(cal);
+  out.json = calibration_json(cal);
+  return out;
+}
+
+}  // namespace ppsim::api

@@ -1,0 +1,243 @@
+// api::calibrate and cost/calibration: a step time made with a known scale gives that scale back,
+// what one step cannot identify stays at the preset, and a calibration file changes exactly the
+// figures it names.
+#include "api/calibrate.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "api/fidelity.h"
+#include "api/request.h"
+#include "catch.h"
+#include "core/error.h"
+#include "cost/calibration.h"
+#include "cost/config.h"
+#include "cost/derive.h"
+
+using namespace ppsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ppsim_calibrate_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// An A100 80GB: gemm 0.75, attention 0.55, elementwise 0.8, comm 0.75 (src/cost/config.cc).
+const char* kRun = R"(name: tiny
+model: {layers: 4, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
+cluster: {gpu: a100-80gb, gpus: 4}
+parallel: {pp: 2, dp: 2, microbatches: 4, schedule: 1f1b}
+)";
+
+double step_at(const std::string& config, const std::vector<std::string>& sets) {
+  api::Request rq;
+  rq.config = config;
+  rq.sets = sets;
+  rq.families = "1f1b";
+  rq.single = true;
+  return api::run(rq).rows.front().physical.step_time_s;
+}
+
+const CalibratedFigure* fitted(const Calibration& c, const std::string& key) {
+  for (const CalibratedFigure& f : c.fitted)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("fit_scale recovers the scale of step = 3/s + 1", "[calibrate]") {
+  // 3 s of compute at scale 1, 1 s that no scale moves: at s = 0.8 the step is 3/0.8 + 1 = 4.75 s.
+  const auto step = [](double s) { return 3.0 / s + 1.0; };
+  const api::ScaleFit f = api::fit_scale(step, 4.75, {0.01, 2.0});
+  CHECK(f.reached);
+  CHECK_THAT(f.scale, WithinRel(0.8, 1e-6));
+  CHECK_THAT(f.preset_step_s, WithinRel(4.0, 1e-12));
+  // 0.9 s is below the 1 s no scale moves (and 3/2 + 1 = 2.5 s at the range's end): not reached.
+  CHECK_FALSE(api::fit_scale(step, 0.9, {0.01, 2.0}).reached);
+}
+
+TEST_CASE("a step time made at scale 0.8 calibrates back to 0.8, the rest at the preset", "[calibrate]") {
+  const std::string cfg = write_temp("run.yaml", kRun);
+  const auto keys = api::compute_scale_keys(load_config(cfg, {}).data->hardware);
+  REQUIRE(keys.size() == 3);  // no FP8 on an A100
+  const double t = step_at(cfg, api::compute_scale_sets(keys, 0.8));
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.step_ms = t * 1e3;
+  const api::CalibrateOutcome out = api::calibrate(req);
+  const Calibration& c = out.calibration;
+  CHECK(c.method == "step_time");
+  REQUIRE(fitted(c, "hardware.efficiency.gemm") != nullptr);
+  CHECK_THAT(fitted(c, "hardware.efficiency.gemm")->value, WithinRel(0.75 * 0.8, 1e-5));
+  CHECK_THAT(fitted(c, "hardware.efficiency.attention")->value, WithinRel(0.55 * 0.8, 1e-5));
+  CHECK_THAT(fitted(c, "hardware.efficiency.elementwise")->value, WithinRel(0.8 * 0.8, 1e-5));
+  CHECK_FALSE(fitted(c, "hardware.efficiency.gemm")->uncertainty.has_value());  // one figure: no spread
+  CHECK(fitted(c, "hardware.efficiency.comm") == nullptr);
+  bool comm_named = false;
+  for (const UnidentifiedFigure& u : c.unidentified)
+    if (u.key == "hardware.efficiency.comm") comm_named = u.preset == 0.75;
+  CHECK(comm_named);
+  CHECK(c.run.pp == 2);
+  CHECK(c.run.schedule == "1f1b");
+
+  // The same run as tokens/s: 4 micro-batches x 512 tokens x dp 2 = 4096 tokens per step.
+  api::CalibrateRequest by_tokens;
+  by_tokens.config = cfg;
+  by_tokens.tokens_per_s = 4096.0 / t;
+  CHECK_THAT(fitted(api::calibrate(by_tokens).calibration, "hardware.efficiency.gemm")->value, WithinRel(0.6, 1e-5));
+
+  // Applied through `calibration:`, the config predicts the measured step.
+  const std::string cal = write_temp("cal.yaml", out.yaml);
+  CHECK_THAT(step_at(cfg, {"calibration=" + cal}), WithinRel(t, 1e-5));
+}
+
+TEST_CASE("a calibration file changes exactly the figures it fitted", "[calibrate]") {
+  const std::string cal = write_temp("fixed.yaml", R"(calibration:
+  version: 1
+  method: step_time
+  run: {gpu: a100-80gb, gpus: 4, pp: 4, schedule: 1f1b}
+  fitted:
+    - {key: hardware.efficiency.gemm, preset: 0.75, value: 0.6}
+  not_identified:
+    - {key: hardware.efficiency.comm, preset: 0.5, why: not applied}
+)");
+  const std::string cfg = write_temp("with_cal.yaml", std::string(kRun) + "calibration: " + cal + "\n");
+  const ModelConfig plain = load_config(write_temp("plain.yaml", kRun), {});
+  const ModelConfig with = load_config(cfg, {});
+  const EfficiencySpec& a = plain.data->hardware.efficiency;
+  const EfficiencySpec& b = with.data->hardware.efficiency;
+  CHECK(b.gemm == 0.6);
+  CHECK(b.attention == a.attention);
+  CHECK(b.elementwise == a.elementwise);
+  CHECK(b.comm == a.comm);  // not_identified is not applied
+  CHECK(b.accum_exposed == a.accum_exposed);
+  // Calibrated at pp 4; this config is pp 2.
+  const Calibration c = read_calibration(cal);
+  const auto lines = calibration_extrapolation(c, calibrated_run(*with.data, "1f1b", 4, 1));
+  CHECK(std::find(lines.begin(), lines.end(), "pp 2 (calibrated at 4)") != lines.end());
+  // Written and read again: the same figures.
+  const Calibration again = read_calibration(write_temp("again.yaml", render_calibration(c)));
+  REQUIRE(again.fitted.size() == 1);
+  CHECK(again.fitted[0].value == 0.6);
+  CHECK(again.unidentified.at(0).preset == 0.5);
+}
+
+TEST_CASE("a bad calibration file is one error at its line", "[calibrate]") {
+  const std::string cal = write_temp("bad.yaml", R"(calibration:
+  version: 1
+  fitted:
+    - {key: hardware.efficiency.gem, preset: 0.75, value: 0.6}
+)");
+  try {
+    read_calibration(cal);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 4);
+    CHECK(e.suggestion() == "hardware.efficiency.gemm");
+  }
+  const std::string over =
+      write_temp("over.yaml", "calibration:\n  fitted:\n    - {key: hardware.efficiency.gemm, value: 1.5}\n");
+  CHECK_THROWS_AS(read_calibration(over), InputError);
+}
+
+TEST_CASE("fidelity --calibrate first: the first result is met, the others carry their preset error", "[calibrate]") {
+  const std::string cfg = write_temp("pub.yaml", std::string(kRun) + R"(published:
+  source: a test
+  results:
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 8000000}
+    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 9500000}
+)");
+  api::FidelityRequest req;
+  req.files = {cfg};
+  const api::FidelityResult preset = api::fidelity(req);
+  req.calibrate = "first";
+  const api::FidelityResult cal = api::fidelity(req);
+  REQUIRE(cal.rows.size() == 2);
+  CHECK(std::abs(cal.rows[0].error) < 1e-4);
+  CHECK(cal.rows[0].calibrated_on == cal.rows[0].key);
+  REQUIRE(cal.rows[1].preset_error.has_value());
+  CHECK_THAT(*cal.rows[1].preset_error, WithinRel(preset.rows[1].error, 1e-9));
+  // The counts leave the calibrated row out.
+  CHECK(api::fidelity_counts(cal, false).rows == 1);
+}
+
+TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back to them", "[calibrate]") {
+  // Two layers whose kernels take exactly what the model derives at gemm 0.6 and attention 0.44
+  // (0.8 of the A100's 0.75 and 0.55), elementwise at its preset: the fit must find 0.6 and 0.44.
+  const std::string cfg = write_temp("trace_run.yaml", kRun);
+  const ModelConfig slow = load_config(cfg, {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"});
+  const CostFigures f = cost_figures(*slow.data, slow.data->parallel.pp);
+  const LayerFigures& l = f.slices.front().layers.front();
+  std::vector<std::string> ev;
+  double ts = 0;
+  long corr = 1;
+  auto op = [&](int layer, const char* sub, const char* pass, double ns) {
+    const double us = ns / 1e3;
+    ev.push_back(
+        fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
+                    layer, sub, pass, ts));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
+        ts + 0.1, corr));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{:.6f},"dur":{:.6f},"args":{{"stream":7,"device":0,"correlation":{}}}}})",
+        ts + 1, us, corr));
+    ++corr;
+    ts += us + 2;
+  };
+  for (int layer = 0; layer < 2; ++layer) {
+    op(layer, "attn", "F", l.attention.f);
+    op(layer, "mlp", "F", l.mlp.f);
+  }
+  for (int layer = 1; layer >= 0; --layer) {
+    op(layer, "mlp", "I", l.mlp.b - l.mlp.w);
+    op(layer, "mlp", "W", l.mlp.w);
+    op(layer, "attn", "I", l.attention.b - l.attention.w);
+    op(layer, "attn", "W", l.attention.w);
+  }
+  std::string json = R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"GPU","numSms":108}],"traceEvents":[)";
+  for (std::size_t i = 0; i < ev.size(); ++i) json += (i ? ",\n" : "\n") + ev[i];
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = {write_temp("t.json", json + "\n]}\n")};
+  const Calibration c = api::calibrate(req).calibration;
+  CHECK(c.method == "trace");
+  // Kernel times in the trace are rounded to the ns: a relative 1e-3 covers it.
+  CHECK_THAT(fitted(c, "hardware.efficiency.gemm")->value, WithinRel(0.6, 1e-3));
+  CHECK_THAT(fitted(c, "hardware.efficiency.attention")->value, WithinRel(0.44, 1e-3));
+  // Two identical layers: no spread.
+  CHECK(*fitted(c, "hardware.efficiency.gemm")->uncertainty < 1e-3 * 0.6);
+  CHECK(fitted(c, "hardware.efficiency.elementwise") == nullptr);
+}
+
+TEST_CASE("precision.fp8_recipe: tensor sets both FP8 GEMM figures at 0.87 of gemm unless given", "[calibrate]") {
+  const std::string base = R"(name: f
+model: {layers: 2, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
+cluster: {gpu: h100, gpus: 1}
+parallel: {pp: 1, microbatches: 1}
+)";
+  // The Hopper set: gemm 0.65, gemm_fp8 0.52, gemm_fp8_wgrad 0.40 (block scaling, the default).
+  const ModelConfig block = load_config(write_temp("fp8a.yaml", base + "precision: {gemm: fp8}\n"), {});
+  CHECK(block.data->hardware.efficiency.gemm_fp8 == 0.52);
+  CHECK(block.data->hardware.efficiency.gemm_fp8_wgrad == 0.40);
+  const ModelConfig tensor =
+      load_config(write_temp("fp8b.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"), {});
+  CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8, WithinRel(0.65 * 0.87, 1e-12));
+  CHECK_THAT(tensor.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
+  // A figure the config gives wins.
+  const ModelConfig given = load_config(write_temp("fp8c.yaml", base + "precision: {gemm: fp8, fp8_recipe: tensor}\n"),
+                                        {"hardware.efficiency.gemm_fp8=0.5"});
+  CHECK(given.data->hardware.efficiency.gemm_fp8 == 0.5);
+  CHECK_THAT(given.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
+}

@@ -89,6 +89,7 @@ SearchOutcome search(const SearchCall& a) {
   req.pp = pp;
   req.microbatches = m;
   req.placements = placements;
+  req.one_parameter_copy = a.placement == "torch";
   req.memory_cap = a.memory_cap.value_or(0);
   req.cap_at_best_family = !a.memory_cap;
   req.seed = a.seed;
@@ -148,7 +149,8 @@ SearchOutcome search(const SearchCall& a) {
                                    : fmt::format("{:g}", r.memory_cap);
   std::string text =
       fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n", pp,
-                  m, a.placement, cap_text, a.seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
+                  m, a.placement == "torch" ? "torch (linear and v: one parameter copy, as PyTorch runs; --placement all "
+                                              "adds two-copy schedules)" : a.placement, cap_text, a.seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
   text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
                       "placement", "bubble per rank");
   text += row("searched", r.best, out.rows[0].metrics, scale);

@@ -56,7 +56,9 @@ Runner setup_search(CLI::App& sub) {
                  "share of a micro-batch's activations its W still holds after its I (Zero Bubble's M_W/M_B), in "
                  "[0, 1]; the cap counts the rest freed at the I. Default: 1 with --times, the memory model's with a "
                  "config");
-  sub.add_option("--placement", c.placement, "linear, v, bidirectional or all")->capture_default_str();
+  sub.add_option("--placement", c.placement,
+                 "torch (linear and v: one parameter copy, what PyTorch runs), linear, v, bidirectional or all "
+                 "(adds DualPipe's two copies)")->capture_default_str();
   sub.add_option("--seed", c.seed, "random seed (same seed, same result unless the time limit binds)")
       ->capture_default_str();
   sub.add_option("--time-limit", c.time_limit, "seconds for the whole search")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "api/data_dir.h"
 #include "api/fidelity_search.h"
 #include "api/request.h"
 #include "core/error.h"
@@ -85,9 +86,10 @@ std::vector<std::string> published_files(const FidelityRequest& req) {
   if (!req.files.empty()) return req.files;
   std::vector<std::string> out;
   std::error_code ec;
-  if (!std::filesystem::is_directory(req.dir, ec))
+  const std::string dir = shipped_dir(req.dir);  // beside the binary or module when not here
+  if (!std::filesystem::is_directory(dir, ec))
     throw InputError(fmt::format("'{}' is not a directory of published configs", req.dir), {}, kExitIo);
-  for (const auto& e : std::filesystem::directory_iterator(req.dir, ec))
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
     if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   if (out.empty()) throw InputError(fmt::format("no *.yaml files in '{}'", req.dir), {}, kExitInput);
@@ -110,7 +112,9 @@ FidelityResult fidelity(const FidelityRequest& req) {
   FidelityResult out;
   std::optional<Thresholds> th;
   if (!req.thresholds.empty()) th = read_thresholds(req.thresholds);
-  for (const std::string& file : published_files(req)) {
+  const std::vector<std::string> files = published_files(req);
+  for (const std::string& file : files) {
+    if (req.progress) req.progress(static_cast<std::size_t>(&file - files.data()), files.size(), file);
     const ModelConfig base = load_config(file, req.sets);
     const ModelConfigData& c = *base.data;
     const YamlContext ctx(file, {});

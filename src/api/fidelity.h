@@ -12,6 +12,7 @@
 // result its `relative_to:` names (one source's runs at several scales), published against
 // predicted, in percentage points.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ struct FidelityRequest {
   std::vector<std::string> files;          // instead of dir, when given
   std::vector<std::string> sets;           // "key.path=value" applied to every file (e.g. costs.dp_comm=false)
   std::string thresholds;                  // a thresholds file: check each row against it
+  // Called before each file: files done, files in all, the file (the CLI's progress on a terminal).
+  std::function<void(std::size_t, std::size_t, const std::string&)> progress;
 };
 
 struct FidelityRow {

@@ -93,8 +93,11 @@ def near(a, b):
 def check_table(dom_rows, json_rows, what):
     """Every data-value in the DOM equals the JSON's value at its key; every JSON row is shown."""
     bad = []
-    if len(dom_rows) != len(json_rows):
-        bad.append(f"{what}: {len(dom_rows)} rows in the page, {len(json_rows)} in the JSON")
+    # The page shows rows equal but for their id and rank once (web/report.js distinctRows).
+    distinct = {json.dumps({k: v for k, v in r.items() if k not in ("id", "rank", "example_id")}, sort_keys=True)
+                for r in json_rows}
+    if len(dom_rows) not in (len(json_rows), len(distinct)):
+        bad.append(f"{what}: {len(dom_rows)} rows in the page, {len(json_rows)} in the JSON ({len(distinct)} distinct)")
     checked = 0
     for dom in dom_rows:
         row = json_rows[dom["_index"]]
@@ -136,6 +139,47 @@ def page_state(dom, stderr, what):
         if "CONSOLE" in line and ("Uncaught" in line or "Error" in line):
             bad.append(f"{what}: console: {line.strip()}")
     return p, bad
+
+
+def check_without_engine(chromium, out_dir):
+    """The compare page without its engine (the engine's script cut out when there is one): its
+    controls but the memory cap are hidden, it says why, and a URL fragment for another schedule
+    and size does not change the header, which keeps describing the table (P=4, M=8)."""
+    text = open(os.path.join(out_dir, "compare.html")).read()
+    start = text.find("<script>\n", text.find('id="ppsim-data"'))
+    if "PpsimEngine" in text[start:text.find("</script>", start)]:
+        text = text[:start] + text[text.find("</script>", start) + len("</script>"):]
+    path = os.path.join(out_dir, "compare-no-engine.html")
+    with open(path, "w") as f:
+        f.write(text)
+    dom, err = run_chromium(chromium, "file://" + path + "#family=dualpipe&pp=6&m=12", out_dir, "no-engine")
+    p, bad = page_state(dom, err, "no engine")
+    sub, status = p.ids.get("subtitle", ""), p.ids.get("engine-status", "")
+    if not sub.startswith("P=4, M=8"):
+        bad.append(f"no engine: the header says {sub!r} over the file's table (P=4, M=8)")
+    if "no engine" not in status:
+        bad.append(f"no engine: the page does not say why its controls are hidden: {status!r}")
+    hidden = dom.count('hidden=""') + dom.count("hidden>")
+    if hidden < 6:  # family, P, M, times, P2P latency, all-to-all
+        bad.append(f"no engine: {hidden} hidden controls, not 6")
+    print(f"no engine: header {sub!r}; {hidden} controls hidden; {status[:70]}")
+    return bad
+
+
+def check_large(chromium, ppsim_run, out_dir):
+    """compare at P=64, M=1024 (1.4 million intervals): the page carries timelines up to its
+    budget (the others are stubs), stays under 8 MB and renders without error."""
+    path = os.path.join(out_dir, "compare-large.html")
+    ppsim_run("compare", "--pp", "64", "-m", "1024", "--html", path)
+    size = os.path.getsize(path)
+    dom, err = run_chromium(chromium, "file://" + path, out_dir, "large")
+    p, bad = page_state(dom, err, "large")
+    if size > 8e6:
+        bad.append(f"large: the page is {size / 1e6:.1f} MB")
+    if len(p.rows.get("results", [])) != 9:
+        bad.append(f"large: {len(p.rows.get('results', []))} rows, not the 9 families")
+    print(f"large (P=64 M=1024): {size / 1e6:.1f} MB, first render {p.body.get('data-load-ms')} ms")
+    return bad
 
 
 def main():
@@ -261,9 +305,14 @@ def main():
         b, n = check_table(p.rows.get("results", []), want["results"], "fragment")
         failures += b
         checked_total += n
+        # The header describes the table under it: the fragment's schedule and sizes.
+        if not p.ids.get("subtitle", "").startswith("dualpipe, P=6, M=12"):
+            failures.append(f"fragment: header {p.ids.get('subtitle')!r} over dualpipe P=6 M=12")
         print(f"fragment {url.split('#')[1]}: {n} numbers equal `ppsim simulate`")
     else:
         print("fragment: SKIPPED, the report has no WebAssembly engine (tools/build_wasm.sh needs emscripten)")
+    failures += check_without_engine(chromium, out_dir)
+    failures += check_large(chromium, ppsim_run, out_dir)
 
     for f in failures:
         print("FAIL " + f)

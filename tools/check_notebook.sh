@@ -8,12 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(cd "${1:-build}" && pwd)
 if ! command -v jupyter-nbconvert >/dev/null 2>&1; then
-  echo "SKIP: jupyter-nbconvert is not installed (apt install jupyter-nbconvert python3-nbformat python3-ipykernel python3-pandas)"
+  echo "SKIP: jupyter-nbconvert is not installed (tools/install-test-extras.sh: jupyter-nbconvert," \
+    "python3-nbformat, python3-ipykernel, python3-pandas)"
   exit 77
 fi
 [ -f "$build/python/python_executable.txt" ] || { echo "SKIP: no Python module in $build"; exit 77; }
 py=$(cat "$build/python/python_executable.txt")
-"$py" -c "import ipykernel" 2>/dev/null || { echo "SKIP: no ipykernel for $py (apt install python3-ipykernel)"; exit 77; }
+if ! "$py" -c "import ipykernel" 2>/dev/null; then
+  echo "SKIP: no ipykernel for $py (apt install python3-ipykernel)"
+  exit 77
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 PYTHONPATH="$build/python" jupyter-nbconvert --to notebook --execute --ExecutePreprocessor.timeout=600 \

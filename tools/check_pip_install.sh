@@ -42,14 +42,17 @@ assert "site-packages" in ppsim.__file__, ppsim.__file__
 r = ppsim.compare(["1f1b", "zbv"], pp=4, microbatches=8, times="F=1,B=2,W=1")
 assert [x["schedule"] for x in r["results"]] == ["1f1b", "zbv"], r["results"]
 assert r["results"][0]["makespan"] == (8 + 4 - 1) * 3, r["results"][0]["makespan"]  # (M+P-1)(F+B)
-' && "$venv/bin/ppsim" compare -s 1f1b --pp 4 -m 8 >/dev/null) || { echo "check_pip_install: FAIL: $real"; fail=1; continue; }
+' && "$venv/bin/ppsim" compare -s 1f1b --pp 4 -m 8 >/dev/null) || {
+    echo "check_pip_install: FAIL: $real"; fail=1; continue; }
   # `ppsim fidelity` from elsewhere finds the package's configs/published: an override every
   # published file refuses stops at the first one, whose path the message gives (a full run: 2 min).
   msg=$(cd "$tmp" && "$venv/bin/ppsim" fidelity --set 'published.source=[x]' 2>&1 || true)
   case "$msg" in
     *"$(dirname "$so")/configs/published/"*) ;;
-    *) echo "check_pip_install: FAIL: ppsim fidelity from $tmp did not find the package's configs: $msg"; fail=1; continue ;;
+    *) echo "check_pip_install: FAIL: ppsim fidelity from $tmp did not find the package's configs: $msg"
+       fail=1; continue ;;
   esac
-  echo "check_pip_install: $real: installed and imported in $(( $(date +%s) - start )) s; module links no fmt/yaml-cpp/toml++/MPI"
+  echo "check_pip_install: $real: installed and imported in $(( $(date +%s) - start )) s;" \
+    "the module links no system fmt/yaml-cpp/toml++/MPI"
 done
 exit $fail

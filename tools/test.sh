@@ -33,9 +33,9 @@ py=$(cat build-test/python/python_executable.txt)
 "$py" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $py (apt install python3-pytest: tools/install-deps.sh)" >&2; exit 1; }
 echo "== pytest python/tests ($py)"
 PYTHONPATH=build-test/python PPSIM_BINARY=build-test/ppsim "$py" -m pytest -q python/tests
-# `pip install .` in bare venvs with no index (python3 and Debian's), packaging build-test's files:
-# the module links no system fmt/yaml-cpp/toml++/MPI, imports, and the console script runs.
-PPSIM_BUILD_DIR=build-test bash tools/check_pip_install.sh
+# (ctest above ran tools/check_pip_install.sh, CTest pip_install: `pip install .` in bare venvs of
+# python3 and Debian's, no index, packaging build-test: no system fmt/yaml-cpp/toml++/MPI linked,
+# imports, the console script runs; and tools/check_notebook.sh, python_notebook.)
 # The same tests against the package `pip install .` installs into a fresh
 # venv (docs/PYTHON.md), with build-test's binary and module (PPSIM_BUILD_DIR); the console script is
 # the CLI the tests compare with. python/ppsim is not on sys.path (the root has no ppsim/), so the

@@ -11,7 +11,8 @@ CELLS = [
 from IPython.display import HTML, SVG, display
 import ppsim
 # The repository's configs (the notebook runs from python/examples/ or anywhere below the root).
-ROOT = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents] if (p / "configs" / "small-4gpu.yaml").is_file())
+ROOT = next(p for p in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]
+            if (p / "configs" / "small-4gpu.yaml").is_file())
 TMP = pathlib.Path(tempfile.mkdtemp())
 def timeline(schedule, **kw):  # a schedule's timeline at unit times, or the given costs
     display(SVG(schedule.svg(**kw)))
@@ -41,7 +42,8 @@ res"""),
 p = ppsim.plan(cfg, top=3)
 display(p)
 best = p["variants"][0]["ranking"][0]
-timeline(ppsim.generate(best["schedule"], best["pp"], best["microbatches"], vpp=best.get("vpp", 0) if best["schedule"] == "interleaved-1f1b" else 0))"""),
+vpp = best.get("vpp", 0) if best["schedule"] == "interleaved-1f1b" else 0
+timeline(ppsim.generate(best["schedule"], best["pp"], best["microbatches"], vpp=vpp))"""),
     ("markdown", "## search"),
     ("code", """sr = ppsim.search(pp=4, microbatches=8, times="F=1,B=2,W=1", time_limit=2, threads=1)
 display(sr)
@@ -52,11 +54,15 @@ timeline(sr["schedule"])"""),
 for layer in (0, 1):
     for sub, dur in (("attention", 40), ("mlp", 60)):
         for pas in ("F", "B"):
-            events += [{"ph": "X", "cat": "user_annotation", "name": f"layer{layer}.{sub}.{pas}", "pid": 100, "tid": 1, "ts": ts, "dur": 100},
-                       {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 100, "tid": 1, "ts": ts + 5, "dur": 2, "args": {"correlation": corr}},
-                       {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": ts + 10, "dur": dur, "args": {"stream": 7, "device": 0, "correlation": corr}}]
+            x = {"ph": "X", "pid": 100, "tid": 1}
+            events += [dict(x, cat="user_annotation", name=f"layer{layer}.{sub}.{pas}", ts=ts, dur=100),
+                       dict(x, cat="cuda_runtime", name="cudaLaunchKernel", ts=ts + 5, dur=2,
+                            args={"correlation": corr}),
+                       dict(x, cat="kernel", name="gemm", pid=0, tid=7, ts=ts + 10, dur=dur,
+                            args={"stream": 7, "device": 0, "correlation": corr})]
             corr, ts = corr + 1, ts + 100
-(TMP / "trace.json").write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}], "traceEvents": events}))
+(TMP / "trace.json").write_text(json.dumps({"schemaVersion": 1, "traceEvents": events,
+                                           "deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}]}))
 tr = ppsim.import_trace(str(TMP / "trace.json"))
 display(tr)
 timeline(ppsim.generate("1f1b", 2, 4), times="F=1,B=2")  # the cells' schedule at their F and B"""),

@@ -420,7 +420,8 @@ def _timelines_of(d):
         return [(d.get("schedule", "timeline"), d["timeline"])]
     rows = d.get("results") if isinstance(d.get("results"), list) else []
     tls = d.get("timelines") if isinstance(d.get("timelines"), list) else []
-    return [((rows[i].get("schedule") if i < len(rows) else str(i)), t) for i, t in enumerate(tls) if isinstance(t, dict)]
+    return [((rows[i].get("schedule") if i < len(rows) else str(i)), t)
+            for i, t in enumerate(tls) if isinstance(t, dict)]
 
 
 _KIND_COLORS = {"F": "#4c8bf5", "I": "#2bb673", "B": "#2bb673", "W": "#f5a623"}

@@ -143,14 +143,15 @@ SearchOutcome search(const SearchCall& a) {
     if (cfg) out.rows.back().physical = physical_result(*cfg, r.best_family.schedule, r.best_family.sim);
   }
 
+  constexpr const char* kTorchPlacement =
+      "torch (linear and v: one parameter copy, as PyTorch runs; --placement all adds two-copy schedules)";
   const std::string cap_text = r.memory_cap <= 0 ? "none"
                                : out.cap_source == "best family"
                                    ? fmt::format("{:g} (the best family's peak)", r.memory_cap)
                                    : fmt::format("{:g}", r.memory_cap);
   std::string text =
       fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n", pp,
-                  m, a.placement == "torch" ? "torch (linear and v: one parameter copy, as PyTorch runs; --placement all "
-                                              "adds two-copy schedules)" : a.placement, cap_text, a.seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
+                  m, a.placement == "torch" ? kTorchPlacement : a.placement, cap_text, a.seed, r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
   text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
                       "placement", "bubble per rank");
   text += row("searched", r.best, out.rows[0].metrics, scale);

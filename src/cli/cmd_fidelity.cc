@@ -66,7 +66,8 @@ Runner setup_fidelity(CLI::App& sub) {
     req.thresholds = a->check;
     if (isatty(STDERR_FILENO))  // progress on a terminal only: 71 runs take a minute
       req.progress = [](std::size_t done, std::size_t all, const std::string& file) {
-        fmt::print(stderr, "\rfidelity: {}/{} {:<60.60}", done + 1, all, std::filesystem::path(file).filename().string());
+        fmt::print(stderr, "\rfidelity: {}/{} {:<60.60}", done + 1, all,
+                   std::filesystem::path(file).filename().string());
       };
     const api::FidelityResult r = api::fidelity(req);
     if (req.progress) fmt::print(stderr, "\r{:80}\r", "");

@@ -56,7 +56,8 @@ std::vector<Placement> parse_placements(const std::string& name) {
   if (name == "bidirectional") return {Placement::bidirectional};
   if (name == "all") return {Placement::linear, Placement::v_shape, Placement::bidirectional};
   if (name == "torch") return {Placement::linear, Placement::v_shape};
-  throw InputError(fmt::format("--placement: unknown placement '{}' (torch, linear, v, bidirectional or all)", name), {},
+  throw InputError(fmt::format("--placement: unknown placement '{}' (torch, linear, v, bidirectional or all)", name),
+                   {},
                    kExitUsage);
 }
 
@@ -432,7 +433,8 @@ SearchResult search_schedule(const SearchRequest& req) {
   if (cap_from_family) {
     const Candidate* fastest = nullptr;
     for (const FamilyRun& f : runs)
-      if (f.note.empty() && f.cand.valid && !two_copies(f.cand) && (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
+      if (f.note.empty() && f.cand.valid && !two_copies(f.cand) &&
+          (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
         fastest = &f.cand;
     if (fastest) memory_cap = fastest->peak_shares;
     for (FamilyRun& f : runs)

@@ -274,6 +274,9 @@
   }
 
   // ---- tables ----
+  // Peak activations in rank shares (one of a rank's vpp chunks is 1/vpp): the unit of search's
+  // --memory-cap and of this page's memory cap, so both agree on which schedules fit.
+  const rankShares = (r) => Math.max(...r.peak_activations.per_rank) / Math.max(r.vpp || 1, 1);
   function resultColumns(rows) {
     const unit = rows.length ? rows[0].time_unit : "";
     const cols = [
@@ -283,7 +286,8 @@
       { key: "bubble.max", label: "bubble max" }, { key: "bubble.ratio", label: "bubble ratio" },
       { key: "published_bubble", label: "published bubble" },
       { key: "exposed_comm.max", label: "exposed comm" },
-      { key: "peak_activations.max", label: "peak act.", fn: (r) => Math.max(...r.peak_activations.per_rank) },
+      { key: "peak_activations.max", label: "peak act. (chunks)", fn: (r) => Math.max(...r.peak_activations.per_rank) },
+      { key: "peak_activations.max_rank_shares", label: "peak act. (rank shares)", fn: rankShares },
       { key: "throughput", label: "mb / " + unit },
     ];
     if (rows.some((r) => r.step_time !== undefined)) {
@@ -359,11 +363,11 @@
     const cap = state.cap > 0 ? state.cap : 0;
     if (DATA.results) root.append($("h2", {}, "Schedules"), makeTable(resultColumns(rows), rows, {
       id: "results", selectable: true, onRow: (i) => select(i, true),
-      rowClass: (r) => (cap && Math.max(...r.peak_activations.per_rank) > cap ? "over-cap" : ""),
+      rowClass: (r) => (cap && rankShares(r) > cap + 1e-9 ? "over-cap" : ""),
     }));
     if (cap) {
-      const over = rows.filter((r) => Math.max(...r.peak_activations.per_rank) > cap).map((r) => r.schedule);
-      root.append($("p", { class: "note" }, "memory cap " + cap + " chunk-micro-batches of activations per rank: " +
+      const over = rows.filter((r) => rankShares(r) > cap + 1e-9).map((r) => r.schedule);
+      root.append($("p", { class: "note" }, "memory cap " + cap + " rank shares of activations per rank (as search --memory-cap): " +
         (over.length ? "over it: " + over.join(", ") : "every schedule fits")));
     }
     for (const s of res.skipped || []) root.append($("p", { class: "note" }, "skipped " + s.schedule + ": " + s.reason));
@@ -615,7 +619,7 @@
     const box = $("div", { class: "controls" },
       $("label", {}, "family ", fam), $("label", {}, "P ", inp("pp", "number")), $("label", {}, "M ", inp("m", "number")),
       $("label", {}, "times ", inp("times", "text", "times")), $("label", {}, "P2P latency ", inp("p2p", "number")),
-      $("label", { title: "-1: off (no overlap model)" }, "all-to-all ", inp("a2a", "number")), $("label", { title: "peak activations per rank, in chunk-micro-batches; 0: none" }, "memory cap ", inp("cap", "number")));
+      $("label", { title: "-1: off (no overlap model)" }, "all-to-all ", inp("a2a", "number")), $("label", { title: "peak activations per rank in rank shares (a micro-batch of a whole rank's layers is 1, of one of its vpp chunks 1/vpp), as search --memory-cap; 0: none" }, "memory cap (rank shares) ", inp("cap", "number")));
     // Without the engine only the memory cap works (it marks rows): the other controls are hidden.
     if (!engine.ready) for (const e of box.querySelectorAll("input,select")) if (e.id !== "ctl-cap") e.closest("label").hidden = true;
     root.append(box, $("p", { id: "engine-status", class: engine.ready ? "note" : "note warn" },

@@ -310,11 +310,38 @@ def model(path, pp=None, layer_split=None, seq_len=None, overrides=None):
                                 None if seq_len is None else int(seq_len), _sets(overrides)))
 
 
+def _shipped_files(dir):
+    """The *.yaml of `dir`, or of <d>/`dir` for d the package's folder and its parents (the wheel
+    ships configs/published beside the module; the build tree's is above it), as the CLI finds them."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for base in [_os.getcwd()] + [_os.path.join(here, *[".."] * up) for up in range(5)]:
+        d = _os.path.join(base, dir)
+        if _os.path.isdir(d):
+            return sorted(_os.path.join(d, f) for f in _os.listdir(d) if f.endswith(".yaml"))
+    return []
+
+
 def fidelity(dir="configs/published", files=None, overrides=None, thresholds=""):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
-    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
-    return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])], _sets(overrides),
-                                   str(thresholds or "")))
+    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False}). The default
+    dir is found from any folder (the package's own configs/published); on a terminal, progress
+    goes to stderr, one file at a time."""
+    sets, th = _sets(overrides), str(thresholds or "")
+    todo = _shipped_files(str(dir)) if files is None and _sys.stderr.isatty() else []
+    if not todo:
+        return Result(_ppsim._fidelity(str(dir or ""), [str(f) for f in (files or [])], sets, th))
+    out = {"rows": []}
+    try:
+        for i, f in enumerate(todo):
+            _sys.stderr.write(f"\rfidelity: {i + 1}/{len(todo)} {_os.path.basename(f):<60.60}")
+            _sys.stderr.flush()
+            part = _ppsim._fidelity("", [f], sets, th)
+            out["rows"] += part["rows"]
+            if "failures" in part:
+                out["failures"] = out.get("failures", 0) + part["failures"]
+    finally:
+        _sys.stderr.write("\r" + " " * 80 + "\r")
+    return Result(out)
 
 
 def profile(config, overrides=None, warmup=5, reps=20, device=0, a2a="ours", output=None):

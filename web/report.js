@@ -283,9 +283,9 @@
       { key: "schedule", label: "schedule" },
       { key: "pp", label: "P" }, { key: "microbatches", label: "M" },
       { key: "makespan", label: "makespan (" + unit + ")" },
-      { key: "bubble.max", label: "bubble max" }, { key: "bubble.ratio", label: "bubble ratio" },
-      { key: "published_bubble", label: "published bubble" },
-      { key: "exposed_comm.max", label: "exposed comm" },
+      { key: "bubble.max", label: "bubble max (" + unit + ")" }, { key: "bubble.ratio", label: "bubble ratio" },
+      { key: "published_bubble", label: "published bubble (" + unit + ")" },
+      { key: "exposed_comm.max", label: "exposed comm (" + unit + ")" },
       { key: "peak_activations.max", label: "peak act. (chunks)", fn: (r) => Math.max(...r.peak_activations.per_rank) },
       { key: "peak_activations.max_rank_shares", label: "peak act. (rank shares)", fn: rankShares },
       { key: "throughput", label: "mb / " + unit },
@@ -361,10 +361,10 @@
     const res = DATA.results || { results: [], skipped: [] };
     const rows = res.results || [];
     const cap = state.cap > 0 ? state.cap : 0;
-    if (DATA.results) root.append($("h2", {}, "Schedules"), makeTable(resultColumns(rows), rows, {
+    if (DATA.results) root.append($("h2", {}, "Schedules"), $("div", { class: "wide" }, makeTable(resultColumns(rows), rows, {
       id: "results", selectable: true, onRow: (i) => select(i, true),
       rowClass: (r) => (cap && rankShares(r) > cap + 1e-9 ? "over-cap" : ""),
-    }));
+    })));
     if (cap) {
       const over = rows.filter((r) => rankShares(r) > cap + 1e-9).map((r) => r.schedule);
       root.append($("p", { class: "note" }, "memory cap " + cap + " rank shares of activations per rank (as search --memory-cap): " +

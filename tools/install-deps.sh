@@ -7,15 +7,16 @@ set -euo pipefail
 
 pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev
       nlohmann-json3-dev catch2 zlib1g-dev python3-dev pybind11-dev python3-pytest python3-numpy
-      python3-setuptools python3-venv python3-pip python3-wheel  # these four: `pip install .` (docs/PYTHON.md)
+      python3-venv python3-pip  # these two: `pip install .` (docs/PYTHON.md)
       universal-ctags)  # CTest function_length (tools/check_function_length.sh)
 # Optional extras: clang + its sanitizer/libFuzzer runtime (tools/fuzz.sh), xmllint (SVG
 # tests), OpenMPI (multi-process `validate` under mpirun/srun, and the mpi_check test); absence
 # only skips those (ppsim builds without MPI and runs one process per job). CBC + pkg-config:
 # the schedule search's exact method (docs/SEARCH.md); without them its tests skip, saying why.
 # libtomlplusplus-dev: torchtitan TOML configs (docs/CONFIG.md); without it they are refused.
+# emscripten: the HTML report's in-page engine (tools/build_wasm.sh); without it pages are static.
 optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config
-          libtomlplusplus-dev)
+          libtomlplusplus-dev emscripten)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do

@@ -2,13 +2,14 @@
 # Installs the optional tools the picture tests use (tests/report/svg_test.cc): xmllint
 # (libxml2-utils) checks that SVGs are well-formed XML, headless chromium renders the DualPipe
 # figure to a PNG and runs the HTML report's browser tests (tools/browser_test.py); emscripten
-# compiles the report's in-page engine (tools/build_wasm.sh). Without them those tests are
+# compiles the report's in-page engine (tools/build_wasm.sh); jupyter's nbconvert, ipykernel and
+# pandas execute the Python tour notebook (tools/check_notebook.sh). Without them those tests are
 # skipped, not failed. Idempotent: prints nothing
 # and touches nothing when every package is present; names what it could not install and exits
 # 1 otherwise.
 set -euo pipefail
 
-pkgs=(chromium libxml2-utils emscripten)
+pkgs=(chromium libxml2-utils emscripten jupyter-nbconvert python3-nbformat python3-ipykernel python3-pandas)
 
 missing=()
 for p in "${pkgs[@]}"; do

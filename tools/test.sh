@@ -33,14 +33,17 @@ py=$(cat build-test/python/python_executable.txt)
 "$py" -c "import pytest" 2>/dev/null || { echo "pytest is not installed for $py (apt install python3-pytest: tools/install-deps.sh)" >&2; exit 1; }
 echo "== pytest python/tests ($py)"
 PYTHONPATH=build-test/python PPSIM_BINARY=build-test/ppsim "$py" -m pytest -q python/tests
-# The same tests against the package `pip install --no-build-isolation .` installs into a fresh
+# (ctest above ran tools/check_pip_install.sh, CTest pip_install: `pip install .` in bare venvs of
+# python3 and Debian's, no index, packaging build-test: no system fmt/yaml-cpp/toml++/MPI linked,
+# imports, the console script runs; and tools/check_notebook.sh, python_notebook.)
+# The same tests against the package `pip install .` installs into a fresh
 # venv (docs/PYTHON.md), with build-test's binary and module (PPSIM_BUILD_DIR); the console script is
 # the CLI the tests compare with. python/ppsim is not on sys.path (the root has no ppsim/), so the
 # installed package is what the tests import; the check after them says so.
 venv=$(mktemp -d)/venv
 "$py" -m venv --system-site-packages "$venv"
-echo "== pip install --no-build-isolation . (venv $venv)"
-PPSIM_BUILD_DIR=build-test "$venv/bin/pip" install -q --no-build-isolation --no-deps --no-index . >/dev/null
+echo "== pip install . (venv $venv)"
+PPSIM_BUILD_DIR=build-test "$venv/bin/pip" install -q --no-deps --no-index . >/dev/null
 "$venv/bin/ppsim" --version
 "$venv/bin/python" -m ppsim compare >/dev/null
 echo "== pytest python/tests (the installed package)"

@@ -56,9 +56,14 @@
     });
     let end = 0;
     for (const ivs of ranks) for (const iv of ivs) end = Math.max(end, iv.end);
-    // Ends per op, for "waited on".
+    tl._decoded = { ranks, mem, end, ends: null, tpu, hasComm: ranks.some((v) => v.some((iv) => iv.stream === 1)) };
+    return tl._decoded;
+  }
+  // Ends per op, for "waited on": built on the first hover, not at load.
+  function endsOf(d) {
+    if (d.ends) return d.ends;
     const ends = new Map();
-    for (const ivs of ranks) for (const iv of ivs) {
+    for (const ivs of d.ranks) for (const iv of ivs) {
       const ops = [[iv.k1, iv.s1, iv.m1]];
       if (iv.pair) ops.push([iv.k2, iv.s2, iv.m2]);
       ops.forEach(([k, s, m], j) => {
@@ -67,8 +72,21 @@
         if (!old || old.end < iv.end) ends.set(key, { end: iv.end, rank: iv.rank, name: opName(k, s, m) });
       });
     }
-    tl._decoded = { ranks, mem, end, ends, tpu, hasComm: ranks.some((v) => v.some((iv) => iv.stream === 1)) };
-    return tl._decoded;
+    d.ends = ends;
+    return ends;
+  }
+  // A timeline's end in ticks from its flat arrays, without decoding them into objects.
+  function tlEnd(tl) {
+    if (tl._decoded) return tl._decoded.end;
+    let end = 0;
+    for (const flat of tl.ranks) {
+      let t = 0, i = 0;
+      while (i < flat.length) {
+        const f = flat[i]; i += (f >> 8) & 1 ? 5 : 3;
+        t += flat[i]; end = Math.max(end, (t + flat[i + 1]) * tl.q); i += 2;
+      }
+    }
+    return end;
   }
   const opName = (k, s, m) => s + KIND_NAMES[k] + m;
   function actionName(iv) {
@@ -93,7 +111,7 @@
     const ops = [[iv.k1, iv.s1, iv.m1]];
     if (iv.pair) ops.push([iv.k2, iv.s2, iv.m2]);
     for (const [k, s, m] of ops) for (const dep of depsOf(k, s, m, tl.spp)) {
-      const e = d.ends.get(dep.join(":"));
+      const e = endsOf(d).get(dep.join(":"));
       if (e && e.end <= iv.start && (!best || e.end > best.end)) best = { end: e.end, text: e.name + " (rank " + e.rank + ")" };
     }
     return best ? best.text + ", ended " + fmtNum(best.end / d.tpu) : "nothing (started at its earliest)";
@@ -183,7 +201,15 @@
     const e = Math.pow(10, Math.floor(Math.log10(x || 1))), f = x / e;
     return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * e;
   }
-  function redrawAll() { for (const p of panels) drawPanel(p); }
+  function redrawAll() { for (const p of panels) if (p.visible) drawPanel(p); }
+  // Panels are decoded and drawn when they scroll into view: a page of many large timelines
+  // loads at the cost of the ones on screen.
+  const observer = typeof IntersectionObserver === "function" ? new IntersectionObserver((entries) => {
+    for (const e of entries) {
+      const p = panels.find((x) => x.el === e.target);
+      if (p && e.isIntersecting && !p.visible) { p.visible = true; drawPanel(p); }
+    }
+  }, { rootMargin: "400px" }) : null;
 
   function hitTest(p, ev) {
     const d = decode(p.tl), rect = p.canvas.getBoundingClientRect();
@@ -243,21 +269,25 @@
   }
   function resetView() {
     view.full = 1;
-    for (const p of panels) view.full = Math.max(view.full, decode(p.tl).end);
+    for (const p of panels) view.full = Math.max(view.full, tlEnd(p.tl));
     view.t0 = 0; view.t1 = view.full; redrawAll();
   }
 
   // ---- tables ----
+  // Peak activations in rank shares (one of a rank's vpp chunks is 1/vpp): the unit of search's
+  // --memory-cap and of this page's memory cap, so both agree on which schedules fit.
+  const rankShares = (r) => Math.max(...r.peak_activations.per_rank) / Math.max(r.vpp || 1, 1);
   function resultColumns(rows) {
     const unit = rows.length ? rows[0].time_unit : "";
     const cols = [
       { key: "schedule", label: "schedule" },
       { key: "pp", label: "P" }, { key: "microbatches", label: "M" },
       { key: "makespan", label: "makespan (" + unit + ")" },
-      { key: "bubble.max", label: "bubble max" }, { key: "bubble.ratio", label: "bubble ratio" },
-      { key: "published_bubble", label: "published bubble" },
-      { key: "exposed_comm.max", label: "exposed comm" },
-      { key: "peak_activations.max", label: "peak act.", fn: (r) => Math.max(...r.peak_activations.per_rank) },
+      { key: "bubble.max", label: "bubble max (" + unit + ")" }, { key: "bubble.ratio", label: "bubble ratio" },
+      { key: "published_bubble", label: "published bubble (" + unit + ")" },
+      { key: "exposed_comm.max", label: "exposed comm (" + unit + ")" },
+      { key: "peak_activations.max", label: "peak act. (chunks)", fn: (r) => Math.max(...r.peak_activations.per_rank) },
+      { key: "peak_activations.max_rank_shares", label: "peak act. (rank shares)", fn: rankShares },
       { key: "throughput", label: "mb / " + unit },
     ];
     if (rows.some((r) => r.step_time !== undefined)) {
@@ -274,7 +304,7 @@
     const value = (row, c) => (c.fn ? c.fn(row) : get(row, c.key));
     function fill() {
       tbody.textContent = "";
-      const order = rows.map((_, i) => i);
+      const order = opts.indices ? opts.indices.slice() : rows.map((_, i) => i);
       if (sortCol >= 0) {
         const c = cols[sortCol];
         order.sort((a, b) => {
@@ -289,13 +319,14 @@
         const row = rows[i];
         const tr = $("tr", { dataset: { row: i } }, ...cols.map((c) => {
           const v = value(row, c);
-          const shown = Array.isArray(v) ? v.map((x) => fmtNum(x)).join(" ")
+          const shown = c.fmt ? c.fmt(v) : Array.isArray(v) ? v.map((x) => fmtNum(x)).join(" ")
             : c.scale && typeof v === "number" ? fmtNum(v * c.scale, 3) : fmtNum(v);
           const td = $("td", { dataset: { key: c.key }, class: typeof v === "string" ? "text" : "" }, shown);
           if (v !== undefined && v !== null) td.dataset.value = Array.isArray(v) ? JSON.stringify(v) : String(v);
           return td;
         }));
         if (opts.rowClass) { const cl = opts.rowClass(row); if (cl) tr.className = cl; }
+        if (opts.rowTitle) { const t = opts.rowTitle(row); if (t) tr.title = t; }
         if (opts.onRow) tr.addEventListener("click", () => opts.onRow(i));
         if (i === selected && opts.selectable) tr.classList.add("selected");
         tbody.append(tr);
@@ -330,13 +361,13 @@
     const res = DATA.results || { results: [], skipped: [] };
     const rows = res.results || [];
     const cap = state.cap > 0 ? state.cap : 0;
-    if (DATA.results) root.append($("h2", {}, "Schedules"), makeTable(resultColumns(rows), rows, {
+    if (DATA.results) root.append($("h2", {}, "Schedules"), $("div", { class: "wide" }, makeTable(resultColumns(rows), rows, {
       id: "results", selectable: true, onRow: (i) => select(i, true),
-      rowClass: (r) => (cap && Math.max(...r.peak_activations.per_rank) > cap ? "over-cap" : ""),
-    }));
+      rowClass: (r) => (cap && rankShares(r) > cap + 1e-9 ? "over-cap" : ""),
+    })));
     if (cap) {
-      const over = rows.filter((r) => Math.max(...r.peak_activations.per_rank) > cap).map((r) => r.schedule);
-      root.append($("p", { class: "note" }, "memory cap " + cap + " chunk-micro-batches of activations per rank: " +
+      const over = rows.filter((r) => rankShares(r) > cap + 1e-9).map((r) => r.schedule);
+      root.append($("p", { class: "note" }, "memory cap " + cap + " rank shares of activations per rank (as search --memory-cap): " +
         (over.length ? "over it: " + over.join(", ") : "every schedule fits")));
     }
     for (const s of res.skipped || []) root.append($("p", { class: "note" }, "skipped " + s.schedule + ": " + s.reason));
@@ -347,17 +378,37 @@
     DATA.timelines.forEach((tl, i) => {
       const ri = tl.row === undefined ? i : tl.row;
       const row = rows[ri];
+      if (tl.omitted) { root.append(omittedPanel(tl, i, row)); return; }
       const canvas = $("canvas", { "aria-label": "timeline of " + tl.name });
       const head = $("div", { class: "tl-head" }, $("b", {}, tl.name),
         row ? $("span", { class: "note" }, "makespan " + fmtNum(row.makespan) + " " + row.time_unit + ", bubble ratio " + fmtNum(row.bubble.ratio, 3)) : null,
         tl.label ? $("span", { class: "note" }, tl.label) : null);
       const el = $("div", { class: "tl", id: "tl-" + i, dataset: { schedule: tl.name } }, head, canvas);
       root.append(el);
-      const p = { el, canvas, tl, row, index: ri };
+      const p = { el, canvas, tl, row, index: ri, visible: !observer };
       panels.push(p);
       attachInteraction(p);
+      if (observer) observer.observe(el);
     });
     resetView();
+  }
+  // A timeline the file does not carry (over the page's budget, src/report/html.cc): simulated
+  // on request by the engine, with the inputs of the table above.
+  function omittedPanel(tl, i, row) {
+    const what = "timeline of " + tl.omitted.toLocaleString("en-US") + " intervals not written into this page (over its budget of 200,000)";
+    const el = $("div", { class: "tl", id: "tl-" + i, dataset: { schedule: tl.name } },
+      $("div", { class: "tl-head" }, $("b", {}, tl.name), row ? $("span", { class: "note" }, "makespan " + fmtNum(row.makespan) + " " + row.time_unit) : null));
+    if (engine.ready && DATA.inputs) {
+      el.append($("button", { type: "button", class: "draw", onclick: () => {
+        const out = JSON.parse(engine.call(JSON.stringify(Object.assign(engineRequest(shown), { schedules: tl.name }))));
+        if (out.error || !out.timelines || !out.timelines.length) { el.append($("p", { class: "note warn" }, "engine: " + (out.error || "no timeline"))); return; }
+        DATA.timelines[i] = Object.assign(out.timelines[0], { row: tl.row === undefined ? i : tl.row });
+        render();
+      } }, "draw it (simulated here)"), $("span", { class: "note" }, " " + what));
+    } else {
+      el.append($("p", { class: "note" }, what + ": ppsim simulate -s " + tl.name + (DATA.inputs ? " --pp " + shown.pp + " -m " + shown.m : "") + " --html FILE draws it"));
+    }
+    return el;
   }
   // The scalar fields of an array of objects, nested objects flattened to "a.b" (two levels),
   // arrays of numbers shown joined: the columns of a section given as `objects`.
@@ -378,7 +429,45 @@
       "tokens_per_second", "mfu", "peak_memory_gb", "bubble_ratio", "layer", "pass", "stream"];
     const pos = (k) => { const i = first.indexOf(k); return i < 0 ? first.length : i; };
     keys.sort((a, b) => pos(a) - pos(b));
-    return keys.map((k) => ({ key: k, label: k }));
+    // One unit per quantity: a value given in two units shows once (ms over ns, GB over bytes).
+    const twin = { _ns: "_ms", _bytes: "_gb" };
+    const shownKeys = keys.filter((k) => !Object.entries(twin).some(([u, v]) => k.endsWith(u) && keys.includes(k.slice(0, -u.length) + v)));
+    return shownKeys.map((k) => ({ key: k, label: humanLabel(k), fmt: humanFormat(k) }));
+  }
+  // Column names for people: the JSON key's words, its unit suffix as "(unit)".
+  const UNITS = [["_per_second", "/s"], ["_ms", "ms"], ["_ns", "ns"], ["_gb", "GB"], ["_bytes", "bytes"], ["_s", "s"], ["_us", "µs"]];
+  const NAMES = { pp: "P", vpp: "v", dp: "DP", tp: "TP", ep: "EP", cp: "CP", microbatches: "M", mfu: "MFU", id: "plan id",
+    micro_batch_size: "micro-batch size", gpus: "GPUs", example_id: "example plan id", bubble_ratio: "bubble", headroom_gb: "headroom (GB)" };
+  function humanLabel(key) {
+    const parts = key.split("."), last = parts.pop();
+    let name = NAMES[last], unit = "";
+    if (!name) {
+      name = last;
+      for (const [suf, u] of UNITS) if (last.endsWith(suf)) { name = last.slice(0, -suf.length); unit = u; break; }
+      name = name.replace(/_/g, " ");
+      if (unit === "/s") { name += "/s"; unit = ""; }
+    }
+    return [...parts, name].join(" ") + (unit ? " (" + unit + ")" : "");
+  }
+  // Numbers for people: thousands separators, ratios as percents, at most 4 significant digits
+  // after the point (the exact value stays in the cell's data-value).
+  function humanFormat(key) {
+    const pct = /(^|\.)(mfu|bubble_ratio|[a-z_]*_share|error)$/.test(key);
+    return (v) => {
+      if (typeof v !== "number") return Array.isArray(v) ? v.map((x) => humanFormat(key)(x)).join(" ") : fmtNum(v);
+      if (pct && Math.abs(v) <= 1.5) return (v * 100).toLocaleString("en-US", { maximumFractionDigits: 1 }) + "%";
+      const a = Math.abs(v), digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 1 ? 2 : 4;
+      return v.toLocaleString("en-US", { maximumFractionDigits: digits, maximumSignificantDigits: a >= 1000 || a === 0 ? undefined : 4 });
+    };
+  }
+  // One row per distinct row: rows equal but for their id and rank show once (the first).
+  function distinctRows(rows) {
+    const seen = new Set();
+    return rows.map((r, i) => [r, i]).filter(([r]) => {
+      const key = JSON.stringify(Object.assign({}, r, { id: undefined, rank: undefined, example_id: undefined }));
+      if (seen.has(key)) return false;
+      seen.add(key); return true;
+    });
   }
   function renderSections(root) {
     for (const sec of DATA.sections || []) {
@@ -391,7 +480,15 @@
         rows = sec.rows.map((r) => Object.fromEntries(sec.columns.map((c, i) => [c, r[i]])));
       }
       if (!rows.length) { root.append($("p", { class: "note" }, "none")); continue; }
-      root.append($("div", { class: "wide" }, makeTable(cols, rows, { id: sec.id, rowClass: (r) => (sec.out_key && get(r, sec.out_key) ? "out" : "") })));
+      const distinct = sec.objects ? distinctRows(rows) : rows.map((r, i) => [r, i]);
+      if (distinct.length < rows.length)
+        root.append($("p", { class: "note" }, (rows.length - distinct.length) + " row(s) equal to one above but for the id: shown once"));
+      // Override lists (`sets`) go in the row's tooltip, not a column as wide as the page.
+      const sets = cols.find((c) => c.key === "sets");
+      if (sets) cols = cols.filter((c) => c !== sets);
+      root.append($("div", { class: "wide" }, makeTable(cols, rows, { id: sec.id, indices: distinct.map(([, i]) => i),
+        rowTitle: sets ? (r) => (r.sets || []).join("\n") : null,
+        rowClass: (r) => (sec.out_key && get(r, sec.out_key) ? "out" : "") })));
     }
   }
 
@@ -423,16 +520,20 @@
     if (state.cap) parts.push("cap=" + state.cap);
     history.replaceState(null, "", "#" + parts.join("&"));
   }
-  const engine = { ready: false, call: null };
+  const engine = { ready: false, call: null, why: "" };
+  // The inputs of the data on display (the header describes these, never the controls' values
+  // that were not simulated): the file's, then each successful re-simulation's.
+  const shown = {};
+  const engineRequest = (s) => ({ schedules: s.family || "all", pp: s.pp, m: s.m, times: s.times, p2p_latency: s.p2p, a2a: s.a2a });
   function resimulate() {
     const status = document.getElementById("engine-status");
     if (!engine.ready) return;
-    const req = { schedules: state.family || "all", pp: state.pp, m: state.m, times: state.times, p2p_latency: state.p2p, a2a: state.a2a };
     const t0 = performance.now();
-    const out = JSON.parse(engine.call(JSON.stringify(req)));
+    const out = JSON.parse(engine.call(JSON.stringify(engineRequest(state))));
     const ms = performance.now() - t0;
-    if (out.error) { status.textContent = "engine: " + out.error; status.className = "note warn"; return; }
+    if (out.error) { status.textContent = "engine: " + out.error + " (the table shows the previous inputs)"; status.className = "note warn"; return; }
     DATA.results = out.results; DATA.timelines = out.timelines;
+    Object.assign(shown, state);
     status.textContent = "re-simulated in the page (WebAssembly engine) in " + ms.toFixed(1) + " ms";
     status.className = "note";
     document.body.dataset.resimulated = "1";
@@ -518,20 +619,22 @@
     const box = $("div", { class: "controls" },
       $("label", {}, "family ", fam), $("label", {}, "P ", inp("pp", "number")), $("label", {}, "M ", inp("m", "number")),
       $("label", {}, "times ", inp("times", "text", "times")), $("label", {}, "P2P latency ", inp("p2p", "number")),
-      $("label", { title: "-1: off (no overlap model)" }, "all-to-all ", inp("a2a", "number")), $("label", { title: "peak activations per rank, in chunk-micro-batches; 0: none" }, "memory cap ", inp("cap", "number")));
-    if (!engine.ready) for (const e of box.querySelectorAll("input,select")) if (e.id !== "ctl-cap") e.disabled = true;
+      $("label", { title: "-1: off (no overlap model)" }, "all-to-all ", inp("a2a", "number")), $("label", { title: "peak activations per rank in rank shares (a micro-batch of a whole rank's layers is 1, of one of its vpp chunks 1/vpp), as search --memory-cap; 0: none" }, "memory cap (rank shares) ", inp("cap", "number")));
+    // Without the engine only the memory cap works (it marks rows): the other controls are hidden.
+    if (!engine.ready) for (const e of box.querySelectorAll("input,select")) if (e.id !== "ctl-cap") e.closest("label").hidden = true;
     root.append(box, $("p", { id: "engine-status", class: engine.ready ? "note" : "note warn" },
-      engine.ready ? "engine: WebAssembly, re-simulates as the controls change" :
-        "engine not embedded in this file (emscripten was not found when ppsim was built): showing the precomputed data"));
+      engine.ready ? "engine: WebAssembly, re-simulates as the controls change" : (engine.why ||
+        "no engine in this file (emscripten was not installed when ppsim was built; apt install emscripten, then bash tools/quickstart.sh)") +
+        ": only the memory cap can change; the tables show the data the file was written with"));
   }
 
   function subtitle() {
     const el = document.getElementById("subtitle");
     if (!el || !DATA.inputs) return;
-    const parts = ["P=" + state.pp, "M=" + state.m, "times " + state.times];
-    if (state.p2p) parts.push("P2P latency " + state.p2p);
-    if (state.a2a >= 0) parts.push("all-to-all " + state.a2a);
-    el.textContent = (state.family && state.family !== "all" ? state.family + ", " : "") + parts.join(", ");
+    const parts = ["P=" + shown.pp, "M=" + shown.m, "times " + shown.times];
+    if (shown.p2p) parts.push("P2P latency " + shown.p2p);
+    if (shown.a2a >= 0) parts.push("all-to-all " + shown.a2a);
+    el.textContent = (shown.family && shown.family !== "all" ? shown.family + ", " : "") + parts.join(", ");
   }
   function render() {
     subtitle();
@@ -541,6 +644,8 @@
     renderResults(main);
     renderSections(main);
     if (selected >= 0) select(selected, false);
+    // Milliseconds from navigation to the first render (tools/browser_test.py reads it).
+    if (!document.body.dataset.loadMs) document.body.dataset.loadMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "1";
     markErrors();
   }
@@ -557,6 +662,7 @@
     if (DATA.inputs) Object.assign(state, {
       family: DATA.inputs.family || "all", pp: DATA.inputs.pp, m: DATA.inputs.m, times: DATA.inputs.times,
       p2p: DATA.inputs.p2p_latency || 0, a2a: DATA.inputs.a2a === undefined ? -1 : DATA.inputs.a2a, cap: 0 });
+    Object.assign(shown, state);
     const fromFragment = readFragment();
     window.addEventListener("resize", redrawAll);
     window.addEventListener("hashchange", () => { readFragment(); if (engine.ready) resimulate(); else render(); });
@@ -569,7 +675,7 @@
         else if (fromFragment && !state.selftest) resimulate();
         if (state.selftest) selftest();
       };
-      const failed = (e) => { errors.push("engine: " + e); render(); };
+      const failed = (e) => { engine.why = "the engine failed to start (" + e + ")"; errors.push("engine: " + e); render(); };
       try {
         const r = boot();
         if (typeof r === "function") ready(r); else r.then(ready).catch(failed);

@@ -22,7 +22,8 @@ finally:
     _sys.setdlopenflags(_flags)
 from ._ppsim import Config, Error, Schedule, __version__  # noqa: E402
 
-__all__ = ["Error", "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
+__all__ = ["Error", "UsageError", "InputError", "FileError", "GpuError", "LimitError", "InvariantError", "InternalError",
+           "Schedule", "Config", "Result", "families", "generate", "simulate", "compare", "load_config",
            "plan", "search", "import_trace", "profile", "validate", "model", "fidelity", "calibrate", "__version__"]
 
 try:
@@ -36,11 +37,28 @@ def families():
     return _ppsim._families()
 
 
+def _int_args(**values):
+    """Integer arguments checked before the module sees them: a one-line UsageError naming the
+    argument (pybind11's own TypeError lists every overload)."""
+    for name, v in values.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            try:
+                import numbers
+                if isinstance(v, numbers.Integral):
+                    continue
+            except ImportError:
+                pass
+            err = UsageError(f"{name}: expected an integer, got {v!r}")
+            err.exit_code = 2
+            raise err
+
+
 def generate(family, pp, microbatches, **params):
     """A family's schedule for P = pp ranks and M = microbatches; params: vpp, group_size, max_ops."""
     unknown = set(params) - {"vpp", "group_size", "max_ops"}
     if unknown:
         raise TypeError(f"generate() got unexpected keyword(s) {sorted(unknown)} (vpp, group_size, max_ops)")
+    _int_args(pp=pp, microbatches=microbatches, **params)
     return _ppsim._generate(family, pp, microbatches, params.get("vpp", 0), params.get("group_size", 0),
                             params.get("max_ops", 0))
 
@@ -177,7 +195,7 @@ def load_config(path, overrides=None, calibration=None):
 @_keywords("plan")
 def plan(config, **kw):
     """The planner on a config (a ppsim.Config or a path), as `ppsim plan --format json`."""
-    return _ppsim._call("plan", dict(kw, config=config))
+    return Result(_ppsim._call("plan", dict(kw, config=config)))
 
 
 def _sets(overrides):
@@ -239,11 +257,39 @@ def model(path, **kw):
     return Result(_ppsim._call("model", dict(kw, path=str(path))))
 
 
+def _shipped_files(dir):
+    """The *.yaml of `dir`, or of <d>/`dir` for d the package's folder and its parents (the wheel
+    ships configs/published beside the module; the build tree's is above it), as the CLI finds them."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for base in [_os.getcwd()] + [_os.path.join(here, *[".."] * up) for up in range(5)]:
+        d = _os.path.join(base, dir)
+        if _os.path.isdir(d):
+            return sorted(_os.path.join(d, f) for f in _os.listdir(d) if f.endswith(".yaml"))
+    return []
+
+
 @_keywords("fidelity")
 def fidelity(**kw):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
-    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False})."""
-    return Result(_ppsim._call("fidelity", kw))
+    (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False}); calibrate=
+    "first" or "loso" as `--calibrate` (docs/CALIBRATION.md). The default dir is found from any folder
+    (the package's own configs/published); on a terminal, progress goes to stderr, one file at a time."""
+    one_at_a_time = not kw.get("files") and not kw.get("calibrate") and _sys.stderr.isatty()
+    todo = _shipped_files(str(kw.get("dir") or "configs/published")) if one_at_a_time else []
+    if not todo:
+        return Result(_ppsim._call("fidelity", kw))
+    out = {"rows": []}
+    try:
+        for i, f in enumerate(todo):
+            _sys.stderr.write(f"\rfidelity: {i + 1}/{len(todo)} {_os.path.basename(f):<60.60}")
+            _sys.stderr.flush()
+            part = _ppsim._call("fidelity", dict(kw, files=[f]))
+            out["rows"] += part["rows"]
+            if "failures" in part:
+                out["failures"] = out.get("failures", 0) + part["failures"]
+    finally:
+        _sys.stderr.write("\r" + " " * 80 + "\r")
+    return Result(out)
 
 
 @_keywords("calibrate")
@@ -297,62 +343,231 @@ _COLUMNS = [("schedule", "schedule"), ("pp", "P"), ("microbatches", "M"), ("make
             ("bubble.max", "bubble max"), ("bubble.ratio", "bubble ratio"), ("peak_activations.max", "peak act."),
             ("throughput", "throughput"), ("step_time", "step time"), ("mfu", "MFU"),
             ("peak_memory_bytes.max", "peak memory (bytes)")]
+# Where a result keeps its rows when it has no "results": fidelity's "rows", model's "stages",
+# import_trace's "cells" (per layer), validate's "schedules".
+_ROW_KEYS = ("results", "rows", "stages", "cells", "schedules", "ranking")
+_ID_KEYS = ("schedule", "key", "stage", "layer", "name", "run")
 
 
 def _rows_of(d):
-    if "results" in d and isinstance(d["results"], list):
-        return d["results"]
+    if isinstance(d.get("variants"), list):  # plan: each variant's ranked plans
+        return [dict(r, variant=v.get("name", "")) for v in d["variants"] for r in v.get("ranking", [])]
+    for k in _ROW_KEYS:
+        v = d.get(k)
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            return v
     if "makespan" in d:
         return [d]
-    return []
+    if isinstance(d.get("pipeline"), dict):
+        return _rows_of(d["pipeline"])
+    return [d] if any(not isinstance(v, (dict, list)) for v in d.values()) else []
 
 
-def _flat(row):
+def _flat(row, prefix="", depth=0):
     """One result row's scalars, nested keys joined by '.' (bubble.max, ...); per-rank lists as
     their maximum under '<key>.max' where the row has none."""
     out = {}
     for k, v in row.items():
+        key = prefix + k
         if isinstance(v, dict):
-            for k2, v2 in v.items():
-                if isinstance(v2, (int, float, str, bool)) or v2 is None:
-                    out[f"{k}.{k2}"] = v2
+            if depth < 2:
+                out.update(_flat(v, key + ".", depth + 1))
             pr = v.get("per_rank")
-            if isinstance(pr, list) and pr and f"{k}.max" not in out:
+            if isinstance(pr, list) and pr and f"{key}.max" not in out:
                 nums = [x for x in pr if isinstance(x, (int, float))]
                 if nums:
-                    out[f"{k}.max"] = max(nums)
+                    out[f"{key}.max"] = max(nums)
         elif isinstance(v, (int, float, str, bool)) or v is None:
-            out[k] = v
+            out[key] = v
     return out
 
 
+def _per_rank(row, prefix="", depth=0):
+    """(key, list) for each per-rank list of numbers in a row (bubble.per_rank, ...)."""
+    out = []
+    for k, v in row.items():
+        key = prefix + k
+        if isinstance(v, dict) and depth < 2:
+            out += _per_rank(v, key + ".", depth + 1)
+        elif isinstance(v, list) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v) \
+                and (k == "per_rank" or k.endswith("_per_rank")):
+            out.append((key, v))
+    return out
+
+
+def _timelines_of(d):
+    """(name, timeline) for each timeline a result holds (simulate's "timeline", compare's
+    "timelines" with timelines=True)."""
+    if isinstance(d.get("timeline"), dict):
+        return [(d.get("schedule", "timeline"), d["timeline"])]
+    rows = d.get("results") if isinstance(d.get("results"), list) else []
+    tls = d.get("timelines") if isinstance(d.get("timelines"), list) else []
+    return [((rows[i].get("schedule") if i < len(rows) else str(i)), t)
+            for i, t in enumerate(tls) if isinstance(t, dict)]
+
+
+_KIND_COLORS = {"F": "#4c8bf5", "I": "#2bb673", "B": "#2bb673", "W": "#f5a623"}
+
+
+def _timeline_svg(name, tl, width=720):
+    """One timeline's intervals as SVG: a lane per rank, a bar per interval, coloured by pass."""
+    import html
+    iv = tl.get("intervals", {})
+    ranks, starts, ends, actions = (list(iv.get(k, [])) for k in ("rank", "start", "end", "action"))
+    if not starts:
+        return ""
+    t_end = max(float(e) for e in ends) or 1.0
+    n = int(max(ranks)) + 1
+    lane, left = 14, 52
+    scale = (width - left - 4) / t_end
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{n * lane + 18}" font-size="10">',
+           f'<text x="0" y="10">{html.escape(str(name))}: 0 .. {t_end:g}</text>']
+    for r in range(n):
+        out.append(f'<text x="0" y="{18 + r * lane + 10}">rank {r}</text>')
+    for r, a, b, act in zip(ranks, starts, ends, actions):
+        kind = str(act).lstrip("(0123456789")[:1]
+        out.append(f'<rect x="{left + float(a) * scale:.2f}" y="{18 + int(r) * lane}" '
+                   f'width="{max(0.5, (float(b) - float(a)) * scale - 0.3):.2f}" height="{lane - 2}" '
+                   f'fill="{_KIND_COLORS.get(kind, "#9b59b6")}"><title>{html.escape(str(act))}</title></rect>')
+    out.append("</svg>")
+    return "".join(out)
+
+
 class Result(dict):
-    """A result: the dict of the CLI's JSON (docs/JSON.md), shown as a table in notebooks
-    (_repr_html_), and as a pandas DataFrame by to_pandas() when pandas is installed."""
+    """A result: the dict of the CLI's JSON (docs/JSON.md), shown in notebooks as a table and its
+    timelines (_repr_html_); rows() flat, to_pandas() long form. See python/ppsim/_results.pyi."""
 
     def rows(self):
+        """Each row's scalars, nested keys joined by '.', per-rank lists as '<key>.max'."""
         return [_flat(r) for r in _rows_of(self)]
 
+    def long_rows(self):
+        """Long form: one dict per (row, quantity[, rank]): row, the row's id columns (schedule,
+        key, ...), quantity, rank (None for a whole-row value) and value. Per-rank lists give one
+        entry per rank."""
+        out = []
+        for i, row in enumerate(_rows_of(self)):
+            flat = _flat(row)
+            ids = {k: flat[k] for k in _ID_KEYS if k in flat}
+            for k, v in flat.items():
+                if k not in ids:
+                    out.append({"row": i, **ids, "quantity": k, "rank": None, "value": v})
+            for k, values in _per_rank(row):
+                for rank, v in enumerate(values):
+                    out.append({"row": i, **ids, "quantity": k, "rank": rank, "value": v})
+        return out
+
     def to_pandas(self):
+        """long_rows() as a DataFrame (pandas is not a ppsim dependency: apt install python3-pandas).
+        `df.pivot_table(index=["row", "schedule"], columns="quantity", values="value", aggfunc="first")`
+        gives the wide table back."""
         try:
             import pandas
         except ImportError as e:
             raise ImportError("to_pandas() needs pandas (not a ppsim dependency): apt install python3-pandas") from e
-        return pandas.DataFrame(self.rows())
+        return pandas.DataFrame(self.long_rows(), columns=None)
+
+    def timelines_svg(self):
+        """Each timeline the result holds (simulate, compare(timelines=True)) as SVG."""
+        return [_timeline_svg(name, tl) for name, tl in _timelines_of(self)]
 
     def _repr_html_(self):
         import html
         rows = self.rows()
         if not rows:
-            return None
+            return "<p>(no rows)</p>"
         cols = [(k, h) for k, h in _COLUMNS if any(k in r for r in rows)]
+        if len(cols) < 3:  # not a schedule result: its first dozen columns
+            keys = []
+            for r in rows:
+                keys += [k for k in r if k not in keys]
+            cols = [(k, k) for k in keys[:12]]
 
         def cell(v):
             if isinstance(v, float):
-                return f"{v:.6g}"
+                return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
+            if isinstance(v, int) and not isinstance(v, bool):
+                return f"{v:,}"
             return html.escape("" if v is None else str(v))
         out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in cols) + "</tr>"]
         for r in rows:
             out.append("<tr>" + "".join(f"<td>{cell(r.get(k))}</td>" for k, _ in cols) + "</tr>")
         out.append("</table>")
+        out += self.timelines_svg()
         return "\n".join(out)
+
+
+# ---- typed errors ------------------------------------------------------------------------------
+# The exit codes of docs/CLI.md as exception classes under ppsim.Error (which keeps str() as the
+# CLI's one-line message and exit_code); pybind11's own argument TypeErrors become UsageError.
+
+class UsageError(Error, ValueError, TypeError):
+    """Exit code 2: a bad argument or value (unknown schedule, wrong type, ...)."""
+
+
+class InputError(Error, ValueError):
+    """Exit code 3: bad input (config, schedule file, a request a schedule's constraints forbid)."""
+
+
+class FileError(Error, OSError):
+    """Exit code 4: a file cannot be read or written."""
+
+
+class GpuError(Error, RuntimeError):
+    """Exit code 5: no GPU, a missing library or a CUDA/NCCL failure."""
+
+
+class LimitError(Error, RuntimeError):
+    """Exit code 6: over a resource limit (docs/ROBUSTNESS.md)."""
+
+
+class InternalError(Error, RuntimeError):
+    """Exit code 1: a broken invariant, a bug in ppsim."""
+
+
+class InvariantError(Error, ValueError):
+    """Exit code 8: the answer breaks an invariant (docs/INVARIANTS.md); the message names the input."""
+
+
+_BY_CODE = {1: InternalError, 2: UsageError, 3: InputError, 4: FileError, 5: GpuError, 6: LimitError,
+            8: InvariantError}
+
+
+def _typed(e):
+    code = getattr(e, "exit_code", 3)
+    t = _BY_CODE.get(code, Error)
+    out = t(str(e))
+    out.exit_code = code
+    return out
+
+
+def _with_typed_errors(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Error as e:
+            if type(e) is not Error:
+                raise
+            raise _typed(e) from None
+        except TypeError as e:
+            text = str(e)
+            if "incompatible function arguments" in text:  # pybind11's, several lines: one of ours
+                invoked = text.split("Invoked with:", 1)[-1].strip().replace("\n", " ")
+                text = f"{fn.__name__}(): an argument has the wrong type (invoked with: {invoked[:200]})"
+            elif isinstance(e, Error):
+                raise
+            err = UsageError(text.splitlines()[0] if text else f"{fn.__name__}(): bad arguments")
+            err.exit_code = 2
+            raise err from None
+    return call
+
+
+for _name in ("families", "generate", "simulate", "compare", "load_config", "plan", "search", "import_trace", "model",
+              "fidelity", "calibrate", "profile", "validate"):
+    globals()[_name] = _with_typed_errors(globals()[_name])
+for _name in ("from_actions", "from_pipeline_order", "from_csv", "from_csv_text"):
+    setattr(Schedule, _name, staticmethod(_with_typed_errors(getattr(Schedule, _name))))
+Schedule.lowered = _with_typed_errors(Schedule.lowered)

@@ -242,9 +242,53 @@ def test_result_html_and_pandas():
         with pytest.raises(ImportError):
             r.to_pandas()
         return
-    df = r.to_pandas()
-    assert list(df["schedule"]) == ["1f1b", "gpipe"]
-    assert df.loc[1, "bubble.max"] == 9.0
+    df = r.to_pandas()  # long form: row, schedule, quantity, rank (None: the whole row's), value
+    assert set(df["schedule"]) == {"1f1b", "gpipe"}
+    whole = df[df["rank"].isna()]
+    assert whole[(whole.schedule == "gpipe") & (whole.quantity == "bubble.max")]["value"].tolist() == [9.0]
+    # Per-rank rows kept: 1F1B holds P - r micro-batches on rank r at its peak (P=4: 4 3 2 1).
+    peak = df[(df.schedule == "1f1b") & (df.quantity == "peak_activations.per_rank")]
+    assert peak.sort_values("rank")["value"].tolist() == [4, 3, 2, 1]
+    assert peak["rank"].tolist() == [0, 1, 2, 3]
+
+
+def test_every_result_has_rows_and_html():
+    # model, fidelity and plan: a table (not None) and long rows, each from its own JSON's list.
+    m = ppsim.model(os.path.join(_REPO, "configs/hf/mixtral-8x7b.json"), pp=4)
+    assert len(m.rows()) == 4 and m.rows()[0]["stage"] == 0  # one row per stage
+    assert "<table>" in m._repr_html_()
+    f = ppsim.fidelity(files=[os.path.join(_REPO, "configs/published/bloom-176b.yaml")])
+    assert [r["key"] for r in f.rows()] == [r["key"] for r in f["rows"]]
+    assert any(x["quantity"] == "error" for x in f.long_rows())
+    p = ppsim.plan(os.path.join(_REPO, "configs/small-4gpu.yaml"), top=2)
+    assert isinstance(p, ppsim.Result)
+    assert len(p.rows()) == sum(len(v["ranking"]) for v in p["variants"])
+    s = ppsim.simulate("1f1b", pp=2, microbatches=2, times="F=1,B=2")
+    assert s._repr_html_().count("<rect") == 8  # the timeline: 2 ranks x (2 F + 2 B)
+
+
+def test_typed_errors():
+    # The CLI's exit codes as classes (docs/CLI.md): 3 a constraint, 2 a bad value; pybind11's
+    # argument TypeError becomes a one-line UsageError.
+    with pytest.raises(ppsim.InputError) as e:
+        ppsim.simulate("dualpipe", pp=8, microbatches=10)
+    assert e.value.exit_code == 3 and str(e.value).startswith("dualpipe needs an even number")
+    with pytest.raises(ppsim.UsageError) as e:
+        ppsim.simulate("1f1b", pp="four", microbatches=8)
+    assert e.value.exit_code == 2 and str(e.value) == "pp: expected an integer, got 'four'"
+    assert isinstance(e.value, ppsim.Error) and isinstance(e.value, TypeError)
+    with pytest.raises(ppsim.FileError):
+        ppsim.load_config("/nonexistent/x.yaml")
+
+
+def test_fidelity_finds_its_configs_from_anywhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no configs/ here: the module's own (beside it, or the tree's)
+    # An override every published file refuses stops at the first file, whose path shows where
+    # the configs were found (all 71 runs take a minute and a half).
+    with pytest.raises(ppsim.InputError) as e:
+        ppsim.fidelity(overrides={"published.source": ["x"]})
+    found = str(e.value).split(":")[0]
+    assert found.endswith(os.path.join("configs", "published", "bloom-176b.yaml")) and os.path.isfile(found)
 
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "api/calibrate.h"
+#include "api/data_dir.h"
 #include "api/fidelity_search.h"
 #include "api/request.h"
 #include "core/error.h"
@@ -89,9 +90,10 @@ std::vector<std::string> published_files(const FidelityRequest& req) {
   if (!req.files.empty()) return req.files;
   std::vector<std::string> out;
   std::error_code ec;
-  if (!std::filesystem::is_directory(req.dir, ec))
+  const std::string dir = shipped_dir(req.dir);  // beside the binary or module when not here
+  if (!std::filesystem::is_directory(dir, ec))
     throw InputError(fmt::format("'{}' is not a directory of published configs", req.dir), {}, kExitIo);
-  for (const auto& e : std::filesystem::directory_iterator(req.dir, ec))
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
     if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
   if (out.empty()) throw InputError(fmt::format("no *.yaml files in '{}'", req.dir), {}, kExitInput);
@@ -447,7 +449,9 @@ FidelityResult fidelity(const FidelityRequest& req) {
   if (!req.thresholds.empty()) th = read_thresholds(req.thresholds);
   std::vector<PublishedFile> files;
   std::vector<std::vector<FidelityRow>> per_file;
-  for (const std::string& file : published_files(req)) {
+  const std::vector<std::string> names = published_files(req);
+  for (const std::string& file : names) {
+    if (req.progress) req.progress(static_cast<std::size_t>(&file - names.data()), names.size(), file);
     files.push_back(read_published(file, req));
     per_file.push_back(file_rows(files.back(), req, {}));
   }

@@ -12,6 +12,7 @@
 // result its `relative_to:` names (one source's runs at several scales), published against
 // predicted, in percentage points.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -30,6 +31,8 @@ struct FidelityRequest {
   // predicted with the compute scale fitted on every other source's rows of the same GPU family
   // (their median per-row scale; nothing fitted on the source itself), docs/CALIBRATION.md.
   std::string calibrate;
+  // Called before each file: files done, files in all, the file (the CLI's progress on a terminal).
+  std::function<void(std::size_t, std::size_t, const std::string&)> progress;
 };
 
 struct FidelityRow {

@@ -182,7 +182,10 @@ constexpr Option kSearchOwn[] = {
     {"--w-hold", K::Real, "", "share",
      "share of a micro-batch's activations its W still holds after its I (Zero Bubble's M_W/M_B), in [0, 1]; unset: "
      "1 with --times, the memory model's with a config"},
-    {"--placement", K::Text, "all", "", "linear, v, bidirectional or all", R::Both, "linear|v|bidirectional|all"},
+    {"--placement", K::Text, "torch", "",
+     "torch (linear and v: one parameter copy, what PyTorch runs), linear, v, bidirectional or all (adds DualPipe's "
+     "two copies)",
+     R::Both, "torch|linear|v|bidirectional|all"},
     {"--seed", K::Int64, "1", "", "random seed (same seed, same result unless the time limit binds)"},
     {"--time-limit", K::Real, "10", "s", "seconds for the whole search"},
     {"--objective", K::Text, "", "",

@@ -96,6 +96,7 @@ SearchRequest make_request(const SearchCall& a, const Setup& st) {
   req.pp = st.pp;
   req.microbatches = st.m;
   req.placements = st.placements;
+  req.one_parameter_copy = a.placement == "torch";
   req.memory_cap = a.memory_cap.value_or(0);
   req.cap_at_best_family = !a.memory_cap;
   req.seed = a.seed;
@@ -154,14 +155,16 @@ struct Summary {
 std::string search_table(const SearchCall& a, const SearchRequest& req, const SearchResult& r, const SearchOutcome& out,
                          const Summary& sum) {
   const TimeScale& scale = out.scale;
+  constexpr const char* kTorchPlacement =
+      "torch (linear and v: one parameter copy, as PyTorch runs; --placement all adds two-copy schedules)";
   const std::string cap_text = r.memory_cap <= 0 ? "none"
                                : out.cap_source == "best family"
                                    ? fmt::format("{:g} (the best family's peak)", r.memory_cap)
                                    : fmt::format("{:g}", r.memory_cap);
   std::string text =
       fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n",
-                  out.pp, out.microbatches, a.placement, cap_text, a.seed, r.evaluated, r.seconds,
-                  r.time_limited ? " (time limit reached)" : "");
+                  out.pp, out.microbatches, a.placement == "torch" ? kTorchPlacement : a.placement, cap_text, a.seed,
+                  r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
   text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
                       "placement", "bubble per rank");
   text += row("searched", r.best, out.rows[0].metrics, scale);

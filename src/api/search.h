@@ -32,7 +32,9 @@ struct SearchCall {
   // the Zero Bubble paper's M_W / M_B), in [0, 1]; unset: 1 with --times, the memory model's with
   // a config.
   std::optional<double> w_hold;
-  std::string placement = "all";
+  // torch (the default): linear and V, one parameter copy, as PyTorch's pipelining runs; "all"
+  // adds the bidirectional placement (DualPipe's two copies); or one placement.
+  std::string placement = "torch";
   std::uint64_t seed = 1;
   double time_limit = 10;
   int threads = 0;

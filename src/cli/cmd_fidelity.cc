@@ -1,6 +1,10 @@
 // `ppsim fidelity [files...]`: every configs/published/ run predicted against its source
 // (api/fidelity.h), as a table or JSON; `--check thresholds` exits 7 when a run's error grows
 // past the checked-in threshold (CI's regression test).
+#include <unistd.h>
+
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "api/fidelity.h"
@@ -46,8 +50,14 @@ Runner setup_fidelity(CLI::App& sub) {
   auto a = bind_options(sub, "fidelity");
   return [a]() {
     const Format f = parse_format(a->text("format"), {"table", "json"});
-    const api::FidelityRequest req = api::fidelity_request(*a);
+    api::FidelityRequest req = api::fidelity_request(*a);
+    if (isatty(STDERR_FILENO))  // progress on a terminal only: 71 runs take a minute
+      req.progress = [](std::size_t done, std::size_t all, const std::string& file) {
+        fmt::print(stderr, "\rfidelity: {}/{} {:<60.60}", done + 1, all,
+                   std::filesystem::path(file).filename().string());
+      };
     const api::FidelityResult r = api::fidelity(req);
+    if (req.progress) fmt::print(stderr, "\r{:80}\r", "");
     write_output(a->text("output"), f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
     return r.checked && r.failures > 0 ? 7 : 0;
   };

@@ -28,6 +28,30 @@ std::string html_escape(const std::string& s) {
   return o;
 }
 
+// The timelines the page carries: in full up to kPageIntervals intervals in all (the first one
+// always); past that budget (compare at P=64, M=1024: 1.4 million intervals, 30 MB) a stub
+// {name, row, omitted: its interval count}, which the page simulates on request with its engine.
+constexpr std::size_t kPageIntervals = 200000;
+
+nlohmann::json page_timelines(const std::vector<HtmlTimeline>& timelines) {
+  nlohmann::json tls = nlohmann::json::array();
+  std::size_t total = 0;
+  for (const HtmlTimeline& t : timelines) {
+    if (!t.timeline) continue;
+    const std::size_t n = t.timeline->intervals.size();
+    if (!tls.empty() && total + n > kPageIntervals) {
+      nlohmann::json stub{{"name", t.name}, {"omitted", n}};
+      if (t.row >= 0) stub["row"] = t.row;
+      if (!t.label.empty()) stub["label"] = t.label;
+      tls.push_back(std::move(stub));
+      continue;
+    }
+    total += n;
+    tls.push_back(compact_timeline(t));
+  }
+  return tls;
+}
+
 }  // namespace
 
 HtmlReport plan_html(const nlohmann::json& plan) {
@@ -86,10 +110,7 @@ std::string render_html(const HtmlReport& r) {
   data["kind"] = r.kind;
   data["title"] = r.title;
   data["results"] = r.results;
-  nlohmann::json tls = nlohmann::json::array();
-  for (const HtmlTimeline& t : r.timelines)
-    if (t.timeline) tls.push_back(compact_timeline(t));
-  data["timelines"] = std::move(tls);
+  data["timelines"] = page_timelines(r.timelines);
   data["inputs"] = r.inputs;
   data["sections"] = r.sections;
   data["engine"] = html_has_engine();

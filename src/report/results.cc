@@ -74,7 +74,11 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
   j["published_holds"] = m.published_holds;
   j["published_matches"] = m.published_matches;
   j["published_note"] = m.published_note;
-  j["peak_activations"] = {{"per_rank", m.peak_activations}};
+  // The peak also in rank shares, search's unit (--memory-cap): one of a rank's vpp chunks is 1/vpp.
+  int peak = 0;
+  for (int a : m.peak_activations) peak = std::max(peak, a);
+  j["peak_activations"] = {{"per_rank", m.peak_activations},
+                           {"max_rank_shares", static_cast<double>(peak) / std::max(m.vpp, 1)}};
   nlohmann::json pa = nlohmann::json::array();
   for (int v : m.published_activations) pa.push_back(v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v));
   j["published_activations"] = {{"per_rank", pa}};

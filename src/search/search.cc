@@ -55,7 +55,9 @@ std::vector<Placement> parse_placements(const std::string& name) {
   if (name == "v") return {Placement::v_shape};
   if (name == "bidirectional") return {Placement::bidirectional};
   if (name == "all") return {Placement::linear, Placement::v_shape, Placement::bidirectional};
-  throw InputError(fmt::format("--placement: unknown placement '{}' (linear, v, bidirectional or all)", name), {},
+  if (name == "torch") return {Placement::linear, Placement::v_shape};
+  throw InputError(fmt::format("--placement: unknown placement '{}' (torch, linear, v, bidirectional or all)", name),
+                   {},
                    kExitUsage);
 }
 
@@ -472,10 +474,13 @@ std::vector<FamilyRun> run_families(const SearchRequest& req, double& memory_cap
     runs.push_back({fam.name, {}, evaluate(fam.name, std::move(s), c, cap_from_family ? 0 : memory_cap)});
     ++evaluated;
   }
+  // --placement torch: a family holding two parameter copies neither sets the cap nor is compared.
+  auto two_copies = [&](const Candidate& c) { return req.one_parameter_copy && c.schedule.parameter_copies > 1; };
   if (cap_from_family) {
     const Candidate* fastest = nullptr;
     for (const FamilyRun& f : runs)
-      if (f.note.empty() && f.cand.valid && (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
+      if (f.note.empty() && f.cand.valid && !two_copies(f.cand) &&
+          (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
         fastest = &f.cand;
     if (fastest) memory_cap = fastest->peak_shares;
     for (FamilyRun& f : runs)
@@ -495,14 +500,19 @@ std::vector<Candidate> family_seeds(const SearchRequest& req, std::vector<Family
       continue;
     }
     Candidate& cand = f.cand;
+    if (two_copies(cand)) {
+      res.family_notes.emplace_back(f.name, fmt::format("{} parameter copies (--placement all compares it)",
+                                                        cand.schedule.parameter_copies));
+      continue;
+    }
     if (!cand.valid) {
       res.family_notes.emplace_back(
           f.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
                                          : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
       continue;
     }
-    if (better(cand, res.best_family, req.objective_span)) res.best_family = cand;
     const Placement p = placement_of(cand.schedule);
+    if (better(cand, res.best_family, req.objective_span)) res.best_family = cand;
     if (std::find(req.placements.begin(), req.placements.end(), p) != req.placements.end()) seeds.push_back(cand);
   }
   return seeds;

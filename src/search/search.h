@@ -27,7 +27,8 @@ namespace ppsim {
 
 enum class Placement { linear, v_shape, bidirectional };
 const char* placement_name(Placement p);
-// "linear", "v", "bidirectional" or "all"; InputError (usage) otherwise.
+// "linear", "v", "bidirectional", "torch" (linear and v: one parameter copy, the placements
+// PyTorch's pipelining runs) or "all"; InputError (usage) otherwise.
 std::vector<Placement> parse_placements(const std::string& name);
 Placement placement_of(const Schedule& s);
 
@@ -35,6 +36,9 @@ struct SearchRequest {
   int pp = 0;
   int microbatches = 0;  // total; the bidirectional placement splits them over two pipes
   std::vector<Placement> placements;
+  // Families holding two parameter copies (DualPipe, Chimera) are not compared either (--placement
+  // torch: what PyTorch's pipelining runs).
+  bool one_parameter_copy = false;
   double memory_cap = 0;  // activations per rank, in rank shares (see above); 0 = no cap
   // With memory_cap 0: cap at the best family's peak (in rank shares), the nine families first
   // simulated without a cap, so that a searched win is at equal memory (SearchResult::memory_cap).

@@ -111,13 +111,13 @@ TEST_CASE("ppsim search: one vocabulary: --format is the report, --out-format th
   REQUIRE(j.out.find("\"schedule\": \"searched\"") != std::string::npos);
   REQUIRE(j.out.find("\"makespan\":") != std::string::npos);
   REQUIRE(j.out.find("\"memory_cap_source\": \"best family\"") != std::string::npos);
-  // The table's searched makespan is the JSON's: at P=4 M=8 F=1 B=2 W=1 the table prints an
-  // integer makespan; the JSON carries it as a number of the same value.
+  // The table's searched makespan is the JSON's: the JSON carries it as a number of the same
+  // value (an integer one as "n.0").
   const auto row = b.out.find("\nsearched");
   REQUIRE(row != std::string::npos);
   const std::size_t i = b.out.find_first_not_of(' ', row + 9);
   const std::string mk = b.out.substr(i, b.out.find(' ', i) - i);
-  REQUIRE(j.out.find("\"makespan\": " + mk + ".0") != std::string::npos);
+  REQUIRE(j.out.find("\"makespan\": " + mk + (mk.find('.') == std::string::npos ? ".0" : "")) != std::string::npos);
   const auto c = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --format csv");
   REQUIRE(c.code == 0);
   REQUIRE(c.out.rfind("schedule,", 0) == 0);  // the CSV header first
@@ -128,7 +128,8 @@ TEST_CASE("ppsim search: the default cap is the best family's peak; --memory-cap
   // The issue's case: P=4 M=12 F=1 B=3 W=1.5. DualPipe (the best family, makespan 50) holds 5
   // activations per rank at its peak; uncapped, the search held 12 (all micro-batches) to win.
   Scratch s("search_cli_cap");
-  const std::string base = "search -p 4 -m 12 --times F=1,B=3,W=1.5 -j 1 -q --time-limit 5 ";
+  // --placement all: DualPipe's two copies are compared (the default, torch, holds one).
+  const std::string base = "search -p 4 -m 12 --times F=1,B=3,W=1.5 -j 1 -q --time-limit 5 --placement all ";
   const auto d = run_ppsim(s, base, 90);
   INFO(d.err);
   REQUIRE(d.code == 0);
@@ -210,4 +211,24 @@ times: {F: 1, B: 2, W: 1}
   const auto text = run_ppsim(s, "search base.yaml --set hardware.clock.duty_slope=1 --memory-cap none --placement linear -j 1 -q --seed 1 --time-limit 5");
   CHECK(text.out.find("clock (hardware.clock): ranked at the base clock") != std::string::npos);
   CHECK(text.out.find("at the base clock") != std::string::npos);
+}
+
+TEST_CASE("ppsim search by default: one parameter copy (linear and V, as PyTorch runs), and says so", "[search][cli]") {
+  // P=4, M=8, F=1, B=2, W=1: DualPipe (two copies) is among the nine families; the default search
+  // neither returns a two-pipe schedule nor compares with one, and its JSON names the placement.
+  Scratch s("search_cli_torch");
+  const auto r = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --time-limit 2 --format json");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["search"]["placement"] == "torch");
+  REQUIRE(j["results"].size() == 2);
+  for (const auto& row : j["results"]) CHECK(row["parameter_copies"].get<int>() == 1);
+  CHECK(j["search"]["searched_placement"] != "bidirectional");
+  const auto all = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --time-limit 2 --placement all --format json");
+  REQUIRE(all.code == 0);
+  CHECK(nlohmann::json::parse(all.out)["search"]["placement"] == "all");
+  const auto text = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --time-limit 2");
+  CHECK(text.out.find("placement torch (linear and v: one parameter copy") != std::string::npos);
+  CHECK(text.out.find("not compared: dualpipe: 2 parameter copies") != std::string::npos);
 }

@@ -33,10 +33,11 @@ ABLATION_SKIP = "zero-bubble-"
 # Their runtimes instead, measured on the schedule-relative claims (and throughput): Zero Bubble's
 # optimizer post-validation (the ZB-1p/2p rows) and Megatron-LM's blocking p2p calls (the 1F1B and
 # 1F1B-I rows), each switched off for every row, and the loss as Megatron computes it replaced by
-# ppsim's earlier count (costs.megatron_loss=false), and the per-node p2p links replaced by the
-# network for every hop (costs.p2p_per_node=false), and the weight gradients' FP32 accumulation
-# wholly hidden under the wgrad GEMMs (hardware.efficiency.accum_exposed=0, as before session 12).
-# And the search cap counting a whole share until its W (costs.w_hold=false, as before session 12).
+# 6 bytes per logit forward and 12 backward, no all-reduce (costs.megatron_loss=false), and the
+# per-node p2p links replaced by the network for every hop (costs.p2p_per_node=false), and the
+# weight gradients' FP32 accumulation wholly hidden under the wgrad GEMMs
+# (hardware.efficiency.accum_exposed=0).
+# And the search cap counting a whole share until its W (costs.w_hold=false).
 # And one piece switched on instead: the power-limited clock measured on four H200s
 # (hardware.clock.duty_slope=0.5 from duty 0.8; off in every GPU type, docs/FIDELITY-MEASURED.md
 # "ZB-H1 against 1F1B on four GPUs").

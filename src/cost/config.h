@@ -206,7 +206,7 @@ struct HardwareSpec {
   // A power-limited clock (hardware.clock): compute runs 1 + duty_slope * max(0, d - duty_ref)
   // times longer where the ranks' mean compute duty cycle over the step period is d
   // (simulate_config).
-  // 0 = off, the default for every type: measured on H200s only (docs/FIDELITY.md, "ZB-H1
+  // 0 = off, the default for every type: measured on H200s only (FIDELITY-MEASURED.md, "ZB-H1
   // against 1F1B on four GPUs"), and the duty at which a type's efficiency figures hold is not.
   double clock_duty_slope = 0;
   double clock_duty_ref = 0.8;

@@ -21,8 +21,8 @@ namespace ppsim {
 // its warm-up's send_forward and the next recv_forward are two calls (and the cool-down's
 // recv_backward and send_backward), each posted when the one before has completed
 // (CommAction::new_call). Both loops are checked against an independent implementation run on
-// GPUs: tools/experiments/megatron_plan.py and tools/experiments/measure_megatron_runtime.py (docs/FIDELITY.md,
-// "Interleaved 1F1B against 1F1B on four GPUs").
+// GPUs: tools/experiments/megatron_plan.py and tools/experiments/measure_megatron_runtime.py
+// (docs/FIDELITY-MEASURED.md, "Interleaved 1F1B against 1F1B on four GPUs").
 Schedule with_megatron_p2p(Schedule s);
 
 }  // namespace ppsim

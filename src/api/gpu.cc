@@ -209,7 +209,7 @@ void plan(Validation& x) {
     throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
   apply_config_parallel(x.cfg, x.pp, x.m, x.v);
   // Expert parallelism (MoE, parallel.ep > 1, --ep-replay): the replay runs every pipeline rank
-  // as ep shards (docs/GPU.md, "Expert parallelism in the replay"), shard (r, e) on GPU
+  // as ep shards (docs/GPU.md, "Replay" and "Expert parallelism: our all-to-all"), shard (r, e) on GPU
   // (r * ep + e) % GPUs in one process, or in process (r * ep + e) % processes under mpirun; the
   // prediction simulates shard 0's pipeline, its ranks on their GPUs. Opt-in (--ep-replay); its
   // deadlocks of sessions 5-7 ended with the host handshake (EpGroupSync, docs/VALIDATION.md).

@@ -445,6 +445,12 @@ void check_request(const SearchRequest& req) {
   if (!(req.memory_cap >= 0)) throw InputError("--memory-cap must be >= 0", {}, kExitUsage);
 }
 
+// A schedule holding two parameter copies, left out of a search of one-copy placements
+// (SearchRequest::one_parameter_copy: --placement torch).
+bool two_copies(const SearchRequest& req, const Candidate& c) {
+  return req.one_parameter_copy && c.schedule.parameter_copies > 1;
+}
+
 struct FamilyRun {
   std::string name, note;  // note: why not compared (no candidate)
   Candidate cand;
@@ -475,11 +481,10 @@ std::vector<FamilyRun> run_families(const SearchRequest& req, double& memory_cap
     ++evaluated;
   }
   // --placement torch: a family holding two parameter copies neither sets the cap nor is compared.
-  auto two_copies = [&](const Candidate& c) { return req.one_parameter_copy && c.schedule.parameter_copies > 1; };
   if (cap_from_family) {
     const Candidate* fastest = nullptr;
     for (const FamilyRun& f : runs)
-      if (f.note.empty() && f.cand.valid && !two_copies(f.cand) &&
+      if (f.note.empty() && f.cand.valid && !two_copies(req, f.cand) &&
           (!fastest || f.cand.sim.makespan() < fastest->sim.makespan()))
         fastest = &f.cand;
     if (fastest) memory_cap = fastest->peak_shares;
@@ -500,7 +505,7 @@ std::vector<Candidate> family_seeds(const SearchRequest& req, std::vector<Family
       continue;
     }
     Candidate& cand = f.cand;
-    if (two_copies(cand)) {
+    if (two_copies(req, cand)) {
       res.family_notes.emplace_back(f.name, fmt::format("{} parameter copies (--placement all compares it)",
                                                         cand.schedule.parameter_copies));
       continue;

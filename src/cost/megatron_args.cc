@@ -12,6 +12,8 @@
 #include <map>
 #include <set>
 
+#include "core/text_file.h"
+
 namespace ppsim {
 
 namespace {
@@ -629,14 +631,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
 }
 
 MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where) {
-  std::ifstream in(path, std::ios::binary);
-  const SourceLoc at = where.file.empty() ? SourceLoc{path, 0, 0} : where;
-  if (!in) throw InputError(at, fmt::format("cannot open the megatron_args file '{}'", path), {}, kExitIo);
-  std::string text;
-  char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
+  const std::string text = read_text_file(path, where, "megatron_args file", 4u << 20);
   return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string());
 }
 

@@ -704,6 +704,31 @@ void merge_under(YAML::Node to, const YAML::Node& from) {
   }
 }
 
+// The file `key` names (refused with `if_empty` when it names none), relative to the config's
+// folder `base_dir`.
+std::string named_file(const MapReader& r, const std::string& key, const std::string& base_dir,
+                       const std::string& if_empty) {
+  const std::string rel = r.string(key, "");
+  if (rel.empty()) r.fail(key, if_empty);
+  std::filesystem::path p(rel);
+  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  return p.string();
+}
+
+// A copy of the config with a launch file's model, parallel and precision keys under its own
+// (its own winning; a section it lacks, or leaves empty, is the file's).
+YAML::Node under_own_sections(const YAML::Node& root_node, const YAML::Node& model, const YAML::Node& parallel,
+                              const YAML::Node& precision) {
+  YAML::Node out = YAML::Clone(root_node);
+  const YAML::Node& given = out;
+  for (const char* section : {"model", "parallel", "precision"})
+    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
+  merge_under(out["model"], model);
+  merge_under(out["parallel"], parallel);
+  merge_under(out["precision"], precision);
+  return out;
+}
+
 // The world size a config states: hardware.gpus or cluster.gpus (0: neither).
 long long stated_gpus(const YAML::Node& root) {
   for (const char* section : {"cluster", "hardware"}) {
@@ -768,18 +793,10 @@ void check_megatron_required(const MapReader& root, const YAML::Node& out, const
 YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("megatron_args")) return root_node;
-  const std::string rel = root.string("megatron_args", "");
-  if (rel.empty()) root.fail("megatron_args", "megatron_args must name a file of Megatron-LM arguments");
-  std::filesystem::path p(rel);
-  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  const MegatronArgs args = read_megatron_args(p.string(), root.loc("megatron_args"));
-  YAML::Node out = YAML::Clone(root_node);
-  const YAML::Node& given = out;
-  for (const char* section : {"model", "parallel", "precision"})
-    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
-  merge_under(out["model"], args.model);
-  merge_under(out["parallel"], args.parallel);
-  merge_under(out["precision"], args.precision);
+  const std::string path =
+      named_file(root, "megatron_args", base_dir, "megatron_args must name a file of Megatron-LM arguments");
+  const MegatronArgs args = read_megatron_args(path, root.loc("megatron_args"));
+  YAML::Node out = under_own_sections(root_node, args.model, args.parallel, args.precision);
   check_megatron_required(root, out, args);
   const YAML::Node& par = out["parallel"];
   if (par["microbatches"]) return out;
@@ -805,19 +822,12 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
                              TorchtitanKeys& keys) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("torchtitan")) return root_node;
-  const std::string rel = root.string("torchtitan", "");
-  if (rel.empty()) root.fail("torchtitan", "torchtitan must name a torchtitan TOML job config");
-  std::filesystem::path p(rel);
-  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+  const std::string path =
+      named_file(root, "torchtitan", base_dir, "torchtitan must name a torchtitan TOML job config");
   const long long gpus = stated_gpus(root_node);
-  keys = read_torchtitan(p.string(), gpus, root.loc("torchtitan"));
-  YAML::Node out = YAML::Clone(root_node);
+  keys = read_torchtitan(path, gpus, root.loc("torchtitan"));
+  YAML::Node out = under_own_sections(root_node, keys.model, keys.parallel, keys.precision);
   const YAML::Node& given = out;
-  for (const char* section : {"model", "parallel", "precision"})
-    if (!given[section] || given[section].IsNull()) out[section] = YAML::Node(YAML::NodeType::Map);
-  merge_under(out["model"], keys.model);
-  merge_under(out["parallel"], keys.parallel);
-  merge_under(out["precision"], keys.precision);
   if (keys.costs && keys.costs.size() > 0) {
     if (!given["costs"] || given["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
     merge_under(out["costs"], keys.costs);
@@ -874,11 +884,8 @@ YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node,
   if (!root.has("model")) return root_node;
   const MapReader model = root.child("model", sub(schema(), "model"));
   if (!model.has("hf_config")) return root_node;
-  const std::string rel = model.string("hf_config", "");
-  if (rel.empty()) model.fail("hf_config", "hf_config must name a Hugging Face config.json");
-  std::filesystem::path p(rel);
-  if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-  const YAML::Node keys = hf_model_keys(p.string(), model.loc("hf_config"));
+  const std::string path = named_file(model, "hf_config", base_dir, "hf_config must name a Hugging Face config.json");
+  const YAML::Node keys = hf_model_keys(path, model.loc("hf_config"));
   YAML::Node out = YAML::Clone(root_node);
   YAML::Node m = out["model"];
   const YAML::Node& given = m;  // const reads do not insert keys
@@ -902,7 +909,8 @@ YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node,
     if (from_file && !model.has(list) && model.has("layers") && from_file.size() != m["layers"].as<std::size_t>(0))
       model.fail("layers", fmt::format("model.layers is {} beside hf_config, whose {} per-layer pattern has {} "
                                        "entries; give model.{} for {} layers",
-                                       m["layers"].as<std::string>(""), p.filename().string(), from_file.size(), list,
+                                       m["layers"].as<std::string>(""), std::filesystem::path(path).filename().string(),
+                                       from_file.size(), list,
                                        m["layers"].as<std::string>("")));
   }
   return out;
@@ -977,11 +985,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   }
   if (root.has("times") && root.has("profile")) root.fail("profile", "give either times or profile, not both");
   if (root.has("profile")) {
-    const std::string rel = root.string("profile", "");
-    if (rel.empty()) root.fail("profile", "profile must name a file");
-    std::filesystem::path p(rel);
-    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-    c.profile = load_profile(p.string(), root.loc("profile"));
+    c.profile = load_profile(named_file(root, "profile", base_dir, "profile must name a file"), root.loc("profile"));
     if (c.profile.moe_layers_only && !c.model.moe.enabled())
       root.fail("profile", fmt::format("{} applies to the MoE layers only (applies_to: moe_layers), and model has no MoE layers",
                                        c.profile.path));

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "core/text_file.h"
+
 namespace ppsim {
 
 namespace {
@@ -629,17 +631,7 @@ HfReading read_hf_config_text(const std::string& text, const std::string& name) 
 }
 
 HfReading read_hf_config(const std::string& path, const SourceLoc& where) {
-  std::ifstream in(path, std::ios::binary);
-  const SourceLoc at = where.file.empty() ? SourceLoc{path, 0, 0} : where;
-  if (!in) throw InputError(at, fmt::format("cannot open the hf_config file '{}'", path), {}, kExitIo);
-  std::string text;
-  char buf[1 << 14];
-  while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0)
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) throw InputError(at, fmt::format("cannot read the hf_config file '{}'", path), {}, kExitIo);
-  if (text.size() > kMaxBytes)
-    throw InputError(at, fmt::format("'{}' is over 4 MiB: not a config.json", path), {}, kExitLimit);
-  return read_hf_config_text(text, path);
+  return read_hf_config_text(read_text_file(path, where, "hf_config file", kMaxBytes, ": not a config.json"), path);
 }
 
 YAML::Node hf_model_keys(const std::string& path, const SourceLoc& where) { return read_hf_config(path, where).keys; }

@@ -12,11 +12,26 @@
 #include <map>
 #include <set>
 
+#include "core/text_file.h"
+
 namespace ppsim {
 
 namespace {
 
 using Word = ShellWord;
+
+// `s` as a whole integer (std::stoll's syntax, every character of it), or nothing.
+std::optional<long long> whole_integer(const std::string& s) {
+  std::size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != s.size() || s.empty()) return std::nullopt;
+  return x;
+}
 
 struct Flag {
   std::string name;  // without the leading "--", '_' read as '-'
@@ -49,16 +64,9 @@ class Flags {
   }
   long long integer(const std::string& n, long long min = 0) {
     const std::string v = value(n);
-    std::size_t used = 0;
-    long long x = 0;
-    try {
-      x = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v.size() || v.empty() || x < min)
-      throw InputError(at(n), fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
-    return x;
+    const std::optional<long long> x = whole_integer(v);
+    if (!x || *x < min) throw InputError(at(n), fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
+    return *x;
   }
   double number(const std::string& n) {
     const std::string v = value(n);
@@ -193,12 +201,7 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
       }
       const std::size_t colon = value.find(':');  // --nnodes 2:2
       if (colon != std::string::npos && value.substr(0, colon) == value.substr(colon + 1)) value = value.substr(0, colon);
-      try {
-        std::size_t used = 0;
-        const long long v = std::stoll(value, &used);
-        if (used == value.size() && v > 0) return v;
-      } catch (const std::exception&) {
-      }
+      if (const std::optional<long long> v = whole_integer(value); v && *v > 0) return *v;
       why = fmt::format("{} {} is not a number of GPUs", n, value);
       return std::nullopt;
     }
@@ -383,16 +386,9 @@ void read_moe_layer_freq(Flags& a, YAML::Node m) {
   const SourceLoc at = a.at("moe-layer-freq");
   std::vector<int> pattern;
   const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
-  std::size_t used = 0;
-  long long k = 0;
-  try {
-    k = std::stoll(f, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == f.size() && !f.empty()) {
-    if (k < 1) throw InputError(at, fmt::format("--moe-layer-freq {}: expected an integer >= 1", f));
-    for (long long i = 0; i < layers; ++i) pattern.push_back(i % k == 0 ? 1 : 0);
+  if (const std::optional<long long> k = whole_integer(f)) {
+    if (*k < 1) throw InputError(at, fmt::format("--moe-layer-freq {}: expected an integer >= 1", f));
+    for (long long i = 0; i < layers; ++i) pattern.push_back(i % *k == 0 ? 1 : 0);
   } else {
     pattern = python_int_list(f, at, "--moe-layer-freq");
     if (layers > 0 && static_cast<long long>(pattern.size()) != layers)
@@ -629,14 +625,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
 }
 
 MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where) {
-  std::ifstream in(path, std::ios::binary);
-  const SourceLoc at = where.file.empty() ? SourceLoc{path, 0, 0} : where;
-  if (!in) throw InputError(at, fmt::format("cannot open the megatron_args file '{}'", path), {}, kExitIo);
-  std::string text;
-  char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
+  const std::string text = read_text_file(path, where, "megatron_args file", 4u << 20);
   return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string());
 }
 

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 
+#include "core/text_file.h"
+
 namespace ppsim {
 
 namespace {
@@ -1262,10 +1264,8 @@ void Executor::source_file(const std::vector<ShellWord>& argv, const SourceLoc& 
     return;
   }
   std::string text;
-  char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", p.string()), {}, kExitLimit);
+  if (!read_capped(in, 4u << 20, text))
+    throw InputError(at, fmt::format("'{}' is over 4 MiB", p.string()), {}, kExitLimit);
   run_text(text, p.string(), 1, 1);
 }
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/text_file.h"
+
 #if PPSIM_HAVE_TOMLPP
 #include <toml++/toml.h>
 #endif
@@ -246,14 +248,7 @@ TorchtitanKeys torchtitan_from_text(const std::string&, const std::string& name,
 #endif
 
 TorchtitanKeys read_torchtitan(const std::string& path, long long gpus, const SourceLoc& where) {
-  std::ifstream in(path, std::ios::binary);
-  const SourceLoc at = where.file.empty() ? SourceLoc{path, 0, 0} : where;
-  if (!in) throw InputError(at, fmt::format("cannot open the torchtitan file '{}'", path), {}, kExitIo);
-  std::string text;
-  char buf[1 << 14];
-  while (text.size() <= (4u << 20) && in.read(buf, sizeof buf).gcount() > 0)
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > (4u << 20)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
+  const std::string text = read_text_file(path, where, "torchtitan file", 4u << 20);
   return torchtitan_from_text(text, path, std::filesystem::path(path).parent_path().string(), gpus);
 }
 

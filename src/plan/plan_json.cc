@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "plan/plan_report.h"
 
 namespace ppsim {
@@ -16,28 +18,41 @@ Recompute recompute_from(const std::string& s) {
   return s == "full" ? Recompute::full : s == "selective" ? Recompute::selective : Recompute::none;
 }
 
+// A plan row's stored fields with their JSON keys, declared once for both ways: row_json writes
+// them, row_from reads them back (a shard file) in this order. `f(key, field)` for each.
+template <class Row, class F>
+void stored_fields(Row& r, F&& f) {
+  f("id", r.id);
+  f("schedule", r.schedule);
+  f("pp", r.pp);
+  f("vpp", r.v);
+  f("microbatches", r.microbatches);
+  f("micro_batch_size", r.mbs);
+  f("ep", r.ep);
+  f("recompute", r.recompute);
+  f("dp", r.dp);
+  f("gpus", r.gpus);
+  f("step_time_ns", r.step_ns);
+  f("tokens_per_second", r.tokens_per_second);
+  f("mfu", r.mfu);
+  f("bubble_ratio", r.bubble_ratio);
+  f("exposed_comm_ns", r.exposed_comm_ns);
+  f("peak_memory_bytes", r.peak_memory_bytes);
+}
+
 json row_json(const VariantResult& v, const PlanRow& r, int rank, bool with_sets) {
   json j;
   if (rank > 0) j["rank"] = rank;
-  j["id"] = r.id;
-  j["schedule"] = r.schedule;
-  j["pp"] = r.pp;
-  j["vpp"] = r.v;
-  j["microbatches"] = r.microbatches;
-  j["micro_batch_size"] = r.mbs;
-  j["ep"] = r.ep;
-  j["recompute"] = recompute_name(r.recompute);
-  j["dp"] = r.dp;
-  j["gpus"] = r.gpus;
+  stored_fields(r, [&](const char* key, const auto& x) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Recompute>)
+      j[key] = recompute_name(x);
+    else
+      j[key] = x;
+  });
+  // Derived, for readers of the file (row_from does not read them back).
   j["global_batch"] = static_cast<long long>(r.microbatches) * r.mbs * r.dp;
-  j["step_time_ns"] = r.step_ns;
   j["step_time_ms"] = static_cast<double>(r.step_ns) / 1e6;
-  j["tokens_per_second"] = r.tokens_per_second;
-  j["mfu"] = r.mfu;
-  j["bubble_ratio"] = r.bubble_ratio;
-  j["exposed_comm_ns"] = r.exposed_comm_ns;
   j["exposed_comm_ms"] = static_cast<double>(r.exposed_comm_ns) / 1e6;
-  j["peak_memory_bytes"] = r.peak_memory_bytes;
   j["peak_memory_gb"] = r.peak_memory_bytes / kGB;
   j["headroom_gb"] = (v.memory_cap_bytes - r.peak_memory_bytes) / kGB;
   if (with_sets) j["sets"] = reproduce_sets(v, r);
@@ -67,23 +82,14 @@ struct Reader {
 
 PlanRow row_from(const Reader& rd, const json& j, int variant) {
   PlanRow r;
-  r.id = rd.get<std::uint64_t>(j, "id");
   r.variant = variant;
-  r.schedule = rd.get<std::string>(j, "schedule");
-  r.pp = rd.get<int>(j, "pp");
-  r.v = rd.get<int>(j, "vpp");
-  r.microbatches = rd.get<int>(j, "microbatches");
-  r.mbs = rd.get<int>(j, "micro_batch_size");
-  r.ep = rd.get<int>(j, "ep");
-  r.recompute = recompute_from(rd.get<std::string>(j, "recompute"));
-  r.dp = rd.get<int>(j, "dp");
-  r.gpus = rd.get<int>(j, "gpus");
-  r.step_ns = rd.get<Time>(j, "step_time_ns");
-  r.tokens_per_second = rd.get<double>(j, "tokens_per_second");
-  r.mfu = rd.get<double>(j, "mfu");
-  r.bubble_ratio = rd.get<double>(j, "bubble_ratio");
-  r.exposed_comm_ns = rd.get<Time>(j, "exposed_comm_ns");
-  r.peak_memory_bytes = rd.get<double>(j, "peak_memory_bytes");
+  stored_fields(r, [&](const char* key, auto& x) {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, Recompute>)
+      x = recompute_from(rd.get<std::string>(j, key));
+    else
+      x = rd.get<T>(j, key);
+  });
   return r;
 }
 

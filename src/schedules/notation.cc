@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/text_file.h"
 #include "schedules/registry.h"
 #include "schedules/validator.h"
 
@@ -507,13 +508,10 @@ Schedule import_csv_file(const std::string& path, int pp, int microbatches, Layo
     throw InputError(where, "cannot open the schedule file (it is a directory)", {}, kExitIo);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(where, "cannot open the schedule file", {}, kExitIo);
-  // Read at most one byte over the limit, so that a huge file (or an endless pipe) is refused
-  // without being read into memory.
   std::string text;
-  char buf[1 << 16];
-  while (text.size() <= kMaxBytes && in.read(buf, sizeof buf).gcount() > 0) text.append(buf, static_cast<std::size_t>(in.gcount()));
+  const bool whole = read_capped(in, kMaxBytes, text);
   if (in.bad()) throw InputError(where, "cannot read the schedule file", {}, kExitIo);
-  if (text.size() > kMaxBytes) throw InputError(where, "schedule file larger than 64 MiB", {}, kExitLimit);
+  if (!whole) throw InputError(where, "schedule file larger than 64 MiB", {}, kExitLimit);
   return import_csv(text, path, pp, microbatches, layout, dialect, keep_comm);
 }
 

@@ -123,12 +123,10 @@ class Handler : public nlohmann::json_sax<json> {
           break;
         case Field::ts:
           has_ts_ = true;
-          ts_ok_ = us_text_to_ns(v, ts_);
-          ts_text_ = v;
+          read_us(0, &v, ts_, ts_ok_, ts_text_);
           break;
         case Field::dur:
-          dur_ok_ = us_text_to_ns(v, dur_);
-          dur_text_ = v;
+          read_us(0, &v, dur_, dur_ok_, dur_text_);
           break;
         case Field::id:
           id_ = static_cast<std::int64_t>(std::hash<std::string>{}(v) >> 1);
@@ -255,6 +253,18 @@ class Handler : public nlohmann::json_sax<json> {
   }
   // Values are consumed by the field their key named; the next key names the next one.
   static bool value_done() { return true; }
+  // A time in microseconds (ts, dur) as written: its text (`text`), else the integer `i`; into
+  // `ns`, whether it is in range (`ok`), and, for the message when not, the value as written.
+  static void read_us(std::int64_t i, const std::string* text, Time& ns, bool& ok, std::string& as_written) {
+    if (text != nullptr) {
+      ok = us_text_to_ns(*text, ns);
+      as_written = *text;
+    } else {
+      ok = i >= -kMaxAbsUs && i <= kMaxAbsUs;
+      ns = ok ? i * 1000 : 0;
+      if (!ok) as_written = std::to_string(i);
+    }
+  }
   void base_from_text(const std::string& v) {
     char* end = nullptr;
     const long long b = std::strtoll(v.c_str(), &end, 10);
@@ -277,24 +287,10 @@ class Handler : public nlohmann::json_sax<json> {
       switch (field_) {
         case Field::ts:
           has_ts_ = true;
-          if (text != nullptr) {
-            ts_ok_ = us_text_to_ns(*text, ts_);
-            ts_text_ = *text;
-          } else {
-            ts_ok_ = i >= -kMaxAbsUs && i <= kMaxAbsUs;
-            ts_ = ts_ok_ ? i * 1000 : 0;
-            if (!ts_ok_) ts_text_ = std::to_string(i);
-          }
+          read_us(i, text, ts_, ts_ok_, ts_text_);
           break;
         case Field::dur:
-          if (text != nullptr) {
-            dur_ok_ = us_text_to_ns(*text, dur_);
-            dur_text_ = *text;
-          } else {
-            dur_ok_ = i >= -kMaxAbsUs && i <= kMaxAbsUs;
-            dur_ = dur_ok_ ? i * 1000 : 0;
-            if (!dur_ok_) dur_text_ = std::to_string(i);
-          }
+          read_us(i, text, dur_, dur_ok_, dur_text_);
           break;
         case Field::pid:
           pid_num_ = i;
@@ -588,54 +584,50 @@ class Scanner {
     if (peek() != static_cast<unsigned char>(c)) fail(what);
     ++p_;
   }
+  // An object's or an array's items, after its opening bracket, up to `close`: `item` reads one
+  // (false: the handler stopped), `end` is called at the close.
+  template <class Item, class End>
+  bool items(char close, const char* expected, Item item, End end) {
+    ws();
+    if (peek() == static_cast<unsigned char>(close)) {
+      ++p_;
+      return end();
+    }
+    for (;;) {
+      ws();
+      if (!item()) return false;
+      ws();
+      const int d = get();
+      if (d == ',') continue;
+      if (d == static_cast<unsigned char>(close)) return end();
+      --p_;
+      fail(expected);
+    }
+  }
   bool value(int depth) {
     if (depth > 512) fail("nested more than 512 deep");
     const int c = peek();
     switch (c) {
-      case '{': {
+      case '{':
         ++p_;
         if (!h_.start_object(static_cast<std::size_t>(-1))) return false;
-        ws();
-        if (peek() == '}') {
-          ++p_;
-          return h_.end_object();
-        }
-        for (;;) {
-          ws();
-          expect('"', "expected a key in quotes");
-          string(key_);
-          if (!h_.key(key_)) return false;
-          ws();
-          expect(':', "expected ':' after a key");
-          ws();
-          if (!value(depth + 1)) return false;
-          ws();
-          const int d = get();
-          if (d == ',') continue;
-          if (d == '}') return h_.end_object();
-          --p_;
-          fail("expected ',' or '}'");
-        }
-      }
-      case '[': {
+        return items(
+            '}', "expected ',' or '}'",
+            [&] {
+              expect('"', "expected a key in quotes");
+              string(key_);
+              if (!h_.key(key_)) return false;
+              ws();
+              expect(':', "expected ':' after a key");
+              ws();
+              return value(depth + 1);
+            },
+            [&] { return h_.end_object(); });
+      case '[':
         ++p_;
         if (!h_.start_array(static_cast<std::size_t>(-1))) return false;
-        ws();
-        if (peek() == ']') {
-          ++p_;
-          return h_.end_array();
-        }
-        for (;;) {
-          ws();
-          if (!value(depth + 1)) return false;
-          ws();
-          const int d = get();
-          if (d == ',') continue;
-          if (d == ']') return h_.end_array();
-          --p_;
-          fail("expected ',' or ']'");
-        }
-      }
+        return items(
+            ']', "expected ',' or ']'", [&] { return value(depth + 1); }, [&] { return h_.end_array(); });
       case '"':
         ++p_;
         string(str_);

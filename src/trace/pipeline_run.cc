@@ -87,133 +87,145 @@ std::optional<PipelineRange> parse_pipeline_range(const std::string& name) {
   return std::nullopt;
 }
 
-PipelineRun rebuild_pipeline(const MultiRank& m) {
-  PipelineRun p;
-  const int P = static_cast<int>(m.ranks.size());
-  std::vector<Intervals> compute_iv(m.ranks.size()), transfer_iv(m.ranks.size());
+namespace {
+
+// Per rank, the GPU time the step is measured from: compute kernels of its actions, and the
+// transfer part of its communication kernels; and the point-to-point transfers' sum and count.
+struct StepIntervals {
+  std::vector<Intervals> compute, transfer;
   Time p2p_sum = 0;
   long p2p_n = 0;
-  for (int ri = 0; ri < P; ++ri) {
-    const RankTrace& rt = m.ranks[static_cast<std::size_t>(ri)];
-    const KinetoTrace& t = rt.trace;
-    RankRun run;
-    run.rank = rt.rank;
-    // ---- the rank's actions, outermost ranges in time order ----------------------------------
-    std::vector<std::optional<PipelineRange>> meaning(t.names.size());
-    std::vector<char> known(t.names.size(), 0);
-    std::vector<std::pair<std::size_t, PipelineRange>> found;
-    for (std::size_t i = 0; i < t.ranges.size(); ++i) {
-      const auto name = static_cast<std::size_t>(t.ranges[i].name);
-      if (!known[name]) meaning[name] = parse_pipeline_range(t.names[name]), known[name] = 1;
-      if (meaning[name]) found.emplace_back(i, *meaning[name]);
-    }
-    std::stable_sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
-      const CpuRange &x = t.ranges[a.first], &y = t.ranges[b.first];
-      return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
-    });
-    std::vector<Window> windows;
-    int mega_f = 0, mega_b = 0;
-    for (const auto& [i, pr] : found) {
-      const CpuRange& cr = t.ranges[i];
-      if (!windows.empty() && cr.ts < windows.back().end) continue;  // nested in (or overlapping) the last one
-      Window w{cr.ts, cr.end(), pid_of(t.threads[static_cast<std::size_t>(cr.thread)]), -1};
-      if (pr.kind != PipelineRange::Kind::comm) {
-        ExecutedAction a;
-        a.cpu_start = cr.ts;
-        a.cpu_end = cr.end();
-        switch (pr.kind) {
-          case PipelineRange::Kind::megatron_f:
-            a.action = Action::single(Op{OpKind::F, ri, mega_f++});
-            run.source = "Megatron";
-            break;
-          case PipelineRange::Kind::megatron_b:
-            a.action = Action::single(Op{OpKind::B, ri, mega_b++});
-            run.source = "Megatron";
-            break;
-          default:
-            a.action = pr.action;
-            if (a.action.first.stage < 0) {
-              a.action.first.stage = ri;
-              run.source = "Forward i";
-            } else {
-              run.source = "PP:";
-            }
-        }
-        w.action = static_cast<int>(run.actions.size());
-        run.actions.push_back(a);
-      }
-      windows.push_back(std::move(w));
-    }
-    if (run.actions.empty())
-      throw InputError(SourceLoc{rt.path, 0, 0},
-                       fmt::format("rank {}: no pipeline action ranges (PP:{{action}}, 'Forward i'/'Backward i', or "
-                                   "Megatron's forward-compute/backward-compute)",
-                                   rt.rank),
-                       "record the step with torch.profiler while torch.distributed.pipelining runs it "
-                       "(docs/TRACES.md, \"Pipeline runs\")");
-    // ---- GPU events to the action open at their launch ----------------------------------------
-    std::unordered_map<std::int64_t, const Launch*> by_corr;
-    by_corr.reserve(t.launches.size());
-    for (const auto& l : t.launches) by_corr.emplace(l.correlation, &l);
-    std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
-    for (const auto& f : t.flows)
-      if (f.start) flow_start.emplace(f.id, &f);
-    std::vector<Intervals> per_action(run.actions.size());
-    for (std::size_t i = 0; i < t.gpu.size(); ++i) {
-      const GpuEvent& g = t.gpu[i];
-      int thread = -1;
-      Time ts = 0;
-      if (auto it = by_corr.find(g.correlation); g.correlation >= 0 && it != by_corr.end())
-        thread = it->second->thread, ts = it->second->ts;
-      else if (auto f = flow_start.find(g.correlation); g.correlation >= 0 && f != flow_start.end())
-        thread = f->second->thread, ts = f->second->ts;
-      if (thread < 0) continue;
-      // The window open at its launch (its action, or a comm action's), if any.
-      auto it = std::upper_bound(windows.begin(), windows.end(), ts,
-                                 [](Time v, const Window& w) { return v < w.start; });
-      const Window* win = nullptr;
-      if (it != windows.begin()) {
-        --it;
-        if (ts < it->end && it->pid == pid_of(t.threads[static_cast<std::size_t>(thread)])) win = &*it;
-      }
-      const int action = win != nullptr ? win->action : -1;
-      const Time s = g.ts + rt.shift, e = g.end() + rt.shift;
-      if (rt.comm[i]) {
-        // Communication counts inside a window or not: PyTorch's single-stage schedules and
-        // Megatron issue their calls between the compute ranges.
-        transfer_iv[static_cast<std::size_t>(ri)].emplace_back(e - rt.transfer[i], e);
-        run.comm_wait += g.dur - rt.transfer[i];
-        if (is_p2p_kernel(t.names[static_cast<std::size_t>(g.name)])) p2p_sum += rt.transfer[i], ++p2p_n;
-        if (action >= 0) run.actions[static_cast<std::size_t>(action)].comm += g.dur;
-      } else if (action >= 0) {
-        per_action[static_cast<std::size_t>(action)].emplace_back(s, e);
-        compute_iv[static_cast<std::size_t>(ri)].emplace_back(s, e);
-      }
-      if (action >= 0) ++run.actions[static_cast<std::size_t>(action)].kernels;
-    }
-    for (std::size_t a = 0; a < run.actions.size(); ++a) {
-      const Intervals iv = merge_intervals(std::move(per_action[a]));
-      ExecutedAction& ea = run.actions[a];
-      ea.compute = length(iv);
-      if (!iv.empty()) {
-        ea.gpu_start = iv.front().first;
-        ea.gpu_end = iv.back().second;
-        run.first = std::min(run.first, ea.gpu_start);
-        run.last = std::max(run.last, ea.gpu_end);
-      }
-    }
-    p.ranks.push_back(std::move(run));
+};
+
+// Rank ri's actions, its outermost pipeline ranges in time order, into run.actions; returns the
+// windows of its ranges (compute and communication actions), in time order.
+std::vector<Window> rank_actions(const RankTrace& rt, int ri, RankRun& run) {
+  const KinetoTrace& t = rt.trace;
+  std::vector<std::optional<PipelineRange>> meaning(t.names.size());
+  std::vector<char> known(t.names.size(), 0);
+  std::vector<std::pair<std::size_t, PipelineRange>> found;
+  for (std::size_t i = 0; i < t.ranges.size(); ++i) {
+    const auto name = static_cast<std::size_t>(t.ranges[i].name);
+    if (!known[name]) meaning[name] = parse_pipeline_range(t.names[name]), known[name] = 1;
+    if (meaning[name]) found.emplace_back(i, *meaning[name]);
   }
-  // ---- the step, measured ------------------------------------------------------------------------
+  std::stable_sort(found.begin(), found.end(), [&](const auto& a, const auto& b) {
+    const CpuRange &x = t.ranges[a.first], &y = t.ranges[b.first];
+    return x.ts != y.ts ? x.ts < y.ts : x.dur > y.dur;
+  });
+  std::vector<Window> windows;
+  int mega_f = 0, mega_b = 0;
+  for (const auto& [i, pr] : found) {
+    const CpuRange& cr = t.ranges[i];
+    if (!windows.empty() && cr.ts < windows.back().end) continue;  // nested in (or overlapping) the last one
+    Window w{cr.ts, cr.end(), pid_of(t.threads[static_cast<std::size_t>(cr.thread)]), -1};
+    if (pr.kind != PipelineRange::Kind::comm) {
+      ExecutedAction a;
+      a.cpu_start = cr.ts;
+      a.cpu_end = cr.end();
+      switch (pr.kind) {
+        case PipelineRange::Kind::megatron_f:
+          a.action = Action::single(Op{OpKind::F, ri, mega_f++});
+          run.source = "Megatron";
+          break;
+        case PipelineRange::Kind::megatron_b:
+          a.action = Action::single(Op{OpKind::B, ri, mega_b++});
+          run.source = "Megatron";
+          break;
+        default:
+          a.action = pr.action;
+          if (a.action.first.stage < 0) {
+            a.action.first.stage = ri;
+            run.source = "Forward i";
+          } else {
+            run.source = "PP:";
+          }
+      }
+      w.action = static_cast<int>(run.actions.size());
+      run.actions.push_back(a);
+    }
+    windows.push_back(std::move(w));
+  }
+  if (run.actions.empty())
+    throw InputError(SourceLoc{rt.path, 0, 0},
+                     fmt::format("rank {}: no pipeline action ranges (PP:{{action}}, 'Forward i'/'Backward i', or "
+                                 "Megatron's forward-compute/backward-compute)",
+                                 rt.rank),
+                     "record the step with torch.profiler while torch.distributed.pipelining runs it "
+                     "(docs/TRACES.md, \"Pipeline runs\")");
+  return windows;
+}
+
+// The action whose window was open at `ts` in the process of the launching thread (its name):
+// -1 for none, or a communication action's.
+int action_open_at(const std::vector<Window>& windows, Time ts, const std::string& thread) {
+  auto it = std::upper_bound(windows.begin(), windows.end(), ts, [](Time v, const Window& w) { return v < w.start; });
+  if (it == windows.begin()) return -1;
+  --it;
+  return ts < it->end && it->pid == pid_of(thread) ? it->action : -1;
+}
+
+// Rank ri's GPU events to the action open at their launch: each action's kernels, compute and
+// communication; the rank's compute and transfer intervals into `iv`.
+void attribute_gpu_events(const RankTrace& rt, std::size_t ri, const std::vector<Window>& windows, RankRun& run,
+                          StepIntervals& iv) {
+  const KinetoTrace& t = rt.trace;
+  std::unordered_map<std::int64_t, const Launch*> by_corr;
+  by_corr.reserve(t.launches.size());
+  for (const auto& l : t.launches) by_corr.emplace(l.correlation, &l);
+  std::unordered_map<std::int64_t, const FlowPoint*> flow_start;
+  for (const auto& f : t.flows)
+    if (f.start) flow_start.emplace(f.id, &f);
+  std::vector<Intervals> per_action(run.actions.size());
+  for (std::size_t i = 0; i < t.gpu.size(); ++i) {
+    const GpuEvent& g = t.gpu[i];
+    int thread = -1;
+    Time ts = 0;
+    if (auto it = by_corr.find(g.correlation); g.correlation >= 0 && it != by_corr.end())
+      thread = it->second->thread, ts = it->second->ts;
+    else if (auto f = flow_start.find(g.correlation); g.correlation >= 0 && f != flow_start.end())
+      thread = f->second->thread, ts = f->second->ts;
+    if (thread < 0) continue;
+    const int action = action_open_at(windows, ts, t.threads[static_cast<std::size_t>(thread)]);
+    const Time s = g.ts + rt.shift, e = g.end() + rt.shift;
+    if (rt.comm[i]) {
+      // Communication counts inside a window or not: PyTorch's single-stage schedules and
+      // Megatron issue their calls between the compute ranges.
+      iv.transfer[ri].emplace_back(e - rt.transfer[i], e);
+      run.comm_wait += g.dur - rt.transfer[i];
+      if (is_p2p_kernel(t.names[static_cast<std::size_t>(g.name)])) iv.p2p_sum += rt.transfer[i], ++iv.p2p_n;
+      if (action >= 0) run.actions[static_cast<std::size_t>(action)].comm += g.dur;
+    } else if (action >= 0) {
+      per_action[static_cast<std::size_t>(action)].emplace_back(s, e);
+      iv.compute[ri].emplace_back(s, e);
+    }
+    if (action >= 0) ++run.actions[static_cast<std::size_t>(action)].kernels;
+  }
+  for (std::size_t a = 0; a < run.actions.size(); ++a) {
+    const Intervals merged = merge_intervals(std::move(per_action[a]));
+    ExecutedAction& ea = run.actions[a];
+    ea.compute = length(merged);
+    if (!merged.empty()) {
+      ea.gpu_start = merged.front().first;
+      ea.gpu_end = merged.back().second;
+      run.first = std::min(run.first, ea.gpu_start);
+      run.last = std::max(run.last, ea.gpu_end);
+    }
+  }
+}
+
+// The step, measured: its span over all ranks, and each rank's compute, exposed communication
+// and bubble within it.
+void measure_step(PipelineRun& p, StepIntervals& iv) {
   p.start = kNever;
   for (const auto& r : p.ranks)
     if (r.first != kNever) p.start = std::min(p.start, r.first), p.end = std::max(p.end, r.last);
   if (p.start == kNever) p.start = p.end = 0;
   for (std::size_t ri = 0; ri < p.ranks.size(); ++ri) {
     RankRun& r = p.ranks[ri];
-    const Intervals c = merge_intervals(std::move(compute_iv[ri]));
+    const Intervals c = merge_intervals(std::move(iv.compute[ri]));
     Intervals tr;
-    for (const auto& [a, b] : merge_intervals(std::move(transfer_iv[ri]))) {
+    for (const auto& [a, b] : merge_intervals(std::move(iv.transfer[ri]))) {
       const Time s = std::max(a, p.start), e = std::min(b, p.end);
       if (s < e) tr.emplace_back(s, e);
     }
@@ -221,15 +233,22 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
     r.exposed_comm = uncovered(tr, c);
     r.bubble = p.makespan() - r.compute - r.exposed_comm;
   }
-  // ---- the order as a schedule ---------------------------------------------------------------------
+}
+
+// The executed order as a schedule (CSV notation, one line per rank, then validated).
+void executed_schedule(PipelineRun& p) {
   for (const auto& r : p.ranks) {
     std::string line;
     for (const auto& a : r.actions) line += (line.empty() ? "" : ",") + format_action(a.action);
     p.csv += line + "\n";
   }
-  p.schedule = import_csv(p.csv, "the executed order", P, 0);
+  p.schedule = import_csv(p.csv, "the executed order", static_cast<int>(p.ranks.size()), 0);
   p.schedule.family = "executed";
-  // ---- its costs: per slice, the mean of its measured actions -------------------------------------
+}
+
+// Its costs: per slice, the mean of its measured actions; an F&B pair's saving against the two
+// ops alone, shared by the two slices; links, the mean point-to-point transfer.
+void executed_costs(PipelineRun& p, const StepIntervals& iv) {
   int slices = 0;
   for (int s : p.schedule.slice) slices = std::max(slices, s + 1);
   struct Acc {
@@ -239,7 +258,9 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
     int pairs = 0;
   };
   std::vector<Acc> acc(static_cast<std::size_t>(slices));
-  auto slice_of = [&](const Op& o) { return static_cast<std::size_t>(p.schedule.slice[static_cast<std::size_t>(o.stage)]); };
+  auto slice_of = [&](const Op& o) {
+    return static_cast<std::size_t>(p.schedule.slice[static_cast<std::size_t>(o.stage)]);
+  };
   for (const auto& r : p.ranks)
     for (const auto& a : r.actions)
       if (!a.action.overlapped) {
@@ -259,11 +280,11 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
     c.w = mean(x, OpKind::W);
     c.b = x.n[static_cast<int>(OpKind::B)] > 0 ? mean(x, OpKind::B) : mean(x, OpKind::I) + c.w;
   }
-  // Pairs: their saving against the two ops alone, shared by the two slices.
   for (const auto& r : p.ranks)
     for (const auto& a : r.actions)
       if (a.action.overlapped) {
-        const SliceCosts &fa = p.costs.slice[slice_of(a.action.first)], &bb = p.costs.slice[slice_of(a.action.second)];
+        const SliceCosts& fa = p.costs.slice[slice_of(a.action.first)];
+        const SliceCosts& bb = p.costs.slice[slice_of(a.action.second)];
         const Time alone = fa.f + (a.action.second.kind == OpKind::I ? bb.input_grad() : bb.b);
         const double saving = static_cast<double>(alone - a.compute);
         for (std::size_t s : {slice_of(a.action.first), slice_of(a.action.second)}) {
@@ -277,8 +298,28 @@ PipelineRun rebuild_pipeline(const MultiRank& m) {
       const Time fb = c.f + c.b - static_cast<Time>(std::llround(acc[s].saving / acc[s].pairs));
       c.fb = std::max({fb, c.f, c.b, Time{1}});
     }
-  p.costs.link.latency = p2p_n > 0 ? p2p_sum / p2p_n : 0;
+  p.costs.link.latency = iv.p2p_n > 0 ? iv.p2p_sum / iv.p2p_n : 0;
   p.costs.scale = TimeScale::millis();
+}
+
+}  // namespace
+
+PipelineRun rebuild_pipeline(const MultiRank& m) {
+  PipelineRun p;
+  StepIntervals iv;
+  iv.compute.resize(m.ranks.size());
+  iv.transfer.resize(m.ranks.size());
+  for (std::size_t ri = 0; ri < m.ranks.size(); ++ri) {
+    const RankTrace& rt = m.ranks[ri];
+    RankRun run;
+    run.rank = rt.rank;
+    const std::vector<Window> windows = rank_actions(rt, static_cast<int>(ri), run);
+    attribute_gpu_events(rt, ri, windows, run, iv);
+    p.ranks.push_back(std::move(run));
+  }
+  measure_step(p, iv);
+  executed_schedule(p);
+  executed_costs(p, iv);
   return p;
 }
 

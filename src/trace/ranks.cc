@@ -135,11 +135,26 @@ std::vector<std::string> expand_trace_paths(const std::vector<std::string>& args
   return out;
 }
 
-MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kernel) {
-  MultiRank m;
-  Rules rules({}, true);
-  if (!comm_kernel.empty()) rules.set_comm_kernel(comm_kernel);
-  // ---- ranks ---------------------------------------------------------------------------------
+namespace {
+
+// Communication kernels of each rank (indices into its trace's GPU events), grouped by kernel
+// name, each group in time order.
+using ByKind = std::vector<std::map<std::string, std::vector<std::size_t>>>;
+
+// Where the clocks stand once fitted: which ranks were aligned, and how close the ends of one
+// collective's kernels are then.
+struct Alignment {
+  std::vector<bool> aligned;
+  int count = 0;
+  // Kernels of one collective, once aligned, end within this: 3x the median disagreement of the
+  // pairs the offsets rest on, at least 5 us (tighter than the fit's tolerance, so that
+  // collectives closer together than it are not merged).
+  Time group_tolerance = 5'000;
+};
+
+// Each trace's rank (distributedInfo.rank, else its position), ranks sorted; a mix of traces
+// with and without one, or two with one rank, is an InputError.
+void number_ranks(std::vector<RankTrace>& ranks) {
   int with = 0;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     RankTrace& r = ranks[i];
@@ -159,11 +174,12 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
       throw InputError(SourceLoc{ranks[i].path, 1, 1},
                        fmt::format("distributedInfo.rank {} is also the rank of {}", ranks[i].rank, ranks[i - 1].path),
                        "give one trace per rank");
+}
 
-  // ---- communication kernels, grouped by kernel name, in time order --------------------------
-  const std::size_t R = ranks.size();
-  std::vector<std::map<std::string, std::vector<std::size_t>>> by_kind(R);
-  for (std::size_t r = 0; r < R; ++r) {
+// Marks each rank's communication kernels (all transfer until matched) and groups them by name.
+ByKind group_comm_kernels(std::vector<RankTrace>& ranks, const Rules& rules) {
+  ByKind by_kind(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
     RankTrace& rt = ranks[r];
     const KinetoTrace& t = rt.trace;
     rt.comm.assign(t.gpu.size(), false);
@@ -179,40 +195,51 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
     for (auto& [k, v] : by_kind[r])
       std::sort(v.begin(), v.end(), [&](std::size_t a, std::size_t b) { return t.gpu[a].ts < t.gpu[b].ts; });
   }
-  // ---- offsets: each rank against the aligned rank whose kernel ends it matches best ------------
-  auto ends_of = [&](std::size_t r, const std::vector<std::size_t>& idx) {
-    std::vector<Time> e;
-    e.reserve(idx.size());
-    for (std::size_t i : idx) e.push_back(ranks[r].trace.gpu[i].end());
-    std::sort(e.begin(), e.end());
-    return e;
-  };
+  return by_kind;
+}
+
+// The sorted ends of kernels `idx` of one rank.
+std::vector<Time> ends_of(const RankTrace& rt, const std::vector<std::size_t>& idx) {
+  std::vector<Time> e;
+  e.reserve(idx.size());
+  for (std::size_t i : idx) e.push_back(rt.trace.gpu[i].end());
+  std::sort(e.begin(), e.end());
+  return e;
+}
+
+// Rank r's best fit against the ranks before it already aligned; `best_q`: the one it fits.
+OffsetFit best_fit(const std::vector<RankTrace>& ranks, const ByKind& by_kind, const std::vector<bool>& aligned,
+                   std::size_t r, std::size_t& best_q) {
+  OffsetFit best;
+  best_q = 0;
+  for (std::size_t q = 0; q < r; ++q) {
+    if (!aligned[q]) continue;
+    std::vector<std::pair<std::vector<Time>, std::vector<Time>>> kinds;
+    for (const auto& [k, v] : by_kind[q])
+      if (auto it = by_kind[r].find(k); it != by_kind[r].end())
+        kinds.emplace_back(ends_of(ranks[q], v), ends_of(ranks[r], it->second));
+    const OffsetFit f = fit_offset(kinds);
+    if (f.matches > best.matches || (f.matches == best.matches && f.matches > 0 && f.spread < best.spread))
+      best = f, best_q = q;
+  }
+  return best;
+}
+
+// Offsets: each rank against the aligned rank whose kernel ends it matches best.
+Alignment align_clocks(std::vector<RankTrace>& ranks, const ByKind& by_kind) {
+  const std::size_t R = ranks.size();
   // Before any fit, the clocks as written: Times count from each trace's first event.
-  for (std::size_t r = 0; r < R; ++r) ranks[r].shift = ranks[r].trace.origin_epoch_ns() - ranks[0].trace.origin_epoch_ns();
-  std::vector<bool> aligned(R, false);
-  if (R > 0) aligned[0] = true;
-  // Kernels of one collective, once aligned, end within this: 3x the median disagreement of the
-  // pairs the offsets rest on, at least 5 us (tighter than the fit's tolerance, so that
-  // collectives closer together than it are not merged).
-  Time group_tolerance = 5'000;
-  int aligned_count = R > 0 ? 1 : 0;
+  for (std::size_t r = 0; r < R; ++r)
+    ranks[r].shift = ranks[r].trace.origin_epoch_ns() - ranks[0].trace.origin_epoch_ns();
+  Alignment al;
+  al.aligned.assign(R, false);
+  if (R > 0) al.aligned[0] = true;
+  al.count = R > 0 ? 1 : 0;
   for (std::size_t r = 1; r < R; ++r) {
-    OffsetFit best;
     std::size_t best_q = 0;
-    for (std::size_t q = 0; q < r; ++q) {
-      if (!aligned[q]) continue;
-      std::vector<std::pair<std::vector<Time>, std::vector<Time>>> kinds;
-      for (const auto& [k, v] : by_kind[q])
-        if (auto it = by_kind[r].find(k); it != by_kind[r].end()) kinds.emplace_back(ends_of(q, v), ends_of(r, it->second));
-      const OffsetFit f = fit_offset(kinds);
-      if (f.matches > best.matches || (f.matches == best.matches && f.matches > 0 && f.spread < best.spread))
-        best = f, best_q = q;
-    }
-    const std::size_t nr = [&] {
-      std::size_t n = 0;
-      for (const auto& [k, v] : by_kind[r]) n += v.size();
-      return n;
-    }();
+    OffsetFit best = best_fit(ranks, by_kind, al.aligned, r, best_q);
+    std::size_t nr = 0;
+    for (const auto& [k, v] : by_kind[r]) nr += v.size();
     // Enough ends agree: two at least (one where a rank ran only one), a fifth of its kernels.
     const int need = std::max<int>(std::min<std::size_t>(nr, 2), static_cast<int>((nr + 4) / 5));
     if (best.matches > 0 && best.matches >= need) {
@@ -221,88 +248,105 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
       ranks[r].offset = ranks[r].shift - written;
       ranks[r].aligned_to = ranks[best_q].rank;
       ranks[r].support = best.matches;
-      aligned[r] = true;
+      al.aligned[r] = true;
       std::vector<Time>& dd = best.diffs;
       std::nth_element(dd.begin(), dd.begin() + static_cast<long>(dd.size() / 2), dd.end());
-      group_tolerance = std::max(group_tolerance, 3 * dd[dd.size() / 2]);
-      ++aligned_count;
+      al.group_tolerance = std::max(al.group_tolerance, 3 * dd[dd.size() / 2]);
+      ++al.count;
     }
   }
-  if (R < 2)
-    m.note = "one rank: no clock to align";
-  else if (aligned_count == static_cast<int>(R))
-    m.note = fmt::format("clocks aligned on the ends of collectives, rank {}'s clock the reference", ranks[0].rank);
-  else
-    m.note = fmt::format(
-        "{} of {} ranks' clocks aligned on the ends of collectives; the others kept as written (too few "
-        "communication kernels end together), their communication counted as transfer",
-        aligned_count, R);
-  // ---- waiting: the kernels of one collective (ends within the tolerance, one per rank) ---------
-  std::set<std::string> all_kinds, used_kinds;
-  for (const auto& bk : by_kind)
-    for (const auto& [k, v] : bk) all_kinds.insert(k);
-  struct End {
-    Time end, start;
-    std::size_t r, i;
+  return al;
+}
+
+std::string alignment_note(const std::vector<RankTrace>& ranks, const Alignment& al) {
+  const std::size_t R = ranks.size();
+  if (R < 2) return "one rank: no clock to align";
+  if (al.count == static_cast<int>(R))
+    return fmt::format("clocks aligned on the ends of collectives, rank {}'s clock the reference", ranks[0].rank);
+  return fmt::format(
+      "{} of {} ranks' clocks aligned on the ends of collectives; the others kept as written (too few "
+      "communication kernels end together), their communication counted as transfer",
+      al.count, R);
+}
+
+// One kernel of a kind on an aligned rank: its end and start on the reference clock.
+struct End {
+  Time end, start;
+  std::size_t r, i;
+};
+
+// The kernels named `k` on the aligned ranks, by ascending end.
+std::vector<End> aligned_ends(const std::vector<RankTrace>& ranks, const ByKind& by_kind, const Alignment& al,
+                              const std::string& k) {
+  std::vector<End> v;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!al.aligned[r]) continue;
+    auto it = by_kind[r].find(k);
+    if (it == by_kind[r].end()) continue;
+    for (std::size_t i : it->second) {
+      const GpuEvent& g = ranks[r].trace.gpu[i];
+      v.push_back(End{g.end() + ranks[r].shift, g.ts + ranks[r].shift, r, i});
+    }
+  }
+  std::sort(v.begin(), v.end(), [](const End& a, const End& b) { return a.end < b.end; });
+  return v;
+}
+
+// Waiting for the kernels named `k`: the kernels of one collective (ends within the tolerance,
+// one per rank) each waited until the last of them started; the rest is transfer. Returns
+// whether any collective of that kind was matched.
+bool split_waiting(std::vector<RankTrace>& ranks, const ByKind& by_kind, const Alignment& al, const std::string& k,
+                   MultiRank& m) {
+  const std::vector<End> v = aligned_ends(ranks, by_kind, al, k);
+  std::vector<bool> grouped(v.size(), false);
+  bool used = false;
+  // Kernels `members` of v (ascending end) are one collective.
+  auto take = [&](const std::vector<std::size_t>& members) {
+    ++m.matched_groups;
+    used = true;
+    Time last_start = std::numeric_limits<Time>::min();
+    for (std::size_t x : members) last_start = std::max(last_start, v[x].start);
+    const Time spread = v[members.back()].end - v[members.front()].end;
+    for (std::size_t x : members) {
+      grouped[x] = true;
+      RankTrace& rt = ranks[v[x].r];
+      rt.transfer[v[x].i] = std::clamp<Time>(v[x].end - std::max(v[x].start, last_start), 0, rt.trace.gpu[v[x].i].dur);
+      ++rt.matched_kernels;
+      rt.residual = std::max(rt.residual, spread);
+    }
   };
-  for (const auto& k : all_kinds) {
-    std::vector<End> v;
-    for (std::size_t r = 0; r < R; ++r) {
-      if (!aligned[r]) continue;
-      auto it = by_kind[r].find(k);
-      if (it == by_kind[r].end()) continue;
-      for (std::size_t i : it->second) {
-        const GpuEvent& g = ranks[r].trace.gpu[i];
-        v.push_back(End{g.end() + ranks[r].shift, g.ts + ranks[r].shift, r, i});
-      }
+  std::size_t a = 0;
+  while (a < v.size()) {
+    std::size_t b = a + 1;
+    std::vector<bool> in(ranks.size(), false);
+    in[v[a].r] = true;
+    while (b < v.size() && v[b].end - v[a].end <= al.group_tolerance && !in[v[b].r]) in[v[b++].r] = true;
+    if (b - a >= 2) {
+      std::vector<std::size_t> members(b - a);
+      std::iota(members.begin(), members.end(), a);
+      take(members);
     }
-    std::sort(v.begin(), v.end(), [](const End& a, const End& b) { return a.end < b.end; });
-    std::vector<bool> grouped(v.size(), false);
-    // Kernels `members` of v (ascending end) are one collective: each waited until the last of
-    // them started, the rest of it is transfer.
-    auto take = [&](const std::vector<std::size_t>& members) {
-      ++m.matched_groups;
-      used_kinds.insert(k);
-      Time last_start = std::numeric_limits<Time>::min();
-      for (std::size_t x : members) last_start = std::max(last_start, v[x].start);
-      const Time spread = v[members.back()].end - v[members.front()].end;
-      for (std::size_t x : members) {
-        grouped[x] = true;
-        RankTrace& rt = ranks[v[x].r];
-        rt.transfer[v[x].i] = std::clamp<Time>(v[x].end - std::max(v[x].start, last_start), 0, rt.trace.gpu[v[x].i].dur);
-        ++rt.matched_kernels;
-        rt.residual = std::max(rt.residual, spread);
-      }
-    };
-    std::size_t a = 0;
-    while (a < v.size()) {
-      std::size_t b = a + 1;
-      std::vector<bool> in(R, false);
-      in[v[a].r] = true;
-      while (b < v.size() && v[b].end - v[a].end <= group_tolerance && !in[v[b].r]) in[v[b++].r] = true;
-      if (b - a >= 2) {
-        std::vector<std::size_t> members(b - a);
-        std::iota(members.begin(), members.end(), a);
-        take(members);
-      }
-      a = b;
-    }
-    // Point-to-point pairs left apart: a kernel that waited long for its peer ends a little after
-    // it (30-90 us after the sender's on four H200s, PyTorch's Schedule1F1B, where the pairs that
-    // did not wait agree within a few): two kernels no group took, of two ranks, whose ends agree
-    // within the fit's tolerance are one transfer, the closest pairs first.
-    if (!is_p2p_kernel(k)) continue;
-    std::vector<std::tuple<Time, std::size_t, std::size_t>> pairs;  // (end difference, x, y)
-    for (std::size_t x = 0; x < v.size(); ++x) {
-      if (grouped[x]) continue;
-      for (std::size_t y = x + 1; y < v.size() && v[y].end - v[x].end <= kEndTolerance; ++y)
-        if (!grouped[y] && v[y].r != v[x].r) pairs.emplace_back(v[y].end - v[x].end, x, y);
-    }
-    std::sort(pairs.begin(), pairs.end());
-    for (const auto& [d, x, y] : pairs)
-      if (!grouped[x] && !grouped[y]) take({x, y});
+    a = b;
   }
-  for (const auto& k : all_kinds) (used_kinds.count(k) ? m.kinds_matched : m.kinds_skipped).push_back(k);
+  // Point-to-point pairs left apart: a kernel that waited long for its peer ends a little after
+  // it (30-90 us after the sender's on four H200s, PyTorch's Schedule1F1B, where the pairs that
+  // did not wait agree within a few): two kernels no group took, of two ranks, whose ends agree
+  // within the fit's tolerance are one transfer, the closest pairs first.
+  if (!is_p2p_kernel(k)) return used;
+  std::vector<std::tuple<Time, std::size_t, std::size_t>> pairs;  // (end difference, x, y)
+  for (std::size_t x = 0; x < v.size(); ++x) {
+    if (grouped[x]) continue;
+    for (std::size_t y = x + 1; y < v.size() && v[y].end - v[x].end <= kEndTolerance; ++y)
+      if (!grouped[y] && v[y].r != v[x].r) pairs.emplace_back(v[y].end - v[x].end, x, y);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  for (const auto& [d, x, y] : pairs)
+    if (!grouped[x] && !grouped[y]) take({x, y});
+  return used;
+}
+
+// Each rank's communication: kernels, total, transfer and waiting.
+void sum_communication(std::vector<RankTrace>& ranks) {
   for (auto& rt : ranks) {
     for (std::size_t i = 0; i < rt.trace.gpu.size(); ++i)
       if (rt.comm[i]) {
@@ -312,6 +356,24 @@ MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kern
       }
     rt.comm_wait = rt.comm_total - rt.comm_transfer;
   }
+}
+
+}  // namespace
+
+MultiRank merge_ranks(std::vector<RankTrace> ranks, const std::string& comm_kernel) {
+  MultiRank m;
+  Rules rules({}, true);
+  if (!comm_kernel.empty()) rules.set_comm_kernel(comm_kernel);
+  number_ranks(ranks);
+  const ByKind by_kind = group_comm_kernels(ranks, rules);
+  const Alignment al = align_clocks(ranks, by_kind);
+  m.note = alignment_note(ranks, al);
+  std::set<std::string> all_kinds;
+  for (const auto& bk : by_kind)
+    for (const auto& [k, v] : bk) all_kinds.insert(k);
+  for (const auto& k : all_kinds)
+    (split_waiting(ranks, by_kind, al, k, m) ? m.kinds_matched : m.kinds_skipped).push_back(k);
+  sum_communication(ranks);
   m.ranks = std::move(ranks);
   return m;
 }

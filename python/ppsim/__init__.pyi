@@ -69,6 +69,7 @@ def compare(
     drop_comm: bool = False,
     max_ops: int = 0,
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
     megatron_args: str | None = None,
     times: str | Mapping[str, float] = "F=1,B=2,W=1,FB=3",
     chunk_times: str | Mapping[str, float] | None = None,
@@ -99,6 +100,7 @@ def simulate(
     drop_comm: bool = False,
     max_ops: int = 0,
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
     megatron_args: str | None = None,
     times: str | Mapping[str, float] = "F=1,B=2,W=1,FB=3",
     chunk_times: str | Mapping[str, float] | None = None,
@@ -119,6 +121,7 @@ def plan(
     config: str | os.PathLike[str] | Config,
     *,
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
     megatron_args: str | None = None,
     top: int = 0,
     jobs: int = 0,
@@ -148,6 +151,7 @@ def validate(
     config: str | os.PathLike[str] | Config,
     *,
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
     schedules: str | None = None,
     schedule_file: str | None = None,
     devices: int = 0,
@@ -171,6 +175,7 @@ def import_trace(
     *,
     output: str | os.PathLike[str] | None = None,
     moe_layers_only: bool = False,
+    inference: bool = False,
     map: Sequence[str] | None = None,
     no_default_rules: bool = False,
     step_range: str | None = None,
@@ -194,6 +199,7 @@ def search(
     *,
     config: str | os.PathLike[str] | Config | None = None,
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
     pp: int | None = None,
     microbatches: int | None = None,
     times: str | Mapping[str, float] = "F=1,B=2,W=1",
@@ -206,7 +212,7 @@ def search(
     sms: int = 132,
     memory_cap: str = "best",
     w_hold: float | None = None,
-    placement: str = "all",
+    placement: str = "torch",
     seed: int = 1,
     time_limit: float = 10.0,
     objective: str | None = None,
@@ -234,7 +240,25 @@ def fidelity(
     files: Sequence[str | os.PathLike[str]] | None = None,
     dir: str = "configs/published",
     overrides: Mapping[str, object] | Sequence[str] | None = None,
+    calibration: str | None = None,
+    calibrate: str | None = None,
     thresholds: str | None = None,
 ) -> Result:
     """predict every configs/published/ run and compare with its source (docs/FIDELITY.md)."""
+    ...
+
+
+def calibrate(
+    config: str | os.PathLike[str] | Config,
+    *,
+    traces: Sequence[str | os.PathLike[str]] | None = None,
+    step_ms: float | None = None,
+    tokens_per_s: float | None = None,
+    schedule: str | None = None,
+    vpp: int = 0,
+    overrides: Mapping[str, object] | Sequence[str] | None = None,
+    step_range: str | None = None,
+    output: str | os.PathLike[str] | None = None,
+) -> Result:
+    """fit a config's efficiencies to your own run (traces, or a step time) and write a calibration file."""
     ...

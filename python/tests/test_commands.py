@@ -275,7 +275,7 @@ def test_typed_errors():
     assert e.value.exit_code == 3 and str(e.value).startswith("dualpipe needs an even number")
     with pytest.raises(ppsim.UsageError) as e:
         ppsim.simulate("1f1b", pp="four", microbatches=8)
-    assert e.value.exit_code == 2 and str(e.value) == "pp: expected an integer, got 'four'"
+    assert e.value.exit_code == 2 and str(e.value) == "simulate(): pp must be an int, got str"
     assert isinstance(e.value, ppsim.Error) and isinstance(e.value, TypeError)
     with pytest.raises(ppsim.FileError):
         ppsim.load_config("/nonexistent/x.yaml")

@@ -80,7 +80,7 @@ def test_every_command_same_options_and_defaults_in_cli_and_python(dump):
         fn = getattr(ppsim, cmd["python"])
         assert mismatches(cmd, inspect.signature(fn)) == [], cmd["name"]
         checked += 1
-    assert checked == 9  # compare simulate plan profile validate import_trace search model fidelity
+    assert checked == 10  # compare simulate plan profile validate import_trace search model fidelity calibrate
 
 
 def test_the_check_fails_when_one_side_drifts(dump):

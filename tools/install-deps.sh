@@ -15,7 +15,7 @@ pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libf
 # the schedule search's exact method (docs/SEARCH.md); without them its tests skip, saying why.
 # libtomlplusplus-dev: torchtitan TOML configs (docs/CONFIG.md); without it they are refused.
 # emscripten: the HTML report's in-page engine (tools/build_wasm.sh); without it pages are static.
-optional=(clang libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config
+optional=(clang clang-format libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config
           libtomlplusplus-dev emscripten)
 
 missing=()

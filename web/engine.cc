@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/request.h"
+#include "api/times.h"
 #include "core/error.h"
 #include "report/html.h"
 
@@ -24,7 +25,7 @@ extern "C" EMSCRIPTEN_KEEPALIVE const char* ppsim_simulate_json(const char* requ
     if (q.contains("m") && q["m"].get<int>() > 0) r.schedule.microbatches = q["m"].get<int>();
     r.families = q.value("schedules", std::string("all"));
     r.single = r.families != "all" && r.families.find(',') == std::string::npos;
-    r.units.times = q.value("times", r.units.times);
+    if (q.contains("times")) r.units.times = ppsim::api::parse_times(q["times"].get<std::string>(), "--times");
     r.units.p2p_latency = q.value("p2p_latency", 0.0);
     r.units.a2a = q.value("a2a", -1.0);
     r.timelines = !q.value("no_timelines", false);

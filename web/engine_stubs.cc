@@ -1,7 +1,9 @@
 // The page's engine reads no YAML config (its controls are unit times): the config entry points
 // of cost/cost_model.h, which api::run calls only when a config is given, refuse here.
 #include "core/error.h"
+#include "api/config_answer.h"
 #include "cost/cost_model.h"
+#include "cost/invariants.h"
 
 namespace ppsim {
 
@@ -20,6 +22,15 @@ Schedule as_run(const ModelConfig&, const Schedule&) { no_config(); }
 bool post_validation(const ModelConfig&) { no_config(); }
 SimResult simulate_config(const ModelConfig&, const Schedule&, SimCosts&, const SimOptions&) { no_config(); }
 PhysicalResult physical_result(const ModelConfig&, const Schedule&, const SimResult&) { no_config(); }
+void check_config_answer(const ModelConfig&, const Schedule&, const SimResult&, const PhysicalResult&,
+                         const AnswerSource&) {
+  no_config();
+}
+AnswerSource source_of(const ModelConfig&) { no_config(); }
 std::vector<MemoryBreakdown> predicted_memory(const ModelConfig&, const Schedule&, const SimResult*) { no_config(); }
 
 }  // namespace ppsim
+
+namespace ppsim::api {
+nlohmann::json calibration_notes(const ModelConfig&, const std::vector<ScheduleAt>&) { return nullptr; }
+}  // namespace ppsim::api

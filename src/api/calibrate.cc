@@ -329,6 +329,10 @@ nlohmann::json calibration_json(const Calibration& c) {
   return j;
 }
 
+nlohmann::json calibration_notes(const ModelConfig& cfg, const std::vector<ScheduleAt>& results) {
+  return calibration_notes(*cfg.data, results);
+}
+
 nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<ScheduleAt>& results) {
   if (!names_calibration(c.tree)) return nullptr;
   const std::string base = std::filesystem::path(c.file).parent_path().string();

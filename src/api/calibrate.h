@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "api/config_answer.h"
 #include "cost/calibration.h"
 #include "trace/import.h"
 
@@ -80,10 +81,6 @@ nlohmann::json calibration_json(const Calibration& c);
 // What a calibrated config's prediction states (api::run's extra "calibration"; the compare table's
 // note): the file, each figure it changed against the presets, and per result how far it
 // extrapolates from the calibrated run. Null when the config names no calibration.
-struct ScheduleAt {
-  std::string schedule;
-  int microbatches = 0, vpp = 1;
-};
 nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<ScheduleAt>& results);
 // The same as lines of text for a table.
 std::string calibration_note_text(const nlohmann::json& notes);

@@ -173,7 +173,7 @@ struct Validation {
   int split = 0, split_sms = 0, device_sms = 0;
   std::string split_note;
   std::optional<LinkProbe> probe;
-  double copy_us = 0;  // the same message copied with nothing else running: the hardware's cost
+  double copy_us = 0;                          // the same message copied with nothing else running: the hardware's cost
   std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
   // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
   // (one layer and four gave the same figures within 0.04 on an H100; nothing says they must).
@@ -267,9 +267,9 @@ void plan_sharing(Validation& x) {
   if (x.ndev < x.slots_total) {
     nlohmann::json& d = x.j["device_sharing"];
     d = {{"gpus", x.ndev}, {"ranks", x.slots_total}, {"model", x.req.sharing}};
-    d["sm_partitions"] = x.split ? nlohmann::json{{"groups", x.split}, {"sms_each", x.split_sms},
-                                                  {"device_sms", x.device_sms}}
-                                 : nlohmann::json();
+    d["sm_partitions"] =
+        x.split ? nlohmann::json{{"groups", x.split}, {"sms_each", x.split_sms}, {"device_sms", x.device_sms}}
+                : nlohmann::json();
     if (!x.split_note.empty()) d["sm_partitions_unavailable"] = x.split_note;
     d["profiles"] = nlohmann::json::object();
   }
@@ -287,7 +287,7 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   if (!x.probe) return;
   const LinkProbe& p = *x.probe;
   x.j["link_probe"] = {{"median_us", p.median_us}, {"runs_us", p.runs_us}, {"transfers", p.transfers},
-                       {"bytes", p.bytes},         {"schedule", "gpipe"},   {"microbatches", 2 * x.pp}};
+                       {"bytes", p.bytes},         {"schedule", "gpipe"},  {"microbatches", 2 * x.pp}};
   if (p.bytes > 0) {
     const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
     x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
@@ -452,8 +452,8 @@ std::vector<ValidationRow> overlap_report(Validation& x, const std::string& name
   for (const auto& rs : ov.ranks) ov_exposed.push_back(rs.exposed_comm);
   std::vector<ValidationRow> rows = compare_timelines(timeline_stats(ov.timeline, ov_exposed), meas_stats);
   x.text += render_validation_table(
-      fmt::format("{}, the overlap model on the profiled sub-ops (communication on {} of {} SMs)", name,
-                  meas.comm_sms, rank_sms),
+      fmt::format("{}, the overlap model on the profiled sub-ops (communication on {} of {} SMs)", name, meas.comm_sms,
+                  rank_sms),
       rows, target);
   return rows;
 }
@@ -467,8 +467,8 @@ std::vector<double> in_ms(const std::vector<Time>& v) {
 void ep_report(Validation& x, const Measured& meas, nlohmann::json& r) {
   std::string waits;
   for (std::size_t i = 0; i < meas.ep_waits.size(); ++i)
-    waits += fmt::format("{}rank {} {:.3f} ms", waits.empty() ? "" : ", ", i,
-                         static_cast<double>(meas.ep_waits[i]) / 1e6);
+    waits +=
+        fmt::format("{}rank {} {:.3f} ms", waits.empty() ? "" : ", ", i, static_cast<double>(meas.ep_waits[i]) / 1e6);
   std::string ends;
   for (std::size_t e = 1; e < meas.shard_ends.size(); ++e)
     ends += fmt::format("{}shard {}: {:.3f} ms", ends.empty() ? "" : ", ", e,
@@ -487,13 +487,12 @@ void ep_report(Validation& x, const Measured& meas, nlohmann::json& r) {
       ends.empty() ? "-" : ends, x.ep_r, x.multi ? " (in one process: process 0's, on the GPUs it sees)" : "",
       ours ? "" : " (not measured for NCCL)", waits);
   const auto& se = meas.shard_ends;
-  r["expert_parallelism"] = {
-      {"shards", x.ep_r},
-      {"a2a", ep::a2a_backend_name(x.a2a)},
-      {"exposed_comm_ms", in_ms(meas.ep_exposed)},
-      {"waiting_for_peers_ms", in_ms(meas.ep_waits)},
-      {"other_shards_makespan_ms",  // shard 1 on (shard 0's is the table's)
-       in_ms(std::vector<Time>(se.begin() + std::min<std::size_t>(1, se.size()), se.end()))}};
+  r["expert_parallelism"] = {{"shards", x.ep_r},
+                             {"a2a", ep::a2a_backend_name(x.a2a)},
+                             {"exposed_comm_ms", in_ms(meas.ep_exposed)},
+                             {"waiting_for_peers_ms", in_ms(meas.ep_waits)},
+                             {"other_shards_makespan_ms",  // shard 1 on (shard 0's is the table's)
+                              in_ms(std::vector<Time>(se.begin() + std::min<std::size_t>(1, se.size()), se.end()))}};
 }
 
 double mib(double b) { return b / (1024.0 * 1024.0); }
@@ -613,8 +612,8 @@ void sharing_text(Validation& x) {
     if (auto pit = x.speeds.find(layers); pit != x.speeds.end()) {
       x.text += "    alone on each partition, F / I / W ms:";
       for (std::size_t g = 0; g < pit->second.size(); ++g)
-        x.text += fmt::format("{} {}: {:.3f} / {:.3f} / {:.3f}", g ? ";" : "", g, pit->second[g][0],
-                              pit->second[g][1], pit->second[g][2]);
+        x.text += fmt::format("{} {}: {:.3f} / {:.3f} / {:.3f}", g ? ";" : "", g, pit->second[g][0], pit->second[g][1],
+                              pit->second[g][2]);
       x.text += " (each rank's op times scaled by its partition's against partition 0's; --rank-speeds equal: not)\n";
     }
   }

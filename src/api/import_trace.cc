@@ -49,8 +49,7 @@ void one_trace(const ImportTraceCall& c, ImportTraceOutcome& out) {
 
 // Each rank's host-bound line (trace::host_bound_line), for several ranks' traces: the report's
 // lines after the ranks' report, and the JSON's `host_bound` (path -> line).
-nlohmann::json host_bound_ranks(const ImportTraceCall& c, const std::vector<trace::RankTrace>& rs,
-                                std::string& lines) {
+nlohmann::json host_bound_ranks(const ImportTraceCall& c, const std::vector<trace::RankTrace>& rs, std::string& lines) {
   nlohmann::json j = nlohmann::json::object();
   for (const trace::RankTrace& r : rs) {
     std::string line;

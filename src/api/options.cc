@@ -52,8 +52,8 @@ constexpr Option kConfigRequired{"config", K::Text, "", "", "YAML config", R::Bo
 constexpr Option kSet{"--set", K::Texts, "",    "",         "override a config key: key.path=value (repeatable)",
                       R::Both, {},       false, "overrides"};
 constexpr Option kCalibration{"--calibration", K::Text, "", "",
-                               "apply a calibration file (ppsim calibrate -o) over the config's presets, as "
-                               "calibration: FILE in it (docs/CALIBRATION.md)"};
+                              "apply a calibration file (ppsim calibrate -o) over the config's presets, as "
+                              "calibration: FILE in it (docs/CALIBRATION.md)"};
 constexpr Option kMegatronArgs{"--megatron-args", K::Text, "", "",
                                "model, parallelism and batch from a Megatron-LM argument list (with a config)"};
 constexpr Option kTimes{"--times", K::Text, "F=1,B=2,W=1,FB=3", "time unit",
@@ -363,10 +363,24 @@ constexpr Option kImportTrace[] = {
 };
 
 constexpr Option kCalibrate[] = {
-    {"config", K::Text, "", "", "the YAML config of the run you measured (its layout, batch and GPU type)", R::Both, {},
-     false, {}, true},
-    {"trace", K::Texts, "", "",
-     "PyTorch profiler (Kineto) traces of that run: fit per-op efficiencies from their kernels", R::Both, {}, false,
+    {"config",
+     K::Text,
+     "",
+     "",
+     "the YAML config of the run you measured (its layout, batch and GPU type)",
+     R::Both,
+     {},
+     false,
+     {},
+     true},
+    {"trace",
+     K::Texts,
+     "",
+     "",
+     "PyTorch profiler (Kineto) traces of that run: fit per-op efficiencies from their kernels",
+     R::Both,
+     {},
+     false,
      "traces"},
     {"--step-ms", K::Real, "", "ms", "the run's measured step time: fit one compute scale"},
     {"--tokens-per-s", K::Real, "", "tokens/s", "the run's measured throughput: fit one compute scale"},

@@ -1,14 +1,13 @@
 // api::run: the evaluation behind compare / simulate and ppsim.simulate / ppsim.compare.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <memory>
 
-#include <fmt/format.h>
-
+#include "api/config_answer.h"
 #include "api/request.h"
-#include "api/calibrate.h"
 #include "api/times.h"
 #include "core/error.h"
-#include "cost/config.h"
 #include "cost/invariants.h"
 #include "schedules/registry.h"
 #include "schedules/schedule_list.h"
@@ -62,8 +61,8 @@ namespace {
 std::string unit_source(const UnitCosts& u) {
   const UniformTimes& t = u.chunk_times ? *u.chunk_times : u.times;
   auto units = [](Time x) { return static_cast<double>(x) / kTicksPerUnit; };
-  return fmt::format("{} F={:g},B={:g},W={:g},FB={:g}", u.chunk_times ? "--chunk-times" : "--times", units(t.f), units(t.b),
-                     units(t.w), units(t.fb));
+  return fmt::format("{} F={:g},B={:g},W={:g},FB={:g}", u.chunk_times ? "--chunk-times" : "--times", units(t.f),
+                     units(t.b), units(t.w), units(t.fb));
 }
 
 }  // namespace
@@ -106,10 +105,8 @@ Result run(const Request& req) {
     const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{unit_source(u), {}};
     check_timing(s, costs, row.metrics, src);
     if (cfg) {
-      const ModelConfigData& c = *cfg->data;
-      check_global_batch(s.microbatches, c.model.micro_batch_size, c.parallel.dp, c.parallel.global_batch, src);
       row.physical = physical_result(*cfg, s, r);
-      check_physical(*cfg, s, r, row.physical, src);
+      check_config_answer(*cfg, s, r, row.physical, src);
     }
     out.rows.push_back(std::move(row));
     if (req.timelines) out.timelines.push_back(std::move(r.timeline));
@@ -149,7 +146,7 @@ Result run(const Request& req) {
     // A calibrated config says what it changed and how far each result extrapolates (api/calibrate.h).
     std::vector<ScheduleAt> at;
     for (const ResultRow& r : out.rows) at.push_back({r.metrics.schedule, r.metrics.microbatches, r.metrics.vpp});
-    nlohmann::json notes = calibration_notes(*cfg->data, at);
+    nlohmann::json notes = calibration_notes(*cfg, at);
     if (!notes.is_null()) out.extra["calibration"] = std::move(notes);
   }
   return out;

@@ -1,9 +1,9 @@
 #include "api/search.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "api/times.h"
 #include "core/error.h"

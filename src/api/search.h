@@ -26,7 +26,7 @@ struct SearchCall {
   std::string config;  // optional YAML config (costs from the cost model, times in ms)
   std::vector<std::string> sets;
   std::optional<int> pp, microbatches;  // unset: the config's, else 8 and 20
-  UnitCosts units;  // times, latency and the overlap model (off while a2a < 0) without a config
+  UnitCosts units;                      // times, latency and the overlap model (off while a2a < 0) without a config
   std::optional<double> memory_cap;  // rank shares; unset: the best family's peak; 0: none
   // The share of a micro-batch's activations still held from its I to its W (SliceCosts::w_hold,
   // the Zero Bubble paper's M_W / M_B), in [0, 1]; unset: 1 with --times, the memory model's with

@@ -21,7 +21,8 @@ Time parse_amount(const std::string& text, const std::string& what, const std::s
   if (!parsed) throw InputError(fmt::format("{}: {} must be a number, got '{}'", flag, what, text), {}, kExitUsage);
   const double v = *parsed;
   if (v < 0) throw InputError(fmt::format("{}: {} must be >= 0, got {}", flag, what, text), {}, kExitUsage);
-  if (v > 1e9) throw InputError(fmt::format("{}: {} = {} is too large (at most 1e9 units)", flag, what, text), {}, kExitUsage);
+  if (v > 1e9)
+    throw InputError(fmt::format("{}: {} = {} is too large (at most 1e9 units)", flag, what, text), {}, kExitUsage);
   return static_cast<Time>(std::llround(v * static_cast<double>(kTicksPerUnit)));
 }
 }  // namespace

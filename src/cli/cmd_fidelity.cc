@@ -1,11 +1,10 @@
 // `ppsim fidelity [files...]`: every configs/published/ run predicted against its source
 // (api/fidelity.h), as a table or JSON; `--check thresholds` exits 7 when a run's error grows
 // past the checked-in threshold (CI's regression test).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "api/fidelity.h"
 #include "cli/commands.h"
@@ -26,18 +25,19 @@ std::string render_table(const api::FidelityResult& r) {
     std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
     if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
     else if (x.fits_limit_gb) mem += fmt::format("{}{:.1f}", x.fits ? "<=" : ">!", *x.fits_limit_gb);
-    out += fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
-                       "{:>9} {:>7}{}{}\n",
-                       x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
-                       x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
-                       x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
-                       !r.checked || x.within ? std::string()
-                       : !x.fits ? fmt::format("  DOES NOT FIT ({:.1f} GB > {:.1f})", x.predicted_memory_gb, *x.fits_limit_gb)
-                                 : fmt::format("  PAST THRESHOLD ({})", x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct)
-                                                                                         : std::string("no entry")),
-                       x.preset_error ? fmt::format("  preset {:+.1f}%, scale {:.3f} ({})", 100.0 * *x.preset_error,
-                                                    x.calibration_scale, on)
-                                      : std::string());
+    out += fmt::format(
+        "{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
+        "{:>9} {:>7}{}{}\n",
+        x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
+        x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
+        x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
+        !r.checked || x.within ? std::string()
+        : !x.fits ? fmt::format("  DOES NOT FIT ({:.1f} GB > {:.1f})", x.predicted_memory_gb, *x.fits_limit_gb)
+                  : fmt::format("  PAST THRESHOLD ({})",
+                                x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct) : std::string("no entry")),
+        x.preset_error
+            ? fmt::format("  preset {:+.1f}%, scale {:.3f} ({})", 100.0 * *x.preset_error, x.calibration_scale, on)
+            : std::string());
   }
   out += api::fidelity_summary(r);
   if (r.checked) out += fmt::format("{} of {} results past their thresholds or not fitting\n", r.failures, r.rows.size());

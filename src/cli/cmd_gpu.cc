@@ -58,7 +58,8 @@ Runner setup_validate(CLI::App& sub) {
     write_outputs(files);
     // Nothing ran: every schedule asked for was skipped.
     const auto results = out.json.find("results"), skipped = out.json.find("skipped");
-    const bool none_ran = results != out.json.end() && results->empty() && skipped != out.json.end() && !skipped->empty();
+    const bool none_ran =
+        results != out.json.end() && results->empty() && skipped != out.json.end() && !skipped->empty();
     return none_ran ? kExitInput : 0;
   };
 }

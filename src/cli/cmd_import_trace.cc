@@ -31,8 +31,7 @@ Runner setup_import_trace(CLI::App& sub) {
     if (!html.empty()) {
       nlohmann::json page = r.json;  // the page names the profile's path only with --format json, as it did
       if (f != Format::Json) page.erase("profile_path");
-      files.emplace_back(html,
-                         render_html(json_tables_html("import-trace", "ppsim import-trace " + r.paths[0], page)));
+      files.emplace_back(html, render_html(json_tables_html("import-trace", "ppsim import-trace " + r.paths[0], page)));
     }
     const std::string report = f == Format::Json ? r.json.dump(2) + "\n" : r.report;
     const bool report_to_stderr = stdout_taken(files);

@@ -45,7 +45,8 @@ Runner setup_model(CLI::App& sub) {
                              short_count(p.active), p.made_of);
       if (r.other_params > 0)
         out += fmt::format("  {:<14} {:>12} {:>12}  (apart) {}\n", "other", short_count(r.other_params), "", r.other);
-      else if (!r.other.empty()) out += "  other: " + r.other + "\n";
+      else if (!r.other.empty())
+        out += "  other: " + r.other + "\n";
       if (!r.not_counted.empty()) out += "  not counted: " + fmt::format("{}", fmt::join(r.not_counted, "; ")) + "\n";
       out += fmt::format("FLOPs per token at seq_len {} ({}): forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
                          r.seq_len_why, r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);

@@ -5,11 +5,11 @@
 //
 // Not obvious: nothing timing-dependent reaches stdout or the output file (the progress bar
 // goes to stderr, and only when stderr is a terminal), so two runs print the same bytes.
-#include <chrono>
-#include <cstdio>
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <chrono>
+#include <cstdio>
 
 #include "api/plan.h"
 #include "cli/commands.h"

@@ -23,8 +23,8 @@ Runner setup_show(CLI::App& sub) {
     const std::string lower = a->text("lower"), format = a->text("format"), color = a->text("color");
     const std::string output = a->text("output");
     if (lower != "none" && lower != "torch")
-      throw InputError(fmt::format("--lower '{}': expected none or torch", lower), closest_match(lower, {"none", "torch"}),
-                       kExitUsage);
+      throw InputError(fmt::format("--lower '{}': expected none or torch", lower),
+                       closest_match(lower, {"none", "torch"}), kExitUsage);
     const Format f = format == "torch" ? Format::Csv : parse_format(format, {"text", "csv", "torch", "json"});
     const Dialect dialect = parse_dialect(a->text("write_dialect"));
     Schedule s = api::load_schedule(a->text("family"), api::schedule_choice(*a));

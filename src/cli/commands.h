@@ -2,11 +2,10 @@
 // in src/api/options.cc; here it gets the function that sets it up (cmd_<name>.cc). Adding a
 // command: a table there, a row here, the setup function.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace ppsim::cli {
 
@@ -34,18 +33,12 @@ Runner setup_fidelity(CLI::App& sub);
 Runner setup_calibrate(CLI::App& sub);
 
 inline constexpr Command kCommands[] = {
-    {"schedules", setup_schedules},
-    {"show", setup_show},
-    {"compare", setup_compare},
-    {"simulate", setup_simulate},
-    {"plan", setup_plan},
-    {"profile", setup_profile},
-    {"validate", setup_validate},
-    {"import-trace", setup_import_trace},
-    {"search", setup_search},
-    {"model", setup_model},
-    {"fidelity", setup_fidelity},
-    {"calibrate", setup_calibrate},
+    {"schedules", setup_schedules}, {"show", setup_show},
+    {"compare", setup_compare},     {"simulate", setup_simulate},
+    {"plan", setup_plan},           {"profile", setup_profile},
+    {"validate", setup_validate},   {"import-trace", setup_import_trace},
+    {"search", setup_search},       {"model", setup_model},
+    {"fidelity", setup_fidelity},   {"calibrate", setup_calibrate},
 };
 
 }  // namespace ppsim::cli

@@ -99,7 +99,8 @@ CLI::Option* add_row(CLI::App& sub, const api::Option& o, const std::shared_ptr<
       return sub.add_flag_function(
           names, [put](std::int64_t n) { put(n > 0); }, help);
     case api::Kind::Int:
-      return sub.add_option_function<int>(names, [put](int x) { put(static_cast<long long>(x)); }, help);
+      return sub.add_option_function<int>(
+          names, [put](int x) { put(static_cast<long long>(x)); }, help);
     case api::Kind::Int64:
       return sub.add_option_function<long long>(names, put, help);
     case api::Kind::Real:

@@ -6,22 +6,22 @@
 // raises one InputError at the node it is about, so the first problem is the one reported.
 #include "cost/config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <functional>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "core/enum_names.h"
 #include "core/split.h"
 #include "cost/calibration.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
-#include "cost/torchtitan.h"
 #include "cost/profile.h"
+#include "cost/torchtitan.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
 #include "schedules/schedule_list.h"
@@ -44,11 +44,10 @@ const char* recompute_op_name(unsigned op) {
 }
 
 double cache_bytes_per_elem(CacheType t) {
-  return enum_lookup<CacheType, double>(t,
-                                        {{CacheType::bf16, 2},
-                                         {CacheType::fp8, 1 + 4 / kCacheTileElems},
-                                         {CacheType::e5m6, 1.5 + 4 / kCacheTileElems}},
-                                        2);
+  return enum_lookup<CacheType, double>(
+      t,
+      {{CacheType::bf16, 2}, {CacheType::fp8, 1 + 4 / kCacheTileElems}, {CacheType::e5m6, 1.5 + 4 / kCacheTileElems}},
+      2);
 }
 
 const char* cache_type_name(CacheType t) {
@@ -68,43 +67,87 @@ SchemaNode leaf(const char* name) { return SchemaNode{name, {}, false}; }
 SchemaNode section(const char* name, std::vector<SchemaNode> children) { return SchemaNode{name, std::move(children), false}; }
 
 const SchemaNode& schema() {
-  static const SchemaNode root = section("", {
-      leaf("name"),
-      leaf("description"),
-      leaf("megatron_args"),
-      leaf("torchtitan"),
-      section("model", {leaf("layers"), leaf("hidden"), leaf("ffn_hidden"), leaf("heads"), leaf("kv_heads"),
-                        leaf("head_dim"), leaf("vocab"), leaf("seq_len"), leaf("micro_batch_size"),
-                        leaf("dense_layers_first"), leaf("mlp"), leaf("norm"), leaf("dropout"), leaf("flash_attention"),
-                        leaf("causal"), leaf("tied_embeddings"), leaf("mtp_depth"), leaf("hf_config"),
-                        leaf("qkv_bias"), leaf("out_bias"), leaf("mlp_bias"), leaf("norms_per_layer"), leaf("qk_norm"),
-                        leaf("attention_sinks"), leaf("learned_positions"), leaf("sliding_window"),
-                        leaf("local_layers"), leaf("moe_layers"),
-                        section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
-                                        leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes"),
-                                        leaf("shared_expert_ffn_hidden"), leaf("router_bias")}),
-                        section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
-                                        leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
-      section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"), leaf("gemm_input_cache"),
-                            leaf("output_grad_cache"), leaf("attention_out_cache"), leaf("expert_act_cache"),
-                            leaf("optimizer_location"), leaf("ema"), leaf("fp8_recipe")}),
-      section("hardware", {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}),
-                           leaf("hbm_gbps"), leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"),
-                           leaf("nvlink_latency_us"), leaf("network_gbps"), leaf("network_latency_us"),
-                           section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"), leaf("accum_exposed"), leaf("gemm_fp8"), leaf("gemm_fp8_wgrad")}),
-                           leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
-      section("cluster", {leaf("gpus"), leaf("gpu")}),
-      section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
-      section("parallel", {leaf("pp"), leaf("vpp"), leaf("ep"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("microbatches"), leaf("global_batch"),
-                           leaf("schedule"), leaf("layer_split"), leaf("embedding_on_first"), leaf("head_on_last"),
-                           leaf("recompute"), leaf("recompute_layers"), leaf("recompute_ops"), leaf("zero"), leaf("zero_shard"), leaf("fsdp"),
-                           leaf("blocking_p2p"), leaf("post_validation"), leaf("p2p_runtime"), leaf("cp_runtime"), leaf("p2p_sync_us"), leaf("p2p_eager_mb")}),
-      section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}),
-      leaf("profile"),
-      leaf("calibration"),  // a calibration file (cost/calibration.h), applied before validation
-      SchemaNode{"plan", {}, true},
-      SchemaNode{"published", {}, true},  // read by `ppsim fidelity` (api/fidelity.h) only
-  });
+  static const SchemaNode root = section(
+      "",
+      {
+          leaf("name"), leaf("description"), leaf("megatron_args"), leaf("torchtitan"),
+          section("model",
+                  {leaf("layers"),
+                   leaf("hidden"),
+                   leaf("ffn_hidden"),
+                   leaf("heads"),
+                   leaf("kv_heads"),
+                   leaf("head_dim"),
+                   leaf("vocab"),
+                   leaf("seq_len"),
+                   leaf("micro_batch_size"),
+                   leaf("dense_layers_first"),
+                   leaf("mlp"),
+                   leaf("norm"),
+                   leaf("dropout"),
+                   leaf("flash_attention"),
+                   leaf("causal"),
+                   leaf("tied_embeddings"),
+                   leaf("mtp_depth"),
+                   leaf("hf_config"),
+                   leaf("qkv_bias"),
+                   leaf("out_bias"),
+                   leaf("mlp_bias"),
+                   leaf("norms_per_layer"),
+                   leaf("qk_norm"),
+                   leaf("attention_sinks"),
+                   leaf("learned_positions"),
+                   leaf("sliding_window"),
+                   leaf("local_layers"),
+                   leaf("moe_layers"),
+                   section("moe", {leaf("experts"), leaf("top_k"), leaf("shared_experts"), leaf("expert_ffn_hidden"),
+                                   leaf("capacity_factor"), leaf("keep_expert_output"), leaf("max_nodes"),
+                                   leaf("shared_expert_ffn_hidden"), leaf("router_bias")}),
+                   section("mla", {leaf("q_lora_rank"), leaf("kv_lora_rank"), leaf("qk_nope_head_dim"),
+                                   leaf("qk_rope_head_dim"), leaf("v_head_dim")})}),
+          section("precision", {leaf("gemm"), leaf("params"), leaf("grads"), leaf("optimizer"),
+                                leaf("gemm_input_cache"), leaf("output_grad_cache"), leaf("attention_out_cache"),
+                                leaf("expert_act_cache"), leaf("optimizer_location"), leaf("ema"), leaf("fp8_recipe")}),
+          section("hardware",
+                  {leaf("name"), leaf("gpus"), section("peak_tflops", {leaf("bf16"), leaf("fp8")}), leaf("hbm_gbps"),
+                   leaf("hbm_gb"), leaf("gpus_per_node"), leaf("sms"), leaf("nvlink_gbps"), leaf("nvlink_latency_us"),
+                   leaf("network_gbps"), leaf("network_latency_us"),
+                   section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"),
+                                          leaf("accum_exposed"), leaf("gemm_fp8"), leaf("gemm_fp8_wgrad")}),
+                   leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
+          section("cluster", {leaf("gpus"), leaf("gpu")}),
+          section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"),
+                            leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"),
+                            leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold")}),
+          section("parallel", {leaf("pp"),
+                               leaf("vpp"),
+                               leaf("ep"),
+                               leaf("tp"),
+                               leaf("cp"),
+                               leaf("dp"),
+                               leaf("microbatches"),
+                               leaf("global_batch"),
+                               leaf("schedule"),
+                               leaf("layer_split"),
+                               leaf("embedding_on_first"),
+                               leaf("head_on_last"),
+                               leaf("recompute"),
+                               leaf("recompute_layers"),
+                               leaf("recompute_ops"),
+                               leaf("zero"),
+                               leaf("zero_shard"),
+                               leaf("fsdp"),
+                               leaf("blocking_p2p"),
+                               leaf("post_validation"),
+                               leaf("p2p_runtime"),
+                               leaf("cp_runtime"),
+                               leaf("p2p_sync_us"),
+                               leaf("p2p_eager_mb")}),
+          section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}), leaf("profile"),
+          leaf("calibration"),  // a calibration file (cost/calibration.h), applied before validation
+          SchemaNode{"plan", {}, true},
+          SchemaNode{"published", {}, true},  // read by `ppsim fidelity` (api/fidelity.h) only
+      });
   return root;
 }
 
@@ -252,8 +295,7 @@ void read_model_details(const MapReader& r, ModelSpec& m) {
   if (!m.local_layers.empty() && m.sliding_window == 0)
     r.fail("local_layers", "model.local_layers needs model.sliding_window (the window those layers use)");
   m.moe_layers = read_layer_mask(r, "moe_layers", m.layers);
-  if (!m.moe_layers.empty() && !m.moe.enabled())
-    r.fail("moe_layers", "model.moe_layers needs a model.moe section");
+  if (!m.moe_layers.empty() && !m.moe.enabled()) r.fail("moe_layers", "model.moe_layers needs a model.moe section");
   if (!m.moe_layers.empty() && r.has("dense_layers_first"))
     r.fail("moe_layers", "give model.moe_layers or model.dense_layers_first, not both");
 }
@@ -552,7 +594,8 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
   }
   if (p.zero_shard > 0 && p.dp % p.zero_shard != 0)
     par.fail("zero_shard", fmt::format("parallel.zero_shard={} must divide parallel.dp={} (the other dp / zero_shard "
-                                       "ranks hold replicas of each shard)", p.zero_shard, p.dp));
+                                       "ranks hold replicas of each shard)",
+                                       p.zero_shard, p.dp));
   if (p.ep > 1) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
@@ -778,9 +821,9 @@ void check_megatron_required(const MapReader& root, const YAML::Node& out, const
       root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it){}",
                                              args.source, flag, hint));
   if (!m["seq_len"])
-    root.fail("megatron_args", fmt::format("{}: no --seq-length (tokens per sequence{}); give it, or model.seq_len{}",
-                                           args.source, args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch,
-                                           hint));
+    root.fail("megatron_args",
+              fmt::format("{}: no --seq-length (tokens per sequence{}); give it, or model.seq_len{}", args.source,
+                          args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch, hint));
   if (!m["vocab"])
     root.fail("megatron_args",
               fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "
@@ -910,8 +953,7 @@ YAML::Node expand_hf_config(const YamlContext& ctx, const YAML::Node& root_node,
       model.fail("layers", fmt::format("model.layers is {} beside hf_config, whose {} per-layer pattern has {} "
                                        "entries; give model.{} for {} layers",
                                        m["layers"].as<std::string>(""), std::filesystem::path(path).filename().string(),
-                                       from_file.size(), list,
-                                       m["layers"].as<std::string>("")));
+                                       from_file.size(), list, m["layers"].as<std::string>("")));
   }
   return out;
 }

@@ -6,13 +6,13 @@
 // parallelism (ep) is carved out of the data-parallel ranks, so ep must divide dp, and the
 // routed experts are replicated over dp / ep ranks ("expert data parallel").
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "core/error.h"
 #include "core/time.h"

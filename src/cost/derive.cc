@@ -8,23 +8,23 @@
 // `times:` in the config replaces F, B, W, FB with one rank's share cut into v chunks, as
 // `ppsim compare --times` does; `profile:` with measured per-layer (or per-share) times.
 #include "cost/derive.h"
-#include "cost/invariants.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "cost/flops.h"
+#include "cost/invariants.h"
 #include "cost/memory.h"
 #include "cost/step_costs.h"
 #include "cost/yaml_reader.h"
 #include "schedules/deepspeed_p2p.h"
-#include "schedules/torch_p2p.h"
 #include "schedules/megatron_p2p.h"
 #include "schedules/registry.h"
+#include "schedules/torch_p2p.h"
 
 namespace ppsim {
 

@@ -58,7 +58,12 @@ class Fields {
  public:
   Fields(const json& j, const json& outer, const std::string& text, const std::string& name, std::size_t from,
          std::string type, std::string section)
-      : j_(j), outer_(outer), text_(text), name_(name), from_(from), type_(std::move(type)),
+      : j_(j),
+        outer_(outer),
+        text_(text),
+        name_(name),
+        from_(from),
+        type_(std::move(type)),
         section_(std::move(section)) {}
 
   const json* find(const std::string& key) const {
@@ -108,8 +113,7 @@ class Fields {
     const char* k = which(keys);
     if (k == nullptr) return std::nullopt;
     const json& v = *find(k);
-    if (!v.is_boolean())
-      throw InputError(loc(k), fmt::format("'{}' must be true or false, got {}", k, v.dump()));
+    if (!v.is_boolean()) throw InputError(loc(k), fmt::format("'{}' must be true or false, got {}", k, v.dump()));
     return v.get<bool>();
   }
   std::string str(Keys keys) const {
@@ -139,19 +143,19 @@ class Fields {
 
 // What transformers' code fixes for a model_type and its config.json does not say.
 struct Traits {
-  bool qkv_bias = false;      // biases on q, k, v only (Qwen2)
-  bool all_bias = false;      // every linear layer (GPT-2, GPT-NeoX, BLOOM, Phi-1/2)
-  bool mlp_bias = false;      // the MLP's (gpt-oss's experts, GPT-J)
-  bool gated_gelu = false;    // gated whatever hidden_act says (Gemma's GeGLU; ChatGLM writes none)
-  bool half_ffn = false;      // intermediate_size counts gate and up together (Qwen-1)
-  int norms = 2;              // per layer
+  bool qkv_bias = false;    // biases on q, k, v only (Qwen2)
+  bool all_bias = false;    // every linear layer (GPT-2, GPT-NeoX, BLOOM, Phi-1/2)
+  bool mlp_bias = false;    // the MLP's (gpt-oss's experts, GPT-J)
+  bool gated_gelu = false;  // gated whatever hidden_act says (Gemma's GeGLU; ChatGLM writes none)
+  bool half_ffn = false;    // intermediate_size counts gate and up together (Qwen-1)
+  int norms = 2;            // per layer
   const char* qk_norm = "none";
-  bool layernorm = false;     // LayerNorm with a bias whatever the eps key says (PhiMoE)
-  bool rmsnorm = false;       // RMSNorm whatever the eps key says (Qwen-1)
+  bool layernorm = false;         // LayerNorm with a bias whatever the eps key says (PhiMoE)
+  bool rmsnorm = false;           // RMSNorm whatever the eps key says (Qwen-1)
   bool weight_only_norm = false;  // LayerNorm without a bias: h weights (Cohere, DBRX)
   bool sinks = false;
   bool router_bias = false;
-  int shared_experts = 0;     // a shared expert of the routed width (Llama-4)
+  int shared_experts = 0;        // a shared expert of the routed width (Llama-4)
   bool alternate_local = false;  // even layers local (Gemma-2, gpt-oss)
   bool learned_positions = false;
   bool tied_default = false;  // tie_word_embeddings when absent
@@ -167,8 +171,8 @@ Traits traits_of(const std::string& t) {
   r.gated_gelu = in({"gemma", "gemma2", "gemma3", "gemma3_text", "chatglm"});
   r.norms = in({"gemma2", "gemma3", "gemma3_text"}) ? 4 : in({"cohere", "cohere2", "phi", "phi-msft", "gptj"}) ? 1 : 2;
   r.qk_norm = in({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text"}) ? "per_head"
-              : in({"olmo2", "olmoe"})                                                                    ? "full"
-                                                                                                          : "none";
+              : in({"olmo2", "olmoe"})                                                                  ? "full"
+                                                                                                        : "none";
   r.layernorm = in({"phimoe"});
   r.rmsnorm = in({"qwen"});
   r.weight_only_norm = in({"cohere", "cohere2", "dbrx"});
@@ -192,9 +196,9 @@ struct Ctx {
 
 // Hybrid and encoder-decoder models: named, not read as something else.
 void refuse_unmodelled(const Fields& f) {
-  for (const char* k : {"ssm_state_size", "mamba_d_state", "attn_layer_period", "linear_num_key_heads", "state_size",
-                        "mamba_expand", "hybrid_override_pattern", "block_types", "attention_hidden_size",
-                        "head_size_divisor"})
+  for (const char* k :
+       {"ssm_state_size", "mamba_d_state", "attn_layer_period", "linear_num_key_heads", "state_size", "mamba_expand",
+        "hybrid_override_pattern", "block_types", "attention_hidden_size", "head_size_divisor"})
     if (f.has(k))
       f.refuse(k, "state-space, recurrent or linear-attention layers are not modelled (attention + MLP layers only)");
   if (f.flag({"is_encoder_decoder"}).value_or(false))
@@ -211,8 +215,8 @@ void read_dims(const Ctx& c) {
   c.m["heads"] = a;
   std::int64_t g = a;
   std::string kv_rule = "multi-head attention";
-  if (const char* k = f.which({"num_key_value_heads", "num_kv_heads", "n_kv_heads", "attn_config.kv_n_heads",
-                               "multi_query_group_num"})) {
+  if (const char* k = f.which(
+          {"num_key_value_heads", "num_kv_heads", "n_kv_heads", "attn_config.kv_n_heads", "multi_query_group_num"})) {
     g = f.count(k);
     kv_rule = fmt::format("GQA, {} kv heads ({})", g, k);
   } else if (f.flag({"multi_query"}).value_or(false) && !f.flag({"new_decoder_architecture"}).value_or(false)) {
@@ -237,8 +241,8 @@ void read_dims(const Ctx& c) {
 void read_block(const Ctx& c) {
   const Fields& f = c.f;
   const Traits& tr = c.tr;
-  std::string act = f.str({"hidden_act", "hidden_activation", "activation_function", "ffn_config.ffn_act_fn.name",
-                           "activation", "act_fn"});
+  std::string act = f.str(
+      {"hidden_act", "hidden_activation", "activation_function", "ffn_config.ffn_act_fn.name", "activation", "act_fn"});
   std::transform(act.begin(), act.end(), act.begin(), [](unsigned char ch) { return std::tolower(ch); });
   // No activation written: LlamaConfig's lineage (an intermediate_size) defaults to SiLU, gated;
   // the GPT lineage (n_inner, ffn_hidden_size, 4h) to GELU, plain.
@@ -246,10 +250,10 @@ void read_block(const Ctx& c) {
   const bool gated = act.find("silu") != std::string::npos || act.find("swish") != std::string::npos ||
                      act.find("glu") != std::string::npos || tr.gated_gelu || llama_default;
   c.m["mlp"] = gated ? "swiglu" : "gelu";
-  const std::string why_act = tr.gated_gelu     ? f.type() + "'s, not in the file"
-                              : llama_default  ? "no hidden_act: SiLU, the default beside intermediate_size"
-                              : act.empty()    ? "no hidden_act: GELU assumed"
-                                               : "hidden_act " + act;
+  const std::string why_act = tr.gated_gelu   ? f.type() + "'s, not in the file"
+                              : llama_default ? "no hidden_act: SiLU, the default beside intermediate_size"
+                              : act.empty()   ? "no hidden_act: GELU assumed"
+                                              : "hidden_act " + act;
   c.rule(fmt::format("{} ({})", gated ? "gated MLP" : "plain MLP, 2 matrices", why_act));
   const bool ln = tr.layernorm || (!tr.weight_only_norm && !tr.rmsnorm && !f.has("rms_norm_eps") &&
                                    f.which({"layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"}) != nullptr);
@@ -404,8 +408,8 @@ void read_mlp(const Ctx& c) {
     (void)f.need({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}, "the MLP width");
   }
   if (!experts.value_or(0)) return;
-  const char* ew = f.which({"moe_intermediate_size", "expert_intermediate_size", "ffn_config.ffn_hidden_size",
-                            "intermediate_size"});
+  const char* ew =
+      f.which({"moe_intermediate_size", "expert_intermediate_size", "ffn_config.ffn_hidden_size", "intermediate_size"});
   if (ew == nullptr) (void)f.need({"moe_intermediate_size", "intermediate_size"}, "the experts' width");
   YAML::Node moe(YAML::NodeType::Map);
   moe["experts"] = *experts;
@@ -423,11 +427,11 @@ void read_mlp(const Ctx& c) {
   if (shared.value_or(0) > 0) {
     moe["shared_experts"] = *shared;
     if (shared_width.value_or(0) > 0 && *shared_width != fe) moe["shared_expert_ffn_hidden"] = *shared_width;
-    sh_rule = fmt::format(", {} shared of width {}{}", *shared, shared_width.value_or(fe),
-                          f.which({"n_shared_experts", "num_shared_experts", "moe_num_shared_experts",
-                                   "shared_expert_intermediate_size"})
-                              ? ""
-                              : " (" + c.f.type() + "'s, not in the file)");
+    sh_rule = fmt::format(
+        ", {} shared of width {}{}", *shared, shared_width.value_or(fe),
+        f.which({"n_shared_experts", "num_shared_experts", "moe_num_shared_experts", "shared_expert_intermediate_size"})
+            ? ""
+            : " (" + c.f.type() + "'s, not in the file)");
   }
   const bool router_bias = c.tr.router_bias || f.str({"topk_method"}) == "noaux_tc";
   if (router_bias) moe["router_bias"] = true;
@@ -507,8 +511,8 @@ void read_window(const Ctx& c) {
 // The training sequence length: the file's own, else the context when short, else the default.
 void read_seq_len(const Ctx& c) {
   const Fields& f = c.f;
-  if (const char* k = f.which({"rope_scaling.original_max_position_embeddings",
-                                "rope_parameters.original_max_position_embeddings"})) {
+  if (const char* k = f.which(
+          {"rope_scaling.original_max_position_embeddings", "rope_parameters.original_max_position_embeddings"})) {
     c.m["seq_len"] = f.count(k);
     c.out.seq_len_why = fmt::format("{} {} (the context before its extension)", k, f.count(k));
     return;

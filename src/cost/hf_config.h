@@ -28,13 +28,13 @@ namespace ppsim {
 inline constexpr std::int64_t kHfDefaultSeqLen = 4096;
 
 struct HfReading {
-  YAML::Node keys;                    // the model keys
-  std::string model_type;             // the language model's (text_config's when nested)
-  std::vector<std::string> read_as;   // the rules that read it ("gated MLP (hidden_act silu)", ...)
+  YAML::Node keys;                       // the model keys
+  std::string model_type;                // the language model's (text_config's when nested)
+  std::vector<std::string> read_as;      // the rules that read it ("gated MLP (hidden_act silu)", ...)
   std::vector<std::string> not_counted;  // fields read but not modelled, each with its size
-  std::string seq_len_why;            // where keys["seq_len"] came from
-  double other_params = 0;            // the parts beside the language model (a vision tower), approximate
-  std::string other;                  // what other_params is, or why such a part is not counted; "" when none
+  std::string seq_len_why;               // where keys["seq_len"] came from
+  double other_params = 0;               // the parts beside the language model (a vision tower), approximate
+  std::string other;                     // what other_params is, or why such a part is not counted; "" when none
 };
 
 // Reads `path` (referenced from `where`: the hf_config key; empty when given directly). Errors:

@@ -1,23 +1,22 @@
 // The answer's invariants (api/invariants.h; docs/INVARIANTS.md).
 #include "cost/invariants.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
-#include "cost/config.h"
 
 namespace ppsim {
-namespace {
 
-// "configs/x.yaml: the answer breaks an invariant: <what>; <why>" as one line, exit 8.
-[[noreturn]] void broken(const AnswerSource& src, const std::string& what, const std::string& cause) {
+void broken(const AnswerSource& src, const std::string& what, const std::string& cause) {
   std::string msg = fmt::format("the answer breaks an invariant: {}", what);
   if (!cause.empty()) msg += "; " + cause;
   throw InputError(SourceLoc{src.input, 0, 0}, msg, {}, kExitInvariant);
 }
+
+namespace {
 
 std::string ticks_text(Time t, bool physical) {
   return physical ? fmt::format("{:.3f} ms", static_cast<double>(t) / 1e6) : fmt::format("{} ticks", t);
@@ -45,11 +44,13 @@ void check_timing(const Schedule& s, const SimCosts& costs, const ScheduleMetric
   const bool physical = !src.input.empty() && src.input.front() != '-';
   for (std::size_t r = 0; r < m.compute.size(); ++r) {
     if (m.compute[r] > m.makespan)
-      broken(src, fmt::format("{}: rank {} computes for {} in a step of {}", m.schedule, r, ticks_text(m.compute[r], physical),
-                              ticks_text(m.makespan, physical)),
+      broken(src,
+             fmt::format("{}: rank {} computes for {} in a step of {}", m.schedule, r,
+                         ticks_text(m.compute[r], physical), ticks_text(m.makespan, physical)),
              "the simulator lost an op's time");
     if (r < m.bubble.size() && m.bubble[r] < 0)
-      broken(src, fmt::format("{}: rank {} has a negative bubble ({})", m.schedule, r, ticks_text(m.bubble[r], physical)),
+      broken(src,
+             fmt::format("{}: rank {} has a negative bubble ({})", m.schedule, r, ticks_text(m.bubble[r], physical)),
              "its compute and exposed communication exceed the step");
   }
   if (!ops_take_slice_costs(s, costs)) return;
@@ -62,49 +63,14 @@ void check_timing(const Schedule& s, const SimCosts& costs, const ScheduleMetric
            "an op ran shorter than its cost");
 }
 
-void check_physical(const ModelConfig& cfg, const Schedule& s, const SimResult& r, const PhysicalResult& p,
-                    const AnswerSource& src) {
-  const ModelConfigData& c = *cfg.data;
-  const std::string who = s.family.empty() ? std::string("the schedule") : s.family;
-  if (p.mfu > 1.0 + 1e-9) {
-    const double peak = c.hardware.peak_tflops(c.precision.gemm);
-    const std::string cause =
-        !src.profile.empty()
-            ? fmt::format("the op times of profile '{}' are shorter than the model's FLOPs allow (a forward-only or "
-                          "partial trace?)",
-                          src.profile)
-            : "the config's efficiency figures or explicit times are above what the GPU can do";
-    broken(src,
-           fmt::format("{} achieves {:.0f} TFLOP/s per GPU, above the GPU's peak of {:.0f} (MFU {:.0f}%)", who,
-                       p.mfu * peak, peak, 100.0 * p.mfu),
-           cause);
-  }
-  const double longest = static_cast<double>(r.longest_span()) / 1e9;
-  if (p.step_time_s + 1e-12 < longest * (1.0 - 1e-9))
-    broken(src, fmt::format("{}: the step ({:.6f} s) is shorter than its longest rank's own span ({:.6f} s)", who, p.step_time_s,
-                            longest),
-           "");
-  for (std::size_t q = 0; q < p.memory.size(); ++q) {
-    const MemoryBreakdown& b = p.memory[q];
-    check_parts_add_up(fmt::format("{}: rank {}'s peak memory", who, q), b.total,
-                       {{"weights", b.weights},
-                        {"gradients", b.gradients},
-                        {"optimizer", b.optimizer},
-                        {"ema", b.ema},
-                        {"activations", b.activations},
-                        {"comm buffers", b.comm_buffers},
-                        {"workspace", b.workspace}},
-                       src);
-  }
-}
 
 void check_global_batch(long long microbatches, long long micro_batch_size, long long dp, long long global_batch,
                         const AnswerSource& src) {
   if (global_batch <= 0) return;
   if (microbatches * micro_batch_size * dp != global_batch)
     broken(src,
-           fmt::format("{} micro-batches x micro-batch size {} x dp {} = {} sequences, not the global batch of {}", microbatches,
-                       micro_batch_size, dp, microbatches * micro_batch_size * dp, global_batch),
+           fmt::format("{} micro-batches x micro-batch size {} x dp {} = {} sequences, not the global batch of {}",
+                       microbatches, micro_batch_size, dp, microbatches * micro_batch_size * dp, global_batch),
            "");
 }
 
@@ -127,12 +93,5 @@ std::vector<int> over_capacity_ranks(const std::vector<double>& peak_bytes, doub
   return out;
 }
 
-AnswerSource source_of(const ModelConfig& cfg) {
-  const ModelConfigData& c = *cfg.data;
-  AnswerSource src;
-  src.input = !c.file.empty() ? c.file : c.name;
-  if (c.profile.present) src.profile = c.profile.path;
-  return src;
-}
 
 }  // namespace ppsim

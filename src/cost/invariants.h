@@ -38,6 +38,14 @@ Time chain_bound(const SimCosts& costs);
 void check_physical(const ModelConfig& cfg, const Schedule& s, const SimResult& r, const PhysicalResult& p,
                     const AnswerSource& src);
 
+// A config's answer: check_global_batch with the config's micro-batch size, dp and stated global
+// batch, then check_physical (invariants_config.cc).
+void check_config_answer(const ModelConfig& cfg, const Schedule& s, const SimResult& r, const PhysicalResult& p,
+                         const AnswerSource& src);
+
+// The one-line error of a broken invariant: "input: the answer breaks an invariant: what; cause".
+[[noreturn]] void broken(const AnswerSource& src, const std::string& what, const std::string& cause);
+
 // micro-batches x micro-batch size x dp = global batch, when the input stated a global batch.
 void check_global_batch(long long microbatches, long long micro_batch_size, long long dp, long long global_batch,
                         const AnswerSource& src);

@@ -1,18 +1,17 @@
 #include "cost/megatron_args.h"
 
-#include "cost/shell_script.h"
-
 #include <fmt/format.h>
 
 #include <cctype>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/text_file.h"
+#include "cost/shell_script.h"
 
 namespace ppsim {
 
@@ -104,7 +103,8 @@ struct TrainingCommand {
 };
 
 // MegatronArgs::missing_hint for the command `best` among `cmds`.
-std::string missing_hint(const std::vector<ShellCommand>& cmds, const ShellCommand* best, const std::vector<Word>& args) {
+std::string missing_hint(const std::vector<ShellCommand>& cmds, const ShellCommand* best,
+                         const std::vector<Word>& args) {
   for (const Word& w : args)
     if (!w.unknown.empty()) return fmt::format("the script's word {} is not known: {}", w.text, w.unknown);
   for (std::size_t k = 0; k + 1 < cmds.size(); ++k)
@@ -143,8 +143,8 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
     return out;
   }
   if (!best->undecided.empty())
-    throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}",
-                                            best->words[best_py].text, best->undecided));
+    throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}", best->words[best_py].text,
+                                            best->undecided));
   out.script = best->words[best_py];
   out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
@@ -200,7 +200,8 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
         return std::nullopt;
       }
       const std::size_t colon = value.find(':');  // --nnodes 2:2
-      if (colon != std::string::npos && value.substr(0, colon) == value.substr(colon + 1)) value = value.substr(0, colon);
+      if (colon != std::string::npos && value.substr(0, colon) == value.substr(colon + 1))
+        value = value.substr(0, colon);
       if (const std::optional<long long> v = whole_integer(value); v && *v > 0) return *v;
       why = fmt::format("{} {} is not a number of GPUs", n, value);
       return std::nullopt;
@@ -212,7 +213,8 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
 // --nnodes (1 when absent), deepspeed's --num_gpus x --num_nodes; else slime's actor flags.
 void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
   std::string why;
-  const auto procs = launcher_flag(t.launcher, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus"}, why);
+  const auto procs =
+      launcher_flag(t.launcher, {"--nproc_per_node", "--nproc-per-node", "--num_gpus", "--num-gpus"}, why);
   if (procs) {
     std::string node_why;
     const auto nodes = launcher_flag(t.launcher, {"--nnodes", "--num_nodes", "--num-nodes"}, node_why);
@@ -321,7 +323,8 @@ void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
   }
   if (!type.empty()) out.tokenizer = "--tokenizer-type " + type;
   if (a.has("tokenizer-model") && !a.get("tokenizer-model").values.empty())
-    out.tokenizer += (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);
+    out.tokenizer +=
+        (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);
 }
 
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
@@ -335,7 +338,8 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   const bool swiglu = a.has("swiglu");
   if (a.has("ffn-hidden-size")) {
     m["ffn_hidden"] = a.integer("ffn-hidden-size", 1);
-  } else if (a.has("hidden-size")) {  // Megatron's default (arguments.py): 4h, or with SwiGLU 8h/3 down to a multiple of 64
+  } else if (a.has("hidden-size")) {  // Megatron's default (arguments.py): 4h, or with SwiGLU 8h/3 down to a multiple
+                                      // of 64
     const long long h = a.integer("hidden-size", 1);
     m["ffn_hidden"] = swiglu ? static_cast<long long>((4.0 * h * 2 / 3) / 64) * 64 : 4 * h;
   }
@@ -362,10 +366,10 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   if (a.has("global-batch-size")) out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));
   if (a.has("mtp-num-layers")) m["mtp_depth"] = a.integer("mtp-num-layers", 0);
   if (a.has("use-dynamic-batch-size"))
-    out.dynamic_batch = fmt::format("--use-dynamic-batch-size packs each micro-batch to {} tokens per GPU from "
-                                    "sequences whose lengths are known only when it runs",
-                                    a.has("max-tokens-per-gpu") ? "--max-tokens-per-gpu " + a.value("max-tokens-per-gpu")
-                                                                : "a token budget");
+    out.dynamic_batch = fmt::format(
+        "--use-dynamic-batch-size packs each micro-batch to {} tokens per GPU from "
+        "sequences whose lengths are known only when it runs",
+        a.has("max-tokens-per-gpu") ? "--max-tokens-per-gpu " + a.value("max-tokens-per-gpu") : "a token budget");
   if (a.has("multi-latent-attention")) {
     YAML::Node mla(YAML::NodeType::Map);
     mla["q_lora_rank"] = a.has("q-lora-rank") ? a.integer("q-lora-rank", 0) : 0;
@@ -392,8 +396,9 @@ void read_moe_layer_freq(Flags& a, YAML::Node m) {
   } else {
     pattern = python_int_list(f, at, "--moe-layer-freq");
     if (layers > 0 && static_cast<long long>(pattern.size()) != layers)
-      throw InputError(at, fmt::format("--moe-layer-freq {}: {} entries for --num-layers {} (Megatron requires one per layer)",
-                                       f, pattern.size(), layers));
+      throw InputError(
+          at, fmt::format("--moe-layer-freq {}: {} entries for --num-layers {} (Megatron requires one per layer)", f,
+                          pattern.size(), layers));
   }
   std::size_t dense = 0;
   while (dense < pattern.size() && pattern[dense] == 0) ++dense;
@@ -413,16 +418,18 @@ void read_moe_flags(Flags& a, YAML::Node m) {
   moe["experts"] = a.integer("num-experts", 1);
   moe["top_k"] = a.has("moe-router-topk") ? a.integer("moe-router-topk", 1) : 2;  // Megatron's default
   long long fe = 0;
-  if (a.has("moe-ffn-hidden-size")) fe = a.integer("moe-ffn-hidden-size", 1);
-  else if (m["ffn_hidden"]) fe = m["ffn_hidden"].as<long long>();  // Megatron: --ffn-hidden-size when not given
+  if (a.has("moe-ffn-hidden-size"))
+    fe = a.integer("moe-ffn-hidden-size", 1);
+  else if (m["ffn_hidden"])
+    fe = m["ffn_hidden"].as<long long>();  // Megatron: --ffn-hidden-size when not given
   if (fe > 0) moe["expert_ffn_hidden"] = fe;
   if (a.has("moe-router-enable-expert-bias")) moe["router_bias"] = true;  // one per expert, as DeepSeek-V3's
   if (a.has("moe-shared-expert-intermediate-size")) {
     const long long sh = a.integer("moe-shared-expert-intermediate-size", 0);
     if (fe <= 0 || sh % fe != 0)
-      throw InputError(a.at("moe-shared-expert-intermediate-size"),
-                       fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide",
-                                   sh, fe));
+      throw InputError(
+          a.at("moe-shared-expert-intermediate-size"),
+          fmt::format("--moe-shared-expert-intermediate-size {} is not a whole number of experts {} wide", sh, fe));
     moe["shared_experts"] = sh / fe;
   }
   m["moe"] = moe;
@@ -449,7 +456,8 @@ void even_split(Flags& a, YAML::Node par, int pp) {
   const long long stages = pp * vpp;
   if ((layers + e + l) % stages != 0)
     throw InputError(a.at("num-layers"), fmt::format("--num-layers {} + {} (embedding, loss) is not divisible by {} "
-                                                     "pipeline stages", layers, e + l, stages));
+                                                     "pipeline stages",
+                                                     layers, e + l, stages));
   YAML::Node split(YAML::NodeType::Sequence);
   for (long long s = 0; s < stages; ++s)
     split.push_back((layers + e + l) / stages - (s == 0 ? e : 0) - (s == stages - 1 ? l : 0));
@@ -466,15 +474,16 @@ void read_sharding(Flags& a, YAML::Node par) {
     return;
   }
   (void)a.has("use-distributed-optimizer");
-  const std::string st = a.has("data-parallel-sharding-strategy") ? a.value("data-parallel-sharding-strategy")
-                                                                   : "optim_grads_params";
-  static const std::map<std::string, int> kStage = {{"no_shard", 0}, {"optim", 1}, {"optim_grads", 2},
-                                                    {"optim_grads_params", 3}};
+  const std::string st =
+      a.has("data-parallel-sharding-strategy") ? a.value("data-parallel-sharding-strategy") : "optim_grads_params";
+  static const std::map<std::string, int> kStage = {
+      {"no_shard", 0}, {"optim", 1}, {"optim_grads", 2}, {"optim_grads_params", 3}};
   const auto it = kStage.find(st);
   if (it == kStage.end())
     throw InputError(a.at("data-parallel-sharding-strategy"),
                      fmt::format("--data-parallel-sharding-strategy {}: no_shard, optim, optim_grads or "
-                                 "optim_grads_params", st));
+                                 "optim_grads_params",
+                                 st));
   par["zero"] = it->second;
 }
 
@@ -497,7 +506,8 @@ void read_layer_split(Flags& a, YAML::Node par, YAML::Node m, int pp, const std:
     if (pl.mtp > 0) m["mtp_depth"] = pl.mtp;
     return;
   }
-  const bool has_first = a.has("decoder-first-pipeline-num-layers"), has_last = a.has("decoder-last-pipeline-num-layers");
+  const bool has_first = a.has("decoder-first-pipeline-num-layers"),
+             has_last = a.has("decoder-last-pipeline-num-layers");
   if (!has_first && !has_last) {
     even_split(a, par, pp);
     return;
@@ -532,15 +542,18 @@ void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::stri
   if (a.has("expert-tensor-parallel-size") && a.has("num-experts")) {  // a dense model has no experts to split
     const long long etp = a.integer("expert-tensor-parallel-size", 1);
     if (etp != tp)
-      throw InputError(a.at("expert-tensor-parallel-size"),
-                       fmt::format("--expert-tensor-parallel-size {} with --tensor-model-parallel-size {}: ppsim splits "
-                                   "the experts over tp (Megatron's default, expert tp = tp) only", etp, tp));
+      throw InputError(
+          a.at("expert-tensor-parallel-size"),
+          fmt::format("--expert-tensor-parallel-size {} with --tensor-model-parallel-size {}: ppsim splits "
+                      "the experts over tp (Megatron's default, expert tp = tp) only",
+                      etp, tp));
   }
   (void)a.has("sequence-parallel");  // ppsim's TP collectives are sequence-parallel's (reduce-scatter + all-gather)
   const int pp = static_cast<int>(par["pp"].as<long long>());
   if (a.has("num-layers-per-virtual-pipeline-stage")) {
     const long long n = a.integer("num-layers-per-virtual-pipeline-stage", 1);
-    if (!a.has("num-layers")) throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
+    if (!a.has("num-layers"))
+      throw InputError(a.get("num-layers-per-virtual-pipeline-stage").loc, "needs --num-layers");
     const long long layers = a.integer("num-layers", 1);
     if (layers % (n * pp) != 0)
       throw InputError(a.at("num-layers-per-virtual-pipeline-stage"),
@@ -558,8 +571,10 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
       throw InputError(a.at("recompute-granularity"), fmt::format("--recompute-granularity {}: full or selective", g));
     // Megatron's selective recompute without --recompute-modules recomputes the attention core
     // (ppsim's `selective`); with modules, only those (ppsim's recompute_ops, below).
-    if (g == "full") par["recompute"] = "full";
-    else if (!a.has("recompute-modules")) par["recompute"] = "selective";
+    if (g == "full")
+      par["recompute"] = "full";
+    else if (!a.has("recompute-modules"))
+      par["recompute"] = "selective";
     if (g == "full" && a.has("recompute-num-layers")) par["recompute_layers"] = a.integer("recompute-num-layers", 0);
     (void)a.has("recompute-method");  // uniform and block both recompute recompute_layers layers per stage here
   }
@@ -569,8 +584,10 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
   YAML::Node ops(YAML::NodeType::Sequence);
   for (const Word& w : a.get("recompute-modules").values) {
     auto it = kOps.find(w.text);
-    if (it != kOps.end()) ops.push_back(it->second);
-    else out.ignored.push_back("--recompute-modules " + w.text);
+    if (it != kOps.end())
+      ops.push_back(it->second);
+    else
+      out.ignored.push_back("--recompute-modules " + w.text);
   }
   if (ops.size() > 0) par["recompute_ops"] = ops;
 }
@@ -598,11 +615,12 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   const TrainingCommand cmd = training_command(cmds, name);
   if (!cmd.script.text.empty()) {
     const std::string py = std::filesystem::path(cmd.script.text).filename().string();
-    for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py", "pretrain_vlm.py",
-                              "pretrain_ict.py", "pretrain_retro.py", "pretrain_vision_classify.py"})
+    for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py",
+                              "pretrain_vlm.py", "pretrain_ict.py", "pretrain_retro.py", "pretrain_vision_classify.py"})
       if (py == other)
         throw InputError(cmd.script.loc, fmt::format("{}: ppsim models GPT decoders (pretrain_gpt.py and the "
-                                                     "trainers that build one), not this model", py));
+                                                     "trainers that build one), not this model",
+                                                     py));
   }
   std::vector<Flag> list = collect_flags(cmd.args);
   if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");

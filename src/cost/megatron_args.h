@@ -35,7 +35,7 @@ struct MegatronArgs {
   // why: what made it unknown.
   long long world_size = 0;
   std::string world_size_from, world_size_why;
-  std::string source;     // "file:line" of the training command
+  std::string source;  // "file:line" of the training command
   // Why a missing flag may be missing: the first unknown word among the arguments (an unset
   // array, a file not sourced), or a line right after the command that starts with a flag (a
   // missing `\` at the end of the line before). "" when none.

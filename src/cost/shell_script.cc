@@ -18,8 +18,8 @@ namespace ppsim {
 
 namespace {
 
-constexpr int kMaxDepth = 16;          // nested source / bash -c / eval / function calls
-constexpr int kMaxLoopItems = 4096;    // for-loop iterations over known lists, in all
+constexpr int kMaxDepth = 16;        // nested source / bash -c / eval / function calls
+constexpr int kMaxLoopItems = 4096;  // for-loop iterations over known lists, in all
 constexpr std::size_t kMaxValue = 1 << 20;
 
 bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
@@ -32,11 +32,11 @@ enum class Tok { word, array, op, arith };
 
 struct Token {
   Tok kind = Tok::word;
-  std::string text;           // word: its raw text (quotes kept); op: the operator; arith: inside (( ))
+  std::string text;  // word: its raw text (quotes kept); op: the operator; arith: inside (( ))
   SourceLoc loc;
-  std::vector<Token> elems;   // array: the elements' raw words
-  std::string name;           // array: the variable
-  bool append = false;        // array: NAME+=(...)
+  std::vector<Token> elems;  // array: the elements' raw words
+  std::string name;          // array: the variable
+  bool append = false;       // array: NAME+=(...)
 };
 
 class Lexer {
@@ -109,8 +109,8 @@ class Lexer {
     }
   }
   std::string operator_at() const {
-    static const char* kOps[] = {";;", "&&", "||", "|&", "&>>", "&>", ">>", ">&", "<<<", "<<-", "<<", "<&",
-                                 ";", "&", "|", "(", ")", ">", "<"};
+    static const char* kOps[] = {";;", "&&", "||", "|&", "&>>", "&>", ">>", ">&", "<<<", "<<-",
+                                 "<<", "<&", ";",  "&",  "|",   "(",  ")",  ">",  "<"};
     for (const char* o : kOps)
       if (s_.compare(i_, std::char_traits<char>::length(o), o) == 0) return o;
     // A file descriptor before a redirection: 2>, 1>&2.
@@ -288,7 +288,8 @@ class Lexer {
           next();
         }
         if (i_ < s_.size()) next();
-        if (strip) line.erase(0, line.find_first_not_of('\t') == std::string::npos ? line.size() : line.find_first_not_of('\t'));
+        if (strip)
+          line.erase(0, line.find_first_not_of('\t') == std::string::npos ? line.size() : line.find_first_not_of('\t'));
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (line == delim) break;
       }
@@ -308,8 +309,8 @@ class Lexer {
 struct Var {
   std::vector<std::string> items;  // a scalar is one item
   bool array = false;
-  std::string unknown;             // why the value is not known; "" when known
-  std::vector<std::string> item_unknown;  // per item of an array (empty: all known)
+  std::string unknown;                    // why the value is not known; "" when known
+  std::vector<std::string> item_unknown{};  // per item of an array (empty: all known)
   // Unknown only in parts: the value's text holds each unknown piece as the script wrote it ($X,
   // $(cmd)); its other words are known once split. False for a value an undecided branch chose.
   bool partial = false;
@@ -329,7 +330,7 @@ struct Val {
   std::vector<std::string> items;
   bool list = false;
   std::string unknown;
-  std::vector<std::string> item_unknown;  // per item (empty: all known)
+  std::vector<std::string> item_unknown{};  // per item (empty: all known)
   bool partial = false;                   // Var::partial
   std::string why(std::size_t k) const { return k < item_unknown.size() ? item_unknown[k] : std::string(); }
   std::string joined() const {
@@ -426,21 +427,31 @@ class Arith {
   long long cmp() {
     long long v = add();
     while (true) {
-      if (eat("==")) v = v == add();
-      else if (eat("!=")) v = v != add();
-      else if (eat("<=")) v = v <= add();
-      else if (eat(">=")) v = v >= add();
-      else if (eat("<")) v = v < add();
-      else if (eat(">")) v = v > add();
-      else return v;
+      if (eat("=="))
+        v = v == add();
+      else if (eat("!="))
+        v = v != add();
+      else if (eat("<="))
+        v = v <= add();
+      else if (eat(">="))
+        v = v >= add();
+      else if (eat("<"))
+        v = v < add();
+      else if (eat(">"))
+        v = v > add();
+      else
+        return v;
     }
   }
   long long add() {
     long long v = mul();
     while (true) {
-      if (eat("+")) v += mul();
-      else if (eat("-")) v -= mul();
-      else return v;
+      if (eat("+"))
+        v += mul();
+      else if (eat("-"))
+        v -= mul();
+      else
+        return v;
     }
   }
   long long mul() {
@@ -635,8 +646,8 @@ class Executor {
         if (next.run) st = rhs;  // `a && b` with a false stays false
         continue;
       }
-      const std::string why = fmt::format("the condition '{}' at line {}, which the script's own values do not decide",
-                                          left, at.line);
+      const std::string why =
+          fmt::format("the condition '{}' at line {}, which the script's own values do not decide", left, at.line);
       branch_unknown(c, m, why, [&](Cursor& cc, const Mode& mm) { pipeline(cc, mm); });
       st = St::unknown;
     }
@@ -687,9 +698,8 @@ class Executor {
         skip_redirections(c);
         return st;
       }
-      if (t.text == "function" || (c.i + 2 < c.t.size() && c.t[c.i + 1].kind == Tok::op &&
-                                   c.t[c.i + 1].text == "(" && c.t[c.i + 2].kind == Tok::op &&
-                                   c.t[c.i + 2].text == ")"))
+      if (t.text == "function" || (c.i + 2 < c.t.size() && c.t[c.i + 1].kind == Tok::op && c.t[c.i + 1].text == "(" &&
+                                   c.t[c.i + 2].kind == Tok::op && c.t[c.i + 2].text == ")"))
         return function_def(c, m);
     }
     return simple(c, m);
@@ -799,8 +809,10 @@ Vars Executor::merge(const Vars& a, const Vars& b, const std::string& why) const
   };
   for (const auto& [k, v] : a) {
     auto it = b.find(k);
-    if (it != b.end() && it->second == v) out[k] = v;
-    else mark(k, it != b.end() ? &it->second : &v);
+    if (it != b.end() && it->second == v)
+      out[k] = v;
+    else
+      mark(k, it != b.end() ? &it->second : &v);
   }
   for (const auto& [k, v] : b)
     if (!a.count(k)) mark(k, &v);
@@ -830,9 +842,8 @@ void Executor::if_rest(Cursor& c, const Mode& m, const SourceLoc& at) {
     else_part(c, other, at);
     return;
   }
-  const std::string why =
-      fmt::format("the condition '{}' at line {}, which the script's own values do not decide", text,
-                  c.t[from < c.t.size() ? from : 0].loc.line);
+  const std::string why = fmt::format("the condition '{}' at line {}, which the script's own values do not decide",
+                                      text, c.t[from < c.t.size() ? from : 0].loc.line);
   Mode tainted = m;
   tainted.taint = taint_text(m, why);
   const Vars before = vars_;
@@ -895,8 +906,10 @@ St Executor::for_clause(Cursor& c, const Mode& m) {
   loop_items_ += static_cast<int>(items.size());
   if (!m.run || !unknown.empty() || loop_items_ > kMaxLoopItems) {
     if (unknown.empty()) unknown = fmt::format("the loop at line {} (too many iterations to follow)", at.line);
-    if (m.run) branch_unknown(c, m, unknown, [&](Cursor& cc, const Mode& mm) { list(cc, mm, {"done"}); });
-    else list(c, m, {"done"});
+    if (m.run)
+      branch_unknown(c, m, unknown, [&](Cursor& cc, const Mode& mm) { list(cc, mm, {"done"}); });
+    else
+      list(c, m, {"done"});
   } else if (items.empty()) {
     list(c, Mode{false, m.taint}, {"done"});
   } else {
@@ -916,8 +929,10 @@ St Executor::for_clause(Cursor& c, const Mode& m) {
 void Executor::arith_for(Cursor& c, const Mode& m, const std::string& head, const SourceLoc& at) {
   std::vector<std::string> part(1);
   for (char ch : head) {
-    if (ch == ';') part.emplace_back();
-    else part.back() += ch;
+    if (ch == ';')
+      part.emplace_back();
+    else
+      part.back() += ch;
   }
   const std::size_t body = c.i;
   const std::string why = fmt::format("the loop 'for (({}))' at line {}", head, at.line);
@@ -926,8 +941,10 @@ void Executor::arith_for(Cursor& c, const Mode& m, const std::string& head, cons
     list(c, mm, {"done"});
   };
   if (!m.run || part.size() != 3) {
-    if (m.run) branch_unknown(c, m, why, [&](Cursor&, const Mode& mm) { once(mm); });
-    else once(m);
+    if (m.run)
+      branch_unknown(c, m, why, [&](Cursor&, const Mode& mm) { once(mm); });
+    else
+      once(m);
     return;
   }
   const Vars before = vars_;
@@ -968,8 +985,10 @@ St Executor::while_clause(Cursor& c, const Mode& m) {
     expect_word(cc, "do", at);
     list(cc, mm, {"done"});
   };
-  if (m.run && !never) branch_unknown(c, m, why, body);
-  else body(c, Mode{false, m.taint});
+  if (m.run && !never)
+    branch_unknown(c, m, why, body);
+  else
+    body(c, Mode{false, m.taint});
   expect_word(c, "done", at);
   skip_redirections(c);
   return St::yes;
@@ -985,8 +1004,8 @@ St Executor::case_clause(Cursor& c, const Mode& m) {
   ++c.i;
   while (c.is_op("\n")) ++c.i;
   expect_word(c, "in", at);
-  const std::string why = fmt::format("'case {}' at line {}, which the script's own values do not decide", subject_text,
-                                      at.line);
+  const std::string why =
+      fmt::format("'case {}' at line {}, which the script's own values do not decide", subject_text, at.line);
   bool matched = false;
   const Vars before = vars_;
   Vars merged = vars_;
@@ -1007,9 +1026,12 @@ St Executor::case_clause(Cursor& c, const Mode& m) {
     }
     expect_op(c, ")", at);
     Mode branch = m;
-    if (!m.run || matched) branch.run = false;
-    else if (!unknown.empty()) branch.taint = taint_text(m, why);
-    else if (!hit) branch.run = false;
+    if (!m.run || matched)
+      branch.run = false;
+    else if (!unknown.empty())
+      branch.taint = taint_text(m, why);
+    else if (!hit)
+      branch.run = false;
     if (branch.run && !unknown.empty()) vars_ = before;
     list(c, branch, {"esac"});
     if (branch.run && !unknown.empty()) merged = merge(merged, vars_, why);
@@ -1035,8 +1057,9 @@ St Executor::function_def(Cursor& c, const Mode& m) {
   while (c.is_op("\n")) ++c.i;
   const std::size_t from = c.i;
   command(c, Mode{false, m.taint});  // the body, read without running it
-  if (m.run) functions_[name] = std::vector<Token>(c.t.begin() + static_cast<std::ptrdiff_t>(from),
-                                                   c.t.begin() + static_cast<std::ptrdiff_t>(c.i));
+  if (m.run)
+    functions_[name] = std::vector<Token>(c.t.begin() + static_cast<std::ptrdiff_t>(from),
+                                          c.t.begin() + static_cast<std::ptrdiff_t>(c.i));
   return St::yes;
 }
 
@@ -1067,8 +1090,10 @@ St Executor::simple(Cursor& c, const Mode& m) {
       continue;
     }
     if (t.kind != Tok::word && t.kind != Tok::array) break;
-    if (words.empty() && t.text == "[[") in_test = true;
-    else if (in_test && t.text == "]]") in_test = false;
+    if (words.empty() && t.text == "[[")
+      in_test = true;
+    else if (in_test && t.text == "]]")
+      in_test = false;
     words.push_back(&t);
     ++c.i;
   }
@@ -1077,9 +1102,12 @@ St Executor::simple(Cursor& c, const Mode& m) {
   if (!m.run) return St::yes;
   std::size_t k = 0;
   for (; k < words.size(); ++k) {
-    if (words[k]->kind == Tok::array) assign_array(*words[k], m);
-    else if (is_assignment(words[k]->text)) assign(words[k]->text, words[k]->loc, m);
-    else break;
+    if (words[k]->kind == Tok::array)
+      assign_array(*words[k], m);
+    else if (is_assignment(words[k]->text))
+      assign(words[k]->text, words[k]->loc, m);
+    else
+      break;
   }
   if (k == words.size()) return St::yes;
   std::vector<ShellWord> argv;
@@ -1206,8 +1234,10 @@ std::string printf_text(const std::vector<ShellWord>& a, std::size_t from) {
         out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
       } else if (f[k] == '%' && k + 1 < f.size()) {
         const char d = f[++k];
-        if (d == '%') out += '%';
-        else if (arg < a.size()) out += a[arg++].text;
+        if (d == '%')
+          out += '%';
+        else if (arg < a.size())
+          out += a[arg++].text;
       } else {
         out += f[k];
       }
@@ -1536,7 +1566,8 @@ Val Executor::parameter(const std::string& inside, const SourceLoc& at) {
   const bool length = !inside.empty() && inside[0] == '#' && inside.size() > 1;
   if (length) k = 1;
   const std::size_t name_from = k;
-  if (k < inside.size() && (std::isdigit(static_cast<unsigned char>(inside[k])) || inside[k] == '@' || inside[k] == '*')) {
+  if (k < inside.size() &&
+      (std::isdigit(static_cast<unsigned char>(inside[k])) || inside[k] == '@' || inside[k] == '*')) {
     ++k;
   } else {
     while (k < inside.size() && is_name_char(inside[k])) ++k;
@@ -1599,9 +1630,7 @@ std::optional<long long> Executor::arith_value(const std::string& expr) {
     if (v.joined().empty()) return 0;
     return to_int(v.joined());
   };
-  const Arith::Set store = [&](const std::string& n, long long v) {
-    vars_[n] = Var{{std::to_string(v)}, false, {}};
-  };
+  const Arith::Set store = [&](const std::string& n, long long v) { vars_[n] = Var{{std::to_string(v)}, false, {}}; };
   return Arith(text, lookup, store).run();
 }
 
@@ -1784,8 +1813,10 @@ class PyList {
     while (eat('+')) {
       const Value r = product();
       if (v.is_list != r.is_list) bad("'+' of a list and an integer");
-      if (v.is_list) v.items.insert(v.items.end(), r.items.begin(), r.items.end());
-      else v.n += r.n;
+      if (v.is_list)
+        v.items.insert(v.items.end(), r.items.begin(), r.items.end());
+      else
+        v.n += r.n;
       check(v);
     }
     return v;

@@ -88,7 +88,8 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
       // as far as it lasts.
       const double first = gather / 2 / layers / bw, last = scatter / layers / bw;
       const double rest = std::max(0.0, rc.dp_ns - first - last);
-      rc.dp_exposed_ns = std::min(rc.dp_ns, first + last + std::max(0.0, rest - (*busy_ns)[static_cast<std::size_t>(r)]));
+      rc.dp_exposed_ns =
+          std::min(rc.dp_ns, first + last + std::max(0.0, rest - (*busy_ns)[static_cast<std::size_t>(r)]));
     }
     const double updated = p.zero >= 1 ? dense / n_dense + expert / n_expert : dense + expert;
     rc.optimizer_bytes = opt_on_gpu ? opt_per_param * updated : 0.0;

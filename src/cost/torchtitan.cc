@@ -95,7 +95,8 @@ void read_data_parallel(const Section& par, long long per_replica, long long gpu
     if (gpus % (per_replica * replicate) != 0)
       throw InputError(par.loc("data_parallel_shard_degree"),
                        fmt::format("[parallelism] data_parallel_shard_degree -1: {} GPUs is not a multiple of "
-                                   "pipeline x tensor x context x replicate = {}", gpus, per_replica * replicate));
+                                   "pipeline x tensor x context x replicate = {}",
+                                   gpus, per_replica * replicate));
     shard = gpus / (per_replica * replicate);
   }
   p["dp"] = shard * replicate;
@@ -203,15 +204,19 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
       if (rel.is_absolute() || base == base.parent_path()) break;
       base = base.parent_path();
     }
-    if (!found.empty()) m["hf_config"] = found.string();
+    if (!found.empty())
+      m["hf_config"] = found.string();
     else
-      out.missing_model = fmt::format("{}: [model] hf_assets_path = \"{}\": no config.json at {} nor in the folders "
-                                      "above (torchtitan's download_hf_assets puts it there); give model.hf_config or "
-                                      "the model's keys",
-                                      loc_text(model.loc("hf_assets_path")), assets, first.string());
+      out.missing_model = fmt::format(
+          "{}: [model] hf_assets_path = \"{}\": no config.json at {} nor in the folders "
+          "above (torchtitan's download_hf_assets puts it there); give model.hf_config or "
+          "the model's keys",
+          loc_text(model.loc("hf_assets_path")), assets, first.string());
   } else {
-    out.missing_model = fmt::format("{}: no [model] hf_assets_path: ppsim reads the model from its config.json; give "
-                                    "model.hf_config or the model's keys", name);
+    out.missing_model = fmt::format(
+        "{}: no [model] hf_assets_path: ppsim reads the model from its config.json; give "
+        "model.hf_config or the model's keys",
+        name);
   }
   // Stages per rank: layers_per_stage (vpp = layers / it / pp, once the layers are known), else
   // torchtitan's default of 2 for a multi-stage schedule (ZB-V and DualPipeV have 2 by design).

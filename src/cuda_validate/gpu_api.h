@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
-#include "core/error.h"
 #include "cuda_validate/replay_plan.h"
 #include "ep/ep_placement.h"
 

@@ -16,11 +16,11 @@
 namespace ppsim::gpu {
 
 struct ReplayWhere {
-  int pp = 1, ep = 1;             // pipeline ranks; EP shards of each (1: none)
+  int pp = 1, ep = 1;              // pipeline ranks; EP shards of each (1: none)
   std::string transport = "auto";  // as asked (choose_transport)
   ep::A2aBackend a2a = ep::A2aBackend::ours;
-  int devices = 0;                 // GPUs asked for in one process (0: all visible)
-  int visible = 0;                 // GPUs this process sees (0: not known yet: no placement)
+  int devices = 0;  // GPUs asked for in one process (0: all visible)
+  int visible = 0;  // GPUs this process sees (0: not known yet: no placement)
   int processes = 1, rank = 0, local_rank = 0, local_size = 1;  // the launcher's (one process: 1, 0, 0, 1)
 };
 

@@ -1,14 +1,14 @@
 // Launch environment, message order per link, and Timeline shares (see launch.h).
 #include "launch/launch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <set>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/enum_names.h"
 #include "core/error.h"

@@ -115,7 +115,8 @@ std::string nearest_change_text(const VariantResult& v) {
     return fmt::format(
         "nearest change: #{} {} needs {} GB per GPU, {} GB over the cap: allow {:g} GB per GPU "
         "(plan.constraints.memory_gb, or a GPU with more memory), or add recompute or GPUs to the search\n",
-        v.nearest.id, v.nearest.candidate, gb(v.nearest.need_bytes), gb(v.nearest.need_bytes - v.memory_cap_bytes), need_gb);
+        v.nearest.id, v.nearest.candidate, gb(v.nearest.need_bytes), gb(v.nearest.need_bytes - v.memory_cap_bytes),
+        need_gb);
   }
   int most = -1;
   for (int k = 0; k < kReasons; ++k)

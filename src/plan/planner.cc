@@ -11,6 +11,9 @@
 // Every outcome lands in the candidate's own slot, so the thread count cannot change a result.
 #include "plan/planner.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -18,17 +21,14 @@
 #include <memory>
 #include <optional>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
+#include "core/thread_pool.h"
 #include "cost/derive.h"
 #include "cost/invariants.h"
 #include "cost/layer_split.h"
 #include "cost/memory.h"
 #include "plan/candidate_config.h"
-#include "core/thread_pool.h"
-#include "plan/whatif.h"
 #include "plan/searched_family.h"
+#include "plan/whatif.h"
 #include "schedules/registry.h"
 #include "sim/engine.h"
 #include "sim/metrics.h"
@@ -448,10 +448,12 @@ class Planner {
     auto states = [](const RankMemory& m) { return m.weights + m.grads + m.optimizer + m.ema; };
     for (std::size_t r = 0; r < fixed.size(); ++r)
       if (states(fixed[r]) > var.cap_bytes)
-        return reject_memory(slot, states(fixed[r]),
-                      fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
-                                  "cap of {}", gb_text(states(fixed[r])), r, s.parameter_copies,
-                                  s.parameter_copies == 1 ? "y" : "ies", gb_text(var.cap_bytes)));
+        return reject_memory(
+            slot, states(fixed[r]),
+            fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
+                        "cap of {}",
+                        gb_text(states(fixed[r])), r, s.parameter_copies, s.parameter_copies == 1 ? "y" : "ies",
+                        gb_text(var.cap_bytes)));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const Memo* hit = nullptr;
     const P2pRuntime runtime = data.parallel.p2p_runtime;
@@ -494,10 +496,11 @@ class Planner {
         peak_rank = r;
       }
     if (peak > var.cap_bytes)
-      return reject_memory(slot, peak,
-                    fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
-                                gb_text(peak), peak_rank, gb_text(phys.memory[peak_rank].activations),
-                                sim->ranks[peak_rank].peak_activations, gb_text(var.cap_bytes)));
+      return reject_memory(
+          slot, peak,
+          fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
+                      gb_text(peak), peak_rank, gb_text(phys.memory[peak_rank].activations),
+                      sim->ranks[peak_rank].peak_activations, gb_text(var.cap_bytes)));
     Outcome& o = outcomes_[slot];
     o.status = Status::feasible;
     PlanRow& row = o.row;

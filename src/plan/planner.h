@@ -64,7 +64,9 @@ struct NearestPlan {
   std::uint64_t id = 0;
   std::string candidate;  // that candidate, as the rejection examples describe one
   double need_bytes = 0;  // its peak memory per GPU
-  bool before(const NearestPlan& o) const { return !o.any || need_bytes < o.need_bytes || (need_bytes == o.need_bytes && id < o.id); }
+  bool before(const NearestPlan& o) const {
+    return !o.any || need_bytes < o.need_bytes || (need_bytes == o.need_bytes && id < o.id);
+  }
 };
 
 struct Rejections {

@@ -2,10 +2,10 @@
 // misspelt key or schedule gets a suggestion, a number out of range its file:line:col.
 #include "plan/search_space.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "core/enum_names.h"
 #include "cost/yaml_reader.h"

@@ -1,9 +1,9 @@
 // Building what-if variants (whatif.h).
 #include "plan/whatif.h"
 
-#include <filesystem>
-
 #include <fmt/format.h>
+
+#include <filesystem>
 
 #include "core/split.h"
 
@@ -21,7 +21,6 @@ bool find_entry(const YAML::Node& node, const std::string& key, YAML::Node& out)
     }
   return false;
 }
-
 
 }  // namespace
 

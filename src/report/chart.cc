@@ -1,12 +1,11 @@
 #include "report/chart.h"
 
-#include <cstdlib>
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <unistd.h>
-
-#include <fmt/format.h>
+#include <cstdlib>
 
 #include "core/error.h"
 

@@ -140,7 +140,8 @@ std::string over_capacity_notes(const std::vector<ResultRow>& rows) {
   for (const auto& row : rows) {
     const PhysicalResult& p = row.physical;
     if (p.over_capacity_ranks.empty()) continue;
-    if (out.empty()) out += fmt::format("\n! over the GPU's memory of {:.1f} GB (hardware.hbm_gb):\n", p.memory_capacity_bytes / 1e9);
+    if (out.empty())
+      out += fmt::format("\n! over the GPU's memory of {:.1f} GB (hardware.hbm_gb):\n", p.memory_capacity_bytes / 1e9);
     std::vector<std::string> ranks;
     double mx = 0;
     for (int r : p.over_capacity_ranks) {
@@ -187,8 +188,9 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
       double mx = 0;
       for (double b : row.physical.peak_memory_bytes) mx = std::max(mx, b);
       const bool over = !row.physical.over_capacity_ranks.empty();
-      out += fmt::format(" {:>9.3f} {:>11.0f} {:>5.1f}% {:>10}", row.physical.step_time_s, row.physical.tokens_per_second,
-                         100.0 * row.physical.mfu, fmt::format("{:.1f}{}", mx / 1e9, over ? "!" : ""));
+      out +=
+          fmt::format(" {:>9.3f} {:>11.0f} {:>5.1f}% {:>10}", row.physical.step_time_s, row.physical.tokens_per_second,
+                      100.0 * row.physical.mfu, fmt::format("{:.1f}{}", mx / 1e9, over ? "!" : ""));
     } else {
       out += fmt::format(" {:>10.4f}", m.makespan ? m.microbatches / scale.to_display(m.makespan) : 0.0);
     }
@@ -231,9 +233,10 @@ std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeSc
 }
 
 std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale) {
-  std::string out = "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
-                    "published_holds,published_matches,peak_activations_max,parameter_copies,exposed_comm_max,fb_pair_time,"
-                    "step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
+  std::string out =
+      "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
+      "published_holds,published_matches,peak_activations_max,parameter_copies,exposed_comm_max,fb_pair_time,"
+      "step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
   for (const auto& row : rows) {
     const ScheduleMetrics& m = row.metrics;
     int act = 0;
@@ -244,10 +247,11 @@ std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scal
     for (double b : row.physical.peak_memory_bytes) mem = std::max(mem, b);
     std::vector<std::string> over;
     for (int r : row.physical.over_capacity_ranks) over.push_back(std::to_string(r));
-    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.schedule, m.pp, m.microbatches, m.vpp,
-                       tfmt(m.makespan, scale), tfmt(m.bubble_max, scale), m.bubble_mean / scale.ticks_per_unit,
-                       m.bubble_ratio, m.published.available ? tfmt(m.published.value, scale) : "",
-                       m.published_holds ? 1 : 0, m.published_matches ? 1 : 0, act, m.parameter_copies, tfmt(exp, scale),
+    out += fmt::format("{},{},{},{},{},{},{},{:.6f},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.schedule, m.pp,
+                       m.microbatches, m.vpp, tfmt(m.makespan, scale), tfmt(m.bubble_max, scale),
+                       m.bubble_mean / scale.ticks_per_unit, m.bubble_ratio,
+                       m.published.available ? tfmt(m.published.value, scale) : "", m.published_holds ? 1 : 0,
+                       m.published_matches ? 1 : 0, act, m.parameter_copies, tfmt(exp, scale),
                        m.fb_pair_time ? tfmt(*m.fb_pair_time, scale) : "",
                        row.physical.available ? fmt::format("{:.6f}", row.physical.step_time_s) : "",
                        row.physical.available ? fmt::format("{:.1f}", row.physical.tokens_per_second) : "",

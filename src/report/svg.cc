@@ -9,12 +9,12 @@
 // colour. Checked by tests/report/svg_test.cc (well-formed XML, cell count, a headless render).
 #include "report/svg.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 

@@ -1,14 +1,14 @@
 #include "schedules/notation.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/text_file.h"

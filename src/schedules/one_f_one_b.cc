@@ -15,7 +15,10 @@ Schedule generate_1f1b(const ScheduleParams& p) {
     // Phase 1, warm-up: w forwards.                count = min(P-1-r, M)
     for (int i = 0; i < warmup; ++i) e.f(r, next_f++);
     // Phase 2, steady: one forward, one backward.  count = M - w
-    for (int i = 0; i < m - warmup; ++i) { e.f(r, next_f++); e.b(r, next_b++); }
+    for (int i = 0; i < m - warmup; ++i) {
+      e.f(r, next_f++);
+      e.b(r, next_b++);
+    }
     // Phase 3, cool-down: the remaining backwards. count = w
     for (int i = 0; i < warmup; ++i) e.b(r, next_b++);
   });

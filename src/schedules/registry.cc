@@ -34,8 +34,7 @@ PublishedBubble bubble(Time value, bool holds, std::string formula, std::string 
 // (per chunk for ZB-V) and M >= 2P-1.
 PublishedBubble zero_own_span(const ScheduleParams& p, const UniformTimes& t, std::string condition) {
   const Time b = t.input_grad();
-  return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)", std::move(condition),
-                true);
+  return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)", std::move(condition), true);
 }
 
 std::vector<Family> make_families() {
@@ -93,21 +92,30 @@ std::vector<Family> make_families() {
       },
       [](const ScheduleParams& p, int) { return std::min(p.pp, p.microbatches); }});
   v.push_back(Family{
-      "zb-h2", {"zbh2", "zb2"}, "Zero Bubble H2: extra warm-up forwards, W fills the drain",
-      "P >= 1, M >= 1", "min(2P-1, M) on every rank", 1, 1,
+      "zb-h2",
+      {"zbh2", "zb2"},
+      "Zero Bubble H2: extra warm-up forwards, W fills the drain",
+      "P >= 1, M >= 1",
+      "min(2P-1, M) on every rank",
+      1,
+      1,
       [](const ScheduleParams&) { return ok(); },
       generate_zb_h2,
       [](const ScheduleParams& p, const UniformTimes& t) { return zero_own_span(p, t, "F = b = W and M >= 2P-1"); },
       [](const ScheduleParams& p, int) { return std::min(2 * p.pp - 1, p.microbatches); }});
-  v.push_back(Family{
-      "zbv", {"zb-v", "zero-bubble-v"}, "Zero Bubble V: two chunks per rank in a V, handcrafted",
-      "P >= 1, M >= 1", "2P chunks (M >= 2P-1)", 1, 2,
-      [](const ScheduleParams&) { return ok(); },
-      generate_zbv,
-      [](const ScheduleParams& p, const UniformTimes& t) {
-        return zero_own_span(p, t, "F = b = W per chunk and M >= 2P-1");
-      },
-      [](const ScheduleParams& p, int) { return p.microbatches >= 2 * p.pp - 1 ? 2 * p.pp : -1; }});
+  v.push_back(Family{"zbv",
+                     {"zb-v", "zero-bubble-v"},
+                     "Zero Bubble V: two chunks per rank in a V, handcrafted",
+                     "P >= 1, M >= 1",
+                     "2P chunks (M >= 2P-1)",
+                     1,
+                     2,
+                     [](const ScheduleParams&) { return ok(); },
+                     generate_zbv,
+                     [](const ScheduleParams& p, const UniformTimes& t) {
+                       return zero_own_span(p, t, "F = b = W per chunk and M >= 2P-1");
+                     },
+                     [](const ScheduleParams& p, int) { return p.microbatches >= 2 * p.pp - 1 ? 2 * p.pp : -1; }});
   v.push_back(Family{
       "chimera", {"Chimera"}, "two pipelines in opposite directions, slot-ordered (Chimera, SC'21)",
       "P even, M mod P = 0", "P/2 + 1 + min(r, P-1-r) stages", 2, 1,

@@ -22,9 +22,13 @@ Schedule generate_zb_h1(const ScheduleParams& p) {
       if (i >= r) e.w();
     }
     // Phase 3, cool-down: I, then the oldest W.           count = w
-    for (int i = 0; i < warmup; ++i) { e.i(r, next_i++); e.w(); }
+    for (int i = 0; i < warmup; ++i) {
+      e.i(r, next_i++);
+      e.w();
+    }
     // Phase 4, flush the deferred W.                       count = pending
-    while (e.w()) {}
+    while (e.w()) {
+    }
   });
 }
 

@@ -22,7 +22,8 @@ Schedule generate_zb_h2(const ScheduleParams& p) {
       if (next_f < m) e.f(r, next_f++);
     }
     // Phase 3, the remaining W.                           count = pending
-    while (e.w()) {}
+    while (e.w()) {
+    }
   });
 }
 

@@ -57,8 +57,7 @@ std::vector<Placement> parse_placements(const std::string& name) {
   if (name == "all") return {Placement::linear, Placement::v_shape, Placement::bidirectional};
   if (name == "torch") return {Placement::linear, Placement::v_shape};
   throw InputError(fmt::format("--placement: unknown placement '{}' (torch, linear, v, bidirectional or all)", name),
-                   {},
-                   kExitUsage);
+                   {}, kExitUsage);
 }
 
 Placement placement_of(const Schedule& s) {
@@ -506,8 +505,8 @@ std::vector<Candidate> family_seeds(const SearchRequest& req, std::vector<Family
     }
     Candidate& cand = f.cand;
     if (two_copies(req, cand)) {
-      res.family_notes.emplace_back(f.name, fmt::format("{} parameter copies (--placement all compares it)",
-                                                        cand.schedule.parameter_copies));
+      res.family_notes.emplace_back(
+          f.name, fmt::format("{} parameter copies (--placement all compares it)", cand.schedule.parameter_copies));
       continue;
     }
     if (!cand.valid) {

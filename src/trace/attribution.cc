@@ -34,8 +34,15 @@ struct Extent {
 class Attributor {
  public:
   Attributor(const KinetoTrace& t, const ImportOptions& o, const Rules& rules, const std::optional<std::regex>& step)
-      : t_(t), o_(o), rules_(rules), step_re_(step), attr_(t.gpu.size()), queries_(t.threads.size()),
-        ranges_of_(t.threads.size()), extents_(t.threads.size()), end_(t.ranges.size()) {
+      : t_(t),
+        o_(o),
+        rules_(rules),
+        step_re_(step),
+        attr_(t.gpu.size()),
+        queries_(t.threads.size()),
+        ranges_of_(t.threads.size()),
+        extents_(t.threads.size()),
+        end_(t.ranges.size()) {
     for (std::size_t i = 0; i < t.ranges.size(); ++i) end_[i] = t.ranges[i].end();
     for (auto& m : meaning_) m.resize(t.names.size());
     step_name_.assign(t.names.size(), -1);
@@ -403,8 +410,8 @@ void Attributor::split_boundary(std::size_t th, const Boundary& b, const std::ve
   } else {
     if (b.prev >= 0 && closing <= n && std::equal(gap.begin(), gap.begin() + static_cast<long>(closing), names.begin()))
       to_prev = closing;
-    if (b.next >= 0 && opening <= n - to_prev && std::equal(gap.end() - static_cast<long>(opening), gap.end(),
-                                                            names.end() - static_cast<long>(opening)))
+    if (b.next >= 0 && opening <= n - to_prev &&
+        std::equal(gap.end() - static_cast<long>(opening), gap.end(), names.end() - static_cast<long>(opening)))
       to_next = opening;
   }
   for (std::size_t k = 0; k < to_prev; ++k) own(b.pending[k], ext[static_cast<std::size_t>(b.prev)]);

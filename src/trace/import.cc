@@ -63,8 +63,16 @@ class Measure {
  public:
   Measure(const KinetoTrace& t, const Rules& rules, const std::optional<std::regex>& step_re,
           std::vector<Attribution> attr, ImportResult& r)
-      : r_(r), t_(t), rules_(rules), step_re_(step_re), attr_(std::move(attr)), n_(t.gpu.size()),
-        is_comm_(n_), beside_(n_, 0), transfer_(n_, 0), wall_(n_, 0) {
+      : r_(r),
+        t_(t),
+        rules_(rules),
+        step_re_(step_re),
+        attr_(std::move(attr)),
+        n_(t.gpu.size()),
+        is_comm_(n_),
+        beside_(n_, 0),
+        transfer_(n_, 0),
+        wall_(n_, 0) {
     comm_name_.assign(t.names.size(), -1);
   }
 
@@ -122,8 +130,9 @@ void Measure::stream_roles() {
   for (std::size_t i = 0; i < n_; ++i) {
     const GpuEvent& g = t_.gpu[i];
     const int sub = attr_[i].p.subop;
-    is_comm_[i] = comm_kernel(g.name) || (attr_[i].p.pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) ||
-                                                                 sub == static_cast<int>(SubOp::combine)));
+    is_comm_[i] =
+        comm_kernel(g.name) ||
+        (attr_[i].p.pass >= 0 && (sub == static_cast<int>(SubOp::dispatch) || sub == static_cast<int>(SubOp::combine)));
     StreamStats& s = streams_[{g.device, g.stream}];
     s.device = g.device;
     s.stream = g.stream;
@@ -335,9 +344,9 @@ void Measure::fill_cells() {
     if (a.p.pass < 0) {
       r_.unmapped += g.dur;
       ++r_.unmapped_kernels;
-      const std::string& key = a.p.top >= 0 ? t_.names[static_cast<std::size_t>(
-                                                      t_.ranges[static_cast<std::size_t>(a.p.top)].name)]
-                                                : "(no range) " + t_.names[static_cast<std::size_t>(g.name)];
+      const std::string& key =
+          a.p.top >= 0 ? t_.names[static_cast<std::size_t>(t_.ranges[static_cast<std::size_t>(a.p.top)].name)]
+                       : "(no range) " + t_.names[static_cast<std::size_t>(g.name)];
       unmapped_by[key] += g.dur;
       continue;
     }
@@ -564,9 +573,10 @@ std::string render_import_report(const ImportResult& r) {
     const OpTimes& t = r.profile.op;
     o += fmt::format("\nprofile, one layer: F {} ms, B {} ms (W {} ms)\n", ms(t.f), ms(t.b), ms(t.w));
     if (r.recompute_per_layer > 0)
-      o += fmt::format("recompute: B holds {} ms of forward re-run inside the backward (activation checkpointing); "
-                       "the profile says recompute: included, so a config adds none\n",
-                       ms(r.recompute_per_layer));
+      o += fmt::format(
+          "recompute: B holds {} ms of forward re-run inside the backward (activation checkpointing); "
+          "the profile says recompute: included, so a config adds none\n",
+          ms(r.recompute_per_layer));
     if (r.backward == 0) o += "forward only (inference): no backward in the trace; the profile has F times only\n";
   } else if (r.backward == 0 && r.gpu_total > 0) {
     o += "\nno backward in the trace (a forward-only step): as a training profile it is refused; --inference "
@@ -662,10 +672,11 @@ std::string render_import_profile(const ImportResult& r, bool moe_layers_only, b
            ? "# comm_slowdown measured from the trace (SM sharing: profiled)\n"
            : "# no comm_slowdown in the trace: the overlap model uses the linear rule\n";
   if (r.recompute_per_layer > 0)
-    h += fmt::format("# recompute: included: B holds {:.3f} ms of forward re-run inside the backward per layer "
-                     "(activation checkpointing); a config must say it recomputes (full or recompute_ops), and "
-                     "adds none\n",
-                     static_cast<double>(r.recompute_per_layer) / 1e6);
+    h += fmt::format(
+        "# recompute: included: B holds {:.3f} ms of forward re-run inside the backward per layer "
+        "(activation checkpointing); a config must say it recomputes (full or recompute_ops), and "
+        "adds none\n",
+        static_cast<double>(r.recompute_per_layer) / 1e6);
   if (inference && r.backward == 0) h += "# forward only (import-trace --inference): B and W are 0, not measured\n";
   if (!moe_layers_only) return render_profile(r.profile, h);
   CostProfile p = r.profile;

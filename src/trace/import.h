@@ -85,10 +85,10 @@ struct ImportResult {
   // Mapped GPU time by the path that attributed it: the launch's own stack, the user ranges open on
   // the thread that called backward while autograd ran, or autograd's link to the forward op.
   Time by_stack = 0, by_caller = 0, by_forward = 0;
-  Time recompute = 0;         // kernel time of forwards re-run inside the backward, in layers
+  Time recompute = 0;            // kernel time of forwards re-run inside the backward, in layers
   Time recompute_per_layer = 0;  // of the profile's B: the recompute, one layer, one execution
-  Time backward = 0;          // kernel time in passes I and W (0: a forward-only trace)
-  bool python_stacks = false; // the trace holds Python stacks (with_stack=True)
+  Time backward = 0;             // kernel time in passes I and W (0: a forward-only trace)
+  bool python_stacks = false;    // the trace holds Python stacks (with_stack=True)
   int layers = 0;             // distinct numbered layers
   int executions = 0;         // micro-batches seen (most executions of one layer's sub-op)
   CostProfile profile;        // per layer, version 2

@@ -239,7 +239,10 @@ void measure_step(PipelineRun& p, StepIntervals& iv) {
 void executed_schedule(PipelineRun& p) {
   for (const auto& r : p.ranks) {
     std::string line;
-    for (const auto& a : r.actions) line += (line.empty() ? "" : ",") + format_action(a.action);
+    for (const auto& a : r.actions) {
+      if (!line.empty()) line += ',';
+      line += format_action(a.action);
+    }
     p.csv += line + "\n";
   }
   p.schedule = import_csv(p.csv, "the executed order", static_cast<int>(p.ranks.size()), 0);

@@ -33,7 +33,7 @@ struct Rule {
   std::regex re;
   std::optional<SubOp> subop;
   std::optional<Pass> pass;
-  bool module_scopes = true;  // also tried on module scopes (the user's rules; the defaults are not)
+  bool module_scopes = true;           // also tried on module scopes (the user's rules; the defaults are not)
   std::optional<std::regex> re_icase;  // the default sub-op rules on user ranges: case ignored
 };
 

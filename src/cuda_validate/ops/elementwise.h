@@ -1,10 +1,10 @@
 // Launchers for elementwise kernels: reproducible random fills and the residual add.
 #pragma once
-#include <cstddef>
-#include <cstdint>
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
 
 namespace ppsim::gpu {
 

@@ -1,10 +1,10 @@
 // MessageCheck (see message_check.h).
 #include "cuda_validate/replay/message_check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
@@ -15,7 +15,8 @@
 namespace ppsim::gpu::replay {
 
 MessageCheck::MessageCheck(const Schedule& s, const std::vector<int>& devices)
-    : stages_(s.num_stages()), microbatches_(s.microbatches),
+    : stages_(s.num_stages()),
+      microbatches_(s.microbatches),
       keys_(2 * static_cast<std::size_t>(s.num_stages()) * static_cast<std::size_t>(s.microbatches)) {
   DeviceGuard guard;
   for (int d : devices) {

@@ -6,12 +6,12 @@
 // message arrived reads other bytes and the two sums differ. Each GPU adds into its own slots;
 // across processes the slots are gathered. A kernel per message end: for tests, not timings.
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime.h>
 
 #include "core/schedule.h"
 #include "launch/launch.h"

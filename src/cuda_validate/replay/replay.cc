@@ -19,24 +19,23 @@
 // Watchdog: every host wait (a message not yet posted, streams not yet done) is bounded by
 // ReplayConfig::nccl_timeout_s; NCCL async errors are polled; on either, the communicators are
 // aborted and InputError(kExitGpu) is thrown.
+#include <fmt/format.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
@@ -45,8 +44,8 @@
 #include "cuda_validate/ep_wiring.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/green.h"
-#include "cuda_validate/peer.h"
 #include "cuda_validate/ops/elementwise.h"
+#include "cuda_validate/peer.h"
 #include "cuda_validate/replay/message_check.h"
 #include "cuda_validate/replay/transport.h"
 #include "cuda_validate/replay/words.h"
@@ -266,8 +265,8 @@ class RankRunner {
   void start_clock(Barrier& sync) {
     sync.arrive_and_wait();
     if (clock_leader_) {
-      if (clocks_.gate) wait_word(clocks_.gate->device_word(0), static_cast<std::uint32_t>(runs_), clocks_.timeout_s,
-                                  main_->get());
+      if (clocks_.gate)
+        wait_word(clocks_.gate->device_word(0), static_cast<std::uint32_t>(runs_), clocks_.timeout_s, main_->get());
       cudaEvent_t e = event();
       PPSIM_CUDA_CHECK(cudaEventRecord(e, main_->get()));
       std::lock_guard<std::mutex> lock(clocks_.mu);
@@ -432,8 +431,10 @@ class RankRunner {
     if (op.kind == OpKind::B || op.kind == OpKind::W) {
       // The staging copies read these buffers: wait for them before they go back to the pool.
       for (const Sent& e : pending_[{op.stage, m}]) {
-        if (e.by_transport) t_.wait_sent(e.key, e.event, st);
-        else PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e.event, 0));
+        if (e.by_transport)
+          t_.wait_sent(e.key, e.event, st);
+        else
+          PPSIM_CUDA_CHECK(cudaStreamWaitEvent(st, e.event, 0));
       }
       pending_.erase({op.stage, m});
       c.release(m, st);
@@ -726,7 +727,7 @@ class Replay {
   // shard_device_[e][r]: the GPU of shard e of rank r here, or -1 for one another process replays.
   std::vector<std::vector<int>> shard_device_, shard_process_;
   std::vector<Slot> slots_;
-  std::vector<int> mine_;  // shard 0's ranks here: the Timeline's
+  std::vector<int> mine_;                               // shard 0's ranks here: the Timeline's
   std::vector<std::unique_ptr<Transport>> transports_;  // one per EP shard's pipeline
   DeviceClocks clocks_;
   std::map<int, std::unique_ptr<SmPartitions>> parts_;  // outlive the runners' streams
@@ -842,10 +843,9 @@ void Replay::make_runners() {
   for (const Slot& sl : slots_) {
     const int group = placed[sl.device]++;
     const auto pit = parts_.find(sl.device);
-    runners_.push_back(std::make_unique<RankRunner>(sl.rank, sl.device, group == 0, s_, cfg_,
-                                                    *transports_[static_cast<std::size_t>(sl.shard)], clocks_,
-                                                    pit == parts_.end() ? nullptr : pit->second.get(), group,
-                                                    sl.shard));
+    runners_.push_back(std::make_unique<RankRunner>(
+        sl.rank, sl.device, group == 0, s_, cfg_, *transports_[static_cast<std::size_t>(sl.shard)], clocks_,
+        pit == parts_.end() ? nullptr : pit->second.get(), group, sl.shard));
   }
   if (!cfg_.verify_messages) return;
   std::vector<int> devs;
@@ -994,9 +994,10 @@ void Replay::check() {
   std::string ep_failure;
   for (std::size_t i = 0; i < runners_.size() && ep_failure.empty(); ++i)
     if (const unsigned st = runners_[i]->result().ep_status; st != 0)
-      ep_failure = fmt::format("replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the measured "
-                               "run, so its times are not valid",
-                               slots_[i].rank, slots_[i].shard, st - 1000);
+      ep_failure = fmt::format(
+          "replay: rank {} (EP shard {}): an all-to-all wait for shard {} gave up in the measured "
+          "run, so its times are not valid",
+          slots_[i].rank, slots_[i].shard, st - 1000);
   if (plan_.multi ? mpi::any_of(!ep_failure.empty()) : !ep_failure.empty())
     throw_gpu_failure(ep_failure.empty() ? "replay: an all-to-all wait gave up in another process's measured run, so "
                                            "the times are not valid"

@@ -477,8 +477,10 @@ cudaEvent_t Transport::receive(const MsgKey& key, void* dst, std::size_t bytes, 
     // stream's synchronous calls of a thread that the writer waits for (seen: a hang).
     const Posted p = take(to_consumer_, key, who);
     words_->wait(consumer_stream, copied_word(m), static_cast<std::uint32_t>(generation_));
-    if (in_place) *in_place = m.mailbox;
-    else PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, consumer_stream));
+    if (in_place)
+      *in_place = m.mailbox;
+    else
+      PPSIM_CUDA_CHECK(cudaMemcpyAsync(dst, m.mailbox, bytes, cudaMemcpyDeviceToDevice, consumer_stream));
     std::lock_guard<std::mutex> lock(mu_);
     records_.push_back(
         Record{m.src, dst_rank, p.copy_start, p.event, p.producer, static_cast<Bytes>(bytes), key, true});

@@ -25,6 +25,9 @@
 // message it waited for; abort() wakes every waiter, aborts NCCL and raises the shared abort word
 // that the other processes' waits watch.
 #pragma once
+#include <cuda_runtime.h>
+#include <nccl.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -37,15 +40,12 @@
 #include <thread>
 #include <vector>
 
-#include <cuda_runtime.h>
-#include <nccl.h>
-
 #include "core/op.h"
 #include "core/schedule.h"
 #include "core/time.h"
+#include "cuda_validate/replay/words.h"
 #include "launch/launch.h"
 #include "launch/shared_flags.h"
-#include "cuda_validate/replay/words.h"
 
 namespace ppsim::gpu::replay {
 

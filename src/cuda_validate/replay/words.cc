@@ -2,11 +2,11 @@
 // link to libcuda).
 #include "cuda_validate/replay/words.h"
 
+#include <cuda.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
-#include <cuda.h>
-
-#include <fmt/format.h>
 
 #include "cuda_validate/check.h"
 
@@ -43,8 +43,9 @@ const Entry& entry() {
 }
 
 void check_cu(CUresult r, const char* what) {
-  if (r != CUDA_SUCCESS) throw_gpu_failure(fmt::format("{} failed (CUresult {})", what, static_cast<int>(r)),
-                                           "run without value waits (PPSIM_REPLAY_WAITS=event)");
+  if (r != CUDA_SUCCESS)
+    throw_gpu_failure(fmt::format("{} failed (CUresult {})", what, static_cast<int>(r)),
+                      "run without value waits (PPSIM_REPLAY_WAITS=event)");
 }
 
 }  // namespace

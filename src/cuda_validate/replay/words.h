@@ -6,11 +6,11 @@
 // (docs/VALIDATION.md); and the replay's clock gate: every GPU's epoch is recorded once one word,
 // polled by a kernel on each GPU, is set by the host, so the GPUs' clocks start together.
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include <cuda_runtime.h>
 
 namespace ppsim::gpu::replay {
 

@@ -63,7 +63,6 @@ void check_timing(const Schedule& s, const SimCosts& costs, const ScheduleMetric
            "an op ran shorter than its cost");
 }
 
-
 void check_global_batch(long long microbatches, long long micro_batch_size, long long dp, long long global_batch,
                         const AnswerSource& src) {
   if (global_batch <= 0) return;
@@ -92,6 +91,5 @@ std::vector<int> over_capacity_ranks(const std::vector<double>& peak_bytes, doub
     if (peak_bytes[r] > capacity_bytes) out.push_back(static_cast<int>(r));
   return out;
 }
-
 
 }  // namespace ppsim

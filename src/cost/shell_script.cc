@@ -309,7 +309,7 @@ class Lexer {
 struct Var {
   std::vector<std::string> items;  // a scalar is one item
   bool array = false;
-  std::string unknown;                    // why the value is not known; "" when known
+  std::string unknown;                      // why the value is not known; "" when known
   std::vector<std::string> item_unknown{};  // per item of an array (empty: all known)
   // Unknown only in parts: the value's text holds each unknown piece as the script wrote it ($X,
   // $(cmd)); its other words are known once split. False for a value an undecided branch chose.
@@ -331,7 +331,7 @@ struct Val {
   bool list = false;
   std::string unknown;
   std::vector<std::string> item_unknown{};  // per item (empty: all known)
-  bool partial = false;                   // Var::partial
+  bool partial = false;                     // Var::partial
   std::string why(std::size_t k) const { return k < item_unknown.size() ? item_unknown[k] : std::string(); }
   std::string joined() const {
     std::string s;

@@ -99,8 +99,9 @@ struct BlockSample {
 BlockSample trace_blocks(const std::vector<trace::ImportResult>& imports) {
   BlockSample s;
   for (const trace::ImportResult& r : imports)
-    for (const auto& [layer, subs] : r.cells) {
-      if (layer < 0) continue;
+    for (const auto& entry : r.cells) {
+      if (entry.first < 0) continue;
+      const auto& subs = entry.second;  // a named reference: clang 14 cannot capture a structured binding
       auto per_exec = [&](trace::SubOp op) {
         double t = 0;
         int n = 0;

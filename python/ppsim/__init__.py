@@ -225,6 +225,15 @@ def search(**kw):
     return Result(_ppsim._call("search", kw))
 
 
+def _written(out, path, key):
+    """The result of a call whose file the CLI writes with -o: out[key] written to `path` (when
+    given), out as a Result."""
+    if path is not None:
+        with open(path, "w") as f:
+            f.write(out[key])
+    return Result(out)
+
+
 @_keywords("import-trace")
 def import_trace(trace, **kw):
     """A PyTorch profiler (Kineto) trace, as `ppsim import-trace --format json` (docs/TRACES.md).
@@ -242,10 +251,7 @@ def import_trace(trace, **kw):
     """
     traces = [str(t) for t in trace] if isinstance(trace, (list, tuple)) else [str(trace)]
     out = _ppsim._call("import-trace", dict(kw, trace=traces))
-    if kw.get("output") is not None:
-        with open(kw["output"], "w") as f:
-            f.write(out["profile_yaml"])
-    return Result(out)
+    return _written(out, kw.get("output"), "profile_yaml")
 
 
 @_keywords("model")
@@ -299,10 +305,7 @@ def calibrate(config, **kw):
     "yaml" (the calibration file), "text" (the table)}; writes the YAML to `output` when given.
     """
     out = _ppsim._call("calibrate", dict(kw, config=config))
-    if kw.get("output") is not None:
-        with open(kw["output"], "w") as f:
-            f.write(out["yaml"])
-    return Result(out)
+    return _written(out, kw.get("output"), "yaml")
 
 
 @_keywords("profile")
@@ -312,10 +315,7 @@ def profile(config, **kw):
     Without a GPU (or the CUDA back-end): ppsim.Error with exit_code 5.
     """
     out = _ppsim._call("profile", dict(kw, config=config))
-    if kw.get("output") is not None:
-        with open(kw["output"], "w") as f:
-            f.write(out["yaml"])
-    return Result(out)
+    return _written(out, kw.get("output"), "yaml")
 
 
 @_keywords("validate")

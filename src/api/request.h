@@ -64,6 +64,8 @@ nlohmann::json to_json(const Result& r);
 // chunk's F, b and W are split evenly over its layers and into attention (attn_share) and MLP;
 // each layer's dispatch and combine take a2a. InputError (exit 2) for settings that do not fit.
 void add_unit_overlap_costs(SimCosts& costs, const UnitCosts& u, int v);
+// The flag the unit times came from, as an error line names the input: "--times F=1,B=2,W=1,FB=3".
+std::string unit_source(const UnitCosts& u);
 // The simulator's costs for `s` from unit settings (no config).
 SimCosts unit_costs(const Schedule& s, const UnitCosts& u);
 

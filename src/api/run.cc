@@ -55,17 +55,12 @@ SimCosts unit_costs(const Schedule& s, const UnitCosts& u) {
   return costs;
 }
 
-namespace {
-
-// The unit costs' flags, for an invariant's error line.
 std::string unit_source(const UnitCosts& u) {
   const UniformTimes& t = u.chunk_times ? *u.chunk_times : u.times;
   auto units = [](Time x) { return static_cast<double>(x) / kTicksPerUnit; };
   return fmt::format("{} F={:g},B={:g},W={:g},FB={:g}", u.chunk_times ? "--chunk-times" : "--times", units(t.f),
                      units(t.b), units(t.w), units(t.fb));
 }
-
-}  // namespace
 
 Result run(const Request& req) {
   apply_limits(req.schedule);

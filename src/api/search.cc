@@ -133,8 +133,8 @@ std::string reclock_rows(const ModelConfig& cfg, SearchResult& r, SearchOutcome&
 }
 
 // The reported rows, each checked against the invariants (cost/invariants.h) before it is reported.
-void add_rows(const ModelConfig* cfg, const SearchResult& r, SearchOutcome& out) {
-  const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{"--times", {}};
+void add_rows(const ModelConfig* cfg, const UnitCosts& units, const SearchResult& r, SearchOutcome& out) {
+  const AnswerSource src = cfg ? source_of(*cfg) : AnswerSource{unit_source(units), {}};
   auto add_row = [&](const std::string& name, const Candidate& c, const SimCosts& costs) {
     out.rows.push_back({metrics_of(name, c, costs), {}});
     check_timing(c.schedule, costs, out.rows.back().metrics, src);
@@ -239,7 +239,7 @@ SearchOutcome search(const SearchCall& a) {
   const Time base_makespan = r.best.sim.makespan();  // the lower bound is at the base clock
   sum.clocked = st.cfg && st.cfg->data->hardware.clock_duty_slope > 0;
   const std::string clock_note = sum.clocked ? reclock_rows(*st.cfg, r, out) : "";
-  add_rows(st.cfg.get(), r, out);
+  add_rows(st.cfg.get(), st.units, r, out);
   sum.gap = r.lower_bound > 0
                 ? 100.0 * static_cast<double>(base_makespan - r.lower_bound) / static_cast<double>(r.lower_bound)
                 : 0.0;

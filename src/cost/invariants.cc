@@ -1,4 +1,4 @@
-// The answer's invariants (api/invariants.h; docs/INVARIANTS.md).
+// The answer's invariants (cost/invariants.h; docs/INVARIANTS.md).
 #include "cost/invariants.h"
 
 #include <fmt/format.h>
@@ -18,8 +18,9 @@ void broken(const AnswerSource& src, const std::string& what, const std::string&
 
 namespace {
 
-std::string ticks_text(Time t, bool physical) {
-  return physical ? fmt::format("{:.3f} ms", static_cast<double>(t) / 1e6) : fmt::format("{} ticks", t);
+std::string time_text(Time t, bool physical) {
+  return physical ? fmt::format("{:.3f} ms", static_cast<double>(t) / 1e6)
+                  : fmt::format("{:g} units", static_cast<double>(t) / kTicksPerUnit);
 }
 
 // Every op of the schedule costs its slice's figure: no pair runs shorter than its two ops, no
@@ -41,16 +42,16 @@ Time chain_bound(const SimCosts& costs) {
 }
 
 void check_timing(const Schedule& s, const SimCosts& costs, const ScheduleMetrics& m, const AnswerSource& src) {
-  const bool physical = !src.input.empty() && src.input.front() != '-';
+  const bool physical = src.physical;
   for (std::size_t r = 0; r < m.compute.size(); ++r) {
     if (m.compute[r] > m.makespan)
       broken(src,
              fmt::format("{}: rank {} computes for {} in a step of {}", m.schedule, r,
-                         ticks_text(m.compute[r], physical), ticks_text(m.makespan, physical)),
+                         time_text(m.compute[r], physical), time_text(m.makespan, physical)),
              "the simulator lost an op's time");
     if (r < m.bubble.size() && m.bubble[r] < 0)
       broken(src,
-             fmt::format("{}: rank {} has a negative bubble ({})", m.schedule, r, ticks_text(m.bubble[r], physical)),
+             fmt::format("{}: rank {} has a negative bubble ({})", m.schedule, r, time_text(m.bubble[r], physical)),
              "its compute and exposed communication exceed the step");
   }
   if (!ops_take_slice_costs(s, costs)) return;
@@ -59,7 +60,7 @@ void check_timing(const Schedule& s, const SimCosts& costs, const ScheduleMetric
     broken(src,
            fmt::format("{}: the step ({}) is shorter than one micro-batch's forward and input-gradient chain through "
                        "every slice ({})",
-                       m.schedule, ticks_text(m.makespan, physical), ticks_text(bound, physical)),
+                       m.schedule, time_text(m.makespan, physical), time_text(bound, physical)),
            "an op ran shorter than its cost");
 }
 

@@ -20,7 +20,8 @@ namespace ppsim {
 // What the answer was computed from, for the error line: "configs/x.yaml" or "--times F=1,B=2".
 struct AnswerSource {
   std::string input;
-  std::string profile;  // a measured cost profile the costs came from ("" if none)
+  std::string profile;    // a measured cost profile the costs came from ("" if none)
+  bool physical = false;  // times in ns (a config), else in the user's units
 };
 
 // The step is no shorter than its critical path: every rank's compute fits in the makespan, every

@@ -56,6 +56,7 @@ AnswerSource source_of(const ModelConfig& cfg) {
   const ModelConfigData& c = *cfg.data;
   AnswerSource src;
   src.input = !c.file.empty() ? c.file : c.name;
+  src.physical = true;
   if (c.profile.present) src.profile = c.profile.path;
   return src;
 }

@@ -109,6 +109,27 @@ __device__ __forceinline__ void count_block(A2aStatsDev* stats) {
   }
 }
 
+// One warp a row: this warp's first row and the number of warps in the grid (the stride).
+__device__ __forceinline__ std::int64_t warp_row0() {
+  return blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+}
+__device__ __forceinline__ std::int64_t grid_warps() {
+  return static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+}
+
+// Row r of an expert rank's [E/ep][ep][C] buffer: (local expert le, source src, position pos),
+// and whether a token fills it (pos < counts[src][le], the counts its dispatch received).
+struct BlockRow {
+  std::int64_t pos;
+  int src, le;
+  bool filled;
+};
+__device__ __forceinline__ BlockRow block_row(const ep::EpGeometry& g, const int* counts, std::int64_t r) {
+  const std::int64_t pos = r % g.capacity, blk = r / g.capacity;
+  const int src = static_cast<int>(blk % g.ep), le = static_cast<int>(blk / g.ep);
+  return {pos, src, le, pos < counts[src * g.experts_per_rank() + le]};
+}
+
 // One warp copies one row of `nvec` 16-byte vectors, four loads in flight per lane before the
 // stores (a row of hidden 4096 is 512 vectors: 16 per lane).
 __device__ __forceinline__ void copy_row(int4* __restrict__ dst, const int4* __restrict__ src, int nvec, int lane) {
@@ -183,10 +204,8 @@ __global__ void __launch_bounds__(512)
   }
   const int lane = threadIdx.x & 31;
   const int nvec = g.hidden / 8;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
   const std::int64_t rows = g.rows();
-  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < rows;
-       r += warps) {
+  for (std::int64_t r = warp_row0(); r < rows; r += grid_warps()) {
     const int i = slot_token[r];
     if (i < 0) continue;
     const int e = static_cast<int>(r / g.capacity);
@@ -209,14 +228,8 @@ __global__ void __launch_bounds__(512)
   if (!wait_all(flags, g.ep, sender_blocks, epoch, timeout_ns, stats)) return;
   const int lane = threadIdx.x & 31;
   const int nvec = g.hidden / 8;
-  const int El = g.experts_per_rank();
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < g.rows();
-       r += warps) {
-    const std::int64_t pos = r % g.capacity, blk = r / g.capacity;
-    const int src = static_cast<int>(blk % g.ep), le = static_cast<int>(blk / g.ep);
-    if (pos >= counts[src * El + le]) zero_row(reinterpret_cast<int4*>(rows_buf + r * g.hidden), nvec, lane);
-  }
+  for (std::int64_t r = warp_row0(); r < g.rows(); r += grid_warps())
+    if (!block_row(g, counts, r).filled) zero_row(reinterpret_cast<int4*>(rows_buf + r * g.hidden), nvec, lane);
 }
 
 // Combine, sender side (expert rank `rank`): each filled row (le, src, pos), pos < counts[src][le]
@@ -229,13 +242,10 @@ __global__ void __launch_bounds__(512)
   const int lane = threadIdx.x & 31;
   const int nvec = g.hidden / 8;
   const int El = g.experts_per_rank();
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; r < g.rows();
-       r += warps) {
-    const std::int64_t pos = r % g.capacity, blk = r / g.capacity;
-    const int src = static_cast<int>(blk % g.ep), le = static_cast<int>(blk / g.ep);
-    if (pos >= counts[src * El + le]) continue;
-    copy_row(reinterpret_cast<int4*>(peers.rows[src] + g.send_row(rank * El + le, pos) * g.hidden),
+  for (std::int64_t r = warp_row0(); r < g.rows(); r += grid_warps()) {
+    const BlockRow b = block_row(g, counts, r);
+    if (!b.filled) continue;
+    copy_row(reinterpret_cast<int4*>(peers.rows[b.src] + g.send_row(rank * El + b.le, b.pos) * g.hidden),
              reinterpret_cast<const int4*>(rows_in + r * g.hidden), nvec, lane);
   }
   signal_all(peers, g.ep, rank, epoch);
@@ -253,9 +263,7 @@ __global__ void __launch_bounds__(512)
   if (epoch > 0 && !wait_all(flags, g.ep, sender_blocks, epoch, timeout_ns, stats)) return;
   const int lane = threadIdx.x & 31;
   const int nvec = g.hidden / 8;
-  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t t = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32; t < g.tokens;
-       t += warps) {
+  for (std::int64_t t = warp_row0(); t < g.tokens; t += grid_warps()) {
     for (int v = lane; v < nvec; v += 32) {
       float acc[8];
       if (resid != nullptr) {

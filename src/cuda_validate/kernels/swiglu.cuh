@@ -8,17 +8,29 @@ namespace ppsim::gpu::kernels {
 
 __device__ __forceinline__ float sigmoidf(float z) { return 1.f / (1.f + __expf(-z)); }
 
+// Element pair p of the rows: its row, its column c (even), and the gate and up values there.
+struct SwigluPair {
+  std::int64_t row;
+  int c;
+  float g[2], u[2];
+};
+__device__ __forceinline__ SwigluPair swiglu_pair(const bf16* __restrict__ gu, std::int64_t p, int f) {
+  SwigluPair q;
+  q.row = p / (f / 2);
+  q.c = static_cast<int>(p % (f / 2)) * 2;
+  const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + q.row * 2 * f + q.c);
+  const __nv_bfloat162 u = *reinterpret_cast<const __nv_bfloat162*>(gu + q.row * 2 * f + f + q.c);
+  q.g[0] = __low2float(g), q.g[1] = __high2float(g), q.u[0] = __low2float(u), q.u[1] = __high2float(u);
+  return q;
+}
+
 __global__ void swiglu_fwd(bf16* __restrict__ a, const bf16* __restrict__ gu, std::int64_t rows, int f) {
   const std::int64_t pairs = rows * (f / 2);
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < pairs;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t row = p / (f / 2);
-    const int c = static_cast<int>(p % (f / 2)) * 2;
-    const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + row * 2 * f + c);
-    const __nv_bfloat162 u = *reinterpret_cast<const __nv_bfloat162*>(gu + row * 2 * f + f + c);
-    const float g0 = __low2float(g), g1 = __high2float(g);
-    const float a0 = g0 * sigmoidf(g0) * __low2float(u), a1 = g1 * sigmoidf(g1) * __high2float(u);
-    *reinterpret_cast<__nv_bfloat162*>(a + row * f + c) = __floats2bfloat162_rn(a0, a1);
+    const SwigluPair q = swiglu_pair(gu, p, f);
+    const float a0 = q.g[0] * sigmoidf(q.g[0]) * q.u[0], a1 = q.g[1] * sigmoidf(q.g[1]) * q.u[1];
+    *reinterpret_cast<__nv_bfloat162*>(a + q.row * f + q.c) = __floats2bfloat162_rn(a0, a1);
   }
 }
 
@@ -27,23 +39,18 @@ __global__ void swiglu_bwd(bf16* __restrict__ dgu, const bf16* __restrict__ da, 
   const std::int64_t pairs = rows * (f / 2);
   for (std::int64_t p = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; p < pairs;
        p += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t row = p / (f / 2);
-    const int c = static_cast<int>(p % (f / 2)) * 2;
-    const __nv_bfloat162 g = *reinterpret_cast<const __nv_bfloat162*>(gu + row * 2 * f + c);
-    const __nv_bfloat162 u = *reinterpret_cast<const __nv_bfloat162*>(gu + row * 2 * f + f + c);
-    const __nv_bfloat162 d = *reinterpret_cast<const __nv_bfloat162*>(da + row * f + c);
-    float dg[2], du[2];
-    const float gz[2] = {__low2float(g), __high2float(g)};
-    const float uz[2] = {__low2float(u), __high2float(u)};
+    const SwigluPair q = swiglu_pair(gu, p, f);
+    const __nv_bfloat162 d = *reinterpret_cast<const __nv_bfloat162*>(da + q.row * f + q.c);
     const float dz[2] = {__low2float(d), __high2float(d)};
+    float dg[2], du[2];
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-      const float s = sigmoidf(gz[k]);
-      du[k] = dz[k] * gz[k] * s;
-      dg[k] = dz[k] * uz[k] * s * (1.f + gz[k] * (1.f - s));
+      const float s = sigmoidf(q.g[k]);
+      du[k] = dz[k] * q.g[k] * s;
+      dg[k] = dz[k] * q.u[k] * s * (1.f + q.g[k] * (1.f - s));
     }
-    *reinterpret_cast<__nv_bfloat162*>(dgu + row * 2 * f + c) = __floats2bfloat162_rn(dg[0], dg[1]);
-    *reinterpret_cast<__nv_bfloat162*>(dgu + row * 2 * f + f + c) = __floats2bfloat162_rn(du[0], du[1]);
+    *reinterpret_cast<__nv_bfloat162*>(dgu + q.row * 2 * f + q.c) = __floats2bfloat162_rn(dg[0], dg[1]);
+    *reinterpret_cast<__nv_bfloat162*>(dgu + q.row * 2 * f + f + q.c) = __floats2bfloat162_rn(du[0], du[1]);
   }
 }
 

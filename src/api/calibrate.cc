@@ -9,6 +9,7 @@
 
 #include "api/request.h"
 #include "core/error.h"
+#include "core/json_null.h"
 #include "cost/config.h"
 #include "cost/derive.h"
 #include "schedules/registry.h"
@@ -308,26 +309,23 @@ std::string render_report(const Calibration& cal) {
 }  // namespace
 
 nlohmann::json calibration_json(const Calibration& c) {
-  nlohmann::json j;
-  j["method"] = c.method;
-  j["config"] = c.config;
-  j["note"] = c.note;
-  j["measured_step_s"] = c.measured_step_s;
-  j["preset_step_s"] = c.preset_step_s;
-  j["calibrated_step_s"] = c.calibrated_step_s;
-  nlohmann::json f = nlohmann::json::array();
+  nlohmann::json fitted = nlohmann::json::array(), kept = nlohmann::json::array();
   for (const CalibratedFigure& x : c.fitted)
-    f.push_back({{"key", x.key},
-                 {"preset", x.preset},
-                 {"value", x.value},
-                 {"uncertainty", x.uncertainty ? nlohmann::json(*x.uncertainty) : nlohmann::json(nullptr)},
-                 {"from", x.from}});
-  j["fitted"] = f;
-  nlohmann::json u = nlohmann::json::array();
+    fitted.push_back({{"key", x.key},
+                      {"preset", x.preset},
+                      {"value", x.value},
+                      {"uncertainty", or_null(x.uncertainty)},
+                      {"from", x.from}});
   for (const UnidentifiedFigure& x : c.unidentified)
-    u.push_back({{"key", x.key}, {"preset", x.preset}, {"why", x.why}});
-  j["not_identified"] = u;
-  return j;
+    kept.push_back({{"key", x.key}, {"preset", x.preset}, {"why", x.why}});
+  return {{"method", c.method},
+          {"config", c.config},
+          {"note", c.note},
+          {"measured_step_s", c.measured_step_s},
+          {"preset_step_s", c.preset_step_s},
+          {"calibrated_step_s", c.calibrated_step_s},
+          {"fitted", fitted},
+          {"not_identified", kept}};
 }
 
 nlohmann::json calibration_notes(const ModelConfig& cfg, const std::vector<ScheduleAt>& results) {
@@ -344,10 +342,8 @@ nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<Sch
   j["method"] = cal->method;
   nlohmann::json changed = nlohmann::json::array();
   for (const CalibratedFigure& f : cal->fitted)
-    changed.push_back({{"key", f.key},
-                       {"preset", f.preset},
-                       {"value", f.value},
-                       {"uncertainty", f.uncertainty ? nlohmann::json(*f.uncertainty) : nlohmann::json(nullptr)}});
+    changed.push_back(
+        {{"key", f.key}, {"preset", f.preset}, {"value", f.value}, {"uncertainty", or_null(f.uncertainty)}});
   j["changed"] = changed;
   nlohmann::json kept = nlohmann::json::array();
   for (const UnidentifiedFigure& f : cal->unidentified) kept.push_back(f.key);

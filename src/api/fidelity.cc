@@ -16,6 +16,7 @@
 #include "api/fidelity_search.h"
 #include "api/request.h"
 #include "core/error.h"
+#include "core/json_null.h"
 #include "cost/config.h"
 #include "cost/flops.h"
 #include "cost/step_costs.h"
@@ -469,7 +470,6 @@ FidelityResult fidelity(const FidelityRequest& req) {
 
 nlohmann::json fidelity_json(const FidelityResult& r) {
   nlohmann::json rows = nlohmann::json::array();
-  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   for (const FidelityRow& x : r.rows) {
     nlohmann::json j;
     j["key"] = x.key;
@@ -492,14 +492,14 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
     j["optimizer_s"] = x.optimizer_s;
     j["mfu"] = x.mfu;
     j["predicted_memory_gb"] = x.predicted_memory_gb;
-    j["published_memory_gb"] = opt(x.published_memory_gb);
-    j["fits_gb"] = opt(x.fits_gb);
-    j["fits_limit_gb"] = opt(x.fits_limit_gb);
+    j["published_memory_gb"] = or_null(x.published_memory_gb);
+    j["fits_gb"] = or_null(x.fits_gb);
+    j["fits_limit_gb"] = or_null(x.fits_limit_gb);
     j["fits"] = x.fits;
-    j["baseline"] = x.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(x.baseline);
-    j["published_relative"] = opt(x.published_relative);
-    j["predicted_relative"] = opt(x.predicted_relative);
-    j["relative_diff_pp"] = opt(x.relative_diff_pp);
+    j["baseline"] = or_null(!x.baseline.empty(), x.baseline);
+    j["published_relative"] = or_null(x.published_relative);
+    j["predicted_relative"] = or_null(x.predicted_relative);
+    j["relative_diff_pp"] = or_null(x.relative_diff_pp);
     j["source_id"] = x.source_id;
     j["gpu_family"] = x.gpu_family;
     if (x.preset_error) {
@@ -509,8 +509,8 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
       j["fitted_scale"] = x.fitted_scale;
     }
     if (r.checked) {
-      j["max_error_pct"] = opt(x.max_error_pct);
-      j["max_relative_pp"] = opt(x.max_relative_pp);
+      j["max_error_pct"] = or_null(x.max_error_pct);
+      j["max_relative_pp"] = or_null(x.max_relative_pp);
       j["within"] = x.within;
     }
     rows.push_back(std::move(j));

@@ -47,9 +47,14 @@ Runner setup_validate(CLI::App& sub) {
     if (!trace.empty()) files.emplace_back(trace, api::validate_trace(out));
     if (!html.empty()) {
       HtmlReport rep = json_tables_html("validate", "ppsim validate", out.json);
+      const auto add = [&rep](const std::string& name, const Timeline& t, const char* label) {
+        HtmlTimeline h;
+        h.name = name, h.timeline = &t, h.label = label;
+        rep.timelines.push_back(std::move(h));
+      };
       for (std::size_t i = 0; i < out.names.size(); ++i) {
-        rep.timelines.push_back({out.names[i], &out.measured[i], nullptr, -1, "measured"});
-        rep.timelines.push_back({out.names[i], &out.predicted[i], nullptr, -1, "predicted"});
+        add(out.names[i], out.measured[i], "measured");
+        add(out.names[i], out.predicted[i], "predicted");
       }
       files.emplace_back(html, render_html(rep));
     }

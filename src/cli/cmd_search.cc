@@ -58,7 +58,7 @@ Runner setup_search(CLI::App& sub) {
       rep.title = "ppsim search";
       rep.results = r.json;  // as --format json prints them
       for (std::size_t i = 0; i < runs.size(); ++i)
-        rep.timelines.push_back({runs[i].name, &runs[i].sim.timeline, nullptr, static_cast<int>(i), {}});
+        rep.timelines.push_back({{runs[i].name, &runs[i].sim.timeline, nullptr}, static_cast<int>(i), {}});
       files.emplace_back(html, render_html(rep));
     }
     if (!stdout_taken(files))

@@ -21,9 +21,8 @@ std::string html_page(const api::Values& v, const RunOutput& out) {
   rep.title = "ppsim " + kind;
   rep.results = results_json(out.rows, out.skipped, out.scale, out.extra);
   for (std::size_t i = 0; i < out.timelines.size(); ++i)
-    rep.timelines.push_back({out.rows[i].metrics.schedule,
-                             &out.timelines[i],
-                             out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve,
+    rep.timelines.push_back({{out.rows[i].metrics.schedule, &out.timelines[i],
+                              out.rows[i].physical.memory_curve.empty() ? nullptr : &out.rows[i].physical.memory_curve},
                              static_cast<int>(i),
                              {}});
   if (v.text("config").empty() && v.text("chunk_times").empty() && v.text("schedule_file").empty() &&

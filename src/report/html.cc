@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ppsim_web_assets.h"  // generated from web/ by cmake/embed_web.cmake
+#include "report/svg.h"
 
 namespace ppsim {
 
@@ -12,20 +13,6 @@ namespace {
 std::string script_safe(std::string s) {
   for (std::size_t i = 0; (i = s.find("</", i)) != std::string::npos; i += 3) s.replace(i, 2, "<\\/");
   return s;
-}
-
-std::string html_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
 }
 
 // The timelines the page carries: in full up to kPageIntervals intervals in all (the first one
@@ -120,11 +107,11 @@ std::string render_html(const HtmlReport& r) {
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
        "<meta name=\"generator\" content=\"ppsim\">\n<title>";
-  o += html_escape(r.title);
+  o += xml_escape(r.title);
   o += "</title>\n<style>\n";
   o += web::kReportCss;
   o += "</style>\n</head>\n<body>\n<header><h1>";
-  o += html_escape(r.title);
+  o += xml_escape(r.title);
   o += "</h1><span class=\"cmd\" id=\"subtitle\"></span><span class=\"spacer\"></span><button id=\"theme\" type=\"button\">light / dark</button></header>\n"
        "<div id=\"main\"></div>\n<div id=\"tip\"></div>\n<script id=\"ppsim-data\" type=\"application/json\">";
   o += script_safe(data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

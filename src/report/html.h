@@ -12,12 +12,9 @@
 
 namespace ppsim {
 
-struct HtmlTimeline {
-  std::string name;
-  const Timeline* timeline = nullptr;
-  // Per rank, bytes over time (a config's memory curve); without it the lane shows the live
-  // activations (chunk-micro-batches) the timeline recorded.
-  const std::vector<std::vector<MemorySample>>* memory = nullptr;
+// A timeline of the page: a NamedTimeline (its memory: per rank, bytes over time; without it the
+// lane shows the live activations the timeline recorded), and where it belongs.
+struct HtmlTimeline : NamedTimeline {
   int row = -1;        // the results row it belongs to (-1: its own index)
   std::string label;   // e.g. "measured", "predicted"
 };

@@ -70,7 +70,9 @@ Kind kind_of(const Interval& iv) {
 
 bool dark_stage(int stage, int pp) { return pp > 0 && (stage / pp) % 2 == 1; }
 
-std::string escape(const std::string& s) {
+}  // namespace
+
+std::string xml_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -88,6 +90,8 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 std::string num(double v) { return fmt::format("{:.2f}", v); }
 
@@ -174,7 +178,7 @@ class SvgWriter {
     auto item = [&](const char* fill, const std::string& label) {
       out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#555\" stroke-width=\"0.5\"/>",
                          num(x), num(cy), sw, sh, fill);
-      out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", num(x + sw + 4), num(cy + sh - 2), escape(label));
+      out += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", num(x + sw + 4), num(cy + sh - 2), xml_escape(label));
       x += sw + 10 + static_cast<double>(label.size()) * kFontPx * kCharPx + 14;
     };
     for (Kind k : {Kind::F, Kind::B, Kind::I, Kind::W, Kind::FB, Kind::Comm, Kind::Xfer})
@@ -198,12 +202,12 @@ class SvgWriter {
     const double lane_h = kRowHeight + (has_comm ? kCommHeight + 1 : 0);
     const double pitch = lane_h + kRowGap;
 
-    out += fmt::format("<g class=\"timeline\" data-name=\"{}\">\n", escape(nt.name));
+    out += fmt::format("<g class=\"timeline\" data-name=\"{}\">\n", xml_escape(nt.name));
     out += fmt::format("<text class=\"title\" x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-                       num(kMarginLeft), num(y + 15), escape(nt.name.empty() ? std::string("timeline") : nt.name));
+                       num(kMarginLeft), num(y + 15), xml_escape(nt.name.empty() ? std::string("timeline") : nt.name));
     out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#444\">P = {}, makespan {} {}</text>\n",
                        num(kMarginLeft + static_cast<double>(nt.name.size() + 2) * 14 * kCharPx + 8), num(y + 15), t.pp,
-                       fmt_display(sc.to_display(t.end - t.start)), escape(sc.unit));
+                       fmt_display(sc.to_display(t.end - t.start)), xml_escape(sc.unit));
     y += kTitleHeight;
     const double rows_top = y;
 
@@ -246,10 +250,11 @@ class SvgWriter {
     std::string name = format_action(iv.action);
     if (iv.part != Part::Whole) name += std::string("/") + part_name(iv.part);
     out += fmt::format(
-        "<rect class=\"op\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" stroke-width=\"0.75\">"
+        "<rect class=\"op\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#ffffff\" "
+        "stroke-width=\"0.75\">"
         "<title>rank {}: {} [{}, {}) {}</title></rect>",
-        num(x0), num(ry), num(w), num(kRowHeight), dark ? p.dark : p.light, iv.rank, escape(name),
-        fmt_display(t.scale.to_display(iv.start)), fmt_display(t.scale.to_display(iv.end)), escape(t.scale.unit));
+        num(x0), num(ry), num(w), num(kRowHeight), dark ? p.dark : p.light, iv.rank, xml_escape(name),
+        fmt_display(t.scale.to_display(iv.start)), fmt_display(t.scale.to_display(iv.end)), xml_escape(t.scale.unit));
     std::string label = iv.action.overlapped && !one_op
                             ? fmt::format("{}|{}", iv.action.first.microbatch, iv.action.second.microbatch)
                             : fmt::format("{}", op.microbatch);
@@ -259,8 +264,8 @@ class SvgWriter {
     if (need * font > w - 2) font = (w - 2) / need;
     if (font >= 5) {
       out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>",
-                         num(x0 + w / 2), num(ry + kRowHeight / 2 + font * 0.36), num(font), dark ? "#ffffff" : "#1a1a1a",
-                         escape(label));
+                         num(x0 + w / 2), num(ry + kRowHeight / 2 + font * 0.36), num(font),
+                         dark ? "#ffffff" : "#1a1a1a", xml_escape(label));
     }
     out += "\n";
   }
@@ -268,9 +273,10 @@ class SvgWriter {
   void comm_bar(std::string& out, const char* cls, const char* fill, Time a, Time b, double y, const std::string& what,
                 const TimeScale& sc) {
     out += fmt::format(
-        "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.7\"><title>{} [{}, {}) {}</title></rect>\n",
-        cls, num(x_of(a)), num(y), num(std::max(0.5, static_cast<double>(b - a) * px_per_tick_)), num(kCommHeight), fill,
-        escape(what), fmt_display(sc.to_display(a)), fmt_display(sc.to_display(b)), escape(sc.unit));
+        "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" fill-opacity=\"0.7\"><title>{} "
+        "[{}, {}) {}</title></rect>\n",
+        cls, num(x_of(a)), num(y), num(std::max(0.5, static_cast<double>(b - a) * px_per_tick_)), num(kCommHeight),
+        fill, xml_escape(what), fmt_display(sc.to_display(a)), fmt_display(sc.to_display(b)), xml_escape(sc.unit));
   }
 
   double axis(std::string& out, const Timeline& t, double y) {
@@ -291,8 +297,9 @@ class SvgWriter {
                          "<text x=\"{0}\" y=\"{3}\" text-anchor=\"middle\" font-size=\"10\">{4}</text>\n",
                          num(x), num(ax), num(ax + 4), num(ax + 15), fmt_display(v));
     }
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\" fill=\"#444\">time ({})</text></g>\n",
-                       num(x_end), num(ax + 28), escape(sc.unit));
+    out +=
+        fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"10\" fill=\"#444\">time ({})</text></g>\n",
+                    num(x_end), num(ax + 28), xml_escape(sc.unit));
     return y + kAxisHeight;
   }
 

@@ -10,6 +10,9 @@
 
 namespace ppsim {
 
+// Text for XML and HTML: & < > " ' as entities, control characters other than tab and newline as ?.
+std::string xml_escape(const std::string& s);
+
 std::string render_svg(const std::vector<NamedTimeline>& timelines);
 
 }  // namespace ppsim

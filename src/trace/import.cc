@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_null.h"
 #include "cost/profile.h"
 #include "trace/attribution.h"
 #include "trace/intervals.h"
@@ -589,20 +590,15 @@ std::string render_import_report(const ImportResult& r) {
 
 nlohmann::json import_json(const ImportResult& r) {
   auto ms = [](double t) { return t / 1e6; };
-  nlohmann::json j;
-  j["trace"] = r.path;
-  j["events"] = r.events;
-  j["gpu_events"] = r.gpu_events;
-  j["json_bytes"] = r.bytes;
-  j["layers"] = r.layers;
-  j["executions"] = r.executions;
+  nlohmann::json j = {{"trace", r.path},       {"events", r.events}, {"gpu_events", r.gpu_events},
+                      {"json_bytes", r.bytes}, {"layers", r.layers}, {"executions", r.executions}};
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& [layer, per_sub] : r.cells)
     for (int s = 0; s < kSubOps; ++s)
       for (int p = 0; p < kPasses; ++p) {
         const Cell& c = per_sub[static_cast<std::size_t>(s)][static_cast<std::size_t>(p)];
         if (c.busy == 0 && c.executions == 0) continue;
-        cells.push_back({{"layer", layer < 0 ? nlohmann::json(nullptr) : nlohmann::json(layer)},
+        cells.push_back({{"layer", or_null(layer >= 0, layer)},
                          {"subop", subop_name(static_cast<SubOp>(s))},
                          {"pass", pass_name(static_cast<Pass>(p))},
                          {"busy_ms", ms(static_cast<double>(c.busy))},
@@ -640,9 +636,8 @@ nlohmann::json import_json(const ImportResult& r) {
                        {"compute_busy_ms", ms(static_cast<double>(d.compute_busy))},
                        {"communication_busy_ms", ms(static_cast<double>(d.comm_busy))},
                        {"idle_unqueued_ms", ms(static_cast<double>(d.host_idle))}});
-  j["step"] = {{"range", r.step_range.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.step_range)},
-               {"events", r.step_events},
-               {"devices", devices}};
+  j["step"] = {
+      {"range", or_null(!r.step_range.empty(), r.step_range)}, {"events", r.step_events}, {"devices", devices}};
   j["communication"] = {{"total_ms", ms(static_cast<double>(r.comm_total))},
                         {"transfer_ms", ms(static_cast<double>(r.comm_transfer))},
                         {"waiting_ms", ms(static_cast<double>(r.comm_wait))},
@@ -655,7 +650,7 @@ nlohmann::json import_json(const ImportResult& r) {
                         {"mlp_samples", r.mlp_slowdown_samples}};
   j["comm_sm_fraction"] = sd(r.profile.comm_sm_fraction);
   const std::string host = host_bound_line(r);
-  j["host_bound"] = host.empty() ? nlohmann::json(nullptr) : nlohmann::json(host);
+  j["host_bound"] = or_null(!host.empty(), host);
   j["backward_ms"] = ms(static_cast<double>(r.backward));
   j["recompute"] = {{"ms", ms(static_cast<double>(r.recompute))},
                     {"per_layer_ms", ms(static_cast<double>(r.recompute_per_layer))}};

@@ -139,6 +139,7 @@ const SchemaNode& schema() {
                                leaf("fsdp"),
                                leaf("blocking_p2p"),
                                leaf("post_validation"),
+                               leaf("w_deferral"),
                                leaf("p2p_runtime"),
                                leaf("cp_runtime"),
                                leaf("p2p_sync_us"),
@@ -536,6 +537,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   if (p.fsdp && p.zero != 3) r.fail("fsdp", "parallel.fsdp (PyTorch FSDP2's layout) needs parallel.zero: 3");
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
+  p.w_deferral_full = r.choice("w_deferral", "memory", {"memory", "full"}) == "full";
   const std::string runtime = r.choice("p2p_runtime", "dataflow", {"dataflow", "megatron", "deepspeed", "torch"});
   p.p2p_runtime = runtime == "megatron"    ? P2pRuntime::megatron
                   : runtime == "deepspeed" ? P2pRuntime::deepspeed

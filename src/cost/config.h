@@ -282,6 +282,9 @@ struct ParallelSpec {
   // pipeline before the optimizer step, so each rank steps when its own work ends and the next
   // step's forwards follow; the step period is the longest rank's own span, not the makespan.
   bool post_validation = false;
+  // parallel.w_deferral: memory (the default) keeps ZB-H1 within 1F1B's memory where a deferred W
+  // holds more than its forward kept (cost/w_deferral.h); full defers r W's on rank r regardless.
+  bool w_deferral_full = false;
   // parallel.p2p_runtime: dataflow (each transfer starts when its producer ends; the default),
   // megatron (Megatron-LM's blocking batched p2p calls for 1f1b and interleaved-1f1b) or deepspeed
   // (DeepSpeed's pipeline engine: TrainSchedule's blocking sends and receives, one at a time, 1f1b).

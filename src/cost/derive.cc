@@ -20,6 +20,7 @@
 #include "cost/invariants.h"
 #include "cost/memory.h"
 #include "cost/step_costs.h"
+#include "cost/w_deferral.h"
 #include "cost/yaml_reader.h"
 #include "schedules/deepspeed_p2p.h"
 #include "schedules/megatron_p2p.h"
@@ -644,8 +645,9 @@ SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& c
 
 bool post_validation(const ModelConfig& cfg) { return data(cfg).parallel.post_validation; }
 
-Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
-  if (!s.comm.empty()) return s;  // an imported order keeps its own communication
+Schedule as_run(const ModelConfig& cfg, const Schedule& given) {
+  if (!given.comm.empty()) return given;  // an imported order keeps its own communication
+  const Schedule s = with_w_deferral(data(cfg), given);
   switch (data(cfg).parallel.p2p_runtime) {
     case P2pRuntime::megatron:
       return s.family == "1f1b" || s.family == "interleaved-1f1b" ? with_megatron_p2p(s) : s;
@@ -659,10 +661,12 @@ Schedule as_run(const ModelConfig& cfg, const Schedule& s) {
   return s;
 }
 
-PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& s, const SimResult& r) {
+PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& given, const SimResult& r) {
   const ModelConfigData& c = data(cfg);
+  const Schedule s = with_w_deferral(c, given);  // the order the run simulated (as_run), for its memory
   PhysicalResult p;
   p.available = true;
+  p.schedule_note = w_deferral_note(c, s);
   // 1 tick = 1 ns with TimeScale::millis().
   p.step_time_s = static_cast<double>(r.makespan()) / 1e9;
   // costs.dp_comm / costs.optimizer_step: the step's DP collectives and optimizer after the

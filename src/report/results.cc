@@ -101,6 +101,7 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
     j["peak_memory_bytes"] = {{"per_rank", row.physical.peak_memory_bytes}, {"max", mx}};
     j["memory_capacity_bytes"] = row.physical.memory_capacity_bytes;
     j["over_capacity_ranks"] = row.physical.over_capacity_ranks;
+    if (!row.physical.schedule_note.empty()) j["schedule_note"] = row.physical.schedule_note;
     if (!row.physical.memory.empty()) {
       nlohmann::json br = nlohmann::json::array();
       for (const MemoryBreakdown& b : row.physical.memory)
@@ -206,6 +207,8 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
     }
   }
   out += over_capacity_notes(rows);
+  for (const auto& row : rows)
+    if (!row.physical.schedule_note.empty()) out += "\n" + row.physical.schedule_note + "\n";
   if (!skipped.empty()) {
     out += "\nskipped:\n";
     for (const auto& s : skipped) out += fmt::format("  {}: {}\n", s.schedule, s.reason);

@@ -3,6 +3,7 @@
 #pragma once
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/schedule.h"
@@ -14,6 +15,7 @@ Schedule generate_gpipe(const ScheduleParams& p);
 Schedule generate_1f1b(const ScheduleParams& p);
 Schedule generate_interleaved_1f1b(const ScheduleParams& p);
 Schedule generate_zb_h1(const ScheduleParams& p);
+Schedule generate_zb_h1_deferral(const ScheduleParams& p, const std::vector<int>& max_pending);
 Schedule generate_zb_h2(const ScheduleParams& p);
 Schedule generate_zbv(const ScheduleParams& p);
 Schedule generate_chimera(const ScheduleParams& p);

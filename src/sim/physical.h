@@ -36,6 +36,7 @@ struct PhysicalResult {
   std::vector<int> over_capacity_ranks;   // ranks whose peak is over it (flagged in every output)
   std::vector<MemoryBreakdown> memory;    // per rank, the parts of peak_memory_bytes
   std::vector<std::vector<MemorySample>> memory_curve;  // per rank, when the timeline was recorded
+  std::string schedule_note;  // how the config's run changed the family's order ("" when it did not)
 };
 
 }  // namespace ppsim

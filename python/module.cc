@@ -451,7 +451,13 @@ py::object call(const std::string& command, const py::dict& kw) {
   if (command == "plan") return plan_py(v);
   if (command == "import-trace") return import_trace_py(v);
   if (command == "model") return to_py(api::model_json(api::model_report(api::model_request(v))));
-  if (command == "fidelity") return to_py(api::fidelity_json(api::fidelity(api::fidelity_request(v))));
+  if (command == "fidelity") {
+    api::FidelityRequest req = api::fidelity_request(v);
+    req.progress = api::terminal_progress();
+    const api::FidelityResult r = api::fidelity(req);
+    api::end_terminal_progress();
+    return to_py(api::fidelity_json(r));
+  }
   if (command == "calibrate") return calibrate_py(v);
   if (command == "profile") return profile_py(v);
   if (command == "validate") return validate_py(v);
@@ -552,7 +558,8 @@ PYBIND11_MODULE(_ppsim, m) {
   m.def("_generate", &generate);
   m.def("_import_text", &import_text);
   m.def("_import_file", &import_file);
-  m.def("_load_config", [](const std::string& path, const std::vector<std::string>& sets) {
+  m.def("_load_config", [](const std::string& path, std::vector<std::string> sets, const std::string& calibration) {
+    if (!calibration.empty()) sets.push_back(api::calibration_set(calibration));
     py::gil_scoped_release nogil;
     return ConfigHandle{load_config(path, sets), path, sets};
   });

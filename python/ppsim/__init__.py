@@ -188,8 +188,7 @@ def compare(schedules="all", **kw):
 def load_config(path, overrides=None, calibration=None):
     """A validated YAML config; overrides {"parallel.pp": 4} act as `--set parallel.pp=4`;
     calibration (a file `ppsim calibrate` wrote) as `--calibration FILE` (docs/CALIBRATION.md)."""
-    cal = [] if calibration is None else [f"calibration={_os.path.abspath(str(calibration))}"]
-    return _ppsim._load_config(str(path), _sets(overrides) + cal)
+    return _ppsim._load_config(str(path), _sets(overrides), "" if calibration is None else str(calibration))
 
 
 @_keywords("plan")
@@ -263,39 +262,13 @@ def model(path, **kw):
     return Result(_ppsim._call("model", dict(kw, path=str(path))))
 
 
-def _shipped_files(dir):
-    """The *.yaml of `dir`, or of <d>/`dir` for d the package's folder and its parents (the wheel
-    ships configs/published beside the module; the build tree's is above it), as the CLI finds them."""
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    for base in [_os.getcwd()] + [_os.path.join(here, *[".."] * up) for up in range(5)]:
-        d = _os.path.join(base, dir)
-        if _os.path.isdir(d):
-            return sorted(_os.path.join(d, f) for f in _os.listdir(d) if f.endswith(".yaml"))
-    return []
-
-
 @_keywords("fidelity")
 def fidelity(**kw):
     """Every published run predicted against its source, as `ppsim fidelity --format json`
     (docs/FIDELITY.md). overrides apply to every file (e.g. {"costs.dp_comm": False}); calibrate=
     "first" or "loso" as `--calibrate` (docs/CALIBRATION.md). The default dir is found from any folder
-    (the package's own configs/published); on a terminal, progress goes to stderr, one file at a time."""
-    one_at_a_time = not kw.get("files") and not kw.get("calibrate") and _sys.stderr.isatty()
-    todo = _shipped_files(str(kw.get("dir") or "configs/published")) if one_at_a_time else []
-    if not todo:
-        return Result(_ppsim._call("fidelity", kw))
-    out = {"rows": []}
-    try:
-        for i, f in enumerate(todo):
-            _sys.stderr.write(f"\rfidelity: {i + 1}/{len(todo)} {_os.path.basename(f):<60.60}")
-            _sys.stderr.flush()
-            part = _ppsim._call("fidelity", dict(kw, files=[f]))
-            out["rows"] += part["rows"]
-            if "failures" in part:
-                out["failures"] = out.get("failures", 0) + part["failures"]
-    finally:
-        _sys.stderr.write("\r" + " " * 80 + "\r")
-    return Result(out)
+    (the package's own configs/published); on a terminal, progress goes to stderr."""
+    return Result(_ppsim._call("fidelity", kw))
 
 
 @_keywords("calibrate")

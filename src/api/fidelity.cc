@@ -2,6 +2,7 @@
 #include "api/fidelity.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -466,6 +467,17 @@ FidelityResult fidelity(const FidelityRequest& req) {
     for (FidelityRow& r : rows) out.rows.push_back(std::move(r));
   if (th) check_thresholds(*th, out);
   return out;
+}
+
+std::function<void(std::size_t, std::size_t, const std::string&)> terminal_progress() {
+  if (!isatty(STDERR_FILENO)) return {};  // 71 runs take a minute: say where it is, on a terminal only
+  return [](std::size_t done, std::size_t all, const std::string& file) {
+    fmt::print(stderr, "\rfidelity: {}/{} {:<60.60}", done + 1, all, std::filesystem::path(file).filename().string());
+  };
+}
+
+void end_terminal_progress() {
+  if (isatty(STDERR_FILENO)) fmt::print(stderr, "\r{:80}\r", "");
 }
 
 nlohmann::json fidelity_json(const FidelityResult& r) {

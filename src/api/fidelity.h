@@ -86,6 +86,12 @@ struct FidelityResult {
 };
 
 // InputError (file:line:col) for a bad published block or thresholds file.
+// When stderr is a terminal: a progress line redrawn there before each file ("fidelity: 3/18
+// megatron-18.4b.yaml"), for FidelityRequest::progress; else empty. Clear it with
+// end_terminal_progress() after the call. The CLI and the Python module both use it.
+std::function<void(std::size_t, std::size_t, const std::string&)> terminal_progress();
+void end_terminal_progress();
+
 FidelityResult fidelity(const FidelityRequest& req);
 nlohmann::json fidelity_json(const FidelityResult& r);
 

@@ -127,5 +127,8 @@ CalibrateRequest calibrate_request(const Values& v);
 ImportTraceCall import_trace_call(const Values& v);
 ProfileRequest profile_request(const Values& v);
 ValidateRequest validate_request(const Values& v);
+// --calibration FILE as the config override "calibration=<absolute FILE>", so that it is not read
+// relative to the config's folder (cost/calibration.h); Python's load_config(calibration=) too.
+std::string calibration_set(const std::string& file);
 
 }  // namespace ppsim::api

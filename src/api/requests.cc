@@ -14,6 +14,10 @@
 
 namespace ppsim::api {
 
+std::string calibration_set(const std::string& file) {
+  return "calibration=" + std::filesystem::absolute(file).string();
+}
+
 // ---- Values -----------------------------------------------------------------------------------------
 
 const Option& Values::row(std::string_view key) const {
@@ -103,10 +107,8 @@ std::optional<int> opt_int(const Values& v, std::string_view key, const char* fl
 // the arguments ppsim does not use become a note).
 std::vector<std::string> config_sets(const Values& v) {
   std::vector<std::string> sets = v.texts("overrides");
-  // --calibration as the config key `calibration: FILE`, absolute so that it is not read relative to
-  // the config's folder (cost/calibration.h).
   if (find_option(v.command(), "calibration") && !v.text("calibration").empty())
-    sets.push_back("calibration=" + std::filesystem::absolute(v.text("calibration")).string());
+    sets.push_back(calibration_set(v.text("calibration")));
   if (!find_option(v.command(), "megatron_args")) return sets;
   const std::string path = v.text("megatron_args");
   if (path.empty()) return sets;

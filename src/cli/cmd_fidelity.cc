@@ -51,13 +51,9 @@ Runner setup_fidelity(CLI::App& sub) {
   return [a]() {
     const Format f = parse_format(a->text("format"), {"table", "json"});
     api::FidelityRequest req = api::fidelity_request(*a);
-    if (isatty(STDERR_FILENO))  // progress on a terminal only: 71 runs take a minute
-      req.progress = [](std::size_t done, std::size_t all, const std::string& file) {
-        fmt::print(stderr, "\rfidelity: {}/{} {:<60.60}", done + 1, all,
-                   std::filesystem::path(file).filename().string());
-      };
+    req.progress = api::terminal_progress();
     const api::FidelityResult r = api::fidelity(req);
-    if (req.progress) fmt::print(stderr, "\r{:80}\r", "");
+    api::end_terminal_progress();
     write_output(a->text("output"), f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
     return r.checked && r.failures > 0 ? 7 : 0;
   };

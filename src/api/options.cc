@@ -300,6 +300,10 @@ constexpr Option kValidate[] = {
      "ranks on SM partitions: profiled = each rank's op times scaled by how fast its partition runs the chunk alone; "
      "equal = all as profiled",
      R::Both, "profiled|equal", true},
+    {"--co-run", K::Text, "profiled", "",
+     "ranks on two or more GPUs: profiled = each op's time stretched by how the GPU ran it beside the other GPU's "
+     "work, measured before the replay (docs/VALIDATION.md); off = as profiled alone",
+     R::Both, "profiled|off", true},
     {"--ep-replay", K::Flag, "", "",
      "replay parallel.ep > 1 as EP shards exchanging tokens by the all-to-all (one process, or one per GPU under "
      "mpirun on one host); without it the chunk's dispatch and combine stay local permutes"},

@@ -615,6 +615,153 @@ std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, i
   return out;
 }
 
+namespace {
+
+// One GPU's side of the co-run profile: its chunk, a compute stream, a copy stream, and the
+// buffers its messages leave from and arrive into (one micro-batch's activations each).
+struct CorunSide {
+  int device = 0;
+  std::size_t bytes = 0;
+  std::unique_ptr<Chunk> chunk;
+  std::unique_ptr<Stream> compute, copy;
+  DeviceBuffer<char> send, recv;
+  DeviceBuffer<unsigned long long> clock;  // clock_probe's cycles and ns
+  Event produced{false};
+
+  CorunSide(const ChunkShape& shape, int dev, std::uint64_t seed, std::size_t message_bytes)
+      : device(dev), bytes(message_bytes) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+    chunk = std::make_unique<Chunk>(shape, seed);
+    compute = std::make_unique<Stream>();
+    copy = std::make_unique<Stream>();
+    send.resize(bytes);
+    recv.resize(bytes);
+    clock.resize(2);
+    const cudaStream_t s = compute->get();
+    send.zero(s);
+    chunk->fill_input(0, 100 + seed, s);
+    chunk->fill_grad_output(0, 200 + seed, s);
+    chunk->forward(0, s);
+    chunk->backward_input(0, s);
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  void op(int kind) {
+    const cudaStream_t s = compute->get();
+    if (kind == 0) chunk->forward(0, s);
+    else if (kind == 1) chunk->backward_input(0, s);
+    else chunk->backward_weight(0, s);
+  }
+  // Op `kind`, then its message into `to`'s receive buffer on this GPU's copy stream once the op
+  // has ended (the peer transport's order: an event wait, a peer copy).
+  void op_and_send(int kind, const CorunSide& to) {
+    op(kind);
+    produced.record(compute->get());
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(copy->get(), produced.get(), 0));
+    PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(to.recv.get(), to.device, send.get(), device, bytes, copy->get()));
+  }
+};
+
+constexpr int kCorunOps = 3;  // ops of one kind per timed region
+
+// ms per op of kind x on `me`, each followed by its message to `peer`, fed by this thread as a
+// replay's rank thread feeds its GPU (not held): the median of `reps` regions after `warmup`.
+// Then one more region beside a clock probe on a side stream: this GPU's SM clock, in MHz.
+std::pair<double, double> fed_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps,
+                                 double probe_us) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  Event start, stop;
+  std::vector<float> ms;
+  Stream side;
+  for (int i = 0; i <= warmup + reps; ++i) {
+    const bool probe = i == warmup + reps;
+    if (probe) clock_probe(side.get(), probe_us, me.clock.get());
+    start.record(me.compute->get());
+    for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
+    stop.record(me.compute->get());
+    stop.sync();
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(me.copy->get()));
+    if (i >= warmup && !probe) ms.push_back(stop.ms_since(start) / kCorunOps);
+  }
+  side.sync();
+  const std::vector<unsigned long long> c = me.clock.to_host();
+  return {median(std::move(ms)), c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0};
+}
+
+// The peer GPU kept busy by its own host thread until `done`: F, I, W in turn, each followed by
+// its message into `to` (at most two ops queued ahead of the GPU, as a replay's thread runs).
+void keep_busy(CorunSide& me, const CorunSide& to, const std::atomic<bool>& done, std::atomic<int>& launched) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  Event marks[2] = {Event(false), Event(false)};
+  for (int k = 0; !done.load(); ++k) {
+    me.op_and_send(k % 3, to);
+    marks[k % 2].record(me.compute->get());
+    launched.store(k + 1);
+    marks[(k + 1) % 2].sync();
+  }
+  me.compute->sync();
+  me.copy->sync();
+}
+
+}  // namespace
+
+CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer) {
+  check_profile_request(shape, warmup, reps);
+  const int n = device_count();
+  if (peer == device || peer < 0 || peer >= n || device < 0 || device >= n)
+    throw InputError(fmt::format("profile: the co-run profile needs two GPUs (device {}, peer {}; {} visible)", device,
+                                 peer, n),
+                     {}, kExitUsage);
+  enable_peer_access(device, peer);  // without P2P the copies still run, staged by the driver
+  enable_peer_access(peer, device);
+  CorunProfile out;
+  out.device = device;
+  out.peer = peer;
+  out.message_bytes = static_cast<std::size_t>(shape.tokens()) * static_cast<std::size_t>(shape.hidden) * 2;
+  CorunSide me(shape, device, 7, out.message_bytes), other(shape, peer, 8, out.message_bytes);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  for (int x = 0; x < 3; ++x)
+    out.alone_ms[static_cast<std::size_t>(x)] =
+        time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op(x); }, me.compute->get(), warmup, reps) / kCorunOps;
+  auto probe_us = [&](int x) { return 0.8e3 * kCorunOps * out.alone_ms[static_cast<std::size_t>(x)]; };
+  double mhz = 0;
+  for (int x = 0; x < 3; ++x) {
+    const auto [ms, clk] = fed_ms(me, other, x, warmup, reps, probe_us(x));
+    out.idle[static_cast<std::size_t>(x)] = ms / out.alone_ms[static_cast<std::size_t>(x)];
+    mhz += clk / 3;
+  }
+  out.clock_idle_mhz = mhz;
+  std::atomic<bool> done{false};
+  std::atomic<int> launched{0};
+  std::exception_ptr failed;
+  std::thread busy([&] {
+    try {
+      keep_busy(other, me, done, launched);
+    } catch (...) {
+      failed = std::current_exception();
+      launched.store(1 << 30);
+    }
+  });
+  mhz = 0;
+  try {
+    while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
+    for (int x = 0; x < 3; ++x) {
+      const auto [ms, clk] = fed_ms(me, other, x, warmup, reps, probe_us(x));
+      out.busy[static_cast<std::size_t>(x)] = ms / out.alone_ms[static_cast<std::size_t>(x)];
+      mhz += clk / 3;
+    }
+  } catch (...) {
+    done.store(true);
+    busy.join();
+    throw;
+  }
+  done.store(true);
+  busy.join();
+  if (failed) std::rethrow_exception(failed);
+  out.clock_busy_mhz = mhz;
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  return out;
+}
+
 std::string profile_yaml(const ProfileResult& r) {
   const ChunkShape& s = r.shape;
   std::string y;

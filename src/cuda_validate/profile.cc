@@ -626,7 +626,7 @@ struct CorunSide {
   std::unique_ptr<Stream> compute, copy;
   DeviceBuffer<char> send, recv;
   DeviceBuffer<unsigned long long> clock;  // clock_probe's cycles and ns
-  Event produced{false};
+  std::unique_ptr<Event> produced;         // made on this GPU (an event records on its own GPU's streams)
 
   CorunSide(const ChunkShape& shape, int dev, std::uint64_t seed, std::size_t message_bytes)
       : device(dev), bytes(message_bytes) {
@@ -634,6 +634,7 @@ struct CorunSide {
     chunk = std::make_unique<Chunk>(shape, seed);
     compute = std::make_unique<Stream>();
     copy = std::make_unique<Stream>();
+    produced = std::make_unique<Event>(false);
     send.resize(bytes);
     recv.resize(bytes);
     clock.resize(2);
@@ -655,8 +656,8 @@ struct CorunSide {
   // has ended (the peer transport's order: an event wait, a peer copy).
   void op_and_send(int kind, const CorunSide& to) {
     op(kind);
-    produced.record(compute->get());
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(copy->get(), produced.get(), 0));
+    produced->record(compute->get());
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(copy->get(), produced->get(), 0));
     PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(to.recv.get(), to.device, send.get(), device, bytes, copy->get()));
   }
 };

@@ -569,20 +569,22 @@ const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkSha
   const int peer = (x.my_device + 1) % gpu::device_count();
   it = x.coruns.emplace(layers, gpu::profile_corun(shape, 3, x.req.reps, x.my_device, peer)).first;
   const gpu::CorunProfile& p = it->second;
+  auto three = [](const std::array<double, 3>& v) { return fmt::format("{:.3f}x / {:.3f}x / {:.3f}x", v[0], v[1], v[2]); };
   x.text += fmt::format(
-      "co-run profile, chunks of {} layer(s), GPU {} beside GPU {} (each op fed by a host thread and followed by a "
-      "{}-byte message to the other GPU, against the op alone):\n"
-      "  alone F / I / W: {:.3f} / {:.3f} / {:.3f} ms; the other GPU idle: {:.3f}x / {:.3f}x / {:.3f}x; the other "
-      "GPU running F, I, W and sending its messages here: {:.3f}x / {:.3f}x / {:.3f}x; SM clock {:.0f} MHz idle "
-      "beside, {:.0f} MHz busy beside\n",
-      layers, p.device, p.peer, p.message_bytes, p.alone_ms[0], p.alone_ms[1], p.alone_ms[2], p.idle[0], p.idle[1],
-      p.idle[2], p.busy[0], p.busy[1], p.busy[2], p.clock_idle_mhz, p.clock_busy_mhz);
+      "co-run profile, chunks of {} layer(s), GPU {} beside GPU {} (each op followed by a {}-byte message to the "
+      "other GPU; against the op alone, F / I / W {:.3f} / {:.3f} / {:.3f} ms):\n"
+      "  the other GPU idle: {} (fed by the host as it enqueues: {}); running F, I, W and sending its messages "
+      "here: {} (fed: {}); SM clock {:.0f} MHz beside the idle GPU, {:.0f} MHz beside the busy one\n",
+      layers, p.device, p.peer, p.message_bytes, p.alone_ms[0], p.alone_ms[1], p.alone_ms[2], three(p.idle),
+      three(p.idle_fed), three(p.busy), three(p.busy_fed), p.clock_idle_mhz, p.clock_busy_mhz);
   nlohmann::json& pj = x.j["corun"]["profiles"][std::to_string(layers)];
   static const char* kKinds[] = {"F", "I", "W"};
   for (std::size_t k = 0; k < 3; ++k) {
     pj["alone_ms"][kKinds[k]] = p.alone_ms[k];
     pj["idle"][kKinds[k]] = p.idle[k];
     pj["busy"][kKinds[k]] = p.busy[k];
+    pj["idle_fed"][kKinds[k]] = p.idle_fed[k];
+    pj["busy_fed"][kKinds[k]] = p.busy_fed[k];
   }
   pj["clock_mhz"] = {{"idle", p.clock_idle_mhz}, {"busy", p.clock_busy_mhz}};
   pj["message_bytes"] = p.message_bytes;

@@ -117,17 +117,19 @@ std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, i
                                                       int sm_groups);
 // How a chunk's ops on one GPU run while another GPU of the process works beside it (issue 47):
 // two GPUs of a replay run slower together than each alone. Each of F, I and W is timed kOps at a
-// time on `device`, fed by a host thread and each followed by a message copied into the peer's
-// memory (the peer transport's copy, after an event wait), as a replay's rank runs them: once with
-// the peer GPU idle, once while the peer's own host thread keeps it running the 1F1B mix (F, I, W
-// in turn, each followed by a message copied into this GPU's memory). Factors are against the op
-// alone (enqueued before the GPU starts it, as profile_chunk times op costs). A spin kernel on a
-// side stream reads the SM clock during the timed ops (clock64 cycles over global-timer ns).
+// time on `device`, each followed by a message copied into the peer's memory (the peer
+// transport's copy, after an event wait), as a replay's rank runs them: once with the peer GPU
+// idle, once while the peer's own host thread keeps it running the 1F1B mix (F, I, W in turn, each
+// followed by a message copied into this GPU's memory). Each region is timed twice: held until
+// this thread has enqueued all of it (the GPU's time, what the model takes) and fed as it
+// enqueues (a slow host shows). Factors are against the op alone (held, no messages, as
+// profile_chunk times op costs). A spin kernel on a side stream reads the SM clock meanwhile
+// (clock64 cycles over global-timer ns).
 struct CorunProfile {
-  std::array<double, 3> alone_ms{};  // F, I, W alone, held until enqueued (ms)
-  std::array<double, 3> idle{};      // fed, messages out, the peer GPU idle: x alone
-  std::array<double, 3> busy{};      // fed, messages both ways, the peer GPU running the mix: x alone
-  double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock during the timed ops
+  std::array<double, 3> alone_ms{};          // F, I, W alone, held until enqueued (ms)
+  std::array<double, 3> idle{}, idle_fed{};  // messages out, the peer GPU idle: x alone
+  std::array<double, 3> busy{}, busy_fed{};  // messages both ways, the peer GPU running the mix: x alone
+  double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock during the held regions
   std::size_t message_bytes = 0;                  // each message: one micro-batch's activations
   int device = 0, peer = 1;
 };

@@ -664,28 +664,54 @@ struct CorunSide {
 
 constexpr int kCorunOps = 3;  // ops of one kind per timed region
 
-// ms per op of kind x on `me`, each followed by its message to `peer`, fed by this thread as a
-// replay's rank thread feeds its GPU (not held): the median of `reps` regions after `warmup`.
-// Then one more region beside a clock probe on a side stream: this GPU's SM clock, in MHz.
-std::pair<double, double> fed_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps,
-                                 double probe_us) {
+// ms per op of kind x on `me`, each followed by its message to `peer`: the median of `reps`
+// regions after `warmup`. held: each region starts behind a hold until this thread has enqueued
+// all of it (the GPU's time, as profile_chunk times op costs); else fed as a replay's rank thread
+// feeds its GPU (the GPU may wait for the launches). Then one more region beside a clock probe on
+// a side stream: this GPU's SM clock, in MHz.
+std::pair<double, double> corun_ms(CorunSide& me, const CorunSide& peer, int x, bool held, int warmup, int reps,
+                                   double probe_us) {
   PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
   Event start, stop;
+  Hold hold;
   std::vector<float> ms;
   Stream side;
-  for (int i = 0; i <= warmup + reps; ++i) {
+  const cudaStream_t s = me.compute->get();
+  for (int i = 0; i <= warmup + reps;) {
     const bool probe = i == warmup + reps;
-    if (probe) clock_probe(side.get(), probe_us, me.clock.get());
-    start.record(me.compute->get());
+    const auto t0 = std::chrono::steady_clock::now();
+    if (held) hold_stream(s, hold.us());
+    start.record(s);
+    if (probe) {  // beside the ops, from their start
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(side.get(), start.get(), 0));
+      clock_probe(side.get(), probe_us, me.clock.get());
+    }
     for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
-    stop.record(me.compute->get());
+    stop.record(s);
+    const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     stop.sync();
     PPSIM_CUDA_CHECK(cudaStreamSynchronize(me.copy->get()));
+    if (held && hold.outlasted(host_us)) continue;
     if (i >= warmup && !probe) ms.push_back(stop.ms_since(start) / kCorunOps);
+    ++i;
   }
   side.sync();
   const std::vector<unsigned long long> c = me.clock.to_host();
   return {median(std::move(ms)), c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0};
+}
+
+// Each kind's held and fed times on `me` against alone (into `held`, `fed`), and the mean clock.
+double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
+                   std::array<double, 3>& held, std::array<double, 3>& fed) {
+  double mhz = 0;
+  for (std::size_t x = 0; x < 3; ++x) {
+    const double probe_us = 0.8e3 * kCorunOps * p.alone_ms[x];
+    const auto [h, clk] = corun_ms(me, peer, static_cast<int>(x), true, warmup, reps, probe_us);
+    held[x] = h / p.alone_ms[x];
+    fed[x] = corun_ms(me, peer, static_cast<int>(x), false, warmup, reps, probe_us).first / p.alone_ms[x];
+    mhz += clk / 3;
+  }
+  return mhz;
 }
 
 // The peer GPU kept busy by its own host thread until `done`: F, I, W in turn, each followed by
@@ -723,14 +749,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   for (int x = 0; x < 3; ++x)
     out.alone_ms[static_cast<std::size_t>(x)] =
         time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op(x); }, me.compute->get(), warmup, reps) / kCorunOps;
-  auto probe_us = [&](int x) { return 0.8e3 * kCorunOps * out.alone_ms[static_cast<std::size_t>(x)]; };
-  double mhz = 0;
-  for (int x = 0; x < 3; ++x) {
-    const auto [ms, clk] = fed_ms(me, other, x, warmup, reps, probe_us(x));
-    out.idle[static_cast<std::size_t>(x)] = ms / out.alone_ms[static_cast<std::size_t>(x)];
-    mhz += clk / 3;
-  }
-  out.clock_idle_mhz = mhz;
+  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle, out.idle_fed);
   std::atomic<bool> done{false};
   std::atomic<int> launched{0};
   std::exception_ptr failed;
@@ -742,14 +761,9 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
       launched.store(1 << 30);
     }
   });
-  mhz = 0;
   try {
     while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
-    for (int x = 0; x < 3; ++x) {
-      const auto [ms, clk] = fed_ms(me, other, x, warmup, reps, probe_us(x));
-      out.busy[static_cast<std::size_t>(x)] = ms / out.alone_ms[static_cast<std::size_t>(x)];
-      mhz += clk / 3;
-    }
+    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy, out.busy_fed);
   } catch (...) {
     done.store(true);
     busy.join();
@@ -758,7 +772,6 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   done.store(true);
   busy.join();
   if (failed) std::rethrow_exception(failed);
-  out.clock_busy_mhz = mhz;
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   return out;
 }

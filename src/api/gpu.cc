@@ -573,18 +573,19 @@ const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkSha
   x.text += fmt::format(
       "co-run profile, chunks of {} layer(s), GPU {} beside GPU {} (each op followed by a {}-byte message to the "
       "other GPU; against the op alone, F / I / W {:.3f} / {:.3f} / {:.3f} ms):\n"
-      "  the other GPU idle: {} (fed by the host as it enqueues: {}); running F, I, W and sending its messages "
-      "here: {} (fed: {}); SM clock {:.0f} MHz beside the idle GPU, {:.0f} MHz beside the busy one\n",
+      "  the other GPU idle: {} sustained ({} held); running F, I, W and sending its messages here: {} sustained "
+      "({} held); SM clock over the sustained runs {:.0f} MHz beside the idle GPU, {:.0f} MHz beside the busy "
+      "one\n",
       layers, p.device, p.peer, p.message_bytes, p.alone_ms[0], p.alone_ms[1], p.alone_ms[2], three(p.idle),
-      three(p.idle_fed), three(p.busy), three(p.busy_fed), p.clock_idle_mhz, p.clock_busy_mhz);
+      three(p.idle_held), three(p.busy), three(p.busy_held), p.clock_idle_mhz, p.clock_busy_mhz);
   nlohmann::json& pj = x.j["corun"]["profiles"][std::to_string(layers)];
   static const char* kKinds[] = {"F", "I", "W"};
   for (std::size_t k = 0; k < 3; ++k) {
     pj["alone_ms"][kKinds[k]] = p.alone_ms[k];
     pj["idle"][kKinds[k]] = p.idle[k];
     pj["busy"][kKinds[k]] = p.busy[k];
-    pj["idle_fed"][kKinds[k]] = p.idle_fed[k];
-    pj["busy_fed"][kKinds[k]] = p.busy_fed[k];
+    pj["idle_held"][kKinds[k]] = p.idle_held[k];
+    pj["busy_held"][kKinds[k]] = p.busy_held[k];
   }
   pj["clock_mhz"] = {{"idle", p.clock_idle_mhz}, {"busy", p.clock_busy_mhz}};
   pj["message_bytes"] = p.message_bytes;

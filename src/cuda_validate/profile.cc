@@ -664,53 +664,59 @@ struct CorunSide {
 
 constexpr int kCorunOps = 3;  // ops of one kind per timed region
 
-// ms per op of kind x on `me`, each followed by its message to `peer`: the median of `reps`
-// regions after `warmup`. held: each region starts behind a hold until this thread has enqueued
-// all of it (the GPU's time, as profile_chunk times op costs); else fed as a replay's rank thread
-// feeds its GPU (the GPU may wait for the launches). Then one more region beside a clock probe on
-// a side stream: this GPU's SM clock, in MHz.
-std::pair<double, double> corun_ms(CorunSide& me, const CorunSide& peer, int x, bool held, int warmup, int reps,
-                                   double probe_us) {
+// ms per op of kind x on `me`, each followed by its message to `peer`, each region held until
+// this thread has enqueued all of it (the GPU's time, as profile_chunk times op costs): the
+// median of `reps` regions after `warmup`.
+double held_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps) {
   PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
-  Event start, stop;
-  Hold hold;
-  std::vector<float> ms;
-  Stream side;
-  const cudaStream_t s = me.compute->get();
-  for (int i = 0; i <= warmup + reps;) {
-    const bool probe = i == warmup + reps;
-    const auto t0 = std::chrono::steady_clock::now();
-    if (held) hold_stream(s, hold.us());
-    start.record(s);
-    if (probe) {  // beside the ops, from their start
-      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(side.get(), start.get(), 0));
-      clock_probe(side.get(), probe_us, me.clock.get());
-    }
-    for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
-    stop.record(s);
-    const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    stop.sync();
-    PPSIM_CUDA_CHECK(cudaStreamSynchronize(me.copy->get()));
-    if (held && hold.outlasted(host_us)) continue;
-    if (i >= warmup && !probe) ms.push_back(stop.ms_since(start) / kCorunOps);
-    ++i;
-  }
-  side.sync();
-  const std::vector<unsigned long long> c = me.clock.to_host();
-  return {median(std::move(ms)), c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0};
+  return time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer); }, me.compute->get(), warmup,
+                 reps) /
+         kCorunOps;
 }
 
-// Each kind's held and fed times on `me` against alone (into `held`, `fed`), and the mean clock.
-double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
-                   std::array<double, 3>& held, std::array<double, 3>& fed) {
-  double mhz = 0;
-  for (std::size_t x = 0; x < 3; ++x) {
-    const double probe_us = 0.8e3 * kCorunOps * p.alone_ms[x];
-    const auto [h, clk] = corun_ms(me, peer, static_cast<int>(x), true, warmup, reps, probe_us);
-    held[x] = h / p.alone_ms[x];
-    fed[x] = corun_ms(me, peer, static_cast<int>(x), false, warmup, reps, probe_us).first / p.alone_ms[x];
-    mhz += clk / 3;
+// A sustained run on `me`, as a replay's rank runs: F, I, W in turn `rounds` times, each op
+// followed by its message to `peer` and bracketed by events, fed back to back by this thread
+// (never waiting for the GPU), so that the GPU settles at the clock it sustains under the load.
+// The median ms per kind over the last two thirds of the ops goes into `ms`; a spin kernel on a
+// side stream over those reads the SM clock (MHz, returned).
+double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const CorunProfile& p,
+                    std::array<double, 3>& ms) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  const int n = 3 * rounds, first = n / 3;
+  std::vector<Event> marks(static_cast<std::size_t>(n + 1));
+  Stream side;
+  const cudaStream_t s = me.compute->get();
+  double probe_us = 0;  // most of the kept ops' time alone
+  for (int k = first; k < n; ++k) probe_us += 0.8e3 * p.alone_ms[static_cast<std::size_t>(k % 3)];
+  for (int k = 0; k < n; ++k) {
+    marks[static_cast<std::size_t>(k)].record(s);
+    if (k == first) {
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(side.get(), marks[static_cast<std::size_t>(k)].get(), 0));
+      clock_probe(side.get(), probe_us, me.clock.get());
+    }
+    me.op_and_send(k % 3, peer);
   }
+  marks.back().record(s);
+  marks.back().sync();
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(me.copy->get()));
+  side.sync();
+  std::array<std::vector<float>, 3> by_kind;
+  for (int k = first; k < n; ++k)
+    by_kind[static_cast<std::size_t>(k % 3)].push_back(
+        marks[static_cast<std::size_t>(k + 1)].ms_since(marks[static_cast<std::size_t>(k)]));
+  for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
+  const std::vector<unsigned long long> c = me.clock.to_host();
+  return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+}
+
+// Each kind's held and sustained times on `me` against alone (into `held`, `sustained`); returns
+// the sustained run's SM clock (MHz).
+double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
+                   std::array<double, 3>& held, std::array<double, 3>& sustained) {
+  for (std::size_t x = 0; x < 3; ++x) held[x] = held_ms(me, peer, static_cast<int>(x), warmup, reps) / p.alone_ms[x];
+  std::array<double, 3> ms{};
+  const double mhz = sustained_ms(me, peer, std::max(12, reps + warmup), p, ms);
+  for (std::size_t x = 0; x < 3; ++x) sustained[x] = ms[x] / p.alone_ms[x];
   return mhz;
 }
 
@@ -749,7 +755,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   for (int x = 0; x < 3; ++x)
     out.alone_ms[static_cast<std::size_t>(x)] =
         time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op(x); }, me.compute->get(), warmup, reps) / kCorunOps;
-  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle, out.idle_fed);
+  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle);
   std::atomic<bool> done{false};
   std::atomic<int> launched{0};
   std::exception_ptr failed;
@@ -763,7 +769,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   });
   try {
     while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
-    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy, out.busy_fed);
+    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy);
   } catch (...) {
     done.store(true);
     busy.join();

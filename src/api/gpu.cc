@@ -555,10 +555,10 @@ nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& 
   return {{"ranks", mj}, {"devices", dj}};
 }
 
-// Whether the co-run model applies: asked for (--co-run profiled), ranks on two or more GPUs of
+// Whether the co-run model applies: asked for (--co-run sustained or held), ranks on two or more GPUs of
 // this process (under mpirun a process sees its own GPU only), whole-action costs (no EP).
 bool corun_applies(const Validation& x) {
-  return x.req.co_run == "profiled" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && gpu::device_count() >= 2;
+  return x.req.co_run != "off" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && gpu::device_count() >= 2;
 }
 
 // The co-run profile of the chunk (GPU my_device beside the next GPU), profiled once per chunk
@@ -604,7 +604,8 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   std::optional<api::CorunResult> corun;
   if (corun_applies(x)) {
     const gpu::CorunProfile& p = corun_of(x, layers, shape);
-    corun = api::simulate_corun(s, costs, api::CorunFactors{p.idle, p.busy});
+    const bool held = x.req.co_run == "held";
+    corun = api::simulate_corun(s, costs, api::CorunFactors{held ? p.idle_held : p.idle, held ? p.busy_held : p.busy});
     std::swap(pred, corun->result);  // the co-run prediction is the one reported; corun keeps the plain one
   }
   Measured meas = replay(x, s, shape);
@@ -710,7 +711,8 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (x.ndev < x.slots_total) sharing_text(x);
   x.text += "summary (makespan):\n" + x.summary;
   if (!x.corun_summary.empty())
-    x.text += "\nwithout the co-run model (--co-run off predicts so):\n" + x.corun_summary;
+    x.text += fmt::format("\nwithout the co-run model (--co-run off predicts so; the above: --co-run {}):\n{}",
+                          x.req.co_run, x.corun_summary);
   for (const auto& sk : x.j["skipped"])
     x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
 }

@@ -677,9 +677,10 @@ double held_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps
 // A sustained run on `me`, as a replay's rank runs: F, I, W in turn `rounds` times, each op
 // followed by its message to `peer` and bracketed by events, fed back to back by this thread
 // (never waiting for the GPU), so that the GPU settles at the clock it sustains under the load.
-// The median ms per kind over the last two thirds of the ops goes into `ms`; a spin kernel on a
-// side stream over those reads the SM clock (MHz, returned).
-double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const CorunProfile& p,
+// The median ms per kind over the last two thirds of the ops goes into `ms`. With `probe`, a
+// spin kernel on a side stream over those reads the SM clock (MHz, returned; else 0): resident
+// beside the ops it can hold a CTA of a one-wave kernel off its SM, so a probed run is not timed.
+double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const CorunProfile& p, bool probe,
                     std::array<double, 3>& ms) {
   PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
   const int n = 3 * rounds, first = n / 3;
@@ -690,7 +691,7 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
   for (int k = first; k < n; ++k) probe_us += 0.8e3 * p.alone_ms[static_cast<std::size_t>(k % 3)];
   for (int k = 0; k < n; ++k) {
     marks[static_cast<std::size_t>(k)].record(s);
-    if (k == first) {
+    if (probe && k == first) {
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(side.get(), marks[static_cast<std::size_t>(k)].get(), 0));
       clock_probe(side.get(), probe_us, me.clock.get());
     }
@@ -705,6 +706,7 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
     by_kind[static_cast<std::size_t>(k % 3)].push_back(
         marks[static_cast<std::size_t>(k + 1)].ms_since(marks[static_cast<std::size_t>(k)]));
   for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
+  if (!probe) return 0.0;
   const std::vector<unsigned long long> c = me.clock.to_host();
   return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
 }
@@ -714,11 +716,22 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
 double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
                    std::array<double, 3>& held, std::array<double, 3>& sustained) {
   for (std::size_t x = 0; x < 3; ++x) held[x] = held_ms(me, peer, static_cast<int>(x), warmup, reps) / p.alone_ms[x];
-  std::array<double, 3> ms{};
-  const double mhz = sustained_ms(me, peer, std::max(12, reps + warmup), p, ms);
+  std::array<double, 3> ms{}, probed{};
+  const int rounds = std::max(12, reps + warmup);
+  sustained_ms(me, peer, rounds, p, false, ms);
   for (std::size_t x = 0; x < 3; ++x) sustained[x] = ms[x] / p.alone_ms[x];
-  return mhz;
+  return sustained_ms(me, peer, rounds, p, true, probed);  // the same run again, for the clock
 }
+
+// Tells a thread to stop and joins it when leaving a scope.
+struct StopAndJoin {
+  std::atomic<bool>& done;
+  std::thread& thread;
+  ~StopAndJoin() {
+    done.store(true);
+    if (thread.joinable()) thread.join();
+  }
+};
 
 // The peer GPU kept busy by its own host thread until `done`: F, I, W in turn, each followed by
 // its message into `to` (at most two ops queued ahead of the GPU, as a replay's thread runs).
@@ -767,16 +780,11 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
       launched.store(1 << 30);
     }
   });
-  try {
+  {
+    const StopAndJoin stop{done, busy};  // also when the timing throws
     while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
     out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy);
-  } catch (...) {
-    done.store(true);
-    busy.join();
-    throw;
   }
-  done.store(true);
-  busy.join();
   if (failed) std::rethrow_exception(failed);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   return out;

@@ -555,10 +555,13 @@ nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& 
   return {{"ranks", mj}, {"devices", dj}};
 }
 
-// Whether the co-run model applies: asked for (--co-run sustained or held), ranks on two or more GPUs of
-// this process (under mpirun a process sees its own GPU only), whole-action costs (no EP).
+// Whether the co-run model applies: asked for (--co-run sustained or held); one rank per GPU, two
+// or more GPUs in this process (under mpirun a process sees its own GPU only); the peer transport
+// (the profile's messages are copy-engine copies; NCCL's kernels take SMs, not measured);
+// whole-action costs (no EP).
 bool corun_applies(const Validation& x) {
-  return x.req.co_run != "off" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && gpu::device_count() >= 2;
+  return x.req.co_run != "off" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && x.slots_total <= x.ndev &&
+         x.transport == launch::TransportKind::Peer && gpu::device_count() >= 2;
 }
 
 // The co-run profile of the chunk (GPU my_device beside the next GPU), profiled once per chunk

@@ -572,7 +572,9 @@ const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkSha
   const int peer = (x.my_device + 1) % gpu::device_count();
   it = x.coruns.emplace(layers, gpu::profile_corun(shape, 3, x.req.reps, x.my_device, peer)).first;
   const gpu::CorunProfile& p = it->second;
-  auto three = [](const std::array<double, 3>& v) { return fmt::format("{:.3f}x / {:.3f}x / {:.3f}x", v[0], v[1], v[2]); };
+  auto three = [](const std::array<double, 3>& v) {
+    return fmt::format("{:.3f}x / {:.3f}x / {:.3f}x", v[0], v[1], v[2]);
+  };
   x.text += fmt::format(
       "co-run profile, chunks of {} layer(s), GPU {} beside GPU {} (each op followed by a {}-byte message to the "
       "other GPU; against the op alone, F / I / W {:.3f} / {:.3f} / {:.3f} ms):\n"
@@ -643,8 +645,8 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     const auto plain_rows = compare_timelines(timeline_stats(plain.timeline, exposed_of(plain)), meas_stats);
     const ValidationRow& p0 = plain_rows.front();
     r["corun"] = {{"rounds", corun->rounds}, {"predicted_without_ms", p0.predicted}, {"error_without", p0.error}};
-    x.corun_summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, p0.predicted, p0.measured,
-                                   100.0 * p0.error);
+    x.corun_summary +=
+        fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, p0.predicted, p0.measured, 100.0 * p0.error);
   }
   x.j["results"].push_back(r);
   x.names.push_back(name);

@@ -116,7 +116,8 @@ std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, cons
       auto it = std::lower_bound(merged.begin(), merged.end(), std::pair<Time, Time>{a, a},
                                  [](const auto& m, const auto& key) { return m.second <= key.first; });
       for (; it != merged.end() && it->first < b; ++it) covered += std::min(b, it->second) - std::max(a, it->first);
-      out[static_cast<std::size_t>(r)].push_back(b > a ? static_cast<double>(covered) / static_cast<double>(b - a) : 0.0);
+      out[static_cast<std::size_t>(r)].push_back(b > a ? static_cast<double>(covered) / static_cast<double>(b - a)
+                                                       : 0.0);
     }
   }
   return out;

@@ -127,9 +127,9 @@ std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, i
 // as profile_chunk times op costs). A spin kernel on a side stream reads the SM clock over a
 // second sustained run of each (clock64 cycles over global-timer ns; not beside timed ops).
 struct CorunProfile {
-  std::array<double, 3> alone_ms{};          // F, I, W alone, held until enqueued (ms)
-  std::array<double, 3> idle{}, idle_held{};  // messages out, the peer GPU idle: sustained, held; x alone
-  std::array<double, 3> busy{}, busy_held{};  // messages both ways, the peer GPU running the mix
+  std::array<double, 3> alone_ms{};               // F, I, W alone, held until enqueued (ms)
+  std::array<double, 3> idle{}, idle_held{};      // messages out, the peer GPU idle: sustained, held; x alone
+  std::array<double, 3> busy{}, busy_held{};      // messages both ways, the peer GPU running the mix
   double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock over a sustained run
   std::size_t message_bytes = 0;                  // each message: one micro-batch's activations
   int device = 0, peer = 1;

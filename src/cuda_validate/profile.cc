@@ -648,9 +648,12 @@ struct CorunSide {
   }
   void op(int kind) {
     const cudaStream_t s = compute->get();
-    if (kind == 0) chunk->forward(0, s);
-    else if (kind == 1) chunk->backward_input(0, s);
-    else chunk->backward_weight(0, s);
+    if (kind == 0)
+      chunk->forward(0, s);
+    else if (kind == 1)
+      chunk->backward_input(0, s);
+    else
+      chunk->backward_weight(0, s);
   }
   // Op `kind`, then its message into `to`'s receive buffer on this GPU's copy stream once the op
   // has ended (the peer transport's order: an event wait, a peer copy).
@@ -669,8 +672,11 @@ constexpr int kCorunOps = 3;  // ops of one kind per timed region
 // median of `reps` regions after `warmup`.
 double held_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps) {
   PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
-  return time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer); }, me.compute->get(), warmup,
-                 reps) /
+  return time_ms(
+             [&] {
+               for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
+             },
+             me.compute->get(), warmup, reps) /
          kCorunOps;
 }
 
@@ -754,9 +760,9 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   check_profile_request(shape, warmup, reps);
   const int n = device_count();
   if (peer == device || peer < 0 || peer >= n || device < 0 || device >= n)
-    throw InputError(fmt::format("profile: the co-run profile needs two GPUs (device {}, peer {}; {} visible)", device,
-                                 peer, n),
-                     {}, kExitUsage);
+    throw InputError(
+        fmt::format("profile: the co-run profile needs two GPUs (device {}, peer {}; {} visible)", device, peer, n), {},
+        kExitUsage);
   enable_peer_access(device, peer);  // without P2P the copies still run, staged by the driver
   enable_peer_access(peer, device);
   CorunProfile out;
@@ -766,8 +772,12 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   CorunSide me(shape, device, 7, out.message_bytes), other(shape, peer, 8, out.message_bytes);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   for (int x = 0; x < 3; ++x)
-    out.alone_ms[static_cast<std::size_t>(x)] =
-        time_ms([&] { for (int k = 0; k < kCorunOps; ++k) me.op(x); }, me.compute->get(), warmup, reps) / kCorunOps;
+    out.alone_ms[static_cast<std::size_t>(x)] = time_ms(
+                                                    [&] {
+                                                      for (int k = 0; k < kCorunOps; ++k) me.op(x);
+                                                    },
+                                                    me.compute->get(), warmup, reps) /
+                                                kCorunOps;
   out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle);
   std::atomic<bool> done{false};
   std::atomic<int> launched{0};
@@ -781,7 +791,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
     }
   });
   {
-    const StopAndJoin stop{done, busy};  // also when the timing throws
+    const StopAndJoin stop{done, busy};                     // also when the timing throws
     while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
     out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy);
   }

@@ -83,4 +83,12 @@ TEST_CASE("simulate_corun stretches the ops that overlap the other GPU's work", 
   api::CorunFactors g = f;
   g.idle = {1.05, 1.0, 1.0};
   CHECK(api::simulate_corun(s, c, g).result.makespan() == 950);
+  // A B with a weight-grad part: W = 50 of B = 200, so B's mix is I 0.75, W 0.25 and beside the
+  // other GPU it takes 200 (0.75 * 1.1 + 0.25 * 1.0) = 215: rank 1's B1 and rank 0's B0 [520,735),
+  // rank 0's B1 [735,935).
+  SliceCosts with_w = sc;
+  with_w.w = 50;
+  const api::CorunResult rw = api::simulate_corun(s, uniform_costs(2, with_w), f);
+  CHECK(rw.result.makespan() == 935);
+  CHECK(rw.factor[1][3] == Approx(1.075));
 }

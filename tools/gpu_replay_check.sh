@@ -11,7 +11,9 @@
 #   default "small:barrier:event small:gate:event small:gate:value";
 #   SHAPE "small" is configs/small-${NGPU}gpu.yaml, "seq4096" the same with seq 4096, hidden 2048,
 #   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
-#   SKIP_BUILD (1: reuse build-gpu).
+#   SKIP_BUILD (1: reuse build-gpu), VALIDATE_ARGS (more validate flags, e.g. --co-run off), TRACES (1: each
+#   validate's --trace into $OUT). Two GPUs in one process: each run's table has its prediction with the co-run
+#   model and, in the column ending "/plain", without it (the same replay).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -76,13 +78,17 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
     PRE=(mpirun --allow-run-as-root -np "$N" --bind-to none -x PPSIM_REPLAY_CLOCK -x PPSIM_REPLAY_WAITS)
     WHERE=()
   fi
+  TRACE=()
+  [ "${TRACES:-0}" = 1 ] && TRACE=(--trace "$OUT/trace_${k}_${shape}_${transport}.json")
   PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "${PRE[@]}" "$BUILD/ppsim" validate \
     --timeout "${VALIDATE_TIMEOUT:-60}" "$ROOT/configs/small-${N}gpu.yaml" -s "$S" "${WHERE[@]}" "${ARGS[@]}" \
-    -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
+    ${VALIDATE_ARGS:-} "${TRACE[@]}" -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
   echo "validate $shape clock=$clock waits=$waits transport=$transport (run $k): exit $? after $(el)"
   tail -2 "$OUT/tmp/validate.log"
+  # The summary, then (two GPUs in one process) the same without the co-run model: column "/plain".
   awk -v col="$k:$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
-    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col, $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
+    /^without the co-run model/ {on=2; next} /^$/ {on=0}
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : ""), $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done

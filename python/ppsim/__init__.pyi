@@ -162,6 +162,7 @@ def validate(
     sm_split: str = "auto",
     sharing: str = "uniform",
     rank_speeds: str = "profiled",
+    co_run: str = "sustained",
     ep_replay: bool = False,
     a2a: str = "ours",
     no_link_probe: bool = False,

@@ -180,6 +180,9 @@ struct Validation {
   std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
   // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
   std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
+  // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
+  std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
+  std::string corun_summary;                // the makespan table without the co-run model
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -552,6 +555,49 @@ nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& 
   return {{"ranks", mj}, {"devices", dj}};
 }
 
+// Whether the co-run model applies: asked for (--co-run sustained or held); one rank per GPU, two
+// or more GPUs in this process (under mpirun a process sees its own GPU only); the peer transport
+// (the profile's messages are copy-engine copies; NCCL's kernels take SMs, not measured);
+// whole-action costs (no EP).
+bool corun_applies(const Validation& x) {
+  return x.req.co_run != "off" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && x.slots_total <= x.ndev &&
+         x.transport == launch::TransportKind::Peer && gpu::device_count() >= 2;
+}
+
+// The co-run profile of the chunk (GPU my_device beside the next GPU), profiled once per chunk
+// size; its figures in the text and the JSON.
+const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
+  auto it = x.coruns.find(layers);
+  if (it != x.coruns.end()) return it->second;
+  const int peer = (x.my_device + 1) % gpu::device_count();
+  it = x.coruns.emplace(layers, gpu::profile_corun(shape, 3, x.req.reps, x.my_device, peer)).first;
+  const gpu::CorunProfile& p = it->second;
+  auto three = [](const std::array<double, 3>& v) {
+    return fmt::format("{:.3f}x / {:.3f}x / {:.3f}x", v[0], v[1], v[2]);
+  };
+  x.text += fmt::format(
+      "co-run profile, chunks of {} layer(s), GPU {} beside GPU {} (each op followed by a {}-byte message to the "
+      "other GPU; against the op alone, F / I / W {:.3f} / {:.3f} / {:.3f} ms):\n"
+      "  the other GPU idle: {} sustained ({} held); running F, I, W and sending its messages here: {} sustained "
+      "({} held); SM clock over the sustained runs {:.0f} MHz beside the idle GPU, {:.0f} MHz beside the busy "
+      "one\n",
+      layers, p.device, p.peer, p.message_bytes, p.alone_ms[0], p.alone_ms[1], p.alone_ms[2], three(p.idle),
+      three(p.idle_held), three(p.busy), three(p.busy_held), p.clock_idle_mhz, p.clock_busy_mhz);
+  nlohmann::json& pj = x.j["corun"]["profiles"][std::to_string(layers)];
+  static const char* kKinds[] = {"F", "I", "W"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    pj["alone_ms"][kKinds[k]] = p.alone_ms[k];
+    pj["idle"][kKinds[k]] = p.idle[k];
+    pj["busy"][kKinds[k]] = p.busy[k];
+    pj["idle_held"][kKinds[k]] = p.idle_held[k];
+    pj["busy_held"][kKinds[k]] = p.busy_held[k];
+  }
+  pj["clock_mhz"] = {{"idle", p.clock_idle_mhz}, {"busy", p.clock_busy_mhz}};
+  pj["message_bytes"] = p.message_bytes;
+  pj["gpus"] = {p.device, p.peer};
+  return it->second;
+}
+
 // One schedule: predicted, replayed, compared; its tables, lines and JSON.
 void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const int layers = x.c.model.layers / s.stages_per_pipe;
@@ -560,11 +606,21 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   SimOptions opt;
   opt.record_timeline = true;
   SimResult pred = simulate(s, costs, opt);
+  std::optional<api::CorunResult> corun;
+  if (corun_applies(x)) {
+    const gpu::CorunProfile& p = corun_of(x, layers, shape);
+    const bool held = x.req.co_run == "held";
+    corun = api::simulate_corun(s, costs, api::CorunFactors{held ? p.idle_held : p.idle, held ? p.busy_held : p.busy});
+    std::swap(pred, corun->result);  // the co-run prediction is the one reported; corun keeps the plain one
+  }
   Measured meas = replay(x, s, shape);
-  std::vector<Time> exposed;
-  for (const auto& rs : pred.ranks) exposed.push_back(rs.exposed_comm);
+  auto exposed_of = [](const SimResult& sr) {
+    std::vector<Time> e;
+    for (const auto& rs : sr.ranks) e.push_back(rs.exposed_comm);
+    return e;
+  };
   const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
-  const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed), meas_stats);
+  const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed_of(pred)), meas_stats);
   const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
   x.text += render_validation_table(name, rows, target);
   std::vector<ValidationRow> overlap_rows;
@@ -584,6 +640,14 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["host_bound"] = host_bound;
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
+  if (corun) {
+    const SimResult& plain = corun->result;
+    const auto plain_rows = compare_timelines(timeline_stats(plain.timeline, exposed_of(plain)), meas_stats);
+    const ValidationRow& p0 = plain_rows.front();
+    r["corun"] = {{"rounds", corun->rounds}, {"predicted_without_ms", p0.predicted}, {"error_without", p0.error}};
+    x.corun_summary +=
+        fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, p0.predicted, p0.measured, 100.0 * p0.error);
+  }
   x.j["results"].push_back(r);
   x.names.push_back(name);
   x.keep.push_back(std::move(pred.timeline));
@@ -651,6 +715,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                                : "nccl (one communicator, one message order on every process)");
   if (x.ndev < x.slots_total) sharing_text(x);
   x.text += "summary (makespan):\n" + x.summary;
+  if (!x.corun_summary.empty())
+    x.text += fmt::format("\nwithout the co-run model (--co-run off predicts so; the above: --co-run {}):\n{}",
+                          x.req.co_run, x.corun_summary);
   for (const auto& sk : x.j["skipped"])
     x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
 }

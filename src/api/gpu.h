@@ -72,6 +72,7 @@ struct ValidateRequest {
   std::string sm_split = "auto";
   std::string sharing = "uniform";
   std::string rank_speeds = "profiled";
+  std::string co_run = "sustained";  // sustained | held | off: ops stretched beside another GPU's work (gpu_costs.h)
 };
 
 struct ValidateOutcome {

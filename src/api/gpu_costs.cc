@@ -90,6 +90,97 @@ void apply_link_probe(SimCosts& c, double median_us, Bytes bytes) {
   c.link.latency = std::max<Time>(0, measured - c.link.occupancy(bytes));
 }
 
+std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {
+  auto device = [&](int r) { return rank_device.empty() ? r : rank_device[static_cast<std::size_t>(r)]; };
+  std::vector<std::vector<std::pair<Time, Time>>> own(static_cast<std::size_t>(pp));
+  for (const Interval& iv : t.intervals)
+    if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < pp)
+      own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    // What the other GPUs compute, merged into disjoint spans in time order.
+    std::vector<std::pair<Time, Time>> others;
+    for (int q = 0; q < pp; ++q)
+      if (device(q) != device(r))
+        others.insert(others.end(), own[static_cast<std::size_t>(q)].begin(), own[static_cast<std::size_t>(q)].end());
+    std::sort(others.begin(), others.end());
+    std::vector<std::pair<Time, Time>> merged;
+    for (const auto& span : others) {
+      if (!merged.empty() && span.first <= merged.back().second)
+        merged.back().second = std::max(merged.back().second, span.second);
+      else
+        merged.push_back(span);
+    }
+    for (const auto& [a, b] : own[static_cast<std::size_t>(r)]) {
+      Time covered = 0;
+      auto it = std::lower_bound(merged.begin(), merged.end(), std::pair<Time, Time>{a, a},
+                                 [](const auto& m, const auto& key) { return m.second <= key.first; });
+      for (; it != merged.end() && it->first < b; ++it) covered += std::min(b, it->second) - std::max(a, it->first);
+      out[static_cast<std::size_t>(r)].push_back(b > a ? static_cast<double>(covered) / static_cast<double>(b - a)
+                                                       : 0.0);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// An action's time alone (as the engine costs it without the overlap model) and its F, I, W shares.
+std::pair<Time, std::array<double, 3>> alone_and_mix(const Schedule& s, const SimCosts& c, const Action& a) {
+  std::array<double, 3> m{};
+  for (int i = 0; i < a.size(); ++i) {
+    const Op& op = a.op(i);
+    const SliceCosts& sc = c.slice[static_cast<std::size_t>(s.slice[static_cast<std::size_t>(op.stage)])];
+    const double in = static_cast<double>(sc.input_grad()), w = static_cast<double>(sc.w);
+    if (op.kind == OpKind::F) m[0] += static_cast<double>(sc.f);
+    if (op.kind == OpKind::I || op.kind == OpKind::B) m[1] += in;
+    if (op.kind == OpKind::W || op.kind == OpKind::B) m[2] += w;
+  }
+  const double total = m[0] + m[1] + m[2];
+  for (double& v : m) v = total > 0 ? v / total : 1.0 / 3;
+  const SliceCosts& first = c.slice[static_cast<std::size_t>(s.slice[static_cast<std::size_t>(a.first.stage)])];
+  if (!a.overlapped) return {op_duration(first, a.first.kind), m};
+  const SliceCosts& second = c.slice[static_cast<std::size_t>(s.slice[static_cast<std::size_t>(a.second.stage)])];
+  return {pair_duration(first, second, a.second.kind), m};
+}
+
+}  // namespace
+
+CorunResult simulate_corun(const Schedule& s, const SimCosts& c, const CorunFactors& f) {
+  PPSIM_CHECK(c.moe.empty(), "the co-run model takes whole-action costs, not the overlap model's");
+  SimOptions opt;
+  opt.record_timeline = true;
+  CorunResult out;
+  out.result = simulate(s, c, opt);
+  SimCosts stretched = c;
+  const std::size_t pp = static_cast<std::size_t>(s.pp);
+  std::vector<std::vector<double>> phi = peer_busy_share(out.result.timeline, s.pp, c.rank_device);
+  for (int round = 1; round <= 12; ++round) {
+    stretched.action_time.assign(pp, {});
+    out.factor.assign(pp, {});
+    for (std::size_t r = 0; r < pp; ++r)
+      for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
+        const auto [alone, mix] = alone_and_mix(s, c, s.ranks[r][i]);
+        const double p = i < phi[r].size() ? phi[r][i] : 0.0;
+        double k = 0;
+        for (std::size_t x = 0; x < 3; ++x) k += mix[x] * ((1 - p) * f.idle[x] + p * f.busy[x]);
+        out.factor[r].push_back(k);
+        stretched.action_time[r].push_back(static_cast<Time>(std::llround(static_cast<double>(alone) * k)));
+      }
+    out.result = simulate(s, stretched, opt);
+    out.rounds = round;
+    std::vector<std::vector<double>> next = peer_busy_share(out.result.timeline, s.pp, c.rank_device);
+    double moved = 0;
+    for (std::size_t r = 0; r < pp; ++r)
+      for (std::size_t i = 0; i < next[r].size() && i < phi[r].size(); ++i)
+        moved = std::max(moved, std::abs(next[r][i] - phi[r][i]));
+    phi = std::move(next);
+    if (moved <= 1e-3) break;
+  }
+  out.busy_share = std::move(phi);
+  return out;
+}
+
 std::vector<ReplayMemoryPrediction> replay_memory(const std::string& config, const std::vector<std::string>& sets,
                                                   const Schedule& s, const SimResult* r) {
   std::vector<std::string> all = sets;

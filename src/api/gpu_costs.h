@@ -14,6 +14,7 @@
 #include "core/schedule.h"
 #include "cost/cost_model.h"
 #include "sim/costs.h"
+#include "sim/engine.h"
 
 namespace ppsim::api {
 
@@ -50,6 +51,29 @@ void profiled_overlap_costs(SimCosts& c, const std::map<std::string, double>& su
 // costs were profiled.
 void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::array<double, 3>>& partition_alone_ms,
                        int ep = 1);
+// Two or more GPUs (issue 47): an op runs slower while another GPU computes beside it than while
+// that GPU is idle (gpu::profile_corun measures both, per kind F = 0, I = 1, W = 2, against the op
+// alone). The co-run model gives each action alone * sum over kinds k of mix_k ((1 - phi) idle_k +
+// phi busy_k), where mix is the action's F, I and W shares of its time alone (B: I and W; an F&B
+// pair: its F, I and W) and phi the share of the action's interval during which a rank on another
+// GPU (SimCosts::rank_device; empty: every other rank) computes. phi comes from the previous
+// simulation's timeline: simulated again with the stretched times until no action's phi moves by
+// more than 0.001 (at most 12 rounds). Not for the overlap model's sub-op costs (c.moe).
+struct CorunFactors {
+  std::array<double, 3> idle{1.0, 1.0, 1.0};
+  std::array<double, 3> busy{1.0, 1.0, 1.0};
+};
+struct CorunResult {
+  SimResult result;  // with the stretched times (timeline recorded)
+  int rounds = 0;    // simulations run after the first
+  // Per rank and action (schedule order): phi in the last timeline, and the time factor applied.
+  std::vector<std::vector<double>> busy_share, factor;
+};
+CorunResult simulate_corun(const Schedule& s, const SimCosts& c, const CorunFactors& f);
+// Per rank and action of `t` (Compute intervals in schedule order), the share of its interval
+// during which a rank on another device computes (rank_device empty: every other rank).
+std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device);
+
 // What the replay holds of each rank's predicted peak memory (cost/cost_model.h's
 // predicted_memory): the config loaded with `sets` and without embedding and head (the replay's
 // chunks hold transformer layers only); optimizer and EMA left out (the replay runs no optimizer

@@ -300,6 +300,11 @@ constexpr Option kValidate[] = {
      "ranks on SM partitions: profiled = each rank's op times scaled by how fast its partition runs the chunk alone; "
      "equal = all as profiled",
      R::Both, "profiled|equal", true},
+    {"--co-run", K::Text, "sustained", "",
+     "ranks on two or more GPUs of one process: each op's time stretched by how its GPU ran it beside the other GPU "
+     "idle or busy, profiled before the replay: sustained = ops back to back at the clock the GPU keeps under load, "
+     "held = short held bursts; off = as profiled alone (docs/VALIDATION.md)",
+     R::Both, "sustained|held|off", true},
     {"--ep-replay", K::Flag, "", "",
      "replay parallel.ep > 1 as EP shards exchanging tokens by the all-to-all (one process, or one per GPU under "
      "mpirun on one host); without it the chunk's dispatch and combine stay local permutes"},

@@ -293,6 +293,7 @@ ValidateRequest validate_request(const Values& v) {
   r.sm_split = v.text("sm_split");
   r.sharing = v.text("sharing");
   r.rank_speeds = v.text("rank_speeds");
+  r.co_run = v.text("co_run");
   return r;
 }
 

@@ -115,6 +115,26 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
 // of the same size need not be equally fast (on an H100 the second of two ran I 10% longer).
 std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, int warmup, int reps, int device,
                                                       int sm_groups);
+// How a chunk's ops on one GPU run while another GPU of the process works beside it (issue 47):
+// two GPUs of a replay run slower together than each alone. F, I and W run on `device`, each
+// followed by a message copied into the peer's memory (the peer transport's copy, after an event
+// wait), once with the peer GPU idle and once while the peer's own host thread keeps it running
+// the 1F1B mix (F, I, W in turn, each followed by a message copied into this GPU's memory). Two
+// ways each: held (three ops of a kind held until enqueued: the GPU's time in a short burst) and
+// sustained (F, I, W in turn back to back, fed by a host thread that never waits, each op
+// bracketed by events as a replay brackets its actions: the GPU settles at the clock it sustains
+// under the load; the model takes these). Factors are against the op alone (held, no messages,
+// as profile_chunk times op costs). A spin kernel on a side stream reads the SM clock over a
+// second sustained run of each (clock64 cycles over global-timer ns; not beside timed ops).
+struct CorunProfile {
+  std::array<double, 3> alone_ms{};               // F, I, W alone, held until enqueued (ms)
+  std::array<double, 3> idle{}, idle_held{};      // messages out, the peer GPU idle: sustained, held; x alone
+  std::array<double, 3> busy{}, busy_held{};      // messages both ways, the peer GPU running the mix
+  double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock over a sustained run
+  std::size_t message_bytes = 0;                  // each message: one micro-batch's activations
+  int device = 0, peer = 1;
+};
+CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer);
 // "" when `device` can be split into `groups` equal SM partitions (CUDA green contexts);
 // otherwise why not, in one line. SMs per partition in `sms` (and the GPU's in `device_sms`).
 std::string sm_partition_check(int device, int groups, int* sms = nullptr, int* device_sms = nullptr);

@@ -99,6 +99,9 @@ ProfileResult profile_chunk(const ChunkShape& s, int warmup, int reps, int devic
 SharingProfile profile_sharing(const ChunkShape& s, int warmup, int reps, int device, int sm_groups) {
   return table().profile_sharing(s, warmup, reps, device, sm_groups);
 }
+CorunProfile profile_corun(const ChunkShape& s, int warmup, int reps, int device, int peer) {
+  return table().profile_corun(s, warmup, reps, device, peer);
+}
 std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& s, int warmup, int reps, int device,
                                                       int sm_groups) {
   return table().profile_partitions(s, warmup, reps, device, sm_groups);

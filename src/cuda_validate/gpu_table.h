@@ -10,7 +10,7 @@
 
 namespace ppsim::gpu {
 
-inline constexpr int kGpuTableVersion = 3;
+inline constexpr int kGpuTableVersion = 4;
 
 struct GpuTable {
   int version;
@@ -28,6 +28,7 @@ struct GpuTable {
   int (*run_kernel_bench)(const KernelBenchRequest&);
   Timeline (*replay_schedule)(const Schedule&, const ReplayConfig&);
   double (*copy_probe_us)(std::size_t, int, int, int);
+  CorunProfile (*profile_corun)(const ChunkShape&, int, int, int, int);
 };
 
 }  // namespace ppsim::gpu

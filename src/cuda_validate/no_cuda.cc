@@ -24,6 +24,7 @@ double copy_probe_us(std::size_t, int, int, int) { no_cuda("copy probe"); }
 ProfileResult profile_chunk(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 SharingProfile profile_sharing(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 std::vector<std::array<double, 3>> profile_partitions(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
+CorunProfile profile_corun(const ChunkShape&, int, int, int, int) { no_cuda("profile"); }
 std::string sm_partition_check(int, int, int*, int*) { return gpu_unavailable_reason(); }
 std::string profile_yaml(const ProfileResult&) { no_cuda("profile"); }
 int run_profile(const ProfileRequest&) { no_cuda("profile"); }

@@ -615,6 +615,191 @@ std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, i
   return out;
 }
 
+namespace {
+
+// One GPU's side of the co-run profile: its chunk, a compute stream, a copy stream, and the
+// buffers its messages leave from and arrive into (one micro-batch's activations each).
+struct CorunSide {
+  int device = 0;
+  std::size_t bytes = 0;
+  std::unique_ptr<Chunk> chunk;
+  std::unique_ptr<Stream> compute, copy;
+  DeviceBuffer<char> send, recv;
+  DeviceBuffer<unsigned long long> clock;  // clock_probe's cycles and ns
+  std::unique_ptr<Event> produced;         // made on this GPU (an event records on its own GPU's streams)
+
+  CorunSide(const ChunkShape& shape, int dev, std::uint64_t seed, std::size_t message_bytes)
+      : device(dev), bytes(message_bytes) {
+    PPSIM_CUDA_CHECK(cudaSetDevice(dev));
+    chunk = std::make_unique<Chunk>(shape, seed);
+    compute = std::make_unique<Stream>();
+    copy = std::make_unique<Stream>();
+    produced = std::make_unique<Event>(false);
+    send.resize(bytes);
+    recv.resize(bytes);
+    clock.resize(2);
+    const cudaStream_t s = compute->get();
+    send.zero(s);
+    chunk->fill_input(0, 100 + seed, s);
+    chunk->fill_grad_output(0, 200 + seed, s);
+    chunk->forward(0, s);
+    chunk->backward_input(0, s);
+    PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  void op(int kind) {
+    const cudaStream_t s = compute->get();
+    if (kind == 0)
+      chunk->forward(0, s);
+    else if (kind == 1)
+      chunk->backward_input(0, s);
+    else
+      chunk->backward_weight(0, s);
+  }
+  // Op `kind`, then its message into `to`'s receive buffer on this GPU's copy stream once the op
+  // has ended (the peer transport's order: an event wait, a peer copy).
+  void op_and_send(int kind, const CorunSide& to) {
+    op(kind);
+    produced->record(compute->get());
+    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(copy->get(), produced->get(), 0));
+    PPSIM_CUDA_CHECK(cudaMemcpyPeerAsync(to.recv.get(), to.device, send.get(), device, bytes, copy->get()));
+  }
+};
+
+constexpr int kCorunOps = 3;  // ops of one kind per timed region
+
+// ms per op of kind x on `me`, each followed by its message to `peer`, each region held until
+// this thread has enqueued all of it (the GPU's time, as profile_chunk times op costs): the
+// median of `reps` regions after `warmup`.
+double held_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  return time_ms(
+             [&] {
+               for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
+             },
+             me.compute->get(), warmup, reps) /
+         kCorunOps;
+}
+
+// A sustained run on `me`, as a replay's rank runs: F, I, W in turn `rounds` times, each op
+// followed by its message to `peer` and bracketed by events, fed back to back by this thread
+// (never waiting for the GPU), so that the GPU settles at the clock it sustains under the load.
+// The median ms per kind over the last two thirds of the ops goes into `ms`. With `probe`, a
+// spin kernel on a side stream over those reads the SM clock (MHz, returned; else 0): resident
+// beside the ops it can hold a CTA of a one-wave kernel off its SM, so a probed run is not timed.
+double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const CorunProfile& p, bool probe,
+                    std::array<double, 3>& ms) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  const int n = 3 * rounds, first = n / 3;
+  std::vector<Event> marks(static_cast<std::size_t>(n + 1));
+  Stream side;
+  const cudaStream_t s = me.compute->get();
+  double probe_us = 0;  // most of the kept ops' time alone
+  for (int k = first; k < n; ++k) probe_us += 0.8e3 * p.alone_ms[static_cast<std::size_t>(k % 3)];
+  for (int k = 0; k < n; ++k) {
+    marks[static_cast<std::size_t>(k)].record(s);
+    if (probe && k == first) {
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(side.get(), marks[static_cast<std::size_t>(k)].get(), 0));
+      clock_probe(side.get(), probe_us, me.clock.get());
+    }
+    me.op_and_send(k % 3, peer);
+  }
+  marks.back().record(s);
+  marks.back().sync();
+  PPSIM_CUDA_CHECK(cudaStreamSynchronize(me.copy->get()));
+  side.sync();
+  std::array<std::vector<float>, 3> by_kind;
+  for (int k = first; k < n; ++k)
+    by_kind[static_cast<std::size_t>(k % 3)].push_back(
+        marks[static_cast<std::size_t>(k + 1)].ms_since(marks[static_cast<std::size_t>(k)]));
+  for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
+  if (!probe) return 0.0;
+  const std::vector<unsigned long long> c = me.clock.to_host();
+  return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+}
+
+// Each kind's held and sustained times on `me` against alone (into `held`, `sustained`); returns
+// the sustained run's SM clock (MHz).
+double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
+                   std::array<double, 3>& held, std::array<double, 3>& sustained) {
+  for (std::size_t x = 0; x < 3; ++x) held[x] = held_ms(me, peer, static_cast<int>(x), warmup, reps) / p.alone_ms[x];
+  std::array<double, 3> ms{}, probed{};
+  const int rounds = std::max(12, reps + warmup);
+  sustained_ms(me, peer, rounds, p, false, ms);
+  for (std::size_t x = 0; x < 3; ++x) sustained[x] = ms[x] / p.alone_ms[x];
+  return sustained_ms(me, peer, rounds, p, true, probed);  // the same run again, for the clock
+}
+
+// Tells a thread to stop and joins it when leaving a scope.
+struct StopAndJoin {
+  std::atomic<bool>& done;
+  std::thread& thread;
+  ~StopAndJoin() {
+    done.store(true);
+    if (thread.joinable()) thread.join();
+  }
+};
+
+// The peer GPU kept busy by its own host thread until `done`: F, I, W in turn, each followed by
+// its message into `to` (at most two ops queued ahead of the GPU, as a replay's thread runs).
+void keep_busy(CorunSide& me, const CorunSide& to, const std::atomic<bool>& done, std::atomic<int>& launched) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  Event marks[2] = {Event(false), Event(false)};
+  for (int k = 0; !done.load(); ++k) {
+    me.op_and_send(k % 3, to);
+    marks[k % 2].record(me.compute->get());
+    launched.store(k + 1);
+    marks[(k + 1) % 2].sync();
+  }
+  me.compute->sync();
+  me.copy->sync();
+}
+
+}  // namespace
+
+CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer) {
+  check_profile_request(shape, warmup, reps);
+  const int n = device_count();
+  if (peer == device || peer < 0 || peer >= n || device < 0 || device >= n)
+    throw InputError(
+        fmt::format("profile: the co-run profile needs two GPUs (device {}, peer {}; {} visible)", device, peer, n), {},
+        kExitUsage);
+  enable_peer_access(device, peer);  // without P2P the copies still run, staged by the driver
+  enable_peer_access(peer, device);
+  CorunProfile out;
+  out.device = device;
+  out.peer = peer;
+  out.message_bytes = static_cast<std::size_t>(shape.tokens()) * static_cast<std::size_t>(shape.hidden) * 2;
+  CorunSide me(shape, device, 7, out.message_bytes), other(shape, peer, 8, out.message_bytes);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  for (int x = 0; x < 3; ++x)
+    out.alone_ms[static_cast<std::size_t>(x)] = time_ms(
+                                                    [&] {
+                                                      for (int k = 0; k < kCorunOps; ++k) me.op(x);
+                                                    },
+                                                    me.compute->get(), warmup, reps) /
+                                                kCorunOps;
+  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle);
+  std::atomic<bool> done{false};
+  std::atomic<int> launched{0};
+  std::exception_ptr failed;
+  std::thread busy([&] {
+    try {
+      keep_busy(other, me, done, launched);
+    } catch (...) {
+      failed = std::current_exception();
+      launched.store(1 << 30);
+    }
+  });
+  {
+    const StopAndJoin stop{done, busy};                     // also when the timing throws
+    while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
+    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy);
+  }
+  if (failed) std::rethrow_exception(failed);
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  return out;
+}
+
 std::string profile_yaml(const ProfileResult& r) {
   const ChunkShape& s = r.shape;
   std::string y;

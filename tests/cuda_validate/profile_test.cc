@@ -72,3 +72,35 @@ TEST_CASE("profile_chunk with ep 2: the shards time their ops in lockstep throug
   s.ep = 4;  // does not divide the experts: refused before anything runs
   CHECK_THROWS_AS(profile_chunk(s, 1, 3), ppsim::InputError);
 }
+
+// The co-run profile on two GPUs (issue 47): each kind alone, beside an idle peer and beside a
+// busy one; factors are times against alone (positive and finite; a GPU that ran an op in less
+// than half its alone time, or more than 20x, measured something else), and the spin kernel read
+// an SM clock an H100/H200 can run at. A peer equal to the device is refused with exit 2.
+TEST_CASE("profile_corun times F, I, W beside an idle and a busy peer GPU and reads the SM clock",
+          "[gpu][profile][corun]") {
+  PPSIM_REQUIRE_GPU();
+  if (device_count() < 2) PPSIM_SKIP("needs two GPUs (" << device_count() << " visible)");
+  const ChunkShape s = test::small_moe_shape();
+  const CorunProfile p = profile_corun(s, 1, 3, 0, 1);
+  CHECK(p.message_bytes == static_cast<std::size_t>(s.tokens() * s.hidden * 2));
+  for (std::size_t k = 0; k < 3; ++k) {
+    INFO("kind " << k);
+    CHECK(p.alone_ms[k] > 0);
+    for (double f : {p.idle[k], p.busy[k]}) {
+      CHECK(std::isfinite(f));
+      CHECK(f > 0.5);
+      CHECK(f < 20);
+    }
+  }
+  for (double mhz : {p.clock_idle_mhz, p.clock_busy_mhz}) {
+    CHECK(mhz > 300);
+    CHECK(mhz < 3500);
+  }
+  try {
+    (void)profile_corun(s, 1, 3, 0, 0);
+    FAIL("a peer equal to the device was accepted");
+  } catch (const ppsim::InputError& e) {
+    CHECK(e.exit_code() == ppsim::kExitUsage);
+  }
+}

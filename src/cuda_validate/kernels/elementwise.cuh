@@ -35,6 +35,19 @@ __global__ void hold_ns(std::uint64_t ns) {
   } while (t - t0 < ns);
 }
 
+// One thread that spins `ns` nanoseconds of the global timer and writes the SM clock cycles
+// (clock64) and the nanoseconds that passed: their ratio is the clock the SM ran at meanwhile.
+__global__ void clock_probe(std::uint64_t ns, unsigned long long* out) {
+  std::uint64_t t0, t;
+  const long long c0 = clock64();
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+  out[0] = static_cast<unsigned long long>(clock64() - c0);
+  out[1] = t - t0;
+}
+
 // A message's checksum: sum over its 32-bit words w[i] of (w[i] + 1) * (2i + 1), modulo 2^64
 // (order-free, so blocks add their parts with one atomic each; a word moved or changed changes it).
 __global__ void checksum_words(const std::uint32_t* w, std::int64_t n, unsigned long long* out) {

@@ -35,6 +35,11 @@ void hold_stream(cudaStream_t s, double us) {
   PPSIM_CUDA_CHECK_LAUNCH();
 }
 
+void clock_probe(cudaStream_t s, double us, unsigned long long* out) {
+  kernels::clock_probe<<<1, 1, 0, s>>>(static_cast<std::uint64_t>(std::max(0.0, us) * 1e3), out);
+  PPSIM_CUDA_CHECK_LAUNCH();
+}
+
 void checksum(const void* p, std::size_t bytes, unsigned long long* out, cudaStream_t s) {
   const std::int64_t n = static_cast<std::int64_t>(bytes / 4);
   if (n <= 0) return;

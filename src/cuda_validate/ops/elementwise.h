@@ -20,6 +20,10 @@ void add(__nv_bfloat16* out, const __nv_bfloat16* a, const __nv_bfloat16* b, std
 // it, on `s` or on streams that wait for it, starts together once it ends.
 void hold_stream(cudaStream_t s, double us);
 
+// Spins one thread for `us` microseconds and writes out[0] = SM clock cycles, out[1] = ns passed
+// (device memory): the SM clock sustained meanwhile is out[0] / out[1] GHz.
+void clock_probe(cudaStream_t s, double us, unsigned long long* out);
+
 // *out += the checksum of `bytes` bytes at p (a multiple of 4; kernels::checksum_words).
 void checksum(const void* p, std::size_t bytes, unsigned long long* out, cudaStream_t s);
 // Holds stream `s` until *word >= value (pinned host memory, mapped) or timeout_s passed.

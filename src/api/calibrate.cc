@@ -338,9 +338,10 @@ ShareFit p2p_share(const std::vector<trace::ImportResult>& imports) {
   if (f.uncertainty < 1e-9) f.uncertainty = 0;  // equal shares: no spread (not a rounding residue)
   f.measured = by_slowdown;
   f.from = by_slowdown ? fmt::format("compute kernels beside and away from the p2p kernels, {} ranks", v.size())
-                       : fmt::format("the p2p kernels' grid over the SMs (time-weighted), {} ranks: the linear rule "
-                                     "(the traced step ran fewer than {} compute kernels beside them)",
-                                     v.size(), kMinBeside);
+                       : fmt::format(
+                             "the p2p kernels' grid over the SMs (time-weighted), {} ranks: the linear rule "
+                             "(the traced step ran fewer than {} compute kernels beside them)",
+                             v.size(), kMinBeside);
   return f;
 }
 
@@ -398,7 +399,8 @@ bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, con
   std::vector<std::string> extra;
   const ShareFit share = p2p_share(imports);
   if (share.share > 0) {
-    cal.fitted.push_back({"parallel.p2p_sm_share", c.parallel.p2p_sm_share, share.share, share.uncertainty, share.from});
+    cal.fitted.push_back(
+        {"parallel.p2p_sm_share", c.parallel.p2p_sm_share, share.share, share.uncertainty, share.from});
     extra.push_back(fmt::format("parallel.p2p_sm_share={:.9g}", share.share));
   }
   const HardwareSpec& h = c.hardware;
@@ -415,7 +417,8 @@ bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, con
   // accumulation, the kernels between the blocks, the gaps) spread over the compute.
   std::vector<std::pair<std::string, double>> keys;
   for (const CalibratedFigure& f : cal.fitted)
-    if (f.key.rfind("hardware.efficiency.", 0) == 0 && f.key != "hardware.efficiency.comm") keys.emplace_back(f.key, f.value);
+    if (f.key.rfind("hardware.efficiency.", 0) == 0 && f.key != "hardware.efficiency.comm")
+      keys.emplace_back(f.key, f.value);
   keys.emplace_back("hardware.efficiency.elementwise", h.efficiency.elementwise);
   const double step = static_cast<double>(run->makespan());
   auto step_at = [&](double s) {

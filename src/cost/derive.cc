@@ -627,14 +627,17 @@ std::vector<std::vector<Time>> beside_p2p(const Schedule& s, const SimResult& r)
     std::sort(v.begin(), v.end());
     for (const auto& [a, b] : v) {
       if (b <= a) continue;
-      if (!merged[q].empty() && a <= merged[q].back().second) merged[q].back().second = std::max(merged[q].back().second, b);
-      else merged[q].emplace_back(a, b);
+      if (!merged[q].empty() && a <= merged[q].back().second)
+        merged[q].back().second = std::max(merged[q].back().second, b);
+      else
+        merged[q].emplace_back(a, b);
     }
   }
   for (const Interval& iv : r.timeline.intervals) {
     if (iv.stream != Stream::Compute || iv.op_index >= 0) continue;
     Time o = 0;
-    for (const auto& [a, b] : merged[static_cast<std::size_t>(iv.rank)]) o += std::max<Time>(0, std::min(b, iv.end) - std::max(a, iv.start));
+    for (const auto& [a, b] : merged[static_cast<std::size_t>(iv.rank)])
+      o += std::max<Time>(0, std::min(b, iv.end) - std::max(a, iv.start));
     out[static_cast<std::size_t>(iv.rank)].push_back(o);
   }
   return out;
@@ -651,7 +654,8 @@ SimResult with_p2p_share(const Schedule& s, SimCosts& costs, const SimOptions& o
   if (!opt.record_timeline) r = simulate(s, costs, rec);
   std::vector<std::vector<Time>> base(static_cast<std::size_t>(s.pp));
   for (const Interval& iv : r.timeline.intervals)
-    if (iv.stream == Stream::Compute && iv.op_index < 0) base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
+    if (iv.stream == Stream::Compute && iv.op_index < 0)
+      base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
   for (int i = 0; i < kP2pIterations; ++i) {
     const std::vector<std::vector<Time>> o = beside_p2p(s, r);
     std::vector<std::vector<Time>> next = base;

@@ -702,7 +702,9 @@ SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& c
   const ModelConfigData& c = data(cfg);
   SimResult r = with_clock(c, s, costs, opt, simulate(s, costs, opt));
   const double share = c.parallel.p2p_sm_share;
-  if (share > 0 && s.comm_in_order && costs.action_time.empty()) r = with_p2p_share(s, costs, opt, share, std::move(r));
+  // Whole actions only: the overlap model (costs.moe) times its sub-ops itself.
+  if (share > 0 && s.comm_in_order && costs.action_time.empty() && costs.moe.empty())
+    r = with_p2p_share(s, costs, opt, share, std::move(r));
   return r;
 }
 

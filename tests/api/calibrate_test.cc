@@ -18,6 +18,7 @@
 #include "cost/calibration.h"
 #include "cost/config.h"
 #include "cost/derive.h"
+#include "trace/rank_builder.h"
 
 using namespace ppsim;
 using Catch::Matchers::WithinRel;
@@ -336,4 +337,97 @@ TEST_CASE("calibrate p2p_share: the slowdown where 20 kernels ran beside, else t
   CHECK_THAT(f.share, WithinRel(0.2, 1e-12));
   imports[1].mlp_slowdown_samples = 7;
   CHECK_THAT(api::p2p_share(imports).share, WithinRel(0.25, 1e-12));
+}
+
+TEST_CASE("calibrate from two ranks' traces of a 1F1B step: the p2p share, the clock and the step",
+          "[calibrate][torch]") {
+  // PyTorch's Schedule1F1B on two ranks, M = 3, two layers a rank, marked as
+  // tools/experiments/record_pp_traces.py marks it: 'Forward m' / 'Backward m' around each action,
+  // 'layers.l.attention.F' / 'layers.l.mlp.F' around each block (the backward's 'layer l...B').
+  // Each block's kernel runs twice what the model derives at the presets, and each rank's first
+  // forward 0.8 of its plateau (after an idle GPU). Every transfer is a SendRecv kernel of 27
+  // blocks on both ranks (1 us, ending together); the device has 108 SMs. By hand:
+  //   share = 27 / 108 = 0.25 (the linear rule: nothing computes beside the p2p kernels);
+  //   per rank, F and B the actions' plateau: as run 2.8 F + 3 B, plateau 3 F + 3 B, so
+  //   rho = (3F + 3B) / (2.8F + 3B); duty d = (2.8F + 3B) / step, and
+  //   duty_slope = (rho - 1) / (0.2 - rho max(0, d - 0.8));
+  // and one scale on the compute figures makes 1F1B predict the traced step itself.
+  const std::string cfg = write_temp("pp_run.yaml", R"(name: pp
+model: {layers: 4, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
+cluster: {gpu: a100-80gb, gpus: 2}
+parallel: {pp: 2, microbatches: 3, schedule: 1f1b, p2p_runtime: torch, embedding_on_first: false,
+  head_on_last: false}
+)");
+  const ModelConfig c = load_config(cfg, {});
+  const CostFigures figures = cost_figures(*c.data, 2);
+  const LayerFigures& l = figures.slices.front().layers.front();
+  const double af = 2 * l.attention.f / 1e3, mf = 2 * l.mlp.f / 1e3;  // us
+  const double ab = 2 * l.attention.b / 1e3, mb = 2 * l.mlp.b / 1e3;
+  const double F = 2 * (af + mf), B = 2 * (ab + mb);
+  // The 1F1B orders and, with transfers of no time, when each action starts (us from 100).
+  const std::vector<std::vector<std::pair<char, int>>> order = {{{'F', 0}, {'F', 1}, {'B', 0}, {'F', 2}, {'B', 1}, {'B', 2}},
+                                                               {{'F', 0}, {'B', 0}, {'F', 1}, {'B', 1}, {'F', 2}, {'B', 2}}};
+  std::vector<test::RankBuilder> rb(2);
+  double cpu[2] = {0, 0}, free_at[2] = {100, 100}, f_end[3] = {}, b_end[3] = {};
+  std::size_t next[2] = {0, 0};
+  double compute = 0, last = 0;
+  for (int r = 0; r < 2; ++r) {
+    rb[r].rank = r;
+    rb[r].pid = 100 + r;
+    rb[r].device = r;
+    rb[r].sms = 108;
+  }
+  auto p2p = [&](double at) {
+    for (int r = 0; r < 2; ++r) rb[r].launched("ncclDevKernel_SendRecv(x)", cpu[r]++, at, 1, 20, 1, 27);
+  };
+  while (next[0] < 6 || next[1] < 6)
+    for (int r = 0; r < 2; ++r) {
+      if (next[r] == 6) continue;
+      const auto [kind, m] = order[r][next[r]];
+      // Rank 1's F waits for rank 0's, rank 0's B for rank 1's (their kernels' ends, 1 us on).
+      const double dep = kind == 'F' ? (r == 1 ? f_end[m] : 0) : (r == 0 ? b_end[m] : 0);
+      if ((kind == 'F' && r == 1 && f_end[m] == 0) || (kind == 'B' && r == 0 && b_end[m] == 0)) continue;
+      double t = std::max(free_at[r], dep);
+      const double scale = kind == 'F' && m == 0 ? 0.8 : 1.0;
+      rb[r].range(fmt::format("{} {}", kind == 'F' ? "Forward" : "Backward", m), cpu[r], 20);
+      for (int k = 0; k < 2; ++k) {
+        const int layer = 2 * r + (kind == 'F' ? k : 1 - k);
+        for (const bool attn : {kind == 'F', kind != 'F'}) {
+          const double d = scale * (kind == 'F' ? (attn ? af : mf) : (attn ? ab : mb));
+          rb[r].range(kind == 'F' ? fmt::format("layers.{}.{}.F", layer, attn ? "attention" : "mlp")
+                                  : fmt::format("layer{}.{}.B", layer, attn ? "attn" : "mlp"),
+                      cpu[r] + 1, 2);
+          rb[r].launched("k", cpu[r] + 2, t, d);
+          cpu[r] += 4;
+          t += d;
+          compute += d;
+        }
+      }
+      cpu[r] += 8;
+      free_at[r] = t;
+      last = std::max(last, t);
+      if (kind == 'F' && r == 0) f_end[m] = t + 1, p2p(t);
+      if (kind == 'B' && r == 1) b_end[m] = t + 1, p2p(t);
+      ++next[r];
+    }
+  const double step_us = last - 100;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) paths.push_back(write_temp(fmt::format("pp_rank{}.json", r), rb[r].json()));
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = paths;
+  const Calibration cal = api::calibrate(req).calibration;
+  const CalibratedFigure* share = fitted(cal, "parallel.p2p_sm_share");
+  REQUIRE(share != nullptr);
+  CHECK_THAT(share->value, WithinRel(0.25, 1e-9));
+  CHECK(*share->uncertainty == 0);
+  const double rho = (3 * F + 3 * B) / (2.8 * F + 3 * B), duty = compute / 2 / step_us;
+  const double slope = (rho - 1) / (0.2 - rho * std::max(0.0, duty - 0.8));
+  const CalibratedFigure* clock = fitted(cal, "hardware.clock.duty_slope");
+  REQUIRE(clock != nullptr);
+  CHECK_THAT(clock->value, WithinRel(slope, 1e-3));  // the trace's times are whole ns
+  // The step, first to last action kernel: the calibrated 1F1B predicts it (the fit's 1e-4).
+  CHECK_THAT(cal.measured_step_s, WithinRel(step_us / 1e6, 1e-6));
+  CHECK_THAT(cal.calibrated_step_s, WithinRel(step_us / 1e6, 1e-4));
+  CHECK(fitted(cal, "hardware.efficiency.elementwise") != nullptr);
 }

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include "api/request.h"
 #include "core/error.h"
@@ -13,6 +15,8 @@
 #include "cost/config.h"
 #include "cost/derive.h"
 #include "schedules/registry.h"
+#include "trace/pipeline_run.h"
+#include "trace/ranks.h"
 
 namespace ppsim::api {
 
@@ -26,6 +30,8 @@ void add_unidentified_by_step(const ModelConfigData& c, Calibration& cal, bool t
   const std::string one =
       trace ? "a single rank's kernels do not show it" : "one step time cannot tell it from the compute scale";
   auto add = [&](const char* key, double preset, const std::string& why) {
+    for (const CalibratedFigure& f : cal.fitted)
+      if (f.key == key) return;  // fitted after all (a traced pipeline run)
     cal.unidentified.push_back({key, preset, why});
   };
   if (!trace || !c.model.moe.enabled())
@@ -33,6 +39,10 @@ void add_unidentified_by_step(const ModelConfigData& c, Calibration& cal, bool t
   add("hardware.nvlink_latency_us", h.nvlink_latency_us, one + " (per-call cost inside a node)");
   add("hardware.network_latency_us", h.network_latency_us, one + " (per-call cost between nodes)");
   add("parallel.p2p_sync_us", c.parallel.p2p_sync_us, one + " (the runtime's per-action overhead)");
+  if (c.parallel.p2p_runtime == P2pRuntime::torch)
+    add("parallel.p2p_sm_share", c.parallel.p2p_sm_share,
+        trace ? "needs one trace per pipeline rank of a step the host did not slow"
+              : one + " (what PyTorch's p2p kernels take from compute beside them)");
   add("costs.tp_overlap", c.costs.tp_overlap, one);
   add("costs.dp_overlap", c.costs.dp_overlap, one);
   add("hardware.efficiency.accum_exposed", h.efficiency.accum_exposed, one);
@@ -164,6 +174,13 @@ Derived derived_blocks(const ModelConfigData& d) {
 
 CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family);
 
+// A traced pipeline run of PyTorch's runtime (one trace per pipeline rank, p2p_runtime torch):
+// the share of the GPU its send and receive kernels hold (parallel.p2p_sm_share) and one scale on
+// the kernel-fitted compute efficiencies that makes the traced step's span come out, when the
+// host did not slow that step. Adds the figures to `cal`; false where the traces are no such run.
+bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family,
+                      const std::vector<trace::ImportResult>& imports, Calibration& cal);
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> compute_scale_keys(const HardwareSpec& h) {
@@ -279,17 +296,158 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
   fitted("hardware.efficiency.attention", p.attention, e.attention, rel_sem(m.attention),
          "attention blocks' kernels at the fitted GEMM scale, " + layers);
   if (fit_a2a) fitted("hardware.efficiency.comm", p.comm, e.comm, rel_sem(m.a2a), "MoE dispatch + combine kernels");
+  const bool pipeline = fit_pipeline_run(req, c, family, imports, cal);
   add_unidentified_by_step(c, cal, true);
-  Time span = 0;
-  for (const trace::ImportResult& r : imports) span = std::max(span, r.step());
-  cal.measured_step_s = static_cast<double>(span) / 1e9;
+  if (!pipeline) {
+    Time span = 0;
+    for (const trace::ImportResult& r : imports) span = std::max(span, r.step());
+    cal.measured_step_s = static_cast<double>(span) / 1e9;
+  }
   cal.preset_step_s = predict(req, family, {}).step_s;
   cal.calibrated_step_s = predict(req, family, calibration_sets(cal)).step_s;
-  cal.note = fmt::format(
-      "fitted on the traced kernels, not the step's span ({:.4g} ms traced, {:.4g} ms predicted "
-      "calibrated): a span longer than the prediction is host, profiler or what the model lacks",
-      cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3);
+  cal.note = pipeline ? fmt::format(
+                            "fitted on the traced kernels (the ratio of attention to GEMM time, the p2p kernels' "
+                            "share) and the traced step's span ({:.4g} ms, which the host did not slow; "
+                            "{:.4g} ms predicted calibrated)",
+                            cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3)
+                      : fmt::format(
+                            "fitted on the traced kernels, not the step's span ({:.4g} ms traced, {:.4g} ms predicted "
+                            "calibrated): a span longer than the prediction is host, profiler or what the model lacks",
+                            cal.measured_step_s * 1e3, cal.calibrated_step_s * 1e3);
   return out;
+}
+
+}  // namespace
+
+ShareFit p2p_share(const std::vector<trace::ImportResult>& imports) {
+  constexpr int kMinBeside = 20;
+  std::vector<double> measured, grid;
+  for (const trace::ImportResult& r : imports) {
+    const int n = r.attn_slowdown_samples + r.mlp_slowdown_samples;
+    if (n >= kMinBeside) {
+      const double s = (r.attn_slowdown * r.attn_slowdown_samples + r.mlp_slowdown * r.mlp_slowdown_samples) / n;
+      if (s >= 1) measured.push_back(1 - 1 / s);
+    }
+    if (r.profile.comm_sm_fraction > 0) grid.push_back(r.profile.comm_sm_fraction);
+  }
+  const bool by_slowdown = measured.size() == imports.size();
+  const std::vector<double>& v = by_slowdown ? measured : grid;
+  if (v.empty()) return {};
+  ShareFit f;
+  f.share = mean(v);
+  f.uncertainty = f.share * rel_sem(v);
+  if (f.uncertainty < 1e-9) f.uncertainty = 0;  // equal shares: no spread (not a rounding residue)
+  f.measured = by_slowdown;
+  f.from = by_slowdown ? fmt::format("compute kernels beside and away from the p2p kernels, {} ranks", v.size())
+                       : fmt::format(
+                             "the p2p kernels' grid over the SMs (time-weighted), {} ranks: the linear rule "
+                             "(the traced step ran fewer than {} compute kernels beside them)",
+                             v.size(), kMinBeside);
+  return f;
+}
+
+// The same action of a rank runs slower once the GPU has computed for a while (a power-limited
+// clock) than after it idled: its plateau against its mean (calibrate.h has the algebra).
+ClockFit fit_clock(const trace::PipelineRun& run, double ref) {
+  ClockFit f;
+  std::vector<double> rhos, duties;
+  for (const trace::RankRun& r : run.ranks) {
+    std::map<std::pair<int, int>, std::vector<double>> by;  // (stage, kind; a pair: -1) -> compute
+    auto key = [](const Action& a) {
+      return a.overlapped ? std::pair{a.first.stage, -1} : std::pair{a.first.stage, static_cast<int>(a.first.kind)};
+    };
+    double ran = 0;
+    for (const trace::ExecutedAction& x : r.actions) {
+      by[key(x.action)].push_back(static_cast<double>(x.compute));
+      ran += static_cast<double>(x.compute);
+    }
+    double plateau = 0;
+    for (auto& [k, v] : by) {
+      std::sort(v.begin(), v.end());
+      const double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      plateau += med * static_cast<double>(v.size());
+    }
+    if (ran <= 0 || run.makespan() <= 0) continue;
+    rhos.push_back(plateau / ran);
+    duties.push_back(ran / static_cast<double>(run.makespan()));
+  }
+  if (rhos.empty()) return f;
+  f.rho = mean(rhos);
+  f.duty = mean(duties);
+  const double m = std::max(0.0, f.duty - ref), den = (1 - ref) - f.rho * m;
+  if (!(f.rho > 1) || !(den > 0)) return f;
+  f.slope = (f.rho - 1) / den;
+  f.uncertainty = f.rho * rel_sem(rhos) * ((1 - ref) - m) / (den * den);  // d slope / d rho times rho's error
+  f.identified = true;
+  return f;
+}
+
+namespace {
+
+bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family,
+                      const std::vector<trace::ImportResult>& imports, Calibration& cal) {
+  if (c.parallel.p2p_runtime != P2pRuntime::torch || c.parallel.pp < 2 ||
+      static_cast<int>(imports.size()) != c.parallel.pp)
+    return false;
+  for (const trace::ImportResult& r : imports)
+    if (!trace::host_bound_line(r).empty()) return false;  // a span the host set: the kernels alone
+  std::optional<trace::PipelineRun> run;
+  try {
+    run = trace::rebuild_pipeline(trace::read_ranks(req.traces, req.trace_options.comm_kernel));
+  } catch (const InputError&) {
+    return false;  // no action ranges: no step to fit on
+  }
+  std::vector<std::string> extra;
+  const ShareFit share = p2p_share(imports);
+  if (share.share > 0) {
+    cal.fitted.push_back(
+        {"parallel.p2p_sm_share", c.parallel.p2p_sm_share, share.share, share.uncertainty, share.from});
+    extra.push_back(fmt::format("parallel.p2p_sm_share={:.9g}", share.share));
+  }
+  const HardwareSpec& h = c.hardware;
+  const ClockFit clock = fit_clock(*run, h.clock_duty_ref);
+  if (clock.identified) {
+    cal.fitted.push_back({"hardware.clock.duty_slope", h.clock_duty_slope, clock.slope, clock.uncertainty,
+                          fmt::format("each rank's actions at their plateau against as they ran ({:.2f}% faster) at "
+                                      "duty {:.3f}, {} ranks; duty_ref kept at {:.2g}",
+                                      100 * (clock.rho - 1), clock.duty, run->ranks.size(), h.clock_duty_ref)});
+    extra.push_back(fmt::format("hardware.clock.duty_slope={:.9g}", clock.slope));
+  }
+  // One scale on the kernel-fitted efficiencies (and elementwise, at its preset) so that the run's
+  // own schedule predicts the traced step: what the layers' kernels leave out (the loss, gradient
+  // accumulation, the kernels between the blocks, the gaps) spread over the compute.
+  std::vector<std::pair<std::string, double>> keys;
+  for (const CalibratedFigure& f : cal.fitted)
+    if (f.key.rfind("hardware.efficiency.", 0) == 0 && f.key != "hardware.efficiency.comm")
+      keys.emplace_back(f.key, f.value);
+  keys.emplace_back("hardware.efficiency.elementwise", h.efficiency.elementwise);
+  const double step = static_cast<double>(run->makespan());
+  auto step_at = [&](double s) {
+    std::vector<std::string> sets = compute_scale_sets(keys, s);
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return predict(req, family, sets).step_s;
+  };
+  const ScaleFit fit = fit_scale(step_at, step / 1e9, compute_scale_range(keys));
+  if (!fit.reached) return false;
+  // The step's own uncertainty: the run's step (first to last action kernel, aligned clocks)
+  // against the longest device's span.
+  Time span = 0;
+  for (const trace::ImportResult& r : imports) span = std::max(span, r.step());
+  const double rel = std::abs(static_cast<double>(span) - step) / step;
+  const double kernels = cal.fitted.front().uncertainty.value_or(0) / cal.fitted.front().value;
+  for (CalibratedFigure& f : cal.fitted) {
+    if (f.key.rfind("hardware.efficiency.", 0) != 0 || f.key == "hardware.efficiency.comm") continue;
+    const double own = f.uncertainty ? *f.uncertainty / f.value : 0;
+    f.value *= fit.scale;
+    f.uncertainty = f.value * std::sqrt(own * own + rel * rel);
+    f.from += fmt::format("; times {:.4f}, the scale that gives the traced step", fit.scale);
+  }
+  const double el = h.efficiency.elementwise * fit.scale;
+  cal.fitted.push_back({"hardware.efficiency.elementwise", h.efficiency.elementwise, el,
+                        el * std::sqrt(kernels * kernels + rel * rel),
+                        fmt::format("the preset times {:.4f}, the scale that gives the traced step", fit.scale)});
+  cal.measured_step_s = step / 1e9;
+  return true;
 }
 
 std::string render_report(const Calibration& cal) {

@@ -23,6 +23,7 @@
 #include "api/config_answer.h"
 #include "cost/calibration.h"
 #include "trace/import.h"
+#include "trace/pipeline_run.h"
 
 namespace ppsim {
 struct HardwareSpec;
@@ -77,6 +78,34 @@ Calibration scale_calibration(const std::vector<std::pair<std::string, double>>&
                               const std::string& method, const std::string& from);
 
 nlohmann::json calibration_json(const Calibration& c);
+
+// ---- a traced pipeline run of PyTorch's runtime (one trace per rank, p2p_runtime torch) -------
+// Besides the blocks' efficiencies: the p2p kernels' share, the clock under load, and one scale
+// on the compute efficiencies that makes the run's own schedule predict the traced step (the
+// step's span, first to last action kernel on aligned clocks, when no rank's host slowed it).
+
+// parallel.p2p_sm_share: 1 - 1/s where every trace measured the slowdown s of its compute kernels
+// beside communication on at least 20 kernels (attention and MLP, weighted by their counts); else
+// the communication kernels' grid over the SMs (time-weighted, the linear rule). The mean over
+// the ranks, its standard error the uncertainty (0: equal shares).
+struct ShareFit {
+  double share = 0, uncertainty = 0;
+  bool measured = false;  // from the slowdown, not the grid
+  std::string from;
+};
+ShareFit p2p_share(const std::vector<trace::ImportResult>& imports);
+
+// hardware.clock.duty_slope at duty_ref `ref`: per rank, rho = (its actions at their plateau: the
+// median of each stage and kind, times their count) / (its actions as they ran), at its duty d
+// (compute / the run's step). With the clock's factor f(d) = 1 + k max(0, d - ref), rho = f(1) / f(d),
+// so on the ranks' means  k = (rho - 1) / ((1 - ref) - rho max(0, d - ref)).  Not identified where
+// rho <= 1 (no action ran faster than its plateau). Uncertainty: rho's standard error over the
+// ranks through dk/drho.
+struct ClockFit {
+  double slope = 0, uncertainty = 0, rho = 1, duty = 0;
+  bool identified = false;
+};
+ClockFit fit_clock(const trace::PipelineRun& run, double ref);
 
 // What a calibrated config's prediction states (api::run's extra "calibration"; the compare table's
 // note): the file, each figure it changed against the presets, and per result how far it

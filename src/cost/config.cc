@@ -143,7 +143,8 @@ const SchemaNode& schema() {
                                leaf("p2p_runtime"),
                                leaf("cp_runtime"),
                                leaf("p2p_sync_us"),
-                               leaf("p2p_eager_mb")}),
+                               leaf("p2p_eager_mb"),
+                               leaf("p2p_sm_share")}),
           section("times", {leaf("F"), leaf("B"), leaf("W"), leaf("FB")}), leaf("profile"),
           leaf("calibration"),  // a calibration file (cost/calibration.h), applied before validation
           SchemaNode{"plan", {}, true},
@@ -548,6 +549,11 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.p2p_eager_mb = r.number("p2p_eager_mb", 0, 0, 1e6, false);
   if (p.p2p_sync_us > 0 && p.p2p_runtime != P2pRuntime::megatron)
     r.fail("p2p_sync_us", "parallel.p2p_sync_us is the restart after each of Megatron's p2p calls: it needs parallel.p2p_runtime: megatron");
+  p.p2p_sm_share = r.number("p2p_sm_share", 0, 0, 0.9, false);
+  if (p.p2p_sm_share > 0 && p.p2p_runtime != P2pRuntime::torch)
+    r.fail("p2p_sm_share",
+           "parallel.p2p_sm_share is what PyTorch's send and receive kernels take from compute beside them: it needs "
+           "parallel.p2p_runtime: torch");
   return p;
 }
 

@@ -301,6 +301,10 @@ struct ParallelSpec {
   // parallel.p2p_eager_mb: with explicit communication (megatron, deepspeed), a send of at most
   // this many MB does not wait for its receiver (SimCosts::eager_bytes). 0: rendezvous.
   double p2p_eager_mb = 0;
+  // parallel.p2p_sm_share, with torch: the share of the GPU the runtime's send and receive kernels
+  // hold while they sit on it (posted, waiting for the peer or moving data); compute beside them
+  // runs at 1 - share (simulate_config). 0: not counted.
+  double p2p_sm_share = 0;
 
   int gpus() const { return pp * tp * cp * dp; }
   // Ranks holding the same dense weights, over which gradients are reduced and ZeRO shards:

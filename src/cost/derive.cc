@@ -617,17 +617,72 @@ SimCosts clocked(const SimCosts& base, double factor) {
 }
 }  // namespace
 
-SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
-  const ModelConfigData& c = data(cfg);
+namespace {
+// Per rank, how long each of its actions (in its order) ran beside a send or receive kernel of its
+// own rank (SimResult::comm_resident), from a run with its timeline.
+std::vector<std::vector<Time>> beside_p2p(const Schedule& s, const SimResult& r) {
+  std::vector<std::vector<Time>> out(static_cast<std::size_t>(s.pp));
+  std::vector<std::vector<std::pair<Time, Time>>> merged(static_cast<std::size_t>(s.pp));
+  for (std::size_t q = 0; q < r.comm_resident.size() && q < merged.size(); ++q) {
+    std::vector<std::pair<Time, Time>> v = r.comm_resident[q];
+    std::sort(v.begin(), v.end());
+    for (const auto& [a, b] : v) {
+      if (b <= a) continue;
+      if (!merged[q].empty() && a <= merged[q].back().second)
+        merged[q].back().second = std::max(merged[q].back().second, b);
+      else
+        merged[q].emplace_back(a, b);
+    }
+  }
+  for (const Interval& iv : r.timeline.intervals) {
+    if (iv.stream != Stream::Compute || iv.op_index >= 0) continue;
+    Time o = 0;
+    for (const auto& [a, b] : merged[static_cast<std::size_t>(iv.rank)])
+      o += std::max<Time>(0, std::min(b, iv.end) - std::max(a, iv.start));
+    out[static_cast<std::size_t>(iv.rank)].push_back(o);
+  }
+  return out;
+}
+
+// parallel.p2p_sm_share (p2p_runtime torch): each action runs its own work d at 1 - share while a
+// send or receive kernel of its rank sits beside it, so it lasts d + share * (the time beside).
+// The time beside depends on the durations, so they are iterated from the run without it to a
+// fixed point (action_time per action; at most kP2pIterations runs).
+SimResult with_p2p_share(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share, SimResult r) {
+  constexpr int kP2pIterations = 12;
+  SimOptions rec = opt;
+  rec.record_timeline = true;
+  if (!opt.record_timeline) r = simulate(s, costs, rec);
+  std::vector<std::vector<Time>> base(static_cast<std::size_t>(s.pp));
+  for (const Interval& iv : r.timeline.intervals)
+    if (iv.stream == Stream::Compute && iv.op_index < 0)
+      base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
+  for (int i = 0; i < kP2pIterations; ++i) {
+    const std::vector<std::vector<Time>> o = beside_p2p(s, r);
+    std::vector<std::vector<Time>> next = base;
+    for (std::size_t q = 0; q < next.size(); ++q)
+      for (std::size_t k = 0; k < next[q].size() && k < o[q].size(); ++k)
+        next[q][k] += static_cast<Time>(std::llround(share * static_cast<double>(o[q][k])));
+    if (next == costs.action_time) break;
+    costs.action_time = std::move(next);
+    r = simulate(s, costs, rec);
+  }
+  if (!opt.record_timeline) {
+    r.timeline = Timeline{};
+    r.comm_resident.clear();
+  }
+  return r;
+}
+
+// The clock's fixed point (hardware.clock): f = 1 + k max(0, d(f) - d_ref), where d(f) is the duty
+// with every compute duration f times the base. d rises with f (links keep their time), so the
+// factor is iterated from the base run's until it moves by less than kClockTolerance.
+SimResult with_clock(const ModelConfigData& c, const Schedule& s, SimCosts& costs, const SimOptions& opt, SimResult r) {
   const HardwareSpec& h = c.hardware;
-  SimResult r = simulate(s, costs, opt);
   if (h.clock_duty_slope <= 0) return r;
   auto factor_at = [&](const SimResult& x) {
     return 1.0 + h.clock_duty_slope * std::max(0.0, duty_of(c, x) - h.clock_duty_ref);
   };
-  // The clock's fixed point: f = 1 + k max(0, d(f) - d_ref), where d(f) is the duty with every
-  // compute duration f times the base. d rises with f (links keep their time), so the factor
-  // is iterated from the base run's until it moves by less than kClockTolerance.
   constexpr double kClockTolerance = 1e-4;
   constexpr int kClockIterations = 30;
   double f = factor_at(r);
@@ -640,6 +695,17 @@ SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& c
     if (std::abs(next - f) < kClockTolerance) break;
     f = next;
   }
+  return r;
+}
+}  // namespace
+
+SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
+  const ModelConfigData& c = data(cfg);
+  SimResult r = with_clock(c, s, costs, opt, simulate(s, costs, opt));
+  const double share = c.parallel.p2p_sm_share;
+  // Whole actions only: the overlap model (costs.moe) times its sub-ops itself.
+  if (share > 0 && s.comm_in_order && costs.action_time.empty() && costs.moe.empty())
+    r = with_p2p_share(s, costs, opt, share, std::move(r));
   return r;
 }
 

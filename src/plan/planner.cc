@@ -194,6 +194,7 @@ struct Memo {
   double clock_duty_slope = 0, clock_duty_ref = 0;  // hardware.clock (simulate_config)
   SimCosts run_costs;  // as simulated: scaled by hardware.clock's factor where it applies
   SimResult sim;
+  double p2p_sm_share = 0;  // parallel.p2p_sm_share (simulate_config)
 };
 
 // make_schedule without its last step (the Boost.Graph validator): see planner.h.
@@ -460,7 +461,7 @@ class Planner {
     const HardwareSpec& hw = data.hardware;
     for (const Memo& m : memo)
       if (m.runtime == runtime && m.clock_duty_slope == hw.clock_duty_slope && m.clock_duty_ref == hw.clock_duty_ref &&
-          same_costs(m.costs, costs))
+          m.p2p_sm_share == data.parallel.p2p_sm_share && same_costs(m.costs, costs))
         hit = &m;
     if (hit == nullptr) {
       // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run); a
@@ -476,7 +477,8 @@ class Planner {
         // hardware.clock: simulate_config scales the costs it runs on.
         SimCosts run_costs = costs;
         SimResult r = simulate_config(cfg, run, run_costs);
-        memo.push_back({costs, runtime, hw.clock_duty_slope, hw.clock_duty_ref, std::move(run_costs), std::move(r)});
+        memo.push_back({costs, runtime, hw.clock_duty_slope, hw.clock_duty_ref, std::move(run_costs), std::move(r),
+                        data.parallel.p2p_sm_share});
         hit = &memo.back();
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());

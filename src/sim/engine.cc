@@ -145,6 +145,13 @@ class Engine {
       res_.end = std::max(res_.end, rs.last_end);
     }
     if (res_.start == kNever) res_.start = 0;
+    if (opt_.record_timeline && explicit_) {
+      res_.comm_resident.resize(P_);
+      for (const Resident& x : resident_) {
+        const Time arrival = x.fwd ? slot_[x.key].f_avail : slot_[x.key].bwd_avail;
+        if (arrival != kNever) res_.comm_resident[x.rank].emplace_back(x.posted, std::max(x.posted, arrival));
+      }
+    }
     res_.events = q_.scheduled();
     for (const auto& [k, cs] : pair_kinds_)
       res_.pair_kinds[fmt::format("F{}&{}{}", k >> 32, op_kind_char(static_cast<OpKind>(k & 3)), (k >> 2) & 0x3fffffff)] = cs;
@@ -476,6 +483,7 @@ class Engine {
       post_slot(c) = at;
       const TransferOf t = transfer_of(c);
       const std::size_t k = key(t.producer);
+      if (opt_.record_timeline) resident_.push_back({r, at, k, t.fwd});
       if (s_.comm_in_order) {
         if (!joins) {
           st.batch.clear();
@@ -599,6 +607,15 @@ class Engine {
     OpKind bwd_kind = OpKind::B;
   };
   std::vector<Posts> post_;
+  // Explicit communication, when the timeline is recorded: each posted send or receive (its rank,
+  // post time and transfer slot), for SimResult::comm_resident.
+  struct Resident {
+    int rank = 0;
+    Time posted = 0;
+    std::size_t key = 0;
+    bool fwd = true;
+  };
+  std::vector<Resident> resident_;
   bool explicit_ = false;
   std::vector<std::uint8_t> first_, last_;
   std::vector<int> fwd_link_, bwd_link_;

@@ -48,6 +48,10 @@ struct SimResult {
   // Per pair kind "F<slice>&<B|I><slice>" (the model slices of its two chunks): count and sum.
   std::map<std::string, std::pair<std::uint64_t, Time>> pair_kinds;
   Timeline timeline;         // filled when SimOptions::record_timeline
+  // Explicit communication, when SimOptions::record_timeline: per rank, each send or receive it
+  // posted, from its post to its transfer's arrival (the stretch its kernel sits on the GPU,
+  // waiting for the peer or moving data), in post order.
+  std::vector<std::vector<std::pair<Time, Time>>> comm_resident;
 };
 
 // Runs the schedule. Throws InputError when the schedule cannot finish (a deadlock).

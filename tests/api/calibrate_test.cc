@@ -18,6 +18,7 @@
 #include "cost/calibration.h"
 #include "cost/config.h"
 #include "cost/derive.h"
+#include "trace/rank_builder.h"
 
 using namespace ppsim;
 using Catch::Matchers::WithinRel;
@@ -240,4 +241,193 @@ parallel: {pp: 1, microbatches: 1}
                                         {"hardware.efficiency.gemm_fp8=0.5"});
   CHECK(given.data->hardware.efficiency.gemm_fp8 == 0.5);
   CHECK_THAT(given.data->hardware.efficiency.gemm_fp8_wgrad, WithinRel(0.65 * 0.87, 1e-12));
+}
+
+TEST_CASE("torch runtime: p2p_sm_share stretches what runs beside a posted receive, twice the actions move",
+          "[calibrate][torch]") {
+  // P = 2, M = 2, explicit times F 2 ms, B 4 ms a rank's share (interleaved: 1 and 2 ms a chunk),
+  // links of no latency and a few bytes (the tiny model: under 0.1 us a transfer).
+  // 1F1B (Schedule1F1B's calls) computes only after each batch has landed: nothing runs beside a
+  // send or receive, so the step stays (M + P - 1)(F + B) = 18 ms at any share.
+  // Interleaved1F1B (two stages a rank, each send and receive its own batch on the rank's one
+  // stream, receives posted early), at share 0, ms:
+  //   rank 0: 0F0 [0,1) 0F1 [1,2) 2F0 [2,3) 2F1 [3,4)   2B0 [6,8)   2B1 [9,11)  0B0 [11,13) 0B1 [13,15)
+  //   rank 1: 1F0 [1,2) 1F1 [2,3) 3F0 [3,4) 3B0 [4,6) 3F1 [6,7) 3B1 [7,9) 1B0 [9,11) 1B1 [11,13)
+  // with these beside a posted receive: 0F1 (2RECV_F0, posted at 1, lands at 2 after 1F0), 2F0
+  // (2RECV_F1, to 1F1's end), 3F1 and the first ms of 3B1 (1RECV_B0, to 2B0's end at 8), 1B0
+  // (1RECV_B1, to 2B1's end). At share s an action of d ms with o of them beside lasts d + s o:
+  // 0F1 ends s late, which delays 1F1 and so 2F0, itself beside a receive until 1F1's end: the
+  // forwards end 2s late. 3F1 (1 / (1 - s) ms, all of it beside) and 3B1 (beside for the rest of
+  // the 2 ms) end 2s later still: 2 + 2 + 2s ms after 6 + 2s. 1B0 waits for 3B1 and runs 2 + 2s
+  // (its receive lands when 2B1 ends, 2 ms after 3B1), and 0B0, 0B1 follow it: the step is
+  // 15 + 6s ms, 16.5 at s = 0.25.
+  const std::string cfg = write_temp("torch_share.yaml", R"(name: share
+model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 100, seq_len: 16}
+hardware: {name: h200, nvlink_latency_us: 0}
+parallel: {pp: 2, vpp: 2, microbatches: 2, p2p_runtime: torch}
+times: {F: 2, B: 4}
+)");
+  auto step = [&](const char* family, double share) {
+    api::Request rq;
+    rq.config = cfg;
+    rq.sets = {fmt::format("parallel.p2p_sm_share={}", share)};
+    rq.families = family;
+    rq.single = true;
+    return api::run(rq).rows.front().physical.step_time_s;
+  };
+  using Catch::Matchers::WithinAbs;
+  CHECK_THAT(step("1f1b", 0), WithinAbs(18e-3, 1e-7));
+  CHECK_THAT(step("1f1b", 0.25), WithinAbs(18e-3, 1e-7));
+  CHECK_THAT(step("interleaved-1f1b", 0), WithinAbs(15e-3, 1e-7));
+  CHECK_THAT(step("interleaved-1f1b", 0.25) - step("interleaved-1f1b", 0), WithinAbs(6 * 0.25e-3, 1e-7));
+  CHECK_THAT(step("interleaved-1f1b", 0.1) - step("interleaved-1f1b", 0), WithinAbs(6 * 0.1e-3, 1e-7));
+  // Only with PyTorch's runtime: elsewhere no list says when a receive is posted.
+  CHECK_THROWS_WITH(load_config(cfg, {"parallel.p2p_runtime=dataflow", "parallel.p2p_sm_share=0.2"}),
+                    PPSIM_CONTAINS("needs parallel.p2p_runtime: torch"));
+}
+
+TEST_CASE("calibrate fit_clock: each rank's plateau against its actions as run gives the clock's slope", "[calibrate]") {
+  // Two ranks of a 100 ms step, each with three F of 9, 10, 10 ms and three B of 18, 20, 20 ms
+  // (the first of each ran after an idle GPU): plateau 3 x 10 + 3 x 20 = 90 ms, as run 87 ms, so
+  // rho = 30/29 at duty 0.87. With duty_ref 0.8: k = (1/29) / (0.2 - (30/29) 0.07) = 1 / 3.7.
+  // Check: f(1) / f(0.87) = (1 + 0.2/3.7) / (1 + 0.07/3.7) = 3.9 / 3.77 = 30/29.
+  trace::PipelineRun run;
+  run.start = 0;
+  run.end = 100'000'000;
+  for (int r = 0; r < 2; ++r) {
+    trace::RankRun rr;
+    rr.rank = r;
+    int mb = 0;
+    for (double ms : {9.0, 10.0, 10.0})
+      rr.actions.push_back({Action::single(Op{OpKind::F, r, mb++}), 0, 0, 0, 0, static_cast<Time>(ms * 1e6)});
+    mb = 0;
+    for (double ms : {18.0, 20.0, 20.0})
+      rr.actions.push_back({Action::single(Op{OpKind::B, r, mb++}), 0, 0, 0, 0, static_cast<Time>(ms * 1e6)});
+    run.ranks.push_back(rr);
+  }
+  const api::ClockFit f = api::fit_clock(run, 0.8);
+  REQUIRE(f.identified);
+  CHECK_THAT(f.rho, WithinRel(30.0 / 29, 1e-12));
+  CHECK_THAT(f.duty, WithinRel(0.87, 1e-12));
+  CHECK_THAT(f.slope, WithinRel(1 / 3.7, 1e-12));
+  CHECK(f.uncertainty == 0);  // two equal ranks
+  // Every action at its plateau: no clock to see.
+  for (trace::RankRun& rr : run.ranks)
+    for (trace::ExecutedAction& a : rr.actions) a.compute = a.action.first.kind == OpKind::F ? 10'000'000 : 20'000'000;
+  CHECK_FALSE(api::fit_clock(run, 0.8).identified);
+}
+
+TEST_CASE("calibrate p2p_share: the slowdown where 20 kernels ran beside, else the kernels' grid over the SMs",
+          "[calibrate]") {
+  // Grid: 27 blocks of 108 SMs on both ranks = 0.25, no spread. Slowdown: 1.25 on 12 attention and
+  // 1.25 on 8 MLP kernels = 1.25 on 20, share 1 - 1/1.25 = 0.2; with 19 on one rank, the grid again.
+  std::vector<trace::ImportResult> imports(2);
+  for (trace::ImportResult& r : imports) r.profile.comm_sm_fraction = 27.0 / 108;
+  api::ShareFit f = api::p2p_share(imports);
+  CHECK_THAT(f.share, WithinRel(0.25, 1e-12));
+  CHECK(f.uncertainty == 0);
+  CHECK_FALSE(f.measured);
+  for (trace::ImportResult& r : imports) {
+    r.attn_slowdown = r.mlp_slowdown = 1.25;
+    r.attn_slowdown_samples = 12;
+    r.mlp_slowdown_samples = 8;
+  }
+  f = api::p2p_share(imports);
+  CHECK(f.measured);
+  CHECK_THAT(f.share, WithinRel(0.2, 1e-12));
+  imports[1].mlp_slowdown_samples = 7;
+  CHECK_THAT(api::p2p_share(imports).share, WithinRel(0.25, 1e-12));
+}
+
+TEST_CASE("calibrate from two ranks' traces of a 1F1B step: the p2p share, the clock and the step",
+          "[calibrate][torch]") {
+  // PyTorch's Schedule1F1B on two ranks, M = 3, two layers a rank, marked as
+  // tools/experiments/record_pp_traces.py marks it: 'Forward m' / 'Backward m' around each action,
+  // 'layers.l.attention.F' / 'layers.l.mlp.F' around each block (the backward's 'layer l...B').
+  // Each block's kernel runs twice what the model derives at the presets, and each rank's first
+  // forward 0.8 of its plateau (after an idle GPU). Every transfer is a SendRecv kernel of 27
+  // blocks on both ranks (1 us, ending together); the device has 108 SMs. By hand:
+  //   share = 27 / 108 = 0.25 (the linear rule: nothing computes beside the p2p kernels);
+  //   per rank, F and B the actions' plateau: as run 2.8 F + 3 B, plateau 3 F + 3 B, so
+  //   rho = (3F + 3B) / (2.8F + 3B); duty d = (2.8F + 3B) / step, and
+  //   duty_slope = (rho - 1) / (0.2 - rho max(0, d - 0.8));
+  // and one scale on the compute figures makes 1F1B predict the traced step itself.
+  const std::string cfg = write_temp("pp_run.yaml", R"(name: pp
+model: {layers: 4, hidden: 256, ffn_hidden: 1024, heads: 4, vocab: 1000, seq_len: 512}
+cluster: {gpu: a100-80gb, gpus: 2}
+parallel: {pp: 2, microbatches: 3, schedule: 1f1b, p2p_runtime: torch, embedding_on_first: false,
+  head_on_last: false}
+)");
+  const ModelConfig c = load_config(cfg, {});
+  const CostFigures figures = cost_figures(*c.data, 2);
+  const LayerFigures& l = figures.slices.front().layers.front();
+  const double af = 2 * l.attention.f / 1e3, mf = 2 * l.mlp.f / 1e3;  // us
+  const double ab = 2 * l.attention.b / 1e3, mb = 2 * l.mlp.b / 1e3;
+  const double F = 2 * (af + mf), B = 2 * (ab + mb);
+  // The 1F1B orders and, with transfers of no time, when each action starts (us from 100).
+  const std::vector<std::vector<std::pair<char, int>>> order = {{{'F', 0}, {'F', 1}, {'B', 0}, {'F', 2}, {'B', 1}, {'B', 2}},
+                                                               {{'F', 0}, {'B', 0}, {'F', 1}, {'B', 1}, {'F', 2}, {'B', 2}}};
+  std::vector<test::RankBuilder> rb(2);
+  double cpu[2] = {0, 0}, free_at[2] = {100, 100}, f_end[3] = {}, b_end[3] = {};
+  std::size_t next[2] = {0, 0};
+  double compute = 0, last = 0;
+  for (int r = 0; r < 2; ++r) {
+    rb[r].rank = r;
+    rb[r].pid = 100 + r;
+    rb[r].device = r;
+    rb[r].sms = 108;
+  }
+  auto p2p = [&](double at) {
+    for (int r = 0; r < 2; ++r) rb[r].launched("ncclDevKernel_SendRecv(x)", cpu[r]++, at, 1, 20, 1, 27);
+  };
+  while (next[0] < 6 || next[1] < 6)
+    for (int r = 0; r < 2; ++r) {
+      if (next[r] == 6) continue;
+      const auto [kind, m] = order[r][next[r]];
+      // Rank 1's F waits for rank 0's, rank 0's B for rank 1's (their kernels' ends, 1 us on).
+      const double dep = kind == 'F' ? (r == 1 ? f_end[m] : 0) : (r == 0 ? b_end[m] : 0);
+      if ((kind == 'F' && r == 1 && f_end[m] == 0) || (kind == 'B' && r == 0 && b_end[m] == 0)) continue;
+      double t = std::max(free_at[r], dep);
+      const double scale = kind == 'F' && m == 0 ? 0.8 : 1.0;
+      rb[r].range(fmt::format("{} {}", kind == 'F' ? "Forward" : "Backward", m), cpu[r], 20);
+      for (int k = 0; k < 2; ++k) {
+        const int layer = 2 * r + (kind == 'F' ? k : 1 - k);
+        for (const bool attn : {kind == 'F', kind != 'F'}) {
+          const double d = scale * (kind == 'F' ? (attn ? af : mf) : (attn ? ab : mb));
+          rb[r].range(kind == 'F' ? fmt::format("layers.{}.{}.F", layer, attn ? "attention" : "mlp")
+                                  : fmt::format("layer{}.{}.B", layer, attn ? "attn" : "mlp"),
+                      cpu[r] + 1, 2);
+          rb[r].launched("k", cpu[r] + 2, t, d);
+          cpu[r] += 4;
+          t += d;
+          compute += d;
+        }
+      }
+      cpu[r] += 8;
+      free_at[r] = t;
+      last = std::max(last, t);
+      if (kind == 'F' && r == 0) f_end[m] = t + 1, p2p(t);
+      if (kind == 'B' && r == 1) b_end[m] = t + 1, p2p(t);
+      ++next[r];
+    }
+  const double step_us = last - 100;
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) paths.push_back(write_temp(fmt::format("pp_rank{}.json", r), rb[r].json()));
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = paths;
+  const Calibration cal = api::calibrate(req).calibration;
+  const CalibratedFigure* share = fitted(cal, "parallel.p2p_sm_share");
+  REQUIRE(share != nullptr);
+  CHECK_THAT(share->value, WithinRel(0.25, 1e-9));
+  CHECK(*share->uncertainty == 0);
+  const double rho = (3 * F + 3 * B) / (2.8 * F + 3 * B), duty = compute / 2 / step_us;
+  const double slope = (rho - 1) / (0.2 - rho * std::max(0.0, duty - 0.8));
+  const CalibratedFigure* clock = fitted(cal, "hardware.clock.duty_slope");
+  REQUIRE(clock != nullptr);
+  CHECK_THAT(clock->value, WithinRel(slope, 1e-3));  // the trace's times are whole ns
+  // The step, first to last action kernel: the calibrated 1F1B predicts it (the fit's 1e-4).
+  CHECK_THAT(cal.measured_step_s, WithinRel(step_us / 1e6, 1e-6));
+  CHECK_THAT(cal.calibrated_step_s, WithinRel(step_us / 1e6, 1e-4));
+  CHECK(fitted(cal, "hardware.efficiency.elementwise") != nullptr);
 }

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "robustness/run_ppsim.h"
 #include "trace/pipeline_run.h"
+#include "trace/rank_builder.h"
 #include "trace/ranks.h"
 
 using namespace ppsim;
@@ -19,42 +20,7 @@ namespace {
 
 constexpr Time kUs = 1000;
 
-// One process's trace: CPU threads under pid, GPU events under pid = device, tid = stream.
-// `shift` (us) is added to every timestamp: this process's clock against the true one.
-struct RankBuilder {
-  int pid = 100, device = 0;
-  double shift = 0;
-  int rank = -1;
-  std::vector<std::string> ev;
-  long corr = 1;
-  void range(const std::string& name, double ts, double dur, int tid = 1) {
-    ev.push_back(fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"{}","pid":{},"tid":{},"ts":{},"dur":{}}})",
-                             name, pid, tid, ts + shift, dur));
-  }
-  // A launch at `launch` (us, CPU) on thread tid, and its kernel [ts, ts + dur) on `stream`.
-  void launched(const std::string& kernel, double launch, double ts, double dur, int stream = 7, int tid = 1) {
-    const long c = corr++;
-    ev.push_back(fmt::format(
-        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":{},"tid":{},"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
-        pid, tid, launch + shift, c));
-    ev.push_back(fmt::format(
-        R"({{"ph":"X","cat":"kernel","name":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"correlation":{},"stream":{},"device":{}}}}})",
-        kernel, device, stream, ts + shift, dur, c, stream, device));
-  }
-  std::string json() const {
-    std::string s = "{";
-    if (rank >= 0) s += fmt::format(R"("distributedInfo":{{"backend":"nccl","rank":{},"world_size":2}},)", rank);
-    s += R"("traceEvents":[)";
-    for (std::size_t i = 0; i < ev.size(); ++i) s += (i ? ",\n" : "\n") + ev[i];
-    return s + "\n]}\n";
-  }
-  RankTrace read(const std::string& name) const {
-    RankTrace r;
-    r.path = name;
-    r.trace = read_kineto_text(json(), name);
-    return r;
-  }
-};
+using ppsim::test::RankBuilder;
 
 const char* kP2p = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
 

@@ -46,6 +46,13 @@ def parse_args():
     ap.add_argument("--microbatches", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timed", type=int, default=5)
+    ap.add_argument("--layer-ranges", action="store_true",
+                    help="wrap each layer's attention and MLP (each with its norm and residual add) in "
+                         "'layers.{l}.attention.F' / 'layers.{l}.mlp.F' ranges, l the layer's number in the whole model, "
+                         "so that `ppsim import-trace` and `ppsim calibrate` find per-layer work (docs/TRACES.md)")
+    ap.add_argument("--orders", action="store_true",
+                    help="rank 0 writes DIR/order_{schedule}.csv: PyTorch's own compute order of each multi-stage "
+                         "schedule (`_dump_csv`), for `ppsim compare --schedule-file`")
     return ap.parse_args()
 
 
@@ -90,14 +97,32 @@ def main():
             g, u = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
             return x + self.down(F.silu(g) * u)
 
+        def ranged(self, x, layer):
+            # The same work as forward, in two ranges: attention (norm, QKV, SDPA, output
+            # projection, residual add) and MLP (norm, gate/up, SwiGLU, down, residual add).
+            b, s, h = x.shape
+            with record_function(f"layers.{layer}.attention.F"):
+                q, k, v = self.qkv(self.attn_norm(x)).view(b, s, 3, a.heads, h // a.heads).permute(2, 0, 3, 1, 4)
+                att = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, h)
+                x = x + self.o(att)
+            with record_function(f"layers.{layer}.mlp.F"):
+                g, u = self.gate_up(self.mlp_norm(x)).chunk(2, dim=-1)
+                return x + self.down(F.silu(g) * u)
+
+    from torch.profiler import record_function
+
     class Stage(nn.Module):
-        def __init__(self, h, n):
+        def __init__(self, h, n, first_layer):
             super().__init__()
             self.blocks = nn.ModuleList((LlamaBlock(h) if a.block == "llama" else Block(h)) for _ in range(n))
+            self.first_layer = first_layer
 
         def forward(self, x):
-            for b in self.blocks:
-                x = b(x)
+            for i, b in enumerate(self.blocks):
+                if a.layer_ranges and a.block == "llama":
+                    x = b.ranged(x, self.first_layer + i)
+                else:
+                    x = b(x)
             return x
 
     def loss_fn(out, target):
@@ -124,14 +149,12 @@ def main():
         torch.manual_seed(1234)
         stages = []
         for s in ids:
-            mod = Stage(a.hidden, layers).to(device=dev, dtype=torch.bfloat16)
+            mod = Stage(a.hidden, layers, s * layers).to(device=dev, dtype=torch.bfloat16)
             stages.append(pp.PipelineStage(mod, s, S, dev))
         if name == "1F1B":
             # Schedule1F1B marks no ranges (ScheduleGPipe marks 'Forward i' / 'Backward i' around
             # each action and its calls): mark the stage's two compute calls the same way, so that
             # `ppsim import-trace` finds the actions; the calls between them stay outside.
-            from torch.profiler import record_function
-
             def marked(fn, label):
                 def run(mb, *args, **kwargs):
                     with record_function(f"{label} {mb}"):
@@ -142,6 +165,11 @@ def main():
             stages[0].backward_one_chunk = marked(stages[0].backward_one_chunk, "Backward")
         sched = cls(stages[0] if single else stages, n_microbatches=a.microbatches, loss_fn=loss_fn)
         first, last = 0 in ids, (S - 1) in ids
+        if a.orders and rank == 0 and not single:
+            try:
+                sched._dump_csv(os.path.join(a.out, f"order_{name}.csv"))
+            except Exception as e:  # a private API: report, keep measuring
+                print(f"rank 0: {name}: no order written ({e!r})", flush=True)
         g = torch.Generator(device=dev)
         g.manual_seed(0)
         x = torch.randn(a.batch * a.microbatches, a.seq, a.hidden, device=dev, dtype=torch.bfloat16, generator=g)
@@ -179,11 +207,13 @@ def main():
         print(f"rank {rank}: {name}: stages {ids}, step {runs[name]['step_ms']:.3f} ms, wrote {raw}.gz", flush=True)
         del sched, stages
         torch.cuda.empty_cache()
-    all_runs = [None] * world
-    dist.all_gather_object(all_runs, runs)
-    if rank == 0:
-        with open(os.path.join(a.out, "pp_runs.json"), "w") as f:
-            json.dump({"torch": torch.__version__, "world": world, "settings": vars(a), "ranks": all_runs}, f, indent=1)
+        # After every schedule, so that a later failure keeps the figures measured before it.
+        all_runs = [None] * world
+        dist.all_gather_object(all_runs, runs)
+        if rank == 0:
+            with open(os.path.join(a.out, "pp_runs.json"), "w") as f:
+                json.dump({"torch": torch.__version__, "world": world, "settings": vars(a), "ranks": all_runs}, f,
+                          indent=1)
     dist.destroy_process_group()
     return 0
 

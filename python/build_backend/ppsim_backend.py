@@ -5,8 +5,9 @@ compiler (tools/install-deps.sh).
 build_wheel builds two CMake targets, the module (ppsim_python) and the CLI binary (ppsim), and
 writes the wheel with zipfile: the pure-Python package python/ppsim, the module renamed to this
 interpreter's extension suffix, the binary beside it (the `ppsim` console script runs it), the GPU
-back-end libppsim_gpu.so where nvcc was found (opened only by a GPU call), and configs/published
-(what `ppsim fidelity` compares with). fmt, yaml-cpp and toml++ are compiled in (CMake's
+back-end libppsim_gpu.so where nvcc was found (opened only by a GPU call), the MPI launcher
+libppsim_mpi.so where MPI was found (opened only under mpirun/srun: the binary and the module link
+no MPI), and configs/published (what `ppsim fidelity` compares with). fmt, yaml-cpp and toml++ are compiled in (CMake's
 PPSIM_BUNDLE_DEPS; yaml-cpp into the module from the position-independent archive that
 tools/build_yaml_pic.sh builds, else the wheel carries libyaml-cpp.so beside the module); the
 module links no MPI.
@@ -192,8 +193,9 @@ def _package_files(build):
     files.append(("ppsim/_ppsim" + sysconfig.get_config_var("EXT_SUFFIX"), module[0]))
     files += [(f"ppsim/{lib.name}", lib) for lib in _carried_libraries(module[0])]
     files.append(("ppsim/ppsim", build / "ppsim"))
-    if (build / "libppsim_gpu.so").exists():
-        files.append(("ppsim/libppsim_gpu.so", build / "libppsim_gpu.so"))
+    for plugin in ("libppsim_gpu.so", "libppsim_mpi.so"):  # opened on demand: GPU commands, mpirun/srun
+        if (build / plugin).exists():
+            files.append((f"ppsim/{plugin}", build / plugin))
     for p in sorted((ROOT / "configs" / "published").rglob("*")):
         if p.is_file():
             files.append((f"ppsim/configs/published/{p.relative_to(ROOT / 'configs' / 'published')}", p))

@@ -16,11 +16,15 @@ struct HtmlTimeline {
   std::string name;
   const Timeline* timeline = nullptr;
   // Per rank, bytes over time (a config's memory curve); without it the lane shows the live
-  // activations (chunk-micro-batches) the timeline recorded.
+  // activations the timeline recorded, in rank shares.
   const std::vector<std::vector<MemorySample>>* memory = nullptr;
   int row = -1;        // the results row it belongs to (-1: its own index)
   std::string label;   // e.g. "measured", "predicted"
 };
+
+// Chunks per rank per pipe of a timeline without its schedule, from the stages it ran (one pipe
+// of S stages: S/P; two pipes: S/2P), to count its activations in rank shares (rank_shares).
+int timeline_chunks_per_rank(const Timeline& t);
 
 // A timeline in the page's compact encoding (docs/JSON.md, "HTML report"): times as integer
 // multiples of one quantum q (ticks; the gcd of every time), per rank a flat array of

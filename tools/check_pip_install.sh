@@ -3,8 +3,9 @@
 # given (default: python3 on PATH and Debian's /usr/bin/python3), no package index (--no-index),
 # then checks that the installed module links no fmt, yaml-cpp, toml++ or MPI library of the
 # system (ldd; the wheel's own copy of yaml-cpp beside the module is allowed, except where
-# yaml-cpp's position-independent archive is built: then no such NEEDED entry at all), that
-# it imports and simulates, and that the console script runs from another directory.
+# yaml-cpp's position-independent archive is built: then no such NEEDED entry at all), nor the
+# binary beside it MPI, that it imports and simulates, and that the console script runs from
+# another directory.
 # PPSIM_BUILD_DIR=dir packages that built tree instead of building (tools/test.sh: build-test);
 # otherwise the in-tree backend reuses build/ when it suits (python/build_backend/ppsim_backend.py).
 set -euo pipefail
@@ -50,6 +51,9 @@ for py in "${pythons[@]}"; do
   elif ldd "$so" | grep -E "$libs" | grep -v "=> $(dirname "$so")/"; then
     echo "check_pip_install: FAIL: the installed module ($real) links the libraries above"; fail=1
   fi
+  # The binary beside it neither: MPI only in the launcher libppsim_mpi.so, opened under mpirun.
+  bash tools/check_needed.sh "$(dirname "$so")/ppsim" --none 'libmpi|libopen-(pal|rte)' >"$tmp/needed.log" ||
+    { cat "$tmp/needed.log"; fail=1; }
   (cd "$tmp" && "$venv/bin/python" -c '
 import ppsim, pathlib
 assert "site-packages" in ppsim.__file__, ppsim.__file__

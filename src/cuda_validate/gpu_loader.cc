@@ -6,11 +6,7 @@
 // the other calls throw it with exit code 5.
 #include <dlfcn.h>
 
-#include <mutex>
 #include <string>
-#include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "cuda_validate/gpu_table.h"
@@ -20,26 +16,11 @@ namespace ppsim::gpu {
 
 namespace {
 
-struct Loaded {
-  const GpuTable* table = nullptr;
-  std::string error;  // why table is null
-};
+using Loaded = launch::LoadedTable<GpuTable>;
 
 const Loaded& loaded() {
-  static Loaded l;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const launch::Plugin p =
-        launch::open_plugin("libppsim_gpu.so", "ppsim_gpu_table", RTLD_NOW | RTLD_LOCAL, "the GPU back-end");
-    using Entry = const GpuTable* (*)();
-    const GpuTable* t = p.entry ? reinterpret_cast<Entry>(p.entry)() : nullptr;
-    if (p.entry && (!t || t->version != kGpuTableVersion || t->size != sizeof(GpuTable)))
-      l.error = fmt::format("the GPU back-end {} is from another ppsim build (rebuild ppsim)", p.path);
-    else if (!p.entry)
-      l.error = p.error;
-    else
-      l.table = t;
-  });
+  static const Loaded l = launch::open_table<GpuTable>("libppsim_gpu.so", "ppsim_gpu_table", RTLD_NOW | RTLD_LOCAL,
+                                                       "the GPU back-end", kGpuTableVersion);
   return l;
 }
 

@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 #include "launch/launch.h"
 #include "launch/mpi_table.h"
@@ -21,27 +19,10 @@ namespace {
 World g_world;
 bool g_started = false;
 
-struct Loaded {
-  const MpiTable* table = nullptr;
-  std::string error;  // why table is null
-};
-
 // RTLD_GLOBAL: OpenMPI's own plug-ins (its MCA components) resolve libmpi's symbols globally.
-const Loaded& loaded() {
-  static const Loaded l = [] {
-    Loaded out;
-    const launch::Plugin p =
-        launch::open_plugin("libppsim_mpi.so", "ppsim_mpi_table", RTLD_NOW | RTLD_GLOBAL, "the MPI launcher");
-    using Entry = const MpiTable* (*)();
-    const MpiTable* t = p.entry ? reinterpret_cast<Entry>(p.entry)() : nullptr;
-    if (p.entry && (!t || t->version != kMpiTableVersion || t->size != sizeof(MpiTable)))
-      out.error = fmt::format("the MPI launcher {} is from another ppsim build (rebuild ppsim)", p.path);
-    else if (!p.entry)
-      out.error = p.error;
-    else
-      out.table = t;
-    return out;
-  }();
+const launch::LoadedTable<MpiTable>& loaded() {
+  static const launch::LoadedTable<MpiTable> l = launch::open_table<MpiTable>(
+      "libppsim_mpi.so", "ppsim_mpi_table", RTLD_NOW | RTLD_GLOBAL, "the MPI launcher", MpiTable::kVersion);
   return l;
 }
 
@@ -65,7 +46,7 @@ const World& init_if_launched() {
   const launch::LaunchEnv env = launch::detect_launch();
   g_world.launcher = env.launcher;
   if (env.launcher.empty()) return g_world;
-  const Loaded& l = loaded();
+  const auto& l = loaded();
   if (l.table) {
     check(l.table->init(g_world));
   } else if (const std::string why = launch::launch_problem(env, false); !why.empty()) {

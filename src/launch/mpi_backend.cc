@@ -63,9 +63,9 @@ std::string allgather_strings(const std::string& mine, int n, std::vector<std::s
   }
   if (total > static_cast<std::size_t>(std::numeric_limits<int>::max())) return "MPI_Allgatherv: over 2 GiB in all";
   std::string joined(total, '\0');
-  if (std::string e = failed(MPI_Allgatherv(mine.data(), len, MPI_CHAR, joined.data(), lens.data(), offs.data(),
-                                            MPI_CHAR, MPI_COMM_WORLD),
-                             "MPI_Allgatherv");
+  if (std::string e = failed(
+          MPI_Allgatherv(mine.data(), len, MPI_CHAR, joined.data(), lens.data(), offs.data(), MPI_CHAR, MPI_COMM_WORLD),
+          "MPI_Allgatherv");
       !e.empty())
     return e;
   all.clear();
@@ -90,7 +90,7 @@ void abort_world(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
 extern "C" __attribute__((visibility("default"))) const ppsim::mpi::MpiTable* ppsim_mpi_table() {
   using namespace ppsim::mpi;
-  static const MpiTable table{kMpiTableVersion, sizeof(MpiTable), init_world, barrier_all, bcast_bytes,
-                                allgather_strings, any_of_all, abort_world};
+  static const MpiTable table{MpiTable::kVersion, sizeof(MpiTable),  init_world, barrier_all,
+                              bcast_bytes,        allgather_strings, any_of_all, abort_world};
   return &table;
 }

@@ -4,9 +4,8 @@
 // MPI library, and a ppsim without MPI (or on a host without libmpi) still runs alone.
 //
 // Not obvious: each call returns "" or the MPI error in one line (no exception crosses the .so);
-// the table is versioned (kMpiTableVersion, its size) so that a .so of another build is refused.
+// the table is versioned (MpiTable::kVersion, its size) so that a .so of another build is refused.
 #pragma once
-#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -14,11 +13,10 @@
 
 namespace ppsim::mpi {
 
-inline constexpr int kMpiTableVersion = 1;
-
 struct MpiTable {
-  int version;
-  std::size_t size;  // sizeof(MpiTable) of the build that filled it
+  static constexpr int kVersion = 1;
+  int version;                    // kVersion of the build that filled it,
+  std::size_t size;               // and its sizeof(MpiTable) (launch::open_table checks both)
   std::string (*init)(World& w);  // MPI_Init_thread (serialized); fills active, rank, size, local_*
   std::string (*barrier)();
   std::string (*bcast)(void* data, int bytes, int root);

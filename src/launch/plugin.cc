@@ -2,13 +2,12 @@
 #include "launch/plugin.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace ppsim::launch {
 

@@ -176,8 +176,8 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
   bool any_comm = false;
   for (const auto& r : rows)
     for (Time e : r.metrics.exposed_comm) any_comm |= e > 0;
-  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<23} {:>6}", "schedule", "makespan", "ratio", "bubble per rank",
-                     "published bubble", "peak act (rank shares)", "params");
+  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<23} {:>6}", "schedule", "makespan", "ratio",
+                     "bubble per rank", "published bubble", "peak act (rank shares)", "params");
   if (any_comm) out += fmt::format(" {:<18}", "exposed comm/rank");
   if (phys) out += fmt::format(" {:>9} {:>11} {:>6} {:>10}", "step (s)", "tokens/s", "MFU", "mem GB max");
   else out += fmt::format(" {:>10}", "mb/unit");
@@ -249,8 +249,8 @@ std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeSc
 std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale) {
   std::string out =
       "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
-      "published_holds,published_matches,peak_activations_max_rank_shares,parameter_copies,exposed_comm_max,fb_pair_time,"
-      "step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
+      "published_holds,published_matches,peak_activations_max_rank_shares,parameter_copies,exposed_comm_max,"
+      "fb_pair_time,step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
   for (const auto& row : rows) {
     const ScheduleMetrics& m = row.metrics;
     const double act = peak_shares_max(m);

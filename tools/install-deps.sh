@@ -2,8 +2,8 @@
 # Installs the Debian/Ubuntu packages ppsim builds against, then builds yaml-cpp's Debian source
 # as a position-independent archive for the Python module (tools/build_yaml_pic.sh, into .deps/).
 # Idempotent: prints nothing and touches nothing when every package is present and the archive
-# built; names the package it cannot install and exits 1 otherwise. The CUDA Toolkit (nvcc, cuBLAS, cuDNN, NCCL) is expected at
-# /usr/local/cuda and is not installed here.
+# built; names the package it cannot install and exits 1 otherwise. The CUDA Toolkit (nvcc,
+# cuBLAS, cuDNN, NCCL) is expected at /usr/local/cuda and is not installed here.
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev

@@ -2,8 +2,10 @@
 # `pip install .` as a new user runs it: a bare venv (no system site packages) of each Python
 # given (default: python3 on PATH and Debian's /usr/bin/python3), no package index (--no-index),
 # then checks that the installed module links no fmt, yaml-cpp, toml++ or MPI library of the
-# system (ldd; the wheel's own copy of yaml-cpp beside the module is allowed), that
-# it imports and simulates, and that the console script runs from another directory.
+# system (ldd; the wheel's own copy of yaml-cpp beside the module is allowed, except where
+# yaml-cpp's position-independent archive is built: then no such NEEDED entry at all), nor the
+# binary beside it MPI, that it imports and simulates, and that the console script runs from
+# another directory.
 # PPSIM_BUILD_DIR=dir packages that built tree instead of building (tools/test.sh: build-test);
 # otherwise the in-tree backend reuses build/ when it suits (python/build_backend/ppsim_backend.py).
 set -euo pipefail
@@ -13,6 +15,13 @@ if [ ${#pythons[@]} -eq 0 ]; then
   pythons=("$(command -v python3)")
   [ -x /usr/bin/python3 ] && pythons+=(/usr/bin/python3)
 fi
+# With yaml-cpp's position-independent archive (tools/build_yaml_pic.sh) in the packaged tree
+# (build/, or PPSIM_BUILD_DIR) no fmt, yaml-cpp, toml++ or MPI library is NEEDED at all.
+tree=${PPSIM_BUILD_DIR:-build}
+pic=$(grep -s '^PPSIM_YAML_PIC:INTERNAL=ON' "$tree/CMakeCache.txt" || true)
+[ -n "$pic" ] || [ ! -f .deps/yaml-cpp-pic/lib/libyaml-cpp.a ] || [ -n "${PPSIM_BUILD_DIR:-}" ] || pic=yes
+what="fmt/yaml-cpp/toml++/MPI of the system"
+[ -z "$pic" ] || what="fmt/yaml-cpp/toml++/MPI library (readelf NEEDED)"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 seen=" "
@@ -31,11 +40,20 @@ for py in "${pythons[@]}"; do
     echo "check_pip_install: FAIL: pip install . with $real:"; tail -30 "$tmp/pip.log"; fail=1; continue
   fi
   so=$(ls "$venv"/lib/python*/site-packages/ppsim/_ppsim*.so)
-  # yaml-cpp may be the copy the wheel carries beside the module (Debian's libyaml-cpp.a is
+  libs='libfmt|libyaml-cpp|libtomlplusplus|libmpi'
+  if [ -n "$pic" ]; then
+    # tools/build_yaml_pic.sh's archive: yaml-cpp is compiled into the module, which needs none.
+    if readelf -d "$so" | grep NEEDED | grep -E "$libs"; then
+      echo "check_pip_install: FAIL: the installed module ($real) has the NEEDED entries above"; fail=1
+    fi
+  # Else yaml-cpp may be the copy the wheel carries beside the module (Debian's libyaml-cpp.a is
   # position-dependent: it goes into the binary only); nothing may come from the system.
-  if ldd "$so" | grep -E 'libfmt|libyaml-cpp|libtomlplusplus|libmpi' | grep -v "=> $(dirname "$so")/"; then
+  elif ldd "$so" | grep -E "$libs" | grep -v "=> $(dirname "$so")/"; then
     echo "check_pip_install: FAIL: the installed module ($real) links the libraries above"; fail=1
   fi
+  # The binary beside it neither: MPI only in the launcher libppsim_mpi.so, opened under mpirun.
+  bash tools/check_needed.sh "$(dirname "$so")/ppsim" --none 'libmpi|libopen-(pal|rte)' >"$tmp/needed.log" ||
+    { cat "$tmp/needed.log"; fail=1; }
   (cd "$tmp" && "$venv/bin/python" -c '
 import ppsim, pathlib
 assert "site-packages" in ppsim.__file__, ppsim.__file__
@@ -53,6 +71,6 @@ assert r["results"][0]["makespan"] == (8 + 4 - 1) * 3, r["results"][0]["makespan
        fail=1; continue ;;
   esac
   echo "check_pip_install: $real: installed and imported in $(( $(date +%s) - start )) s;" \
-    "the module links no system fmt/yaml-cpp/toml++/MPI"
+    "the module links no $what"
 done
 exit $fail

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian/Ubuntu packages ppsim builds against. Idempotent: prints nothing and
-# touches nothing when every package is present; names the package it cannot install and
-# exits 1 otherwise. The CUDA Toolkit (nvcc, cuBLAS, cuDNN, NCCL) is expected at
-# /usr/local/cuda and is not installed here.
+# Installs the Debian/Ubuntu packages ppsim builds against, then builds yaml-cpp's Debian source
+# as a position-independent archive for the Python module (tools/build_yaml_pic.sh, into .deps/).
+# Idempotent: prints nothing and touches nothing when every package is present and the archive
+# built; names the package it cannot install and exits 1 otherwise. The CUDA Toolkit (nvcc,
+# cuBLAS, cuDNN, NCCL) is expected at /usr/local/cuda and is not installed here.
 set -euo pipefail
 
 pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libfmt-dev
@@ -15,14 +16,15 @@ pkgs=(cmake ninja-build g++ libboost-graph-dev libcli11-dev libyaml-cpp-dev libf
 # the schedule search's exact method (docs/SEARCH.md); without them its tests skip, saying why.
 # libtomlplusplus-dev: torchtitan TOML configs (docs/CONFIG.md); without it they are refused.
 # emscripten: the HTML report's in-page engine (tools/build_wasm.sh); without it pages are static.
+# dpkg-dev: `apt-get source` for tools/build_yaml_pic.sh; without it the wheel carries libyaml-cpp.so.
 optional=(clang clang-format libclang-rt-dev libxml2-utils libopenmpi-dev openmpi-bin coinor-libcbc-dev pkg-config
-          libtomlplusplus-dev emscripten)
+          libtomlplusplus-dev emscripten dpkg-dev)
 
 missing=()
 for p in "${pkgs[@]}" "${optional[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && exec bash "$(dirname "$0")/build_yaml_pic.sh"
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -37,3 +39,4 @@ for p in "${missing[@]}"; do
     esac
   fi
 done
+exec bash "$(dirname "$0")/build_yaml_pic.sh"

@@ -274,9 +274,9 @@
   }
 
   // ---- tables ----
-  // Peak activations in rank shares (one of a rank's vpp chunks is 1/vpp): the unit of search's
+  // Peak activations in rank shares, the JSON's unit (docs/JSON.md): the unit of search's
   // --memory-cap and of this page's memory cap, so both agree on which schedules fit.
-  const rankShares = (r) => Math.max(...r.peak_activations.per_rank) / Math.max(r.vpp || 1, 1);
+  const rankShares = (r) => r.peak_activations.max;
   function resultColumns(rows) {
     const unit = rows.length ? rows[0].time_unit : "";
     const cols = [
@@ -286,8 +286,7 @@
       { key: "bubble.max", label: "bubble max (" + unit + ")" }, { key: "bubble.ratio", label: "bubble ratio" },
       { key: "published_bubble", label: "published bubble (" + unit + ")" },
       { key: "exposed_comm.max", label: "exposed comm (" + unit + ")" },
-      { key: "peak_activations.max", label: "peak act. (chunks)", fn: (r) => Math.max(...r.peak_activations.per_rank) },
-      { key: "peak_activations.max_rank_shares", label: "peak act. (rank shares)", fn: rankShares },
+      { key: "peak_activations.max", label: "peak act. (rank shares)", fn: rankShares },
       { key: "throughput", label: "mb / " + unit },
     ];
     if (rows.some((r) => r.step_time !== undefined)) {

@@ -5,9 +5,12 @@ compiler (tools/install-deps.sh).
 build_wheel builds two CMake targets, the module (ppsim_python) and the CLI binary (ppsim), and
 writes the wheel with zipfile: the pure-Python package python/ppsim, the module renamed to this
 interpreter's extension suffix, the binary beside it (the `ppsim` console script runs it), the GPU
-back-end libppsim_gpu.so where nvcc was found (opened only by a GPU call), and configs/published
-(what `ppsim fidelity` compares with). fmt, yaml-cpp and toml++ are compiled in (CMake's
-PPSIM_BUNDLE_DEPS); the module links no MPI.
+back-end libppsim_gpu.so where nvcc was found (opened only by a GPU call), the MPI launcher
+libppsim_mpi.so where MPI was found (opened only under mpirun/srun: the binary and the module link
+no MPI), and configs/published (what `ppsim fidelity` compares with). fmt, yaml-cpp and toml++ are compiled in (CMake's
+PPSIM_BUNDLE_DEPS; yaml-cpp into the module from the position-independent archive that
+tools/build_yaml_pic.sh builds, else the wheel carries libyaml-cpp.so beside the module); the
+module links no MPI.
 
 Where the build happens:
 - PPSIM_BUILD_DIR=dir: that build directory's files, built already (tools/test.sh's build-test);
@@ -150,6 +153,9 @@ def _build_tree():
     else:
         build = quick
         progress.say(f"ppsim build: reusing the quickstart's tree {build} (pip -v shows the log)")
+        if (ROOT / ".deps" / "yaml-cpp-pic" / "lib" / "libyaml-cpp.a").is_file() and \
+                _cache(build).get("PPSIM_YAML_PIC") != "ON":
+            progress.run(["cmake", build])  # configured before tools/build_yaml_pic.sh ran
     jobs = os.environ.get("PPSIM_BUILD_JOBS", str(os.cpu_count() or 2))
     progress.run(["cmake", "--build", build, "--target", "ppsim", "ppsim_python", "-j", jobs])
     return build
@@ -187,8 +193,9 @@ def _package_files(build):
     files.append(("ppsim/_ppsim" + sysconfig.get_config_var("EXT_SUFFIX"), module[0]))
     files += [(f"ppsim/{lib.name}", lib) for lib in _carried_libraries(module[0])]
     files.append(("ppsim/ppsim", build / "ppsim"))
-    if (build / "libppsim_gpu.so").exists():
-        files.append(("ppsim/libppsim_gpu.so", build / "libppsim_gpu.so"))
+    for plugin in ("libppsim_gpu.so", "libppsim_mpi.so"):  # opened on demand: GPU commands, mpirun/srun
+        if (build / plugin).exists():
+            files.append((f"ppsim/{plugin}", build / plugin))
     for p in sorted((ROOT / "configs" / "published").rglob("*")):
         if p.is_file():
             files.append((f"ppsim/configs/published/{p.relative_to(ROOT / 'configs' / 'published')}", p))
@@ -196,9 +203,10 @@ def _package_files(build):
 
 
 def _carried_libraries(module):
-    """The shared libraries the module needs that a bare system may lack (yaml-cpp, when it is not
-    built in: Debian's libyaml-cpp.a is position-dependent), found by ldd, for the wheel to carry
-    beside the module (its RUNPATH is $ORIGIN)."""
+    """The shared libraries the module needs that a bare system may lack, found by ldd, for the
+    wheel to carry beside the module (its RUNPATH is $ORIGIN): none when yaml-cpp is built in;
+    libyaml-cpp.so without tools/build_yaml_pic.sh's archive (Debian's libyaml-cpp.a is
+    position-dependent)."""
     try:
         out = subprocess.run(["ldd", str(module)], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

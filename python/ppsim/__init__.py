@@ -313,7 +313,8 @@ Schedule._repr_svg_ = lambda self: _ppsim._schedule_svg(self, "")
 
 
 _COLUMNS = [("schedule", "schedule"), ("pp", "P"), ("microbatches", "M"), ("makespan", "makespan"),
-            ("bubble.max", "bubble max"), ("bubble.ratio", "bubble ratio"), ("peak_activations.max", "peak act."),
+            ("bubble.max", "bubble max"), ("bubble.ratio", "bubble ratio"),
+            ("peak_activations.max", "peak act. (rank shares)"),
             ("throughput", "throughput"), ("step_time", "step time"), ("mfu", "MFU"),
             ("peak_memory_bytes.max", "peak memory (bytes)")]
 # Where a result keeps its rows when it has no "results": fidelity's "rows", model's "stages",

@@ -176,9 +176,9 @@ constexpr Option kSearchFirst[] = {
     kConfig, kSet, kCalibration, kPp, kMicrobatches, kSearchTimes, kChunkTimes, kP2pLatency,
 };
 constexpr Option kSearchOwn[] = {
-    {"--memory-cap", K::Text, "best", "micro-batches of one rank's share",
-     "activations per rank (a V chunk counts 1/2); none (or 0): no cap; best: the best family's peak, so that a win "
-     "is at equal memory"},
+    {"--memory-cap", K::Text, "best", "rank shares",
+     "activations per rank, as compare counts them (a V chunk counts 1/2); none (or 0): no cap; best: the best "
+     "family's peak, so that a win is at equal memory"},
     {"--w-hold", K::Real, "", "share",
      "share of a micro-batch's activations its W still holds after its I (Zero Bubble's M_W/M_B), in [0, 1]; unset: "
      "1 with --times, the memory model's with a config"},

@@ -35,7 +35,7 @@ std::string row(const std::string& name, const Candidate& c, const ScheduleMetri
     if (r) bub += ' ';
     bub += format_time(m.bubble[r], scale);
   }
-  return fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", name, format_time(m.makespan, scale),
+  return fmt::format("{:<22} {:>14} {:>14}  {:>18}  {:<13} {}\n", name, format_time(m.makespan, scale),
                      format_time(m.bubble_max, scale), fmt::format("{:.4g}", c.peak_shares),
                      fmt::format("{} x{}", placement_name(placement_of(c.schedule)), c.schedule.parameter_copies), bub);
 }
@@ -159,14 +159,14 @@ std::string search_table(const SearchCall& a, const SearchRequest& req, const Se
       "torch (linear and v: one parameter copy, as PyTorch runs; --placement all adds two-copy schedules)";
   const std::string cap_text = r.memory_cap <= 0 ? "none"
                                : out.cap_source == "best family"
-                                   ? fmt::format("{:g} (the best family's peak)", r.memory_cap)
-                                   : fmt::format("{:g}", r.memory_cap);
+                                   ? fmt::format("{:g} rank shares (the best family's peak)", r.memory_cap)
+                                   : fmt::format("{:g} rank shares", r.memory_cap);
   std::string text =
       fmt::format("schedule search: P={} M={} placement {} cap {} seed {}: {} candidates simulated in {:.2f} s{}\n",
                   out.pp, out.microbatches, a.placement == "torch" ? kTorchPlacement : a.placement, cap_text, a.seed,
                   r.evaluated, r.seconds, r.time_limited ? " (time limit reached)" : "");
-  text += fmt::format("{:<22} {:>14} {:>14}  {:>6}  {:<13} {}\n", "schedule", "makespan", "bubble(max)", "peak",
-                      "placement", "bubble per rank");
+  text += fmt::format("{:<22} {:>14} {:>14}  {:>18}  {:<13} {}\n", "schedule", "makespan", "bubble(max)",
+                      "peak (rank shares)", "placement", "bubble per rank");
   text += row("searched", r.best, out.rows[0].metrics, scale);
   if (r.best_family.valid)
     text += row("best family: " + r.best_family.name, r.best_family, out.rows[1].metrics, scale);

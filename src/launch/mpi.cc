@@ -1,17 +1,17 @@
-// MPI wrapper (see mpi.h). Compiled with PPSIM_HAVE_MPI=1 when CMake found MPI.
+// MPI wrapper (see mpi.h): one process unless mpirun/srun started it; then the MPI launcher
+// libppsim_mpi.so (mpi_backend.cc, mpi_table.h), opened here on demand, makes the MPI calls, so
+// that the ppsim binary and the Python module link no MPI library.
 #include "launch/mpi.h"
+
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <limits>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
 #include "launch/launch.h"
-
-#ifdef PPSIM_HAVE_MPI
-#include <mpi.h>
-#endif
+#include "launch/mpi_table.h"
+#include "launch/plugin.h"
 
 namespace ppsim::mpi {
 
@@ -19,29 +19,24 @@ namespace {
 World g_world;
 bool g_started = false;
 
-#ifdef PPSIM_HAVE_MPI
-void check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw InputError(fmt::format("MPI: {} failed: {}", what, text), {}, kExitGpu);
+// RTLD_GLOBAL: OpenMPI's own plug-ins (its MCA components) resolve libmpi's symbols globally.
+const launch::LoadedTable<MpiTable>& loaded() {
+  static const launch::LoadedTable<MpiTable> l = launch::open_table<MpiTable>(
+      "libppsim_mpi.so", "ppsim_mpi_table", RTLD_NOW | RTLD_GLOBAL, "the MPI launcher", MpiTable::kVersion);
+  return l;
+}
+
+void check(const std::string& why) {
+  if (!why.empty()) throw InputError("MPI: " + why, {}, kExitGpu);
 }
 int as_count(std::size_t n) {
   if (n > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw InputError("MPI: a message over 2 GiB", {}, kExitLimit);
   return static_cast<int>(n);
 }
-#endif
 }  // namespace
 
-bool built_with_mpi() {
-#ifdef PPSIM_HAVE_MPI
-  return true;
-#else
-  return false;
-#endif
-}
+bool built_with_mpi() { return loaded().table != nullptr; }
 
 const World& world() { return g_world; }
 
@@ -51,88 +46,42 @@ const World& init_if_launched() {
   const launch::LaunchEnv env = launch::detect_launch();
   g_world.launcher = env.launcher;
   if (env.launcher.empty()) return g_world;
-#ifdef PPSIM_HAVE_MPI
-  int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
-  std::atexit([] {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-  });
-  if (provided < MPI_THREAD_SERIALIZED)
-    throw InputError("MPI: this MPI library cannot be called from more than one thread (MPI_THREAD_SERIALIZED)", {}, kExitGpu);
-  g_world.active = true;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &g_world.size), "MPI_Comm_size");
-  MPI_Comm node = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_world.rank, MPI_INFO_NULL, &node),
-        "MPI_Comm_split_type");
-  check(MPI_Comm_rank(node, &g_world.local_rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(node, &g_world.local_size), "MPI_Comm_size");
-  MPI_Comm_free(&node);
-#else
-  if (const std::string why = launch::launch_problem(env, false); !why.empty())
-    throw InputError(why + ": install OpenMPI (libopenmpi-dev) and rebuild, or run one ppsim process (it uses every "
-                           "visible GPU)",
+  const auto& l = loaded();
+  if (l.table) {
+    check(l.table->init(g_world));
+  } else if (const std::string why = launch::launch_problem(env, false); !why.empty()) {
+    throw InputError(why + ": " + l.error + "; install OpenMPI (libopenmpi-dev) and rebuild, or run one ppsim " +
+                         "process (it uses every visible GPU)",
                      {}, kExitUsage);
-#endif
+  }
   return g_world;
 }
 
 void barrier() {
-#ifdef PPSIM_HAVE_MPI
-  if (g_world.active) check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-#endif
+  if (g_world.active) check(loaded().table->barrier());
 }
 
 void bcast(void* data, std::size_t bytes, int root) {
-#ifdef PPSIM_HAVE_MPI
-  if (g_world.active) check(MPI_Bcast(data, as_count(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
-#else
-  (void)data, (void)bytes, (void)root;
-#endif
+  if (g_world.active) check(loaded().table->bcast(data, as_count(bytes), root));
 }
 
 std::vector<std::string> allgather(const std::string& mine) {
-#ifdef PPSIM_HAVE_MPI
-  if (g_world.active && g_world.size > 1) {
-    const int n = g_world.size;
-    int len = as_count(mine.size());
-    std::vector<int> lens(static_cast<std::size_t>(n)), offs(static_cast<std::size_t>(n));
-    check(MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
-    std::size_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      offs[static_cast<std::size_t>(i)] = as_count(total);
-      total += static_cast<std::size_t>(lens[static_cast<std::size_t>(i)]);
-    }
-    std::string all(total, '\0');
-    check(MPI_Allgatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), offs.data(), MPI_CHAR, MPI_COMM_WORLD),
-          "MPI_Allgatherv");
-    std::vector<std::string> out;
-    for (int i = 0; i < n; ++i)
-      out.push_back(all.substr(static_cast<std::size_t>(offs[static_cast<std::size_t>(i)]),
-                               static_cast<std::size_t>(lens[static_cast<std::size_t>(i)])));
-    return out;
-  }
-#endif
-  return {mine};
+  if (!g_world.active || g_world.size <= 1) return {mine};
+  as_count(mine.size());
+  std::vector<std::string> all;
+  check(loaded().table->allgather(mine, g_world.size, all));
+  return all;
 }
 
 bool any_of(bool mine) {
-#ifdef PPSIM_HAVE_MPI
-  if (g_world.active && g_world.size > 1) {
-    int in = mine ? 1 : 0, out = 0;
-    check(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-    return out != 0;
-  }
-#endif
-  return mine;
+  if (!g_world.active || g_world.size <= 1) return mine;
+  bool any = false;
+  check(loaded().table->any_of(mine, any));
+  return any;
 }
 
 void abort_job(int code) {
-#ifdef PPSIM_HAVE_MPI
-  if (g_world.active && g_world.size > 1) MPI_Abort(MPI_COMM_WORLD, code);
-#endif
+  if (g_world.active && g_world.size > 1) loaded().table->abort_job(code);
   std::_Exit(code);
 }
 

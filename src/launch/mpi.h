@@ -1,8 +1,10 @@
 // MPI for multi-process runs (ppsim validate under mpirun or srun): starting MPI, and the few
 // collectives the replay needs (the NCCL ids go out with bcast; the measured shares come back
-// with allgather). Built against OpenMPI when it is found at build time (PPSIM_MPI); without
-// it, a process that finds itself one of several (launch::detect_launch) stops with one line
-// instead of replaying the whole schedule on its own beside the others.
+// with allgather). The MPI calls are made by the MPI launcher libppsim_mpi.so (built against
+// OpenMPI when CMake finds it: PPSIM_MPI; mpi_table.h), opened only when mpirun/srun started the
+// process, so ppsim links no MPI library. Without it, a process that finds itself one of several
+// (launch::detect_launch) stops with one line instead of replaying the whole schedule on its own
+// beside the others.
 // Not obvious: MPI is started only by commands that need it (validate), at their start, and
 // with MPI_THREAD_SERIALIZED: the replay's rank threads call barrier() one at a time.
 #pragma once
@@ -21,7 +23,7 @@ struct World {
   std::string launcher;  // as launch::detect_launch() named it
 };
 
-bool built_with_mpi();
+bool built_with_mpi();  // the MPI launcher libppsim_mpi.so opens (it is loaded for this)
 // Starts MPI when the environment says mpirun/srun started this process; otherwise a single
 // process. Throws InputError(kExitUsage) when several processes were started but this ppsim was
 // built without MPI, and InputError(kExitGpu) when MPI fails to start.

@@ -13,11 +13,15 @@
 namespace ppsim {
 
 // A timeline of the page: a NamedTimeline (its memory: per rank, bytes over time; without it the
-// lane shows the live activations the timeline recorded), and where it belongs.
+// lane shows the live activations the timeline recorded, in rank shares), and where it belongs.
 struct HtmlTimeline : NamedTimeline {
   int row = -1;        // the results row it belongs to (-1: its own index)
   std::string label;   // e.g. "measured", "predicted"
 };
+
+// Chunks per rank per pipe of a timeline without its schedule, from the stages it ran (one pipe
+// of S stages: S/P; two pipes: S/2P), to count its activations in rank shares (rank_shares).
+int timeline_chunks_per_rank(const Timeline& t);
 
 // A timeline in the page's compact encoding (docs/JSON.md, "HTML report"): times as integer
 // multiples of one quantum q (ticks; the gcd of every time), per rank a flat array of

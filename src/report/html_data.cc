@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "report/html.h"
+#include "report/results.h"
 
 namespace ppsim {
 
@@ -30,6 +31,8 @@ int stages_per_pipe(const Timeline& t) {
 }
 
 }  // namespace
+
+int timeline_chunks_per_rank(const Timeline& t) { return t.pp > 0 ? std::max(1, stages_per_pipe(t) / t.pp) : 1; }
 
 nlohmann::json compact_timeline(const HtmlTimeline& h) {
   const Timeline& t = *h.timeline;
@@ -71,7 +74,7 @@ nlohmann::json compact_timeline(const HtmlTimeline& h) {
     ranks.push_back(std::move(flat));
   }
   nlohmann::json mem = nlohmann::json::array();
-  std::string unit = "chunks";
+  std::string unit = "rank shares";
   if (h.memory) {
     unit = "GB";
     for (const auto& rank : *h.memory) {
@@ -85,12 +88,13 @@ nlohmann::json compact_timeline(const HtmlTimeline& h) {
       mem.push_back(std::move(flat));
     }
   } else {
+    const int v = timeline_chunks_per_rank(t);
     for (const auto& rank : t.activations) {
-      std::vector<std::int64_t> flat;
+      std::vector<double> flat;
       Time prev = 0;
       for (const MemSample& s : rank) {
-        flat.push_back((s.t - prev) / q);
-        flat.push_back(s.activations);
+        flat.push_back(static_cast<double>((s.t - prev) / q));
+        flat.push_back(rank_shares(s.activations, v));
         prev = s.t;
       }
       mem.push_back(std::move(flat));

@@ -50,6 +50,20 @@ std::string per_rank_summary(const std::vector<std::string>& values, std::size_t
   return fmt::format("{} .. {}", *lo, *hi);
 }
 
+double rank_shares(double chunks, int chunks_per_rank) { return chunks / std::max(chunks_per_rank, 1); }
+
+namespace {
+std::vector<double> peak_shares_per_rank(const ScheduleMetrics& m) {
+  std::vector<double> out;
+  for (int a : m.peak_activations) out.push_back(rank_shares(a, m.vpp));
+  return out;
+}
+double peak_shares_max(const ScheduleMetrics& m) {
+  const std::vector<double> v = peak_shares_per_rank(m);
+  return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+}
+}  // namespace
+
 nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
   const ScheduleMetrics& m = row.metrics;
   nlohmann::json j;
@@ -74,13 +88,13 @@ nlohmann::json result_to_json(const ResultRow& row, const TimeScale& scale) {
   j["published_holds"] = m.published_holds;
   j["published_matches"] = m.published_matches;
   j["published_note"] = m.published_note;
-  // The peak also in rank shares, search's unit (--memory-cap): one of a rank's vpp chunks is 1/vpp.
-  int peak = 0;
-  for (int a : m.peak_activations) peak = std::max(peak, a);
-  j["peak_activations"] = {{"per_rank", m.peak_activations},
-                           {"max_rank_shares", static_cast<double>(peak) / std::max(m.vpp, 1)}};
+  // In rank shares (rank_shares), as search's --memory-cap; max_rank_shares: the same as max, kept
+  // for scripts written when per_rank counted chunks.
+  j["peak_activations"] = {
+      {"per_rank", peak_shares_per_rank(m)}, {"max", peak_shares_max(m)}, {"max_rank_shares", peak_shares_max(m)}};
   nlohmann::json pa = nlohmann::json::array();
-  for (int v : m.published_activations) pa.push_back(v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v));
+  for (int v : m.published_activations)
+    pa.push_back(v < 0 ? nlohmann::json(nullptr) : nlohmann::json(rank_shares(v, m.vpp)));
   j["published_activations"] = {{"per_rank", pa}};
   j["parameter_copies"] = m.parameter_copies;
   j["chunk_times"] = {{"F", scale.to_display(m.chunk_times.f)},
@@ -163,8 +177,8 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
   bool any_comm = false;
   for (const auto& r : rows)
     for (Time e : r.metrics.exposed_comm) any_comm |= e > 0;
-  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<16} {:>6}", "schedule", "makespan", "ratio", "bubble per rank",
-                     "published bubble", "peak act/rank", "params");
+  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<23} {:>6}", "schedule", "makespan", "ratio",
+                     "bubble per rank", "published bubble", "peak act (rank shares)", "params");
   if (any_comm) out += fmt::format(" {:<18}", "exposed comm/rank");
   if (phys) out += fmt::format(" {:>9} {:>11} {:>6} {:>10}", "step (s)", "tokens/s", "MFU", "mem GB max");
   else out += fmt::format(" {:>10}", "mb/unit");
@@ -173,7 +187,7 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
     const ScheduleMetrics& m = row.metrics;
     std::vector<std::string> bub, act, exp;
     for (Time b : m.bubble) bub.push_back(tfmt(b, scale, 2));
-    for (int a : m.peak_activations) act.push_back(fmt::format("{}", a));
+    for (double a : peak_shares_per_rank(m)) act.push_back(fmt::format("{:g}", a));
     for (Time e : m.exposed_comm) exp.push_back(tfmt(e, scale, 2));
     std::string pub = "-";
     if (m.published.available) {
@@ -181,7 +195,7 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
       if (m.published.own_span) pub += " own-span";
       pub += m.published_holds ? (m.published_matches ? " (exact)" : " (MISMATCH)") : " (n/a*)";
     }
-    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<16} {:>5}x", m.schedule, tfmt(m.makespan, scale, 2),
+    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<23} {:>5}x", m.schedule, tfmt(m.makespan, scale, 2),
                        100.0 * m.bubble_ratio, per_rank_summary(bub, 8), pub, per_rank_summary(act, 8),
                        m.parameter_copies);
     if (any_comm) out += fmt::format(" {:<18}", per_rank_summary(exp, 4));
@@ -238,12 +252,11 @@ std::string render_memory_table(const std::vector<ResultRow>& rows, const TimeSc
 std::string render_csv(const std::vector<ResultRow>& rows, const TimeScale& scale) {
   std::string out =
       "schedule,pp,microbatches,vpp,makespan,bubble_max,bubble_mean,bubble_ratio,published_bubble,"
-      "published_holds,published_matches,peak_activations_max,parameter_copies,exposed_comm_max,fb_pair_time,"
-      "step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
+      "published_holds,published_matches,peak_activations_max_rank_shares,parameter_copies,exposed_comm_max,"
+      "fb_pair_time,step_time,tokens_per_second,mfu,peak_memory_bytes_max,memory_capacity_bytes,over_capacity_ranks\n";
   for (const auto& row : rows) {
     const ScheduleMetrics& m = row.metrics;
-    int act = 0;
-    for (int a : m.peak_activations) act = std::max(act, a);
+    const double act = peak_shares_max(m);
     Time exp = 0;
     for (Time e : m.exposed_comm) exp = std::max(exp, e);
     double mem = 0;

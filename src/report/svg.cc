@@ -17,6 +17,8 @@
 #include <utility>
 
 #include "core/error.h"
+#include "report/html.h"
+#include "report/results.h"
 
 namespace ppsim {
 
@@ -340,19 +342,20 @@ class SvgWriter {
     return y;
   }
 
-  // The live activations (chunk-micro-batches) the timeline recorded.
+  // The live activations the timeline recorded, in rank shares (report/results.h).
   double memory(std::string& out, const Timeline& t, double y) {
-    int peak = 0;
+    const int v = timeline_chunks_per_rank(t);
+    double peak = 0;
     Lanes lanes;
     for (const auto& rank : t.activations) {
       lanes.emplace_back();
       for (const auto& s : rank) {
-        peak = std::max(peak, s.activations);
-        lanes.back().emplace_back(s.t, s.activations);
+        peak = std::max(peak, rank_shares(s.activations, v));
+        lanes.back().emplace_back(s.t, rank_shares(s.activations, v));
       }
     }
-    return memory_lane(out, t, fmt::format("activation memory per rank (chunk-microbatches, peak {})", peak), peak,
-                       true, lanes, y);
+    return memory_lane(out, t, fmt::format("activation memory per rank (rank shares, peak {:g})", peak), peak, true,
+                       lanes, y);
   }
 
   // The same lane in GB of device memory (weights, optimizer, buffers and activations).

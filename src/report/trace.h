@@ -15,7 +15,7 @@ struct NamedTimeline {
   std::string name;
   const Timeline* timeline = nullptr;
   // Per rank, when a config gave bytes: drawn as a "memory GB" counter (trace) and as the
-  // memory lane (SVG) instead of the chunk count.
+  // memory lane (SVG) instead of the live activations in rank shares.
   const std::vector<std::vector<MemorySample>>* memory = nullptr;
 };
 

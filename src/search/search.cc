@@ -512,7 +512,7 @@ std::vector<Candidate> family_seeds(const SearchRequest& req, std::vector<Family
     if (!cand.valid) {
       res.family_notes.emplace_back(
           f.name, cand.sim.ranks.empty() ? std::string("could not be simulated")
-                                         : fmt::format("peak {:.4g} activations over the cap", cand.peak_shares));
+                                         : fmt::format("peak {:.4g} rank shares, over the cap", cand.peak_shares));
       continue;
     }
     const Placement p = placement_of(cand.schedule);

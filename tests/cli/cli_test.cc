@@ -184,12 +184,18 @@ TEST_CASE("the embedded default: compare on the DualPipe paper's setting", "[cli
       REQUIRE(res["makespan"].get<double>() == 66.0);
       REQUIRE(res["bubble"]["max"].get<double>() == 6.0);
       REQUIRE(res["fb_pair_time"].get<double>() == 3.0);
-      REQUIRE(res["peak_activations"]["per_rank"][0].get<int>() == 9);
+      // Rank shares: DualPipe's chunks are whole stages (1 each): PP + 1 = 9, its README's figure.
+      REQUIRE(res["peak_activations"]["per_rank"][0].get<double>() == 9.0);
+      REQUIRE(res["peak_activations"]["max"].get<double>() == 9.0);
+      REQUIRE(res["published_activations"]["per_rank"][0].get<double>() == 9.0);
     }
     if (res["schedule"] == "zbv") {
       // ZB-V cuts the rank's share into 2 chunks: per-chunk F = 0.5, B = 1, W = 0.5, FB = 1.5.
       REQUIRE(res["chunk_times"]["F"].get<double>() == 0.5);
       REQUIRE(res["chunk_times"]["FB"].get<double>() == 1.5);
+      // 2P = 16 chunks of half a rank's layers = P = 8 rank shares (the Zero Bubble paper's P M_B).
+      for (const auto& a : res["peak_activations"]["per_rank"]) REQUIRE(a.get<double>() == 8.0);
+      REQUIRE(res["published_activations"]["per_rank"][0].get<double>() == 8.0);
     }
   }
   REQUIRE(saw_dualpipe);
@@ -298,4 +304,31 @@ TEST_CASE("show --lower torch: the sends, receives and FSDP-style actions PyTorc
   const Result two = run_ppsim("show dualpipe -p 4 -m 8 --lower torch");
   CHECK(two.code == 3);
   CHECK(two.err.find("2 pipes") != std::string::npos);
+}
+
+TEST_CASE("compare: peak activations in rank shares in the table, CSV and JSON alike", "[cli]") {
+  // Interleaved 1F1B, P=4, v=2, M=8 (G=P): rank 0 holds 2(P-1)+(v-1)P+1 = 11 chunks of half its
+  // layers = 5.5 rank shares; 1F1B's rank 0 holds min(P, M) = 4 whole-rank micro-batches.
+  const std::string flags = " -s interleaved-1f1b,1f1b --pp 4 -m 8 --times F=1,B=2,W=1";
+  const Result json = run_ppsim("compare" + flags + " --format json");
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  REQUIRE(j["results"][0]["schedule"] == "interleaved-1f1b");
+  REQUIRE(j["results"][0]["peak_activations"]["per_rank"][0].get<double>() == 5.5);
+  REQUIRE(j["results"][0]["peak_activations"]["max"].get<double>() == 5.5);
+  REQUIRE(j["results"][1]["peak_activations"]["max"].get<double>() == 4.0);
+  // The CSV's column names its unit and holds the same figure.
+  const Result csv = run_ppsim("compare" + flags + " --format csv");
+  REQUIRE(csv.code == 0);
+  const std::string header = csv.out.substr(0, csv.out.find('\n'));
+  const std::size_t at = header.find("peak_activations_max_rank_shares");
+  REQUIRE(at != std::string::npos);
+  const auto column = std::count(header.begin(), header.begin() + static_cast<std::ptrdiff_t>(at), ',');
+  std::string cell = csv.out.substr(header.size() + 1);
+  for (std::ptrdiff_t k = 0; k < column; ++k) cell = cell.substr(cell.find(',') + 1);
+  REQUIRE(cell.substr(0, cell.find(',')) == "5.5");
+  const Result table = run_ppsim("compare" + flags);
+  REQUIRE(table.code == 0);
+  REQUIRE_THAT(table.out, PPSIM_CONTAINS("peak act (rank shares)"));
+  REQUIRE_THAT(table.out, PPSIM_CONTAINS(" 5.5 "));
 }

@@ -38,7 +38,7 @@ TEST_CASE("compact timeline: quantum, flags, per-rank deltas", "[html]") {
                                           (whole | (1 << 8) | (3 << 9)), 0, 1, 0, 0, 3, 3}));
   // rank 1: F1 mb0 at 1 (delta 1), W1 mb0 at 4 (delta 3).
   CHECK(j["ranks"][1] == nlohmann::json({whole, 1, 0, 1, 1, whole | (2 << 6), 1, 0, 3, 1}));
-  CHECK(j["mem"]["unit"] == "chunks");
+  CHECK(j["mem"]["unit"] == "rank shares");  // one stage per rank: a chunk is a whole rank's share
   CHECK(j["mem"]["ranks"][0] == nlohmann::json({0, 1, 6, 0}));
   CHECK(j["mem"]["ranks"][1] == nlohmann::json({1, 1, 4, 0}));
   CHECK(j["spp"] == 2);  // one pipe of 2 stages
@@ -55,7 +55,14 @@ TEST_CASE("compact timeline: two pipes are told from a V by micro-batch 0's firs
     t.intervals.push_back(iv(1, Stream::Compute, Action::single({OpKind::F, 1, 0}), 1, 2));
     t.intervals.push_back(iv(1, Stream::Compute, Action::single({OpKind::F, 2, 0}), s2, s2 + 1));
     t.intervals.push_back(iv(0, Stream::Compute, Action::single({OpKind::F, 3, 0}), s2 + 1, s2 + 2));
-    CHECK(compact_timeline({"x", &t, nullptr, -1, {}})["spp"] == (two ? 2 : 4));
+    t.activations = {{{0, 1}}, {{1, 2}}};
+    const nlohmann::json j = compact_timeline({"x", &t, nullptr, -1, {}});
+    CHECK(j["spp"] == (two ? 2 : 4));
+    // Live activations in rank shares: two pipes of P stages hold whole-rank chunks (1 each); a V
+    // of 2P stages holds 2 chunks per rank, each half a rank's layers (1/2 each).
+    const double share = two ? 1.0 : 0.5;
+    CHECK(j["mem"]["ranks"][0] == nlohmann::json({0, 1 * share}));
+    CHECK(j["mem"]["ranks"][1] == nlohmann::json({1, 2 * share}));
   }
 }
 

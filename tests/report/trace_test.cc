@@ -291,5 +291,7 @@ TEST_CASE("trace and SVG: device memory in GB when a config gave bytes", "[repor
   CHECK(rank1 == 1);
   const std::string svg = render_svg({{"1f1b", &c.r.timeline, &mem}});
   CHECK(svg.find("device memory per rank (GB, peak 14.0)") != std::string::npos);
-  CHECK(render_svg({{"1f1b", &c.r.timeline}}).find("chunk-microbatches") != std::string::npos);
+  // Without bytes: activations in rank shares; 1F1B at P=2, M=2 holds min(P, M) = 2 on rank 0.
+  CHECK(render_svg({{"1f1b", &c.r.timeline}}).find("activation memory per rank (rank shares, peak 2)") !=
+        std::string::npos);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -133,7 +134,7 @@ TEST_CASE("ppsim search: the default cap is the best family's peak; --memory-cap
   const auto d = run_ppsim(s, base, 90);
   INFO(d.err);
   REQUIRE(d.code == 0);
-  REQUIRE(d.out.find("cap 5 (the best family's peak)") != std::string::npos);
+  REQUIRE(d.out.find("cap 5 rank shares (the best family's peak)") != std::string::npos);
   REQUIRE(d.out.find("best family: dualpipe ") != std::string::npos);
   // Every schedule in the table fits the cap: the searched row's peak column is at most 5.
   const auto row = d.out.find("\nsearched");
@@ -231,4 +232,28 @@ TEST_CASE("ppsim search by default: one parameter copy (linear and V, as PyTorch
   const auto text = run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 -j 1 -q --time-limit 2");
   CHECK(text.out.find("placement torch (linear and v: one parameter copy") != std::string::npos);
   CHECK(text.out.find("not compared: dualpipe: 2 parameter copies") != std::string::npos);
+}
+
+TEST_CASE("search --memory-cap and compare count activations alike, in rank shares", "[search][cli]") {
+  // P=4, M=8, F=1, B=2, W=1, cap 4 = P rank shares: the families whose compare peak (JSON max,
+  // rank shares) exceeds it are exactly those search leaves out as over the cap. By the formulas:
+  // GPipe M = 8, ZB-H2 2P-1 = 7, DualPipe PP+1 = 5, DualPipeV (2P+1 chunks)/2 = 4.5, interleaved
+  // (11 chunks)/2 = 5.5 are over; 1F1B and ZB-H1 P = 4, ZB-V 2P chunks / 2 = 4 fit.
+  Scratch s("search_cap_units");
+  const auto cmp = run_ppsim(s, "compare -p 4 -m 8 --times F=1,B=2,W=1 --format json");
+  REQUIRE(cmp.code == 0);
+  const auto srch =
+      run_ppsim(s, "search -p 4 -m 8 --times F=1,B=2,W=1 --memory-cap 4 --placement all -j 2 -q --format json");
+  INFO(srch.err);
+  REQUIRE(srch.code == 0);
+  const auto c = nlohmann::json::parse(cmp.out), j = nlohmann::json::parse(srch.out);
+  std::set<std::string> over_by_compare, over_by_search;
+  for (const auto& r : c["results"])
+    if (r["peak_activations"]["max"].get<double>() > 4 + 1e-9) over_by_compare.insert(r["schedule"].get<std::string>());
+  for (const auto& sk : j["skipped"])
+    if (sk["reason"].get<std::string>().find("over the cap") != std::string::npos)
+      over_by_search.insert(sk["schedule"].get<std::string>());
+  const std::set<std::string> want{"gpipe", "zb-h2", "dualpipe", "dualpipev", "interleaved-1f1b"};
+  CHECK(over_by_compare == want);
+  CHECK(over_by_search == want);
 }

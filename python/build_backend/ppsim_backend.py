@@ -7,7 +7,8 @@ writes the wheel with zipfile: the pure-Python package python/ppsim, the module 
 interpreter's extension suffix, the binary beside it (the `ppsim` console script runs it), the GPU
 back-end libppsim_gpu.so where nvcc was found (opened only by a GPU call), the MPI launcher
 libppsim_mpi.so where MPI was found (opened only under mpirun/srun: the binary and the module link
-no MPI), and configs/published (what `ppsim fidelity` compares with). fmt, yaml-cpp and toml++ are compiled in (CMake's
+no MPI), and configs/published and configs/heldout (what `ppsim fidelity` compares with). fmt,
+yaml-cpp and toml++ are compiled in (CMake's
 PPSIM_BUNDLE_DEPS; yaml-cpp into the module from the position-independent archive that
 tools/build_yaml_pic.sh builds, else the wheel carries libyaml-cpp.so beside the module); the
 module links no MPI.
@@ -196,9 +197,10 @@ def _package_files(build):
     for plugin in ("libppsim_gpu.so", "libppsim_mpi.so"):  # opened on demand: GPU commands, mpirun/srun
         if (build / plugin).exists():
             files.append((f"ppsim/{plugin}", build / plugin))
-    for p in sorted((ROOT / "configs" / "published").rglob("*")):
-        if p.is_file():
-            files.append((f"ppsim/configs/published/{p.relative_to(ROOT / 'configs' / 'published')}", p))
+    for folder in ("published", "heldout"):  # `ppsim fidelity [--dir configs/heldout]` from any folder
+        for p in sorted((ROOT / "configs" / folder).rglob("*")):
+            if p.is_file():
+                files.append((f"ppsim/configs/{folder}/{p.relative_to(ROOT / 'configs' / folder)}", p))
     return files
 
 

@@ -1,11 +1,12 @@
 #include "api/gpu_costs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "core/error.h"
+#include "core/intervals.h"
 
 namespace ppsim::api {
 
@@ -92,33 +93,21 @@ void apply_link_probe(SimCosts& c, double median_us, Bytes bytes) {
 
 std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {
   auto device = [&](int r) { return rank_device.empty() ? r : rank_device[static_cast<std::size_t>(r)]; };
-  std::vector<std::vector<std::pair<Time, Time>>> own(static_cast<std::size_t>(pp));
+  std::vector<Intervals> own(static_cast<std::size_t>(pp));
   for (const Interval& iv : t.intervals)
     if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < pp)
       own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
   std::vector<std::vector<double>> out(static_cast<std::size_t>(pp));
   for (int r = 0; r < pp; ++r) {
-    // What the other GPUs compute, merged into disjoint spans in time order.
-    std::vector<std::pair<Time, Time>> others;
+    // What the other GPUs compute, as disjoint spans in time order.
+    Intervals others;
     for (int q = 0; q < pp; ++q)
       if (device(q) != device(r))
         others.insert(others.end(), own[static_cast<std::size_t>(q)].begin(), own[static_cast<std::size_t>(q)].end());
-    std::sort(others.begin(), others.end());
-    std::vector<std::pair<Time, Time>> merged;
-    for (const auto& span : others) {
-      if (!merged.empty() && span.first <= merged.back().second)
-        merged.back().second = std::max(merged.back().second, span.second);
-      else
-        merged.push_back(span);
-    }
-    for (const auto& [a, b] : own[static_cast<std::size_t>(r)]) {
-      Time covered = 0;
-      auto it = std::lower_bound(merged.begin(), merged.end(), std::pair<Time, Time>{a, a},
-                                 [](const auto& m, const auto& key) { return m.second <= key.first; });
-      for (; it != merged.end() && it->first < b; ++it) covered += std::min(b, it->second) - std::max(a, it->first);
-      out[static_cast<std::size_t>(r)].push_back(b > a ? static_cast<double>(covered) / static_cast<double>(b - a)
-                                                       : 0.0);
-    }
+    const Intervals merged = merge_intervals(std::move(others));
+    for (const auto& [a, b] : own[static_cast<std::size_t>(r)])
+      out[static_cast<std::size_t>(r)].push_back(
+          b > a ? static_cast<double>(covered(merged, a, b)) / static_cast<double>(b - a) : 0.0);
   }
   return out;
 }

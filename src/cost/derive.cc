@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "core/intervals.h"
 #include "cost/flops.h"
 #include "cost/invariants.h"
 #include "cost/memory.h"
@@ -622,24 +623,13 @@ namespace {
 // own rank (SimResult::comm_resident), from a run with its timeline.
 std::vector<std::vector<Time>> beside_p2p(const Schedule& s, const SimResult& r) {
   std::vector<std::vector<Time>> out(static_cast<std::size_t>(s.pp));
-  std::vector<std::vector<std::pair<Time, Time>>> merged(static_cast<std::size_t>(s.pp));
-  for (std::size_t q = 0; q < r.comm_resident.size() && q < merged.size(); ++q) {
-    std::vector<std::pair<Time, Time>> v = r.comm_resident[q];
-    std::sort(v.begin(), v.end());
-    for (const auto& [a, b] : v) {
-      if (b <= a) continue;
-      if (!merged[q].empty() && a <= merged[q].back().second)
-        merged[q].back().second = std::max(merged[q].back().second, b);
-      else
-        merged[q].emplace_back(a, b);
-    }
-  }
+  std::vector<Intervals> merged(static_cast<std::size_t>(s.pp));
+  for (std::size_t q = 0; q < r.comm_resident.size() && q < merged.size(); ++q)
+    merged[q] = merge_intervals(r.comm_resident[q]);
   for (const Interval& iv : r.timeline.intervals) {
     if (iv.stream != Stream::Compute || iv.op_index >= 0) continue;
-    Time o = 0;
-    for (const auto& [a, b] : merged[static_cast<std::size_t>(iv.rank)])
-      o += std::max<Time>(0, std::min(b, iv.end) - std::max(a, iv.start));
-    out[static_cast<std::size_t>(iv.rank)].push_back(o);
+    out[static_cast<std::size_t>(iv.rank)].push_back(
+        covered(merged[static_cast<std::size_t>(iv.rank)], iv.start, iv.end));
   }
   return out;
 }

@@ -22,10 +22,10 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/intervals.h"
 #include "core/json_null.h"
 #include "cost/profile.h"
 #include "trace/attribution.h"
-#include "trace/intervals.h"
 
 namespace ppsim::trace {
 

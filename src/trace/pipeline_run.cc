@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "trace/intervals.h"
+#include "core/intervals.h"
 #include "schedules/notation.h"
 #include "schedules/torch_p2p.h"
 #include "sim/engine.h"

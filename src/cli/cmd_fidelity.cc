@@ -2,9 +2,6 @@
 // (api/fidelity.h), as a table or JSON; `--check thresholds` exits 7 when a run's error grows
 // past the checked-in threshold (CI's regression test).
 #include <fmt/format.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "api/fidelity.h"
 #include "cli/commands.h"

@@ -719,10 +719,11 @@ Schedule as_run(const ModelConfig& cfg, const Schedule& given) {
 
 PhysicalResult physical_result(const ModelConfig& cfg, const Schedule& given, const SimResult& r) {
   const ModelConfigData& c = data(cfg);
-  const Schedule s = with_w_deferral(c, given);  // the order the run simulated (as_run), for its memory
+  std::string deferral_note;
+  const Schedule s = with_w_deferral(c, given, &deferral_note);  // the order as_run simulated, for its memory
   PhysicalResult p;
   p.available = true;
-  p.schedule_note = w_deferral_note(c, s);
+  p.schedule_note = std::move(deferral_note);
   // 1 tick = 1 ns with TimeScale::millis().
   p.step_time_s = static_cast<double>(r.makespan()) / 1e9;
   // costs.dp_comm / costs.optimizer_step: the step's DP collectives and optimizer after the

@@ -28,27 +28,30 @@ WDeferral zb_h1_w_deferral(const ModelConfigData& c, int pp) {
   return d;
 }
 
-Schedule with_w_deferral(const ModelConfigData& c, const Schedule& s) {
-  if (s.family != "zb-h1" || !s.comm.empty()) return s;
-  const WDeferral d = zb_h1_w_deferral(c, s.pp);
-  if (!d.capped) return s;
-  Schedule out = generate_zb_h1_deferral(ScheduleParams{s.pp, s.microbatches, 1, 0}, d.max_pending);
-  out.family = s.family;
-  out.parameter_copies = s.parameter_copies;
-  validate_schedule(out);
-  return out;
-}
+namespace {
 
-std::string w_deferral_note(const ModelConfigData& c, const Schedule& s) {
-  if (s.family != "zb-h1" || !s.comm.empty()) return "";
-  const WDeferral d = zb_h1_w_deferral(c, s.pp);
-  if (!d.capped) return "";
+std::string deferral_note(const WDeferral& d) {
   const double worst = *std::max_element(d.ratio.begin(), d.ratio.end());
   return fmt::format(
       "zb-h1: rank r defers at most [{}] weight-grads, not r: here a deferred W holds up to {:.2f}x what its "
       "forward kept (M_W / M_B: its GEMMs' inputs and output-grads), and ZB-H1 holds no more than 1F1B "
       "(arXiv 2401.10241, 3.1); parallel.w_deferral: full defers r",
       fmt::join(d.max_pending, " "), worst);
+}
+
+}  // namespace
+
+Schedule with_w_deferral(const ModelConfigData& c, const Schedule& s, std::string* note) {
+  if (note) note->clear();
+  if (s.family != "zb-h1" || !s.comm.empty()) return s;
+  const WDeferral d = zb_h1_w_deferral(c, s.pp);
+  if (!d.capped) return s;
+  if (note) *note = deferral_note(d);
+  Schedule out = generate_zb_h1_deferral(ScheduleParams{s.pp, s.microbatches, 1, 0}, d.max_pending);
+  out.family = s.family;
+  out.parameter_copies = s.parameter_copies;
+  validate_schedule(out);
+  return out;
 }
 
 }  // namespace ppsim

@@ -26,10 +26,8 @@ struct WDeferral {
 WDeferral zb_h1_w_deferral(const ModelConfigData& c, int pp);
 
 // The schedule as the config runs it: a generated zb-h1 with its deferral capped; any other
-// schedule unchanged.
-Schedule with_w_deferral(const ModelConfigData& c, const Schedule& s);
-
-// One line for the results' notes about `s` as with_w_deferral left it; "" when nothing is capped.
-std::string w_deferral_note(const ModelConfigData& c, const Schedule& s);
+// schedule unchanged. `note`, when given, gets one line for the results' notes about the cap
+// ("" when nothing is capped).
+Schedule with_w_deferral(const ModelConfigData& c, const Schedule& s, std::string* note = nullptr);
 
 }  // namespace ppsim

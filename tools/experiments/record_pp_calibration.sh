@@ -14,7 +14,7 @@ args=(--block llama --hidden 4096 --heads 32 --ffn 11008 --batch 4 --seq 2048 --
 schedules=GPipe,1F1B,Interleaved1F1B,ZBVZeroBubble,DualPipeV,InterleavedZeroBubble
 work=$(mktemp -d)
 mkdir -p "$out"
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu --format=csv -lms 1000 >"$work/smi.csv" &
+nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu --format=csv -lms 1000 >"$work/smi.csv" &
 smi=$!
 for m in 8 4 16; do
   mkdir -p "$work/m$m"

@@ -221,10 +221,12 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
 // per element), at the elementwise figure. A group per weight GEMM (its output gradient, m x n per
 // instance), per norm weight (its output's: the T/t tokens of the rank's sequence shard x width:
 // hidden before attention and before the MLP, MLA's q and kv ranks) and per embedding (T x h / t);
-// the head's vocab GEMM and final norm on the head's slice. A full backward (B) sums nothing.
+// the head's vocab GEMM and final norm on the head's slice. A full backward (B) sums nothing; any
+// other runtime: 0.
 // Measured (docs/CALIBRATION.md): 192 such kernels per rank and M = 8 step, T (7h + 2 ffn) elements
 // per Llama layer and micro-batch, exactly these.
 double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const Roofline& rl) {
+  if (c.parallel.p2p_runtime != P2pRuntime::torch) return 0;
   const ModelSpec& m = c.model;
   const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
   const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
@@ -514,8 +516,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       sc.w = std::min(sc.b, to_ticks(f.total.w, "weight-grad", i));
       const Time pair = overlapped_pair_time(f, fig);
       sc.fb = pair > 0 ? pair : sc.f + sc.b;
-      if (c.parallel.p2p_runtime == P2pRuntime::torch)
-        sc.w_apart = to_ticks(torch_split_w_ns(c, f, Roofline{c}), "split weight-grad", i);
+      sc.w_apart = to_ticks(torch_split_w_ns(c, f, Roofline{c}), "split weight-grad", i);
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     sc.w_hold = w_hold[static_cast<std::size_t>(i)];

@@ -222,7 +222,8 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
 // instance), per norm weight (its output's: the T/t tokens of the rank's sequence shard x width:
 // hidden before attention and before the MLP, MLA's q and kv ranks) and per embedding (T x h / t);
 // the head's vocab GEMM and final norm on the head's slice. A full backward (B) sums nothing; any
-// other runtime: 0.
+// other runtime: 0. (PyTorch 2.11; an older _backward.py, pytorch/pytorch 060ca5d, passed the saved
+// gradients on without summing.)
 // Measured (docs/CALIBRATION.md): 192 such kernels per rank and M = 8 step, T (7h + 2 ffn) elements
 // per Llama layer and micro-batch, exactly these.
 double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const Roofline& rl) {

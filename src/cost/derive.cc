@@ -214,6 +214,44 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
   return ns;
 }
 
+// PyTorch's split backward (p2p_runtime torch): a W action runs stage_backward_weight
+// (torch/distributed/pipelining/_backward.py), which before its autograd.grad sums each parameter
+// group's saved output gradients with Python's sum(), `summed_grad = sum(non_none_grads)`: with one
+// gradient that is 0 + g, one more kernel that reads and writes the whole gradient (bf16: 4 bytes
+// per element), at the elementwise figure. A group per weight GEMM (its output gradient, m x n per
+// instance), per norm weight (its output's: the T/t tokens of the rank's sequence shard x width:
+// hidden before attention and before the MLP, MLA's q and kv ranks) and per embedding (T x h / t);
+// the head's vocab GEMM and final norm on the head's slice. A full backward (B) sums nothing; any
+// other runtime: 0. (PyTorch 2.11; an older _backward.py, pytorch/pytorch 060ca5d, passed the saved
+// gradients on without summing.)
+// Measured (docs/CALIBRATION.md): 192 such kernels per rank and M = 8 step, T (7h + 2 ffn) elements
+// per Llama layer and micro-batch, exactly these.
+double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const Roofline& rl) {
+  if (c.parallel.p2p_runtime != P2pRuntime::torch) return 0;
+  const ModelSpec& m = c.model;
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
+  const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
+  auto outputs = [](const BlockWork& w) {
+    double e = 0;
+    for (const Gemm& g : w.gemms) e += g.m * g.n * g.count;
+    return e;
+  };
+  double norm_width = 2 * h;
+  if (m.mla.enabled) norm_width += static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
+  double elems = 0, dense = -1, moe = -1;
+  for (const LayerFigures& l : f.layers) {
+    double& cached = l.moe ? moe : dense;
+    if (cached < 0) {
+      const LayerWork w = layer_work(c, l.layer, sh);
+      cached = outputs(w.attention) + outputs(w.mlp) + norm_width * T / sh.tp;
+    }
+    elems += cached;
+  }
+  if (f.layout.embedding) elems += T * h / sh.tp;
+  if (f.layout.head) elems += (1.0 + m.mtp_depth) * (outputs(head_work(c, sh)) + T * h / sh.tp);
+  return rl.elementwise(2.0 * kActivationBytes * elems);
+}
+
 Time to_ticks(double ns, const char* what, int slice) {
   if (!std::isfinite(ns) || ns > kMaxOpNs)
     throw InputError(fmt::format("derived {} time of slice {} is {:.3g} ms, over the limit of {:.3g} ms; check the model and "
@@ -479,6 +517,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
       sc.w = std::min(sc.b, to_ticks(f.total.w, "weight-grad", i));
       const Time pair = overlapped_pair_time(f, fig);
       sc.fb = pair > 0 ? pair : sc.f + sc.b;
+      sc.w_apart = to_ticks(torch_split_w_ns(c, f, Roofline{c}), "split weight-grad", i);
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     sc.w_hold = w_hold[static_cast<std::size_t>(i)];
@@ -610,6 +649,7 @@ SimCosts clocked(const SimCosts& base, double factor) {
     scale(x.f);
     scale(x.b);
     scale(x.w);
+    scale(x.w_apart);
     scale(x.fb);
   }
   for (MoeSliceCosts& m : out.moe)

@@ -13,6 +13,10 @@ struct SliceCosts {
   Time b = 0;        // full backward (input grad + weight grad)
   Time w = 0;        // weight grad; the input-grad op I costs b - w
   Time fb = 0;       // overlapped pair when both chunks are of this slice; 0 = f + b (no gain)
+  // What a W costs beyond `w` when it runs apart from its I (a W action; the I keeps b - w, a
+  // full B keeps b): PyTorch's split backward copies each weight's output gradient once more
+  // (cost/derive.cc, torch_split_w_ns). 0 for every other runtime.
+  Time w_apart = 0;
   Bytes act_bytes = 0;   // activations sent to the next stage after F
   Bytes grad_bytes = 0;  // gradients sent to the previous stage after B or I
   // The share of a micro-batch's activations on this slice still held from its I's end to its W's

@@ -443,3 +443,55 @@ times: {F: 1, B: 2}
   // A bad figure is one located error.
   CHECK_THROWS_WITH(cfg_of(base + one, {"hardware.clock.duty_ref=2"}), PPSIM_CONTAINS("duty_ref"));
 }
+
+TEST_CASE("PyTorch's split backward: a W apart from its I copies each weight's output gradient once more", "[cost]") {
+  // stage_backward_weight sums each parameter group's saved gradient with Python's sum() (0 + g):
+  // one read and one write of it, bf16. T = 2 x 32 = 64 tokens; per layer the GEMMs' outputs
+  // QKV 3 x 64 + O 64 + gate 256 + up 256 + down 64 = 832 wide, and the two norms' 2 x 64: 960
+  // elements per token, 61,440 per layer; two layers a slice (pp 2, 1F1B): 122,880 elements,
+  // 4 bytes each = 491,520 bytes at 1000 GB/s x 0.5 = 500 bytes/ns: 983.04 ns.
+  const char* yaml = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, kv_heads: 4, head_dim: 16, vocab: 1000,
+  seq_len: 32, micro_batch_size: 2, mlp: swiglu, norm: rmsnorm}
+hardware: {name: h100, hbm_gbps: 1000, efficiency: {elementwise: 0.5}}
+parallel: {pp: 2, microbatches: 4, p2p_runtime: torch, embedding_on_first: false, head_on_last: false}
+)";
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const SimCosts torch = derive_costs(cfg_of(yaml), s);
+  REQUIRE(torch.slice.size() == 2);
+  for (const SliceCosts& x : torch.slice) {
+    CHECK(x.w_apart == 983);
+    CHECK(op_duration(x, OpKind::W) == x.w + 983);  // a W action pays it
+    CHECK(op_duration(x, OpKind::B) == x.b);        // a full backward does not
+    CHECK(op_duration(x, OpKind::I) == x.b - x.w);  // nor the I before its W
+  }
+  // Any other runtime: none.
+  const SimCosts mega = derive_costs(cfg_of(yaml, {"parallel.p2p_runtime=megatron"}), s);
+  CHECK(mega.slice[0].w_apart == 0);
+  CHECK(mega.slice[0].w == torch.slice[0].w);
+  // The embedding's group on the first slice (T x h = 4,096 elements) and on the last the head's
+  // vocab GEMM and final norm (T x 1000 + T x 64 = 68,096): 16,384 and 272,384 bytes more, 32.768
+  // and 544.768 ns.
+  const SimCosts ends = derive_costs(cfg_of(yaml, {"parallel.embedding_on_first=true", "parallel.head_on_last=true"}), s);
+  CHECK(ends.slice[0].w_apart == 983 + 33);   // 1015.808 ns
+  CHECK(ends.slice[1].w_apart == 983 + 545);  // 1527.808 ns
+
+  // Simulated: ZBV (every backward split) holds four slices of one layer, 245,760 bytes: 491.52 ns,
+  // and runs 2 x 4 W actions per rank, so each rank computes 8 x 492 ticks more than with the copy
+  // left out; 1F1B (full backwards only) takes exactly as long as without it.
+  const Schedule zbv = make_schedule("zbv", ScheduleParams{2, 4, 0, 0});
+  SimCosts with = derive_costs(cfg_of(yaml), zbv), without = with;
+  REQUIRE(with.slice.size() == 4);
+  CHECK(with.slice[0].w_apart == 492);
+  for (SliceCosts& x : without.slice) x.w_apart = 0;
+  const SimResult a = simulate(zbv, with), b = simulate(zbv, without);
+  for (int r = 0; r < 2; ++r) {
+    int ws = 0;
+    for (const Action& x : zbv.ranks[static_cast<std::size_t>(r)])
+      for (int i = 0; i < x.size(); ++i) ws += x.op(i).kind == OpKind::W;
+    CHECK(ws == 8);
+    CHECK(a.ranks[static_cast<std::size_t>(r)].busy - b.ranks[static_cast<std::size_t>(r)].busy == 8 * 492);
+  }
+  SimCosts full = torch;
+  for (SliceCosts& x : full.slice) x.w_apart = 0;
+  CHECK(simulate(s, torch).makespan() == simulate(s, full).makespan());
+}

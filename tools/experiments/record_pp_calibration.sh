@@ -4,7 +4,8 @@
 # events), one profiled step of each (per-layer ranges, for `ppsim calibrate CONFIG TRACE...`) and
 # PyTorch's own order of each multi-stage schedule. Run on a host with 2 GPUs and torch >= 2.9:
 #   tools/experiments/record_pp_calibration.sh OUTDIR
-# writes OUTDIR/m{8,4,16}.tar: pp_runs.json, order_*.csv, pp_*_rank*.json.gz and the log.
+# writes OUTDIR/m{8,4,16}.tar: pp_runs.json (each timed step too), order_*.csv, pp_*_rank*.json.gz and
+# the log, and OUTDIR/smi.csv (each GPU's SM clock, power and temperature once a second, time-stamped).
 set -euo pipefail
 out=${1:?usage: record_pp_calibration.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +15,7 @@ args=(--block llama --hidden 4096 --heads 32 --ffn 11008 --batch 4 --seq 2048 --
 schedules=GPipe,1F1B,Interleaved1F1B,ZBVZeroBubble,DualPipeV,InterleavedZeroBubble
 work=$(mktemp -d)
 mkdir -p "$out"
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,temperature.gpu --format=csv -lms 1000 >"$work/smi.csv" &
+nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu --format=csv -lms 1000 >"$work/smi.csv" &
 smi=$!
 for m in 8 4 16; do
   mkdir -p "$work/m$m"

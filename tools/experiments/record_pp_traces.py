@@ -18,7 +18,7 @@ rank and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo
 The model: --stages-per-rank x world stages, each --layers-per-stage residual MLP blocks
 (bf16, hidden --hidden), fed --microbatches micro-batches of --batch x --seq tokens.
 Rank 0 also writes DIR/pp_runs.json: the settings and each schedule's measured step time
-(CUDA events, the mean of --timed steps after the recorded one).
+(CUDA events, the mean of --timed steps after the recorded one, and each of them: steps_ms).
 """
 import argparse
 import gzip
@@ -197,13 +197,16 @@ def main():
             shutil.copyfileobj(src, dst)
         os.remove(raw)
         dist.barrier()
-        ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        ev0.record()
-        for _ in range(a.timed):
+        # One event between consecutive steps (recording one does not wait): each timed step's own
+        # time, so that the spread of one schedule's steps is known beside their mean.
+        evs = [torch.cuda.Event(enable_timing=True) for _ in range(a.timed + 1)]
+        evs[0].record()
+        for i in range(a.timed):
             step()
-        ev1.record()
+            evs[i + 1].record()
         torch.cuda.synchronize()
-        runs[name] = {"stages": ids, "step_ms": ev0.elapsed_time(ev1) / a.timed}
+        steps = [evs[i].elapsed_time(evs[i + 1]) for i in range(a.timed)]
+        runs[name] = {"stages": ids, "step_ms": sum(steps) / a.timed, "steps_ms": steps}
         print(f"rank {rank}: {name}: stages {ids}, step {runs[name]['step_ms']:.3f} ms, wrote {raw}.gz", flush=True)
         del sched, stages
         torch.cuda.empty_cache()

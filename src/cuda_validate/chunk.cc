@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "cuda_validate/graph_launch.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/ops/moe.h"
 #include "cuda_validate/ops/norm_act.h"
@@ -368,7 +369,7 @@ std::unique_ptr<Set> Chunk::take(std::vector<std::unique_ptr<Set>>& pool, Make m
 template <class Set>
 void Chunk::give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s) {
   if (!set) return;
-  set->free_after.record(s);
+  record_in_capture(set->free_after.get(), s);  // inside a captured action too (graph_launch.h)
   counter_->live -= set->bytes;
   pool.push_back(std::move(set));
 }

@@ -412,6 +412,9 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   rc.sm_partitions = x.split > 0;
   gpu::apply_replay_switches(rc);
   rc.graphs = x.graphs;  // --launch, as the profile ran (PPSIM_REPLAY_LAUNCH is for the GPU tests)
+  // Graphs: the first run launches one by one (pools, libraries), the second captures, the
+  // measured one launches what was captured.
+  if (rc.graphs) rc.warmup_iterations = std::max(rc.warmup_iterations, 2);
   rc.host_stats = &out.host;
   rc.memory = &out.memory;
   out.comm_sms = rc.stage_shapes[0].comm_sms;

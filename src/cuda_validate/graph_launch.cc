@@ -63,6 +63,23 @@ void GraphCache::launch(std::uint64_t key, cudaStream_t s, const std::function<v
   PPSIM_CUDA_CHECK(cudaGraphLaunch(exec, s));
 }
 
+bool GraphCache::launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue, bool reuse,
+                        std::uint64_t signature) {
+  const auto it = execs_.find(key);
+  if (reuse && it != execs_.end() && it->second && signatures_[key] == signature) {
+    cudaStreamCaptureStatus now = cudaStreamCaptureStatusNone;
+    PPSIM_CUDA_CHECK(cudaStreamIsCapturing(s, &now));
+    if (now != cudaStreamCaptureStatusActive) {
+      PPSIM_CUDA_CHECK(cudaGraphLaunch(it->second, s));
+      ++stats_.reused;
+      return false;
+    }
+  }
+  launch(key, s, enqueue);
+  signatures_[key] = signature;
+  return true;
+}
+
 void record_in_capture(cudaEvent_t e, cudaStream_t s) {
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   PPSIM_CUDA_CHECK(cudaStreamIsCapturing(s, &st));

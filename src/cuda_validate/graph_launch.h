@@ -28,16 +28,24 @@ class GraphCache {
   GraphCache& operator=(const GraphCache&) = delete;
 
   void launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue);
+  // With `reuse`: when the executable cached under `key` was captured with the same `signature`,
+  // it is launched again as it is, without running `enqueue` (no capture, no library call on the
+  // host: the caller vouches that the same signature means the same work on the same buffers);
+  // otherwise as launch(). Returns whether `enqueue` ran.
+  bool launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue, bool reuse,
+              std::uint64_t signature);
 
   struct Stats {
     long captures = 0;        // launches
     long updates = 0;         // of those, an executable updated in place
     long instantiations = 0;  // of those, a new executable (first use of a key, or an update refused)
+    long reused = 0;          // launches of a cached executable without a capture
   };
   const Stats& stats() const { return stats_; }
 
  private:
   std::map<std::uint64_t, cudaGraphExec_t> execs_;
+  std::map<std::uint64_t, std::uint64_t> signatures_;  // of each executable's last capture
   Stats stats_;
 };
 

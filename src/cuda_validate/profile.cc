@@ -80,7 +80,7 @@ double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int 
     hold_stream(s, hold.us());
     start.record(s);
     if (graph_launch() && capture)
-      graphs.launch(0, s, fn);  // as the replay launches its actions (validate --launch graphs)
+      graphs.launch(0, s, fn, true, 0);  // as the replay launches its actions (validate --launch graphs)
     else
       fn();
     end.record(s);
@@ -119,7 +119,7 @@ double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, in
           const cudaStream_t st = feeds[i].second;
           for (int k = 0; k < steps; ++k) {
             if (graph_launch())
-              graphs.launch(0, st, [&] { step(c, st); });
+              graphs.launch(0, st, [&] { step(c, st); }, true, 0);
             else
               step(c, st);
           }
@@ -673,7 +673,7 @@ struct CorunSide {
         chunk->backward_weight(0, s);
     };
     if (graph_launch())
-      graphs.launch(static_cast<std::uint64_t>(kind), s, enqueue);
+      graphs.launch(static_cast<std::uint64_t>(kind), s, enqueue, true, 0);  // micro-batch 0's buffers throughout
     else
       enqueue();
   }

@@ -200,6 +200,8 @@ class RankRunner {
         chunks_[st]->record_exchanges(sh.ep > 1);
       }
     if (cfg_.value_waits) pair_words_ = std::make_unique<replay::Words>(2);
+    if (graphs_on())  // a micro-batch's buffers stay its own: a captured action stays valid
+      for (auto& [stage, c] : chunks_) c->pin_sets();
     for (auto& [stage, c] : chunks_) {
       c->give_back_during_backward(true);
       if (c != chunks_.begin()->second) c->share_with(*chunks_.begin()->second);
@@ -508,16 +510,18 @@ class RankRunner {
   // Whether this run launches its actions as graphs (ReplayConfig::graphs): from the second run
   // on, when there is a warm-up (the first sizes the pools and makes the libraries' lazy set-up,
   // launched one by one), and never with expert parallelism (graphs_unavailable).
-  bool graphs_now() const {
-    return cfg_.graphs && !chunks_.empty() && graphs_unavailable(shape_of(chunks_.begin()->first).ep).empty() &&
-           (runs_ > 1 || cfg_.warmup_iterations == 0);
+  bool graphs_on() const {
+    return cfg_.graphs && !chunks_.empty() && graphs_unavailable(shape_of(chunks_.begin()->first).ep).empty();
   }
-  // Enqueues one action's part (`enqueue` puts `op`'s kernels on `st`): as it is, or captured and
-  // launched as one graph (role: 0 the compute stream, 1 a pair's second stream).
+  bool graphs_now() const { return graphs_on() && (runs_ > 1 || cfg_.warmup_iterations == 0); }
+  // Enqueues one action's part (`enqueue` puts `op`'s kernels on `st`): as it is, or as one graph
+  // (role: 0 the compute stream, 1 a pair's second stream), captured the first time and launched
+  // again as it is while the micro-batch's buffers are the same (Chunk::buffer_signature).
   template <class Enqueue>
   void launch_part(const Op& op, cudaStream_t st, int role, Enqueue&& enqueue) {
     if (graphs_now())
-      graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue);
+      graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue, true,
+                     chunks_.at(op.stage)->buffer_signature(op.microbatch));
     else
       enqueue();
   }

@@ -61,13 +61,14 @@ if [ "${REPLAY_RUNS:-10}" -gt 0 ]; then
   order_runs "${REPLAY_RUNS:-10}" gate
   [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
   [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
-  [ "${REPLAY_GRAPH_RUNS:-0}" -gt 0 ] && order_runs "${REPLAY_GRAPH_RUNS:-0}" graphs PPSIM_REPLAY_LAUNCH=graphs
 fi
+[ "${REPLAY_GRAPH_RUNS:-0}" -gt 0 ] && order_runs "${REPLAY_GRAPH_RUNS:-0}" graphs PPSIM_REPLAY_LAUNCH=graphs
 if [ "${GRAPH_TESTS:-1}" = 1 ]; then
   for t in "graph launch*" "replay with each action one CUDA graph*"; do
     timeout 150 "$BUILD/ppsim_tests" "$t" > "$OUT/tmp/graph_test.txt" 2>&1
-    echo "GPU test '$t': exit $? after $(el)"
-    grep -E "^replay |FAILED|passed|failed|with expansion|REQUIRE|CHECK|error" "$OUT/tmp/graph_test.txt" | head -30
+    echo "GPU test '$t': exit $? after $(el)" | tee -a "$OUT/order_summary.txt"
+    grep -E "^replay |FAILED|passed|failed|with expansion|REQUIRE|CHECK|error" "$OUT/tmp/graph_test.txt" | head -30 \
+      | tee -a "$OUT/order_summary.txt"
   done
 fi
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}

@@ -537,6 +537,19 @@ std::uint64_t Chunk::buffer_signature(int mb) const {
   return h;
 }
 
+void Chunk::account_relaunched(OpKind kind, int mb, cudaStream_t s) {
+  if (kind == OpKind::F) {
+    (void)acts(mb);
+    return;
+  }
+  if (kind == OpKind::W) return;
+  begin_backward(mb, kind == OpKind::B);
+  for (int l = shape_.layers - 1; l >= 0; --l) {
+    (void)grads(mb, l);
+    layer_input_grads_done(mb, l, s);
+  }
+}
+
 void Chunk::input_grad_done(int mb, cudaStream_t s) {
   auto it = live_.find(mb);
   if (it == live_.end()) return;

@@ -112,6 +112,11 @@ class Chunk {
   // the input and output-grad bound elsewhere), hashed; 0 when mb holds nothing. Equal values: an
   // op of mb captured before reads and writes the same buffers now.
   std::uint64_t buffer_signature(int mb) const;
+  // The host's share of an op whose kernels ran as a captured graph, relaunched without calling
+  // the op: the sets it takes and gives back, in its order (so that the memory counts stay those
+  // of the op run: a forward's sets; per layer down, a split backward's grad set taken and the
+  // forward set given back), each give-back after the work enqueued so far on `s`.
+  void account_relaunched(OpKind kind, int mb, cudaStream_t s);
 
   // Sub-ops of layer `layer` (see the file comment); dispatch/combine do nothing for a dense chunk.
   void attn_forward(int mb, int layer, cudaStream_t s);

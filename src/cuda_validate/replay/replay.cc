@@ -519,11 +519,14 @@ class RankRunner {
   // again as it is while the micro-batch's buffers are the same (Chunk::buffer_signature).
   template <class Enqueue>
   void launch_part(const Op& op, cudaStream_t st, int role, Enqueue&& enqueue) {
-    if (graphs_now())
-      graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue, true,
-                     chunks_.at(op.stage)->buffer_signature(op.microbatch));
-    else
+    if (!graphs_now()) {
       enqueue();
+      return;
+    }
+    Chunk& c = *chunks_.at(op.stage);
+    if (!graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue, true,
+                        c.buffer_signature(op.microbatch)))
+      c.account_relaunched(op.kind, op.microbatch, st);
   }
 
   // (F a; backward b): F on the main stream, the backward on the second, sub-ops interleaved.

@@ -415,6 +415,13 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   // Graphs: the first run launches one by one (pools, libraries), the second captures, the
   // measured one launches what was captured.
   if (rc.graphs) rc.warmup_iterations = std::max(rc.warmup_iterations, 2);
+  // With graphs, messages and pairs wait on values (no event wait left pending beside the graphs'
+  // kernels: 1.5-2 points at the small shape, docs/VALIDATION.md) unless PPSIM_REPLAY_WAITS says.
+  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
+  if (rc.graphs && (!waits || !*waits)) {
+    rc.value_waits = true;
+    rc.value_waits_required = false;
+  }
   rc.host_stats = &out.host;
   rc.memory = &out.memory;
   out.comm_sms = rc.stage_shapes[0].comm_sms;
@@ -731,7 +738,10 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                            : x.transport == launch::TransportKind::Ipc
                                                ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                : "nccl (one communicator, one message order on every process)");
-  x.text += x.graphs ? "launch: graphs (each action's kernels one CUDA graph launch, as the profile timed them)\n"
+  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
+  x.text += x.graphs ? fmt::format("launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
+                                   "them; {} waits)\n",
+                                   waits && *waits ? waits : "value")
                      : "launch: streams (one launch per kernel)\n";
   if (x.j.contains("launch_note")) x.text += x.j["launch_note"].get<std::string>() + "\n";
   if (x.ndev < x.slots_total) sharing_text(x);

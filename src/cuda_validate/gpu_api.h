@@ -259,6 +259,9 @@ struct ReplayConfig {
   bool clock_gate = true;
   bool value_waits = false;
   bool graphs = false;
+  // false: value_waits falls back to event waits where the driver has no stream memory operations
+  //   (validate's default with graphs); true: such a replay fails, saying so.
+  bool value_waits_required = true;
   bool verify_messages = false;
   std::size_t* messages_verified = nullptr;  // when set (and verifying): messages compared, all runs
 };

@@ -1172,7 +1172,9 @@ Timeline Replay::timeline() {
 Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("replay: " + why, {}, kExitGpu);
   check_config(s, cfg);
-  Replay r(s, cfg);
+  ReplayConfig c = cfg;
+  if (c.value_waits && !c.value_waits_required && !replay::value_waits_unavailable().empty()) c.value_waits = false;
+  Replay r(s, c);
   r.place();
   r.connect();
   r.run();

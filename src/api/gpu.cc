@@ -183,7 +183,7 @@ struct Validation {
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
-  bool graphs = false;  // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
+  bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -207,7 +207,8 @@ gpu::ReplayWhere replay_where(const Validation& x, int visible) {
 // with a note; the profile's timed ops then run in the same mode as the replay's actions.
 void plan_launch(Validation& x) {
   const std::optional<gpu::LaunchMode> m = gpu::parse_launch_mode(x.req.launch);
-  if (!m) throw InputError("--launch " + x.req.launch + ": not a launch mode", "--launch streams or graphs", kExitUsage);
+  if (!m)
+    throw InputError("--launch " + x.req.launch + ": not a launch mode", "--launch streams or graphs", kExitUsage);
   const std::string why = *m == gpu::LaunchMode::graphs ? gpu::graphs_unavailable(x.ep_r) : std::string();
   x.graphs = *m == gpu::LaunchMode::graphs && why.empty();
   x.j["launch"] = x.graphs ? "graphs" : "streams";
@@ -739,9 +740,10 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                                ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                : "nccl (one communicator, one message order on every process)");
   const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
-  x.text += x.graphs ? fmt::format("launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
-                                   "them; {} waits)\n",
-                                   waits && *waits ? waits : "value")
+  x.text += x.graphs ? fmt::format(
+                           "launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
+                           "them; {} waits)\n",
+                           waits && *waits ? waits : "value")
                      : "launch: streams (one launch per kernel)\n";
   if (x.j.contains("launch_note")) x.text += x.j["launch_note"].get<std::string>() + "\n";
   if (x.ndev < x.slots_total) sharing_text(x);

@@ -5,9 +5,9 @@
 //   Up   [T,h] -> [T,2f]     Down [T,f] -> [T,h]                experts: E batches of [C,h] -> [C,2fe] -> [C,h]
 #include "cuda_validate/chunk.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/error.h"
 #include "cuda_validate/graph_launch.h"
@@ -354,7 +354,7 @@ Chunk::Parked<Chunk::GradSet>& Chunk::parked<Chunk::GradSet>() {
 }
 
 template <class Set, class Make>
-std::unique_ptr<Set> Chunk::take(std::vector<std::unique_ptr<Set>>& pool, Make make, Slot slot) {
+std::unique_ptr<Set> Chunk::take(Slot slot, std::vector<std::unique_ptr<Set>>& pool, Make make) {
   std::unique_ptr<Set> a;
   if (pin_) {  // the slot's own set (its last use is done: one use per slot and iteration)
     auto it = parked<Set>().find(slot);
@@ -401,12 +401,12 @@ Chunk::Acts& Chunk::acts(int mb) {
   auto it = live_.find(mb);
   if (it != live_.end()) return *it->second;
   auto a = std::make_unique<Acts>();
-  a->keep = take(keep_pool_, [this] { return make_keep(); }, Slot{mb, 0});
+  a->keep = take(Slot{mb, 0}, keep_pool_, [this] { return make_keep(); });
   const int L = shape_.layers;
   std::size_t bytes = a->keep->bytes;
   for (int l = 0; l < L; ++l) {
     const bool last = l + 1 == L;
-    a->fwd.push_back(take(last ? fwd_last_pool_ : fwd_pool_, [this, last] { return make_fwd(last); }, Slot{mb, l}));
+    a->fwd.push_back(take(Slot{mb, l}, last ? fwd_last_pool_ : fwd_pool_, [this, last] { return make_fwd(last); }));
     bytes += a->fwd.back()->bytes;
   }
   a->grad.resize(static_cast<std::size_t>(L));
@@ -439,8 +439,8 @@ Chunk::Grads Chunk::grads(int mb, int layer) {
   } else {
     auto& set = A.grad.at(l);
     if (!set)
-      set = take(layer == 0 ? grad_first_pool_ : grad_pool_, [this, layer] { return make_grad(layer == 0); },
-                 Slot{mb, layer});
+      set = take(Slot{mb, layer}, layer == 0 ? grad_first_pool_ : grad_pool_,
+                 [this, layer] { return make_grad(layer == 0); });
     GradLayer& L = set->g;
     g = Grads{L.dqkv.get(), L.dx1.get(), L.dgu.get(), L.dx.get(), L.dzp.get(), L.dlogits.get()};
   }

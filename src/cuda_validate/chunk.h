@@ -238,7 +238,7 @@ class Chunk {
   template <class Set>
   Parked<Set>& parked();
   template <class Set, class Make>
-  std::unique_ptr<Set> take(std::vector<std::unique_ptr<Set>>& pool, Make make, Slot slot);
+  std::unique_ptr<Set> take(Slot slot, std::vector<std::unique_ptr<Set>>& pool, Make make);
   template <class Set>
   void give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s, Slot slot);
   bool room_for(std::size_t bytes) const;

@@ -5,11 +5,13 @@
 //        sub-ops enqueued interleaved layer by layer (DualPipe's F&B); the pair's wall time.
 // Sub-ops are timed over all layers (each re-run is idempotent for the forward and input-grad:
 // it recomputes the same outputs from the same saved inputs).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -17,24 +19,22 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/ep_wiring.h"
-#include "ep/ep_placement.h"
 #include "cuda_validate/gpu_api.h"
 #include "cuda_validate/graph_launch.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/peer.h"
+#include "ep/ep_placement.h"
 #include "launch/mpi.h"
 
 namespace ppsim::gpu {
@@ -119,7 +119,8 @@ double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, in
           const cudaStream_t st = feeds[i].second;
           for (int k = 0; k < steps; ++k) {
             if (graph_launch())
-              graphs.launch(0, st, [&] { step(c, st); }, true, 0);
+              graphs.launch(
+                  0, st, [&] { step(c, st); }, true, 0);
             else
               step(c, st);
           }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/op.h"
-#include "cuda_validate/chunk.h"
 #include "cuda_validate/check.h"
+#include "cuda_validate/chunk.h"
 #include "gpu_test_util.h"
 
 using namespace ppsim;
@@ -16,18 +16,6 @@ using namespace ppsim::gpu;
 using namespace ppsim::gpu::test;
 
 namespace {
-
-ChunkShape dense_shape() {
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.ffn_hidden = 256;
-  s.seq_len = 64;
-  s.layers = 2;
-  return s;
-}
 
 std::vector<unsigned char> bytes_of(const void* p, std::size_t n) {
   std::vector<unsigned char> h(n);
@@ -40,7 +28,7 @@ std::vector<unsigned char> bytes_of(const void* p, std::size_t n) {
 TEST_CASE("graph launch: a chunk's forward and input-grads as graphs give the streams' bytes", "[gpu]") {
   PPSIM_REQUIRE_GPU();
   PPSIM_CUDA_CHECK(cudaSetDevice(0));
-  const ChunkShape sh = dense_shape();
+  const ChunkShape sh = tiny_dense_shape(2);
   const std::size_t n = static_cast<std::size_t>(sh.tokens() * sh.hidden) * 2;
   Chunk c(sh, 3);
   gpu::Stream st;

@@ -10,8 +10,8 @@
 #include <map>
 #include <set>
 #include <string>
-#include <vector>
 #include <tuple>
+#include <vector>
 
 #include "core/error.h"
 #include "core/op.h"
@@ -24,18 +24,7 @@ using namespace ppsim::gpu;
 
 namespace {
 
-ChunkShape tiny_shape() {
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.ffn_hidden = 256;
-  s.seq_len = 64;
-  s.micro_batch = 1;
-  s.layers = 1;
-  return s;
-}
+ChunkShape tiny_shape() { return test::tiny_dense_shape(1); }
 
 // compute-sanitizer's instrumentation skews event timestamps taken on different streams (seen
 // on an H200: a consumer's start up to 0.2 ms "before" its producer's end), so tools/gpu_check.sh

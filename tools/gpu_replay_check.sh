@@ -6,8 +6,10 @@
 # event|value: src/cuda_validate/gpu_api.h) at the shapes asked for. The last lines are a
 # table: per schedule, the makespan error of each variant.
 # Env: REPLAY_RUNS (10: the test with the defaults), REPLAY_BARRIER_RUNS (3: with barrier clocks),
-#   REPLAY_VALUE_RUNS (3: with value waits), RUNS (the validate runs, space-separated
-#   SHAPE:CLOCK:WAITS[:TRANSPORT] (TRANSPORT peer, nccl, or mpi: under mpirun -np NGPU),
+#   REPLAY_VALUE_RUNS (3: with value waits), REPLAY_GRAPH_RUNS (0: with each action one CUDA graph,
+#   PPSIM_REPLAY_LAUNCH=graphs), GRAPH_TESTS (1: the GPU tests of the graph launch, once),
+#   RUNS (the validate runs, space-separated SHAPE:CLOCK:WAITS[:TRANSPORT[:LAUNCH]] (TRANSPORT peer,
+#   nccl, or mpi: under mpirun -np NGPU; LAUNCH streams or graphs: validate --launch),
 #   default "small:barrier:event small:gate:event small:gate:value";
 #   SHAPE "small" is configs/small-${NGPU}gpu.yaml, "seq4096" the same with seq 4096, hidden 2048,
 #   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
@@ -60,14 +62,24 @@ if [ "${REPLAY_RUNS:-10}" -gt 0 ]; then
   [ "${REPLAY_BARRIER_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_BARRIER_RUNS:-3}" barrier PPSIM_REPLAY_CLOCK=barrier
   [ "${REPLAY_VALUE_RUNS:-3}" -gt 0 ] && order_runs "${REPLAY_VALUE_RUNS:-3}" value PPSIM_REPLAY_WAITS=value
 fi
+[ "${REPLAY_GRAPH_RUNS:-0}" -gt 0 ] && order_runs "${REPLAY_GRAPH_RUNS:-0}" graphs PPSIM_REPLAY_LAUNCH=graphs
+if [ "${GRAPH_TESTS:-1}" = 1 ]; then
+  for t in "graph launch*" "replay with each action one CUDA graph*"; do
+    timeout 150 "$BUILD/ppsim_tests" "$t" > "$OUT/tmp/graph_test.txt" 2>&1
+    echo "GPU test '$t': exit $? after $(el)" | tee -a "$OUT/order_summary.txt"
+    grep -E "^replay |FAILED|passed|failed|with expansion|REQUIRE|CHECK|error" "$OUT/tmp/graph_test.txt" | head -30 \
+      | tee -a "$OUT/order_summary.txt"
+  done
+fi
 S=${SCHEDULES:-1f1b,zb-h1,zbv,chimera,dualpipe,dualpipev}
 N=${NGPU:-2}
 : > "$OUT/table.txt"
 k=0
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
-  IFS=: read -r shape clock waits transport <<< "$v"
+  IFS=: read -r shape clock waits transport launch <<< "$v"
   transport=${transport:-peer}
+  launch=${launch:-streams}
   ARGS=()
   [ "$shape" = seq4096 ] && ARGS=(--set model.seq_len=4096 --set model.hidden=2048 --set model.heads=16)
   k=$((k + 1))
@@ -82,19 +94,19 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   [ "${TRACES:-0}" = 1 ] && TRACE=(--trace "$OUT/trace_${k}_${shape}_${transport}.json")
   PPSIM_REPLAY_CLOCK=$clock PPSIM_REPLAY_WAITS=$waits timeout 240 "${PRE[@]}" "$BUILD/ppsim" validate \
     --timeout "${VALIDATE_TIMEOUT:-60}" "$ROOT/configs/small-${N}gpu.yaml" -s "$S" "${WHERE[@]}" "${ARGS[@]}" \
-    ${VALIDATE_ARGS:-} "${TRACE[@]}" -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
-  echo "validate $shape clock=$clock waits=$waits transport=$transport (run $k): exit $? after $(el)"
+    --launch "$launch" ${VALIDATE_ARGS:-} "${TRACE[@]}" -o "$f" < /dev/null > "$OUT/tmp/validate.log" 2>&1
+  echo "validate $shape clock=$clock waits=$waits transport=$transport launch=$launch (run $k): exit $? after $(el)"
   tail -2 "$OUT/tmp/validate.log"
   # The summary, then (two GPUs in one process) the same without the co-run model: column "/plain".
-  awk -v col="$k:$shape/$clock/$waits/$transport" '/^summary \(makespan\):/ {on=1; getline; next}
+  awk -v col="$k:$shape/$clock/$waits/$transport/$launch" '/^summary \(makespan\):/ {on=1; getline; next}
     /^without the co-run model/ {on=2; next} /^$/ {on=0}
     on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : ""), $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
-  { echo "== $shape clock=$clock waits=$waits transport=$transport"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
+  { echo "== $shape clock=$clock waits=$waits transport=$transport launch=$launch"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done
 rm -rf "$OUT/tmp" "$OUT/build.log" "$OUT/summary.txt"
 echo "== order (replay test)"; cat "$OUT/order_summary.txt"
-echo "== makespan error by variant (shape/clock/waits/transport: predicted ms, measured ms, error; HB: host-bound)"
+echo "== makespan error by variant (shape/clock/waits/transport/launch: predicted ms, measured ms, error; HB: host-bound)"
 python3 - "$OUT/table.txt" <<'PY'
 import sys
 rows, cols, cell = [], [], {}

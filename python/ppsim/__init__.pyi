@@ -163,6 +163,7 @@ def validate(
     sharing: str = "uniform",
     rank_speeds: str = "profiled",
     co_run: str = "sustained",
+    launch: str = "graphs",
     ep_replay: bool = False,
     a2a: str = "ours",
     no_link_probe: bool = False,

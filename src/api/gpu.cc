@@ -183,6 +183,7 @@ struct Validation {
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
+  bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -200,6 +201,19 @@ struct Validation {
 
 gpu::ReplayWhere replay_where(const Validation& x, int visible) {
   return gpu::replay_where(x.pp, x.ep_r, x.req.transport, x.a2a, x.req.devices, visible, x.world);
+}
+
+// --launch: graphs where an action can be captured whole (gpu::graphs_unavailable), else streams
+// with a note; the profile's timed ops then run in the same mode as the replay's actions.
+void plan_launch(Validation& x) {
+  const std::optional<gpu::LaunchMode> m = gpu::parse_launch_mode(x.req.launch);
+  if (!m)
+    throw InputError("--launch " + x.req.launch + ": not a launch mode", "--launch streams or graphs", kExitUsage);
+  const std::string why = *m == gpu::LaunchMode::graphs ? gpu::graphs_unavailable(x.ep_r) : std::string();
+  x.graphs = *m == gpu::LaunchMode::graphs && why.empty();
+  x.j["launch"] = x.graphs ? "graphs" : "streams";
+  if (!why.empty()) x.j["launch_note"] = "--launch graphs not applied: " + why;
+  gpu::set_graph_launch(x.graphs);
 }
 
 // The refusals: what the flags and the config say cannot run (the replay's own, from
@@ -237,6 +251,7 @@ void plan(Validation& x) {
   // simulator then shares each GPU among its ranks at the slowdown profiled for two at once.
   x.ndev = p.gpus;
   x.slots_total = x.pp * x.ep_r;
+  plan_launch(x);
 }
 
 std::vector<std::pair<std::string, const Family*>> what_to_replay(const Validation& x) {
@@ -397,6 +412,17 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   rc.nccl_timeout_s = x.req.timeout_s;
   rc.sm_partitions = x.split > 0;
   gpu::apply_replay_switches(rc);
+  rc.graphs = x.graphs;  // --launch, as the profile ran (PPSIM_REPLAY_LAUNCH is for the GPU tests)
+  // Graphs: the first run launches one by one (pools, libraries), the second captures, the
+  // measured one launches what was captured.
+  if (rc.graphs) rc.warmup_iterations = std::max(rc.warmup_iterations, 2);
+  // With graphs, messages and pairs wait on values (no event wait left pending beside the graphs'
+  // kernels: 1.5-2 points at the small shape, docs/VALIDATION.md) unless PPSIM_REPLAY_WAITS says.
+  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
+  if (rc.graphs && (!waits || !*waits)) {
+    rc.value_waits = true;
+    rc.value_waits_required = false;
+  }
   rc.host_stats = &out.host;
   rc.memory = &out.memory;
   out.comm_sms = rc.stage_shapes[0].comm_sms;
@@ -713,6 +739,13 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                            : x.transport == launch::TransportKind::Ipc
                                                ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                : "nccl (one communicator, one message order on every process)");
+  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
+  x.text += x.graphs ? fmt::format(
+                           "launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
+                           "them; {} waits)\n",
+                           waits && *waits ? waits : "value")
+                     : "launch: streams (one launch per kernel)\n";
+  if (x.j.contains("launch_note")) x.text += x.j["launch_note"].get<std::string>() + "\n";
   if (x.ndev < x.slots_total) sharing_text(x);
   x.text += "summary (makespan):\n" + x.summary;
   if (!x.corun_summary.empty())

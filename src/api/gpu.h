@@ -73,6 +73,7 @@ struct ValidateRequest {
   std::string sharing = "uniform";
   std::string rank_speeds = "profiled";
   std::string co_run = "sustained";  // sustained | held | off: ops stretched beside another GPU's work (gpu_costs.h)
+  std::string launch = "graphs";     // graphs | streams: how the replay and the profile enqueue an op (launch_mode.h)
 };
 
 struct ValidateOutcome {

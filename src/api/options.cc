@@ -305,6 +305,11 @@ constexpr Option kValidate[] = {
      "idle or busy, profiled before the replay: sustained = ops back to back at the clock the GPU keeps under load, "
      "held = short held bursts; off = as profiled alone (docs/VALIDATION.md)",
      R::Both, "sustained|held|off", true},
+    {"--launch", K::Text, "graphs", "",
+     "how the replay's actions and the profile's timed ops enqueue their kernels: graphs = each op captured into a "
+     "CUDA graph once and launched as one, messages ordered by waits on values (not with --ep-replay: streams "
+     "there); streams = one launch per kernel, event waits",
+     R::Both, "graphs|streams", true},
     {"--ep-replay", K::Flag, "", "",
      "replay parallel.ep > 1 as EP shards exchanging tokens by the all-to-all (one process, or one per GPU under "
      "mpirun on one host); without it the chunk's dispatch and combine stay local permutes"},

@@ -294,6 +294,7 @@ ValidateRequest validate_request(const Values& v) {
   r.sharing = v.text("sharing");
   r.rank_speeds = v.text("rank_speeds");
   r.co_run = v.text("co_run");
+  r.launch = v.text("launch");
   return r;
 }
 

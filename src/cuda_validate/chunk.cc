@@ -5,11 +5,12 @@
 //   Up   [T,h] -> [T,2f]     Down [T,f] -> [T,h]                experts: E batches of [C,h] -> [C,2fe] -> [C,h]
 #include "cuda_validate/chunk.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.h"
+#include "cuda_validate/graph_launch.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/ops/moe.h"
 #include "cuda_validate/ops/norm_act.h"
@@ -339,17 +340,37 @@ void Chunk::share_with(Chunk& other) {
 // stalls this rank's thread (and the messages it posts) until its GPU catches up, and the GPU then
 // idles while the thread enqueues the next op; allocating a set (cudaMalloc, the poison) stalls it
 // too, for milliseconds: so the pools grow during warm-up, then stop.
+template <>
+Chunk::Parked<Chunk::KeepSet>& Chunk::parked<Chunk::KeepSet>() {
+  return parked_keep_;
+}
+template <>
+Chunk::Parked<Chunk::FwdSet>& Chunk::parked<Chunk::FwdSet>() {
+  return parked_fwd_;
+}
+template <>
+Chunk::Parked<Chunk::GradSet>& Chunk::parked<Chunk::GradSet>() {
+  return parked_grad_;
+}
+
 template <class Set, class Make>
-std::unique_ptr<Set> Chunk::take(std::vector<std::unique_ptr<Set>>& pool, Make make) {
+std::unique_ptr<Set> Chunk::take(Slot slot, std::vector<std::unique_ptr<Set>>& pool, Make make) {
   std::unique_ptr<Set> a;
-  for (auto p = pool.begin(); p != pool.end(); ++p) {
+  if (pin_) {  // the slot's own set (its last use is done: one use per slot and iteration)
+    auto it = parked<Set>().find(slot);
+    if (it != parked<Set>().end()) {
+      a = std::move(it->second);
+      parked<Set>().erase(it);
+    }
+  }
+  for (auto p = pool.begin(); p != pool.end() && !a; ++p) {
     if ((*p)->free_after.done()) {
       a = std::move(*p);
       pool.erase(p);
       break;
     }
   }
-  if (!a && !pool.empty() && (!grow_ || !room_for(pool.front()->bytes))) {
+  if (!a && !pool.empty() && !pin_ && (!grow_ || !room_for(pool.front()->bytes))) {
     a = std::move(pool.front());
     pool.erase(pool.begin());
     a->free_after.sync();
@@ -366,23 +387,26 @@ std::unique_ptr<Set> Chunk::take(std::vector<std::unique_ptr<Set>>& pool, Make m
 }
 
 template <class Set>
-void Chunk::give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s) {
+void Chunk::give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s, Slot slot) {
   if (!set) return;
-  set->free_after.record(s);
+  record_in_capture(set->free_after.get(), s);  // inside a captured action too (graph_launch.h)
   counter_->live -= set->bytes;
-  pool.push_back(std::move(set));
+  if (pin_)
+    parked<Set>()[slot] = std::move(set);
+  else
+    pool.push_back(std::move(set));
 }
 
 Chunk::Acts& Chunk::acts(int mb) {
   auto it = live_.find(mb);
   if (it != live_.end()) return *it->second;
   auto a = std::make_unique<Acts>();
-  a->keep = take(keep_pool_, [this] { return make_keep(); });
+  a->keep = take(Slot{mb, 0}, keep_pool_, [this] { return make_keep(); });
   const int L = shape_.layers;
   std::size_t bytes = a->keep->bytes;
   for (int l = 0; l < L; ++l) {
     const bool last = l + 1 == L;
-    a->fwd.push_back(take(last ? fwd_last_pool_ : fwd_pool_, [this, last] { return make_fwd(last); }));
+    a->fwd.push_back(take(Slot{mb, l}, last ? fwd_last_pool_ : fwd_pool_, [this, last] { return make_fwd(last); }));
     bytes += a->fwd.back()->bytes;
   }
   a->grad.resize(static_cast<std::size_t>(L));
@@ -414,7 +438,9 @@ Chunk::Grads Chunk::grads(int mb, int layer) {
               w.fused.dlogits.get()};
   } else {
     auto& set = A.grad.at(l);
-    if (!set) set = take(layer == 0 ? grad_first_pool_ : grad_pool_, [this, layer] { return make_grad(layer == 0); });
+    if (!set)
+      set = take(Slot{mb, layer}, layer == 0 ? grad_first_pool_ : grad_pool_,
+                 [this, layer] { return make_grad(layer == 0); });
     GradLayer& L = set->g;
     g = Grads{L.dqkv.get(), L.dx1.get(), L.dgu.get(), L.dx.get(), L.dzp.get(), L.dlogits.get()};
   }
@@ -460,7 +486,8 @@ bf16* Chunk::boundary(int mb, DeviceBuffer<bf16> KeepSet::*which) {
 void Chunk::layer_input_grads_done(int mb, int layer, cudaStream_t s) {
   if (!give_back_early_) return;
   Acts& A = acts(mb);
-  give(layer + 1 == shape_.layers ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd.at(static_cast<std::size_t>(layer))), s);
+  give(layer + 1 == shape_.layers ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd.at(static_cast<std::size_t>(layer))), s,
+       Slot{mb, layer});
 }
 
 // Another set of `bytes` fits with a quarter of the GPU's memory (and at least 1 GiB) left over.
@@ -499,12 +526,37 @@ void Chunk::fill_grad_output(int mb, std::uint64_t seed, cudaStream_t s) {
   fill_uniform(grad_output(mb), rows_of(shape_) * shape_.hidden, 1.0f, seed, s);
 }
 
+std::uint64_t Chunk::buffer_signature(int mb) const {
+  const auto it = live_.find(mb);
+  if (it == live_.end()) return 0;
+  const Acts& A = *it->second;
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the three addresses
+  for (const void* p : {static_cast<const void*>(A.keep.get()), static_cast<const void*>(A.input_at),
+                        static_cast<const void*>(A.grad_output_at)})
+    h = (h ^ static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p))) * 1099511628211ull;
+  return h;
+}
+
+void Chunk::account_relaunched(OpKind kind, int mb, cudaStream_t s) {
+  if (kind == OpKind::F) {
+    (void)acts(mb);
+    return;
+  }
+  if (kind == OpKind::W) return;
+  begin_backward(mb, kind == OpKind::B);
+  for (int l = shape_.layers - 1; l >= 0; --l) {
+    (void)grads(mb, l);
+    layer_input_grads_done(mb, l, s);
+  }
+}
+
 void Chunk::input_grad_done(int mb, cudaStream_t s) {
   auto it = live_.find(mb);
   if (it == live_.end()) return;
   const int L = shape_.layers;
   for (int l = 0; l < L; ++l)
-    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(it->second->fwd[static_cast<std::size_t>(l)]), s);
+    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(it->second->fwd[static_cast<std::size_t>(l)]), s,
+         Slot{mb, l});
 }
 
 void Chunk::release(int mb, cudaStream_t s) {
@@ -512,10 +564,10 @@ void Chunk::release(int mb, cudaStream_t s) {
   if (it == live_.end()) return;
   Acts& A = *it->second;
   const int L = shape_.layers;
-  give(keep_pool_, std::move(A.keep), s);
+  give(keep_pool_, std::move(A.keep), s, Slot{mb, 0});
   for (int l = 0; l < L; ++l) {
-    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd[static_cast<std::size_t>(l)]), s);
-    give(l == 0 ? grad_first_pool_ : grad_pool_, std::move(A.grad[static_cast<std::size_t>(l)]), s);
+    give(l + 1 == L ? fwd_last_pool_ : fwd_pool_, std::move(A.fwd[static_cast<std::size_t>(l)]), s, Slot{mb, l});
+    give(l == 0 ? grad_first_pool_ : grad_pool_, std::move(A.grad[static_cast<std::size_t>(l)]), s, Slot{mb, l});
   }
   live_.erase(it);
 }

@@ -103,6 +103,20 @@ class Chunk {
   // From now on a new micro-batch takes a released set (waiting for it if need be) rather than
   // allocating another while one exists: the replay calls it after its warm-up iterations.
   void stop_growing() { grow_ = false; }
+  // From now on every set belongs to one (micro-batch, layer) slot: given back, it waits there for
+  // the same slot's next use instead of going to a pool (more memory: a set per micro-batch). Then
+  // a micro-batch's buffers are the same from one iteration to the next, so an action captured
+  // into a CUDA graph once can be launched again as it is (validate --launch graphs).
+  void pin_sets() { pin_ = true; }
+  // With pinned sets: what decides the addresses mb's ops use besides the slot (its keep set, and
+  // the input and output-grad bound elsewhere), hashed; 0 when mb holds nothing. Equal values: an
+  // op of mb captured before reads and writes the same buffers now.
+  std::uint64_t buffer_signature(int mb) const;
+  // The host's share of an op whose kernels ran as a captured graph, relaunched without calling
+  // the op: the sets it takes and gives back, in its order (so that the memory counts stay those
+  // of the op run: a forward's sets; per layer down, a split backward's grad set taken and the
+  // forward set given back), each give-back after the work enqueued so far on `s`.
+  void account_relaunched(OpKind kind, int mb, cudaStream_t s);
 
   // Sub-ops of layer `layer` (see the file comment); dispatch/combine do nothing for a dense chunk.
   void attn_forward(int mb, int layer, cudaStream_t s);
@@ -218,10 +232,15 @@ class Chunk {
   std::unique_ptr<FwdSet> make_fwd(bool last) const;
   std::unique_ptr<GradSet> make_grad(bool first) const;
   void size_grads(GradLayer& L, bool with_dx) const;
-  template <class Set, class Make>
-  std::unique_ptr<Set> take(std::vector<std::unique_ptr<Set>>& pool, Make make);
+  using Slot = std::pair<int, int>;  // (micro-batch, layer) of a pinned set (pin_sets)
   template <class Set>
-  void give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s);
+  using Parked = std::map<Slot, std::unique_ptr<Set>>;
+  template <class Set>
+  Parked<Set>& parked();
+  template <class Set, class Make>
+  std::unique_ptr<Set> take(Slot slot, std::vector<std::unique_ptr<Set>>& pool, Make make);
+  template <class Set>
+  void give(std::vector<std::unique_ptr<Set>>& pool, std::unique_ptr<Set> set, cudaStream_t s, Slot slot);
   bool room_for(std::size_t bytes) const;
 
   ChunkShape shape_;
@@ -239,6 +258,10 @@ class Chunk {
   bool ws_shared_ = false;        // ws_ belongs to the chunk it was shared from
   bool give_back_early_ = false;  // give_back_during_backward
   bool grow_ = true;  // may allocate a set while given-back ones are busy
+  bool pin_ = false;  // pin_sets
+  Parked<KeepSet> parked_keep_;
+  Parked<FwdSet> parked_fwd_;
+  Parked<GradSet> parked_grad_;
   struct LiveBytes {
     std::size_t live = 0, peak = 0;
   };

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/schedule.h"
 #include "core/timeline.h"
+#include "cuda_validate/launch_mode.h"
 #include "cuda_validate/replay_plan.h"
 #include "ep/ep_placement.h"
 
@@ -135,6 +136,11 @@ struct CorunProfile {
   int device = 0, peer = 1;
 };
 CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer);
+// How the profile's timed ops (profile_chunk, profile_corun, profile_sharing, profile_partitions)
+// enqueue an op from now on, for the whole process: each op's kernels captured into a CUDA graph
+// and launched as one (true), or launched one by one (false, the default); validate --launch sets it
+// to the replay's mode (ReplayConfig::graphs), so that the profile times what the replay runs.
+void set_graph_launch(bool on);
 // "" when `device` can be split into `groups` equal SM partitions (CUDA green contexts);
 // otherwise why not, in one line. SMs per partition in `sms` (and the GPU's in `device_sms`).
 std::string sm_partition_check(int device, int groups, int* sms = nullptr, int* device_sms = nullptr);
@@ -247,8 +253,15 @@ struct ReplayConfig {
   //   message checksummed where its producer wrote it and where its consumer read it; a
   //   difference ends the replay (InputError, kExitGpu) naming the message. Costs a kernel per
   //   message end: for tests of order, not for timings. Pipeline messages only (with EP: shard 0's).
+  // graphs: each action's kernels (a pair: each stream's) captured into a CUDA graph and launched
+  //   as one (LaunchMode::graphs, launch_mode.h; not with expert parallelism: graphs_unavailable);
+  //   false: one launch per kernel (validate --launch, PPSIM_REPLAY_LAUNCH=streams|graphs).
   bool clock_gate = true;
   bool value_waits = false;
+  bool graphs = false;
+  // false: value_waits falls back to event waits where the driver has no stream memory operations
+  //   (validate's default with graphs); true: such a replay fails, saying so.
+  bool value_waits_required = true;
   bool verify_messages = false;
   std::size_t* messages_verified = nullptr;  // when set (and verifying): messages compared, all runs
 };
@@ -257,8 +270,9 @@ struct ReplayConfig {
 Timeline replay_schedule(const Schedule& schedule, const ReplayConfig& config);
 
 // The replay's switches from the environment (ReplayConfig::clock_gate, value_waits,
-// verify_messages), so that a run can show what the replay's own mechanics cost without a flag
-// for each: PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=event|value, PPSIM_REPLAY_VERIFY=0|1.
+// verify_messages, graphs), so that a run can show what the replay's own mechanics cost without a flag
+// for each: PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=event|value, PPSIM_REPLAY_VERIFY=0|1,
+// PPSIM_REPLAY_LAUNCH=streams|graphs.
 // Unset: the config's values stand. A value outside the list: InputError (kExitUsage).
 inline bool replay_switch(const char* name, const char* off, const char* on, bool current) {
   const char* v = std::getenv(name);
@@ -274,6 +288,7 @@ inline void apply_replay_switches(ReplayConfig& rc) {
   rc.clock_gate = replay_switch("PPSIM_REPLAY_CLOCK", "barrier", "gate", rc.clock_gate);
   rc.value_waits = replay_switch("PPSIM_REPLAY_WAITS", "event", "value", rc.value_waits);
   rc.verify_messages = replay_switch("PPSIM_REPLAY_VERIFY", "0", "1", rc.verify_messages);
+  rc.graphs = replay_switch("PPSIM_REPLAY_LAUNCH", "streams", "graphs", rc.graphs);
 }
 
 // ---- inline: shape arithmetic needs no GPU ------------------------------------------------------

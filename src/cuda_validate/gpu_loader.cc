@@ -60,5 +60,6 @@ std::string profile_yaml(const ProfileResult& r) { return table().profile_yaml(r
 int run_profile(const ProfileRequest& req) { return table().run_profile(req); }
 int run_kernel_bench(const KernelBenchRequest& req) { return table().run_kernel_bench(req); }
 Timeline replay_schedule(const Schedule& s, const ReplayConfig& c) { return table().replay_schedule(s, c); }
+void set_graph_launch(bool on) { table().set_graph_launch(on); }
 
 }  // namespace ppsim::gpu

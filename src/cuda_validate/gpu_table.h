@@ -10,7 +10,7 @@
 
 namespace ppsim::gpu {
 
-inline constexpr int kGpuTableVersion = 4;
+inline constexpr int kGpuTableVersion = 5;
 
 struct GpuTable {
   int version;
@@ -29,6 +29,7 @@ struct GpuTable {
   Timeline (*replay_schedule)(const Schedule&, const ReplayConfig&);
   double (*copy_probe_us)(std::size_t, int, int, int);
   CorunProfile (*profile_corun)(const ChunkShape&, int, int, int, int);
+  void (*set_graph_launch)(bool);
 };
 
 }  // namespace ppsim::gpu

@@ -30,5 +30,6 @@ std::string profile_yaml(const ProfileResult&) { no_cuda("profile"); }
 int run_profile(const ProfileRequest&) { no_cuda("profile"); }
 int run_kernel_bench(const KernelBenchRequest&) { no_cuda("kernel bench"); }
 Timeline replay_schedule(const Schedule&, const ReplayConfig&) { no_cuda("replay"); }
+void set_graph_launch(bool) {}  // nothing is launched without the back-end
 
 }  // namespace ppsim::gpu

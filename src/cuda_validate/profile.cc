@@ -5,11 +5,13 @@
 //        sub-ops enqueued interleaved layer by layer (DualPipe's F&B); the pair's wall time.
 // Sub-ops are timed over all layers (each re-run is idempotent for the forward and input-grad:
 // it recomputes the same outputs from the same saved inputs).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <fstream>
@@ -17,23 +19,22 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "cuda_validate/check.h"
 #include "cuda_validate/chunk.h"
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/ep_wiring.h"
-#include "ep/ep_placement.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/graph_launch.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/peer.h"
+#include "ep/ep_placement.h"
 #include "launch/mpi.h"
 
 namespace ppsim::gpu {
@@ -67,15 +68,21 @@ class Hold {
   int retries_ = 0;
 };
 
-double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps) {
+// validate --launch graphs (graph_launch()): `fn` is captured and launched as one graph, or with
+// capture = false run as it is (its ops launch their own graphs, as the co-run sides' do).
+double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps, bool capture = true) {
   Event start, end;
+  GraphCache graphs;
   Hold hold;
   std::vector<float> ms;
   for (int i = 0; i < warmup + reps;) {
     const auto t0 = std::chrono::steady_clock::now();
     hold_stream(s, hold.us());
     start.record(s);
-    fn();
+    if (graph_launch() && capture)
+      graphs.launch(0, s, fn, true, 0);  // as the replay launches its actions (validate --launch graphs)
+    else
+      fn();
     end.record(s);
     const double host_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
@@ -107,7 +114,16 @@ double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, in
       threads.emplace_back([&, i] {
         try {
           PPSIM_CUDA_CHECK(cudaSetDevice(device));
-          for (int k = 0; k < steps; ++k) step(*feeds[i].first, feeds[i].second);
+          GraphCache graphs;
+          Chunk& c = *feeds[i].first;
+          const cudaStream_t st = feeds[i].second;
+          for (int k = 0; k < steps; ++k) {
+            if (graph_launch())
+              graphs.launch(
+                  0, st, [&] { step(c, st); }, true, 0);
+            else
+              step(c, st);
+          }
           done[i].record(feeds[i].second);
         } catch (...) {
           errors[i] = std::current_exception();
@@ -646,14 +662,21 @@ struct CorunSide {
     chunk->backward_input(0, s);
     PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
   }
+  GraphCache graphs;  // validate --launch graphs: each op one graph launch, as the replay's actions
   void op(int kind) {
     const cudaStream_t s = compute->get();
-    if (kind == 0)
-      chunk->forward(0, s);
-    else if (kind == 1)
-      chunk->backward_input(0, s);
+    auto enqueue = [&] {
+      if (kind == 0)
+        chunk->forward(0, s);
+      else if (kind == 1)
+        chunk->backward_input(0, s);
+      else
+        chunk->backward_weight(0, s);
+    };
+    if (graph_launch())
+      graphs.launch(static_cast<std::uint64_t>(kind), s, enqueue, true, 0);  // micro-batch 0's buffers throughout
     else
-      chunk->backward_weight(0, s);
+      enqueue();
   }
   // Op `kind`, then its message into `to`'s receive buffer on this GPU's copy stream once the op
   // has ended (the peer transport's order: an event wait, a peer copy).
@@ -676,7 +699,7 @@ double held_ms(CorunSide& me, const CorunSide& peer, int x, int warmup, int reps
              [&] {
                for (int k = 0; k < kCorunOps; ++k) me.op_and_send(x, peer);
              },
-             me.compute->get(), warmup, reps) /
+             me.compute->get(), warmup, reps, false) /
          kCorunOps;
 }
 
@@ -776,7 +799,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
                                                     [&] {
                                                       for (int k = 0; k < kCorunOps; ++k) me.op(x);
                                                     },
-                                                    me.compute->get(), warmup, reps) /
+                                                    me.compute->get(), warmup, reps, false) /
                                                 kCorunOps;
   out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle);
   std::atomic<bool> done{false};

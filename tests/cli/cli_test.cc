@@ -84,6 +84,7 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
       {"--transport ring", "ppsim: --transport: ring not in {auto,peer,ipc,nccl} (see 'ppsim validate --help')\n"},
       {"--a2a nvshmem", "ppsim: --a2a: nvshmem not in {ours,nccl} (see 'ppsim validate --help')\n"},
       {"--co-run on", "ppsim: --co-run: on not in {sustained,held,off} (see 'ppsim validate --help')\n"},
+      {"--launch graph", "ppsim: --launch: graph not in {graphs,streams} (see 'ppsim validate --help')\n"},
   };
   for (const Case& c : cases) {
     INFO(c.args);

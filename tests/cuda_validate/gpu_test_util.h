@@ -114,6 +114,21 @@ double rel_error(const std::vector<A>& got, const std::vector<B>& ref) {
 }
 
 // Relative error bounds: bf16 outputs of fp32-accumulated math, and fp32 outputs.
+// A dense chunk small enough for a test of order and bytes (hidden 128, 4 heads over 2 kv heads,
+// ffn 256, 64 tokens): the replay tests' and the graph launch test's.
+inline ChunkShape tiny_dense_shape(int layers) {
+  ChunkShape s;
+  s.hidden = 128;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 32;
+  s.ffn_hidden = 256;
+  s.seq_len = 64;
+  s.micro_batch = 1;
+  s.layers = layers;
+  return s;
+}
+
 inline constexpr double kBf16Tol = 1e-2;
 inline constexpr double kF32Tol = 1e-4;
 

@@ -43,6 +43,7 @@
 #include "cuda_validate/device_buffer.h"
 #include "cuda_validate/ep_wiring.h"
 #include "cuda_validate/gpu_api.h"
+#include "cuda_validate/graph_launch.h"
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/peer.h"
@@ -198,6 +199,9 @@ class RankRunner {
         chunks_[st] = std::make_unique<Chunk>(sh, 1000 + static_cast<std::uint64_t>(st));
         chunks_[st]->record_exchanges(sh.ep > 1);
       }
+    if (cfg_.value_waits) pair_words_ = std::make_unique<replay::Words>(2);
+    if (graphs_on())  // a micro-batch's buffers stay its own: a captured action stays valid
+      for (auto& [stage, c] : chunks_) c->pin_sets();
     for (auto& [stage, c] : chunks_) {
       c->give_back_during_backward(true);
       if (c != chunks_.begin()->second) c->share_with(*chunks_.begin()->second);
@@ -476,7 +480,7 @@ class RankRunner {
     const auto t0 = std::chrono::steady_clock::now();
     Chunk* ch = chunk(a.first.stage);
     const std::size_t ex0 = ch ? ch->exchanges_recorded() : 0;
-    compute(a.first, st);
+    launch_part(a.first, st, 0, [&] { compute(a.first, st); });
     host_note(a, t0, at.start);
     PPSIM_CUDA_CHECK(cudaEventRecord(at.end, st));
     if (ch)
@@ -487,14 +491,58 @@ class RankRunner {
     result_.actions.push_back(std::move(at));
   }
 
+  // A pair's backward sub-ops of one layer: the part enqueued beside the F's MLP (after its
+  // combine's and MLP's input-grads), then the rest.
+  static void backward_layer_rest(Chunk& cb, int mb, int jb, bool fused, cudaStream_t s1) {
+    cb.dispatch_backward(mb, jb, s1);
+    cb.attn_backward_input(mb, jb, s1);
+    if (fused) {
+      cb.attn_backward_weight(mb, jb, s1);
+      cb.mlp_backward_weight(mb, jb, s1);
+    }
+  }
+  static void backward_layer(Chunk& cb, int mb, int jb, bool fused, cudaStream_t s1) {
+    cb.combine_backward(mb, jb, s1);
+    cb.mlp_backward_input(mb, jb, s1);
+    backward_layer_rest(cb, mb, jb, fused, s1);
+  }
+
+  // Whether this run launches its actions as graphs (ReplayConfig::graphs): from the second run
+  // on, when there is a warm-up (the first sizes the pools and makes the libraries' lazy set-up,
+  // launched one by one), and never with expert parallelism (graphs_unavailable).
+  bool graphs_on() const {
+    return cfg_.graphs && !chunks_.empty() && graphs_unavailable(shape_of(chunks_.begin()->first).ep).empty();
+  }
+  bool graphs_now() const { return graphs_on() && (runs_ > 1 || cfg_.warmup_iterations == 0); }
+  // Enqueues one action's part (`enqueue` puts `op`'s kernels on `st`): as it is, or as one graph
+  // (role: 0 the compute stream, 1 a pair's second stream), captured the first time and launched
+  // again as it is while the micro-batch's buffers are the same (Chunk::buffer_signature).
+  template <class Enqueue>
+  void launch_part(const Op& op, cudaStream_t st, int role, Enqueue&& enqueue) {
+    if (!graphs_now()) {
+      enqueue();
+      return;
+    }
+    Chunk& c = *chunks_.at(op.stage);
+    if (!graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue, true,
+                        c.buffer_signature(op.microbatch)))
+      c.account_relaunched(op.kind, op.microbatch, st);
+  }
+
   // (F a; backward b): F on the main stream, the backward on the second, sub-ops interleaved.
   void run_pair(const Action& a) {
     const Op& f = a.first;
     const Op& b = a.second;
     const cudaStream_t s0 = main_->get(), s1 = second_->get();
-    cudaEvent_t fork = event();
-    PPSIM_CUDA_CHECK(cudaEventRecord(fork, s0));
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s1, fork, 0));
+    const std::uint32_t n = ++pairs_;
+    if (pair_words_) {  // value waits: no event wait left pending beside the pair's kernels
+      pair_words_->write(s0, 0, n);
+      pair_words_->wait(s1, 0, n);
+    } else {
+      cudaEvent_t fork = event();
+      PPSIM_CUDA_CHECK(cudaEventRecord(fork, s0));
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s1, fork, 0));
+    }
     prepare(f, s0);
     prepare(b, s1);
     // The pair starts when its F can start on the main stream (the second stream was forked
@@ -509,26 +557,33 @@ class RankRunner {
     const bool fused = b.kind == OpKind::B;  // a full backward: each layer's W right after its I
     const std::size_t exf0 = cf.exchanges_recorded(), exb0 = cb.exchanges_recorded();
     cb.begin_backward(mb, fused);
-    for (int i = 0; i < std::max(lf, lb); ++i) {
-      const int jb = lb - 1 - i;
-      if (i < lf) cf.attn_forward(mf, i, s0);
-      if (jb >= 0) {
-        cb.combine_backward(mb, jb, s1);
-        cb.mlp_backward_input(mb, jb, s1);
-      }
-      if (i < lf) {
-        cf.dispatch_forward(mf, i, s0);
-        cf.mlp_forward(mf, i, s0);
-      }
-      if (jb >= 0) {
-        cb.dispatch_backward(mb, jb, s1);
-        cb.attn_backward_input(mb, jb, s1);
-        if (fused) {
-          cb.attn_backward_weight(mb, jb, s1);
-          cb.mlp_backward_weight(mb, jb, s1);
+    if (graphs_now()) {  // one graph per stream: the F's and the backward's ends stay apart
+      launch_part(f, s0, 0, [&] {
+        for (int i = 0; i < lf; ++i) {
+          cf.attn_forward(mf, i, s0);
+          cf.dispatch_forward(mf, i, s0);
+          cf.mlp_forward(mf, i, s0);
+          cf.combine_forward(mf, i, s0);
         }
+      });
+      launch_part(b, s1, 1, [&] {
+        for (int jb = lb - 1; jb >= 0; --jb) backward_layer(cb, mb, jb, fused, s1);
+      });
+    } else {
+      for (int i = 0; i < std::max(lf, lb); ++i) {
+        const int jb = lb - 1 - i;
+        if (i < lf) cf.attn_forward(mf, i, s0);
+        if (jb >= 0) {
+          cb.combine_backward(mb, jb, s1);
+          cb.mlp_backward_input(mb, jb, s1);
+        }
+        if (i < lf) {
+          cf.dispatch_forward(mf, i, s0);
+          cf.mlp_forward(mf, i, s0);
+        }
+        if (jb >= 0) backward_layer_rest(cb, mb, jb, fused, s1);
+        if (i < lf) cf.combine_forward(mf, i, s0);
       }
-      if (i < lf) cf.combine_forward(mf, i, s0);
     }
     host_note(a, t0, start0);
     PPSIM_CUDA_CHECK(cudaEventRecord(end0, s0));
@@ -536,7 +591,12 @@ class RankRunner {
     finish(f, s0, end0);
     finish(b, s1, end1);
     // Join: the next action sees both streams' work.
-    PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s0, end1, 0));
+    if (pair_words_) {
+      pair_words_->write(s1, 1, n);
+      pair_words_->wait(s0, 1, n);
+    } else {
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s0, end1, 0));
+    }
     PPSIM_CUDA_CHECK(cudaEventRecord(end, s0));
     ActionTiming at{a, start0, end, {}, {}, {}};
     for (std::size_t i = exf0; i < cf.exchanges_recorded(); ++i) at.exchanges.push_back(cf.exchange(i));
@@ -598,6 +658,10 @@ class RankRunner {
   std::map<MsgKey, cudaEvent_t> local_;  // inputs handed over within this rank, not yet consumed
   std::map<MsgKey, const void*> local_at_;  // of those, the ones read in place (the V's turn): where
   std::vector<cudaEvent_t> events_;
+  GraphCache graphs_;  // ReplayConfig::graphs: an executable per action part (graph_key)
+  // ReplayConfig::value_waits: a pair's fork (word 0) and join (word 1), as the pair count so far.
+  std::unique_ptr<replay::Words> pair_words_;
+  std::uint32_t pairs_ = 0;
   RankResult result_;
 };
 
@@ -1108,7 +1172,9 @@ Timeline Replay::timeline() {
 Timeline replay_schedule(const Schedule& s, const ReplayConfig& cfg) {
   if (auto why = gpu_unavailable_reason(); !why.empty()) throw InputError("replay: " + why, {}, kExitGpu);
   check_config(s, cfg);
-  Replay r(s, cfg);
+  ReplayConfig c = cfg;
+  if (c.value_waits && !c.value_waits_required && !replay::value_waits_unavailable().empty()) c.value_waits = false;
+  Replay r(s, c);
   r.place();
   r.connect();
   r.run();

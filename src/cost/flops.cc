@@ -86,8 +86,17 @@ BlockWork attention_block(const ModelConfigData& c, int layer, Shard sh) {
   // HBM traffic of the core: read Q, K, V and write O (bf16), plus the fp32 log-sum-exp per
   // row; without flash attention the s x s scores are written, read, written as
   // probabilities and read again (8 bytes per element; +5 for a dropout mask and its output).
-  w.core_bytes = kActivationBytes * T * (a * dqk + g * dqk + g * dv + a * dv) / t + 4.0 * T * a / t;
-  if (!m.flash_attention) w.core_bytes += (8.0 + (m.dropout ? 5.0 : 0.0)) * b * (a / t) * s * s;
+  // The backward without flash attention, per score: dP written (2), the (dropped) probabilities
+  // and dS each read by a GEMM (2 + 2 + 2), the softmax's gradient reading P and dP and writing
+  // dS (6), the dropout's reading its mask and gradient and writing (5): 14 bytes, +5 with
+  // dropout; Q, K, V, O and their gradients twice the forward's.
+  const double io = kActivationBytes * T * (a * dqk + g * dqk + g * dv + a * dv) / t + 4.0 * T * a / t;
+  w.core_bytes = io;
+  if (!m.flash_attention) {
+    const double scores = b * (a / t) * s * s;
+    w.core_bytes += (8.0 + (m.dropout ? 5.0 : 0.0)) * scores;
+    w.core_bwd_bytes = 2 * io + (14.0 + (m.dropout ? 5.0 : 0.0)) * scores;
+  }
   // Elementwise (per token, bytes): norm 2h read + 2h write; residual add 2x2h read + 2h write;
   // rope read + write of the rotated dims; dropout 2h read, 2h write, h mask.
   // Per rank: the hidden-sized ops run on the T/t tokens of its sequence shard, rope on all T

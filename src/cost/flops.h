@@ -4,7 +4,8 @@
 // A block's work is stated for the forward pass; the backward follows from it (the rule
 // derive.cc times and tests/cost/flops_test.cc checks):
 //   input grad  = every GEMM again (dX = dY W^T, same FLOPs) + 2.5x the attention core
-//                 (dQ, dK, dV, dP and the recomputed P: 5 matmuls for the forward's 2)
+//                 (dQ, dK, dV, dP and the recomputed P: 5 matmuls for the forward's 2; its
+//                 bytes twice the forward's, or core_bwd_bytes without flash attention)
 //                 + 2x the elementwise bytes + the TP collectives again + the all-to-alls again
 //   weight grad = every GEMM again (dW = X^T dY, same FLOPs) + wgrad_elem_bytes
 // so a layer's full backward is 2x its GEMM FLOPs + 2.5x its attention core.
@@ -48,6 +49,7 @@ struct BlockWork {
   std::vector<Gemm> gemms;
   double core_flops = 0;        // attention core, forward
   double core_bytes = 0;        // its HBM traffic, forward
+  double core_bwd_bytes = -1;   // its HBM traffic, input grad; < 0: twice the forward's
   double elem_bytes = 0;        // elementwise HBM traffic, forward (norms, residuals, rope, activation, loss)
   double bwd_elem_bytes = -1;   // elementwise HBM traffic, input grad; < 0: twice the forward's
   double wgrad_elem_bytes = 0;  // elementwise part of the weight grad (the embedding's scatter-add)

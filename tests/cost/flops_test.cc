@@ -55,6 +55,24 @@ TEST_CASE("non-causal attention counts the whole s^2 core", "[cost]") {
   CHECK(layer_work(c, 0, Shard{1, 1}).attention.core_flops == 524'288.0);
 }
 
+TEST_CASE("attention without flash: the scores' bytes, forward and backward", "[cost]") {
+  // b = 2, a = 4 heads, s = 32: 2 * 4 * 32^2 = 8192 scores. Q, K, V, O: 2 bytes x T (a + g + g + a) d
+  // = 2 * 64 * (4 + 2 + 2 + 4) * 16 = 24,576, and the fp32 log-sum-exp 4 T a = 1024: io = 25,600.
+  const double S = 8192, io = 25'600;
+  const LayerWork flash = layer_work(load(kDense), 0, Shard{1, 1});
+  CHECK(flash.attention.core_bytes == io);
+  CHECK(flash.attention.core_bwd_bytes < 0);  // twice the forward's
+  // Forward: scores written, read, probabilities written, read (8); dropout's mask and output (+5).
+  // Backward: dP written, P and dS read by the GEMMs (2 + 2 + 2 + 2), the softmax's gradient (6):
+  // 14, +5 for the dropout's gradient; Q, K, V, O and their gradients twice.
+  const LayerWork plain = layer_work(load(kDense, {"model.flash_attention=false"}), 0, Shard{1, 1});
+  CHECK(plain.attention.core_bytes == io + 8 * S);
+  CHECK(plain.attention.core_bwd_bytes == 2 * io + 14 * S);
+  const LayerWork drop = layer_work(load(kDense, {"model.flash_attention=false", "model.dropout=true"}), 0, Shard{1, 1});
+  CHECK(drop.attention.core_bytes == io + 13 * S);
+  CHECK(drop.attention.core_bwd_bytes == 2 * io + 19 * S);
+}
+
 TEST_CASE("MoE layer: router, top-k routed experts and shared experts", "[cost]") {
   const ModelConfigData c = load(R"(
 model: {layers: 2, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,

@@ -136,9 +136,10 @@ struct Roofline {
     fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);
     // Input grad: 2.5x the core's FLOPs and its backward bytes, 2x the elementwise bytes (unless given).
-    dgrad += core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes) +
-             elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) +
-             tp_comm(w.tp_comm_bytes) + cp_backward(w.cp_comm_bytes);
+    dgrad +=
+        core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes) +
+        elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) + tp_comm(w.tp_comm_bytes) +
+        cp_backward(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
     t.w = wgrad;

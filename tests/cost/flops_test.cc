@@ -68,7 +68,8 @@ TEST_CASE("attention without flash: the scores' bytes, forward and backward", "[
   const LayerWork plain = layer_work(load(kDense, {"model.flash_attention=false"}), 0, Shard{1, 1});
   CHECK(plain.attention.core_bytes == io + 8 * S);
   CHECK(plain.attention.core_bwd_bytes == 2 * io + 14 * S);
-  const LayerWork drop = layer_work(load(kDense, {"model.flash_attention=false", "model.dropout=true"}), 0, Shard{1, 1});
+  const LayerWork drop =
+      layer_work(load(kDense, {"model.flash_attention=false", "model.dropout=true"}), 0, Shard{1, 1});
   CHECK(drop.attention.core_bytes == io + 13 * S);
   CHECK(drop.attention.core_bwd_bytes == 2 * io + 19 * S);
 }

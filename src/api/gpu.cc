@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "api/gpu_costs.h"
@@ -582,12 +583,16 @@ nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& 
 }
 
 // Whether the co-run model applies: asked for (--co-run sustained or held); one rank per GPU, two
-// or more GPUs in this process (under mpirun a process sees its own GPU only); the peer transport
-// (the profile's messages are copy-engine copies; NCCL's kernels take SMs, not measured);
-// whole-action costs (no EP).
+// or more GPUs; the copy-engine transports (the profile's messages are copy-engine copies, as the
+// peer transport's and CUDA IPC's are; NCCL's kernels take SMs, not measured); whole-action costs
+// (no EP). Under mpirun/srun: every process on one node and every GPU visible to process 0, which
+// profiles beside the next GPU while the other processes wait (corun_of); decided by all together.
 bool corun_applies(const Validation& x) {
-  return x.req.co_run != "off" && !x.multi && x.ep_r == 1 && x.ndev >= 2 && x.slots_total <= x.ndev &&
-         x.transport == launch::TransportKind::Peer && gpu::device_count() >= 2;
+  const launch::TransportKind copies = x.multi ? launch::TransportKind::Ipc : launch::TransportKind::Peer;
+  const bool asked =
+      x.req.co_run != "off" && x.ep_r == 1 && x.ndev >= 2 && x.slots_total <= x.ndev && x.transport == copies;
+  if (!x.multi) return asked && gpu::device_count() >= 2;
+  return asked && x.world.local_size == x.world.size && !mpi::any_of(x.world.rank == 0 && gpu::device_count() < 2);
 }
 
 // The co-run profile of the chunk (GPU my_device beside the next GPU), profiled once per chunk
@@ -596,7 +601,13 @@ const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkSha
   auto it = x.coruns.find(layers);
   if (it != x.coruns.end()) return it->second;
   const int peer = (x.my_device + 1) % gpu::device_count();
-  it = x.coruns.emplace(layers, gpu::profile_corun(shape, 3, x.req.reps, x.my_device, peer)).first;
+  gpu::CorunProfile measured{};
+  if (!x.multi || x.world.rank == 0) measured = gpu::profile_corun(shape, 3, x.req.reps, x.my_device, peer);
+  if (x.multi) {  // the others wait here, their GPUs idle, and take process 0's figures
+    static_assert(std::is_trivially_copyable_v<gpu::CorunProfile>);
+    mpi::bcast(&measured, sizeof measured, 0);
+  }
+  it = x.coruns.emplace(layers, measured).first;
   const gpu::CorunProfile& p = it->second;
   auto three = [](const std::array<double, 3>& v) {
     return fmt::format("{:.3f}x / {:.3f}x / {:.3f}x", v[0], v[1], v[2]);

@@ -301,7 +301,8 @@ constexpr Option kValidate[] = {
      "equal = all as profiled",
      R::Both, "profiled|equal", true},
     {"--co-run", K::Text, "sustained", "",
-     "ranks on two or more GPUs of one process: each op's time stretched by how its GPU ran it beside the other GPU "
+     "one rank per GPU on two or more GPUs (one process, or processes of one host under mpirun/srun): each op's time "
+     "stretched by how its GPU ran it beside the other GPU "
      "idle or busy, profiled before the replay: sustained = ops back to back at the clock the GPU keeps under load, "
      "held = short held bursts; off = as profiled alone (docs/VALIDATION.md)",
      R::Both, "sustained|held|off", true},

@@ -577,6 +577,14 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
       par["recompute"] = "selective";
     if (g == "full" && a.has("recompute-num-layers")) par["recompute_layers"] = a.integer("recompute-num-layers", 0);
     (void)a.has("recompute-method");  // uniform and block both recompute recompute_layers layers per stage here
+  } else if (a.has("checkpoint-activations")) {
+    // Megatron-LM before 2022 (its SC'21 scripts): every layer's forward re-run before its
+    // backward, --checkpoint-num-layers at a time (all of them either way); today's Megatron
+    // refuses the flag. --recompute-activations (2022 on) is selective, as Megatron sets it.
+    par["recompute"] = "full";
+    (void)a.has("checkpoint-num-layers");
+  } else if (a.has("recompute-activations")) {
+    par["recompute"] = "selective";
   }
   if (!a.has("recompute-modules")) return;
   static const std::map<std::string, std::string> kOps = {
@@ -594,7 +602,13 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
 
 void read_precision_flags(Flags& a, YAML::Node prec) {
   if (a.has("bf16")) prec["params"] = "bf16";
-  if (a.has("fp16")) prec["params"] = "fp16";
+  // --fp16 forces no FP32 gradient accumulation (bf16 does): without
+  // --accumulate-allreduce-grads-in-fp32 the gradients are kept and all-reduced in fp16, in 2021's
+  // Megatron-LM as in d98e8a6 (arguments.py).
+  if (a.has("fp16")) {
+    prec["params"] = "fp16";
+    prec["grads"] = a.has("accumulate-allreduce-grads-in-fp32") ? "fp32" : "fp16";
+  }
   if (a.has("grad-reduce-in-bf16")) prec["grads"] = "bf16";  // the main grads kept and reduced in bf16
   // --optimizer-cpu-offload with --optimizer-offload-fraction (default 1.0): all on the host.
   if (a.has("optimizer-cpu-offload") &&

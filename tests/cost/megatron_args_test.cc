@@ -3,13 +3,12 @@
 // DeepSeek-V3 and Llama-3-70B argument lists give the same results as the YAML configs.
 #include "cost/megatron_args.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "../robustness/run_ppsim.h"
@@ -61,6 +60,27 @@ TEST_CASE("megatron: flags to model keys, with Megatron's defaults", "[cost][meg
   CHECK(g.model["ffn_hidden"].as<long long>() == 10880);
   CHECK(g.model["moe"]["expert_ffn_hidden"].as<long long>() == 10880);  // --moe-ffn-hidden-size's default
   CHECK(g.model["moe"]["top_k"].as<int>() == 2);
+}
+
+TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][megatron]") {
+  // Megatron-LM's examples/sc21 (CONFIG.sh): --checkpoint-activations and --fp16 without
+  // --accumulate-allreduce-grads-in-fp32: every layer recomputed, fp16 gradients reduced in fp16.
+  const MegatronArgs a = megatron_args_from_text(
+      "--num-layers 40 --hidden-size 6144 --num-attention-heads 48 --micro-batch-size 8 --global-batch-size 1024 "
+      "--checkpoint-activations --fp16 --loss-scale 8192",
+      "a.sh");
+  CHECK(a.parallel["recompute"].as<std::string>() == "full");
+  CHECK(a.precision["params"].as<std::string>() == "fp16");
+  CHECK(a.precision["grads"].as<std::string>() == "fp16");
+  const MegatronArgs b = megatron_args_from_text(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --fp16 --accumulate-allreduce-grads-in-fp32", "a.sh");
+  CHECK(b.precision["grads"].as<std::string>() == "fp32");
+  CHECK_FALSE(b.parallel["recompute"]);
+  // --bf16 keeps the default (fp32 main grads); --recompute-activations is selective.
+  const MegatronArgs c = megatron_args_from_text(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 --recompute-activations", "a.sh");
+  CHECK_FALSE(c.precision["grads"]);
+  CHECK(c.parallel["recompute"].as<std::string>() == "selective");
 }
 
 TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undecided branches", "[cost][megatron]") {
@@ -170,9 +190,7 @@ TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, T
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("ppsim_megatron_dp_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  auto write = [&](const char* name, const std::string& text) {
-    std::ofstream(dir / name) << text;
-  };
+  auto write = [&](const char* name, const std::string& text) { std::ofstream(dir / name) << text; };
   const std::string model =
       "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 --vocab-size 32000 "
       "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --global-batch-size 512";
@@ -197,8 +215,9 @@ TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, T
     (void)load("megatron_args: plain.sh\ncluster: {gpu: h100}\n");
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK(e.one_line() == "t.yaml:1:16: --global-batch-size 512 needs the world size to split it (Megatron's dp = GPUs "
-                          "/ (tp x pp x cp)): the script's launcher does not state it; give hardware.gpus or parallel.dp");
+    CHECK(e.one_line() ==
+          "t.yaml:1:16: --global-batch-size 512 needs the world size to split it (Megatron's dp = GPUs "
+          "/ (tp x pp x cp)): the script's launcher does not state it; give hardware.gpus or parallel.dp");
   }
   std::filesystem::remove_all(dir);
 }

@@ -291,15 +291,8 @@ void check_chunk(const ChunkShape& shape) {
 
 TEST_CASE("dense chunk: forward, input-grad and weight-grads match a CPU model", "[gpu]") {
   PPSIM_REQUIRE_GPU();
-  ChunkShape s;
-  s.hidden = 128;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.head_dim = 32;
-  s.ffn_hidden = 256;
-  s.seq_len = 64;
+  ChunkShape s = tiny_dense_shape(2);
   s.micro_batch = 2;
-  s.layers = 2;
   check_chunk(s);
 }
 

@@ -113,9 +113,8 @@ double rel_error(const std::vector<A>& got, const std::vector<B>& ref) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-// Relative error bounds: bf16 outputs of fp32-accumulated math, and fp32 outputs.
 // A dense chunk small enough for a test of order and bytes (hidden 128, 4 heads over 2 kv heads,
-// ffn 256, 64 tokens): the replay tests' and the graph launch test's.
+// ffn 256, 64 tokens): the replay tests', the graph launch test's and the dense chunk test's.
 inline ChunkShape tiny_dense_shape(int layers) {
   ChunkShape s;
   s.hidden = 128;
@@ -129,6 +128,7 @@ inline ChunkShape tiny_dense_shape(int layers) {
   return s;
 }
 
+// Relative error bounds: bf16 outputs of fp32-accumulated math, and fp32 outputs.
 inline constexpr double kBf16Tol = 1e-2;
 inline constexpr double kF32Tol = 1e-4;
 

@@ -63,10 +63,10 @@ void GraphCache::launch(std::uint64_t key, cudaStream_t s, const std::function<v
   PPSIM_CUDA_CHECK(cudaGraphLaunch(exec, s));
 }
 
-bool GraphCache::launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue, bool reuse,
+bool GraphCache::launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue,
                         std::uint64_t signature) {
   const auto it = execs_.find(key);
-  if (reuse && it != execs_.end() && it->second && signatures_[key] == signature) {
+  if (it != execs_.end() && it->second && signatures_[key] == signature) {
     cudaStreamCaptureStatus now = cudaStreamCaptureStatusNone;
     PPSIM_CUDA_CHECK(cudaStreamIsCapturing(s, &now));
     if (now != cudaStreamCaptureStatusActive) {

@@ -28,12 +28,11 @@ class GraphCache {
   GraphCache& operator=(const GraphCache&) = delete;
 
   void launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue);
-  // With `reuse`: when the executable cached under `key` was captured with the same `signature`,
-  // it is launched again as it is, without running `enqueue` (no capture, no library call on the
-  // host: the caller vouches that the same signature means the same work on the same buffers);
-  // otherwise as launch(). Returns whether `enqueue` ran.
-  bool launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue, bool reuse,
-              std::uint64_t signature);
+  // When the executable cached under `key` was captured with the same `signature`, it is launched
+  // again as it is, without running `enqueue` (no capture, no library call on the host: the caller
+  // vouches that the same signature means the same work on the same buffers); otherwise as
+  // launch() above. Returns whether `enqueue` ran.
+  bool launch(std::uint64_t key, cudaStream_t s, const std::function<void()>& enqueue, std::uint64_t signature);
 
   struct Stats {
     long captures = 0;        // launches

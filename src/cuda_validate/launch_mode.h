@@ -23,9 +23,9 @@ inline const char* launch_mode_name(LaunchMode m) { return m == LaunchMode::grap
 
 // Which cached graph an action's part uses: one per (stage, op kind, micro-batch, stream role),
 // role 0 for a lone op or a pair's forward on the compute stream, 1 for a pair's backward on the
-// second stream. Each run captures the part again (its buffers come from pools and can change from
-// one run to the next) and updates the cached executable in place (cudaGraphExecUpdate), so a key
-// only has to name work of one shape. Distinct for stages and micro-batches below 2^24.
+// second stream. A micro-batch keeps its own buffers (Chunk::pin_sets), so the part captured once
+// is launched again while its buffers' signature stays (GraphCache); a new signature captures it
+// again and updates the executable in place. Distinct for stages and micro-batches below 2^24.
 inline std::uint64_t graph_key(int stage, OpKind kind, int microbatch, int role) {
   return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(stage) & 0xffffffu) << 32) |
          (static_cast<std::uint64_t>(static_cast<std::uint32_t>(microbatch) & 0xffffffu) << 8) |

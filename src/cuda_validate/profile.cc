@@ -68,8 +68,18 @@ class Hold {
   int retries_ = 0;
 };
 
-// validate --launch graphs (graph_launch()): `fn` is captured and launched as one graph, or with
-// capture = false run as it is (its ops launch their own graphs, as the co-run sides' do).
+// Enqueues `fn` on `s` as the replay launches an action: under validate --launch graphs
+// (graph_launch()) captured once into `graphs` under `key` and relaunched (the same buffers each
+// time: signature 0), else as it is.
+void as_launched(GraphCache& graphs, std::uint64_t key, cudaStream_t s, const std::function<void()>& fn) {
+  if (graph_launch())
+    graphs.launch(key, s, fn, 0);
+  else
+    fn();
+}
+
+// `fn` as_launched(), or with capture = false run as it is (its ops launch their own graphs, as
+// the co-run sides' do).
 double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int reps, bool capture = true) {
   Event start, end;
   GraphCache graphs;
@@ -79,8 +89,8 @@ double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int 
     const auto t0 = std::chrono::steady_clock::now();
     hold_stream(s, hold.us());
     start.record(s);
-    if (graph_launch() && capture)
-      graphs.launch(0, s, fn, true, 0);  // as the replay launches its actions (validate --launch graphs)
+    if (capture)
+      as_launched(graphs, 0, s, fn);
     else
       fn();
     end.record(s);
@@ -117,13 +127,7 @@ double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, in
           GraphCache graphs;
           Chunk& c = *feeds[i].first;
           const cudaStream_t st = feeds[i].second;
-          for (int k = 0; k < steps; ++k) {
-            if (graph_launch())
-              graphs.launch(
-                  0, st, [&] { step(c, st); }, true, 0);
-            else
-              step(c, st);
-          }
+          for (int k = 0; k < steps; ++k) as_launched(graphs, 0, st, [&] { step(c, st); });
           done[i].record(feeds[i].second);
         } catch (...) {
           errors[i] = std::current_exception();
@@ -673,10 +677,7 @@ struct CorunSide {
       else
         chunk->backward_weight(0, s);
     };
-    if (graph_launch())
-      graphs.launch(static_cast<std::uint64_t>(kind), s, enqueue, true, 0);  // micro-batch 0's buffers throughout
-    else
-      enqueue();
+    as_launched(graphs, static_cast<std::uint64_t>(kind), s, enqueue);  // micro-batch 0's buffers throughout
   }
   // Op `kind`, then its message into `to`'s receive buffer on this GPU's copy stream once the op
   // has ended (the peer transport's order: an event wait, a peer copy).

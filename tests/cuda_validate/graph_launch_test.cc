@@ -82,13 +82,13 @@ TEST_CASE("graph launch: a chunk's forward and input-grads as graphs give the st
     ++enqueued;
     c.forward(0, s);
   };
-  CHECK(r.launch(kf, s, forward0, true, 5));
+  CHECK(r.launch(kf, s, forward0, 5));
   PPSIM_CUDA_CHECK(cudaMemsetAsync(const_cast<bf16*>(c.output(0)), 0xff, n, s));
-  CHECK_FALSE(r.launch(kf, s, forward0, true, 5));
+  CHECK_FALSE(r.launch(kf, s, forward0, 5));
   PPSIM_CUDA_CHECK(cudaStreamSynchronize(s));
   CHECK(bytes_of(c.output(0), n) == out[0]);  // the reused graph wrote it, with no enqueue
   CHECK(enqueued == 1);
-  CHECK(r.launch(kf, s, forward0, true, 6));
+  CHECK(r.launch(kf, s, forward0, 6));
   CHECK(enqueued == 2);
   CHECK(r.stats().reused == 1);
   CHECK(r.stats().captures == 2);

@@ -524,7 +524,7 @@ class RankRunner {
       return;
     }
     Chunk& c = *chunks_.at(op.stage);
-    if (!graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue, true,
+    if (!graphs_.launch(graph_key(op.stage, op.kind, op.microbatch, role), st, enqueue,
                         c.buffer_signature(op.microbatch)))
       c.account_relaunched(op.kind, op.microbatch, st);
   }

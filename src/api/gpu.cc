@@ -185,6 +185,10 @@ struct Validation {
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
+  // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
+  // waits named in the text.
+  bool graph_value_waits = false;
+  std::string waits;
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -215,6 +219,9 @@ void plan_launch(Validation& x) {
   x.j["launch"] = x.graphs ? "graphs" : "streams";
   if (!why.empty()) x.j["launch_note"] = "--launch graphs not applied: " + why;
   gpu::set_graph_launch(x.graphs);
+  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
+  x.graph_value_waits = x.graphs && (!waits || !*waits);
+  x.waits = x.graph_value_waits ? "value" : waits ? waits : "";
 }
 
 // The refusals: what the flags and the config say cannot run (the replay's own, from
@@ -419,8 +426,7 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   if (rc.graphs) rc.warmup_iterations = std::max(rc.warmup_iterations, 2);
   // With graphs, messages and pairs wait on values (no event wait left pending beside the graphs'
   // kernels: 1.5-2 points at the small shape, docs/VALIDATION.md) unless PPSIM_REPLAY_WAITS says.
-  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
-  if (rc.graphs && (!waits || !*waits)) {
+  if (x.graph_value_waits) {
     rc.value_waits = true;
     rc.value_waits_required = false;
   }
@@ -750,11 +756,10 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                            : x.transport == launch::TransportKind::Ipc
                                                ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                : "nccl (one communicator, one message order on every process)");
-  const char* waits = std::getenv("PPSIM_REPLAY_WAITS");
   x.text += x.graphs ? fmt::format(
                            "launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
                            "them; {} waits)\n",
-                           waits && *waits ? waits : "value")
+                           x.waits)
                      : "launch: streams (one launch per kernel)\n";
   if (x.j.contains("launch_note")) x.text += x.j["launch_note"].get<std::string>() + "\n";
   if (x.ndev < x.slots_total) sharing_text(x);

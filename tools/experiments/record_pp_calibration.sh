@@ -6,12 +6,16 @@
 #   tools/experiments/record_pp_calibration.sh OUTDIR
 # writes OUTDIR/m{8,4,16}.tar: pp_runs.json (each timed step too), order_*.csv, pp_*_rank*.json.gz and
 # the log, and OUTDIR/smi.csv (each GPU's SM clock, power and temperature once a second, time-stamped).
+# STEADY_S (default 5): each schedule warms up for that many seconds of back-to-back steps, then its
+# timed steps and its profiled step follow with no idle GPU between them (the power-limited steady
+# state a training run is in); STEADY_S=0: the first recordings' form (3 warm-up steps, the profiled
+# step and its export, then the timed steps starting on an idle GPU).
 set -euo pipefail
 out=${1:?usage: record_pp_calibration.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONUNBUFFERED=1
 args=(--block llama --hidden 4096 --heads 32 --ffn 11008 --batch 4 --seq 2048 --stages-per-rank 2
-      --layers-per-stage 2 --layer-ranges --orders)
+      --layers-per-stage 2 --layer-ranges --orders --steady-s "${STEADY_S:-5}")
 schedules=GPipe,1F1B,Interleaved1F1B,ZBVZeroBubble,DualPipeV,InterleavedZeroBubble
 work=$(mktemp -d)
 mkdir -p "$out"

@@ -14,7 +14,7 @@ with the same blocks, --stages-per-rank x --layers-per-stage, so that every sche
 GPipe marks each action 'Forward i' / 'Backward i', and for 1F1B this script marks its stage's
 forward and backward calls the same way; ZBV splits the backward into I and W, DualPipeV pairs F
 with B as `PP:(aFm;bBn)OVERLAP_F_B`) the script runs a few warm-up steps, then records one step on every
-rank and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo.rank in each).
+rank (with --steady-s, after at least that long of steps and the timed steps, no idle GPU between) and writes DIR/pp_{schedule}_rank{r}.json.gz (Kineto writes distributedInfo.rank in each).
 The model: --stages-per-rank x world stages, each --layers-per-stage residual MLP blocks
 (bf16, hidden --hidden), fed --microbatches micro-batches of --batch x --seq tokens.
 Rank 0 also writes DIR/pp_runs.json: the settings and each schedule's measured step time
@@ -23,6 +23,7 @@ Rank 0 also writes DIR/pp_runs.json: the settings and each schedule's measured s
 import argparse
 import gzip
 import json
+import math
 import os
 import shutil
 import sys
@@ -46,6 +47,11 @@ def parse_args():
     ap.add_argument("--microbatches", type=int, default=8)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timed", type=int, default=5)
+    ap.add_argument("--steady-s", type=float, default=0.0,
+                    help="measure in the power-limited steady state: warm up for at least this many seconds of "
+                         "back-to-back steps (and --warmup steps), then time --timed steps, then profile the next "
+                         "one, with no host synchronisation between them (0: the first form: --warmup steps, the "
+                         "profiled step, its export with the GPU idle, then the timed steps from an idle GPU)")
     ap.add_argument("--layer-ranges", action="store_true",
                     help="wrap each layer's attention and MLP (each with its norm and residual add) in "
                          "'layers.{l}.attention.F' / 'layers.{l}.mlp.F' ranges, l the layer's number in the whole model, "
@@ -128,6 +134,14 @@ def main():
     def loss_fn(out, target):
         return F.mse_loss(out.float(), target.float())
 
+    if a.steady_s > 0:
+        # The profiler's first start initialises CUPTI (up to a second of host time): done here, so
+        # that the profiled step below starts as fast as the next step would, the GPU still busy.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]):
+            torch.zeros(1, device=dev).add_(1)
+        torch.cuda.synchronize()
+
     runs = {}
     for name in a.schedules.split(","):
         cls = getattr(pp, f"Schedule{name}")
@@ -182,31 +196,67 @@ def main():
             for st in stages:
                 st.submod.zero_grad(set_to_none=True)
 
-        for _ in range(a.warmup):
-            step()
-        torch.cuda.synchronize()
-        dist.barrier()
         from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        def export(prof):
+            raw = os.path.join(a.out, f"pp_{name}_rank{rank}.json")
+            prof.export_chrome_trace(raw)
+            with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb", compresslevel=6) as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(raw)
+            return raw
+
+        def timed_steps():
+            # One event between consecutive steps (recording one does not wait): each timed step's own
+            # time, so that the spread of one schedule's steps is known beside their mean.
+            evs = [torch.cuda.Event(enable_timing=True) for _ in range(a.timed + 1)]
+            evs[0].record()
+            for i in range(a.timed):
+                step()
+                evs[i + 1].record()
+            return evs
+
+        warm_steps, t0 = 0, time.monotonic()
+        for _ in range(max(a.warmup, 2 if a.steady_s > 0 else 0)):
             step()
+            warm_steps += 1
+            if warm_steps == 1 and a.steady_s > 0:
+                torch.cuda.synchronize()
+                t1 = time.monotonic()
+        if a.steady_s > 0:
+            # Every rank must run the same steps: rank 0's step time (the first step, with its
+            # allocations, left out) decides how many more make --steady-s seconds of load.
             torch.cuda.synchronize()
-        raw = os.path.join(a.out, f"pp_{name}_rank{rank}.json")
-        prof.export_chrome_trace(raw)
-        with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb", compresslevel=6) as dst:
-            shutil.copyfileobj(src, dst)
-        os.remove(raw)
-        dist.barrier()
-        # One event between consecutive steps (recording one does not wait): each timed step's own
-        # time, so that the spread of one schedule's steps is known beside their mean.
-        evs = [torch.cuda.Event(enable_timing=True) for _ in range(a.timed + 1)]
-        evs[0].record()
-        for i in range(a.timed):
-            step()
-            evs[i + 1].record()
+            per_step = (time.monotonic() - t1) / (warm_steps - 1)
+            more = torch.tensor([max(0, math.ceil((a.steady_s - (time.monotonic() - t0)) / per_step))], device=dev)
+            dist.broadcast(more, 0)
+            for _ in range(int(more.item())):
+                step()
+                warm_steps += 1
+        if a.steady_s > 0:
+            # Steady state: the timed steps and then the profiled one follow the warm-up with no idle
+            # GPU between them (the power controller's warm start after an idle GPU is in neither).
+            load_s = time.monotonic() - t0
+            evs = timed_steps()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
+            raw = export(prof)
+            dist.barrier()
+        else:
+            torch.cuda.synchronize()
+            dist.barrier()
+            load_s = None
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
+            raw = export(prof)
+            dist.barrier()
+            evs = timed_steps()
         torch.cuda.synchronize()
         steps = [evs[i].elapsed_time(evs[i + 1]) for i in range(a.timed)]
-        runs[name] = {"stages": ids, "step_ms": sum(steps) / a.timed, "steps_ms": steps}
+        runs[name] = {"stages": ids, "step_ms": sum(steps) / a.timed, "steps_ms": steps, "warmup_steps": warm_steps,
+                      "warmup_load_s": load_s}
         print(f"rank {rank}: {name}: stages {ids}, step {runs[name]['step_ms']:.3f} ms, wrote {raw}.gz", flush=True)
         del sched, stages
         torch.cuda.empty_cache()

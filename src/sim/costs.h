@@ -96,6 +96,10 @@ struct SimCosts {
   // after the call's last transfer lands (Megatron's per-call synchronize: the host restarts a
   // drained GPU). 0: at once.
   Time call_restart = 0;
+  // A rank starts its next action at least this long after its previous one ended: the GPU's own
+  // gap between two actions launched back to back on one stream (a replay's event brackets, waits
+  // and graph launch; `validate` measures it in the link probe's replay). 0: at once.
+  Time action_gap = 0;
   // Explicit communication: a send of at most this many bytes starts when its data and its sender
   // are ready, without waiting for the receiver to post (NCCL finishes it into the receiver's
   // buffers; up to 64 MB between two H200s, 96 MB waited: tools/experiments/measure_p2p_rendezvous.py); the receive

@@ -403,10 +403,15 @@ class Engine {
       }
     }
     if (explicit_) post_comm(r, now);
+    // SimCosts::action_gap: the rank's next action starts no earlier than this.
+    const Time gap_end = c_.action_gap > 0 && st.next != st.end ? now + c_.action_gap : now;
     if (c_.link.blocking && last_arrival > now) {
-      st.blocked_until = last_arrival;
+      st.blocked_until = std::max(last_arrival, gap_end);
       res_.ranks[r].exposed_comm += last_arrival - now;
-      q_.set(r, last_arrival, kWake);
+      q_.set(r, st.blocked_until, kWake);
+    } else if (gap_end > now) {
+      st.blocked_until = gap_end;
+      q_.set(r, gap_end, kWake);
     } else {
       try_start(r, now);
     }

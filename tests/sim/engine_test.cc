@@ -332,6 +332,26 @@ TEST_CASE("Megatron's p2p runtime: the restart after each call's synchronize, th
                                {1, "1F0", 1.75, 2.75}, {1, "1B0", 2.75, 4.75}, {1, "1F1", 5.5, 6.5}, {1, "1B1", 6.5, 8.5}});
 }
 
+TEST_CASE("a gap between a rank's actions (SimCosts::action_gap), the hand-worked timeline", "[sim][engine]") {
+  // 1f1b P=2 M=2, F=1, B=2, latency 0.5, every rank's next action at least 0.25 after its last.
+  // rank 0: F0 [0,1], F1 [1.25,2.25]; B0's gradient (rank 1's B0 ends 4.75) lands 5.25: B0
+  //         [5.25,7.25]; B1's lands 8.75: B1 [8.75,10.75].
+  // rank 1: F0 lands 1.5: F0 [1.5,2.5] (a first action waits for no gap), B0 [2.75,4.75]; F1
+  //         landed at 2.75, the rank is free at 5: F1 [5,6], B1 [6.25,8.25].
+  // Makespan 10.75 against 10 without the gap; the gaps are idle time, not exposed communication.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = half_latency_costs(s);
+  costs.action_gap = U / 4;
+  const SimResult r = with_timeline(s, costs);
+  CHECK(r.makespan() == 43 * U / 4);
+  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.25, 2.25}, {0, "0B0", 5.25, 7.25},
+                               {0, "0B1", 8.75, 10.75}, {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.75, 4.75},
+                               {1, "1F1", 5, 6}, {1, "1B1", 6.25, 8.25}});
+  for (const auto& rs : r.ranks) CHECK(rs.exposed_comm == 0);
+  costs.action_gap = 0;
+  CHECK(with_timeline(s, costs).makespan() == 10 * U);
+}
+
 TEST_CASE("Megatron's p2p runtime: 1F1B's warm-up sends and the next receives are two calls", "[sim][engine][fidelity]") {
   // forward_backward_pipelining_without_interleaving, P=3 M=2, F=1, B=2, latency 0.5. Rank 1
   // warms up with one forward: [RECV_F0] F0 [SEND_F0] [RECV_F1]: its receive of F1 is posted only

@@ -144,10 +144,11 @@ struct CorunProfile {
   std::array<double, 3> idle{}, idle_held{};      // messages out, the peer GPU idle: sustained, held; x alone
   std::array<double, 3> busy{}, busy_held{};      // messages both ways, the peer GPU running the mix
   double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock over a sustained run
-  std::array<CorunDutyLevel, kCorunDuties.size()> duty{};  // the sustained run at kCorunDuties
-  double duty_ms = 0;                                      // the profile's time spent on the duty levels
   std::size_t message_bytes = 0;                  // each message: one micro-batch's activations
   int device = 0, peer = 1;
+  double duty_ms = 0;  // the profile's time spent on the duty levels
+  // The sustained run at kCorunDuties.
+  std::array<CorunDutyLevel, kCorunDuties.size()> duty{};
 };
 CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer);
 // How the profile's timed ops (profile_chunk, profile_corun, profile_sharing, profile_partitions)

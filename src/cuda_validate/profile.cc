@@ -745,7 +745,8 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
 // The sustained run at duty `duty` (< 1) on `me`: F, I, W in turn `rounds` times, each op followed
 // by its message to `peer` and bracketed by events, and each released by the host (a wait on a
 // word in host memory, enqueued one op ahead, so no launch lands in what is timed) once the op
-// before it has ended and a gap of its time * (1 - duty) / duty has passed on the host's clock.
+// before it has ended and a gap of its time * (1 - duty) / duty has passed on the host's clock
+// (less how much the GPU's gaps have outlasted the host's waits: seeing the end, the release).
 // Nothing runs on the GPU in the gaps. The median ms per kind over the last two thirds into `ms`,
 // the SM clock (MHz) a 30 us one-thread probe read right after the last op into `mhz`; returns the
 // duty measured over the kept ops (their time over the wall time from the first's start to the
@@ -763,16 +764,19 @@ double duty_ms(CorunSide& me, const CorunSide& peer, int rounds, double duty, st
     end[static_cast<std::size_t>(k)].record(s);
     if (k == n - 1) clock_probe(s, 30, me.clock.get());
   };
+  double late_ms = 0;  // how much longer the GPU's gaps ran than the host waited (seeing the end, the release)
+  double waited_ms = 0;
   try {
     enqueue(0);
     gate.store(0, 1);
     for (int k = 0; k < n; ++k) {
       if (k + 1 < n) enqueue(k + 1);
-      const Event& e = end[static_cast<std::size_t>(k)];
-      e.sync();
+      const std::size_t i = static_cast<std::size_t>(k);
+      end[i].sync();
       const auto ended = std::chrono::steady_clock::now();
-      const double gap_ms = e.ms_since(start[static_cast<std::size_t>(k)]) * (1 - duty) / duty;
-      while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ended).count() < gap_ms) {
+      if (k > 0) late_ms = 0.5 * late_ms + 0.5 * (start[i].ms_since(end[i - 1]) - waited_ms);
+      waited_ms = std::max(0.0, end[i].ms_since(start[i]) * (1 - duty) / duty - late_ms);
+      while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ended).count() < waited_ms) {
       }
       if (k + 1 < n) gate.store(0, static_cast<std::uint32_t>(k + 2));
     }

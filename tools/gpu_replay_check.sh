@@ -15,7 +15,8 @@
 #   16 heads), SCHEDULES (the six families), NGPU (2), VALIDATE_TIMEOUT (validate --timeout, 60),
 #   SKIP_BUILD (1: reuse build-gpu), VALIDATE_ARGS (more validate flags, e.g. --co-run off), TRACES (1: each
 #   validate's --trace into $OUT). Two GPUs in one process: each run's table has its prediction with the co-run
-#   model and, in the column ending "/plain", without it (the same replay).
+#   model and, in the column ending "/plain", without it (the same replay); with --co-run sustained (the
+#   default) also "/full": the co-run model at 100% duty (--co-run full).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -99,8 +100,9 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   tail -2 "$OUT/tmp/validate.log"
   # The summary, then (two GPUs in one process) the same without the co-run model: column "/plain".
   awk -v col="$k:$shape/$clock/$waits/$transport/$launch" '/^summary \(makespan\):/ {on=1; getline; next}
-    /^without the co-run model/ {on=2; next} /^$/ {on=0}
-    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : ""), $2, $3, $4, ($5 == "host-bound" ? "HB" : "")}' "$f" \
+    /^without the co-run model/ {on=2; next} /^at 100% duty/ {on=3; next} /^$/ {on=0}
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : on == 3 ? "/full" : ""), $2, $3, $4,
+      ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport launch=$launch"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done

@@ -184,6 +184,7 @@ struct Validation {
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
+  std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
   // waits named in the text.
@@ -588,7 +589,7 @@ nlohmann::json memory_report(Validation& x, const Schedule& s, const SimResult& 
   return {{"ranks", mj}, {"devices", dj}};
 }
 
-// Whether the co-run model applies: asked for (--co-run sustained or held); one rank per GPU, two
+// Whether the co-run model applies: asked for (--co-run sustained, full or held); one rank per GPU, two
 // or more GPUs; the copy-engine transports (the profile's messages are copy-engine copies, as the
 // peer transport's and CUDA IPC's are; NCCL's kernels take SMs, not measured); whole-action costs
 // (no EP). Under mpirun/srun: every process on one node and every GPU visible to process 0, which
@@ -599,6 +600,37 @@ bool corun_applies(const Validation& x) {
       x.req.co_run != "off" && x.ep_r == 1 && x.ndev >= 2 && x.slots_total <= x.ndev && x.transport == copies;
   if (!x.multi) return asked && gpu::device_count() >= 2;
   return asked && x.world.local_size == x.world.size && !mpi::any_of(x.world.rank == 0 && gpu::device_count() < 2);
+}
+
+// The co-run profile's duty levels in the text and in `pj` (its JSON).
+void corun_duty_report(Validation& x, const gpu::CorunProfile& p, nlohmann::json& pj) {
+  if (p.duty.front().duty_idle <= 0) {
+    x.text += "  duty levels: not measured (the driver has no stream memory operations to release each op)\n";
+    return;
+  }
+  x.text += fmt::format(
+      "  the sustained runs at lower duty (idle gaps between ops; {:.0f} ms of profile), F / I / W "
+      "beside the idle GPU | beside the busy one:\n",
+      p.duty_ms);
+  pj["duty_levels"] = nlohmann::json::array();
+  static const char* kKinds[] = {"F", "I", "W"};
+  for (std::size_t l = 0; l < p.duty.size(); ++l) {
+    const gpu::CorunDutyLevel& d = p.duty[l];
+    x.text += fmt::format(
+        "    duty {:.2f}: ran at {:.3f}, {:.3f}x / {:.3f}x / {:.3f}x, SM clock {:.0f} MHz | ran at {:.3f}, {:.3f}x / "
+        "{:.3f}x / {:.3f}x, {:.0f} MHz\n",
+        gpu::kCorunDuties[l], d.duty_idle, d.idle[0], d.idle[1], d.idle[2], d.clock_idle_mhz, d.duty_busy, d.busy[0],
+        d.busy[1], d.busy[2], d.clock_busy_mhz);
+    nlohmann::json lj = {{"target", gpu::kCorunDuties[l]},
+                         {"duty", {{"idle", d.duty_idle}, {"busy", d.duty_busy}}},
+                         {"clock_mhz", {{"idle", d.clock_idle_mhz}, {"busy", d.clock_busy_mhz}}}};
+    for (std::size_t k = 0; k < 3; ++k) {
+      lj["idle"][kKinds[k]] = d.idle[k];
+      lj["busy"][kKinds[k]] = d.busy[k];
+    }
+    pj["duty_levels"].push_back(lj);
+  }
+  pj["duty_profile_ms"] = p.duty_ms;
 }
 
 // The co-run profile of the chunk (GPU my_device beside the next GPU), profiled once per chunk
@@ -638,7 +670,24 @@ const gpu::CorunProfile& corun_of(Validation& x, int layers, const gpu::ChunkSha
   pj["clock_mhz"] = {{"idle", p.clock_idle_mhz}, {"busy", p.clock_busy_mhz}};
   pj["message_bytes"] = p.message_bytes;
   pj["gpus"] = {p.device, p.peer};
+  corun_duty_report(x, p, pj);
   return it->second;
+}
+
+// The co-run factors --co-run asks for: sustained = the sustained runs at the rank's own duty
+// (the 100% run and each measured duty level); full = the 100% run at every duty; held = the held
+// bursts.
+api::CorunFactors corun_factors(const gpu::CorunProfile& p, const std::string& mode) {
+  if (mode == "held") return api::CorunFactors{p.idle_held, p.busy_held, {}, {}};
+  api::CorunFactors f{p.idle, p.busy, {}, {}};
+  if (mode != "sustained") return f;
+  f.idle_by_duty.push_back({1.0, p.idle});
+  f.busy_by_duty.push_back({1.0, p.busy});
+  for (const gpu::CorunDutyLevel& l : p.duty) {
+    if (l.duty_idle > 0) f.idle_by_duty.push_back({l.duty_idle, l.idle});
+    if (l.duty_busy > 0) f.busy_by_duty.push_back({l.duty_busy, l.busy});
+  }
+  return f;
 }
 
 // One schedule: predicted, replayed, compared; its tables, lines and JSON.
@@ -650,11 +699,12 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   opt.record_timeline = true;
   SimResult pred = simulate(s, costs, opt);
   std::optional<api::CorunResult> corun;
+  std::optional<SimResult> full;  // beside the duty-aware model: the 100%-duty form's prediction
   if (corun_applies(x)) {
     const gpu::CorunProfile& p = corun_of(x, layers, shape);
-    const bool held = x.req.co_run == "held";
-    corun = api::simulate_corun(s, costs, api::CorunFactors{held ? p.idle_held : p.idle, held ? p.busy_held : p.busy});
+    corun = api::simulate_corun(s, costs, corun_factors(p, x.req.co_run));
     std::swap(pred, corun->result);  // the co-run prediction is the one reported; corun keeps the plain one
+    if (x.req.co_run == "sustained") full = api::simulate_corun(s, costs, corun_factors(p, "full")).result;
   }
   Measured meas = replay(x, s, shape);
   auto exposed_of = [](const SimResult& sr) {
@@ -687,9 +737,21 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     const SimResult& plain = corun->result;
     const auto plain_rows = compare_timelines(timeline_stats(plain.timeline, exposed_of(plain)), meas_stats);
     const ValidationRow& p0 = plain_rows.front();
-    r["corun"] = {{"rounds", corun->rounds}, {"predicted_without_ms", p0.predicted}, {"error_without", p0.error}};
+    r["corun"] = {{"rounds", corun->rounds},
+                  {"predicted_without_ms", p0.predicted},
+                  {"error_without", p0.error},
+                  {"duty", corun->duty}};
     x.corun_summary +=
         fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, p0.predicted, p0.measured, 100.0 * p0.error);
+    x.text += fmt::format("co-run model (--co-run {}, {} rounds): each rank's duty (compute over makespan) {:.3f}\n\n",
+                          x.req.co_run, corun->rounds, fmt::join(corun->duty, ", "));
+    if (full) {
+      const ValidationRow f0 = compare_timelines(timeline_stats(full->timeline, exposed_of(*full)), meas_stats).front();
+      r["corun"]["predicted_full_ms"] = f0.predicted;
+      r["corun"]["error_full"] = f0.error;
+      x.corun_full_summary +=
+          fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, f0.predicted, f0.measured, 100.0 * f0.error);
+    }
   }
   x.j["results"].push_back(r);
   x.names.push_back(name);
@@ -767,6 +829,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (!x.corun_summary.empty())
     x.text += fmt::format("\nwithout the co-run model (--co-run off predicts so; the above: --co-run {}):\n{}",
                           x.req.co_run, x.corun_summary);
+  if (!x.corun_full_summary.empty())
+    x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
+                          x.corun_full_summary);
   for (const auto& sk : x.j["skipped"])
     x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
 }

@@ -135,6 +135,60 @@ std::pair<Time, std::array<double, 3>> alone_and_mix(const Schedule& s, const Si
 
 }  // namespace
 
+std::array<double, 3> factors_at_duty(const std::vector<CorunLevel>& levels, const std::array<double, 3>& fixed,
+                                      double d) {
+  if (levels.empty()) return fixed;
+  std::vector<CorunLevel> l = levels;
+  std::sort(l.begin(), l.end(), [](const CorunLevel& a, const CorunLevel& b) { return a.duty < b.duty; });
+  if (d <= l.front().duty) return l.front().factor;
+  if (d >= l.back().duty) return l.back().factor;
+  std::size_t i = 1;
+  while (l[i].duty < d) ++i;  // l[i - 1].duty < d <= l[i].duty
+  const double t = (d - l[i - 1].duty) / (l[i].duty - l[i - 1].duty);
+  std::array<double, 3> out{};
+  for (std::size_t k = 0; k < 3; ++k) out[k] = l[i - 1].factor[k] + t * (l[i].factor[k] - l[i - 1].factor[k]);
+  return out;
+}
+
+std::vector<double> device_duty(const Timeline& t, int pp, const std::vector<int>& rank_device) {
+  auto device = [&](int r) { return rank_device.empty() ? r : rank_device[static_cast<std::size_t>(r)]; };
+  Time first = t.start, last = t.end;  // a timeline built by hand may leave them 0: its intervals' span
+  if (last <= first && !t.intervals.empty()) {
+    first = t.intervals.front().start;
+    last = t.intervals.front().end;
+    for (const Interval& iv : t.intervals) {
+      first = std::min(first, iv.start);
+      last = std::max(last, iv.end);
+    }
+  }
+  const Time span = last - first;
+  std::vector<double> out(static_cast<std::size_t>(pp), 0.0);
+  if (span <= 0) return out;
+  for (int r = 0; r < pp; ++r) {
+    Intervals on;
+    for (const Interval& iv : t.intervals)
+      if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < pp && device(iv.rank) == device(r))
+        on.push_back({iv.start, iv.end});
+    Time busy = 0;
+    for (const auto& [a, b] : merge_intervals(std::move(on))) busy += b - a;
+    out[static_cast<std::size_t>(r)] = static_cast<double>(busy) / static_cast<double>(span);
+  }
+  return out;
+}
+
+namespace {
+
+// The largest change between two per-rank, per-action tables (entries present in both).
+double moved_by(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  double moved = 0;
+  for (std::size_t r = 0; r < a.size() && r < b.size(); ++r)
+    for (std::size_t i = 0; i < a[r].size() && i < b[r].size(); ++i)
+      moved = std::max(moved, std::abs(a[r][i] - b[r][i]));
+  return moved;
+}
+
+}  // namespace
+
 CorunResult simulate_corun(const Schedule& s, const SimCosts& c, const CorunFactors& f) {
   PPSIM_CHECK(c.moe.empty(), "the co-run model takes whole-action costs, not the overlap model's");
   SimOptions opt;
@@ -144,26 +198,31 @@ CorunResult simulate_corun(const Schedule& s, const SimCosts& c, const CorunFact
   SimCosts stretched = c;
   const std::size_t pp = static_cast<std::size_t>(s.pp);
   std::vector<std::vector<double>> phi = peer_busy_share(out.result.timeline, s.pp, c.rank_device);
+  std::vector<double> duty = device_duty(out.result.timeline, s.pp, c.rank_device);
   for (int round = 1; round <= 12; ++round) {
     stretched.action_time.assign(pp, {});
     out.factor.assign(pp, {});
-    for (std::size_t r = 0; r < pp; ++r)
+    out.duty = duty;
+    for (std::size_t r = 0; r < pp; ++r) {
+      const std::array<double, 3> idle = factors_at_duty(f.idle_by_duty, f.idle, duty[r]);
+      const std::array<double, 3> busy = factors_at_duty(f.busy_by_duty, f.busy, duty[r]);
       for (std::size_t i = 0; i < s.ranks[r].size(); ++i) {
         const auto [alone, mix] = alone_and_mix(s, c, s.ranks[r][i]);
         const double p = i < phi[r].size() ? phi[r][i] : 0.0;
         double k = 0;
-        for (std::size_t x = 0; x < 3; ++x) k += mix[x] * ((1 - p) * f.idle[x] + p * f.busy[x]);
+        for (std::size_t x = 0; x < 3; ++x) k += mix[x] * ((1 - p) * idle[x] + p * busy[x]);
         out.factor[r].push_back(k);
         stretched.action_time[r].push_back(static_cast<Time>(std::llround(static_cast<double>(alone) * k)));
       }
+    }
     out.result = simulate(s, stretched, opt);
     out.rounds = round;
     std::vector<std::vector<double>> next = peer_busy_share(out.result.timeline, s.pp, c.rank_device);
-    double moved = 0;
-    for (std::size_t r = 0; r < pp; ++r)
-      for (std::size_t i = 0; i < next[r].size() && i < phi[r].size(); ++i)
-        moved = std::max(moved, std::abs(next[r][i] - phi[r][i]));
+    std::vector<double> next_duty = device_duty(out.result.timeline, s.pp, c.rank_device);
+    const bool by_duty = !f.idle_by_duty.empty() || !f.busy_by_duty.empty();  // else duty moves nothing
+    const double moved = std::max(moved_by(next, phi), by_duty ? moved_by({next_duty}, {duty}) : 0.0);
     phi = std::move(next);
+    duty = std::move(next_duty);
     if (moved <= 1e-3) break;
   }
   out.busy_share = std::move(phi);

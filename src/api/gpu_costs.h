@@ -59,17 +59,37 @@ void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::arr
 // GPU (SimCosts::rank_device; empty: every other rank) computes. phi comes from the previous
 // simulation's timeline: simulated again with the stretched times until no action's phi moves by
 // more than 0.001 (at most 12 rounds). Not for the overlap model's sub-op costs (c.moe).
-struct CorunFactors {
-  std::array<double, 3> idle{1.0, 1.0, 1.0};
-  std::array<double, 3> busy{1.0, 1.0, 1.0};
+//
+// The duty-aware form (issue 47: the clock a GPU keeps under its power cap depends on how much of
+// the time it computes): with idle_by_duty / busy_by_duty given, idle_k and busy_k are taken at
+// the rank's own duty d (its GPU's compute time over the makespan of the previous simulation's
+// timeline), piecewise linear in d between the levels (measured duty, factors), clamped to the
+// first and last level outside them. d is iterated with phi, until neither moves by 0.001.
+struct CorunLevel {
+  double duty = 1.0;                            // share of the wall time the GPU computed
+  std::array<double, 3> factor{1.0, 1.0, 1.0};  // F, I, W against alone at that duty
 };
+struct CorunFactors {
+  std::array<double, 3> idle{1.0, 1.0, 1.0};  // at every duty, where the levels below are empty
+  std::array<double, 3> busy{1.0, 1.0, 1.0};
+  std::vector<CorunLevel> idle_by_duty, busy_by_duty;  // any order; each side empty or used alone
+};
+// The factors at duty d: piecewise linear between the levels sorted by duty, clamped at the ends;
+// `levels` empty: `fixed`.
+std::array<double, 3> factors_at_duty(const std::vector<CorunLevel>& levels, const std::array<double, 3>& fixed,
+                                      double d);
 struct CorunResult {
   SimResult result;  // with the stretched times (timeline recorded)
   int rounds = 0;    // simulations run after the first
   // Per rank and action (schedule order): phi in the last timeline, and the time factor applied.
   std::vector<std::vector<double>> busy_share, factor;
+  std::vector<double> duty;  // per rank: the duty its factors were taken at (the last round's input)
 };
 CorunResult simulate_corun(const Schedule& s, const SimCosts& c, const CorunFactors& f);
+// Per rank: its device's compute time (the union of the Compute intervals of the ranks on it;
+// rank_device empty: its own) over the timeline's span (end - start; where those are unset, its
+// intervals' span; 0 for an empty timeline).
+std::vector<double> device_duty(const Timeline& t, int pp, const std::vector<int>& rank_device);
 // Per rank and action of `t` (Compute intervals in schedule order), the share of its interval
 // during which a rank on another device computes (rank_device empty: every other rank).
 std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device);

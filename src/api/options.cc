@@ -303,9 +303,10 @@ constexpr Option kValidate[] = {
     {"--co-run", K::Text, "sustained", "",
      "one rank per GPU on two or more GPUs (one process, or processes of one host under mpirun/srun): each op's time "
      "stretched by how its GPU ran it beside the other GPU "
-     "idle or busy, profiled before the replay: sustained = ops back to back at the clock the GPU keeps under load, "
-     "held = short held bursts; off = as profiled alone (docs/VALIDATION.md)",
-     R::Both, "sustained|held|off", true},
+     "idle or busy, profiled before the replay: sustained = ops at the clock the GPU keeps at the rank's own duty "
+     "(profiled at several duties), full = ops back to back at the clock it keeps at 100% duty, held = short held "
+     "bursts; off = as profiled alone (docs/VALIDATION.md)",
+     R::Both, "sustained|full|held|off", true},
     {"--launch", K::Text, "graphs", "",
      "how the replay's actions and the profile's timed ops enqueue their kernels: graphs = each op captured into a "
      "CUDA graph once and launched as one, messages ordered by waits on values (not with --ep-replay: streams "

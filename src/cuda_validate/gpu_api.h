@@ -127,6 +127,18 @@ std::vector<std::array<double, 3>> profile_partitions(const ChunkShape& shape, i
 // under the load; the model takes these). Factors are against the op alone (held, no messages,
 // as profile_chunk times op costs). A spin kernel on a side stream reads the SM clock over a
 // second sustained run of each (clock64 cycles over global-timer ns; not beside timed ops).
+// The sustained run again at lower duties (kCorunDuties: the share of the wall time the GPU
+// computes), each op released by the host through a word in host memory once the gap after the
+// previous op has passed: the GPU idles in the gaps (no kernel resident), so it draws idle power
+// there, as a replay's rank does in its bubbles. Each level reports the duty it ran at (the ops'
+// time over the wall time of the kept ops) and the SM clock a one-thread probe read for 30 us
+// right after the last op. Without stream memory operations (value_waits) the levels stay 0.
+constexpr std::array<double, 3> kCorunDuties{0.85, 0.7, 0.55};
+struct CorunDutyLevel {
+  double duty_idle = 0, duty_busy = 0;            // measured, beside the idle and the busy peer
+  std::array<double, 3> idle{}, busy{};           // sustained factors at that duty, against alone
+  double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock after the level's last op
+};
 struct CorunProfile {
   std::array<double, 3> alone_ms{};               // F, I, W alone, held until enqueued (ms)
   std::array<double, 3> idle{}, idle_held{};      // messages out, the peer GPU idle: sustained, held; x alone
@@ -134,6 +146,9 @@ struct CorunProfile {
   double clock_idle_mhz = 0, clock_busy_mhz = 0;  // this GPU's SM clock over a sustained run
   std::size_t message_bytes = 0;                  // each message: one micro-batch's activations
   int device = 0, peer = 1;
+  double duty_ms = 0;  // the profile's time spent on the duty levels
+  // The sustained run at kCorunDuties.
+  std::array<CorunDutyLevel, kCorunDuties.size()> duty{};
 };
 CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int device, int peer);
 // How the profile's timed ops (profile_chunk, profile_corun, profile_sharing, profile_partitions)

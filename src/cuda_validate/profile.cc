@@ -34,6 +34,7 @@
 #include "cuda_validate/green.h"
 #include "cuda_validate/ops/elementwise.h"
 #include "cuda_validate/peer.h"
+#include "cuda_validate/replay/words.h"
 #include "ep/ep_placement.h"
 #include "launch/mpi.h"
 
@@ -741,16 +742,88 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
   return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
 }
 
-// Each kind's held and sustained times on `me` against alone (into `held`, `sustained`); returns
+// The sustained run at duty `duty` (< 1) on `me`: F, I, W in turn `rounds` times, each op followed
+// by its message to `peer` and bracketed by events, and each released by the host (a wait on a
+// word in host memory, enqueued one op ahead, so no launch lands in what is timed) once the op
+// before it has ended and a gap of its time * (1 - duty) / duty has passed on the host's clock
+// (less how much the GPU's gaps have outlasted the host's waits: seeing the end, the release).
+// Nothing runs on the GPU in the gaps. The median ms per kind over the last two thirds into `ms`,
+// the SM clock (MHz) a 30 us one-thread probe read right after the last op into `mhz`; returns the
+// duty measured over the kept ops (their time over the wall time from the first's start to the
+// last's end).
+double duty_ms(CorunSide& me, const CorunSide& peer, int rounds, double duty, std::array<double, 3>& ms, double& mhz) {
+  PPSIM_CUDA_CHECK(cudaSetDevice(me.device));
+  const int n = 3 * rounds, first = n / 3;
+  const cudaStream_t s = me.compute->get();
+  replay::Words gate(1);
+  std::vector<Event> start(static_cast<std::size_t>(n)), end(static_cast<std::size_t>(n));
+  auto enqueue = [&](int k) {
+    gate.wait(s, 0, static_cast<std::uint32_t>(k + 1));
+    start[static_cast<std::size_t>(k)].record(s);
+    me.op_and_send(k % 3, peer);
+    end[static_cast<std::size_t>(k)].record(s);
+    if (k == n - 1) clock_probe(s, 30, me.clock.get());
+  };
+  double late_ms = 0;  // how much longer the GPU's gaps ran than the host waited (seeing the end, the release)
+  double waited_ms = 0;
+  try {
+    enqueue(0);
+    gate.store(0, 1);
+    for (int k = 0; k < n; ++k) {
+      if (k + 1 < n) enqueue(k + 1);
+      const std::size_t i = static_cast<std::size_t>(k);
+      end[i].sync();
+      const auto ended = std::chrono::steady_clock::now();
+      if (k > 0) late_ms = 0.5 * late_ms + 0.5 * (start[i].ms_since(end[i - 1]) - waited_ms);
+      waited_ms = std::max(0.0, end[i].ms_since(start[i]) * (1 - duty) / duty - late_ms);
+      while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ended).count() < waited_ms) {
+      }
+      if (k + 1 < n) gate.store(0, static_cast<std::uint32_t>(k + 2));
+    }
+  } catch (...) {
+    gate.store_all(~0u);             // release what waits, so the word outlives every wait on it
+    (void)cudaStreamSynchronize(s);  // best effort: the error above is the one to report
+    throw;
+  }
+  me.compute->sync();
+  me.copy->sync();
+  std::array<std::vector<float>, 3> by_kind;
+  double busy = 0;
+  for (int k = first; k < n; ++k) {
+    const float t = end[static_cast<std::size_t>(k)].ms_since(start[static_cast<std::size_t>(k)]);
+    by_kind[static_cast<std::size_t>(k % 3)].push_back(t);
+    busy += t;
+  }
+  for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
+  const std::vector<unsigned long long> c = me.clock.to_host();
+  mhz = c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+  const double wall = end.back().ms_since(start[static_cast<std::size_t>(first)]);
+  return wall > 0 ? busy / wall : 0.0;
+}
+
+// Each kind's held and sustained times on `me` against alone (into `held`, `sustained`), and the
+// sustained run at each of kCorunDuties (into levels' `idle` or `busy` side: `beside_busy`); returns
 // the sustained run's SM clock (MHz).
-double corun_kinds(CorunSide& me, const CorunSide& peer, const CorunProfile& p, int warmup, int reps,
-                   std::array<double, 3>& held, std::array<double, 3>& sustained) {
+double corun_kinds(CorunSide& me, const CorunSide& peer, CorunProfile& p, int warmup, int reps,
+                   std::array<double, 3>& held, std::array<double, 3>& sustained, bool beside_busy) {
   for (std::size_t x = 0; x < 3; ++x) held[x] = held_ms(me, peer, static_cast<int>(x), warmup, reps) / p.alone_ms[x];
   std::array<double, 3> ms{}, probed{};
   const int rounds = std::max(12, reps + warmup);
   sustained_ms(me, peer, rounds, p, false, ms);
   for (std::size_t x = 0; x < 3; ++x) sustained[x] = ms[x] / p.alone_ms[x];
-  return sustained_ms(me, peer, rounds, p, true, probed);  // the same run again, for the clock
+  const double mhz = sustained_ms(me, peer, rounds, p, true, probed);  // the same run again, for the clock
+  if (!replay::value_waits_unavailable().empty()) return mhz;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t l = 0; l < kCorunDuties.size(); ++l) {
+    CorunDutyLevel& level = p.duty[l];
+    // Twice the sustained run's ops: the clock settles to the level from the one before it.
+    const double measured =
+        duty_ms(me, peer, 2 * rounds, kCorunDuties[l], ms, beside_busy ? level.clock_busy_mhz : level.clock_idle_mhz);
+    (beside_busy ? level.duty_busy : level.duty_idle) = measured;
+    for (std::size_t x = 0; x < 3; ++x) (beside_busy ? level.busy : level.idle)[x] = ms[x] / p.alone_ms[x];
+  }
+  p.duty_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return mhz;
 }
 
 // Tells a thread to stop and joins it when leaving a scope.
@@ -802,7 +875,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
                                                     },
                                                     me.compute->get(), warmup, reps, false) /
                                                 kCorunOps;
-  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle);
+  out.clock_idle_mhz = corun_kinds(me, other, out, warmup, reps, out.idle_held, out.idle, false);
   std::atomic<bool> done{false};
   std::atomic<int> launched{0};
   std::exception_ptr failed;
@@ -817,7 +890,7 @@ CorunProfile profile_corun(const ChunkShape& shape, int warmup, int reps, int de
   {
     const StopAndJoin stop{done, busy};                     // also when the timing throws
     while (launched.load() < 2) std::this_thread::yield();  // the peer is running its mix
-    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy);
+    out.clock_busy_mhz = corun_kinds(me, other, out, warmup, reps, out.busy_held, out.busy, true);
   }
   if (failed) std::rethrow_exception(failed);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));

@@ -29,6 +29,16 @@ std::vector<std::pair<Time, Time>> spans(const Timeline& t, int r) {
   return out;
 }
 
+// GPipe, P = 2, M = 2; F = 100, B = 200 (all input-grad: W = 0); transfers free.
+Schedule gpipe() { return make_schedule("gpipe", ScheduleParams{2, 2, 0, 0}); }
+SimCosts gpipe_costs(Time w = 0) {
+  SliceCosts sc;
+  sc.f = 100;
+  sc.b = 200;
+  sc.w = w;
+  return uniform_costs(2, sc);
+}
+
 }  // namespace
 
 TEST_CASE("peer_busy_share: the share of each action while another GPU computes", "[api][corun]") {
@@ -50,15 +60,12 @@ TEST_CASE("peer_busy_share: the share of each action while another GPU computes"
 }
 
 TEST_CASE("simulate_corun stretches the ops that overlap the other GPU's work", "[api][corun]") {
-  // GPipe, P = 2, M = 2; F = 100, B = 200 (all input-grad: W = 0); transfers free.
-  const Schedule s = make_schedule("gpipe", ScheduleParams{2, 2, 0, 0});
-  SliceCosts sc;
-  sc.f = 100;
-  sc.b = 200;
-  const SimCosts c = uniform_costs(2, sc);
-  // Plain: rank 0 F0 [0,100) F1 [100,200); rank 1 F0 [100,200) F1 [200,300) B0 [300,500)
-  // B1 [500,700); rank 0 B0 [500,700) B1 [700,900). Beside the other GPU: rank 0's F1 and rank 1's
-  // F0 (both [100,200)), rank 1's B1 and rank 0's B0 (both [500,700)).
+  // gpipe(): P = 2, M = 2, F = 100, B = 200, W = 0. Plain: rank 0 F0 [0,100) F1 [100,200); rank 1
+  // F0 [100,200) F1 [200,300) B0 [300,500) B1 [500,700); rank 0 B0 [500,700) B1 [700,900). Beside
+  // the other GPU: rank 0's F1 and rank 1's F0 (both [100,200)), rank 1's B1 and rank 0's B0 (both
+  // [500,700)).
+  const Schedule s = gpipe();
+  const SimCosts c = gpipe_costs();
   api::CorunFactors f;
   f.busy = {1.2, 1.1, 1.0};  // F 20% longer beside the other GPU's work, I 10%
   const api::CorunResult r = api::simulate_corun(s, c, f);
@@ -86,9 +93,71 @@ TEST_CASE("simulate_corun stretches the ops that overlap the other GPU's work", 
   // A B with a weight-grad part: W = 50 of B = 200, so B's mix is I 0.75, W 0.25 and beside the
   // other GPU it takes 200 (0.75 * 1.1 + 0.25 * 1.0) = 215: rank 1's B1 and rank 0's B0 [520,735),
   // rank 0's B1 [735,935).
-  SliceCosts with_w = sc;
-  with_w.w = 50;
-  const api::CorunResult rw = api::simulate_corun(s, uniform_costs(2, with_w), f);
+  const api::CorunResult rw = api::simulate_corun(s, gpipe_costs(50), f);
   CHECK(rw.result.makespan() == 935);
   CHECK(rw.factor[1][3] == Approx(1.075));
+}
+
+TEST_CASE("factors_at_duty: piecewise linear between the measured duties, clamped at the ends", "[api][corun]") {
+  const std::array<double, 3> fixed{1.5, 1.5, 1.5};
+  // Levels in any order: duty 1.0 at 1.08 / 1.09 / 1.04, 0.7 at 1.00 / 1.03 / 1.01, 0.85 at 1.05 / 1.06 / 1.02.
+  const std::vector<api::CorunLevel> levels = {
+      {1.0, {1.08, 1.09, 1.04}}, {0.7, {1.00, 1.03, 1.01}}, {0.85, {1.05, 1.06, 1.02}}};
+  CHECK(api::factors_at_duty({}, fixed, 0.8) == fixed);  // no levels: the fixed factors at any duty
+  // 0.8 lies 2/3 of the way from 0.7 to 0.85: 1.00 + (2/3) 0.05, 1.03 + (2/3) 0.03, 1.01 + (2/3) 0.01.
+  const auto mid = api::factors_at_duty(levels, fixed, 0.8);
+  CHECK(mid[0] == Approx(1.0 + 2.0 / 3 * 0.05));
+  CHECK(mid[1] == Approx(1.03 + 2.0 / 3 * 0.03));
+  CHECK(mid[2] == Approx(1.01 + 2.0 / 3 * 0.01));
+  // 0.925 halfway between 0.85 and 1.0.
+  CHECK(api::factors_at_duty(levels, fixed, 0.925)[0] == Approx((1.05 + 1.08) / 2));
+  // On a level: its factors; outside the levels: the nearest end's.
+  CHECK(api::factors_at_duty(levels, fixed, 0.85)[1] == Approx(1.06));
+  CHECK(api::factors_at_duty(levels, fixed, 0.3) == std::array<double, 3>{1.00, 1.03, 1.01});
+  CHECK(api::factors_at_duty(levels, fixed, 1.2) == std::array<double, 3>{1.08, 1.09, 1.04});
+}
+
+TEST_CASE("device_duty: each GPU's compute time over the timeline's span", "[api][corun]") {
+  Timeline t;
+  t.pp = 2;
+  // rank 0: [0,100) [120,220); rank 1: [50,150) [200,300); the span [0,300).
+  t.intervals = {compute(0, 0, 100), compute(1, 50, 150), compute(0, 120, 220), compute(1, 200, 300)};
+  const auto d = api::device_duty(t, 2, {});
+  CHECK(d == std::vector<double>{200.0 / 300, 200.0 / 300});
+  // Both ranks on one GPU: it computes over [0,300) but for nothing: 1.
+  CHECK(api::device_duty(t, 2, {0, 0}) == std::vector<double>{1.0, 1.0});
+  t.end = 400;  // a recorded span wins: [0,400)
+  CHECK(api::device_duty(t, 2, {})[0] == Approx(200.0 / 400));
+}
+
+TEST_CASE("simulate_corun takes each rank's factors at its own duty, to a fixed point", "[api][corun]") {
+  // The GPipe case above (P = 2, M = 2, F = 100, B = 200, W = 0, transfers free); busy factors 1,
+  // F beside the idle GPU by duty: 1.0 at duty 0.5, 1.5 at duty 1.0, so f(d) = 0.5 + d between.
+  const Schedule s = gpipe();
+  const SimCosts c = gpipe_costs();
+  api::CorunFactors f;
+  f.idle = {9, 9, 9};  // never used: the levels replace them
+  f.idle_by_duty = {{1.0, {1.5, 1.0, 1.0}}, {0.5, {1.0, 1.0, 1.0}}};
+  // With rank 0's F0 and rank 1's F1 at 100k (the other GPU idle: phi 0) and every other action
+  // as alone (phi 1, or I at 1): rank 0 F0 [0,100k) F1 [100k,100k+100); rank 1 F0 likewise, F1
+  // [100k+100, 200k+100), B0, B1 to 200k+500; rank 0's B0, B1 to 200k+700. Each rank computes
+  // 100k + 500 of the span 200k + 700.
+  // Round 1 at the plain timeline's duty 600/900: k = 0.5 + 2/3, F0 = llround(116.67) = 117, span 934.
+  // Round 2 at duty 617/934 = 0.6606: k = 1.1606, F0 = 116, span 932, duty 616/932 = 0.6609,
+  // moved by 0.0003 (< 0.001): done. (The fixed point: 4k^2 + 10k - 17 = 0, k = 1.1609.)
+  const api::CorunResult r = api::simulate_corun(s, c, f);
+  CHECK(r.rounds == 2);
+  CHECK(r.result.makespan() == 932);
+  REQUIRE(r.duty.size() == 2u);
+  CHECK(r.duty[0] == Approx(617.0 / 934));
+  CHECK(r.duty[1] == Approx(617.0 / 934));
+  CHECK(r.factor[0][0] == Approx(0.5 + 617.0 / 934));  // rank 0's F0: the interpolated factor
+  CHECK(r.factor[0][1] == Approx(1.0));                // its F1, beside rank 1's F0: busy, 1
+  CHECK(r.factor[1][1] == Approx(0.5 + 617.0 / 934));  // rank 1's F1
+  CHECK(spans(r.result.timeline, 1) ==
+        std::vector<std::pair<Time, Time>>{{116, 216}, {216, 332}, {332, 532}, {532, 732}});
+  // All at duty 1 (one level, or the fixed factors): 1.5 for those two: F0 150, span 1000.
+  api::CorunFactors g;
+  g.idle = {1.5, 1.0, 1.0};
+  CHECK(api::simulate_corun(s, c, g).result.makespan() == 1000);
 }

@@ -83,7 +83,7 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
       {"--sm-split maybe", "ppsim: --sm-split: maybe not in {auto,on,off} (see 'ppsim validate --help')\n"},
       {"--transport ring", "ppsim: --transport: ring not in {auto,peer,ipc,nccl} (see 'ppsim validate --help')\n"},
       {"--a2a nvshmem", "ppsim: --a2a: nvshmem not in {ours,nccl} (see 'ppsim validate --help')\n"},
-      {"--co-run on", "ppsim: --co-run: on not in {sustained,held,off} (see 'ppsim validate --help')\n"},
+      {"--co-run on", "ppsim: --co-run: on not in {sustained,full,held,off} (see 'ppsim validate --help')\n"},
       {"--launch graph", "ppsim: --launch: graph not in {graphs,streams} (see 'ppsim validate --help')\n"},
   };
   for (const Case& c : cases) {

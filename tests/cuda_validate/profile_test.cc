@@ -76,7 +76,8 @@ TEST_CASE("profile_chunk with ep 2: the shards time their ops in lockstep throug
 // The co-run profile on two GPUs (issue 47): each kind alone, beside an idle peer and beside a
 // busy one; factors are times against alone (positive and finite; a GPU that ran an op in less
 // than half its alone time, or more than 20x, measured something else), and the spin kernel read
-// an SM clock an H100/H200 can run at. A peer equal to the device is refused with exit 2.
+// an SM clock an H100/H200 can run at; no duty level ran busier than asked. A peer equal to the
+// device is refused with exit 2.
 TEST_CASE("profile_corun times F, I, W beside an idle and a busy peer GPU and reads the SM clock",
           "[gpu][profile][corun]") {
   PPSIM_REQUIRE_GPU();
@@ -96,6 +97,29 @@ TEST_CASE("profile_corun times F, I, W beside an idle and a busy peer GPU and re
   for (double mhz : {p.clock_idle_mhz, p.clock_busy_mhz}) {
     CHECK(mhz > 300);
     CHECK(mhz < 3500);
+  }
+  // The duty levels: the host's gaps leave the GPU idle for at least about the share asked (each
+  // gap follows its op's time; at this test's ops of tens of us the host's lag in seeing an op end
+  // and releasing the next can outlast the gap, so a level may run below its duty: at ops of
+  // 0.2-4 ms validate's levels ran within 0.005 of theirs on two H200s), at factors and
+  // clocks as above.
+  CHECK(p.duty_ms > 0);
+  for (std::size_t l = 0; l < kCorunDuties.size(); ++l) {
+    INFO("duty level " << kCorunDuties[l]);
+    const CorunDutyLevel& d = p.duty[l];
+    for (double measured : {d.duty_idle, d.duty_busy}) {
+      CHECK(measured > 0.05);
+      CHECK(measured < kCorunDuties[l] + 0.05);
+    }
+    for (std::size_t k = 0; k < 3; ++k)
+      for (double f : {d.idle[k], d.busy[k]}) {
+        CHECK(f > 0.5);
+        CHECK(f < 20);
+      }
+    for (double mhz : {d.clock_idle_mhz, d.clock_busy_mhz}) {
+      CHECK(mhz > 300);
+      CHECK(mhz < 3500);
+    }
   }
   try {
     (void)profile_corun(s, 1, 3, 0, 0);

@@ -79,7 +79,10 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   // Three replays, each giving its median transfer; the middle one is kept. A replay now and then
   // runs slow as a whole (seen: a first probe of 1.4 ms per message where the others gave 20 us),
   // and one such probe would stand for every transfer of every prediction.
+  // Each replay's timeline also gives the replay's own delays around its messages and between
+  // its actions (api::replay_delays); the middle replay's are kept with its median.
   LinkProbe p;
+  std::vector<ReplayDelays> delays;
   for (int run = 0; run < 3; ++run) {
     const Timeline t = gpu::replay_schedule(s, rc);
     std::vector<Time> d;
@@ -91,8 +94,11 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
     std::sort(d.begin(), d.end());
     p.runs_us.push_back(static_cast<double>(d[d.size() / 2]) / 1e3);
     p.transfers = d.size();
+    delays.push_back(api::replay_delays(t));
   }
   p.median_us = api::middle_run(p.runs_us);
+  for (std::size_t i = 0; i < p.runs_us.size(); ++i)
+    if (p.runs_us[i] == p.median_us) p.delays = delays[i];
   return p;
 }
 
@@ -185,6 +191,7 @@ struct Validation {
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
   std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
+  std::string delays_summary;               // without the replay's delays the link probe measured
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
   // waits named in the text.
@@ -315,6 +322,9 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   const LinkProbe& p = *x.probe;
   x.j["link_probe"] = {{"median_us", p.median_us}, {"runs_us", p.runs_us}, {"transfers", p.transfers},
                        {"bytes", p.bytes},         {"schedule", "gpipe"},  {"microbatches", 2 * x.pp}};
+  x.j["link_probe"]["replay_delays"] = {{"send_us", p.delays.send_us},          {"receive_us", p.delays.receive_us},
+                                        {"action_gap_us", p.delays.gap_us},     {"send_samples", p.delays.sends},
+                                        {"receive_samples", p.delays.receives}, {"gap_samples", p.delays.gaps}};
   if (p.bytes > 0) {
     const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
     x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
@@ -394,7 +404,8 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
     // The EP profile ran stage 0's shards at once, on this GPU when they share it.
     if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
   }
-  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);  // measured time less bandwidth share
+  // The probe's time, with the replay's delays around a message, less the bandwidth share; its gap between actions.
+  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, x.probe->delays);
   return costs;
 }
 
@@ -690,6 +701,30 @@ api::CorunFactors corun_factors(const gpu::CorunProfile& p, const std::string& m
   return f;
 }
 
+std::vector<Time> exposed_of(const SimResult& sr) {
+  std::vector<Time> e;
+  for (const auto& rs : sr.ranks) e.push_back(rs.exposed_comm);
+  return e;
+}
+
+// The same prediction without the replay's own delays that the probe measured (around each
+// message, between actions): the figure they move, for the JSON and the closing table.
+void without_replay_delays(Validation& x, const std::string& name, const Schedule& s, SimCosts costs, int layers,
+                           const gpu::ChunkShape& shape, const TimelineStats& meas_stats, nlohmann::json& r) {
+  const ReplayDelays& d = x.probe ? x.probe->delays : ReplayDelays{};
+  if (!x.probe || (d.gap_us <= 0 && d.send_us <= 0 && d.receive_us <= 0)) return;
+  api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);  // the copy alone, no gap
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult w =
+      corun_applies(x) ? api::simulate_corun(s, costs, corun_factors(corun_of(x, layers, shape), x.req.co_run)).result
+                       : simulate(s, costs, opt);
+  const ValidationRow w0 = compare_timelines(timeline_stats(w.timeline, exposed_of(w)), meas_stats).front();
+  r["replay_delays"] = {{"predicted_without_ms", w0.predicted}, {"error_without", w0.error}};
+  x.delays_summary +=
+      fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, w0.predicted, w0.measured, 100.0 * w0.error);
+}
+
 // One schedule: predicted, replayed, compared; its tables, lines and JSON.
 void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const int layers = x.c.model.layers / s.stages_per_pipe;
@@ -707,11 +742,6 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     if (x.req.co_run == "sustained") full = api::simulate_corun(s, costs, corun_factors(p, "full")).result;
   }
   Measured meas = replay(x, s, shape);
-  auto exposed_of = [](const SimResult& sr) {
-    std::vector<Time> e;
-    for (const auto& rs : sr.ranks) e.push_back(rs.exposed_comm);
-    return e;
-  };
   const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
   const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed_of(pred)), meas_stats);
   const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
@@ -733,6 +763,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["host_bound"] = host_bound;
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
+  without_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
   if (corun) {
     const SimResult& plain = corun->result;
     const auto plain_rows = compare_timelines(timeline_stats(plain.timeline, exposed_of(plain)), meas_stats);
@@ -796,11 +827,14 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (x.probe)
     x.text += fmt::format(
         "link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}; the middle "
-        "of three replays: {:.1f} us){}; the prediction's link latency is that less the bandwidth "
-        "share (--no-link-probe: the config's)\n",
+        "of three replays: {:.1f} us){}; the replay's own delays: {:.1f} us from a producer's end to its "
+        "copy, {:.1f} us from an arrival to a waiting consumer's start, {:.1f} us between two actions "
+        "of a rank; the prediction's link latency is the transfer and both delays less the bandwidth "
+        "share, and each rank waits the gap between actions (--no-link-probe: the config's link)\n",
         x.probe->median_us, x.probe->transfers, x.probe->bytes, 2 * x.pp, fmt::join(x.probe->runs_us, ", "),
         probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
-                    : std::string());
+                    : std::string(),
+        x.probe->delays.send_us, x.probe->delays.receive_us, x.probe->delays.gap_us);
   if (x.probe && x.copy_us > 0)
     x.text +=
         fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
@@ -832,6 +866,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (!x.corun_full_summary.empty())
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
+  if (!x.delays_summary.empty())
+    x.text += fmt::format("\nwithout the replay's delays (the copy alone as the message, no gap between actions):\n{}",
+                          x.delays_summary);
   for (const auto& sk : x.j["skipped"])
     x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());
 }

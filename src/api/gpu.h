@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/gpu_costs.h"
 #include "core/timeline.h"
 #include "cost/config.h"
 #include "cuda_validate/gpu_api.h"
@@ -35,6 +36,7 @@ struct LinkProbe {
   std::vector<double> runs_us;  // each replay's median transfer
   std::size_t transfers = 0;
   Bytes bytes = 0;
+  ReplayDelays delays;  // the middle replay's send and receive delays and gap between actions
 };
 // Collective under mpirun/srun: every process replays its share, every process gets the result.
 std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport,

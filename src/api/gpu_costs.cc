@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/error.h"
 #include "core/intervals.h"
@@ -86,9 +87,68 @@ void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::arr
   }
 }
 
-void apply_link_probe(SimCosts& c, double median_us, Bytes bytes) {
-  const Time measured = static_cast<Time>(std::llround(median_us * 1e3));
+namespace {
+// The op that reads what `p` produced: the next stage's F of an F, the previous stage's
+// backward (B or I) of a backward.
+bool consumes(const Op& q, const Op& p) {
+  if (q.microbatch != p.microbatch) return false;
+  if (p.kind == OpKind::F) return q.kind == OpKind::F && q.stage == p.stage + 1;
+  return (p.kind == OpKind::B || p.kind == OpKind::I) && (q.kind == OpKind::B || q.kind == OpKind::I) &&
+         q.stage == p.stage - 1;
+}
+bool holds(const Action& a, const std::function<bool(const Op&)>& pred) {
+  for (int i = 0; i < a.size(); ++i)
+    if (pred(a.op(i))) return true;
+  return false;
+}
+double median_us(std::vector<Time> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return static_cast<double>(v[v.size() / 2]) / 1e3;
+}
+}  // namespace
+
+ReplayDelays replay_delays(const Timeline& t) {
+  std::vector<std::vector<const Interval*>> by_rank(static_cast<std::size_t>(std::max(0, t.pp)));
+  for (const Interval& iv : t.intervals)
+    if (iv.stream == Stream::Compute && iv.part == Part::Whole && iv.rank >= 0 && iv.rank < t.pp)
+      by_rank[static_cast<std::size_t>(iv.rank)].push_back(&iv);
+  for (auto& v : by_rank)
+    std::sort(v.begin(), v.end(), [](const Interval* a, const Interval* b) { return a->start < b->start; });
+  std::vector<Time> sends, receives, gaps;
+  // Per rank and interval index: the latest arrival of a message it consumes (kNever: none).
+  std::vector<std::vector<Time>> arrival(by_rank.size());
+  for (std::size_t r = 0; r < by_rank.size(); ++r) arrival[r].assign(by_rank[r].size(), kNever);
+  for (const Transfer& tr : t.transfers) {
+    if (tr.src_rank < 0 || tr.src_rank >= t.pp || tr.dst_rank < 0 || tr.dst_rank >= t.pp) continue;
+    for (const Interval* iv : by_rank[static_cast<std::size_t>(tr.src_rank)])
+      if (holds(iv->action, [&](const Op& q) { return q == tr.producer; })) sends.push_back(tr.start - iv->end);
+    const auto& dst = by_rank[static_cast<std::size_t>(tr.dst_rank)];
+    for (std::size_t i = 0; i < dst.size(); ++i) {
+      if (!holds(dst[i]->action, [&](const Op& q) { return consumes(q, tr.producer); })) continue;
+      Time& a = arrival[static_cast<std::size_t>(tr.dst_rank)][i];
+      a = a == kNever ? tr.end : std::max(a, tr.end);
+      if (i == 0 || dst[i - 1]->end < tr.end) receives.push_back(dst[i]->start - tr.end);  // it waited
+    }
+  }
+  for (std::size_t r = 0; r < by_rank.size(); ++r)
+    for (std::size_t i = 1; i < by_rank[r].size(); ++i)
+      if (arrival[r][i] == kNever || arrival[r][i] <= by_rank[r][i - 1]->end)
+        gaps.push_back(by_rank[r][i]->start - by_rank[r][i - 1]->end);
+  ReplayDelays d;
+  d.sends = sends.size();
+  d.receives = receives.size();
+  d.gaps = gaps.size();
+  d.send_us = std::max(0.0, median_us(std::move(sends)));
+  d.receive_us = std::max(0.0, median_us(std::move(receives)));
+  d.gap_us = std::max(0.0, median_us(std::move(gaps)));
+  return d;
+}
+
+void apply_link_probe(SimCosts& c, double median_us, Bytes bytes, const ReplayDelays& d) {
+  const Time measured = static_cast<Time>(std::llround((median_us + d.send_us + d.receive_us) * 1e3));
   c.link.latency = std::max<Time>(0, measured - c.link.occupancy(bytes));
+  c.action_gap = static_cast<Time>(std::llround(d.gap_us * 1e3));
 }
 
 std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {

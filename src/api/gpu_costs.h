@@ -104,9 +104,22 @@ struct ReplayMemoryPrediction {
 };
 std::vector<ReplayMemoryPrediction> replay_memory(const std::string& config, const std::vector<std::string>& sets,
                                                   const Schedule& s, const SimResult* r);
-// The link probe: the measured median transfer time of messages of `bytes`, less the bandwidth
-// share, as the link latency (never negative).
-void apply_link_probe(SimCosts& c, double median_us, Bytes bytes);
+// What a measured timeline (the link probe's replay) shows of the replay's own mechanics around
+// its ops, in us (medians over the samples; 0 where there are none; Time in ns):
+//   send_us:    a producer's end to its message's copy start (the copy's wait on the op),
+//   receive_us: a message's arrival to its consumer's start, where the consumer waited for it
+//               (its rank's previous action had ended before the arrival),
+//   gap_us:     a rank's action end to its next action's start, where that one waited for no
+//               message (none, or all landed before the end): the GPU's gap between two launches.
+struct ReplayDelays {
+  double send_us = 0, receive_us = 0, gap_us = 0;
+  std::size_t sends = 0, receives = 0, gaps = 0;  // samples
+};
+ReplayDelays replay_delays(const Timeline& t);
+// The link probe: the measured median transfer time of messages of `bytes` with the replay's
+// send and receive delays, less the bandwidth share, as the link latency (never negative); the
+// replay's gap between actions as SimCosts::action_gap.
+void apply_link_probe(SimCosts& c, double median_us, Bytes bytes, const ReplayDelays& d = {});
 // The middle of the probe's runs (each a replay's median transfer): one slow replay does not
 // stand for every transfer.
 double middle_run(std::vector<double> runs_us);

@@ -181,6 +181,43 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   api::apply_link_probe(c, 5.0, 1'000'000);  // faster than the wire: latency 0, not negative
   CHECK(c.link.latency == 0);
   CHECK(api::middle_run({1400.0, 20.0, 22.0}) == 22.0);
+  {
+    // The replay's own delays, from a hand-made measured timeline (us): rank 0 runs 0F0 [0,100],
+    // 0F1 [106,206], 0B0 [400,500]; rank 1 runs 1F0 [130,230], 1B0 [237,337]. 0F0's message is
+    // copied 108..120, 1B0's 345..390. Sends: 8 and 8 after their producers' ends; receives: 1F0
+    // (a first action) and 0B0 (its rank idle since 206) start 10 after their arrivals; gaps: 0F1
+    // 6 after 0F0 (it receives nothing), 1B0 7 after 1F0; 0B0 waited for its message, no gap.
+    auto us = [](double v) { return static_cast<Time>(v * 1e3); };
+    auto at = [&](int rank, OpKind k, int stage, int mb, double a, double b) {
+      Interval iv;
+      iv.rank = rank;
+      iv.start = us(a);
+      iv.end = us(b);
+      iv.action = Action::single(Op{k, stage, mb});
+      return iv;
+    };
+    Timeline t;
+    t.pp = 2;
+    t.intervals = {at(0, OpKind::F, 0, 0, 0, 100), at(0, OpKind::F, 0, 1, 106, 206), at(0, OpKind::B, 0, 0, 400, 500),
+                   at(1, OpKind::F, 1, 0, 130, 230), at(1, OpKind::B, 1, 0, 237, 337)};
+    t.transfers = {Transfer{0, 1, us(108), us(120), Op{OpKind::F, 0, 0}, 1'000'000},
+                   Transfer{1, 0, us(345), us(390), Op{OpKind::B, 1, 0}, 1'000'000}};
+    const api::ReplayDelays d = api::replay_delays(t);
+    CHECK(d.sends == 2);
+    CHECK(d.send_us == Approx(8));
+    CHECK(d.receives == 2);
+    CHECK(d.receive_us == Approx(10));
+    CHECK(d.gaps == 2);
+    CHECK(d.gap_us == Approx(7));  // the upper median of {6, 7}
+    // 12 us of copy for 1e6 bytes over 100 bytes/ns (10 on the wire), with both delays: latency
+    // 12 + 8 + 10 - 10 = 20 us; the gap between actions 7 us.
+    api::apply_link_probe(c, 12.0, 1'000'000, d);
+    CHECK(c.link.latency == 20'000);
+    CHECK(c.action_gap == 7'000);
+    api::apply_link_probe(c, 12.0, 1'000'000);  // without them: the copy alone, no gap
+    CHECK(c.link.latency == 2'000);
+    CHECK(c.action_gap == 0);
+  }
   // Profiled sub-ops (summed over a 2-layer chunk) become each slice's per-layer overlap costs.
   api::profiled_overlap_costs(c, {{"attn_fwd", 2.0}, {"dispatch_fwd", 0.5}, {"mlp_w", 3.0}}, 2, 20.0 / 32);
   REQUIRE(c.moe.size() == c.slice.size());

@@ -39,8 +39,11 @@ struct LinkProbe {
   ReplayDelays delays;  // the middle replay's send and receive delays and gap between actions
 };
 // Collective under mpirun/srun: every process replays its share, every process gets the result.
+// `graphs`, `value_waits`: launched and ordered as the schedules' replays are (validate --launch),
+// so that the delays it measures are theirs.
 std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport,
-                                    bool sm_partitions, double timeout_s);
+                                    bool sm_partitions, double timeout_s, bool graphs = false,
+                                    bool value_waits = false);
 
 struct ProfileRequest {
   std::string config;

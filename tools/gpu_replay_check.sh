@@ -108,6 +108,11 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   { echo "== $shape clock=$clock waits=$waits transport=$transport launch=$launch"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null
 done
 rm -rf "$OUT/tmp" "$OUT/build.log" "$OUT/summary.txt"
+if [ "${TRACES:-0}" = 1 ]; then  # where each run's error sits: op time or idle (tools/validate_residuals.py)
+  for t in "$OUT"/trace_*.json; do
+    [ -f "$t" ] && { echo "== residuals: $(basename "$t")"; python3 "$ROOT/tools/validate_residuals.py" "$t"; }
+  done > "$OUT/residuals.txt" 2>&1
+fi
 echo "== order (replay test)"; cat "$OUT/order_summary.txt"
 echo "== makespan error by variant (shape/clock/waits/transport/launch: predicted ms, measured ms, error; HB: host-bound)"
 python3 - "$OUT/table.txt" <<'PY'

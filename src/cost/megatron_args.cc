@@ -38,10 +38,32 @@ struct Flag {
   SourceLoc loc;
 };
 
+// What to do about a value the script does not decide: set the variable it names ($NAME,
+// ${NAME}) as the user (megatron_args' env:), and where the script stopped with an error.
+std::string unknown_advice(const std::string& text, const std::string& stop) {
+  std::string out;
+  const std::size_t d = text.find('$');
+  if (d != std::string::npos) {
+    std::size_t k = d + 1 + (d + 1 < text.size() && text[d + 1] == '{' ? 1 : 0);
+    const std::size_t from = k;
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_')) ++k;
+    if (k > from && !std::isdigit(static_cast<unsigned char>(text[from])))
+      out = fmt::format("; set {} in megatron_args env: (or --megatron-env {}=...)", text.substr(from, k - from),
+                        text.substr(from, k - from));
+  }
+  if (!stop.empty()) out += fmt::format("; the script stops before it with {}", stop);
+  return out;
+}
+
+// A placeholder the script leaves to its user (`<path to data>`, shell_script.h).
+bool is_placeholder(const std::string& v) {
+  return v.size() > 2 && v.front() == '<' && v.find('>') != std::string::npos;
+}
+
 // The script's flags with argparse's meaning: a repeated flag's last value wins.
 class Flags {
  public:
-  explicit Flags(std::vector<Flag> f) : flags_(std::move(f)) {
+  Flags(std::vector<Flag> f, std::string stop) : flags_(std::move(f)), stop_(std::move(stop)) {
     for (std::size_t i = 0; i < flags_.size(); ++i) index_[flags_[i].name] = i;
   }
   bool has(const std::string& n) {
@@ -58,7 +80,12 @@ class Flags {
     const Flag& f = get(n);
     if (f.values.empty()) throw InputError(f.loc, fmt::format("--{} needs a value", n));
     const Word& v = f.values[0];
-    if (!v.unknown.empty()) throw InputError(v.loc, fmt::format("--{} {}: {}", n, v.text, v.unknown));
+    if (!v.unknown.empty())
+      throw InputError(v.loc, fmt::format("--{} {}: {}{}", n, v.text, v.unknown, unknown_advice(v.text, stop_)));
+    if (is_placeholder(v.text))
+      throw InputError(v.loc, fmt::format("--{} {}: a placeholder the script leaves to its user; fill it in, or set "
+                                          "the variable that holds it in megatron_args env:",
+                                          n, v.text));
     return v.text;
   }
   long long integer(const std::string& n, long long min = 0) {
@@ -87,6 +114,7 @@ class Flags {
   std::vector<Flag> flags_;
   std::map<std::string, std::size_t> index_;
   std::set<std::string> used_;
+  std::string stop_;
 };
 
 bool ends_with(const std::string& s, const char* tail) {
@@ -120,6 +148,15 @@ std::size_t count_flags(const std::vector<Word>& w, std::size_t from) {
   return n;
 }
 
+// A word naming a Python script: `train.py`, or `$CODE_DIR/pretrain_gpt.py` (its folder unknown,
+// its file name known).
+bool names_py(const Word& w) {
+  if (!ends_with(w.text, ".py")) return false;
+  if (w.unknown.empty()) return true;
+  const std::size_t slash = w.text.rfind('/');
+  return slash != std::string::npos && w.text.find_first_of("$`", slash) == std::string::npos;
+}
+
 // Among the script's commands, the one running a .py with the most flags after it; with none, the
 // words of all commands (a plain argument list, one `--flag value` per line).
 TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const std::string& name) {
@@ -127,7 +164,7 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
   std::size_t best_py = 0, best_flags = 0;
   for (const ShellCommand& c : cmds)
     for (std::size_t k = 0; k < c.words.size(); ++k)
-      if (ends_with(c.words[k].text, ".py") && c.words[k].unknown.empty()) {
+      if (names_py(c.words[k])) {
         const std::size_t n = count_flags(c.words, k + 1);
         if (n > 0 && n >= best_flags) {
           best = &c;
@@ -146,7 +183,8 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
     throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}", best->words[best_py].text,
                                             best->undecided));
   out.script = best->words[best_py];
-  out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
+  out.launcher = best->launcher;
+  out.launcher.insert(out.launcher.end(), best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
   out.loc = best->loc;
   out.hint = missing_hint(cmds, best, out.args);
@@ -209,6 +247,64 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
   return std::nullopt;
 }
 
+// Slurm's task count (one Megatron rank per task) from sbatch's, salloc's and srun's options in
+// launch order (a later one wins, as srun's own over its allocation's): --ntasks/-n, else
+// --nodes/-N x --ntasks-per-node. 0 with `why` when they do not state it.
+long long slurm_world(const std::vector<Word>& w, std::string& why) {
+  bool slurm = false;
+  for (const Word& x : w) {
+    const std::string b = x.text.substr(x.text.rfind('/') == std::string::npos ? 0 : x.text.rfind('/') + 1);
+    slurm = slurm || b == "sbatch" || b == "srun" || b == "salloc";
+  }
+  if (!slurm) return 0;
+  struct Opt {
+    const char *lng, *shrt, *name;
+    std::string value, unknown;
+    bool set = false;
+  };
+  Opt opts[] = {{"--nodes", "-N", "--nodes", {}, {}}, {"--ntasks", "-n", "--ntasks", {}, {}},
+                {"--ntasks-per-node", nullptr, "--ntasks-per-node", {}, {}}};
+  for (std::size_t k = 0; k < w.size(); ++k)
+    for (Opt& o : opts) {
+      const std::string& t = w[k].text;
+      const std::string eq = std::string(o.lng) + "=";
+      const bool separate = (t == o.lng || (o.shrt != nullptr && t == o.shrt)) && k + 1 < w.size();
+      const bool glued = o.shrt != nullptr && t.size() > 2 && t.rfind(o.shrt, 0) == 0 && t[1] != '-' &&
+                         std::isdigit(static_cast<unsigned char>(t[2]));
+      if (t.rfind(eq, 0) == 0) {
+        o.value = t.substr(eq.size());
+        o.unknown = w[k].unknown;
+      } else if (separate) {
+        o.value = w[k + 1].text;
+        o.unknown = w[k + 1].unknown;
+      } else if (glued) {
+        o.value = t.substr(2);
+        o.unknown = w[k].unknown;
+      } else {
+        continue;
+      }
+      o.set = true;
+    }
+  auto get = [&](const Opt& o) -> std::optional<long long> {
+    if (!o.set) return std::nullopt;
+    if (!o.unknown.empty()) {
+      if (why.empty()) why = fmt::format("Slurm's {} {}: {}", o.name, o.value, o.unknown);
+      return std::nullopt;
+    }
+    const std::optional<long long> v = whole_integer(o.value);
+    if ((!v || *v < 1) && why.empty()) why = fmt::format("Slurm's {} {} is not a number of tasks", o.name, o.value);
+    return v && *v >= 1 ? v : std::nullopt;
+  };
+  if (const auto n = get(opts[1])) return *n;
+  const auto nodes = get(opts[0]);
+  const auto per_node = get(opts[2]);
+  if (nodes && per_node) return *nodes * *per_node;
+  if (why.empty())
+    why = nodes ? fmt::format("Slurm's --nodes {} without --ntasks-per-node or --ntasks", *nodes)
+                : "Slurm's options state no --ntasks or --nodes x --ntasks-per-node";
+  return 0;
+}
+
 // The world size the launcher states: torchrun's (or torch.distributed.run's) --nproc-per-node x
 // --nnodes (1 when absent), deepspeed's --num_gpus x --num_nodes; else slime's actor flags.
 void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
@@ -224,6 +320,15 @@ void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
       return;
     }
     why = node_why;
+  }
+  if (!procs && why.empty()) {
+    std::string slurm_why;
+    if (const long long n = slurm_world(t.launcher, slurm_why); n > 0) {
+      out.world_size = n;
+      out.world_size_from = "Slurm's tasks (--ntasks, or --nodes x --ntasks-per-node)";
+      return;
+    }
+    why = slurm_why;
   }
   std::string actor_why;
   const auto actor_nodes = launcher_flag(t.args, {"--actor-num-nodes", "--actor_num_nodes"}, actor_why);
@@ -624,8 +729,10 @@ void read_precision_flags(Flags& a, YAML::Node prec) {
 
 }  // namespace
 
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir) {
-  const std::vector<ShellCommand> cmds = shell_commands(text, name, dir);
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir,
+                                     const ScriptEnv& env) {
+  const ShellRead read = read_shell(text, name, dir, env);
+  const std::vector<ShellCommand>& cmds = read.commands;
   const TrainingCommand cmd = training_command(cmds, name);
   if (!cmd.script.text.empty()) {
     const std::string py = std::filesystem::path(cmd.script.text).filename().string();
@@ -637,12 +744,17 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
                                                      py));
   }
   std::vector<Flag> list = collect_flags(cmd.args);
-  if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
+  if (list.empty())
+    throw InputError(SourceLoc{name, 0, 0},
+                     fmt::format("no Megatron-LM arguments (--flag value) in the file{}",
+                                 read.stop.empty() ? "" : fmt::format(" (the script stops with {})", read.stop)));
   MegatronArgs out;
   out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
   out.missing_hint = cmd.hint;
+  if (!read.stop.empty())
+    out.missing_hint += (out.missing_hint.empty() ? "" : "; ") + fmt::format("the script stops with {}", read.stop);
   launcher_world_size(cmd, out);
-  Flags a(std::move(list));
+  Flags a(std::move(list), read.stop);
   YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
   read_model_flags(a, m, out);
   read_moe_flags(a, m);
@@ -656,9 +768,9 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   return out;
 }
 
-MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where) {
+MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where, const ScriptEnv& env) {
   const std::string text = read_text_file(path, where, "megatron_args file", 4u << 20);
-  return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string());
+  return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string(), env);
 }
 
 }  // namespace ppsim

@@ -16,6 +16,7 @@
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ struct MegatronArgs {
   int micro_batch_size = 1;
   std::vector<std::string> ignored;  // flags read but not used, in file order
   // The world size the launcher states (torchrun --nproc-per-node x --nnodes; slime's
-  // --actor-num-nodes x --actor-num-gpus-per-node), 0 when it does not; from: what said it;
+  // --actor-num-nodes x --actor-num-gpus-per-node; Slurm's tasks: sbatch/srun --ntasks, else
+  // --nodes x --ntasks-per-node), 0 when it does not; from: what said it;
   // why: what made it unknown.
   long long world_size = 0;
   std::string world_size_from, world_size_why;
@@ -45,11 +47,16 @@ struct MegatronArgs {
   std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
 };
 
+// The variables a user sets for the script (`megatron_args: {script: F, env: {MODEL_SIZE: 76B}}`):
+// they replace the script's own assignments to them (shell_script.h, read_shell).
+using ScriptEnv = std::map<std::string, std::string>;
+
 // `where` locates an unreadable file (the megatron_args key); errors inside point at the flag's
 // line:col in the file.
-MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where = {});
+MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where = {}, const ScriptEnv& env = {});
 // `dir`: the script's folder (for `source FILE` and `$(dirname "$0")`).
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "");
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "",
+                                     const ScriptEnv& env = {});
 
 // Megatron's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L": E embedding, t a layer, m an
 // MTP layer, L the loss and head, '|' ends a chunk, X*n and (...)*n repeat, ',' and spaces are

@@ -103,7 +103,7 @@ TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undeci
   CHECK(b.ignored == std::vector<std::string>{"--data-cache-path"});
   CHECK(error_of("if [ -z \"$BIG\" ]; then L=4; else L=8; fi\npython pretrain_gpt.py --num-layers $L") ==
         "a.sh:2:37: --num-layers $L: $L is set under the condition '[ -z \"$BIG\" ]' at line 1, which the script's "
-        "own values do not decide");
+        "own values do not decide; set L in megatron_args env: (or --megatron-env L=...)");
   CHECK(error_of("if [ -f /x ]; then\n  python pretrain_gpt.py --num-layers 4\nfi") ==
         "a.sh:2:3: the training command (pretrain_gpt.py) runs only under the condition '[ -f /x ]' at line 1, which "
         "the script's own values do not decide");
@@ -159,7 +159,8 @@ TEST_CASE("megatron: --pipeline-model-parallel-layout", "[cost][megatron]") {
 
 TEST_CASE("megatron: located errors", "[cost][megatron]") {
   CHECK(error_of("--num-layers $NL --hidden-size 8") ==
-        "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?)");
+        "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?); set NL in megatron_args "
+        "env: (or --megatron-env NL=...)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
   CHECK(error_of("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1") ==
         "a.sh:1:78: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "

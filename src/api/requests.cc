@@ -114,8 +114,8 @@ std::string yaml_quoted(const std::string& s) {
   return out + "\"";
 }
 
-// --set values, and --megatron-args (with --megatron-env) as the config key `megatron_args: FILE` (the path made absolute;
-// the arguments ppsim does not use become a note).
+// --set values, and --megatron-args (with --megatron-env) as the config key `megatron_args: FILE` (the path made
+// absolute; the arguments ppsim does not use become a note).
 std::vector<std::string> config_sets(const Values& v) {
   std::vector<std::string> sets = v.texts("overrides");
   if (find_option(v.command(), "calibration") && !v.text("calibration").empty())
@@ -129,16 +129,19 @@ std::vector<std::string> config_sets(const Values& v) {
     const std::string name = a.substr(0, eq);
     if (eq == std::string::npos || name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
         name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
-      throw InputError(SourceLoc{"--megatron-env", 0, 0},
-                       fmt::format("expected NAME=value (a shell variable for the --megatron-args script), got '{}'", a));
+      throw InputError(
+          SourceLoc{"--megatron-env", 0, 0},
+          fmt::format("expected NAME=value (a shell variable for the --megatron-args script), got '{}'", a));
     env[name] = a.substr(eq + 1);
   }
   if (path.empty()) {
     if (!env.empty())
-      throw InputError(SourceLoc{"--megatron-env", 0, 0}, "--megatron-env sets variables of --megatron-args FILE: give it");
+      throw InputError(SourceLoc{"--megatron-env", 0, 0},
+                       "--megatron-env sets variables of --megatron-args FILE: give it");
     return sets;
   }
-  for (const auto& [name, value] : env) env_yaml += fmt::format("{}{}: {}", env_yaml.empty() ? "" : ", ", name, yaml_quoted(value));
+  for (const auto& [name, value] : env)
+    env_yaml += fmt::format("{}{}: {}", env_yaml.empty() ? "" : ", ", name, yaml_quoted(value));
   const MegatronArgs args = read_megatron_args(path, SourceLoc{"--megatron-args", 0, 0}, env);
   if (!args.ignored.empty()) {
     std::string list;

@@ -867,8 +867,9 @@ MegatronArgs read_megatron_key(const MapReader& root, const std::string& base_di
                           std::string::npos;
       if (!ok) ctx_fail(m, it->first, fmt::format("megatron_args.env: '{}' is not a shell variable name", name));
       if (!it->second.IsScalar())
-        ctx_fail(m, it->second, fmt::format("megatron_args.env.{} must be a value (text or number), got {}", name,
-                                            describe_node(it->second)));
+        ctx_fail(m, it->second,
+                 fmt::format("megatron_args.env.{} must be a value (text or number), got {}", name,
+                             describe_node(it->second)));
       env[name] = it->second.Scalar();
     }
   return read_megatron_args(path, m.loc("script"), env);

@@ -51,7 +51,7 @@ std::string unknown_advice(const std::string& text, const std::string& stop) {
       out = fmt::format("; set {} in megatron_args env: (or --megatron-env {}=...)", text.substr(from, k - from),
                         text.substr(from, k - from));
   }
-  if (!stop.empty()) out += fmt::format("; the script stops before it with {}", stop);
+  if (!stop.empty()) out += fmt::format("; before it the script reaches an error exit ({})", stop);
   return out;
 }
 
@@ -184,7 +184,8 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
                                             best->undecided));
   out.script = best->words[best_py];
   out.launcher = best->launcher;
-  out.launcher.insert(out.launcher.end(), best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
+  out.launcher.insert(out.launcher.end(), best->words.begin(),
+                      best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
   out.loc = best->loc;
   out.hint = missing_hint(cmds, best, out.args);
@@ -262,7 +263,8 @@ long long slurm_world(const std::vector<Word>& w, std::string& why) {
     std::string value, unknown;
     bool set = false;
   };
-  Opt opts[] = {{"--nodes", "-N", "--nodes", {}, {}}, {"--ntasks", "-n", "--ntasks", {}, {}},
+  Opt opts[] = {{"--nodes", "-N", "--nodes", {}, {}},
+                {"--ntasks", "-n", "--ntasks", {}, {}},
                 {"--ntasks-per-node", nullptr, "--ntasks-per-node", {}, {}}};
   for (std::size_t k = 0; k < w.size(); ++k)
     for (Opt& o : opts) {
@@ -727,6 +729,20 @@ void read_precision_flags(Flags& a, YAML::Node prec) {
   }
 }
 
+// The script's own values reach an error exit (`else echo "Invalid configuration"; exit 1`) and the
+// training command after it has words they do not decide: what bash would pass there is not a
+// run the script makes, refused at the exit (a variable the chain sets is missing, or empty).
+void refuse_after_stop(const ShellRead& read, const TrainingCommand& cmd) {
+  if (read.stop.empty()) return;
+  for (const Word& w : cmd.args)
+    if (!w.unknown.empty())
+      throw InputError(read.stop_at,
+                       fmt::format("the script stops here ({}) with the values it was read with, and its training "
+                                   "command after it has {} ({}); set the variables its conditions test in "
+                                   "megatron_args env: (or --megatron-env NAME=value)",
+                                   read.stop, w.text, w.unknown));
+}
+
 }  // namespace
 
 MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir,
@@ -734,6 +750,9 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   const ShellRead read = read_shell(text, name, dir, env);
   const std::vector<ShellCommand>& cmds = read.commands;
   const TrainingCommand cmd = training_command(cmds, name);
+  const std::string stop =
+      read.stop.empty() ? "" : fmt::format("{}:{}: {}", read.stop_at.file, read.stop_at.line, read.stop);
+  refuse_after_stop(read, cmd);
   if (!cmd.script.text.empty()) {
     const std::string py = std::filesystem::path(cmd.script.text).filename().string();
     for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py",
@@ -746,15 +765,17 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   std::vector<Flag> list = collect_flags(cmd.args);
   if (list.empty())
     throw InputError(SourceLoc{name, 0, 0},
-                     fmt::format("no Megatron-LM arguments (--flag value) in the file{}",
-                                 read.stop.empty() ? "" : fmt::format(" (the script stops with {})", read.stop)));
+                     fmt::format("no Megatron-LM arguments (--flag value) in the file{}{}",
+                                 stop.empty() ? "" : fmt::format(" (the script reaches an error exit: {})", stop),
+                                 read.missing.empty() ? "" : fmt::format("; {}", read.missing.front())));
   MegatronArgs out;
   out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
   out.missing_hint = cmd.hint;
-  if (!read.stop.empty())
-    out.missing_hint += (out.missing_hint.empty() ? "" : "; ") + fmt::format("the script stops with {}", read.stop);
+  if (!stop.empty())
+    out.missing_hint +=
+        (out.missing_hint.empty() ? "" : "; ") + fmt::format("the script reaches an error exit ({})", stop);
   launcher_world_size(cmd, out);
-  Flags a(std::move(list), read.stop);
+  Flags a(std::move(list), stop);
   YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
   read_model_flags(a, m, out);
   read_moe_flags(a, m);

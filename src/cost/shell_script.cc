@@ -643,7 +643,9 @@ class Executor {
     vars_["0"] = Var{{name_}, false, {}};
     std::error_code ec;
     const std::filesystem::path cwd = std::filesystem::absolute(dir_.empty() ? "." : dir_, ec);
-    vars_["PWD"] = Var{{cwd.lexically_normal().string()}, false, {}};
+    std::string pwd = cwd.lexically_normal().string();
+    if (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
+    vars_["PWD"] = Var{{pwd}, false, {}};
     vars_["PWD"].exported = true;
     for (const auto& [k, v] : env) {
       vars_[k] = Var{{v}, false, {}};
@@ -651,7 +653,9 @@ class Executor {
       pinned_.insert(k);
     }
   }
-  std::string stop;  // ShellRead::stop
+  std::string stop;  // ShellRead::stop, stop_at
+  SourceLoc stop_at;
+  const std::vector<std::string>& missing_sources() const { return missing_sources_; }
   // A script with #SBATCH lines is read as sbatch runs it: its commands under those options.
   void batch_script(const std::string& text) {
     std::vector<ShellWord> d = sbatch_directives(text, name_);
@@ -860,10 +864,10 @@ class Executor {
   void change_dir(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m);
 
   std::string name_, dir_;
-  std::set<std::string> pinned_;        // the user's env: the scripts' assignments to them are not applied
-  std::vector<ShellWord> launcher_;     // ShellCommand::launcher of the commands being read
-  std::string base_taint_;              // the condition a nested script (source, sh -c, child) runs under
-  std::string last_echo_;               // the last echo's text, for `stop`
+  std::set<std::string> pinned_;     // the user's env: the scripts' assignments to them are not applied
+  std::vector<ShellWord> launcher_;  // ShellCommand::launcher of the commands being read
+  std::string base_taint_;           // the condition a nested script (source, sh -c, child) runs under
+  std::string last_echo_;            // the last echo's text, for `stop`
   Vars vars_;
   std::map<std::string, std::vector<Token>> functions_;
   std::vector<std::string> missing_sources_;
@@ -1267,6 +1271,7 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
       const std::string name = a.substr(0, append ? eq - 1 : eq);
       Var v{{a.substr(eq + 1)}, false, argv[k].unknown};
       v.exported = exporting;
+      v.partial = true;  // as an assignment: its unknown pieces are its text for them
       if (append && vars_.count(name)) v.items[0] = vars_[name].scalar() + v.items[0];
       set_var(name, v, m);
     }
@@ -1288,6 +1293,19 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     return St::yes;
   }
   if (cmd == "pwd") return St::yes;
+  if (cmd == "read" || cmd == "mapfile" || cmd == "readarray") {  // their values come from input, not read here
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      const std::string& a = argv[k].text;
+      if (a.size() > 1 && a[0] == '-') {
+        if (a.find_first_of("padnutCc", 1) != std::string::npos && a.size() == 2) ++k;  // -p PROMPT, -a NAME, ...
+        if (a == "-a" && k < argv.size())
+          set_var(argv[k].text, Var{{}, true, fmt::format("set by '{}' at line {} from its input", cmd, at.line)}, m);
+        continue;
+      }
+      set_var(a, Var{{"$" + a}, false, fmt::format("set by '{}' at line {} from its input", cmd, at.line)}, m);
+    }
+    return St::yes;
+  }
   if (cmd == "[" || cmd == "test" || cmd == "[[") return test(argv, cmd == "[[");
   if (cmd == "true" || cmd == ":") return St::yes;
   if (cmd == "false") return St::no;
@@ -1296,9 +1314,11 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     // must set, a file that must exist): the launch it guards is read on.
     const bool error = argv.size() > 1 && argv[1].text != "0";
     if (m.taint.empty() && !error && capture_ == nullptr) throw ExitScript{};
-    if (m.taint.empty() && error && capture_ == nullptr && stop.empty())
-      stop = fmt::format("{}:{}: exit {}{}", at.file, at.line, argv[1].text,
-                         last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_));
+    if (m.taint.empty() && error && capture_ == nullptr && stop.empty()) {
+      stop =
+          fmt::format("exit {}{}", argv[1].text, last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_));
+      stop_at = at;
+    }
     return St::yes;
   }
   if (cmd == "echo" || cmd == "printf") return output(argv, m, handled);
@@ -1427,12 +1447,13 @@ void Executor::source_file(const std::vector<ShellWord>& argv, const SourceLoc& 
   if (argv.size() < 2) return;
   const ShellWord& w = argv[1];
   if (!w.unknown.empty()) {
-    missing_sources_.push_back(fmt::format("{} (sourced at {}:{}; {})", w.text, at.file, at.line, w.unknown));
+    missing_sources_.push_back(
+        fmt::format("{}, sourced at {}:{} and not read: {}", w.text, at.file, at.line, w.unknown));
     return;
   }
   const std::string path = find_file(w.text, at);
   if (path.empty()) {
-    missing_sources_.push_back(fmt::format("{} (sourced at {}:{}, not found)", w.text, at.file, at.line));
+    missing_sources_.push_back(fmt::format("{}, sourced at {}:{} and not found", w.text, at.file, at.line));
     return;
   }
   const std::string saved = base_taint_;
@@ -1464,8 +1485,8 @@ void Executor::change_dir(const std::vector<ShellWord>& argv, const SourceLoc& a
 // A command that runs a script or a command text: `bash [-x] F args`, `sh -c TEXT`, `./F.sh`,
 // `sbatch [opts] F`, and any of these after a launcher's options (srun, mpirun, nohup, ...).
 bool Executor::launch(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m) {
-  static const std::set<std::string> kLaunchers = {"srun",  "mpirun", "mpiexec", "nohup", "exec",    "time",
-                                                   "env",   "salloc", "numactl", "stdbuf", "timeout", "sbatch"};
+  static const std::set<std::string> kLaunchers = {"srun", "mpirun", "mpiexec", "nohup",  "exec",    "time",
+                                                   "env",  "salloc", "numactl", "stdbuf", "timeout", "sbatch"};
   const std::string head = base_name(argv[0].text);
   const bool launcher = kLaunchers.count(head) != 0;
   for (std::size_t k = 0; k < argv.size(); ++k) {
@@ -1476,7 +1497,8 @@ bool Executor::launch(const std::vector<ShellWord>& argv, const SourceLoc& at, c
       std::size_t j = k + 1;
       while (j < argv.size() && argv[j].text.size() > 1 && argv[j].text[0] == '-' && argv[j].text != "-c") ++j;
       if (j + 1 < argv.size() && argv[j].text == "-c") {
-        if (!argv[j + 1].unknown.empty()) return false;  // recorded; refused where it matters
+        // A text with unknown pieces is read too: each piece is the script's own text for it
+        // ($TP), which names the same variable again.
         const std::vector<ShellWord> saved = launcher_;
         launcher_.insert(launcher_.end(), argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(k));
         nested_text(argv[j + 1].text, argv[j + 1].loc, m);
@@ -1562,7 +1584,11 @@ void Executor::run_script(const std::vector<ShellWord>& argv, std::size_t k, std
   } catch (const ExitScript&) {
   }
   for (auto& c : child.commands) commands.push_back(std::move(c));
-  if (stop.empty()) stop = child.stop;
+  for (auto& f : child.missing_sources_) missing_sources_.push_back(std::move(f));
+  if (stop.empty()) {
+    stop = child.stop;
+    stop_at = child.stop_at;
+  }
 }
 
 void Executor::assign(const std::string& raw, const SourceLoc& at, const Mode& m) {
@@ -1811,7 +1837,7 @@ Val Executor::variable(const std::string& name) const {
     if (std::isdigit(static_cast<unsigned char>(name[0])))
       return unknown_val(fmt::format("${} is the script's argument {}, not given", name, name), "$" + name);
     std::string where = " (from the environment?)";
-    if (!missing_sources_.empty()) where = fmt::format(" (perhaps in {}, which was not read)", missing_sources_.back());
+    if (!missing_sources_.empty()) where = fmt::format(" (perhaps in {})", missing_sources_.back());
     return unknown_val(fmt::format("${} is not set in the script{}", name, where), "$" + name);
   }
   const Var& v = it->second;
@@ -2042,7 +2068,7 @@ ShellRead read_shell(const std::string& text, const std::string& name, const std
     ex.run_text(text, name, 1, 1);
   } catch (const shell_detail::ExitScript&) {
   }
-  return ShellRead{std::move(ex.commands), ex.stop};
+  return ShellRead{std::move(ex.commands), ex.stop, ex.stop_at, ex.missing_sources()};
 }
 
 std::vector<ShellCommand> shell_commands(const std::string& text, const std::string& name, const std::string& dir) {

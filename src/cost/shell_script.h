@@ -51,7 +51,9 @@ struct ShellRead {
   std::vector<ShellCommand> commands;
   // The first `exit N` (N != 0) that the script's own values reach (`else echo "Invalid
   // configuration"; exit 1`): read past, as an error check, but named where a value is missing.
-  std::string stop;  // "file:line: exit 1 after 'echo Invalid configuration'", or ""
+  std::string stop;  // "exit 1 after 'echo Invalid configuration'", or ""
+  SourceLoc stop_at{};
+  std::vector<std::string> missing;  // files sourced but not read: "F, sourced at a.sh:3 and not found"
 };
 
 // `dir`: the script's folder, for `source FILE` and `$(dirname "$0")`. `env`: variables the user

@@ -222,3 +222,105 @@ TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, T
   }
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+// A launch-script set with the SC'21 scripts' structure (Megatron-LM examples/sc21): run.sh picks
+// a model in an if/elif chain on MODEL, sources CONFIG.sh through `pwd`, which builds PARAMS
+// (a quoted string with `\` continuations and a placeholder) and sources SBATCH.sh, which submits
+// SRUN.sh; SRUN.sh's #SBATCH line gives the tasks per node and it runs srun ... sh -c "${CMD}".
+struct ScriptSet {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ppsim_megatron_set_" + std::to_string(::getpid()));
+  ScriptSet() {
+    std::filesystem::create_directories(dir);
+    write("run.sh",
+          "#!/bin/bash\nMODEL=small\n\n"
+          "if [ ${MODEL} == \"small\" ]; then\n    TP=2\n    PP=2\n    NLS=8\n    NNODES=2\n"
+          "    EXTRA=\"--checkpoint-activations \"\n"
+          "elif [ ${MODEL} = \"big\" ]; then\n    TP=4\n    PP=4\n    NLS=48\n    NNODES=8\n"
+          "    EXTRA=\"--checkpoint-activations --num-layers-per-virtual-pipeline-stage 3\"\n"
+          "else\n    echo \"Invalid configuration\"\n    exit 1\nfi\n"
+          "export JOB_NAME=job_${MODEL}\n. `pwd`/CONFIG.sh\n. $(pwd)/SBATCH.sh\nexit 0\n");
+    write("CONFIG.sh",
+          "export CODE_DIR=<megatron source code directory>\n"
+          "export PARAMS=\" ${EXTRA} \\\n\t--tensor-model-parallel-size ${TP} \\\n"
+          "\t--pipeline-model-parallel-size ${PP} --num-layers ${NLS} \\\n"
+          "        --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 1000 \\\n"
+          "        --micro-batch-size 2 --global-batch-size 256 --data-path <path to data> --fp16 \"\n");
+    write("SBATCH.sh", "sbatch -p part --job-name=${JOB_NAME} --nodes=${NNODES} --export=CODE_DIR,PARAMS SRUN.sh\nexit 0\n");
+    write("SRUN.sh",
+          "#!/bin/bash\n#SBATCH -t 0:30:00 --exclusive --ntasks-per-node=4\n\nTHIS_DIR=`pwd`\nmkdir -p ${THIS_DIR}/logs\n"
+          "CMD=\"python -u ${CODE_DIR}/pretrain_gpt.py ${PARAMS}\"\n"
+          "srun -l --output=${THIS_DIR}/logs/%x_%j.log sh -c \"${CMD}\"\n");
+  }
+  ~ScriptSet() { std::filesystem::remove_all(dir); }
+  void write(const char* name, const std::string& text) const { std::ofstream(dir / name) << text; }
+  std::string path(const char* name) const { return (dir / name).string(); }
+};
+}  // namespace
+
+TEST_CASE("megatron: a launch-script set read as one (SC'21's structure)", "[cost][megatron]") {
+  const ScriptSet s;
+  // The script's own MODEL=small: TP 2, PP 2, 8 layers, 2 nodes x 4 tasks (#SBATCH) = 8 GPUs.
+  const MegatronArgs a = read_megatron_args(s.path("run.sh"));
+  CHECK(a.source.rfind(s.path("SRUN.sh") + ":", 0) == 0);
+  CHECK(a.model["layers"].as<int>() == 8);
+  CHECK(a.model["hidden"].as<int>() == 1024);
+  CHECK(a.parallel["tp"].as<int>() == 2);
+  CHECK(a.parallel["pp"].as<int>() == 2);
+  CHECK_FALSE(a.parallel["vpp"]);
+  CHECK(a.parallel["recompute"].as<std::string>() == "full");
+  CHECK(a.precision["params"].as<std::string>() == "fp16");
+  CHECK(a.global_batch_size == 256);
+  CHECK(a.world_size == 2 * 4);
+  // The user's MODEL=big replaces the script's: 48 layers / (3 per chunk x pp 4) = vpp 4; 8 x 4 GPUs.
+  const MegatronArgs b = read_megatron_args(s.path("run.sh"), {}, {{"MODEL", "big"}});
+  CHECK(b.model["layers"].as<int>() == 48);
+  CHECK(b.parallel["tp"].as<int>() == 4);
+  CHECK(b.parallel["vpp"].as<int>() == 48 / (3 * 4));
+  CHECK(b.world_size == 8 * 4);
+  // A variable the chain sets, pinned too: the user's value wins in every file.
+  const MegatronArgs c = read_megatron_args(s.path("run.sh"), {}, {{"MODEL", "big"}, {"NLS", "96"}});
+  CHECK(c.model["layers"].as<int>() == 96);
+  CHECK(c.parallel["vpp"].as<int>() == 96 / (3 * 4));
+  // Through a config, the YAML's map form: dp = 32 / (4 x 4) = 2; 256 / (micro-batch 2 x dp 2) = 64.
+  const ModelConfigData cfg =
+      parse_config("megatron_args: {script: run.sh, env: {MODEL: big}}\ncluster: {gpu: h100}\n", "t.yaml",
+                   s.dir.string(), {});
+  CHECK(cfg.parallel.dp == 32 / (4 * 4));
+  CHECK(cfg.parallel.microbatches == 256 / (2 * 2));
+}
+
+TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megatron]") {
+  const ScriptSet s;
+  auto error = [&](const ScriptEnv& env, const char* file = "run.sh") {
+    try {
+      (void)read_megatron_args(s.path(file), {}, env);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  // A MODEL the chain does not know: the script's own `exit 1` (run.sh line 18, column 5).
+  CHECK(error({{"MODEL", "huge"}}) ==
+        s.path("run.sh") +
+            ":18:5: the script stops here (exit 1 after 'echo Invalid configuration') with the values it was read "
+            "with, and its training command after it has ${EXTRA} ($EXTRA is not set in the script (from the "
+            "environment?)); set the variables its conditions test in megatron_args env: (or --megatron-env "
+            "NAME=value)");
+  // A sourced file that is not there: the flag, and the file it may have come from.
+  std::filesystem::remove(s.dir / "CONFIG.sh");
+  const std::string missing = error({});
+  CHECK(missing.find("no Megatron-LM arguments") != std::string::npos);
+  CHECK_THAT(missing, PPSIM_CONTAINS(s.path("CONFIG.sh") + ", sourced at " + s.path("run.sh") + ":21 and not found"));
+  // A loop the arguments depend on (`read` from a file): the flag, the line, and what to set.
+  s.write("loop.sh", "while read -r L; do :; done < layers.txt\npython pretrain_gpt.py --num-layers $L\n");
+  CHECK(error({}, "loop.sh") ==
+                    s.path("loop.sh") + ":2:37: --num-layers $L: $L is set by 'read' at line 1 from its input; set "
+                                        "L in megatron_args env: (or --megatron-env L=...)");
+  // A used flag left as a placeholder.
+  s.write("ph.sh", "python pretrain_gpt.py --num-layers <number of layers> --hidden-size 8\n");
+  CHECK(error({}, "ph.sh") ==
+                    s.path("ph.sh") + ":1:37: --num-layers <number of layers>: a placeholder the script leaves to "
+                                      "its user; fill it in, or set the variable that holds it in megatron_args env:");
+}

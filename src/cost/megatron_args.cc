@@ -252,54 +252,21 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
 // launch order (a later one wins, as srun's own over its allocation's): --ntasks/-n, else
 // --nodes/-N x --ntasks-per-node. 0 with `why` when they do not state it.
 long long slurm_world(const std::vector<Word>& w, std::string& why) {
-  bool slurm = false;
-  for (const Word& x : w) {
-    const std::string b = x.text.substr(x.text.rfind('/') == std::string::npos ? 0 : x.text.rfind('/') + 1);
-    slurm = slurm || b == "sbatch" || b == "srun" || b == "salloc";
-  }
-  if (!slurm) return 0;
-  struct Opt {
-    const char *lng, *shrt, *name;
-    std::string value, unknown;
-    bool set = false;
-  };
-  Opt opts[] = {{"--nodes", "-N", "--nodes", {}, {}},
-                {"--ntasks", "-n", "--ntasks", {}, {}},
-                {"--ntasks-per-node", nullptr, "--ntasks-per-node", {}, {}}};
-  for (std::size_t k = 0; k < w.size(); ++k)
-    for (Opt& o : opts) {
-      const std::string& t = w[k].text;
-      const std::string eq = std::string(o.lng) + "=";
-      const bool separate = (t == o.lng || (o.shrt != nullptr && t == o.shrt)) && k + 1 < w.size();
-      const bool glued = o.shrt != nullptr && t.size() > 2 && t.rfind(o.shrt, 0) == 0 && t[1] != '-' &&
-                         std::isdigit(static_cast<unsigned char>(t[2]));
-      if (t.rfind(eq, 0) == 0) {
-        o.value = t.substr(eq.size());
-        o.unknown = w[k].unknown;
-      } else if (separate) {
-        o.value = w[k + 1].text;
-        o.unknown = w[k + 1].unknown;
-      } else if (glued) {
-        o.value = t.substr(2);
-        o.unknown = w[k].unknown;
-      } else {
-        continue;
-      }
-      o.set = true;
-    }
-  auto get = [&](const Opt& o) -> std::optional<long long> {
+  const SlurmTasks t = slurm_tasks(w);
+  if (!t.slurm) return 0;
+  auto get = [&](const SlurmOption& o) -> std::optional<long long> {
     if (!o.set) return std::nullopt;
     if (!o.unknown.empty()) {
-      if (why.empty()) why = fmt::format("Slurm's {} {}: {}", o.name, o.value, o.unknown);
+      if (why.empty()) why = fmt::format("Slurm's {} {}: {}", o.flag, o.value, o.unknown);
       return std::nullopt;
     }
     const std::optional<long long> v = whole_integer(o.value);
-    if ((!v || *v < 1) && why.empty()) why = fmt::format("Slurm's {} {} is not a number of tasks", o.name, o.value);
+    if ((!v || *v < 1) && why.empty()) why = fmt::format("Slurm's {} {} is not a number of tasks", o.flag, o.value);
     return v && *v >= 1 ? v : std::nullopt;
   };
-  if (const auto n = get(opts[1])) return *n;
-  const auto nodes = get(opts[0]);
-  const auto per_node = get(opts[2]);
+  if (const auto n = get(t.ntasks)) return *n;
+  const auto nodes = get(t.nodes);
+  const auto per_node = get(t.per_node);
   if (nodes && per_node) return *nodes * *per_node;
   if (why.empty())
     why = nodes ? fmt::format("Slurm's --nodes {} without --ntasks-per-node or --ntasks", *nodes)
@@ -420,6 +387,7 @@ void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long
 void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "vocab-size", m, "vocab");
   copy_int(a, "padded-vocab-size", m, "vocab");
+  copy_int(a, "pad-vocab-size-to", m, "vocab");  // Megatron-DeepSpeed's (BLOOM's 250880): the padded size itself
   const std::string type = a.has("tokenizer-type") ? a.value("tokenizer-type") : "";
   const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
   if (!m["vocab"] && gpt2) {
@@ -550,8 +518,12 @@ void read_moe_flags(Flags& a, YAML::Node m) {
 void even_split(Flags& a, YAML::Node par, int pp) {
   if (!a.has("num-layers")) return;
   const long long layers = a.integer("num-layers", 1);
-  const int e = a.has("account-for-embedding-in-pipeline-split") ? 1 : 0;
-  const int l = a.has("account-for-loss-in-pipeline-split") ? 1 : 0;
+  // Megatron-DeepSpeed's --pp-partition-method 'type:transformer|embedding' (BLOOM's): DeepSpeed's
+  // pipeline counts the embedding of the first stage and the tied one of the last as layers.
+  const bool ds_embedding =
+      a.has("pp-partition-method") && a.value("pp-partition-method").find("embedding") != std::string::npos;
+  const int e = a.has("account-for-embedding-in-pipeline-split") || ds_embedding ? 1 : 0;
+  const int l = a.has("account-for-loss-in-pipeline-split") || ds_embedding ? 1 : 0;
   if ((layers + e + l) % pp != 0)
     throw InputError(a.at("num-layers"),
                      fmt::format("--num-layers {}{} is not divisible by --pipeline-model-parallel-size {} (Megatron "
@@ -578,6 +550,15 @@ void read_sharding(Flags& a, YAML::Node par) {
   const bool fsdp = a.has("use-megatron-fsdp") || a.has("use-torch-fsdp2");
   if (!fsdp) {
     if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+    // Megatron-DeepSpeed's --zero-stage N (with --deepspeed): DeepSpeed's ZeRO stage over dp.
+    if (a.has("deepspeed") && a.has("zero-stage")) {
+      const long long z = a.integer("zero-stage", 0);
+      if (z > 3) throw InputError(a.at("zero-stage"), fmt::format("--zero-stage {}: DeepSpeed's stages are 0 to 3", z));
+      // --bf16 with stage 0: DeepSpeed's BF16_Optimizer, which shards the fp32 master weights and
+      // optimizer states over dp as stage 1 does (BLOOM's script: "bf16 must use z0! it implements
+      // its own zero stage 1 equivalent").
+      par["zero"] = z == 0 && a.has("bf16") ? 1 : z;
+    }
     return;
   }
   (void)a.has("use-distributed-optimizer");

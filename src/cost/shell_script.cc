@@ -642,6 +642,8 @@ class Executor {
       : name_(std::move(name)), dir_(std::move(dir)) {
     vars_["0"] = Var{{name_}, false, {}};
     std::error_code ec;
+    if (!dir_.empty()) dir_ = std::filesystem::absolute(dir_, ec).lexically_normal().string();
+    if (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
     const std::filesystem::path cwd = std::filesystem::absolute(dir_.empty() ? "." : dir_, ec);
     std::string pwd = cwd.lexically_normal().string();
     if (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
@@ -662,6 +664,29 @@ class Executor {
     if (d.empty()) return;
     launcher_.push_back(ShellWord{"sbatch", d.front().loc, {}});
     for (auto& w : d) launcher_.push_back(std::move(w));
+    slurm_env();
+  }
+  // What Slurm sets in a batch script's environment from its allocation's options, where they
+  // state it: SLURM_NNODES (SLURM_JOB_NUM_NODES), SLURM_NTASKS_PER_NODE, SLURM_NTASKS.
+  void slurm_env() {
+    const SlurmTasks t = slurm_tasks(launcher_);
+    auto set = [&](const char* name, const std::string& value, const std::string& unknown) {
+      if (pinned_.count(name)) return;
+      vars_[name] = Var{{value}, false, unknown.empty() ? "" : fmt::format("from Slurm's options: {}", unknown)};
+      vars_[name].exported = true;
+    };
+    const bool fixed = t.nodes.set && t.nodes.value.find_first_of("-,:") == std::string::npos;
+    if (fixed) {
+      set("SLURM_NNODES", t.nodes.value, t.nodes.unknown);
+      set("SLURM_JOB_NUM_NODES", t.nodes.value, t.nodes.unknown);
+    }
+    if (t.per_node.set) set("SLURM_NTASKS_PER_NODE", t.per_node.value, t.per_node.unknown);
+    if (t.ntasks.set) {
+      set("SLURM_NTASKS", t.ntasks.value, t.ntasks.unknown);
+    } else if (fixed && t.per_node.set && t.nodes.unknown.empty() && t.per_node.unknown.empty()) {
+      const auto n = to_int(t.nodes.value), p = to_int(t.per_node.value);
+      if (n && p) set("SLURM_NTASKS", std::to_string(*n * *p), {});
+    }
   }
   void run_text(const std::string& text, const std::string& name, int line0, int col0) {
     if (++depth_ > kMaxDepth) throw InputError(SourceLoc{name, line0, col0}, "scripts nested too deep");
@@ -1421,6 +1446,7 @@ std::string Executor::find_file(const std::string& word, const SourceLoc& at) co
     if (pwd.unknown.empty()) tries.push_back(fs::path(pwd.joined()) / p);
     tries.push_back(fs::path(at.file).parent_path() / p);
     if (!dir_.empty()) tries.push_back(fs::path(dir_) / p);
+    tries.push_back(p);  // as ppsim's own working folder has it
   }
   std::error_code ec;
   for (const auto& t : tries)
@@ -1576,6 +1602,7 @@ void Executor::run_script(const std::vector<ShellWord>& argv, std::size_t k, std
     child.launcher_.push_back(argv[0]);
     for (auto& w : sbatch_directives(text, path)) child.launcher_.push_back(std::move(w));
     child.launcher_.insert(child.launcher_.end(), argv.begin() + 1, argv.begin() + static_cast<std::ptrdiff_t>(k));
+    child.slurm_env();
   } else {
     child.launcher_.insert(child.launcher_.end(), argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(k));
   }
@@ -2073,6 +2100,41 @@ ShellRead read_shell(const std::string& text, const std::string& name, const std
 
 std::vector<ShellCommand> shell_commands(const std::string& text, const std::string& name, const std::string& dir) {
   return read_shell(text, name, dir).commands;
+}
+
+SlurmTasks slurm_tasks(const std::vector<ShellWord>& w) {
+  SlurmTasks t;
+  struct Spelling {
+    SlurmOption* o;
+    const char *lng, *shrt;
+  };
+  const Spelling opts[] = {{&t.nodes, "--nodes", "-N"}, {&t.ntasks, "--ntasks", "-n"}, {&t.per_node, "--ntasks-per-node", nullptr}};
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const std::string& x = w[k].text;
+    const std::string b = shell_detail::base_name(x);
+    t.slurm = t.slurm || b == "sbatch" || b == "srun" || b == "salloc";
+    for (const Spelling& s : opts) {
+      const std::string eq = std::string(s.lng) + "=";
+      const bool separate = (x == s.lng || (s.shrt != nullptr && x == s.shrt)) && k + 1 < w.size();
+      const bool glued = s.shrt != nullptr && x.size() > 2 && x.rfind(s.shrt, 0) == 0 &&
+                         std::isdigit(static_cast<unsigned char>(x[2]));
+      SlurmOption& o = *s.o;
+      if (x.rfind(eq, 0) == 0) {
+        o.value = x.substr(eq.size());
+        o.unknown = w[k].unknown;
+      } else if (separate) {
+        o.value = w[k + 1].text;
+        o.unknown = w[k + 1].unknown;
+      } else if (glued) {
+        o.value = x.substr(2);
+        o.unknown = w[k].unknown;
+      } else {
+        continue;
+      }
+      o.set = true;
+    }
+  }
+  return t;
 }
 
 // ---- Python list expressions (--moe-layer-freq) -------------------------------------------------

@@ -63,6 +63,20 @@ ShellRead read_shell(const std::string& text, const std::string& name, const std
                      const std::map<std::string, std::string>& env = {});
 std::vector<ShellCommand> shell_commands(const std::string& text, const std::string& name, const std::string& dir);
 
+// Slurm's task counts as sbatch's, salloc's and srun's options state them among `words` (launch
+// order: a later one wins, as srun's own over its allocation's): --nodes/-N, --ntasks/-n,
+// --ntasks-per-node. `slurm`: one of those commands is among the words.
+struct SlurmOption {
+  const char* flag = "";
+  std::string value, unknown;  // unknown: why the value is not known
+  bool set = false;
+};
+struct SlurmTasks {
+  bool slurm = false;
+  SlurmOption nodes{"--nodes"}, ntasks{"--ntasks"}, per_node{"--ntasks-per-node"};
+};
+SlurmTasks slurm_tasks(const std::vector<ShellWord>& words);
+
 // Python's list expression as Megatron's --moe-layer-freq takes it ("([0]+[1]*15)", "[0,0,1,1]",
 // "([1]*3+[0])*2"): list literals of integers, `+` concatenation, `*` repetition by an integer,
 // parentheses; nothing else. InputError(loc) naming the flag when it is anything else.

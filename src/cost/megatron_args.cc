@@ -673,6 +673,17 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
     (void)a.has("checkpoint-num-layers");
   } else if (a.has("recompute-activations")) {
     par["recompute"] = "selective";
+  } else if (a.has("activations-checkpoint-method")) {
+    // Megatron-LM from Aug 2021 to mid-2022 (the SC'21 scripts after 6985e58): uniform re-runs
+    // every layer (--activations-checkpoint-num-layers at a time), block the first N of each stage.
+    const std::string m = a.value("activations-checkpoint-method");
+    if (m != "uniform" && m != "block")
+      throw InputError(a.at("activations-checkpoint-method"),
+                       fmt::format("--activations-checkpoint-method {}: uniform or block", m));
+    par["recompute"] = "full";
+    const long long n = a.has("activations-checkpoint-num-layers") ? a.integer("activations-checkpoint-num-layers", 0)
+                                                                   : 1;  // its default
+    if (m == "block") par["recompute_layers"] = n;
   }
   if (!a.has("recompute-modules")) return;
   static const std::map<std::string, std::string> kOps = {

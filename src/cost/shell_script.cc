@@ -2108,7 +2108,8 @@ SlurmTasks slurm_tasks(const std::vector<ShellWord>& w) {
     SlurmOption* o;
     const char *lng, *shrt;
   };
-  const Spelling opts[] = {{&t.nodes, "--nodes", "-N"}, {&t.ntasks, "--ntasks", "-n"}, {&t.per_node, "--ntasks-per-node", nullptr}};
+  const Spelling opts[] = {
+      {&t.nodes, "--nodes", "-N"}, {&t.ntasks, "--ntasks", "-n"}, {&t.per_node, "--ntasks-per-node", nullptr}};
   for (std::size_t k = 0; k < w.size(); ++k) {
     const std::string& x = w[k].text;
     const std::string b = shell_detail::base_name(x);

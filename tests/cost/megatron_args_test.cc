@@ -81,6 +81,32 @@ TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][mega
       "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 --recompute-activations", "a.sh");
   CHECK_FALSE(c.precision["grads"]);
   CHECK(c.parallel["recompute"].as<std::string>() == "selective");
+  // Aug 2021 to mid-2022 (the SC'21 scripts since 6985e58): uniform re-runs every layer, block
+  // the first --activations-checkpoint-num-layers of each stage.
+  const std::string dims = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 ";
+  const MegatronArgs u = megatron_args_from_text(dims + "--activations-checkpoint-method uniform", "a.sh");
+  CHECK(u.parallel["recompute"].as<std::string>() == "full");
+  CHECK_FALSE(u.parallel["recompute_layers"]);
+  const MegatronArgs k = megatron_args_from_text(
+      dims + "--activations-checkpoint-method block --activations-checkpoint-num-layers 3", "a.sh");
+  CHECK(k.parallel["recompute_layers"].as<int>() == 3);
+}
+
+TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", "[cost][megatron]") {
+  // --pp-partition-method 'type:transformer|embedding': DeepSpeed counts the first stage's
+  // embedding and the last's tied one as layers: (10 + 2) / pp 3 = 4 a stage, so 3, 4, 3.
+  const MegatronArgs a = megatron_args_from_text(
+      "--num-layers 10 --hidden-size 64 --num-attention-heads 4 --pipeline-model-parallel-size 3 "
+      "--pp-partition-method 'type:transformer|embedding' --pad-vocab-size-to 250880 --bf16 --deepspeed "
+      "--zero-stage 0",
+      "a.sh");
+  std::vector<int> split;
+  for (const auto& n : a.parallel["layer_split"]) split.push_back(n.as<int>());
+  CHECK(split == std::vector<int>{3, 4, 3});
+  CHECK(a.model["vocab"].as<int>() == 250880);
+  CHECK(a.parallel["zero"].as<int>() == 1);  // bf16 at stage 0: DeepSpeed's BF16_Optimizer shards as stage 1
+  const MegatronArgs b = megatron_args_from_text("--num-layers 4 --fp16 --deepspeed --zero-stage 2", "a.sh");
+  CHECK(b.parallel["zero"].as<int>() == 2);
 }
 
 TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undecided branches", "[cost][megatron]") {
@@ -318,6 +344,13 @@ TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megat
   CHECK(error({}, "loop.sh") ==
                     s.path("loop.sh") + ":2:37: --num-layers $L: $L is set by 'read' at line 1 from its input; set "
                                         "L in megatron_args env: (or --megatron-env L=...)");
+  // A script run as a program sees the exported variables only: H (not exported) is unset there.
+  s.write("parent.sh", "H=64\nexport L=4\nbash child.sh\n");
+  s.write("child.sh", "python pretrain_gpt.py --num-layers $L --hidden-size $H --num-attention-heads 4\n");
+  CHECK(error({}, "parent.sh") == s.path("child.sh") +
+                                      ":1:54: --hidden-size $H: $H is not set in the script (from the environment?); "
+                                      "set H in megatron_args env: (or --megatron-env H=...)");
+  CHECK(read_megatron_args(s.path("parent.sh"), {}, {{"H", "64"}}).model["hidden"].as<int>() == 64);
   // A used flag left as a placeholder.
   s.write("ph.sh", "python pretrain_gpt.py --num-layers <number of layers> --hidden-size 8\n");
   CHECK(error({}, "ph.sh") ==

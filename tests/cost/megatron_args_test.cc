@@ -273,11 +273,13 @@ struct ScriptSet {
           "\t--pipeline-model-parallel-size ${PP} --num-layers ${NLS} \\\n"
           "        --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 1000 \\\n"
           "        --micro-batch-size 2 --global-batch-size 256 --data-path <path to data> --fp16 \"\n");
-    write("SBATCH.sh", "sbatch -p part --job-name=${JOB_NAME} --nodes=${NNODES} --export=CODE_DIR,PARAMS SRUN.sh\nexit 0\n");
-    write("SRUN.sh",
-          "#!/bin/bash\n#SBATCH -t 0:30:00 --exclusive --ntasks-per-node=4\n\nTHIS_DIR=`pwd`\nmkdir -p ${THIS_DIR}/logs\n"
-          "CMD=\"python -u ${CODE_DIR}/pretrain_gpt.py ${PARAMS}\"\n"
-          "srun -l --output=${THIS_DIR}/logs/%x_%j.log sh -c \"${CMD}\"\n");
+    write("SBATCH.sh",
+          "sbatch -p part --job-name=${JOB_NAME} --nodes=${NNODES} --export=CODE_DIR,PARAMS SRUN.sh\nexit 0\n");
+    write(
+        "SRUN.sh",
+        "#!/bin/bash\n#SBATCH -t 0:30:00 --exclusive --ntasks-per-node=4\n\nTHIS_DIR=`pwd`\nmkdir -p ${THIS_DIR}/logs\n"
+        "CMD=\"python -u ${CODE_DIR}/pretrain_gpt.py ${PARAMS}\"\n"
+        "srun -l --output=${THIS_DIR}/logs/%x_%j.log sh -c \"${CMD}\"\n");
   }
   ~ScriptSet() { std::filesystem::remove_all(dir); }
   void write(const char* name, const std::string& text) const { std::ofstream(dir / name) << text; }
@@ -310,9 +312,8 @@ TEST_CASE("megatron: a launch-script set read as one (SC'21's structure)", "[cos
   CHECK(c.model["layers"].as<int>() == 96);
   CHECK(c.parallel["vpp"].as<int>() == 96 / (3 * 4));
   // Through a config, the YAML's map form: dp = 32 / (4 x 4) = 2; 256 / (micro-batch 2 x dp 2) = 64.
-  const ModelConfigData cfg =
-      parse_config("megatron_args: {script: run.sh, env: {MODEL: big}}\ncluster: {gpu: h100}\n", "t.yaml",
-                   s.dir.string(), {});
+  const ModelConfigData cfg = parse_config("megatron_args: {script: run.sh, env: {MODEL: big}}\ncluster: {gpu: h100}\n",
+                                           "t.yaml", s.dir.string(), {});
   CHECK(cfg.parallel.dp == 32 / (4 * 4));
   CHECK(cfg.parallel.microbatches == 256 / (2 * 2));
 }
@@ -341,9 +342,9 @@ TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megat
   CHECK_THAT(missing, PPSIM_CONTAINS(s.path("CONFIG.sh") + ", sourced at " + s.path("run.sh") + ":21 and not found"));
   // A loop the arguments depend on (`read` from a file): the flag, the line, and what to set.
   s.write("loop.sh", "while read -r L; do :; done < layers.txt\npython pretrain_gpt.py --num-layers $L\n");
-  CHECK(error({}, "loop.sh") ==
-                    s.path("loop.sh") + ":2:37: --num-layers $L: $L is set by 'read' at line 1 from its input; set "
-                                        "L in megatron_args env: (or --megatron-env L=...)");
+  CHECK(error({}, "loop.sh") == s.path("loop.sh") +
+                                    ":2:37: --num-layers $L: $L is set by 'read' at line 1 from its input; set "
+                                    "L in megatron_args env: (or --megatron-env L=...)");
   // A script run as a program sees the exported variables only: H (not exported) is unset there.
   s.write("parent.sh", "H=64\nexport L=4\nbash child.sh\n");
   s.write("child.sh", "python pretrain_gpt.py --num-layers $L --hidden-size $H --num-attention-heads 4\n");
@@ -353,7 +354,7 @@ TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megat
   CHECK(read_megatron_args(s.path("parent.sh"), {}, {{"H", "64"}}).model["hidden"].as<int>() == 64);
   // A used flag left as a placeholder.
   s.write("ph.sh", "python pretrain_gpt.py --num-layers <number of layers> --hidden-size 8\n");
-  CHECK(error({}, "ph.sh") ==
-                    s.path("ph.sh") + ":1:37: --num-layers <number of layers>: a placeholder the script leaves to "
-                                      "its user; fill it in, or set the variable that holds it in megatron_args env:");
+  CHECK(error({}, "ph.sh") == s.path("ph.sh") +
+                                  ":1:37: --num-layers <number of layers>: a placeholder the script leaves to "
+                                  "its user; fill it in, or set the variable that holds it in megatron_args env:");
 }

@@ -137,7 +137,8 @@ std::vector<std::string> config_sets(const Values& v) {
   if (path.empty()) {
     if (!env.empty())
       throw InputError(SourceLoc{"--megatron-env", 0, 0},
-                       "--megatron-env sets variables of --megatron-args FILE: give it");
+                       "--megatron-env sets variables of the --megatron-args script: give --megatron-args FILE (a "
+                       "config's own key takes them as megatron_args: {script: FILE, env: {NAME: value}})");
     return sets;
   }
   for (const auto& [name, value] : env)

@@ -489,6 +489,9 @@ void read_moe_layer_freq(Flags& a, YAML::Node m) {
 
 void read_moe_flags(Flags& a, YAML::Node m) {
   if (!a.has("num-experts")) return;
+  // One expert: the dense MLP (Megatron-DeepSpeed's default, which its dense scripts pass as
+  // --num-experts ${EP_SIZE} with EP_SIZE=1).
+  if (a.integer("num-experts", 1) == 1) return;
   YAML::Node moe(YAML::NodeType::Map);
   moe["experts"] = a.integer("num-experts", 1);
   moe["top_k"] = a.has("moe-router-topk") ? a.integer("moe-router-topk", 1) : 2;  // Megatron's default

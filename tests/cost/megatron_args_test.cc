@@ -107,6 +107,8 @@ TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", 
   CHECK(a.parallel["zero"].as<int>() == 1);  // bf16 at stage 0: DeepSpeed's BF16_Optimizer shards as stage 1
   const MegatronArgs b = megatron_args_from_text("--num-layers 4 --fp16 --deepspeed --zero-stage 2", "a.sh");
   CHECK(b.parallel["zero"].as<int>() == 2);
+  // --num-experts 1 (EP_SIZE=1 in its dense scripts): the dense MLP, no MoE.
+  CHECK_FALSE(megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-experts 1", "a.sh").model["moe"]);
 }
 
 TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undecided branches", "[cost][megatron]") {

@@ -893,6 +893,7 @@ class Executor {
   std::vector<ShellWord> launcher_;  // ShellCommand::launcher of the commands being read
   std::string base_taint_;           // the condition a nested script (source, sh -c, child) runs under
   std::string last_echo_;            // the last echo's text, for `stop`
+  std::string last_condition_;       // the last if/elif condition decided, for `stop`
   Vars vars_;
   std::map<std::string, std::vector<Token>> functions_;
   std::vector<std::string> missing_sources_;
@@ -951,6 +952,8 @@ void Executor::if_rest(Cursor& c, const Mode& m, const SourceLoc& at) {
   const St cond = list(c, m, {"then"});
   const std::string text = source_text(c, from, c.i);
   expect_word(c, "then", at);
+  if (m.run && cond != St::unknown)
+    last_condition_ = fmt::format("'{}' at line {}", text, c.t[from < c.t.size() ? from : 0].loc.line);
   if (!m.run || cond != St::unknown) {
     Mode take = m, other = m;
     take.run = m.run && cond == St::yes;
@@ -1340,8 +1343,9 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     const bool error = argv.size() > 1 && argv[1].text != "0";
     if (m.taint.empty() && !error && capture_ == nullptr) throw ExitScript{};
     if (m.taint.empty() && error && capture_ == nullptr && stop.empty()) {
-      stop =
-          fmt::format("exit {}{}", argv[1].text, last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_));
+      stop = fmt::format("exit {}{}{}", argv[1].text,
+                         last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_),
+                         last_condition_.empty() ? "" : fmt::format("; the last condition decided: {}", last_condition_));
       stop_at = at;
     }
     return St::yes;

@@ -333,8 +333,9 @@ TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megat
   // A MODEL the chain does not know: the script's own `exit 1` (run.sh line 18, column 5).
   CHECK(error({{"MODEL", "huge"}}) ==
         s.path("run.sh") +
-            ":18:5: the script stops here (exit 1 after 'echo Invalid configuration') with the values it was read "
-            "with, and its training command after it has ${EXTRA} ($EXTRA is not set in the script (from the "
+            ":18:5: the script stops here (exit 1 after 'echo Invalid configuration'; the last condition "
+            "decided: '[ ${MODEL} = \"big\" ]' at line 10) with the values it was read with, and its training command "
+            "after it has ${EXTRA} ($EXTRA is not set in the script (from the "
             "environment?)); set the variables its conditions test in megatron_args env: (or --megatron-env "
             "NAME=value)");
   // A sourced file that is not there: the flag, and the file it may have come from.

@@ -164,7 +164,7 @@ TEST_CASE("shell: placeholders, the working folder, the user's variables", "[cos
   // A decided `exit 1` is read past and named.
   const auto e =
       read_shell("M=x\nif [ $M = a ]; then L=1; else\n  echo bad M\n  exit 1\nfi\nrun $L", "s.sh", "/scripts");
-  CHECK(e.stop == "exit 1 after 'echo bad M'");
+  CHECK(e.stop == "exit 1 after 'echo bad M'; the last condition decided: '[ $M = a ]' at line 2");
   CHECK(e.stop_at.line == 4);
 }
 

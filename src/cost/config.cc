@@ -882,6 +882,10 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   if (!root.has("megatron_args")) return root_node;
   const MegatronArgs args = read_megatron_key(root, base_dir);
   YAML::Node out = under_own_sections(root_node, args.model, args.parallel, args.precision);
+  if (args.costs.size() > 0) {  // the YAML's costs: win, key by key
+    if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
+    merge_under(out["costs"], args.costs);
+  }
   check_megatron_required(root, out, args);
   const YAML::Node& par = out["parallel"];
   if (par["microbatches"]) return out;

@@ -702,6 +702,19 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
   if (ops.size() > 0) par["recompute_ops"] = ops;
 }
 
+// How the gradients' data-parallel reduction meets the backward: Megatron-LM 2021's --DDP-impl
+// local (after the backward, as the SC'21 scripts' larger runs) or torch (PyTorch DDP's buckets,
+// under the backward); today's --overlap-grad-reduce. Written only where the script states it.
+void read_dp_overlap(Flags& a, YAML::Node costs) {
+  if (a.has("overlap-grad-reduce")) {
+    costs["dp_overlap"] = 1;
+  } else if (a.has("DDP-impl")) {
+    const std::string d = a.value("DDP-impl");
+    if (d != "local" && d != "torch") throw InputError(a.at("DDP-impl"), fmt::format("--DDP-impl {}: local or torch", d));
+    costs["dp_overlap"] = d == "torch" ? 1 : 0;
+  }
+}
+
 void read_precision_flags(Flags& a, YAML::Node prec) {
   if (a.has("bf16")) prec["params"] = "bf16";
   // --fp16 forces no FP32 gradient accumulation (bf16 does): without
@@ -771,15 +784,17 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
         (out.missing_hint.empty() ? "" : "; ") + fmt::format("the script reaches an error exit ({})", stop);
   launcher_world_size(cmd, out);
   Flags a(std::move(list), stop);
-  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
+  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map), costs(YAML::NodeType::Map);
   read_model_flags(a, m, out);
   read_moe_flags(a, m);
   read_parallel_flags(a, par, m, name);
   read_recompute_flags(a, par, out);
   read_precision_flags(a, prec);
+  read_dp_overlap(a, costs);
   out.model = m;
   out.parallel = par;
   out.precision = prec;
+  out.costs = costs;
   for (auto& u : a.unused()) out.ignored.push_back(u);
   return out;
 }

@@ -28,6 +28,7 @@ struct MegatronArgs {
   YAML::Node model;           // model keys (layers, hidden, moe, mla, ...)
   YAML::Node parallel;        // pp, tp, ep, vpp, layer_split, recompute*, zero, microbatches (needs dp)
   YAML::Node precision;       // params, gemm
+  YAML::Node costs;           // dp_overlap, where the script states how gradients are reduced
   int global_batch_size = 0;  // 0: not given; microbatches = it / (micro_batch_size * dp)
   int micro_batch_size = 1;
   std::vector<std::string> ignored;  // flags read but not used, in file order

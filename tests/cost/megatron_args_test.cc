@@ -90,6 +90,12 @@ TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][mega
   const MegatronArgs k = megatron_args_from_text(
       dims + "--activations-checkpoint-method block --activations-checkpoint-num-layers 3", "a.sh");
   CHECK(k.parallel["recompute_layers"].as<int>() == 3);
+  // --DDP-impl local: the gradients reduced after the backward (dp_overlap 0); torch: PyTorch DDP's
+  // buckets under it (1); today's --overlap-grad-reduce (1); unstated: not written.
+  CHECK(megatron_args_from_text(dims + "--DDP-impl local", "a.sh").costs["dp_overlap"].as<double>() == 0);
+  CHECK(megatron_args_from_text(dims + "--DDP-impl torch", "a.sh").costs["dp_overlap"].as<double>() == 1);
+  CHECK(megatron_args_from_text(dims + "--overlap-grad-reduce", "a.sh").costs["dp_overlap"].as<double>() == 1);
+  CHECK_FALSE(megatron_args_from_text(dims, "a.sh").costs["dp_overlap"]);
 }
 
 TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", "[cost][megatron]") {

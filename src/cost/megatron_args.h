@@ -12,7 +12,13 @@
 // batch of micro-batch size x dp. The result merges under the config's own keys (those written
 // in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused. A value the
 // script does not decide (an environment variable, a branch on a file's existence) is refused
-// where ppsim uses it, naming the flag, the script's line and why.
+// where ppsim uses it, naming the flag, the script's line, why, and the variable to set.
+//
+// FILE may be the top of a set (run_table_1.sh sourcing CONFIG.sh and submitting SRUN.sh through
+// sbatch): the files it sources and the scripts it runs are read with it (shell_script.h); the
+// user's variables (ScriptEnv) replace the scripts' own assignments to them. A script that
+// reaches its own `exit 1` (an if/elif chain's else) before a training command holding undecided
+// words is refused at that exit.
 #pragma once
 #include <yaml-cpp/yaml.h>
 

@@ -367,3 +367,25 @@ TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megat
                                   ":1:37: --num-layers <number of layers>: a placeholder the script leaves to "
                                   "its user; fill it in, or set the variable that holds it in megatron_args env:");
 }
+
+TEST_CASE("megatron: --megatron-env on the command line", "[cost][megatron][cli]") {
+  const ScriptSet s;
+  ppsim::robust::Scratch scratch("megatron_env");
+  s.write("base.yaml", "name: base\ncluster: {gpu: h100}\n");
+  const std::string head =
+      "compare " + s.path("base.yaml") + " -s 1f1b --format json --megatron-args " + s.path("run.sh");
+  // MODEL=big: 8 nodes x 4 tasks = 32 GPUs, dp = 32 / (4 x 4) = 2, 256 / (2 x 2) = 64 micro-batches.
+  const auto big = ppsim::robust::run_ppsim(scratch, head + " --megatron-env MODEL=big");
+  REQUIRE(big.code == 0);
+  CHECK(nlohmann::json::parse(big.out)["results"][0]["microbatches"] == 256 / (2 * (32 / (4 * 4))));
+  CHECK(nlohmann::json::parse(big.out)["results"][0]["bubble"]["per_rank"].size() == 4);  // pp 4
+  // The script's own MODEL=small: 2 x 4 = 8 GPUs, dp = 8 / (2 x 2) = 2: 64 as well; pp 2, not 4.
+  const auto small = ppsim::robust::run_ppsim(scratch, head);
+  REQUIRE(small.code == 0);
+  CHECK(nlohmann::json::parse(small.out)["results"][0]["bubble"]["per_rank"].size() == 2);
+  const auto bad = ppsim::robust::run_ppsim(scratch, head + " --megatron-env MODEL");
+  CHECK(bad.code == 3);
+  CHECK(bad.one_error_line());
+  CHECK(bad.err ==
+        "ppsim: --megatron-env: expected NAME=value (a shell variable for the --megatron-args script), got 'MODEL'\n");
+}

@@ -710,7 +710,8 @@ void read_dp_overlap(Flags& a, YAML::Node costs) {
     costs["dp_overlap"] = 1;
   } else if (a.has("DDP-impl")) {
     const std::string d = a.value("DDP-impl");
-    if (d != "local" && d != "torch") throw InputError(a.at("DDP-impl"), fmt::format("--DDP-impl {}: local or torch", d));
+    if (d != "local" && d != "torch")
+      throw InputError(a.at("DDP-impl"), fmt::format("--DDP-impl {}: local or torch", d));
     costs["dp_overlap"] = d == "torch" ? 1 : 0;
   }
 }

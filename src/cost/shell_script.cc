@@ -1343,9 +1343,9 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     const bool error = argv.size() > 1 && argv[1].text != "0";
     if (m.taint.empty() && !error && capture_ == nullptr) throw ExitScript{};
     if (m.taint.empty() && error && capture_ == nullptr && stop.empty()) {
-      stop = fmt::format("exit {}{}{}", argv[1].text,
-                         last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_),
-                         last_condition_.empty() ? "" : fmt::format("; the last condition decided: {}", last_condition_));
+      stop = fmt::format(
+          "exit {}{}{}", argv[1].text, last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_),
+          last_condition_.empty() ? "" : fmt::format("; the last condition decided: {}", last_condition_));
       stop_at = at;
     }
     return St::yes;

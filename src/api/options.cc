@@ -56,6 +56,8 @@ constexpr Option kCalibration{"--calibration", K::Text, "", "",
                               "calibration: FILE in it (docs/CALIBRATION.md)"};
 constexpr Option kMegatronArgs{"--megatron-args", K::Text, "", "",
                                "model, parallelism and batch from a Megatron-LM argument list (with a config)"};
+constexpr Option kMegatronEnv{"--megatron-env", K::Texts, "", "",
+                              "NAME=value for the --megatron-args script, over its own assignment (repeatable)"};
 constexpr Option kTimes{"--times", K::Text, "F=1,B=2,W=1,FB=3", "time unit",
                         "one rank's share: F=..,B=..(full backward),W=..,FB=..(pair); FB defaults to F+B"};
 constexpr Option kSearchTimes{"--times", K::Text, "F=1,B=2,W=1", "time unit",
@@ -103,7 +105,7 @@ constexpr Option kOverlapDict[] = {{"overlap", K::Text, "", "",
                                     "the overlap keywords as one dict {a2a, layers, attn_share, comm_sms, sms}",
                                     R::Python}};
 // compare and simulate: the schedules, their costs, the pictures.
-constexpr Option kRunRows[] = {kSet, kCalibration, kMegatronArgs, kTimes, kChunkTimes, kP2pLatency};
+constexpr Option kRunRows[] = {kSet, kCalibration, kMegatronArgs, kMegatronEnv, kTimes, kChunkTimes, kP2pLatency};
 constexpr Option kPictureRows[] = {kFormatResults, kOutput, kTrace, kSvg, kHtml, kColor, kMemory};
 
 constexpr Option kCompareOwn[] = {
@@ -161,6 +163,7 @@ constexpr Option kPlan[] = {
     kSet,
     kCalibration,
     kMegatronArgs,
+    kMegatronEnv,
     kFormatResults,
     kOutput,
     {"--html", K::Text, "", "", "write a self-contained HTML report: ranked plans and what ruled candidates out",

@@ -2,6 +2,7 @@
 // from them once. Times and schedule lists are parsed here into their types.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <limits>
 
@@ -103,22 +104,54 @@ std::optional<int> opt_int(const Values& v, std::string_view key, const char* fl
   return to_int(*x, flag);
 }
 
-// --set values, and --megatron-args as the config key `megatron_args: FILE` (the path made absolute;
-// the arguments ppsim does not use become a note).
+// `s` as a YAML double-quoted scalar.
+std::string yaml_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// --set values, and --megatron-args (with --megatron-env) as the config key `megatron_args: FILE` (the path made
+// absolute; the arguments ppsim does not use become a note).
 std::vector<std::string> config_sets(const Values& v) {
   std::vector<std::string> sets = v.texts("overrides");
   if (find_option(v.command(), "calibration") && !v.text("calibration").empty())
     sets.push_back(calibration_set(v.text("calibration")));
   if (!find_option(v.command(), "megatron_args")) return sets;
   const std::string path = v.text("megatron_args");
-  if (path.empty()) return sets;
-  const MegatronArgs args = read_megatron_args(path, SourceLoc{"--megatron-args", 0, 0});
+  ScriptEnv env;
+  std::string env_yaml;  // {NAME: "value", ...}
+  for (const std::string& a : v.texts("megatron_env")) {
+    const std::size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    if (eq == std::string::npos || name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
+        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      throw InputError(
+          SourceLoc{"--megatron-env", 0, 0},
+          fmt::format("expected NAME=value (a shell variable for the --megatron-args script), got '{}'", a));
+    env[name] = a.substr(eq + 1);
+  }
+  if (path.empty()) {
+    if (!env.empty())
+      throw InputError(SourceLoc{"--megatron-env", 0, 0},
+                       "--megatron-env sets variables of the --megatron-args script: give --megatron-args FILE (a "
+                       "config's own key takes them as megatron_args: {script: FILE, env: {NAME: value}})");
+    return sets;
+  }
+  for (const auto& [name, value] : env)
+    env_yaml += fmt::format("{}{}: {}", env_yaml.empty() ? "" : ", ", name, yaml_quoted(value));
+  const MegatronArgs args = read_megatron_args(path, SourceLoc{"--megatron-args", 0, 0}, env);
   if (!args.ignored.empty()) {
     std::string list;
     for (const auto& f : args.ignored) list += (list.empty() ? "" : " ") + f;
     v.notes.push_back(fmt::format("{}: Megatron-LM arguments not used: {}", path, list));
   }
-  sets.push_back("megatron_args=" + std::filesystem::absolute(path).string());
+  const std::string abs = std::filesystem::absolute(path).string();
+  sets.push_back(env.empty() ? "megatron_args=" + abs
+                             : fmt::format("megatron_args={{script: {}, env: {{{}}}}}", yaml_quoted(abs), env_yaml));
   return sets;
 }
 

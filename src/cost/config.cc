@@ -839,15 +839,53 @@ void check_megatron_required(const MapReader& root, const YAML::Node& out, const
                           args.source, args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
 }
 
-// megatron_args: FILE: the launch arguments' model, parallel and precision keys under the
-// config's own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
+[[noreturn]] void ctx_fail(const MapReader& m, const YAML::Node& at, const std::string& message) {
+  m.ctx().fail(at, m.path("env"), message);
+}
+
+// megatron_args: FILE, or {script: FILE, env: {NAME: value, ...}}: the file and the variables the
+// user sets for it (docs/CONFIG.md).
+MegatronArgs read_megatron_key(const MapReader& root, const std::string& base_dir) {
+  const YAML::Node v = root.value("megatron_args");
+  if (!v.IsMap())
+    return read_megatron_args(
+        named_file(root, "megatron_args", base_dir, "megatron_args must name a file of Megatron-LM arguments"),
+        root.loc("megatron_args"));
+  static const SchemaNode kSchema{"megatron_args", {leaf("script"), SchemaNode{"env", {}, true}}, false};
+  const MapReader m = root.child("megatron_args", kSchema);
+  const std::string path =
+      named_file(m, "script", base_dir, "megatron_args.script must name a launch script (or argument list)");
+  ScriptEnv env;
+  const YAML::Node e = m.value("env");
+  if (e.IsDefined() && !e.IsNull() && !e.IsMap())
+    m.fail("env", fmt::format("megatron_args.env must be a map of NAME: value, got {}", describe_node(e)));
+  if (e.IsMap())
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      const std::string name = it->first.as<std::string>("");
+      const bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                      name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+                          std::string::npos;
+      if (!ok) ctx_fail(m, it->first, fmt::format("megatron_args.env: '{}' is not a shell variable name", name));
+      if (!it->second.IsScalar())
+        ctx_fail(m, it->second,
+                 fmt::format("megatron_args.env.{} must be a value (text or number), got {}", name,
+                             describe_node(it->second)));
+      env[name] = it->second.Scalar();
+    }
+  return read_megatron_args(path, m.loc("script"), env);
+}
+
+// megatron_args: the launch arguments' model, parallel and precision keys under the config's
+// own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
 YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("megatron_args")) return root_node;
-  const std::string path =
-      named_file(root, "megatron_args", base_dir, "megatron_args must name a file of Megatron-LM arguments");
-  const MegatronArgs args = read_megatron_args(path, root.loc("megatron_args"));
+  const MegatronArgs args = read_megatron_key(root, base_dir);
   YAML::Node out = under_own_sections(root_node, args.model, args.parallel, args.precision);
+  if (args.costs.size() > 0) {  // the YAML's costs: win, key by key
+    if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
+    merge_under(out["costs"], args.costs);
+  }
   check_megatron_required(root, out, args);
   const YAML::Node& par = out["parallel"];
   if (par["microbatches"]) return out;

@@ -38,10 +38,32 @@ struct Flag {
   SourceLoc loc;
 };
 
+// What to do about a value the script does not decide: set the variable it names ($NAME,
+// ${NAME}) as the user (megatron_args' env:), and where the script stopped with an error.
+std::string unknown_advice(const std::string& text, const std::string& stop) {
+  std::string out;
+  const std::size_t d = text.find('$');
+  if (d != std::string::npos) {
+    std::size_t k = d + 1 + (d + 1 < text.size() && text[d + 1] == '{' ? 1 : 0);
+    const std::size_t from = k;
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_')) ++k;
+    if (k > from && !std::isdigit(static_cast<unsigned char>(text[from])))
+      out = fmt::format("; set {} in megatron_args env: (or --megatron-env {}=...)", text.substr(from, k - from),
+                        text.substr(from, k - from));
+  }
+  if (!stop.empty()) out += fmt::format("; before it the script reaches an error exit ({})", stop);
+  return out;
+}
+
+// A placeholder the script leaves to its user (`<path to data>`, shell_script.h).
+bool is_placeholder(const std::string& v) {
+  return v.size() > 2 && v.front() == '<' && v.find('>') != std::string::npos;
+}
+
 // The script's flags with argparse's meaning: a repeated flag's last value wins.
 class Flags {
  public:
-  explicit Flags(std::vector<Flag> f) : flags_(std::move(f)) {
+  Flags(std::vector<Flag> f, std::string stop) : flags_(std::move(f)), stop_(std::move(stop)) {
     for (std::size_t i = 0; i < flags_.size(); ++i) index_[flags_[i].name] = i;
   }
   bool has(const std::string& n) {
@@ -58,7 +80,12 @@ class Flags {
     const Flag& f = get(n);
     if (f.values.empty()) throw InputError(f.loc, fmt::format("--{} needs a value", n));
     const Word& v = f.values[0];
-    if (!v.unknown.empty()) throw InputError(v.loc, fmt::format("--{} {}: {}", n, v.text, v.unknown));
+    if (!v.unknown.empty())
+      throw InputError(v.loc, fmt::format("--{} {}: {}{}", n, v.text, v.unknown, unknown_advice(v.text, stop_)));
+    if (is_placeholder(v.text))
+      throw InputError(v.loc, fmt::format("--{} {}: a placeholder the script leaves to its user; fill it in, or set "
+                                          "the variable that holds it in megatron_args env:",
+                                          n, v.text));
     return v.text;
   }
   long long integer(const std::string& n, long long min = 0) {
@@ -87,6 +114,7 @@ class Flags {
   std::vector<Flag> flags_;
   std::map<std::string, std::size_t> index_;
   std::set<std::string> used_;
+  std::string stop_;
 };
 
 bool ends_with(const std::string& s, const char* tail) {
@@ -120,6 +148,15 @@ std::size_t count_flags(const std::vector<Word>& w, std::size_t from) {
   return n;
 }
 
+// A word naming a Python script: `train.py`, or `$CODE_DIR/pretrain_gpt.py` (its folder unknown,
+// its file name known).
+bool names_py(const Word& w) {
+  if (!ends_with(w.text, ".py")) return false;
+  if (w.unknown.empty()) return true;
+  const std::size_t slash = w.text.rfind('/');
+  return slash != std::string::npos && w.text.find_first_of("$`", slash) == std::string::npos;
+}
+
 // Among the script's commands, the one running a .py with the most flags after it; with none, the
 // words of all commands (a plain argument list, one `--flag value` per line).
 TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const std::string& name) {
@@ -127,7 +164,7 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
   std::size_t best_py = 0, best_flags = 0;
   for (const ShellCommand& c : cmds)
     for (std::size_t k = 0; k < c.words.size(); ++k)
-      if (ends_with(c.words[k].text, ".py") && c.words[k].unknown.empty()) {
+      if (names_py(c.words[k])) {
         const std::size_t n = count_flags(c.words, k + 1);
         if (n > 0 && n >= best_flags) {
           best = &c;
@@ -146,7 +183,9 @@ TrainingCommand training_command(const std::vector<ShellCommand>& cmds, const st
     throw InputError(best->loc, fmt::format("the training command ({}) runs only under {}", best->words[best_py].text,
                                             best->undecided));
   out.script = best->words[best_py];
-  out.launcher.assign(best->words.begin(), best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
+  out.launcher = best->launcher;
+  out.launcher.insert(out.launcher.end(), best->words.begin(),
+                      best->words.begin() + static_cast<std::ptrdiff_t>(best_py));
   out.args.assign(best->words.begin() + static_cast<std::ptrdiff_t>(best_py) + 1, best->words.end());
   out.loc = best->loc;
   out.hint = missing_hint(cmds, best, out.args);
@@ -209,6 +248,32 @@ std::optional<long long> launcher_flag(const std::vector<Word>& w, std::initiali
   return std::nullopt;
 }
 
+// Slurm's task count (one Megatron rank per task) from sbatch's, salloc's and srun's options in
+// launch order (a later one wins, as srun's own over its allocation's): --ntasks/-n, else
+// --nodes/-N x --ntasks-per-node. 0 with `why` when they do not state it.
+long long slurm_world(const std::vector<Word>& w, std::string& why) {
+  const SlurmTasks t = slurm_tasks(w);
+  if (!t.slurm) return 0;
+  auto get = [&](const SlurmOption& o) -> std::optional<long long> {
+    if (!o.set) return std::nullopt;
+    if (!o.unknown.empty()) {
+      if (why.empty()) why = fmt::format("Slurm's {} {}: {}", o.flag, o.value, o.unknown);
+      return std::nullopt;
+    }
+    const std::optional<long long> v = whole_integer(o.value);
+    if ((!v || *v < 1) && why.empty()) why = fmt::format("Slurm's {} {} is not a number of tasks", o.flag, o.value);
+    return v && *v >= 1 ? v : std::nullopt;
+  };
+  if (const auto n = get(t.ntasks)) return *n;
+  const auto nodes = get(t.nodes);
+  const auto per_node = get(t.per_node);
+  if (nodes && per_node) return *nodes * *per_node;
+  if (why.empty())
+    why = nodes ? fmt::format("Slurm's --nodes {} without --ntasks-per-node or --ntasks", *nodes)
+                : "Slurm's options state no --ntasks or --nodes x --ntasks-per-node";
+  return 0;
+}
+
 // The world size the launcher states: torchrun's (or torch.distributed.run's) --nproc-per-node x
 // --nnodes (1 when absent), deepspeed's --num_gpus x --num_nodes; else slime's actor flags.
 void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
@@ -224,6 +289,15 @@ void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
       return;
     }
     why = node_why;
+  }
+  if (!procs && why.empty()) {
+    std::string slurm_why;
+    if (const long long n = slurm_world(t.launcher, slurm_why); n > 0) {
+      out.world_size = n;
+      out.world_size_from = "Slurm's tasks (--ntasks, or --nodes x --ntasks-per-node)";
+      return;
+    }
+    why = slurm_why;
   }
   std::string actor_why;
   const auto actor_nodes = launcher_flag(t.args, {"--actor-num-nodes", "--actor_num_nodes"}, actor_why);
@@ -313,6 +387,7 @@ void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long
 void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "vocab-size", m, "vocab");
   copy_int(a, "padded-vocab-size", m, "vocab");
+  copy_int(a, "pad-vocab-size-to", m, "vocab");  // Megatron-DeepSpeed's (BLOOM's 250880): the padded size itself
   const std::string type = a.has("tokenizer-type") ? a.value("tokenizer-type") : "";
   const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
   if (!m["vocab"] && gpt2) {
@@ -414,6 +489,9 @@ void read_moe_layer_freq(Flags& a, YAML::Node m) {
 
 void read_moe_flags(Flags& a, YAML::Node m) {
   if (!a.has("num-experts")) return;
+  // One expert: the dense MLP (Megatron-DeepSpeed's default, which its dense scripts pass as
+  // --num-experts ${EP_SIZE} with EP_SIZE=1).
+  if (a.integer("num-experts", 1) == 1) return;
   YAML::Node moe(YAML::NodeType::Map);
   moe["experts"] = a.integer("num-experts", 1);
   moe["top_k"] = a.has("moe-router-topk") ? a.integer("moe-router-topk", 1) : 2;  // Megatron's default
@@ -443,8 +521,12 @@ void read_moe_flags(Flags& a, YAML::Node m) {
 void even_split(Flags& a, YAML::Node par, int pp) {
   if (!a.has("num-layers")) return;
   const long long layers = a.integer("num-layers", 1);
-  const int e = a.has("account-for-embedding-in-pipeline-split") ? 1 : 0;
-  const int l = a.has("account-for-loss-in-pipeline-split") ? 1 : 0;
+  // Megatron-DeepSpeed's --pp-partition-method 'type:transformer|embedding' (BLOOM's): DeepSpeed's
+  // pipeline counts the embedding of the first stage and the tied one of the last as layers.
+  const bool ds_embedding =
+      a.has("pp-partition-method") && a.value("pp-partition-method").find("embedding") != std::string::npos;
+  const int e = a.has("account-for-embedding-in-pipeline-split") || ds_embedding ? 1 : 0;
+  const int l = a.has("account-for-loss-in-pipeline-split") || ds_embedding ? 1 : 0;
   if ((layers + e + l) % pp != 0)
     throw InputError(a.at("num-layers"),
                      fmt::format("--num-layers {}{} is not divisible by --pipeline-model-parallel-size {} (Megatron "
@@ -471,6 +553,15 @@ void read_sharding(Flags& a, YAML::Node par) {
   const bool fsdp = a.has("use-megatron-fsdp") || a.has("use-torch-fsdp2");
   if (!fsdp) {
     if (a.has("use-distributed-optimizer")) par["zero"] = 1;
+    // Megatron-DeepSpeed's --zero-stage N (with --deepspeed): DeepSpeed's ZeRO stage over dp.
+    if (a.has("deepspeed") && a.has("zero-stage")) {
+      const long long z = a.integer("zero-stage", 0);
+      if (z > 3) throw InputError(a.at("zero-stage"), fmt::format("--zero-stage {}: DeepSpeed's stages are 0 to 3", z));
+      // --bf16 with stage 0: DeepSpeed's BF16_Optimizer, which shards the fp32 master weights and
+      // optimizer states over dp as stage 1 does (BLOOM's script: "bf16 must use z0! it implements
+      // its own zero stage 1 equivalent").
+      par["zero"] = z == 0 && a.has("bf16") ? 1 : z;
+    }
     return;
   }
   (void)a.has("use-distributed-optimizer");
@@ -585,6 +676,17 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
     (void)a.has("checkpoint-num-layers");
   } else if (a.has("recompute-activations")) {
     par["recompute"] = "selective";
+  } else if (a.has("activations-checkpoint-method")) {
+    // Megatron-LM from Aug 2021 to mid-2022 (the SC'21 scripts after 6985e58): uniform re-runs
+    // every layer (--activations-checkpoint-num-layers at a time), block the first N of each stage.
+    const std::string m = a.value("activations-checkpoint-method");
+    if (m != "uniform" && m != "block")
+      throw InputError(a.at("activations-checkpoint-method"),
+                       fmt::format("--activations-checkpoint-method {}: uniform or block", m));
+    par["recompute"] = "full";
+    const long long n = a.has("activations-checkpoint-num-layers") ? a.integer("activations-checkpoint-num-layers", 0)
+                                                                   : 1;  // its default
+    if (m == "block") par["recompute_layers"] = n;
   }
   if (!a.has("recompute-modules")) return;
   static const std::map<std::string, std::string> kOps = {
@@ -598,6 +700,20 @@ void read_recompute_flags(Flags& a, YAML::Node par, MegatronArgs& out) {
       out.ignored.push_back("--recompute-modules " + w.text);
   }
   if (ops.size() > 0) par["recompute_ops"] = ops;
+}
+
+// How the gradients' data-parallel reduction meets the backward: Megatron-LM 2021's --DDP-impl
+// local (after the backward, as the SC'21 scripts' larger runs) or torch (PyTorch DDP's buckets,
+// under the backward); today's --overlap-grad-reduce. Written only where the script states it.
+void read_dp_overlap(Flags& a, YAML::Node costs) {
+  if (a.has("overlap-grad-reduce")) {
+    costs["dp_overlap"] = 1;
+  } else if (a.has("DDP-impl")) {
+    const std::string d = a.value("DDP-impl");
+    if (d != "local" && d != "torch")
+      throw InputError(a.at("DDP-impl"), fmt::format("--DDP-impl {}: local or torch", d));
+    costs["dp_overlap"] = d == "torch" ? 1 : 0;
+  }
 }
 
 void read_precision_flags(Flags& a, YAML::Node prec) {
@@ -622,11 +738,30 @@ void read_precision_flags(Flags& a, YAML::Node prec) {
   }
 }
 
+// The script's own values reach an error exit (`else echo "Invalid configuration"; exit 1`) and the
+// training command after it has words they do not decide: what bash would pass there is not a
+// run the script makes, refused at the exit (a variable the chain sets is missing, or empty).
+void refuse_after_stop(const ShellRead& read, const TrainingCommand& cmd) {
+  if (read.stop.empty()) return;
+  for (const Word& w : cmd.args)
+    if (!w.unknown.empty())
+      throw InputError(read.stop_at,
+                       fmt::format("the script stops here ({}) with the values it was read with, and its training "
+                                   "command after it has {} ({}); set the variables its conditions test in "
+                                   "megatron_args env: (or --megatron-env NAME=value)",
+                                   read.stop, w.text, w.unknown));
+}
+
 }  // namespace
 
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir) {
-  const std::vector<ShellCommand> cmds = shell_commands(text, name, dir);
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir,
+                                     const ScriptEnv& env) {
+  const ShellRead read = read_shell(text, name, dir, env);
+  const std::vector<ShellCommand>& cmds = read.commands;
   const TrainingCommand cmd = training_command(cmds, name);
+  const std::string stop =
+      read.stop.empty() ? "" : fmt::format("{}:{}: {}", read.stop_at.file, read.stop_at.line, read.stop);
+  refuse_after_stop(read, cmd);
   if (!cmd.script.text.empty()) {
     const std::string py = std::filesystem::path(cmd.script.text).filename().string();
     for (const char* other : {"pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py",
@@ -637,28 +772,37 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
                                                      py));
   }
   std::vector<Flag> list = collect_flags(cmd.args);
-  if (list.empty()) throw InputError(SourceLoc{name, 0, 0}, "no Megatron-LM arguments (--flag value) in the file");
+  if (list.empty())
+    throw InputError(SourceLoc{name, 0, 0},
+                     fmt::format("no Megatron-LM arguments (--flag value) in the file{}{}",
+                                 stop.empty() ? "" : fmt::format(" (the script reaches an error exit: {})", stop),
+                                 read.missing.empty() ? "" : fmt::format("; {}", read.missing.front())));
   MegatronArgs out;
   out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
   out.missing_hint = cmd.hint;
+  if (!stop.empty())
+    out.missing_hint +=
+        (out.missing_hint.empty() ? "" : "; ") + fmt::format("the script reaches an error exit ({})", stop);
   launcher_world_size(cmd, out);
-  Flags a(std::move(list));
-  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map);
+  Flags a(std::move(list), stop);
+  YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map), costs(YAML::NodeType::Map);
   read_model_flags(a, m, out);
   read_moe_flags(a, m);
   read_parallel_flags(a, par, m, name);
   read_recompute_flags(a, par, out);
   read_precision_flags(a, prec);
+  read_dp_overlap(a, costs);
   out.model = m;
   out.parallel = par;
   out.precision = prec;
+  out.costs = costs;
   for (auto& u : a.unused()) out.ignored.push_back(u);
   return out;
 }
 
-MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where) {
+MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where, const ScriptEnv& env) {
   const std::string text = read_text_file(path, where, "megatron_args file", 4u << 20);
-  return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string());
+  return megatron_args_from_text(text, path, std::filesystem::path(path).parent_path().string(), env);
 }
 
 }  // namespace ppsim

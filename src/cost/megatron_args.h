@@ -12,10 +12,17 @@
 // batch of micro-batch size x dp. The result merges under the config's own keys (those written
 // in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused. A value the
 // script does not decide (an environment variable, a branch on a file's existence) is refused
-// where ppsim uses it, naming the flag, the script's line and why.
+// where ppsim uses it, naming the flag, the script's line, why, and the variable to set.
+//
+// FILE may be the top of a set (run_table_1.sh sourcing CONFIG.sh and submitting SRUN.sh through
+// sbatch): the files it sources and the scripts it runs are read with it (shell_script.h); the
+// user's variables (ScriptEnv) replace the scripts' own assignments to them. A script that
+// reaches its own `exit 1` (an if/elif chain's else) before a training command holding undecided
+// words is refused at that exit.
 #pragma once
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,11 +34,13 @@ struct MegatronArgs {
   YAML::Node model;           // model keys (layers, hidden, moe, mla, ...)
   YAML::Node parallel;        // pp, tp, ep, vpp, layer_split, recompute*, zero, microbatches (needs dp)
   YAML::Node precision;       // params, gemm
+  YAML::Node costs;           // dp_overlap, where the script states how gradients are reduced
   int global_batch_size = 0;  // 0: not given; microbatches = it / (micro_batch_size * dp)
   int micro_batch_size = 1;
   std::vector<std::string> ignored;  // flags read but not used, in file order
   // The world size the launcher states (torchrun --nproc-per-node x --nnodes; slime's
-  // --actor-num-nodes x --actor-num-gpus-per-node), 0 when it does not; from: what said it;
+  // --actor-num-nodes x --actor-num-gpus-per-node; Slurm's tasks: sbatch/srun --ntasks, else
+  // --nodes x --ntasks-per-node), 0 when it does not; from: what said it;
   // why: what made it unknown.
   long long world_size = 0;
   std::string world_size_from, world_size_why;
@@ -45,11 +54,16 @@ struct MegatronArgs {
   std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
 };
 
+// The variables a user sets for the script (`megatron_args: {script: F, env: {MODEL_SIZE: 76B}}`):
+// they replace the script's own assignments to them (shell_script.h, read_shell).
+using ScriptEnv = std::map<std::string, std::string>;
+
 // `where` locates an unreadable file (the megatron_args key); errors inside point at the flag's
 // line:col in the file.
-MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where = {});
+MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where = {}, const ScriptEnv& env = {});
 // `dir`: the script's folder (for `source FILE` and `$(dirname "$0")`).
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "");
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "",
+                                     const ScriptEnv& env = {});
 
 // Megatron's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L": E embedding, t a layer, m an
 // MTP layer, L the loss and head, '|' ends a chunk, X*n and (...)*n repeat, ',' and spaces are

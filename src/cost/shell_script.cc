@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "core/text_file.h"
 
@@ -64,7 +65,7 @@ class Lexer {
         out.push_back(arith());
         continue;
       }
-      if (std::string o = operator_at(); !o.empty()) {
+      if (std::string o = placeholder() > 0 ? std::string() : operator_at(); !o.empty()) {
         Token t = op(o);
         for (std::size_t k = 0; k < o.size(); ++k) next();
         if (o == "<<" || o == "<<-") heredoc_word(o == "<<-");
@@ -124,6 +125,26 @@ class Lexer {
     return {};
   }
   [[noreturn]] void fail(const SourceLoc& at, const std::string& what) const { throw InputError(at, what); }
+  // The length of a placeholder left to the script's user at i_ (`<path to data>`,
+  // `<Specify path>`, `<N>/`): a '<' then a letter, up to a '>' on the line, not after a blank,
+  // that has a blank inside or ends the word; 0 when none (a redirection).
+  std::size_t placeholder() const {
+    if (peek(0) != '<' || !std::isalpha(static_cast<unsigned char>(peek(1)))) return 0;
+    bool blank = false;
+    for (std::size_t k = i_ + 1; k < s_.size(); ++k) {
+      const char c = s_[k];
+      if (c == '\n' || c == '<' || c == '"' || c == '\'' || c == '$' || c == '`' || c == ';' || c == '|' || c == '&')
+        return 0;
+      if (c == ' ' || c == '\t') blank = true;
+      if (c != '>') continue;
+      if (is_blank(s_[k - 1])) return 0;
+      const char after = k + 1 < s_.size() ? s_[k + 1] : '\n';
+      const bool ends = is_blank(after) || after == '\n' || after == '/' || after == '_' || after == '\\' ||
+                        after == '"' || after == ';';
+      return blank || ends ? k - i_ + 1 : 0;
+    }
+    return 0;
+  }
 
   // Reads a balanced region opened by `open` (already consumed) up to `close`, quotes respected.
   void balanced(std::string& raw, char open, char close, const SourceLoc& at) {
@@ -180,6 +201,13 @@ class Lexer {
     std::string& raw = t.text;
     while (i_ < s_.size()) {
       const char c = s_[i_];
+      if (c == '<' && placeholder() > 0) {
+        for (std::size_t n = placeholder(); n > 0; --n) {
+          raw += s_[i_];
+          next();
+        }
+        continue;
+      }
       if (is_blank(c) || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == ')') break;
       if (c == '(') {
         if (array_start(raw)) return array(t);
@@ -314,6 +342,7 @@ struct Var {
   // Unknown only in parts: the value's text holds each unknown piece as the script wrote it ($X,
   // $(cmd)); its other words are known once split. False for a value an undecided branch chose.
   bool partial = false;
+  bool exported = false;  // seen by the scripts it runs (`export X`)
   bool operator==(const Var& o) const {
     return items == o.items && array == o.array && unknown == o.unknown && item_unknown == o.item_unknown;
   }
@@ -568,6 +597,37 @@ bool glob_match(const std::string& p, const std::string& s, std::size_t i = 0, s
 
 namespace shell_detail {
 
+// `#SBATCH` lines at the top of a batch script, as sbatch reads them: options, before its own.
+std::vector<ShellWord> sbatch_directives(const std::string& text, const std::string& path) {
+  std::vector<ShellWord> out;
+  std::size_t pos = 0;
+  int line = 0;
+  while (pos < text.size()) {
+    const std::size_t eol = std::min(text.find('\n', pos), text.size());
+    const std::string l = text.substr(pos, eol - pos);
+    ++line;
+    pos = eol + 1;
+    const std::size_t first = l.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    if (l[first] != '#') break;  // the first command ends the directives
+    if (l.compare(first, 7, "#SBATCH") != 0) continue;
+    std::size_t k = first + 7;
+    while (k < l.size()) {
+      while (k < l.size() && is_blank(l[k])) ++k;
+      if (k >= l.size() || l[k] == '#') break;
+      const std::size_t e = std::min(l.find_first_of(" \t\r", k), l.size());
+      out.push_back(ShellWord{l.substr(k, e - k), SourceLoc{path, line, static_cast<int>(k) + 1}, {}});
+      k = e;
+    }
+  }
+  return out;
+}
+
+std::string base_name(const std::string& w) {
+  const std::size_t slash = w.rfind('/');
+  return slash == std::string::npos ? w : w.substr(slash + 1);
+}
+
 struct ExitScript {};
 
 struct Field {
@@ -578,8 +638,55 @@ struct Field {
 
 class Executor {
  public:
-  Executor(std::string name, std::string dir) : name_(std::move(name)), dir_(std::move(dir)) {
+  Executor(std::string name, std::string dir, const std::map<std::string, std::string>& env = {})
+      : name_(std::move(name)), dir_(std::move(dir)) {
     vars_["0"] = Var{{name_}, false, {}};
+    std::error_code ec;
+    if (!dir_.empty()) dir_ = std::filesystem::absolute(dir_, ec).lexically_normal().string();
+    if (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+    const std::filesystem::path cwd = std::filesystem::absolute(dir_.empty() ? "." : dir_, ec);
+    std::string pwd = cwd.lexically_normal().string();
+    if (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
+    vars_["PWD"] = Var{{pwd}, false, {}};
+    vars_["PWD"].exported = true;
+    for (const auto& [k, v] : env) {
+      vars_[k] = Var{{v}, false, {}};
+      vars_[k].exported = true;
+      pinned_.insert(k);
+    }
+  }
+  std::string stop;  // ShellRead::stop, stop_at
+  SourceLoc stop_at;
+  const std::vector<std::string>& missing_sources() const { return missing_sources_; }
+  // A script with #SBATCH lines is read as sbatch runs it: its commands under those options.
+  void batch_script(const std::string& text) {
+    std::vector<ShellWord> d = sbatch_directives(text, name_);
+    if (d.empty()) return;
+    launcher_.push_back(ShellWord{"sbatch", d.front().loc, {}});
+    for (auto& w : d) launcher_.push_back(std::move(w));
+    slurm_env();
+  }
+  // What Slurm sets in a batch script's environment from its allocation's options, where they
+  // state it: SLURM_NNODES (SLURM_JOB_NUM_NODES), SLURM_NTASKS_PER_NODE, SLURM_NTASKS.
+  void slurm_env() {
+    const SlurmTasks t = slurm_tasks(launcher_);
+    auto set = [&](const char* name, const std::string& value, const std::string& unknown) {
+      if (pinned_.count(name)) return;
+      vars_[name] = Var{{value}, false, unknown.empty() ? "" : fmt::format("from Slurm's options: {}", unknown)};
+      vars_[name].exported = true;
+    };
+    const bool fixed = t.nodes.set && t.nodes.value.find_first_of("-,:") == std::string::npos;
+    if (fixed) {
+      set("SLURM_NNODES", t.nodes.value, t.nodes.unknown);
+      set("SLURM_JOB_NUM_NODES", t.nodes.value, t.nodes.unknown);
+    }
+    if (t.per_node.set) set("SLURM_NTASKS_PER_NODE", t.per_node.value, t.per_node.unknown);
+    if (t.ntasks.set) {
+      set("SLURM_NTASKS", t.ntasks.value, t.ntasks.unknown);
+    } else if (fixed && t.per_node.set && t.nodes.unknown.empty() && t.per_node.unknown.empty()) {
+      const auto n = to_int(t.nodes.value), p = to_int(t.per_node.value);
+      if (n && p) set("SLURM_NTASKS", std::to_string(*n * *p), {});
+    }
   }
   void run_text(const std::string& text, const std::string& name, int line0, int col0) {
     if (++depth_ > kMaxDepth) throw InputError(SourceLoc{name, line0, col0}, "scripts nested too deep");
@@ -607,7 +714,7 @@ class Executor {
 
   void run_tokens(const std::vector<Token>& toks) {
     Cursor c{toks};
-    list(c, Mode{}, {});
+    list(c, Mode{true, base_taint_}, {});
     if (!c.end())
       throw InputError(c.cur().loc, fmt::format("cannot read the script here: unexpected '{}'", printable(c.cur())));
   }
@@ -774,8 +881,19 @@ class Executor {
                    std::vector<Field>& out);
   Val dollar(const std::string& raw, std::size_t& i, const SourceLoc& at);
   void source_file(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m);
+  std::string find_file(const std::string& word, const SourceLoc& at) const;
+  void nested_text(const std::string& text, const SourceLoc& at, const Mode& m);
+  bool launch(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m);
+  void run_script(const std::vector<ShellWord>& argv, std::size_t k, std::size_t file, const std::string& path,
+                  const Mode& m);
+  void change_dir(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m);
 
   std::string name_, dir_;
+  std::set<std::string> pinned_;     // the user's env: the scripts' assignments to them are not applied
+  std::vector<ShellWord> launcher_;  // ShellCommand::launcher of the commands being read
+  std::string base_taint_;           // the condition a nested script (source, sh -c, child) runs under
+  std::string last_echo_;            // the last echo's text, for `stop`
+  std::string last_condition_;       // the last if/elif condition decided, for `stop`
   Vars vars_;
   std::map<std::string, std::vector<Token>> functions_;
   std::vector<std::string> missing_sources_;
@@ -834,6 +952,8 @@ void Executor::if_rest(Cursor& c, const Mode& m, const SourceLoc& at) {
   const St cond = list(c, m, {"then"});
   const std::string text = source_text(c, from, c.i);
   expect_word(c, "then", at);
+  if (m.run && cond != St::unknown)
+    last_condition_ = fmt::format("'{}' at line {}", text, c.t[from < c.t.size() ? from : 0].loc.line);
   if (!m.run || cond != St::unknown) {
     Mode take = m, other = m;
     take.run = m.run && cond == St::yes;
@@ -1157,7 +1277,11 @@ St Executor::run_simple(std::vector<ShellWord> argv, const SourceLoc& at, const 
     for (auto& [key, v] : saved) vars_[key] = v;
     return St::yes;
   }
-  commands.push_back(ShellCommand{std::move(argv), at, m.taint});
+  if (argv[0].text == "echo") {
+    last_echo_.clear();
+    for (std::size_t k = 1; k < argv.size(); ++k) last_echo_ += (k > 1 ? " " : "") + argv[k].text;
+  }
+  commands.push_back(ShellCommand{std::move(argv), at, m.taint, launcher_});
   return St::yes;
 }
 
@@ -1165,20 +1289,49 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
   const std::string& cmd = argv[0].text;
   handled = true;
   if (cmd == "export" || cmd == "declare" || cmd == "local" || cmd == "readonly" || cmd == "typeset") {
+    const bool exporting = cmd == "export";
     for (std::size_t k = 1; k < argv.size(); ++k) {
       const std::string& a = argv[k].text;
       const std::size_t eq = a.find('=');
+      if (exporting && eq == std::string::npos && vars_.count(a)) vars_[a].exported = true;  // export X
       if (a.empty() || a[0] == '-' || eq == std::string::npos || !is_assignment(a)) continue;
       const bool append = eq > 0 && a[eq - 1] == '+';
       const std::string name = a.substr(0, append ? eq - 1 : eq);
       Var v{{a.substr(eq + 1)}, false, argv[k].unknown};
+      v.exported = exporting;
+      v.partial = true;  // as an assignment: its unknown pieces are its text for them
       if (append && vars_.count(name)) v.items[0] = vars_[name].scalar() + v.items[0];
       set_var(name, v, m);
     }
     return St::yes;
   }
   if (cmd == "unset") {
-    for (std::size_t k = 1; k < argv.size(); ++k) vars_.erase(argv[k].text);
+    for (std::size_t k = 1; k < argv.size(); ++k)
+      if (!pinned_.count(argv[k].text)) vars_.erase(argv[k].text);
+    return St::yes;
+  }
+  if (cmd == "cd" || cmd == "pushd") {
+    change_dir(argv, at, m);
+    return St::yes;
+  }
+  if (cmd == "pwd" && capture_ != nullptr) {
+    const Val v = variable("PWD");
+    if (!v.unknown.empty() && capture_failed_.empty()) capture_failed_ = v.unknown;
+    *capture_ += v.joined() + "\n";
+    return St::yes;
+  }
+  if (cmd == "pwd") return St::yes;
+  if (cmd == "read" || cmd == "mapfile" || cmd == "readarray") {  // their values come from input, not read here
+    for (std::size_t k = 1; k < argv.size(); ++k) {
+      const std::string& a = argv[k].text;
+      if (a.size() > 1 && a[0] == '-') {
+        if (a.find_first_of("padnutCc", 1) != std::string::npos && a.size() == 2) ++k;  // -p PROMPT, -a NAME, ...
+        if (a == "-a" && k < argv.size())
+          set_var(argv[k].text, Var{{}, true, fmt::format("set by '{}' at line {} from its input", cmd, at.line)}, m);
+        continue;
+      }
+      set_var(a, Var{{"$" + a}, false, fmt::format("set by '{}' at line {} from its input", cmd, at.line)}, m);
+    }
     return St::yes;
   }
   if (cmd == "[" || cmd == "test" || cmd == "[[") return test(argv, cmd == "[[");
@@ -1189,6 +1342,12 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     // must set, a file that must exist): the launch it guards is read on.
     const bool error = argv.size() > 1 && argv[1].text != "0";
     if (m.taint.empty() && !error && capture_ == nullptr) throw ExitScript{};
+    if (m.taint.empty() && error && capture_ == nullptr && stop.empty()) {
+      stop = fmt::format(
+          "exit {}{}{}", argv[1].text, last_echo_.empty() ? "" : fmt::format(" after 'echo {}'", last_echo_),
+          last_condition_.empty() ? "" : fmt::format("; the last condition decided: {}", last_condition_));
+      stop_at = at;
+    }
     return St::yes;
   }
   if (cmd == "echo" || cmd == "printf") return output(argv, m, handled);
@@ -1204,20 +1363,19 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     }
     return st;
   }
-  if (cmd == "eval" || ((cmd == "bash" || cmd == "sh") && argv.size() > 2 && argv[1].text == "-c")) {
-    const std::size_t from = cmd == "eval" ? 1 : 2;
+  if (cmd == "eval") {
     std::string text;
-    for (std::size_t k = from; k < (cmd == "eval" ? argv.size() : from + 1); ++k) {
+    for (std::size_t k = 1; k < argv.size(); ++k) {
       if (!argv[k].unknown.empty()) {
         handled = false;  // its text is not known: recorded as a command, refused where it matters
         return St::yes;
       }
       text += (text.empty() ? "" : " ") + argv[k].text;
     }
-    run_text(text, argv[from].loc.file, argv[from].loc.line, argv[from].loc.col);
+    if (argv.size() > 1) nested_text(text, argv[1].loc, m);
     return St::yes;
   }
-  handled = false;
+  handled = launch(argv, at, m);
   return St::yes;
 }
 
@@ -1279,24 +1437,189 @@ St Executor::output(const std::vector<ShellWord>& argv, const Mode& m, bool& han
   return St::yes;
 }
 
-void Executor::source_file(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode&) {
+// The file a script names (`source F`, `bash F`, `sbatch F`): F itself when absolute, else
+// under the working folder ($PWD), then beside the script naming it; "" when none is there.
+std::string Executor::find_file(const std::string& word, const SourceLoc& at) const {
+  namespace fs = std::filesystem;
+  const fs::path p(word);
+  std::vector<fs::path> tries;
+  if (p.is_absolute()) {
+    tries.push_back(p);
+  } else {
+    const Val pwd = variable("PWD");
+    if (pwd.unknown.empty()) tries.push_back(fs::path(pwd.joined()) / p);
+    tries.push_back(fs::path(at.file).parent_path() / p);
+    if (!dir_.empty()) tries.push_back(fs::path(dir_) / p);
+    tries.push_back(p);  // as ppsim's own working folder has it
+  }
+  std::error_code ec;
+  for (const auto& t : tries)
+    if (fs::is_regular_file(t, ec)) return t.lexically_normal().string();
+  return {};
+}
+
+std::string read_script(const std::string& path, const SourceLoc& at) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text;
+  if (!read_capped(in, 4u << 20, text)) throw InputError(at, fmt::format("'{}' is over 4 MiB", path), {}, kExitLimit);
+  return text;
+}
+
+// Text read as part of this script (source, eval, sh -c), under the condition `m` runs in.
+void Executor::nested_text(const std::string& text, const SourceLoc& at, const Mode& m) {
+  const std::string saved = base_taint_;
+  base_taint_ = m.taint;
+  run_text(text, at.file, at.line, at.col);
+  base_taint_ = saved;
+}
+
+void Executor::source_file(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m) {
   if (argv.size() < 2) return;
   const ShellWord& w = argv[1];
   if (!w.unknown.empty()) {
-    missing_sources_.push_back(w.text);
+    missing_sources_.push_back(
+        fmt::format("{}, sourced at {}:{} and not read: {}", w.text, at.file, at.line, w.unknown));
     return;
   }
-  std::filesystem::path p(w.text);
-  if (p.is_relative() && !dir_.empty() && !std::filesystem::exists(p)) p = std::filesystem::path(dir_) / p;
-  std::ifstream in(p, std::ios::binary);
-  if (!in || std::filesystem::is_directory(p)) {
-    missing_sources_.push_back(w.text);
+  const std::string path = find_file(w.text, at);
+  if (path.empty()) {
+    missing_sources_.push_back(fmt::format("{}, sourced at {}:{} and not found", w.text, at.file, at.line));
     return;
   }
-  std::string text;
-  if (!read_capped(in, 4u << 20, text))
-    throw InputError(at, fmt::format("'{}' is over 4 MiB", p.string()), {}, kExitLimit);
-  run_text(text, p.string(), 1, 1);
+  const std::string saved = base_taint_;
+  base_taint_ = m.taint;
+  run_text(read_script(path, at), path, 1, 1);
+  base_taint_ = saved;
+}
+
+// cd / pushd DIR: $PWD moves; a folder not known makes it unknown.
+void Executor::change_dir(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m) {
+  std::size_t k = 1;
+  while (k < argv.size() && argv[k].text.size() > 1 && argv[k].text[0] == '-') ++k;  // -P, -L
+  Var v{{"$PWD"}, false, {}};
+  const Val pwd = variable("PWD");
+  if (k >= argv.size() || argv[k].text == "-") {
+    v.unknown = fmt::format("moved by '{}' at {}:{} to a folder not known", argv[0].text, at.file, at.line);
+  } else if (!argv[k].unknown.empty() || !pwd.unknown.empty()) {
+    v.unknown = fmt::format("moved by '{} {}' at {}:{}: {}", argv[0].text, argv[k].text, at.file, at.line,
+                            !argv[k].unknown.empty() ? argv[k].unknown : pwd.unknown);
+  } else {
+    const std::filesystem::path to(argv[k].text);
+    v.items = {(to.is_absolute() ? to : std::filesystem::path(pwd.joined()) / to).lexically_normal().string()};
+  }
+  if (!m.taint.empty() && v.unknown.empty()) v.unknown = "moved by a cd under " + m.taint;
+  v.exported = true;
+  vars_["PWD"] = v;
+}
+
+// A command that runs a script or a command text: `bash [-x] F args`, `sh -c TEXT`, `./F.sh`,
+// `sbatch [opts] F`, and any of these after a launcher's options (srun, mpirun, nohup, ...).
+bool Executor::launch(const std::vector<ShellWord>& argv, const SourceLoc& at, const Mode& m) {
+  static const std::set<std::string> kLaunchers = {"srun", "mpirun", "mpiexec", "nohup",  "exec",    "time",
+                                                   "env",  "salloc", "numactl", "stdbuf", "timeout", "sbatch"};
+  const std::string head = base_name(argv[0].text);
+  const bool launcher = kLaunchers.count(head) != 0;
+  for (std::size_t k = 0; k < argv.size(); ++k) {
+    if (k > 0 && !launcher) return false;
+    if (!argv[k].unknown.empty()) continue;
+    const std::string b = base_name(argv[k].text);
+    if (b == "bash" || b == "sh") {
+      std::size_t j = k + 1;
+      while (j < argv.size() && argv[j].text.size() > 1 && argv[j].text[0] == '-' && argv[j].text != "-c") ++j;
+      if (j + 1 < argv.size() && argv[j].text == "-c") {
+        // A text with unknown pieces is read too: each piece is the script's own text for it
+        // ($TP), which names the same variable again.
+        const std::vector<ShellWord> saved = launcher_;
+        launcher_.insert(launcher_.end(), argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(k));
+        nested_text(argv[j + 1].text, argv[j + 1].loc, m);
+        launcher_ = saved;
+        return true;
+      }
+      if (j < argv.size() && argv[j].unknown.empty()) {
+        const std::string path = find_file(argv[j].text, at);
+        if (!path.empty()) {
+          run_script(argv, k, j, path, m);
+          return true;
+        }
+      }
+      return false;
+    }
+    const bool script_like = b.size() > 3 && (b.compare(b.size() - 3, 3, ".sh") == 0 || head == "sbatch");
+    if (k > 0 && script_like && argv[k].text[0] != '-') {
+      const std::string path = find_file(argv[k].text, at);
+      if (!path.empty()) {
+        run_script(argv, k, k, path, m);
+        return true;
+      }
+    } else if (k == 0 && b.size() > 3 && b.compare(b.size() - 3, 3, ".sh") == 0) {
+      const std::string path = find_file(argv[0].text, at);
+      if (path.empty()) return false;
+      run_script(argv, 0, 0, path, m);
+      return true;
+    }
+  }
+  return false;
+}
+
+// argv[file] (found at `path`) run as a program: a new shell with the exported variables
+// (sbatch --export=NONE / A,B,C: those), the words after it as $1..., the launcher words before it.
+void Executor::run_script(const std::vector<ShellWord>& argv, std::size_t k, std::size_t file, const std::string& path,
+                          const Mode& m) {
+  const std::string text = read_script(path, argv[file].loc);
+  const bool sbatch = base_name(argv[0].text) == "sbatch";
+  Executor child = *this;
+  child.commands.clear();
+  child.functions_.clear();
+  child.missing_sources_.clear();
+  child.name_ = path;
+  child.dir_ = std::filesystem::path(path).parent_path().string();
+  child.base_taint_ = m.taint;
+  child.vars_.clear();
+  std::optional<std::set<std::string>> only;  // sbatch --export=A,B
+  for (std::size_t j = 1; sbatch && j < file; ++j)
+    if (argv[j].text.rfind("--export=", 0) == 0) {
+      const std::string list = argv[j].text.substr(9);
+      if (list == "ALL" || list.rfind("ALL,", 0) == 0) continue;
+      only.emplace();
+      for (std::size_t a = 0; a <= list.size();) {
+        const std::size_t e = std::min(list.find(',', a), list.size());
+        const std::string item = list.substr(a, e - a);
+        const std::size_t eq = item.find('=');
+        if (eq != std::string::npos)
+          child.vars_[item.substr(0, eq)] = Var{{item.substr(eq + 1)}, false, argv[j].unknown};
+        else if (item != "NONE" && !item.empty())
+          only->insert(item);
+        a = e + 1;
+      }
+    }
+  for (const auto& [name, v] : vars_)
+    if ((v.exported && (!only || only->count(name) || name == "PWD")) || pinned_.count(name)) child.vars_[name] = v;
+  child.vars_["0"] = Var{{path}, false, {}};
+  Var all{{}, true, {}};
+  for (std::size_t j = file + 1; j < argv.size(); ++j) {
+    if (j - file <= 9) child.vars_[std::to_string(j - file)] = Var{{argv[j].text}, false, argv[j].unknown};
+    all.items.push_back(argv[j].text);
+  }
+  child.vars_["#"] = Var{{std::to_string(all.items.size())}, false, {}};
+  child.vars_["@"] = all;
+  if (sbatch) {  // sbatch, then the script's #SBATCH words, then the command line's (which win)
+    child.launcher_.push_back(argv[0]);
+    for (auto& w : sbatch_directives(text, path)) child.launcher_.push_back(std::move(w));
+    child.launcher_.insert(child.launcher_.end(), argv.begin() + 1, argv.begin() + static_cast<std::ptrdiff_t>(k));
+    child.slurm_env();
+  } else {
+    child.launcher_.insert(child.launcher_.end(), argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  try {
+    child.run_text(text, path, 1, 1);
+  } catch (const ExitScript&) {
+  }
+  for (auto& c : child.commands) commands.push_back(std::move(c));
+  for (auto& f : child.missing_sources_) missing_sources_.push_back(std::move(f));
+  if (stop.empty()) {
+    stop = child.stop;
+    stop_at = child.stop_at;
+  }
 }
 
 void Executor::assign(const std::string& raw, const SourceLoc& at, const Mode& m) {
@@ -1335,6 +1658,8 @@ void Executor::assign_array(const Token& t, const Mode& m) {
 }
 
 void Executor::set_var(const std::string& name, Var v, const Mode&) {
+  if (pinned_.count(name)) return;  // the user's value
+  if (const auto it = vars_.find(name); it != vars_.end()) v.exported = v.exported || it->second.exported;
   std::size_t size = 0;
   for (const auto& x : v.items) size += x.size();
   if (size > kMaxValue) throw InputError(SourceLoc{name_, 0, 0}, fmt::format("the variable {} grows over 1 MiB", name));
@@ -1455,7 +1780,7 @@ void Executor::expand_into(const std::string& raw, std::size_t& i, const SourceL
     } else if (c == '\\' && i + 1 < raw.size()) {
       const char d = raw[i + 1];
       if (in_quotes && std::string("$`\"\\\n").find(d) == std::string::npos) out.back().text += c;
-      out.back().text += d;
+      if (d != '\n') out.back().text += d;  // `\` then a newline: a continuation, both removed
       out.back().started = true;
       i += 2;
     } else if (c == '$') {
@@ -1543,7 +1868,7 @@ Val Executor::variable(const std::string& name) const {
     if (std::isdigit(static_cast<unsigned char>(name[0])))
       return unknown_val(fmt::format("${} is the script's argument {}, not given", name, name), "$" + name);
     std::string where = " (from the environment?)";
-    if (!missing_sources_.empty()) where = fmt::format(" (perhaps in {}, which was not read)", missing_sources_.back());
+    if (!missing_sources_.empty()) where = fmt::format(" (perhaps in {})", missing_sources_.back());
     return unknown_val(fmt::format("${} is not set in the script{}", name, where), "$" + name);
   }
   const Var& v = it->second;
@@ -1616,7 +1941,7 @@ Val Executor::parameter(const std::string& inside, const SourceLoc& at) {
   if (op == "?") return unknown_val(fmt::format("${{{}}}: {} is not set", inside, name), "${" + inside + "}");
   std::string unknown;
   const std::string value = expand_string(word, at, unknown);
-  if (op == "=") vars_[name] = Var{{value}, false, unknown};
+  if (op == "=" && !pinned_.count(name)) vars_[name] = Var{{value}, false, unknown};
   return unknown.empty() ? known(value) : unknown_val(unknown, value);
 }
 
@@ -1630,7 +1955,9 @@ std::optional<long long> Executor::arith_value(const std::string& expr) {
     if (v.joined().empty()) return 0;
     return to_int(v.joined());
   };
-  const Arith::Set store = [&](const std::string& n, long long v) { vars_[n] = Var{{std::to_string(v)}, false, {}}; };
+  const Arith::Set store = [&](const std::string& n, long long v) {
+    if (!pinned_.count(n)) vars_[n] = Var{{std::to_string(v)}, false, {}};
+  };
   return Arith(text, lookup, store).run();
 }
 
@@ -1764,13 +2091,55 @@ St Executor::test(std::vector<ShellWord> args, bool double_bracket) {
 
 }  // namespace shell_detail
 
-std::vector<ShellCommand> shell_commands(const std::string& text, const std::string& name, const std::string& dir) {
-  shell_detail::Executor ex(name, dir);
+ShellRead read_shell(const std::string& text, const std::string& name, const std::string& dir,
+                     const std::map<std::string, std::string>& env) {
+  shell_detail::Executor ex(name, dir, env);
+  ex.batch_script(text);
   try {
     ex.run_text(text, name, 1, 1);
   } catch (const shell_detail::ExitScript&) {
   }
-  return ex.commands;
+  return ShellRead{std::move(ex.commands), ex.stop, ex.stop_at, ex.missing_sources()};
+}
+
+std::vector<ShellCommand> shell_commands(const std::string& text, const std::string& name, const std::string& dir) {
+  return read_shell(text, name, dir).commands;
+}
+
+SlurmTasks slurm_tasks(const std::vector<ShellWord>& w) {
+  SlurmTasks t;
+  struct Spelling {
+    SlurmOption* o;
+    const char *lng, *shrt;
+  };
+  const Spelling opts[] = {
+      {&t.nodes, "--nodes", "-N"}, {&t.ntasks, "--ntasks", "-n"}, {&t.per_node, "--ntasks-per-node", nullptr}};
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const std::string& x = w[k].text;
+    const std::string b = shell_detail::base_name(x);
+    t.slurm = t.slurm || b == "sbatch" || b == "srun" || b == "salloc";
+    for (const Spelling& s : opts) {
+      const std::string eq = std::string(s.lng) + "=";
+      const bool separate = (x == s.lng || (s.shrt != nullptr && x == s.shrt)) && k + 1 < w.size();
+      const bool glued = s.shrt != nullptr && x.size() > 2 && x.rfind(s.shrt, 0) == 0 &&
+                         std::isdigit(static_cast<unsigned char>(x[2]));
+      SlurmOption& o = *s.o;
+      if (x.rfind(eq, 0) == 0) {
+        o.value = x.substr(eq.size());
+        o.unknown = w[k].unknown;
+      } else if (separate) {
+        o.value = w[k + 1].text;
+        o.unknown = w[k + 1].unknown;
+      } else if (glued) {
+        o.value = x.substr(2);
+        o.unknown = w[k].unknown;
+      } else {
+        continue;
+      }
+      o.set = true;
+    }
+  }
+  return t;
 }
 
 // ---- Python list expressions (--moe-layer-freq) -------------------------------------------------

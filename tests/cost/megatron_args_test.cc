@@ -81,6 +81,40 @@ TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][mega
       "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 --recompute-activations", "a.sh");
   CHECK_FALSE(c.precision["grads"]);
   CHECK(c.parallel["recompute"].as<std::string>() == "selective");
+  // Aug 2021 to mid-2022 (the SC'21 scripts since 6985e58): uniform re-runs every layer, block
+  // the first --activations-checkpoint-num-layers of each stage.
+  const std::string dims = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 ";
+  const MegatronArgs u = megatron_args_from_text(dims + "--activations-checkpoint-method uniform", "a.sh");
+  CHECK(u.parallel["recompute"].as<std::string>() == "full");
+  CHECK_FALSE(u.parallel["recompute_layers"]);
+  const MegatronArgs k = megatron_args_from_text(
+      dims + "--activations-checkpoint-method block --activations-checkpoint-num-layers 3", "a.sh");
+  CHECK(k.parallel["recompute_layers"].as<int>() == 3);
+  // --DDP-impl local: the gradients reduced after the backward (dp_overlap 0); torch: PyTorch DDP's
+  // buckets under it (1); today's --overlap-grad-reduce (1); unstated: not written.
+  CHECK(megatron_args_from_text(dims + "--DDP-impl local", "a.sh").costs["dp_overlap"].as<double>() == 0);
+  CHECK(megatron_args_from_text(dims + "--DDP-impl torch", "a.sh").costs["dp_overlap"].as<double>() == 1);
+  CHECK(megatron_args_from_text(dims + "--overlap-grad-reduce", "a.sh").costs["dp_overlap"].as<double>() == 1);
+  CHECK_FALSE(megatron_args_from_text(dims, "a.sh").costs["dp_overlap"]);
+}
+
+TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", "[cost][megatron]") {
+  // --pp-partition-method 'type:transformer|embedding': DeepSpeed counts the first stage's
+  // embedding and the last's tied one as layers: (10 + 2) / pp 3 = 4 a stage, so 3, 4, 3.
+  const MegatronArgs a = megatron_args_from_text(
+      "--num-layers 10 --hidden-size 64 --num-attention-heads 4 --pipeline-model-parallel-size 3 "
+      "--pp-partition-method 'type:transformer|embedding' --pad-vocab-size-to 250880 --bf16 --deepspeed "
+      "--zero-stage 0",
+      "a.sh");
+  std::vector<int> split;
+  for (const auto& n : a.parallel["layer_split"]) split.push_back(n.as<int>());
+  CHECK(split == std::vector<int>{3, 4, 3});
+  CHECK(a.model["vocab"].as<int>() == 250880);
+  CHECK(a.parallel["zero"].as<int>() == 1);  // bf16 at stage 0: DeepSpeed's BF16_Optimizer shards as stage 1
+  const MegatronArgs b = megatron_args_from_text("--num-layers 4 --fp16 --deepspeed --zero-stage 2", "a.sh");
+  CHECK(b.parallel["zero"].as<int>() == 2);
+  // --num-experts 1 (EP_SIZE=1 in its dense scripts): the dense MLP, no MoE.
+  CHECK_FALSE(megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-experts 1", "a.sh").model["moe"]);
 }
 
 TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undecided branches", "[cost][megatron]") {
@@ -103,7 +137,7 @@ TEST_CASE("megatron: argparse's repeated flags, --flag=value, quoting and undeci
   CHECK(b.ignored == std::vector<std::string>{"--data-cache-path"});
   CHECK(error_of("if [ -z \"$BIG\" ]; then L=4; else L=8; fi\npython pretrain_gpt.py --num-layers $L") ==
         "a.sh:2:37: --num-layers $L: $L is set under the condition '[ -z \"$BIG\" ]' at line 1, which the script's "
-        "own values do not decide");
+        "own values do not decide; set L in megatron_args env: (or --megatron-env L=...)");
   CHECK(error_of("if [ -f /x ]; then\n  python pretrain_gpt.py --num-layers 4\nfi") ==
         "a.sh:2:3: the training command (pretrain_gpt.py) runs only under the condition '[ -f /x ]' at line 1, which "
         "the script's own values do not decide");
@@ -159,7 +193,8 @@ TEST_CASE("megatron: --pipeline-model-parallel-layout", "[cost][megatron]") {
 
 TEST_CASE("megatron: located errors", "[cost][megatron]") {
   CHECK(error_of("--num-layers $NL --hidden-size 8") ==
-        "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?)");
+        "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?); set NL in megatron_args "
+        "env: (or --megatron-env NL=...)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
   CHECK(error_of("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1") ==
         "a.sh:1:78: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "
@@ -220,4 +255,137 @@ TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, T
           "/ (tp x pp x cp)): the script's launcher does not state it; give hardware.gpus or parallel.dp");
   }
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+// A launch-script set with the SC'21 scripts' structure (Megatron-LM examples/sc21): run.sh picks
+// a model in an if/elif chain on MODEL, sources CONFIG.sh through `pwd`, which builds PARAMS
+// (a quoted string with `\` continuations and a placeholder) and sources SBATCH.sh, which submits
+// SRUN.sh; SRUN.sh's #SBATCH line gives the tasks per node and it runs srun ... sh -c "${CMD}".
+struct ScriptSet {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ppsim_megatron_set_" + std::to_string(::getpid()));
+  ScriptSet() {
+    std::filesystem::create_directories(dir);
+    write("run.sh",
+          "#!/bin/bash\nMODEL=small\n\n"
+          "if [ ${MODEL} == \"small\" ]; then\n    TP=2\n    PP=2\n    NLS=8\n    NNODES=2\n"
+          "    EXTRA=\"--checkpoint-activations \"\n"
+          "elif [ ${MODEL} = \"big\" ]; then\n    TP=4\n    PP=4\n    NLS=48\n    NNODES=8\n"
+          "    EXTRA=\"--checkpoint-activations --num-layers-per-virtual-pipeline-stage 3\"\n"
+          "else\n    echo \"Invalid configuration\"\n    exit 1\nfi\n"
+          "export JOB_NAME=job_${MODEL}\n. `pwd`/CONFIG.sh\n. $(pwd)/SBATCH.sh\nexit 0\n");
+    write("CONFIG.sh",
+          "export CODE_DIR=<megatron source code directory>\n"
+          "export PARAMS=\" ${EXTRA} \\\n\t--tensor-model-parallel-size ${TP} \\\n"
+          "\t--pipeline-model-parallel-size ${PP} --num-layers ${NLS} \\\n"
+          "        --hidden-size 1024 --num-attention-heads 16 --seq-length 512 --vocab-size 1000 \\\n"
+          "        --micro-batch-size 2 --global-batch-size 256 --data-path <path to data> --fp16 \"\n");
+    write("SBATCH.sh",
+          "sbatch -p part --job-name=${JOB_NAME} --nodes=${NNODES} --export=CODE_DIR,PARAMS SRUN.sh\nexit 0\n");
+    write(
+        "SRUN.sh",
+        "#!/bin/bash\n#SBATCH -t 0:30:00 --exclusive --ntasks-per-node=4\n\nTHIS_DIR=`pwd`\nmkdir -p ${THIS_DIR}/logs\n"
+        "CMD=\"python -u ${CODE_DIR}/pretrain_gpt.py ${PARAMS}\"\n"
+        "srun -l --output=${THIS_DIR}/logs/%x_%j.log sh -c \"${CMD}\"\n");
+  }
+  ~ScriptSet() { std::filesystem::remove_all(dir); }
+  void write(const char* name, const std::string& text) const { std::ofstream(dir / name) << text; }
+  std::string path(const char* name) const { return (dir / name).string(); }
+};
+}  // namespace
+
+TEST_CASE("megatron: a launch-script set read as one (SC'21's structure)", "[cost][megatron]") {
+  const ScriptSet s;
+  // The script's own MODEL=small: TP 2, PP 2, 8 layers, 2 nodes x 4 tasks (#SBATCH) = 8 GPUs.
+  const MegatronArgs a = read_megatron_args(s.path("run.sh"));
+  CHECK(a.source.rfind(s.path("SRUN.sh") + ":", 0) == 0);
+  CHECK(a.model["layers"].as<int>() == 8);
+  CHECK(a.model["hidden"].as<int>() == 1024);
+  CHECK(a.parallel["tp"].as<int>() == 2);
+  CHECK(a.parallel["pp"].as<int>() == 2);
+  CHECK_FALSE(a.parallel["vpp"]);
+  CHECK(a.parallel["recompute"].as<std::string>() == "full");
+  CHECK(a.precision["params"].as<std::string>() == "fp16");
+  CHECK(a.global_batch_size == 256);
+  CHECK(a.world_size == 2 * 4);
+  // The user's MODEL=big replaces the script's: 48 layers / (3 per chunk x pp 4) = vpp 4; 8 x 4 GPUs.
+  const MegatronArgs b = read_megatron_args(s.path("run.sh"), {}, {{"MODEL", "big"}});
+  CHECK(b.model["layers"].as<int>() == 48);
+  CHECK(b.parallel["tp"].as<int>() == 4);
+  CHECK(b.parallel["vpp"].as<int>() == 48 / (3 * 4));
+  CHECK(b.world_size == 8 * 4);
+  // A variable the chain sets, pinned too: the user's value wins in every file.
+  const MegatronArgs c = read_megatron_args(s.path("run.sh"), {}, {{"MODEL", "big"}, {"NLS", "96"}});
+  CHECK(c.model["layers"].as<int>() == 96);
+  CHECK(c.parallel["vpp"].as<int>() == 96 / (3 * 4));
+  // Through a config, the YAML's map form: dp = 32 / (4 x 4) = 2; 256 / (micro-batch 2 x dp 2) = 64.
+  const ModelConfigData cfg = parse_config("megatron_args: {script: run.sh, env: {MODEL: big}}\ncluster: {gpu: h100}\n",
+                                           "t.yaml", s.dir.string(), {});
+  CHECK(cfg.parallel.dp == 32 / (4 * 4));
+  CHECK(cfg.parallel.microbatches == 256 / (2 * 2));
+}
+
+TEST_CASE("megatron: a launch-script set's errors, one line each", "[cost][megatron]") {
+  const ScriptSet s;
+  auto error = [&](const ScriptEnv& env, const char* file = "run.sh") {
+    try {
+      (void)read_megatron_args(s.path(file), {}, env);
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return std::string("no error");
+  };
+  // A MODEL the chain does not know: the script's own `exit 1` (run.sh line 18, column 5).
+  CHECK(error({{"MODEL", "huge"}}) ==
+        s.path("run.sh") +
+            ":18:5: the script stops here (exit 1 after 'echo Invalid configuration'; the last condition "
+            "decided: '[ ${MODEL} = \"big\" ]' at line 10) with the values it was read with, and its training command "
+            "after it has ${EXTRA} ($EXTRA is not set in the script (from the "
+            "environment?)); set the variables its conditions test in megatron_args env: (or --megatron-env "
+            "NAME=value)");
+  // A sourced file that is not there: the flag, and the file it may have come from.
+  std::filesystem::remove(s.dir / "CONFIG.sh");
+  const std::string missing = error({});
+  CHECK(missing.find("no Megatron-LM arguments") != std::string::npos);
+  CHECK_THAT(missing, PPSIM_CONTAINS(s.path("CONFIG.sh") + ", sourced at " + s.path("run.sh") + ":21 and not found"));
+  // A loop the arguments depend on (`read` from a file): the flag, the line, and what to set.
+  s.write("loop.sh", "while read -r L; do :; done < layers.txt\npython pretrain_gpt.py --num-layers $L\n");
+  CHECK(error({}, "loop.sh") == s.path("loop.sh") +
+                                    ":2:37: --num-layers $L: $L is set by 'read' at line 1 from its input; set "
+                                    "L in megatron_args env: (or --megatron-env L=...)");
+  // A script run as a program sees the exported variables only: H (not exported) is unset there.
+  s.write("parent.sh", "H=64\nexport L=4\nbash child.sh\n");
+  s.write("child.sh", "python pretrain_gpt.py --num-layers $L --hidden-size $H --num-attention-heads 4\n");
+  CHECK(error({}, "parent.sh") == s.path("child.sh") +
+                                      ":1:54: --hidden-size $H: $H is not set in the script (from the environment?); "
+                                      "set H in megatron_args env: (or --megatron-env H=...)");
+  CHECK(read_megatron_args(s.path("parent.sh"), {}, {{"H", "64"}}).model["hidden"].as<int>() == 64);
+  // A used flag left as a placeholder.
+  s.write("ph.sh", "python pretrain_gpt.py --num-layers <number of layers> --hidden-size 8\n");
+  CHECK(error({}, "ph.sh") == s.path("ph.sh") +
+                                  ":1:37: --num-layers <number of layers>: a placeholder the script leaves to "
+                                  "its user; fill it in, or set the variable that holds it in megatron_args env:");
+}
+
+TEST_CASE("megatron: --megatron-env on the command line", "[cost][megatron][cli]") {
+  const ScriptSet s;
+  ppsim::robust::Scratch scratch("megatron_env");
+  s.write("base.yaml", "name: base\ncluster: {gpu: h100}\n");
+  const std::string head =
+      "compare " + s.path("base.yaml") + " -s 1f1b --format json --megatron-args " + s.path("run.sh");
+  // MODEL=big: 8 nodes x 4 tasks = 32 GPUs, dp = 32 / (4 x 4) = 2, 256 / (2 x 2) = 64 micro-batches.
+  const auto big = ppsim::robust::run_ppsim(scratch, head + " --megatron-env MODEL=big");
+  REQUIRE(big.code == 0);
+  CHECK(nlohmann::json::parse(big.out)["results"][0]["microbatches"] == 256 / (2 * (32 / (4 * 4))));
+  CHECK(nlohmann::json::parse(big.out)["results"][0]["bubble"]["per_rank"].size() == 4);  // pp 4
+  // The script's own MODEL=small: 2 x 4 = 8 GPUs, dp = 8 / (2 x 2) = 2: 64 as well; pp 2, not 4.
+  const auto small = ppsim::robust::run_ppsim(scratch, head);
+  REQUIRE(small.code == 0);
+  CHECK(nlohmann::json::parse(small.out)["results"][0]["bubble"]["per_rank"].size() == 2);
+  const auto bad = ppsim::robust::run_ppsim(scratch, head + " --megatron-env MODEL");
+  CHECK(bad.code == 3);
+  CHECK(bad.one_error_line());
+  CHECK(bad.err ==
+        "ppsim: --megatron-env: expected NAME=value (a shell variable for the --megatron-args script), got 'MODEL'\n");
 }

@@ -34,7 +34,8 @@ TEST_CASE("shell: arrays, quoting and word splitting as bash does them", "[cost]
         W{"run", "--a", "1", "--b", "2", "--c", "5", "1"});
   CHECK(last_words("run --a \\\n  --b") == W{"run", "--a", "--b"});
   // An element the script does not know stays one word and does not hide its neighbours.
-  CHECK(last_words("A=(--x 1 \"--cache $HOME\" --y 2)\nrun ${A[@]}") == W{"run", "--x", "1", "?--cache $HOME", "--y", "2"});
+  CHECK(last_words("A=(--x 1 \"--cache $HOME\" --y 2)\nrun ${A[@]}") ==
+        W{"run", "--x", "1", "?--cache $HOME", "--y", "2"});
   // The same for a string split unquoted: only the word that holds the unknown piece is unknown;
   // a value an undecided branch chose stays unknown as a whole.
   CHECK(last_words("O=\"--x 1 --cache $HOME --y 2\"\nrun $O") == W{"run", "--x", "1", "--cache", "?$HOME", "--y", "2"});
@@ -77,7 +78,8 @@ TEST_CASE("shell: if/else decided by the script's values, else both read and mar
   CHECK(last_words("case 7B in\n  13B) L=40 ;;\n  7B|8B) L=32 ;;\n  *) L=0 ;;\nesac\nrun $L") == W{"run", "32"});
   // Undecided: a file test; both branches read, the variable they set differently is unknown and
   // says why; the branches' commands carry the condition.
-  const auto cmds = shell_commands("if [ -f /ckpt ]; then\n  A=1\n  echo x\nelse\n  A=2\nfi\nB=7\nrun $A $B", "s.sh", "");
+  const auto cmds =
+      shell_commands("if [ -f /ckpt ]; then\n  A=1\n  echo x\nelse\n  A=2\nfi\nB=7\nrun $A $B", "s.sh", "");
   REQUIRE(cmds.size() == 2);
   CHECK(cmds[0].undecided == "the condition '[ -f /ckpt ]' at line 1, which the script's own values do not decide");
   CHECK(cmds[1].undecided.empty());
@@ -139,4 +141,50 @@ TEST_CASE("shell: --moe-layer-freq's Python list expressions", "[cost][shell]") 
                     PPSIM_CONTAINS("--f __import__('os'): unexpected '_'"));
   CHECK_THROWS_WITH(python_int_list("[1]*[2]", at, "--f"), PPSIM_CONTAINS("'*' of two lists"));
   CHECK_THROWS_WITH(python_int_list("3", at, "--f"), PPSIM_CONTAINS("an integer, not a list"));
+}
+
+TEST_CASE("shell: placeholders, the working folder, the user's variables", "[cost][shell]") {
+  // `<path to data>` (a '<', a letter, a '>' on the line after a non-blank) is a word; `<in >out`,
+  // `< f` and `<<EOF` stay redirections.
+  CHECK(last_words("run --data <path to data> --x <N>/a.py") ==
+        W{"run", "--data", "<path to data>", "--x", "<N>/a.py"});
+  CHECK(last_words("run --a <in >out --b") == W{"run", "--a", "--b"});
+  // A backslash-newline inside double quotes is removed, as bash removes it.
+  CHECK(last_words("P=\" --a 1 \\\n\t--b 2\"\nrun $P") == W{"run", "--a", "1", "--b", "2"});
+  // `pwd`, $(pwd), ${PWD}: the script's folder; cd moves it (relative to it), a cd to an unknown
+  // folder makes it unknown.
+  CHECK(last_words("run `pwd` $(pwd)/x ${PWD}") == W{"run", "/scripts", "/scripts/x", "/scripts"});
+  CHECK(last_words("cd ../code\nrun $(pwd)/a.py") == W{"run", "/code/a.py"});
+  CHECK(last_words("cd $CODE\nrun $(pwd)/a.py")[1].rfind("?", 0) == 0);
+  // The user's variables replace the script's own assignments to them.
+  const auto r =
+      read_shell("M=small\nif [ $M == big ]; then L=48; else L=8; fi\nrun $L", "s.sh", "/scripts", {{"M", "big"}});
+  REQUIRE(!r.commands.empty());
+  CHECK(r.commands.back().words[1].text == "48");
+  // A decided `exit 1` is read past and named.
+  const auto e =
+      read_shell("M=x\nif [ $M = a ]; then L=1; else\n  echo bad M\n  exit 1\nfi\nrun $L", "s.sh", "/scripts");
+  CHECK(e.stop == "exit 1 after 'echo bad M'; the last condition decided: '[ $M = a ]' at line 2");
+  CHECK(e.stop_at.line == 4);
+}
+
+TEST_CASE("shell: Slurm's options as the launcher of a command", "[cost][shell]") {
+  // An #SBATCH script: its commands carry the options, and Slurm's variables are set from them
+  // (2 nodes x 4 tasks: SLURM_NTASKS 8).
+  const auto r =
+      read_shell("#!/bin/bash\n#SBATCH --nodes=2 --ntasks-per-node=4  # a comment\n\nrun $SLURM_NNODES $SLURM_NTASKS\n",
+                 "s.sh", "/scripts");
+  REQUIRE(r.commands.size() == 1);
+  CHECK(r.commands[0].words[1].text == "2");
+  CHECK(r.commands[0].words[2].text == "8");
+  const SlurmTasks t = slurm_tasks(r.commands[0].launcher);
+  CHECK(t.slurm);
+  CHECK(t.nodes.value == "2");
+  CHECK(t.per_node.value == "4");
+  CHECK_FALSE(t.ntasks.set);
+  // srun's own -n wins over its allocation's; srun ... sh -c TEXT is read, srun's words its launcher.
+  const auto s = read_shell("#SBATCH -N 2\nsrun -n 16 sh -c 'python train.py --x 1'", "s.sh", "/scripts");
+  REQUIRE(s.commands.size() == 1);
+  CHECK(s.commands[0].words[0].text == "python");
+  CHECK(slurm_tasks(s.commands[0].launcher).ntasks.value == "16");
 }

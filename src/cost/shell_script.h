@@ -73,7 +73,8 @@ struct SlurmOption {
 };
 struct SlurmTasks {
   bool slurm = false;
-  SlurmOption nodes{"--nodes"}, ntasks{"--ntasks"}, per_node{"--ntasks-per-node"};
+  SlurmOption nodes{"--nodes", {}, {}, false}, ntasks{"--ntasks", {}, {}, false},
+      per_node{"--ntasks-per-node", {}, {}, false};
 };
 SlurmTasks slurm_tasks(const std::vector<ShellWord>& words);
 

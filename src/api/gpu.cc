@@ -328,6 +328,8 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   const LinkProbe& p = *x.probe;
   x.j["link_probe"] = {{"median_us", p.median_us}, {"runs_us", p.runs_us}, {"transfers", p.transfers},
                        {"bytes", p.bytes},         {"schedule", "gpipe"},  {"microbatches", 2 * x.pp}};
+  x.j["link_probe"]["launch"] = x.graphs ? "graphs" : "streams";  // as the schedules' replays (probe_link)
+  x.j["link_probe"]["waits"] = x.waits.empty() ? std::string("event") : std::string(x.waits);
   x.j["link_probe"]["replay_delays"] = {{"send_us", p.delays.send_us},          {"receive_us", p.delays.receive_us},
                                         {"action_gap_us", p.delays.gap_us},     {"send_samples", p.delays.sends},
                                         {"receive_samples", p.delays.receives}, {"gap_samples", p.delays.gaps}};

@@ -63,6 +63,18 @@ gpu::ChunkShape chunk_shape(const ModelConfigData& c, int layers, bool moe) {
   return s;
 }
 
+namespace {
+// How a replay launches and orders its actions as `validate --launch` asks (the probe's and the
+// schedules' alike): one CUDA graph per action, messages and pairs waiting on values.
+void launch_as_asked(gpu::ReplayConfig& rc, bool graphs, bool value_waits) {
+  rc.graphs = graphs;
+  if (value_waits) {
+    rc.value_waits = true;
+    rc.value_waits_required = false;
+  }
+}
+}  // namespace
+
 std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int devices, const std::string& transport,
                                     bool sm_partitions, double timeout_s, bool graphs, bool value_waits) {
   // Collective under mpirun/srun: every process replays its share, every process gets the result.
@@ -76,11 +88,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   rc.nccl_timeout_s = timeout_s;
   rc.sm_partitions = sm_partitions;
   gpu::apply_replay_switches(rc);
-  rc.graphs = graphs;  // as replay() sets them for the schedules
-  if (value_waits) {
-    rc.value_waits = true;
-    rc.value_waits_required = false;
-  }
+  launch_as_asked(rc, graphs, value_waits);  // as replay() for the schedules
   // Three replays, each giving its median transfer; the middle one is kept. A replay now and then
   // runs slow as a whole (seen: a first probe of 1.4 ms per message where the others gave 20 us),
   // and one such probe would stand for every transfer of every prediction.
@@ -99,7 +107,7 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
     std::sort(d.begin(), d.end());
     p.runs_us.push_back(static_cast<double>(d[d.size() / 2]) / 1e3);
     p.transfers = d.size();
-    delays.push_back(api::replay_delays(t));
+    delays.push_back(api::replay_delays(s, t));
   }
   p.median_us = api::middle_run(p.runs_us);
   for (std::size_t i = 0; i < p.runs_us.size(); ++i)
@@ -441,16 +449,13 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   rc.nccl_timeout_s = x.req.timeout_s;
   rc.sm_partitions = x.split > 0;
   gpu::apply_replay_switches(rc);
-  rc.graphs = x.graphs;  // --launch, as the profile ran (PPSIM_REPLAY_LAUNCH is for the GPU tests)
+  // --launch, as the profile ran (PPSIM_REPLAY_LAUNCH is for the GPU tests). With graphs, messages
+  // and pairs wait on values (no event wait left pending beside the graphs' kernels: 1.5-2 points
+  // at the small shape, docs/VALIDATION.md) unless PPSIM_REPLAY_WAITS says.
+  launch_as_asked(rc, x.graphs, x.graph_value_waits);
   // Graphs: the first run launches one by one (pools, libraries), the second captures, the
   // measured one launches what was captured.
   if (rc.graphs) rc.warmup_iterations = std::max(rc.warmup_iterations, 2);
-  // With graphs, messages and pairs wait on values (no event wait left pending beside the graphs'
-  // kernels: 1.5-2 points at the small shape, docs/VALIDATION.md) unless PPSIM_REPLAY_WAITS says.
-  if (x.graph_value_waits) {
-    rc.value_waits = true;
-    rc.value_waits_required = false;
-  }
   rc.host_stats = &out.host;
   rc.memory = &out.memory;
   out.comm_sms = rc.stage_shapes[0].comm_sms;
@@ -716,22 +721,32 @@ std::vector<Time> exposed_of(const SimResult& sr) {
   return e;
 }
 
+// A prediction's makespan row against the measured timeline's.
+ValidationRow makespan_row(const SimResult& sr, const TimelineStats& meas) {
+  return compare_timelines(timeline_stats(sr.timeline, exposed_of(sr)), meas).front();
+}
+
+// One line of a makespan table: the summary and the tables printed under it.
+std::string makespan_line(const std::string& name, const ValidationRow& r, const char* tail = "") {
+  return fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, r.predicted, r.measured, 100.0 * r.error, tail);
+}
+
 // The same prediction with the replay's own delays that the probe measured (around each message,
 // between actions): for the JSON and the closing table, beside the prediction without them.
 void with_replay_delays(Validation& x, const std::string& name, const Schedule& s, SimCosts costs, int layers,
                         const gpu::ChunkShape& shape, const TimelineStats& meas_stats, nlohmann::json& r) {
-  const ReplayDelays& d = x.probe ? x.probe->delays : ReplayDelays{};
-  if (!x.probe || (d.gap_us <= 0 && d.send_us <= 0 && d.receive_us <= 0)) return;
+  if (!x.probe) return;
+  const ReplayDelays& d = x.probe->delays;
+  if (d.gap_us <= 0 && d.send_us <= 0 && d.receive_us <= 0) return;
   api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, d);
   SimOptions opt;
   opt.record_timeline = true;
   const SimResult w =
       corun_applies(x) ? api::simulate_corun(s, costs, corun_factors(corun_of(x, layers, shape), x.req.co_run)).result
                        : simulate(s, costs, opt);
-  const ValidationRow w0 = compare_timelines(timeline_stats(w.timeline, exposed_of(w)), meas_stats).front();
+  const ValidationRow w0 = makespan_row(w, meas_stats);
   r["replay_delays"] = {{"predicted_with_ms", w0.predicted}, {"error_with", w0.error}};
-  x.delays_summary +=
-      fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, w0.predicted, w0.measured, 100.0 * w0.error);
+  x.delays_summary += makespan_line(name, w0);
 }
 
 // One schedule: predicted, replayed, compared; its tables, lines and JSON.
@@ -763,8 +778,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   if (x.ep_r > 1) ep_report(x, meas, r);
   const nlohmann::json memory = memory_report(x, s, pred, meas.memory);
   x.text += "\n";
-  x.summary += fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, rows.front().predicted,
-                           rows.front().measured, 100.0 * rows.front().error, host_bound ? "  host-bound" : "");
+  x.summary += makespan_line(name, rows.front(), host_bound ? "  host-bound" : "");
   const gpu::ProfileResult& prof = x.profiles.at(layers);
   r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
   r["layers_per_chunk"] = layers;
@@ -774,23 +788,19 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
   with_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
   if (corun) {
-    const SimResult& plain = corun->result;
-    const auto plain_rows = compare_timelines(timeline_stats(plain.timeline, exposed_of(plain)), meas_stats);
-    const ValidationRow& p0 = plain_rows.front();
+    const ValidationRow p0 = makespan_row(corun->result, meas_stats);  // the plain prediction
     r["corun"] = {{"rounds", corun->rounds},
                   {"predicted_without_ms", p0.predicted},
                   {"error_without", p0.error},
                   {"duty", corun->duty}};
-    x.corun_summary +=
-        fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, p0.predicted, p0.measured, 100.0 * p0.error);
+    x.corun_summary += makespan_line(name, p0);
     x.text += fmt::format("co-run model (--co-run {}, {} rounds): each rank's duty (compute over makespan) {:.3f}\n\n",
                           x.req.co_run, corun->rounds, fmt::join(corun->duty, ", "));
     if (full) {
-      const ValidationRow f0 = compare_timelines(timeline_stats(full->timeline, exposed_of(*full)), meas_stats).front();
+      const ValidationRow f0 = makespan_row(*full, meas_stats);
       r["corun"]["predicted_full_ms"] = f0.predicted;
       r["corun"]["error_full"] = f0.error;
-      x.corun_full_summary +=
-          fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%\n", name, f0.predicted, f0.measured, 100.0 * f0.error);
+      x.corun_full_summary += makespan_line(name, f0);
     }
   }
   x.j["results"].push_back(r);

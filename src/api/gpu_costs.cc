@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 
 #include "core/error.h"
 #include "core/intervals.h"
+#include "launch/launch.h"
 
 namespace ppsim::api {
 
@@ -88,17 +88,11 @@ void scale_rank_speeds(SimCosts& c, int pp, int gpus, const std::vector<std::arr
 }
 
 namespace {
-// The op that reads what `p` produced: the next stage's F of an F, the previous stage's
-// backward (B or I) of a backward.
-bool consumes(const Op& q, const Op& p) {
-  if (q.microbatch != p.microbatch) return false;
-  if (p.kind == OpKind::F) return q.kind == OpKind::F && q.stage == p.stage + 1;
-  return (p.kind == OpKind::B || p.kind == OpKind::I) && (q.kind == OpKind::B || q.kind == OpKind::I) &&
-         q.stage == p.stage - 1;
-}
-bool holds(const Action& a, const std::function<bool(const Op&)>& pred) {
+// Whether action `a` holds an op that reads message `key` (launch::input_message: the
+// schedule's own rule for what each op receives).
+bool reads(const Schedule& s, const Action& a, const launch::MsgKey& key) {
   for (int i = 0; i < a.size(); ++i)
-    if (pred(a.op(i))) return true;
+    if (launch::MsgKey in; launch::input_message(s, a.op(i), in) && in == key) return true;
   return false;
 }
 double median_us(std::vector<Time> v) {
@@ -108,7 +102,7 @@ double median_us(std::vector<Time> v) {
 }
 }  // namespace
 
-ReplayDelays replay_delays(const Timeline& t) {
+ReplayDelays replay_delays(const Schedule& s, const Timeline& t) {
   std::vector<std::vector<const Interval*>> by_rank(static_cast<std::size_t>(std::max(0, t.pp)));
   for (const Interval& iv : t.intervals)
     if (iv.stream == Stream::Compute && iv.part == Part::Whole && iv.rank >= 0 && iv.rank < t.pp)
@@ -120,12 +114,16 @@ ReplayDelays replay_delays(const Timeline& t) {
   std::vector<std::vector<Time>> arrival(by_rank.size());
   for (std::size_t r = 0; r < by_rank.size(); ++r) arrival[r].assign(by_rank[r].size(), kNever);
   for (const Transfer& tr : t.transfers) {
-    if (tr.src_rank < 0 || tr.src_rank >= t.pp || tr.dst_rank < 0 || tr.dst_rank >= t.pp) continue;
+    launch::MsgKey key;
+    if (tr.src_rank < 0 || tr.src_rank >= t.pp || tr.dst_rank < 0 || tr.dst_rank >= t.pp ||
+        !launch::output_message(s, tr.producer, key))
+      continue;
     for (const Interval* iv : by_rank[static_cast<std::size_t>(tr.src_rank)])
-      if (holds(iv->action, [&](const Op& q) { return q == tr.producer; })) sends.push_back(tr.start - iv->end);
+      if (iv->action.first == tr.producer || (iv->action.overlapped && iv->action.second == tr.producer))
+        sends.push_back(tr.start - iv->end);
     const auto& dst = by_rank[static_cast<std::size_t>(tr.dst_rank)];
     for (std::size_t i = 0; i < dst.size(); ++i) {
-      if (!holds(dst[i]->action, [&](const Op& q) { return consumes(q, tr.producer); })) continue;
+      if (!reads(s, dst[i]->action, key)) continue;
       Time& a = arrival[static_cast<std::size_t>(tr.dst_rank)][i];
       a = a == kNever ? tr.end : std::max(a, tr.end);
       if (i == 0 || dst[i - 1]->end < tr.end) receives.push_back(dst[i]->start - tr.end);  // it waited

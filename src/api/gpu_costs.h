@@ -115,7 +115,7 @@ struct ReplayDelays {
   double send_us = 0, receive_us = 0, gap_us = 0;
   std::size_t sends = 0, receives = 0, gaps = 0;  // samples
 };
-ReplayDelays replay_delays(const Timeline& t);
+ReplayDelays replay_delays(const Schedule& s, const Timeline& t);  // `t`: a replay of `s`
 // The link probe: the measured median transfer time of messages of `bytes` with the replay's
 // send and receive delays, less the bandwidth share, as the link latency (never negative); the
 // replay's gap between actions as SimCosts::action_gap.

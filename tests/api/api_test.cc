@@ -3,8 +3,8 @@
 #include <array>
 
 #include "api/gpu_costs.h"
-#include "api/plan.h"
 #include "api/options.h"
+#include "api/plan.h"
 #include "api/request.h"
 #include "api/schedule_source.h"
 #include "api/times.h"
@@ -202,7 +202,7 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
                    at(1, OpKind::F, 1, 0, 130, 230), at(1, OpKind::B, 1, 0, 237, 337)};
     t.transfers = {Transfer{0, 1, us(108), us(120), Op{OpKind::F, 0, 0}, 1'000'000},
                    Transfer{1, 0, us(345), us(390), Op{OpKind::B, 1, 0}, 1'000'000}};
-    const api::ReplayDelays d = api::replay_delays(t);
+    const api::ReplayDelays d = api::replay_delays(make_schedule("1f1b", ScheduleParams{2, 2, 0, 0}), t);
     CHECK(d.sends == 2);
     CHECK(d.send_us == Approx(8));
     CHECK(d.receives == 2);

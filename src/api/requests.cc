@@ -127,8 +127,7 @@ std::vector<std::string> config_sets(const Values& v) {
   for (const std::string& a : v.texts("megatron_env")) {
     const std::size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
-    if (eq == std::string::npos || name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
-        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+    if (eq == std::string::npos || !is_script_variable(name))
       throw InputError(
           SourceLoc{"--megatron-env", 0, 0},
           fmt::format("expected NAME=value (a shell variable for the --megatron-args script), got '{}'", a));

@@ -862,10 +862,8 @@ MegatronArgs read_megatron_key(const MapReader& root, const std::string& base_di
   if (e.IsMap())
     for (auto it = e.begin(); it != e.end(); ++it) {
       const std::string name = it->first.as<std::string>("");
-      const bool ok = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                      name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
-                          std::string::npos;
-      if (!ok) ctx_fail(m, it->first, fmt::format("megatron_args.env: '{}' is not a shell variable name", name));
+      if (!is_script_variable(name))
+        ctx_fail(m, it->first, fmt::format("megatron_args.env: '{}' is not a shell variable name", name));
       if (!it->second.IsScalar())
         ctx_fail(m, it->second,
                  fmt::format("megatron_args.env.{} must be a value (text or number), got {}", name,

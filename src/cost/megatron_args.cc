@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -798,6 +799,12 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   out.costs = costs;
   for (auto& u : a.unused()) out.ignored.push_back(u);
   return out;
+}
+
+bool is_script_variable(const std::string& name) {
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), word);
 }
 
 MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where, const ScriptEnv& env) {

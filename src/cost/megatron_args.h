@@ -57,6 +57,8 @@ struct MegatronArgs {
 // The variables a user sets for the script (`megatron_args: {script: F, env: {MODEL_SIZE: 76B}}`):
 // they replace the script's own assignments to them (shell_script.h, read_shell).
 using ScriptEnv = std::map<std::string, std::string>;
+// Whether `name` can be a ScriptEnv key: a shell variable name ([A-Za-z_][A-Za-z0-9_]*).
+bool is_script_variable(const std::string& name);
 
 // `where` locates an unreadable file (the megatron_args key); errors inside point at the flag's
 // line:col in the file.

@@ -641,13 +641,14 @@ class Executor {
   Executor(std::string name, std::string dir, const std::map<std::string, std::string>& env = {})
       : name_(std::move(name)), dir_(std::move(dir)) {
     vars_["0"] = Var{{name_}, false, {}};
-    std::error_code ec;
-    if (!dir_.empty()) dir_ = std::filesystem::absolute(dir_, ec).lexically_normal().string();
-    if (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
-    const std::filesystem::path cwd = std::filesystem::absolute(dir_.empty() ? "." : dir_, ec);
-    std::string pwd = cwd.lexically_normal().string();
-    if (pwd.size() > 1 && pwd.back() == '/') pwd.pop_back();
-    vars_["PWD"] = Var{{pwd}, false, {}};
+    auto normal = [](const std::string& d) {  // absolute, normalised, no trailing '/'
+      std::error_code ec;
+      std::string out = std::filesystem::absolute(d, ec).lexically_normal().string();
+      if (out.size() > 1 && out.back() == '/') out.pop_back();
+      return out;
+    };
+    if (!dir_.empty()) dir_ = normal(dir_);
+    vars_["PWD"] = Var{{dir_.empty() ? normal(".") : dir_}, false, {}};
     vars_["PWD"].exported = true;
     for (const auto& [k, v] : env) {
       vars_[k] = Var{{v}, false, {}};
@@ -1486,10 +1487,7 @@ void Executor::source_file(const std::vector<ShellWord>& argv, const SourceLoc& 
     missing_sources_.push_back(fmt::format("{}, sourced at {}:{} and not found", w.text, at.file, at.line));
     return;
   }
-  const std::string saved = base_taint_;
-  base_taint_ = m.taint;
-  run_text(read_script(path, at), path, 1, 1);
-  base_taint_ = saved;
+  nested_text(read_script(path, at), SourceLoc{path, 1, 1}, m);
 }
 
 // cd / pushd DIR: $PWD moves; a folder not known makes it unknown.
@@ -1544,19 +1542,15 @@ bool Executor::launch(const std::vector<ShellWord>& argv, const SourceLoc& at, c
       }
       return false;
     }
-    const bool script_like = b.size() > 3 && (b.compare(b.size() - 3, 3, ".sh") == 0 || head == "sbatch");
-    if (k > 0 && script_like && argv[k].text[0] != '-') {
-      const std::string path = find_file(argv[k].text, at);
-      if (!path.empty()) {
-        run_script(argv, k, k, path, m);
-        return true;
-      }
-    } else if (k == 0 && b.size() > 3 && b.compare(b.size() - 3, 3, ".sh") == 0) {
-      const std::string path = find_file(argv[0].text, at);
-      if (path.empty()) return false;
-      run_script(argv, 0, 0, path, m);
+    // `./F.sh args`, or after a launcher's options a .sh file or sbatch's script.
+    const bool sh_file = b.size() > 3 && b.compare(b.size() - 3, 3, ".sh") == 0;
+    const bool runs_file = k == 0 ? sh_file : (sh_file || (head == "sbatch" && b.size() > 3)) && argv[k].text[0] != '-';
+    if (!runs_file) continue;
+    if (const std::string path = find_file(argv[k].text, at); !path.empty()) {
+      run_script(argv, k, k, path, m);
       return true;
     }
+    if (k == 0) return false;
   }
   return false;
 }
@@ -2110,17 +2104,16 @@ SlurmTasks slurm_tasks(const std::vector<ShellWord>& w) {
   SlurmTasks t;
   struct Spelling {
     SlurmOption* o;
-    const char *lng, *shrt;
+    const char* shrt;  // the long one is o->flag
   };
-  const Spelling opts[] = {
-      {&t.nodes, "--nodes", "-N"}, {&t.ntasks, "--ntasks", "-n"}, {&t.per_node, "--ntasks-per-node", nullptr}};
+  const Spelling opts[] = {{&t.nodes, "-N"}, {&t.ntasks, "-n"}, {&t.per_node, nullptr}};
   for (std::size_t k = 0; k < w.size(); ++k) {
     const std::string& x = w[k].text;
     const std::string b = shell_detail::base_name(x);
     t.slurm = t.slurm || b == "sbatch" || b == "srun" || b == "salloc";
     for (const Spelling& s : opts) {
-      const std::string eq = std::string(s.lng) + "=";
-      const bool separate = (x == s.lng || (s.shrt != nullptr && x == s.shrt)) && k + 1 < w.size();
+      const std::string eq = std::string(s.o->flag) + "=";
+      const bool separate = (x == s.o->flag || (s.shrt != nullptr && x == s.shrt)) && k + 1 < w.size();
       const bool glued = s.shrt != nullptr && x.size() > 2 && x.rfind(s.shrt, 0) == 0 &&
                          std::isdigit(static_cast<unsigned char>(x[2]));
       SlurmOption& o = *s.o;

@@ -649,6 +649,12 @@ struct CorunSide {
   DeviceBuffer<unsigned long long> clock;  // clock_probe's cycles and ns
   std::unique_ptr<Event> produced;         // made on this GPU (an event records on its own GPU's streams)
 
+  // The SM clock the last clock_probe read (MHz; 0 if it read no time).
+  double clock_mhz() const {
+    const std::vector<unsigned long long> c = clock.to_host();
+    return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+  }
+
   CorunSide(const ChunkShape& shape, int dev, std::uint64_t seed, std::size_t message_bytes)
       : device(dev), bytes(message_bytes) {
     PPSIM_CUDA_CHECK(cudaSetDevice(dev));
@@ -737,9 +743,7 @@ double sustained_ms(CorunSide& me, const CorunSide& peer, int rounds, const Coru
     by_kind[static_cast<std::size_t>(k % 3)].push_back(
         marks[static_cast<std::size_t>(k + 1)].ms_since(marks[static_cast<std::size_t>(k)]));
   for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
-  if (!probe) return 0.0;
-  const std::vector<unsigned long long> c = me.clock.to_host();
-  return c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+  return probe ? me.clock_mhz() : 0.0;
 }
 
 // The sustained run at duty `duty` (< 1) on `me`: F, I, W in turn `rounds` times, each op followed
@@ -795,8 +799,7 @@ double duty_ms(CorunSide& me, const CorunSide& peer, int rounds, double duty, st
     busy += t;
   }
   for (std::size_t x = 0; x < 3; ++x) ms[x] = median(std::move(by_kind[x]));
-  const std::vector<unsigned long long> c = me.clock.to_host();
-  mhz = c[1] > 0 ? 1e3 * static_cast<double>(c[0]) / static_cast<double>(c[1]) : 0.0;
+  mhz = me.clock_mhz();
   const double wall = end.back().ms_since(start[static_cast<std::size_t>(first)]);
   return wall > 0 ? busy / wall : 0.0;
 }

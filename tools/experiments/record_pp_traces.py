@@ -198,12 +198,17 @@ def main():
 
         from torch.profiler import ProfilerActivity, profile
 
-        def export(prof):
+        def profiled_step():
+            # One step under the profiler, its trace written (gzipped) once every rank has it.
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                step()
+                torch.cuda.synchronize()
             raw = os.path.join(a.out, f"pp_{name}_rank{rank}.json")
             prof.export_chrome_trace(raw)
             with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb", compresslevel=6) as dst:
                 shutil.copyfileobj(src, dst)
             os.remove(raw)
+            dist.barrier()
             return raw
 
         def timed_steps():
@@ -223,6 +228,7 @@ def main():
             if warm_steps == 1 and a.steady_s > 0:
                 torch.cuda.synchronize()
                 t1 = time.monotonic()
+        load_s = None
         if a.steady_s > 0:
             # Every rank must run the same steps: rank 0's step time (the first step, with its
             # allocations, left out) decides how many more make --steady-s seconds of load.
@@ -233,25 +239,15 @@ def main():
             for _ in range(int(more.item())):
                 step()
                 warm_steps += 1
-        if a.steady_s > 0:
             # Steady state: the timed steps and then the profiled one follow the warm-up with no idle
             # GPU between them (the power controller's warm start after an idle GPU is in neither).
             load_s = time.monotonic() - t0
             evs = timed_steps()
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                step()
-                torch.cuda.synchronize()
-            raw = export(prof)
-            dist.barrier()
+            raw = profiled_step()
         else:
             torch.cuda.synchronize()
             dist.barrier()
-            load_s = None
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                step()
-                torch.cuda.synchronize()
-            raw = export(prof)
-            dist.barrier()
+            raw = profiled_step()
             evs = timed_steps()
         torch.cuda.synchronize()
         steps = [evs[i].elapsed_time(evs[i + 1]) for i in range(a.timed)]

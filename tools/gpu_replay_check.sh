@@ -16,7 +16,8 @@
 #   SKIP_BUILD (1: reuse build-gpu), VALIDATE_ARGS (more validate flags, e.g. --co-run off), TRACES (1: each
 #   validate's --trace into $OUT). Two GPUs in one process: each run's table has its prediction with the co-run
 #   model and, in the column ending "/plain", without it (the same replay); with --co-run sustained (the
-#   default) also "/full": the co-run model at 100% duty (--co-run full).
+#   default) also "/full": the co-run model at 100% duty (--co-run full); "/nodelays": without the replay's
+#   own delays that the link probe measured (the reported prediction has them).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -100,9 +101,9 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   tail -2 "$OUT/tmp/validate.log"
   # The summary, then (two GPUs in one process) the same without the co-run model: column "/plain".
   awk -v col="$k:$shape/$clock/$waits/$transport/$launch" '/^summary \(makespan\):/ {on=1; getline; next}
-    /^without the co-run model/ {on=2; next} /^at 100% duty/ {on=3; next} /^with the replay.s delays/ {on=4; next}
+    /^without the co-run model/ {on=2; next} /^at 100% duty/ {on=3; next} /^without the replay.s delays/ {on=4; next}
     /^$/ {on=0}
-    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : on == 3 ? "/full" : on == 4 ? "/delays" : ""), $2, $3, $4,
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : on == 3 ? "/full" : on == 4 ? "/nodelays" : ""), $2, $3, $4,
       ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport launch=$launch"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null

@@ -96,8 +96,10 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   // its actions (api::replay_delays); the middle replay's are kept with its median.
   LinkProbe p;
   std::vector<ReplayDelays> delays;
+  std::vector<Timeline> timelines;
   for (int run = 0; run < 3; ++run) {
-    const Timeline t = gpu::replay_schedule(s, rc);
+    timelines.push_back(gpu::replay_schedule(s, rc));
+    const Timeline& t = timelines.back();
     std::vector<Time> d;
     for (const auto& tr : t.transfers) {
       d.push_back(tr.end - tr.start);
@@ -111,7 +113,10 @@ std::optional<LinkProbe> probe_link(int pp, const gpu::ChunkShape& shape, int de
   }
   p.median_us = api::middle_run(p.runs_us);
   for (std::size_t i = 0; i < p.runs_us.size(); ++i)
-    if (p.runs_us[i] == p.median_us) p.delays = delays[i];
+    if (p.runs_us[i] == p.median_us) {
+      p.delays = delays[i];
+      p.timeline = std::move(timelines[i]);
+    }
   return p;
 }
 
@@ -193,6 +198,9 @@ struct Validation {
   int split = 0, split_sms = 0, device_sms = 0;
   std::string split_note;
   std::optional<LinkProbe> probe;
+  // The NCCL transport: the share of a GPU its kernels take from compute beside them, fitted from the
+  // probe's replay (api::fit_nccl_share); absent with the other transports or without the probe.
+  std::optional<NcclShare> nccl;
   double copy_us = 0;                          // the same message copied with nothing else running: the hardware's cost
   std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
   // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
@@ -204,7 +212,7 @@ struct Validation {
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
   std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
-  std::string delays_summary;               // with the replay's delays the link probe measured
+  std::string delays_summary;               // without the replay's delays the link probe measured
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
   // waits named in the text.
@@ -322,6 +330,24 @@ void plan_sharing(Validation& x) {
   }
 }
 
+// Each rank's GPU as the replay places ranks: rank r on GPU r % GPUs (empty: one GPU each).
+std::vector<int> rank_devices(int pp, int ndev) {
+  std::vector<int> out;
+  if (ndev < pp)
+    for (int r = 0; r < pp; ++r) out.push_back(r % ndev);
+  return out;
+}
+
+// The NCCL kernels' share of compute beside them: the probe's F and B against the same one-layer
+// chunk's profile alone, over the time each ran beside a resident NCCL kernel (api::fit_nccl_share).
+void nccl_share_of_probe(Validation& x, const gpu::ChunkShape& one_layer) {
+  const gpu::ProfileResult alone = gpu::profile_chunk(one_layer, 3, x.req.reps, x.my_device, x.split);
+  const Schedule probe = make_schedule("gpipe", ScheduleParams{x.pp, 2 * x.pp, 0, 0});
+  x.nccl = api::fit_nccl_share(probe, x.probe->timeline, rank_devices(x.pp, x.ndev), alone.f_ms, alone.b_ms);
+  x.j["link_probe"]["nccl_sm_share"] = {
+      {"share", x.nccl->share}, {"samples", x.nccl->samples}, {"alone_ms", {{"F", alone.f_ms}, {"B", alone.b_ms}}}};
+}
+
 void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
   // processes, pp x ep slots) it cannot run, and the config's link model stands.
@@ -341,6 +367,7 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   x.j["link_probe"]["replay_delays"] = {{"send_us", p.delays.send_us},          {"receive_us", p.delays.receive_us},
                                         {"action_gap_us", p.delays.gap_us},     {"send_samples", p.delays.sends},
                                         {"receive_samples", p.delays.receives}, {"gap_samples", p.delays.gaps}};
+  if (x.transport == launch::TransportKind::Nccl && x.ep_r == 1) nccl_share_of_probe(x, one_layer);
   if (p.bytes > 0) {
     const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
     x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
@@ -420,9 +447,9 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
     // The EP profile ran stage 0's shards at once, on this GPU when they share it.
     if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
   }
-  // The probe's time less the bandwidth share. The replay's delays around a message and between
-  // actions that the probe also measures are predicted beside it (with_replay_delays), not yet here.
-  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);
+  // The probe's time with the replay's delays around a message, less the bandwidth share, and the
+  // replay's gap between two actions (the prediction without the delays: without_replay_delays).
+  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, x.probe->delays);
   return costs;
 }
 
@@ -731,21 +758,28 @@ std::string makespan_line(const std::string& name, const ValidationRow& r, const
   return fmt::format("{:<17} {:>14.3f} {:>13.3f} {:>+7.1f}%{}\n", name, r.predicted, r.measured, 100.0 * r.error, tail);
 }
 
-// The same prediction with the replay's own delays that the probe measured (around each message,
-// between actions): for the JSON and the closing table, beside the prediction without them.
-void with_replay_delays(Validation& x, const std::string& name, const Schedule& s, SimCosts costs, int layers,
-                        const gpu::ChunkShape& shape, const TimelineStats& meas_stats, nlohmann::json& r) {
+// The prediction the report gives, from `costs`: the co-run model where it applies, the NCCL
+// kernels' share with that transport, else the plain run.
+SimResult predict(Validation& x, const Schedule& s, const SimCosts& costs, int layers, const gpu::ChunkShape& shape,
+                  const std::string& co_run) {
+  if (corun_applies(x)) return api::simulate_corun(s, costs, corun_factors(corun_of(x, layers, shape), co_run)).result;
+  if (x.nccl) return api::simulate_nccl(s, costs, x.nccl->share);
+  SimOptions opt;
+  opt.record_timeline = true;
+  return simulate(s, costs, opt);
+}
+
+// The same prediction without the replay's own delays that the probe measured (around each
+// message, between actions): for the JSON and the closing table, beside the reported one.
+void without_replay_delays(Validation& x, const std::string& name, const Schedule& s, SimCosts costs, int layers,
+                           const gpu::ChunkShape& shape, const TimelineStats& meas_stats, nlohmann::json& r) {
   if (!x.probe) return;
   const ReplayDelays& d = x.probe->delays;
   if (d.gap_us <= 0 && d.send_us <= 0 && d.receive_us <= 0) return;
-  api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, d);
-  SimOptions opt;
-  opt.record_timeline = true;
-  const SimResult w =
-      corun_applies(x) ? api::simulate_corun(s, costs, corun_factors(corun_of(x, layers, shape), x.req.co_run)).result
-                       : simulate(s, costs, opt);
+  api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);
+  const SimResult w = predict(x, s, costs, layers, shape, x.req.co_run);
   const ValidationRow w0 = makespan_row(w, meas_stats);
-  r["replay_delays"] = {{"predicted_with_ms", w0.predicted}, {"error_with", w0.error}};
+  r["replay_delays"] = {{"predicted_without_ms", w0.predicted}, {"error_without", w0.error}};
   x.delays_summary += makespan_line(name, w0);
 }
 
@@ -756,7 +790,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const SimCosts costs = predicted_costs(x, s, layers, shape);
   SimOptions opt;
   opt.record_timeline = true;
-  SimResult pred = simulate(s, costs, opt);
+  SimResult pred = x.nccl ? predict(x, s, costs, layers, shape, x.req.co_run) : simulate(s, costs, opt);
   std::optional<api::CorunResult> corun;
   std::optional<SimResult> full;  // beside the duty-aware model: the 100%-duty form's prediction
   if (corun_applies(x)) {
@@ -786,7 +820,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["host_bound"] = host_bound;
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
-  with_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
+  without_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
   if (corun) {
     const ValidationRow p0 = makespan_row(corun->result, meas_stats);  // the plain prediction
     r["corun"] = {{"rounds", corun->rounds},
@@ -848,9 +882,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
         "link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}; the middle "
         "of three replays: {:.1f} us){}; the replay's own delays: {:.1f} us from a producer's end to its "
         "copy, {:.1f} us from an arrival to a waiting consumer's start, {:.1f} us between two actions "
-        "of a rank; the prediction's link latency is the transfer less the bandwidth share (--no-link-probe: "
-        "the config's link); the table \"with the replay's delays\" adds both delays to it and the gap "
-        "before each action\n",
+        "of a rank; the prediction's link latency is the transfer with both delays less the bandwidth share, "
+        "and each action starts no earlier than the gap after its rank's previous one (the table \"without the "
+        "replay's delays\": the transfer alone, no gap; --no-link-probe: the config's link)\n",
         x.probe->median_us, x.probe->transfers, x.probe->bytes, 2 * x.pp, fmt::join(x.probe->runs_us, ", "),
         probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
                     : std::string(),
@@ -872,6 +906,12 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                                            : x.transport == launch::TransportKind::Ipc
                                                ? "ipc (copy-engine copies into CUDA IPC memory of the peer process)"
                                                : "nccl (one communicator, one message order on every process)");
+  if (x.nccl)
+    x.text += fmt::format(
+        "NCCL kernels: an action lasts its time alone plus {:.3f} of its time beside a resident send or receive "
+        "kernel of its GPU (each GPU's NCCL stream runs its messages in order, a receive spinning from when the "
+        "stream frees), fitted from the link probe's {} F and B actions against their one-layer profile\n",
+        x.nccl->share, x.nccl->samples);
   x.text += x.graphs ? fmt::format(
                            "launch: graphs (each action's kernels one CUDA graph launch, as the profile timed "
                            "them; {} waits)\n",
@@ -888,8 +928,8 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                           x.corun_full_summary);
   if (!x.delays_summary.empty())
     x.text += fmt::format(
-        "\nwith the replay's delays (the link probe's: before and after each message's copy, between two "
-        "actions; not yet the default):\n{}",
+        "\nwithout the replay's delays (the link probe's: before and after each message's copy, between two "
+        "actions; the above has them):\n{}",
         x.delays_summary);
   for (const auto& sk : x.j["skipped"])
     x.text += fmt::format("skipped {}: {}\n", sk["schedule"].get<std::string>(), sk["reason"].get<std::string>());

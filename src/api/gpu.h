@@ -37,6 +37,7 @@ struct LinkProbe {
   std::size_t transfers = 0;
   Bytes bytes = 0;
   ReplayDelays delays;  // the middle replay's send and receive delays and gap between actions
+  Timeline timeline;    // the middle replay's (the NCCL transport's share is fitted from it)
 };
 // Collective under mpirun/srun: every process replays its share, every process gets the result.
 // `graphs`, `value_waits`: launched and ordered as the schedules' replays are (validate --launch),

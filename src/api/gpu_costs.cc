@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "core/intervals.h"
@@ -147,6 +148,85 @@ void apply_link_probe(SimCosts& c, double median_us, Bytes bytes, const ReplayDe
   const Time measured = static_cast<Time>(std::llround((median_us + d.send_us + d.receive_us) * 1e3));
   c.link.latency = std::max<Time>(0, measured - c.link.occupancy(bytes));
   c.action_gap = static_cast<Time>(std::llround(d.gap_us * 1e3));
+}
+
+std::vector<Intervals> nccl_resident(const Schedule& s, const Timeline& t, const std::vector<int>& rank_device) {
+  auto device = [&](int r) { return rank_device.empty() ? r : rank_device[static_cast<std::size_t>(r)]; };
+  std::map<launch::MsgKey, const Transfer*> by_key;
+  for (const Transfer& tr : t.transfers) {
+    launch::MsgKey key;
+    if (launch::output_message(s, tr.producer, key)) by_key[key] = &tr;
+  }
+  Time start = t.start;
+  for (const Interval& iv : t.intervals) start = std::min(start, iv.start);
+  std::map<int, Time> free;     // per GPU: when its NCCL stream frees
+  std::map<int, Intervals> on;  // per GPU: its NCCL kernels' spans
+  for (const launch::MsgKey& key : launch::message_order(s)) {
+    const auto it = by_key.find(key);
+    if (it == by_key.end()) continue;
+    const Transfer& tr = *it->second;
+    const int a = device(tr.src_rank), b = device(tr.dst_rank);
+    if (a == b) continue;
+    auto span = [&](int dev, Time from) {
+      const Time begin = std::max(free.try_emplace(dev, start).first->second, from);
+      if (tr.end > begin) on[dev].push_back({begin, tr.end});
+      free[dev] = std::max(begin, tr.end);
+    };
+    span(a, tr.start);
+    span(b, start);
+  }
+  std::vector<Intervals> out(static_cast<std::size_t>(s.pp));
+  for (int r = 0; r < s.pp; ++r)
+    if (auto g = on.find(device(r)); g != on.end()) out[static_cast<std::size_t>(r)] = merge_intervals(g->second);
+  return out;
+}
+
+NcclShare fit_nccl_share(const Schedule& s, const Timeline& t, const std::vector<int>& rank_device, double f_ms,
+                         double b_ms) {
+  const std::vector<Intervals> on = nccl_resident(s, t, rank_device);
+  double num = 0, den = 0;
+  NcclShare out;
+  for (const Interval& iv : t.intervals) {
+    if (iv.stream != Stream::Compute || iv.part != Part::Whole || iv.rank < 0 || iv.rank >= s.pp) continue;
+    const OpKind k = iv.action.first.kind;
+    if (iv.action.overlapped || (k != OpKind::F && k != OpKind::B)) continue;
+    const double o = static_cast<double>(covered(on[static_cast<std::size_t>(iv.rank)], iv.start, iv.end));
+    if (o <= 0) continue;
+    const double alone = (k == OpKind::F ? f_ms : b_ms) * 1e6;  // ns
+    num += o * (static_cast<double>(iv.duration()) - alone);
+    den += o * o;
+    ++out.samples;
+  }
+  if (den > 0) out.share = std::clamp(num / den, 0.0, 0.9);
+  return out;
+}
+
+SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share) {
+  SimOptions opt;
+  opt.record_timeline = true;
+  SimResult r = simulate(s, c, opt);
+  if (share <= 0) return r;
+  std::vector<std::vector<Time>> alone(static_cast<std::size_t>(s.pp));
+  for (const Interval& iv : r.timeline.intervals)
+    if (iv.stream == Stream::Compute && iv.op_index < 0 && iv.rank >= 0 && iv.rank < s.pp)
+      alone[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
+  SimCosts stretched = c;
+  for (int round = 0; round < 12; ++round) {
+    const std::vector<Intervals> on = nccl_resident(s, r.timeline, c.rank_device);
+    std::vector<std::vector<Time>> next = alone;
+    std::vector<std::size_t> i(static_cast<std::size_t>(s.pp), 0);
+    for (const Interval& iv : r.timeline.intervals) {
+      if (iv.stream != Stream::Compute || iv.op_index >= 0 || iv.rank < 0 || iv.rank >= s.pp) continue;
+      const std::size_t q = static_cast<std::size_t>(iv.rank);
+      if (i[q] < next[q].size())
+        next[q][i[q]++] +=
+            static_cast<Time>(std::llround(share * static_cast<double>(covered(on[q], iv.start, iv.end))));
+    }
+    if (next == stretched.action_time) break;
+    stretched.action_time = std::move(next);
+    r = simulate(s, stretched, opt);
+  }
+  return r;
 }
 
 std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {

@@ -120,6 +120,27 @@ ReplayDelays replay_delays(const Schedule& s, const Timeline& t);  // `t`: a rep
 // send and receive delays, less the bandwidth share, as the link latency (never negative); the
 // replay's gap between actions as SimCosts::action_gap.
 void apply_link_probe(SimCosts& c, double median_us, Bytes bytes, const ReplayDelays& d = {});
+// The NCCL transport (validate --transport nccl): each GPU runs its ends of every message on one
+// NCCL stream, in launch::message_order. A receive's kernel spins on its GPU from when that stream
+// frees (the host issues ahead of the GPUs) until its message lands; a send's from the message's
+// start until then. Per rank, the merged spans its GPU holds an NCCL kernel, read from a timeline
+// of `s` (its transfers; a message within one GPU moves without NCCL). `rank_device`: empty is
+// rank r on GPU r.
+std::vector<std::vector<std::pair<Time, Time>>> nccl_resident(const Schedule& s, const Timeline& t,
+                                                              const std::vector<int>& rank_device);
+// The share of a GPU's compute the NCCL kernels take: an action of alone time d that spends o
+// beside them lasts d + share * o. Fitted from a measured replay of `s` (the link probe's) by least
+// squares over its F and B actions against their alone times (ms): share = sum o (T - d) / sum o^2,
+// clamped to [0, 0.9]; samples: the actions with o > 0.
+struct NcclShare {
+  double share = 0;
+  std::size_t samples = 0;
+};
+NcclShare fit_nccl_share(const Schedule& s, const Timeline& t, const std::vector<int>& rank_device, double f_ms,
+                         double b_ms);
+// The prediction with that share: each action lasts its alone time plus share times its time
+// beside the NCCL kernels, iterated from the plain run to a fixed point (at most 12 rounds).
+SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share);
 // The middle of the probe's runs (each a replay's median transfer): one slow replay does not
 // stand for every transfer.
 double middle_run(std::vector<double> runs_us);

@@ -49,10 +49,10 @@ TEST_CASE("peer_busy_share: the share of each action while another GPU computes"
   const auto phi = api::peer_busy_share(t, 2, {});
   REQUIRE(phi.size() == 2u);
   REQUIRE(phi[0].size() == 2u);
-  CHECK(phi[0][0] == Approx(50.0 / 100));         // [50,100) of [0,100)
+  CHECK(phi[0][0] == Approx(50.0 / 100));           // [50,100) of [0,100)
   CHECK(phi[0][1] == Approx((30.0 + 20.0) / 100));  // [120,150) and [200,220) of [120,220)
   CHECK(phi[1][0] == Approx((50.0 + 30.0) / 100));  // [50,100) and [120,150) of [50,150)
-  CHECK(phi[1][1] == Approx(20.0 / 100));         // [200,220) of [200,300)
+  CHECK(phi[1][1] == Approx(20.0 / 100));           // [200,220) of [200,300)
   // Both ranks on one GPU: neither has another GPU beside it.
   const auto same = api::peer_busy_share(t, 2, {0, 0});
   for (const auto& r : same)
@@ -73,7 +73,8 @@ TEST_CASE("simulate_corun stretches the ops that overlap the other GPU's work", 
   // rank 0's B0 [520,740) (200 * 1.1); rank 0's B1 [740,940). The same actions overlap again: a
   // fixed point after one round.
   CHECK(r.result.makespan() == 940);
-  CHECK(spans(r.result.timeline, 0) == std::vector<std::pair<Time, Time>>{{0, 100}, {100, 220}, {520, 740}, {740, 940}});
+  CHECK(spans(r.result.timeline, 0) ==
+        std::vector<std::pair<Time, Time>>{{0, 100}, {100, 220}, {520, 740}, {740, 940}});
   CHECK(spans(r.result.timeline, 1) ==
         std::vector<std::pair<Time, Time>>{{100, 220}, {220, 320}, {320, 520}, {520, 740}});
   CHECK(r.rounds == 1);
@@ -160,4 +161,58 @@ TEST_CASE("simulate_corun takes each rank's factors at its own duty, to a fixed 
   api::CorunFactors g;
   g.idle = {1.5, 1.0, 1.0};
   CHECK(api::simulate_corun(s, c, g).result.makespan() == 1000);
+}
+
+namespace {
+Interval action(int rank, OpKind k, int stage, int mb, Time start, Time end) {
+  Interval iv = compute(rank, start, end);
+  iv.action = Action::single(Op{k, stage, mb});
+  return iv;
+}
+}  // namespace
+
+// GPipe P = 2, M = 2 as replayed over NCCL (us): the messages in launch::message_order a0, a1, g0,
+// g1; each GPU's NCCL stream runs them in turn, a receive from when its stream frees, a send from
+// the message's start, each until the message lands.
+TEST_CASE("nccl_resident and fit_nccl_share: the NCCL stream's spans, the share over them", "[api][corun]") {
+  constexpr Time us = 1000;
+  Timeline t;
+  t.pp = 2;
+  t.intervals = {action(0, OpKind::F, 0, 0, 0, 100 * us),        action(0, OpKind::F, 0, 1, 100 * us, 200 * us),
+                 action(1, OpKind::F, 1, 0, 120 * us, 220 * us), action(1, OpKind::F, 1, 1, 230 * us, 330 * us),
+                 action(1, OpKind::B, 1, 0, 330 * us, 530 * us), action(1, OpKind::B, 1, 1, 530 * us, 730 * us),
+                 action(0, OpKind::B, 0, 0, 550 * us, 750 * us), action(0, OpKind::B, 0, 1, 750 * us, 950 * us)};
+  t.transfers = {Transfer{0, 1, 105 * us, 115 * us, Op{OpKind::F, 0, 0}, 1},
+                 Transfer{0, 1, 205 * us, 225 * us, Op{OpKind::F, 0, 1}, 1},
+                 Transfer{1, 0, 535 * us, 545 * us, Op{OpKind::B, 1, 0}, 1},
+                 Transfer{1, 0, 735 * us, 745 * us, Op{OpKind::B, 1, 1}, 1}};
+  const auto on = api::nccl_resident(gpipe(), t, {});
+  REQUIRE(on.size() == 2);
+  // GPU 0: a0's send [105, 115]; a1's send [205, 225], then g0's receive from 225 to 545 and g1's to 745.
+  CHECK(on[0] == std::vector<std::pair<Time, Time>>{{105 * us, 115 * us}, {205 * us, 745 * us}});
+  // GPU 1: a0's receive from the start to 115, a1's to 225; g0's send [535, 545], g1's [735, 745].
+  CHECK(on[1] == std::vector<std::pair<Time, Time>>{{0, 225 * us}, {535 * us, 545 * us}, {735 * us, 745 * us}});
+  // Against F = 90 us and B = 180 alone, the actions beside a kernel (o, T - d): rank 0's F1 (10, 10)
+  // and B0 (195, 20), rank 1's F0 (100, 10) and B1 (10, 20): share = 5200 / 48225.
+  const api::NcclShare sh = api::fit_nccl_share(gpipe(), t, {}, 0.09, 0.18);
+  CHECK(sh.samples == 4);
+  CHECK(sh.share == Approx(5200.0 / 48225.0));
+  // Both ranks on one GPU: every message moves within it, no NCCL kernel.
+  const auto one = api::nccl_resident(gpipe(), t, {0, 0});
+  CHECK(one[0].empty());
+  CHECK(api::fit_nccl_share(gpipe(), t, {0, 0}, 0.09, 0.18).samples == 0);
+}
+
+// The same GPipe with free transfers (F = 100, B = 200). Plain: rank 0 F0 [0, 100], F1 [100, 200],
+// B0 [500, 700], B1 [700, 900]; rank 1 F0 [100, 200] ... B1 [500, 700]. Rank 1's receives spin from
+// 0 to 200 (its F0 beside them 100), rank 0's from 200 to 700 (its B0 beside them 200). At share 0.5:
+// rank 1's F0 lasts 150, rank 0's B0 300, so rank 1 ends at 750 and rank 0's B0 runs [550, 850]
+// beside the receives [200, 750] for 200 again: the fixed point, rank 0's B1 ends at 1050.
+TEST_CASE("simulate_nccl: actions stretched by their time beside the NCCL kernels", "[api][corun]") {
+  const SimCosts c = gpipe_costs();
+  CHECK(api::simulate_nccl(gpipe(), c, 0).makespan() == 900);
+  const SimResult r = api::simulate_nccl(gpipe(), c, 0.5);
+  CHECK(r.makespan() == 1050);
+  CHECK(spans(r.timeline, 0) == std::vector<std::pair<Time, Time>>{{0, 100}, {100, 200}, {550, 850}, {850, 1050}});
+  CHECK(spans(r.timeline, 1) == std::vector<std::pair<Time, Time>>{{100, 250}, {250, 350}, {350, 550}, {550, 750}});
 }

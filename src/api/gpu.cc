@@ -212,6 +212,7 @@ struct Validation {
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
   std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
+  std::string nccl_summary;                 // with --transport nccl: without its kernels' share
   std::string delays_summary;               // without the replay's delays the link probe measured
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
@@ -790,7 +791,12 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const SimCosts costs = predicted_costs(x, s, layers, shape);
   SimOptions opt;
   opt.record_timeline = true;
-  SimResult pred = x.nccl ? predict(x, s, costs, layers, shape, x.req.co_run) : simulate(s, costs, opt);
+  SimResult pred = simulate(s, costs, opt);
+  std::optional<SimResult> without_nccl;  // with --transport nccl: the prediction without its kernels' share
+  if (x.nccl) {
+    without_nccl = std::move(pred);
+    pred = api::simulate_nccl(s, costs, x.nccl->share);
+  }
   std::optional<api::CorunResult> corun;
   std::optional<SimResult> full;  // beside the duty-aware model: the 100%-duty form's prediction
   if (corun_applies(x)) {
@@ -821,6 +827,11 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
   without_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
+  if (without_nccl) {
+    const ValidationRow n0 = makespan_row(*without_nccl, meas_stats);
+    r["nccl_share"] = {{"predicted_without_ms", n0.predicted}, {"error_without", n0.error}};
+    x.nccl_summary += makespan_line(name, n0);
+  }
   if (corun) {
     const ValidationRow p0 = makespan_row(corun->result, meas_stats);  // the plain prediction
     r["corun"] = {{"rounds", corun->rounds},
@@ -926,6 +937,7 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (!x.corun_full_summary.empty())
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
+  if (!x.nccl_summary.empty()) x.text += "\nwithout the NCCL kernels' share (the above has it):\n" + x.nccl_summary;
   if (!x.delays_summary.empty())
     x.text += fmt::format(
         "\nwithout the replay's delays (the link probe's: before and after each message's copy, between two "

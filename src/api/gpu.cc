@@ -193,6 +193,7 @@ struct Validation {
   int split = 0, split_sms = 0, device_sms = 0;
   std::string split_note;
   std::optional<LinkProbe> probe;
+  int probe_devices = 0;                       // the GPUs the link probe replays on (--devices, or 1: probe_links)
   double copy_us = 0;                          // the same message copied with nothing else running: the hardware's cost
   std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
   // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
@@ -205,6 +206,7 @@ struct Validation {
   std::string corun_summary;                // the makespan table without the co-run model
   std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
   std::string delays_summary;               // with the replay's delays the link probe measured
+  std::string ep_pace_summary, ep_pace_text;  // EP: the prediction at the ops' GPU times; the pace per chunk
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
   // waits named in the text.
@@ -326,8 +328,16 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
   // processes, pp x ep slots) it cannot run, and the config's link model stands.
   const bool probe_fits = !x.multi || x.world.size <= x.pp;
+  // EP in one process: shard 0's pipeline ranks on GPU (r ep) % GPUs. When that is one GPU for
+  // every r (PP 2 x EP 2 on two GPUs), its messages are copies within that GPU between its SM
+  // partitions, and the probe replays so (both ranks on one GPU), not across the link.
+  x.probe_devices = x.req.devices;
+  if (!x.multi && api::pipeline_on_one_gpu(x.pp, x.ep_r, x.ndev)) {
+    x.probe_devices = 1;
+    x.j["link_probe_placement"] = "one GPU: shard 0's stages share it, as in the EP replay";
+  }
   if (!x.req.no_link_probe && probe_fits)
-    x.probe = probe_link(x.pp, one_layer, x.req.devices, x.req.transport, x.split > 0, x.req.timeout_s, x.graphs,
+    x.probe = probe_link(x.pp, one_layer, x.probe_devices, x.req.transport, x.split > 0, x.req.timeout_s, x.graphs,
                          x.graph_value_waits);
   if (!x.req.no_link_probe && !probe_fits)
     x.j["link_probe_skipped"] =
@@ -342,7 +352,7 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
                                         {"action_gap_us", p.delays.gap_us},     {"send_samples", p.delays.sends},
                                         {"receive_samples", p.delays.receives}, {"gap_samples", p.delays.gaps}};
   if (p.bytes > 0) {
-    const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
+    const int peer = x.ndev > 1 && !x.multi && x.probe_devices != 1 ? 1 : x.my_device;
     x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
     x.j["link_probe"]["standalone_copy_us"] = x.copy_us;
     x.j["link_probe"]["standalone_copy_gpus"] = {x.my_device, peer};
@@ -376,10 +386,15 @@ std::optional<Schedule> schedule_of(Validation& x, const std::string& name, cons
 const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
   auto sit = x.sharings.find(layers);
   if (sit != x.sharings.end()) return sit->second;
-  sit = x.sharings.emplace(layers, gpu::profile_sharing(shape, 3, x.req.reps, x.my_device, x.split)).first;
+  // EP: the step of the stages' EP groups at once, exchanging tokens, where it can be measured
+  // (gpu::SharingProfile::ep_step); the tables by kind without EP.
+  const gpu::ChunkShape sh = x.ep_r > 1 && !x.multi ? x.with_ep(shape) : shape;
+  sit = x.sharings.emplace(layers, gpu::profile_sharing(sh, 3, x.req.reps, x.my_device, x.split)).first;
   const gpu::SharingProfile& sp = sit->second;
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
   pj["step"] = sp.step;
+  if (x.ep_r > 1) pj["ep_step"] = sp.ep_step;
+  pj["local_step"] = sp.local_step;
   static const char* kKinds[] = {"F", "I", "W"};
   for (int a = 0; a < 3; ++a) {
     pj["alone_ms"][kKinds[a]] = sp.alone_ms[static_cast<std::size_t>(a)];
@@ -391,15 +406,42 @@ const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::Chun
   return sp;
 }
 
+// Expert parallelism: the replay launches kernel by kernel and its shards' threads meet at every
+// exchange, so its ops run at the pace the EP group keeps fed back to back (the sharing profile's
+// group alone) rather than at their GPU times held until enqueued: api::ep_pace_factor, 1 where not
+// measured. In the JSON and the text once per chunk size.
+double ep_pace_of(Validation& x, int layers) {
+  const gpu::SharingProfile& sp = x.sharings.at(layers);
+  const gpu::ProfileResult& p = x.profiles.at(layers);
+  const double f = api::ep_pace_factor(sp.ep_alone_step_ms, p.f_ms, p.input_grad_ms, p.w_ms);
+  nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
+  if (!pj.contains("ep_pace")) {
+    pj["ep_pace"] = {{"factor", f},
+                     {"fed_step_ms", sp.ep_alone_step_ms},
+                     {"held_step_ms", p.f_ms + p.input_grad_ms + p.w_ms}};
+    x.ep_pace_text += fmt::format(
+        "  chunks of {} layer(s): the EP group's F+I+W step fed back to back {:.3f} ms against its ops held "
+        "until enqueued {:.3f} ms: every op {:.3f}x\n",
+        layers, sp.ep_alone_step_ms, p.f_ms + p.input_grad_ms + p.w_ms, f);
+  }
+  return f;
+}
+
 // The prediction's op costs: the chunk profiled (with EP shards, as they replay: stage 0's
 // shards on partitions 0..ep-1 or their GPUs, exchanging tokens by the all-to-all, so that the
 // op costs carry its time), shared among the ranks of a GPU, and the link probed.
-SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape) {
+// ep_pace: with EP, every op at the EP group's fed pace (ep_pace_of), as reported; false: the ops'
+// GPU times (the table printed beside).
+SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape,
+                         bool ep_pace = true) {
   auto it = x.profiles.find(layers);
   if (it == x.profiles.end()) {
-    // under mpirun: process 0 profiles the EP group in one process, the others take its figures
+    // under mpirun: process 0 profiles the EP group in one process, the others take its figures.
+    // PPSIM_EP_PROFILE=whole: the EP shards on whole GPUs as before 2026-11-28 (to show the change).
     const gpu::ChunkShape prof_shape = x.ep_r > 1 ? x.with_ep(shape) : shape;
-    it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, x.split)).first;
+    const char* whole = std::getenv("PPSIM_EP_PROFILE");
+    const int groups = x.ep_r > 1 && whole && std::string(whole) == "whole" ? 0 : x.split;
+    it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, groups)).first;
   }
   const gpu::ProfileResult& prof = it->second;
   SimCosts costs = api::profiled_costs(x.cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
@@ -419,6 +461,7 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
     api::share_devices(costs, x.pp, x.ndev, sp.step, x.req.sharing == "kind" ? &by_kind : nullptr, x.ep_r);
     // The EP profile ran stage 0's shards at once, on this GPU when they share it.
     if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
+    if (x.ep_r > 1 && ep_pace) api::scale_every_rank(costs, x.pp, ep_pace_of(x, layers));
   }
   // The probe's time less the bandwidth share. The replay's delays around a message and between
   // actions that the probe also measures are predicted beside it (with_replay_delays), not yet here.
@@ -765,8 +808,16 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     std::swap(pred, corun->result);  // the co-run prediction is the one reported; corun keeps the plain one
     if (x.req.co_run == "sustained") full = api::simulate_corun(s, costs, corun_factors(p, "full")).result;
   }
+  nlohmann::json r_unpaced;
+  std::optional<SimResult> unpaced;  // EP: at the ops' GPU times (without the group's fed pace)
+  if (x.ep_r > 1 && x.ndev < x.slots_total) unpaced = simulate(s, predicted_costs(x, s, layers, shape, false), opt);
   Measured meas = replay(x, s, shape);
   const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
+  if (unpaced) {
+    const ValidationRow u = makespan_row(*unpaced, meas_stats);
+    r_unpaced = {{"predicted_ms", u.predicted}, {"error", u.error}};
+    x.ep_pace_summary += makespan_line(name, u);
+  }
   const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed_of(pred)), meas_stats);
   const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
   x.text += render_validation_table(name, rows, target);
@@ -776,6 +827,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const bool host_bound = host_report(x, meas.host, hj);
   nlohmann::json r = validation_json(name, rows);
   if (x.ep_r > 1) ep_report(x, meas, r);
+  if (!r_unpaced.is_null()) r["expert_parallelism"]["without_pace"] = r_unpaced;
   const nlohmann::json memory = memory_report(x, s, pred, meas.memory);
   x.text += "\n";
   x.summary += makespan_line(name, rows.front(), host_bound ? "  host-bound" : "");
@@ -822,6 +874,11 @@ void sharing_text(Validation& x) {
         "beside another (row: the op; column: the op beside it; each fed by its own host thread "
         "as in the replay; in brackets all enqueued before either starts):\n",
         layers, sp.step);
+    if (sp.ep_step > 0)
+      x.text += fmt::format(
+          "    (expert parallelism: that step is the stages' EP groups at once, each shard on its partition and "
+          "exchanging tokens, against one group alone; without EP, two chunks {:.2f}x; the table is without EP)\n",
+          sp.local_step);
     x.text += fmt::format("    {:<4}{:>10}{:>7}{:>7}{:>7}\n", "", "alone ms", "F", "I", "W");
     const char* kinds[] = {"F", "I", "W"};
     for (std::size_t k = 0; k < 3; ++k)
@@ -858,7 +915,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (x.probe && x.copy_us > 0)
     x.text +=
         fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
-                    x.probe->bytes, x.ndev > 1 && !x.multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", x.copy_us,
+                    x.probe->bytes,
+                    x.ndev > 1 && !x.multi && x.probe_devices != 1 ? "GPU 0 to GPU 1, peer copy" : "within the GPU",
+                    x.copy_us,
                     x.probe->median_us / x.copy_us);
   if (x.multi)
     x.text += x.ep_r > 1 ? fmt::format(
@@ -886,6 +945,12 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (!x.corun_full_summary.empty())
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
+  if (!x.ep_pace_text.empty())
+    x.text += "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "
+              "at every exchange), measured before the replays:\n" +
+              x.ep_pace_text;
+  if (!x.ep_pace_summary.empty())
+    x.text += "\nwithout that pace (the ops' GPU times held until enqueued):\n" + x.ep_pace_summary;
   if (!x.delays_summary.empty())
     x.text += fmt::format(
         "\nwith the replay's delays (the link probe's: before and after each message's copy, between two "
@@ -923,7 +988,7 @@ ValidateOutcome validate(const ValidateRequest& req) {
     if (const std::optional<Schedule> s = schedule_of(x, name, fam)) validate_one(x, name, *s);
   std::optional<LinkProbe> probe_after;
   if (x.probe) {
-    probe_after = probe_link(x.pp, one_layer, req.devices, req.transport, x.split > 0, req.timeout_s, x.graphs,
+    probe_after = probe_link(x.pp, one_layer, x.probe_devices, req.transport, x.split > 0, req.timeout_s, x.graphs,
                              x.graph_value_waits);
     if (probe_after) x.j["link_probe"]["median_us_after"] = probe_after->median_us;
   }

@@ -206,12 +206,13 @@ struct Validation {
   std::string corun_summary;                // the makespan table without the co-run model
   std::string corun_full_summary;           // with the 100%-duty factors (--co-run full), beside sustained
   std::string delays_summary;               // with the replay's delays the link probe measured
-  std::string ep_pace_summary, ep_pace_text;  // EP: the prediction at the ops' GPU times; the pace per chunk
   bool graphs = false;                      // --launch graphs where it applies (not with EP: gpu::graphs_unavailable)
   // With graphs the replay waits on values unless PPSIM_REPLAY_WAITS chooses (plan_launch); the
   // waits named in the text.
   bool graph_value_waits = false;
   std::string waits;
+  // EP: the prediction at the ops' GPU times (without the group's pace); the pace per chunk size
+  std::string ep_pace_summary, ep_pace_text;
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -416,9 +417,8 @@ double ep_pace_of(Validation& x, int layers) {
   const double f = api::ep_pace_factor(sp.ep_alone_step_ms, p.f_ms, p.input_grad_ms, p.w_ms);
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
   if (!pj.contains("ep_pace")) {
-    pj["ep_pace"] = {{"factor", f},
-                     {"fed_step_ms", sp.ep_alone_step_ms},
-                     {"held_step_ms", p.f_ms + p.input_grad_ms + p.w_ms}};
+    pj["ep_pace"] = {
+        {"factor", f}, {"fed_step_ms", sp.ep_alone_step_ms}, {"held_step_ms", p.f_ms + p.input_grad_ms + p.w_ms}};
     x.ep_pace_text += fmt::format(
         "  chunks of {} layer(s): the EP group's F+I+W step fed back to back {:.3f} ms against its ops held "
         "until enqueued {:.3f} ms: every op {:.3f}x\n",
@@ -913,12 +913,10 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
                     : std::string(),
         x.probe->delays.send_us, x.probe->delays.receive_us, x.probe->delays.gap_us);
   if (x.probe && x.copy_us > 0)
-    x.text +=
-        fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
-                    x.probe->bytes,
-                    x.ndev > 1 && !x.multi && x.probe_devices != 1 ? "GPU 0 to GPU 1, peer copy" : "within the GPU",
-                    x.copy_us,
-                    x.probe->median_us / x.copy_us);
+    x.text += fmt::format(
+        "standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
+        x.probe->bytes, x.ndev > 1 && !x.multi && x.probe_devices != 1 ? "GPU 0 to GPU 1, peer copy" : "within the GPU",
+        x.copy_us, x.probe->median_us / x.copy_us);
   if (x.multi)
     x.text += x.ep_r > 1 ? fmt::format(
                                "processes: {} started by {}, one GPU each; EP shard e of rank r replayed by process "
@@ -946,9 +944,10 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
   if (!x.ep_pace_text.empty())
-    x.text += "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "
-              "at every exchange), measured before the replays:\n" +
-              x.ep_pace_text;
+    x.text +=
+        "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "
+        "at every exchange), measured before the replays:\n" +
+        x.ep_pace_text;
   if (!x.ep_pace_summary.empty())
     x.text += "\nwithout that pace (the ops' GPU times held until enqueued):\n" + x.ep_pace_summary;
   if (!x.delays_summary.empty())

@@ -583,8 +583,8 @@ EpSteps ep_sharing_step(const ChunkShape& shape, int warmup, int reps, int devic
       both = time_fed_ms(feeds, warmup, reps, step);
       for (const auto& c : chunks)
         if (const unsigned st = c->ep_status(); st != 0)
-          throw_gpu_failure(
-              fmt::format("profile: an EP shard's all-to-all wait for EP rank {} gave up", st - 1000), "");
+          throw_gpu_failure(fmt::format("profile: an EP shard's all-to-all wait for EP rank {} gave up", st - 1000),
+                            "");
     } catch (...) {
       wiring.abort();
       throw;

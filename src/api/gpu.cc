@@ -409,10 +409,11 @@ const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::Chun
 
 // Expert parallelism: the replay launches kernel by kernel and its shards' threads meet at every
 // exchange, so its ops run at the pace the EP group keeps fed back to back (the sharing profile's
-// group alone) rather than at their GPU times held until enqueued: api::ep_pace_factor, 1 where not
-// measured. In the JSON and the text once per chunk size.
+// group alone) rather than at their GPU times held until enqueued: api::ep_pace_factor; 1 where not
+// measured (no EP step: one GPU, several processes). In the JSON and the text once per chunk size.
 double ep_pace_of(Validation& x, int layers) {
   const gpu::SharingProfile& sp = x.sharings.at(layers);
+  if (sp.ep_alone_step_ms <= 0) return 1.0;  // not measured (one GPU, several processes): the ops' GPU times
   const gpu::ProfileResult& p = x.profiles.at(layers);
   const double f = api::ep_pace_factor(sp.ep_alone_step_ms, p.f_ms, p.input_grad_ms, p.w_ms);
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
@@ -810,7 +811,8 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   }
   nlohmann::json r_unpaced;
   std::optional<SimResult> unpaced;  // EP: at the ops' GPU times (without the group's fed pace)
-  if (x.ep_r > 1 && x.ndev < x.slots_total) unpaced = simulate(s, predicted_costs(x, s, layers, shape, false), opt);
+  if (x.ep_r > 1 && x.ndev < x.slots_total && x.sharings.at(layers).ep_alone_step_ms > 0)
+    unpaced = simulate(s, predicted_costs(x, s, layers, shape, false), opt);
   Measured meas = replay(x, s, shape);
   const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
   if (unpaced) {

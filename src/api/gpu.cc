@@ -201,6 +201,7 @@ struct Validation {
   // The NCCL transport: the share of a GPU its kernels take from compute beside them, fitted from the
   // probe's replay (api::fit_nccl_share); absent with the other transports or without the probe.
   std::optional<NcclShare> nccl;
+  int probe_devices = 0;                       // the GPUs the link probe replays on (--devices, or 1: probe_links)
   double copy_us = 0;                          // the same message copied with nothing else running: the hardware's cost
   std::map<int, gpu::ProfileResult> profiles;  // by layers per chunk
   // How ranks sharing a GPU slow each other, profiled on the chunk the schedule's stages hold
@@ -219,6 +220,8 @@ struct Validation {
   // waits named in the text.
   bool graph_value_waits = false;
   std::string waits;
+  // EP: the prediction at the ops' GPU times (without the group's pace); the pace per chunk size
+  std::string ep_pace_summary, ep_pace_text;
   nlohmann::json j;
   std::string text, summary;
   std::vector<Timeline> keep;  // predicted, measured, per schedule
@@ -353,8 +356,16 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
   // The probe replays a dense pipeline of pp ranks: with more processes than that (EP across
   // processes, pp x ep slots) it cannot run, and the config's link model stands.
   const bool probe_fits = !x.multi || x.world.size <= x.pp;
+  // EP in one process: shard 0's pipeline ranks on GPU (r ep) % GPUs. When that is one GPU for
+  // every r (PP 2 x EP 2 on two GPUs), its messages are copies within that GPU between its SM
+  // partitions, and the probe replays so (both ranks on one GPU), not across the link.
+  x.probe_devices = x.req.devices;
+  if (!x.multi && api::pipeline_on_one_gpu(x.pp, x.ep_r, x.ndev)) {
+    x.probe_devices = 1;
+    x.j["link_probe_placement"] = "one GPU: shard 0's stages share it, as in the EP replay";
+  }
   if (!x.req.no_link_probe && probe_fits)
-    x.probe = probe_link(x.pp, one_layer, x.req.devices, x.req.transport, x.split > 0, x.req.timeout_s, x.graphs,
+    x.probe = probe_link(x.pp, one_layer, x.probe_devices, x.req.transport, x.split > 0, x.req.timeout_s, x.graphs,
                          x.graph_value_waits);
   if (!x.req.no_link_probe && !probe_fits)
     x.j["link_probe_skipped"] =
@@ -370,7 +381,7 @@ void probe_links(Validation& x, const gpu::ChunkShape& one_layer) {
                                         {"receive_samples", p.delays.receives}, {"gap_samples", p.delays.gaps}};
   if (x.transport == launch::TransportKind::Nccl && x.ep_r == 1) nccl_share_of_probe(x, one_layer);
   if (p.bytes > 0) {
-    const int peer = x.ndev > 1 && !x.multi ? 1 : x.my_device;
+    const int peer = x.ndev > 1 && !x.multi && x.probe_devices != 1 ? 1 : x.my_device;
     x.copy_us = gpu::copy_probe_us(static_cast<std::size_t>(p.bytes), x.my_device, peer, 20);
     x.j["link_probe"]["standalone_copy_us"] = x.copy_us;
     x.j["link_probe"]["standalone_copy_gpus"] = {x.my_device, peer};
@@ -404,10 +415,15 @@ std::optional<Schedule> schedule_of(Validation& x, const std::string& name, cons
 const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
   auto sit = x.sharings.find(layers);
   if (sit != x.sharings.end()) return sit->second;
-  sit = x.sharings.emplace(layers, gpu::profile_sharing(shape, 3, x.req.reps, x.my_device, x.split)).first;
+  // EP: the step of the stages' EP groups at once, exchanging tokens, where it can be measured
+  // (gpu::SharingProfile::ep_step); the tables by kind without EP.
+  const gpu::ChunkShape sh = x.ep_r > 1 && !x.multi ? x.with_ep(shape) : shape;
+  sit = x.sharings.emplace(layers, gpu::profile_sharing(sh, 3, x.req.reps, x.my_device, x.split)).first;
   const gpu::SharingProfile& sp = sit->second;
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
   pj["step"] = sp.step;
+  if (x.ep_r > 1) pj["ep_step"] = sp.ep_step;
+  pj["local_step"] = sp.local_step;
   static const char* kKinds[] = {"F", "I", "W"};
   for (int a = 0; a < 3; ++a) {
     pj["alone_ms"][kKinds[a]] = sp.alone_ms[static_cast<std::size_t>(a)];
@@ -419,15 +435,46 @@ const gpu::SharingProfile& sharing_of(Validation& x, int layers, const gpu::Chun
   return sp;
 }
 
+// Expert parallelism: the replay launches kernel by kernel and its shards' threads meet at every
+// exchange, so its ops run at the pace the EP group keeps fed back to back (the sharing profile's
+// group alone) rather than at their GPU times held until enqueued: api::ep_pace_factor; 1 where not
+// measured (no EP step: one GPU, several processes). In the JSON and the text once per chunk size.
+double ep_pace_of(Validation& x, int layers) {
+  const gpu::SharingProfile& sp = x.sharings.at(layers);
+  if (sp.ep_alone_step_ms <= 0) return 1.0;  // not measured (one GPU, several processes): the ops' GPU times
+  const gpu::ProfileResult& p = x.profiles.at(layers);
+  const double f = api::ep_pace_factor(sp.ep_alone_step_ms, p.f_ms, p.input_grad_ms, p.w_ms);
+  nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)];
+  if (!pj.contains("ep_pace")) {
+    pj["ep_pace"] = {
+        {"factor", f}, {"fed_step_ms", sp.ep_alone_step_ms}, {"held_step_ms", p.f_ms + p.input_grad_ms + p.w_ms}};
+    x.ep_pace_text += fmt::format(
+        "  chunks of {} layer(s): the EP group's F+I+W step fed back to back {:.3f} ms against its ops held "
+        "until enqueued {:.3f} ms: every op {:.3f}x\n",
+        layers, sp.ep_alone_step_ms, p.f_ms + p.input_grad_ms + p.w_ms, f);
+  }
+  return f;
+}
+
 // The prediction's op costs: the chunk profiled (with EP shards, as they replay: stage 0's
 // shards on partitions 0..ep-1 or their GPUs, exchanging tokens by the all-to-all, so that the
 // op costs carry its time), shared among the ranks of a GPU, and the link probed.
-SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape) {
+// The link probe's delays the prediction takes: none with EP, whose replay launches kernel by
+// kernel and whose ops run at the EP group's fed pace (ep_pace_of), which holds the gaps between them.
+ReplayDelays replay_delays_of(const Validation& x) { return x.probe && x.ep_r == 1 ? x.probe->delays : ReplayDelays{}; }
+
+// ep_pace: with EP, every op at the EP group's fed pace (ep_pace_of), as reported; false: the ops'
+// GPU times (the table printed beside).
+SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape,
+                         bool ep_pace = true) {
   auto it = x.profiles.find(layers);
   if (it == x.profiles.end()) {
-    // under mpirun: process 0 profiles the EP group in one process, the others take its figures
+    // under mpirun: process 0 profiles the EP group in one process, the others take its figures.
+    // PPSIM_EP_PROFILE=whole: the EP shards on whole GPUs as before 2026-11-28 (to show the change).
     const gpu::ChunkShape prof_shape = x.ep_r > 1 ? x.with_ep(shape) : shape;
-    it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, x.split)).first;
+    const char* whole = std::getenv("PPSIM_EP_PROFILE");
+    const int groups = x.ep_r > 1 && whole && std::string(whole) == "whole" ? 0 : x.split;
+    it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, groups)).first;
   }
   const gpu::ProfileResult& prof = it->second;
   SimCosts costs = api::profiled_costs(x.cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
@@ -447,10 +494,11 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
     api::share_devices(costs, x.pp, x.ndev, sp.step, x.req.sharing == "kind" ? &by_kind : nullptr, x.ep_r);
     // The EP profile ran stage 0's shards at once, on this GPU when they share it.
     if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
+    if (x.ep_r > 1 && ep_pace) api::scale_every_rank(costs, x.pp, ep_pace_of(x, layers));
   }
   // The probe's time with the replay's delays around a message, less the bandwidth share, and the
   // replay's gap between two actions (the prediction without the delays: without_replay_delays).
-  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, x.probe->delays);
+  if (x.probe) api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes, replay_delays_of(x));
   return costs;
 }
 
@@ -774,8 +822,7 @@ SimResult predict(Validation& x, const Schedule& s, const SimCosts& costs, int l
 // message, between actions): for the JSON and the closing table, beside the reported one.
 void without_replay_delays(Validation& x, const std::string& name, const Schedule& s, SimCosts costs, int layers,
                            const gpu::ChunkShape& shape, const TimelineStats& meas_stats, nlohmann::json& r) {
-  if (!x.probe) return;
-  const ReplayDelays& d = x.probe->delays;
+  const ReplayDelays d = replay_delays_of(x);
   if (d.gap_us <= 0 && d.send_us <= 0 && d.receive_us <= 0) return;
   api::apply_link_probe(costs, x.probe->median_us, x.probe->bytes);
   const SimResult w = predict(x, s, costs, layers, shape, x.req.co_run);
@@ -805,8 +852,17 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     std::swap(pred, corun->result);  // the co-run prediction is the one reported; corun keeps the plain one
     if (x.req.co_run == "sustained") full = api::simulate_corun(s, costs, corun_factors(p, "full")).result;
   }
+  nlohmann::json r_unpaced;
+  std::optional<SimResult> unpaced;  // EP: at the ops' GPU times (without the group's fed pace)
+  if (x.ep_r > 1 && x.ndev < x.slots_total && x.sharings.at(layers).ep_alone_step_ms > 0)
+    unpaced = simulate(s, predicted_costs(x, s, layers, shape, false), opt);
   Measured meas = replay(x, s, shape);
   const TimelineStats meas_stats = timeline_stats(meas.timeline, meas.ep_exposed, /*exposed_inside_ops=*/true);
+  if (unpaced) {
+    const ValidationRow u = makespan_row(*unpaced, meas_stats);
+    r_unpaced = {{"predicted_ms", u.predicted}, {"error", u.error}};
+    x.ep_pace_summary += makespan_line(name, u);
+  }
   const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed_of(pred)), meas_stats);
   const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
   x.text += render_validation_table(name, rows, target);
@@ -816,6 +872,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const bool host_bound = host_report(x, meas.host, hj);
   nlohmann::json r = validation_json(name, rows);
   if (x.ep_r > 1) ep_report(x, meas, r);
+  if (!r_unpaced.is_null()) r["expert_parallelism"]["without_pace"] = r_unpaced;
   const nlohmann::json memory = memory_report(x, s, pred, meas.memory);
   x.text += "\n";
   x.summary += makespan_line(name, rows.front(), host_bound ? "  host-bound" : "");
@@ -867,6 +924,11 @@ void sharing_text(Validation& x) {
         "beside another (row: the op; column: the op beside it; each fed by its own host thread "
         "as in the replay; in brackets all enqueued before either starts):\n",
         layers, sp.step);
+    if (sp.ep_step > 0)
+      x.text += fmt::format(
+          "    (expert parallelism: that step is the stages' EP groups at once, each shard on its partition and "
+          "exchanging tokens, against one group alone; without EP, two chunks {:.2f}x; the table is without EP)\n",
+          sp.local_step);
     x.text += fmt::format("    {:<4}{:>10}{:>7}{:>7}{:>7}\n", "", "alone ms", "F", "I", "W");
     const char* kinds[] = {"F", "I", "W"};
     for (std::size_t k = 0; k < 3; ++k)
@@ -893,18 +955,22 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
         "link probe: median transfer {:.1f} us over {} messages of {} bytes (gpipe, M={}; the middle "
         "of three replays: {:.1f} us){}; the replay's own delays: {:.1f} us from a producer's end to its "
         "copy, {:.1f} us from an arrival to a waiting consumer's start, {:.1f} us between two actions "
-        "of a rank; the prediction's link latency is the transfer with both delays less the bandwidth share, "
-        "and each action starts no earlier than the gap after its rank's previous one (the table \"without the "
-        "replay's delays\": the transfer alone, no gap; --no-link-probe: the config's link)\n",
+        "of a rank; {}\n",
         x.probe->median_us, x.probe->transfers, x.probe->bytes, 2 * x.pp, fmt::join(x.probe->runs_us, ", "),
         probe_after ? fmt::format(", {:.1f} us when probed again after the schedules", probe_after->median_us)
                     : std::string(),
-        x.probe->delays.send_us, x.probe->delays.receive_us, x.probe->delays.gap_us);
+        x.probe->delays.send_us, x.probe->delays.receive_us, x.probe->delays.gap_us,
+        x.ep_r > 1 ? "the prediction's link latency is the transfer less the bandwidth share (with EP the ops run "
+                     "at the EP group's pace, which holds the gaps; --no-link-probe: the config's link)"
+                   : "the prediction's link latency is the transfer with both delays less the bandwidth share, and "
+                     "each action starts no earlier than the gap after its rank's previous one (the table "
+                     "\"without the replay's delays\": the transfer alone, no gap; --no-link-probe: the config's "
+                     "link)");
   if (x.probe && x.copy_us > 0)
-    x.text +=
-        fmt::format("standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
-                    x.probe->bytes, x.ndev > 1 && !x.multi ? "GPU 0 to GPU 1, peer copy" : "within the GPU", x.copy_us,
-                    x.probe->median_us / x.copy_us);
+    x.text += fmt::format(
+        "standalone copy of one message ({} bytes, {}): {:.1f} us; the replay's median is {:.2f}x that\n",
+        x.probe->bytes, x.ndev > 1 && !x.multi && x.probe_devices != 1 ? "GPU 0 to GPU 1, peer copy" : "within the GPU",
+        x.copy_us, x.probe->median_us / x.copy_us);
   if (x.multi)
     x.text += x.ep_r > 1 ? fmt::format(
                                "processes: {} started by {}, one GPU each; EP shard e of rank r replayed by process "
@@ -938,6 +1004,13 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
   if (!x.nccl_summary.empty()) x.text += "\nwithout the NCCL kernels' share (the above has it):\n" + x.nccl_summary;
+  if (!x.ep_pace_text.empty())
+    x.text +=
+        "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "
+        "at every exchange), measured before the replays:\n" +
+        x.ep_pace_text;
+  if (!x.ep_pace_summary.empty())
+    x.text += "\nwithout that pace (the ops' GPU times held until enqueued):\n" + x.ep_pace_summary;
   if (!x.delays_summary.empty())
     x.text += fmt::format(
         "\nwithout the replay's delays (the link probe's: before and after each message's copy, between two "
@@ -975,7 +1048,7 @@ ValidateOutcome validate(const ValidateRequest& req) {
     if (const std::optional<Schedule> s = schedule_of(x, name, fam)) validate_one(x, name, *s);
   std::optional<LinkProbe> probe_after;
   if (x.probe) {
-    probe_after = probe_link(x.pp, one_layer, req.devices, req.transport, x.split > 0, req.timeout_s, x.graphs,
+    probe_after = probe_link(x.pp, one_layer, x.probe_devices, req.transport, x.split > 0, req.timeout_s, x.graphs,
                              x.graph_value_waits);
     if (probe_after) x.j["link_probe"]["median_us_after"] = probe_after->median_us;
   }

@@ -52,9 +52,26 @@ void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector
 
 void unshare_profiled_copies(SimCosts& c, int pp) {
   if (c.share_copies <= 1) return;
-  const double f = 1.0 + (c.share_copies - 1) * (c.share_slowdown - 1.0);
+  scale_every_rank(c, pp, 1.0 / (1.0 + (c.share_copies - 1) * (c.share_slowdown - 1.0)));
+}
+
+void scale_every_rank(SimCosts& c, int pp, double factor) {
+  PPSIM_CHECK(factor > 0 && std::isfinite(factor), "scale_every_rank: factor {}", factor);
   if (c.rank_kind_scale.empty()) c.rank_kind_scale.assign(static_cast<std::size_t>(3 * pp), 1.0);
-  for (double& x : c.rank_kind_scale) x /= f;
+  for (double& x : c.rank_kind_scale) x *= factor;
+}
+
+bool pipeline_on_one_gpu(int pp, int ep, int gpus) {
+  if (gpus < 2 || ep < 2) return false;  // one GPU: every message is within it anyway, and no EP: not this case
+  for (int r = 1; r < pp; ++r)
+    if (replay_gpu(r, ep, gpus) != replay_gpu(0, ep, gpus)) return false;
+  return true;
+}
+
+double ep_pace_factor(double fed_step_ms, double f_ms, double i_ms, double w_ms) {
+  const double held = f_ms + i_ms + w_ms;
+  if (fed_step_ms <= 0 || f_ms <= 0 || i_ms <= 0 || w_ms <= 0) return 1.0;
+  return std::max(1.0, fed_step_ms / held);
 }
 
 void profiled_overlap_costs(SimCosts& c, const std::map<std::string, double>& sub_ops_ms, int layers,

@@ -40,6 +40,17 @@ void share_devices(SimCosts& c, int pp, int gpus, double step, const std::vector
 // 1 / (1 + (share_copies - 1)(share_slowdown - 1)), the alone time, so that the engine's sharing
 // (which counts the copies) does not count them twice. After share_devices and scale_rank_speeds.
 void unshare_profiled_copies(SimCosts& c, int pp);
+// Every rank's F, I and W times (rank_kind_scale, made for pp ranks if empty) times `factor`.
+void scale_every_rank(SimCosts& c, int pp, double factor);
+// Expert parallelism: shard 0's pipeline ranks all on one GPU (replay_gpu the same for r < pp: PP 2
+// x EP 2 on two GPUs), so that its stage-to-stage messages are copies within that GPU.
+bool pipeline_on_one_gpu(int pp, int ep, int gpus);
+// Expert parallelism (the replay launches kernel by kernel and each exchange meets its peer shards'
+// threads on the host): how much longer the EP group's F, I, W step runs fed back to back by the
+// shards' threads (`fed_step_ms`, SharingProfile::ep_alone_step_ms) than its ops' GPU times held
+// until enqueued (f + i + w ms, the same group alone): the host's pace and the shards' waits for each
+// other's rows. At least 1; 1 where any figure is missing (<= 0).
+double ep_pace_factor(double fed_step_ms, double f_ms, double i_ms, double w_ms);
 // The overlap model on profiled sub-ops: every slice's MoeSliceCosts from `sub_ops_ms` (ms summed
 // over a chunk of `layers` layers, as profile_chunk times them: attn_fwd, attn_bwd, attn_w,
 // mlp_fwd, mlp_bwd, mlp_w, dispatch_fwd, combine_fwd, dispatch_bwd, combine_bwd; a missing one is

@@ -100,8 +100,16 @@ ProfileResult profile_chunk(const ChunkShape& shape, int warmup, int reps, int d
 // How much longer a chunk's ops take while another rank's chunk runs beside them on the same GPU
 // (1: not at all; 2: the GPU is time-sliced), as virtual ranks on one GPU run. Median times.
 struct SharingProfile {
-  // Two chunks' F, I and W back to back, at once on two streams, against one chunk's alone.
+  // Two chunks' F, I and W back to back, at once on two streams, against one chunk's alone; with
+  // expert parallelism on a GPU per shard, ep_step where measured (else local_step).
   double step = 0;
+  // EP (shape.ep > 1, a GPU per shard, sm_groups > 1): sm_groups EP groups' F, I, W at once, each
+  // shard on its partition and exchanging tokens, against group 0's alone; 0: not measured.
+  double ep_step = 0;
+  // EP: group 0's F, I, W step alone, fed back to back by its shards' threads (ms): beside the
+  // GPU's time, the host's pace and the shards' waits for each other's rows (0: not measured).
+  double ep_alone_step_ms = 0;
+  double local_step = 0;  // the two chunks without EP (experts local), as `step` is without it
   // by_kind[3x + y]: an op of kind x while ops of kind y run beside it, against x alone; kinds
   // F = 0, I = 1, W = 2 (what SimCosts::share_by_kind takes). Each stream is fed by its own host
   // thread, as a replay's ranks are, so launch contention in the driver is part of it.
@@ -111,6 +119,7 @@ struct SharingProfile {
   std::array<double, 3> alone_ms{};  // F, I and W alone (enqueued before the GPU starts them)
 };
 // sm_groups > 0: each chunk on its own SM partition (what is left to share is memory bandwidth).
+// shape.ep > 1: also ep_step (above); by_kind and alone_ms are the chunk's without EP.
 SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, int device = 0, int sm_groups = 0);
 // F, I and W of one chunk alone on each of `sm_groups` equal SM partitions (median ms): partitions
 // of the same size need not be equally fast (on an H100 the second of two ran I 10% longer).

@@ -104,6 +104,29 @@ double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int 
   return median(std::move(ms));
 }
 
+// One host thread per feed (on its feed's GPU) runs fn(i); the first failure is rethrown.
+struct Feed {
+  Chunk* chunk;
+  cudaStream_t stream;
+  int device;
+};
+void in_feed_threads(const std::vector<Feed>& feeds, const std::function<void(std::size_t)>& fn) {
+  std::vector<std::exception_ptr> errors(feeds.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < feeds.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        PPSIM_CUDA_CHECK(cudaSetDevice(feeds[i].device));
+        fn(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // Per-step time of `reps` steps of each chunk, every chunk fed back to back by its own host thread
 // on its own stream (a replay's rank threads do the same): from one start event, which the other
 // streams wait for, to the last chunk's last step, divided by reps; the median of five such runs
@@ -111,32 +134,28 @@ double time_ms(const std::function<void()>& fn, cudaStream_t s, int warmup, int 
 // launches contending in the driver as two ranks' do. Back to back, not held: the GPU under
 // sustained load, as in a replay (at the larger shape on an H100, held runs gave 1.16x for two
 // steps side by side, back-to-back runs 1.22x, and ops beside each other in the replays 1.22x).
-double time_fed_ms(const std::vector<std::pair<Chunk*, cudaStream_t>>& feeds, int device, int warmup, int reps,
+// The feeds may be on several GPUs (an EP group's shards); the start and end are feed 0's.
+double time_fed_ms(const std::vector<Feed>& feeds, int warmup, int reps,
                    const std::function<void(Chunk&, cudaStream_t)>& step) {
   auto run = [&](int steps) {
+    std::vector<Event> done;
+    done.reserve(feeds.size());
+    for (const Feed& f : feeds) {
+      PPSIM_CUDA_CHECK(cudaSetDevice(f.device));
+      done.emplace_back(false);
+    }
+    PPSIM_CUDA_CHECK(cudaSetDevice(feeds.front().device));
     Event start, end;
-    std::vector<Event> done(feeds.size());
-    const cudaStream_t s0 = feeds.front().second;
+    const cudaStream_t s0 = feeds.front().stream;
     start.record(s0);
-    for (std::size_t i = 1; i < feeds.size(); ++i) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(feeds[i].second, start.get(), 0));
-    std::vector<std::exception_ptr> errors(feeds.size());
-    std::vector<std::thread> threads;
-    for (std::size_t i = 0; i < feeds.size(); ++i)
-      threads.emplace_back([&, i] {
-        try {
-          PPSIM_CUDA_CHECK(cudaSetDevice(device));
-          GraphCache graphs;
-          Chunk& c = *feeds[i].first;
-          const cudaStream_t st = feeds[i].second;
-          for (int k = 0; k < steps; ++k) as_launched(graphs, 0, st, [&] { step(c, st); });
-          done[i].record(feeds[i].second);
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      });
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    for (std::size_t i = 1; i < feeds.size(); ++i)
+      PPSIM_CUDA_CHECK(cudaStreamWaitEvent(feeds[i].stream, start.get(), 0));
+    in_feed_threads(feeds, [&](std::size_t i) {
+      GraphCache graphs;
+      const cudaStream_t st = feeds[i].stream;
+      for (int k = 0; k < steps; ++k) as_launched(graphs, 0, st, [&] { step(*feeds[i].chunk, st); });
+      done[i].record(st);
+    });
     for (std::size_t i = 1; i < feeds.size(); ++i) PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s0, done[i].get(), 0));
     end.record(s0);
     PPSIM_CUDA_CHECK(cudaStreamSynchronize(s0));
@@ -314,8 +333,11 @@ class HostBarrier {
 // our all-to-all, each shard driven by its own thread as the replay drives them, every timed
 // region run by all shards at once. time_ms's hold can make one shard repeat a run; here a run is
 // repeated by every shard or by none, so that their exchanges stay paired. Shard e runs on GPU
-// (device + e) % GPUs when there are shape.ep GPUs, else on `device`, on SM partition e of
-// `sm_groups` (>= shape.ep), or on plain streams. The result is shard 0's.
+// (device + e) % GPUs when there are shape.ep GPUs, on partition 0 of its GPU's `sm_groups` when
+// sm_groups > 1 (where the replay puts stage 0's shard when each GPU holds sm_groups ranks: before,
+// the shards ran on whole GPUs and the prediction's ops on 132 SMs where the replay's ran on 64);
+// else on `device`, on SM partition e of `sm_groups` (>= shape.ep), or on plain streams. The
+// result is shard 0's.
 ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
   const int E = shape.ep;
   const int ndev = device_count();
@@ -333,8 +355,12 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
         throw InputError(fmt::format("profile: expert parallelism needs peer access between GPUs {} and {}",
                                      dev[static_cast<std::size_t>(x)], dev[static_cast<std::size_t>(y)]),
                          {}, kExitGpu);
-  std::unique_ptr<SmPartitions> parts;
-  if (one_gpu && sm_groups >= E) parts = std::make_unique<SmPartitions>(device, sm_groups);
+  // Shard e's partitions and its group in them (one GPU: partition e; a GPU each: partition 0).
+  std::vector<std::unique_ptr<SmPartitions>> parts(static_cast<std::size_t>(E));
+  if (one_gpu && sm_groups >= E) parts[0] = std::make_unique<SmPartitions>(device, sm_groups);
+  if (!one_gpu && sm_groups > 1)
+    for (int e = 0; e < E; ++e)
+      parts[static_cast<std::size_t>(e)] = std::make_unique<SmPartitions>(dev[static_cast<std::size_t>(e)], sm_groups);
   std::vector<std::unique_ptr<Chunk>> chunks;
   std::vector<std::unique_ptr<Stream>> s1, s2;
   for (int e = 0; e < E; ++e) {
@@ -342,9 +368,11 @@ ProfileResult profile_chunk_ep(const ChunkShape& shape, int warmup, int reps, in
     ChunkShape sh = shape;
     sh.ep_rank = e;
     chunks.push_back(std::make_unique<Chunk>(sh, 7));
-    if (parts) {
-      s1.push_back(Stream::adopt(parts->create_stream(e, 0)));
-      s2.push_back(Stream::adopt(parts->create_stream(e, 0)));
+    const SmPartitions* p = one_gpu ? parts[0].get() : parts[static_cast<std::size_t>(e)].get();
+    if (p) {
+      const int group = one_gpu ? e : 0;
+      s1.push_back(Stream::adopt(p->create_stream(group, 0)));
+      s2.push_back(Stream::adopt(p->create_stream(group, 0)));
     } else {
       s1.push_back(std::make_unique<Stream>());
       s2.push_back(std::make_unique<Stream>());
@@ -493,7 +521,93 @@ ProfileResult profile_chunk(const ChunkShape& requested, int warmup, int reps, i
   return r;
 }
 
-SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
+namespace {
+
+// Expert parallelism with a GPU per shard and sm_groups ranks on each GPU (PP 2 x EP 2 on two GPUs:
+// stage s's shards on partition s of every GPU): the step of sm_groups EP groups at once, each
+// shard on its partition, every group exchanging tokens by its all-to-all, against group 0 alone
+// (what the EP profile's op costs were timed in). Beside the SMs' shared memory it carries the
+// groups' exchanges sharing the GPUs' links and their waits for each other's shards. Also group 0's
+// step alone (ms; fed back to back as the replay feeds it: the host's pace and the shards' waits
+// for each other are in it). {0, 0} where it does not apply (fewer GPUs than shards, one partition,
+// several processes, no peer access).
+struct EpSteps {
+  double step = 0, alone_ms = 0;
+};
+EpSteps ep_sharing_step(const ChunkShape& shape, int warmup, int reps, int device, int sm_groups) {
+  const int E = shape.ep, ndev = device_count(), G = sm_groups;
+  if (E < 2 || ndev < E || G < 2 || mpi::world().size > 1) return {};
+  std::vector<int> dev;
+  for (int e = 0; e < E; ++e) dev.push_back((device + e) % ndev);
+  for (int a : dev)
+    for (int b : dev)
+      if (!enable_peer_access(a, b)) return {};
+  std::vector<std::unique_ptr<SmPartitions>> parts;  // outlive the streams and chunks
+  for (int d : dev) parts.push_back(std::make_unique<SmPartitions>(d, G));
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<Feed> feeds;  // group g's shards at [g E, (g + 1) E)
+  std::vector<EpWiring::Member> members;
+  for (int g = 0; g < G; ++g)
+    for (int e = 0; e < E; ++e) {
+      const int d = dev[static_cast<std::size_t>(e)];
+      PPSIM_CUDA_CHECK(cudaSetDevice(d));
+      ChunkShape sh = shape;
+      sh.ep_rank = e;
+      chunks.push_back(std::make_unique<Chunk>(sh, static_cast<std::uint64_t>(7 + g)));
+      streams.push_back(Stream::adopt(parts[static_cast<std::size_t>(e)]->create_stream(g, 0)));
+      feeds.push_back(Feed{chunks.back().get(), streams.back()->get(), d});
+      members.push_back(EpWiring::Member{g, e, d, chunks.back().get()});
+    }
+  double alone = 0, both = 0;
+  {
+    EpWiring wiring(G, E, std::vector<int>(static_cast<std::size_t>(G * E), 0), std::move(members),
+                    std::vector<ChunkShape>(static_cast<std::size_t>(G), shape), /*across_processes=*/false,
+                    /*local_ok=*/true, /*handshake=*/true, shape.a2a);
+    try {
+      in_feed_threads(feeds, [&](std::size_t i) {  // valid saved activations, every shard at once
+        Chunk& c = *feeds[i].chunk;
+        const cudaStream_t st = feeds[i].stream;
+        c.fill_input(0, 100, st);
+        c.fill_grad_output(0, 200, st);
+        c.forward(0, st);
+        c.backward_input(0, st);
+        PPSIM_CUDA_CHECK(cudaStreamSynchronize(st));
+      });
+      auto step = [](Chunk& c, cudaStream_t st) {
+        c.forward(0, st);
+        c.backward_input(0, st);
+        c.backward_weight(0, st);
+      };
+      alone = time_fed_ms(std::vector<Feed>(feeds.begin(), feeds.begin() + E), warmup, reps, step);
+      both = time_fed_ms(feeds, warmup, reps, step);
+      for (const auto& c : chunks)
+        if (const unsigned st = c->ep_status(); st != 0)
+          throw_gpu_failure(fmt::format("profile: an EP shard's all-to-all wait for EP rank {} gave up", st - 1000),
+                            "");
+    } catch (...) {
+      wiring.abort();
+      throw;
+    }
+  }
+  PPSIM_CUDA_CHECK(cudaSetDevice(device));
+  streams.clear();  // before the partitions they run on
+  return alone > 0 ? EpSteps{both / alone, alone} : EpSteps{};
+}
+
+}  // namespace
+
+SharingProfile profile_sharing(const ChunkShape& requested, int warmup, int reps, int device, int sm_groups) {
+  ChunkShape shape = requested;
+  EpSteps ep;
+  if (shape.ep > 1) {  // the step at EP where it can be measured; the tables by kind on the chunk without it
+    shape.ep_microbatches = std::max(1, shape.ep_microbatches);
+    check_profile_request(shape, warmup, reps);
+    ep = ep_sharing_step(shape, warmup, reps, device, sm_groups);
+    shape.ep = 1;
+    shape.ep_rank = 0;
+    shape.a2a = A2aBackend::ours;
+  }
   check_profile_request(shape, warmup, reps);
   PPSIM_CUDA_CHECK(cudaSetDevice(device));
   Chunk one(shape, 7), two(shape, 8);
@@ -516,10 +630,13 @@ SharingProfile profile_sharing(const ChunkShape& shape, int warmup, int reps, in
   // thread enqueueing both chunks (before 2026-11-25), a host slower than two small chunks' GPU
   // time measured its own launches (1.65x for 2-layer chunks on one H100 host where the kernels
   // beside each other took 1.15-1.37x, and DualPipeV predicted +25%).
-  const double alone = time_fed_ms({{&one, a}}, device, warmup, reps, step);
-  const double both = time_fed_ms({{&one, a}, {&two, b}}, device, warmup, reps, step);
+  const double alone = time_fed_ms({{&one, a, device}}, warmup, reps, step);
+  const double both = time_fed_ms({{&one, a, device}, {&two, b, device}}, warmup, reps, step);
   Event fork(false), join(false);
-  out.step = alone > 0 ? both / alone : 0;
+  out.step = ep.step > 0 ? ep.step : alone > 0 ? both / alone : 0;
+  out.ep_step = ep.step;
+  out.ep_alone_step_ms = ep.alone_ms;
+  out.local_step = alone > 0 ? both / alone : 0;
 
   // By kind, two ways. Both time kOps ops of kind x on stream a while ops of kind y run on b.
   using OpFn = void (Chunk::*)(int, cudaStream_t);

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "schedules/notation.h"
 #include "sim/costs.h"
+#include "sim/engine.h"
 #include "test_util.h"
 
 using namespace ppsim;
@@ -228,6 +229,38 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   CHECK(c.moe[3].combine == 0);
   CHECK(c.comm_sm_fraction == 0.625);
   CHECK_THROWS_AS(api::profiled_overlap_costs(c, {{"attn_forward", 1.0}}, 2, 0.1), InputError);
+}
+
+TEST_CASE("validate's EP prediction: the probe's GPU and the EP group's pace", "[api]") {
+  // Shard 0's rank r is on GPU (r ep) % gpus: PP 2 x EP 2 on two GPUs puts both stages on GPU 0
+  // (0 and 2 % 2), so its messages stay within that GPU; on four GPUs rank 1 is on GPU 2.
+  CHECK(api::pipeline_on_one_gpu(2, 2, 2));
+  CHECK(api::pipeline_on_one_gpu(4, 2, 2));  // 0, 2, 4, 6 % 2 = 0
+  CHECK(api::pipeline_on_one_gpu(2, 4, 2));  // 0, 4 % 2
+  CHECK_FALSE(api::pipeline_on_one_gpu(2, 2, 4));
+  CHECK_FALSE(api::pipeline_on_one_gpu(4, 2, 4));  // GPUs 0, 2, 0, 2
+  CHECK_FALSE(api::pipeline_on_one_gpu(2, 1, 2));  // no EP: ranks 0 and 1 on GPUs 0 and 1
+  CHECK_FALSE(api::pipeline_on_one_gpu(2, 2, 1));  // one GPU: not the case the probe changes for
+  // The pace: a fed step of 2.2 ms over held F + I + W = 0.5 + 1.0 + 0.5 = 2.0 ms is 1.1x; a fed
+  // step faster than the held ops (noise) and a missing figure give 1.
+  CHECK(api::ep_pace_factor(2.2, 0.5, 1.0, 0.5) == Approx(1.1));
+  CHECK(api::ep_pace_factor(1.9, 0.5, 1.0, 0.5) == 1.0);
+  CHECK(api::ep_pace_factor(0.0, 0.5, 1.0, 0.5) == 1.0);
+  CHECK(api::ep_pace_factor(2.2, 0.5, 0.0, 0.5) == 1.0);
+  // Every rank's ops at that pace: 1F1B, P = 2, M = 4, F = 1, B = 2 units, no communication:
+  // makespan (M + P - 1)(F + B) = 15 units, 16.5 at 1.1x; on top of a partition's speed (rank 1's F
+  // 1.2x, set first) the scales multiply.
+  SimCosts c = uniform_costs(2, SliceCosts{1 * U, 2 * U, 1 * U});
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  CHECK(simulate(s, c).makespan() == 15 * U);
+  api::scale_every_rank(c, 2, 1.1);
+  REQUIRE(c.rank_kind_scale.size() == 6u);
+  CHECK(static_cast<double>(simulate(s, c).makespan()) == Approx(16.5 * U).epsilon(1e-9));
+  c.rank_kind_scale = {1.0, 1.0, 1.0, 1.2, 1.0, 1.0};
+  api::scale_every_rank(c, 2, 1.1);
+  CHECK(c.rank_kind_scale[3] == Approx(1.32));
+  CHECK(c.rank_kind_scale[0] == Approx(1.1));
+  CHECK_THROWS(api::scale_every_rank(c, 2, 0.0));
 }
 
 TEST_CASE("plan requests: shard syntax and exclusive sources", "[api]") {

@@ -73,6 +73,35 @@ TEST_CASE("profile_chunk with ep 2: the shards time their ops in lockstep throug
   CHECK_THROWS_AS(profile_chunk(s, 1, 3), ppsim::InputError);
 }
 
+// The GPU's sharing at EP (PP 2 x EP 2 on two GPUs: stage s's shards on partition s of both GPUs):
+// the step of both stages' EP groups at once against one alone, and group 0's step fed back to back
+// (the pace: at least its ops' GPU time held until enqueued, less noise; a step 20x that, or a
+// sharing step outside 0.5..20, measured something else). Fewer than two GPUs: not measured (0),
+// and the step is the one without EP.
+TEST_CASE("profile_sharing with ep 2: the EP groups' step and the group's fed pace", "[gpu][profile][ep]") {
+  PPSIM_REQUIRE_GPU();
+  if (!sm_partition_check(0, 2).empty()) PPSIM_SKIP("the GPU cannot be split into two SM partitions");
+  ChunkShape s = test::small_moe_shape();
+  s.ep = 2;
+  s.comm_sms = 4;
+  const SharingProfile sp = profile_sharing(s, 1, 3, 0, 2);
+  CHECK(sp.local_step > 0.5);
+  CHECK(sp.local_step < 20);
+  if (device_count() < 2) {
+    CHECK(sp.ep_step == 0);
+    CHECK(sp.ep_alone_step_ms == 0);
+    CHECK(sp.step == sp.local_step);
+    return;
+  }
+  CHECK(sp.step == sp.ep_step);
+  CHECK(sp.ep_step > 0.5);
+  CHECK(sp.ep_step < 20);
+  const ProfileResult r = profile_chunk(s, 1, 3, 0, 2);
+  const double held = r.f_ms + r.input_grad_ms + r.w_ms;
+  CHECK(sp.ep_alone_step_ms > 0.7 * held);
+  CHECK(sp.ep_alone_step_ms < 20 * held);
+}
+
 // The co-run profile on two GPUs (issue 47): each kind alone, beside an idle peer and beside a
 // busy one; factors are times against alone (positive and finite; a GPU that ran an op in less
 // than half its alone time, or more than 20x, measured something else), and the spin kernel read

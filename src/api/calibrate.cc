@@ -185,10 +185,11 @@ bool fit_response(const trace::PipelineRun& run, const HardwareSpec& h, Calibrat
                   std::vector<std::string>& extra) {
   const ClockResponseFit f = fit_clock_response(clock_points(run, h.clock_reset_idle_ms), h.clock_reset_idle_ms);
   if (!f.warm_identified && !f.slow_identified) return false;
-  const std::string from = fmt::format("{} actions' time over their kind's mean against tau, the time into their "
-                                       "busy stretch (0 .. {:.0f} ms; sustained level {:.4f}, rms {:.3f}); idle of "
-                                       "reset_idle_ms {:.3g} kept at the preset",
-                                       f.points, f.span_ms, f.level, f.rms, h.clock_reset_idle_ms);
+  const std::string from = fmt::format(
+      "{} actions' time over their kind's mean against tau, the time into their "
+      "busy stretch (0 .. {:.0f} ms; sustained level {:.4f}, rms {:.3f}); idle of "
+      "reset_idle_ms {:.3g} kept at the preset",
+      f.points, f.span_ms, f.level, f.rms, h.clock_reset_idle_ms);
   auto add = [&](const char* key, double preset, double value, double err, bool identified, const char* why) {
     if (!identified) {
       cal.unidentified.push_back({key, preset, why});

@@ -22,8 +22,7 @@ ClockResponse clock_response(const HardwareSpec& h) {
   return c;
 }
 
-std::vector<double> busy_tau_ms(const std::vector<std::pair<Time, Time>>& actions, double reset_idle_ms,
-                                Time period) {
+std::vector<double> busy_tau_ms(const std::vector<std::pair<Time, Time>>& actions, double reset_idle_ms, Time period) {
   std::vector<double> tau;
   tau.reserve(actions.size());
   const double reset = reset_idle_ms * 1e6;

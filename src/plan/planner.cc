@@ -197,7 +197,8 @@ struct Memo {
   SimCosts run_costs;  // as simulated: scaled by hardware.clock's factor where it applies
   SimResult sim;
   double p2p_sm_share = 0;  // parallel.p2p_sm_share (simulate_config)
-  std::array<double, 6> clock_response{};  // hardware.clock's response (clock_key)
+  // hardware.clock's response (clock_key)
+  std::array<double, 6> clock_response{};
 };
 
 std::array<double, 6> clock_key(const HardwareSpec& h) {
@@ -468,7 +469,8 @@ class Planner {
     const HardwareSpec& hw = data.hardware;
     for (const Memo& m : memo)
       if (m.runtime == runtime && m.clock_duty_slope == hw.clock_duty_slope && m.clock_duty_ref == hw.clock_duty_ref &&
-          m.p2p_sm_share == data.parallel.p2p_sm_share && m.clock_response == clock_key(hw) && same_costs(m.costs, costs))
+          m.p2p_sm_share == data.parallel.p2p_sm_share && m.clock_response == clock_key(hw) &&
+          same_costs(m.costs, costs))
         hit = &m;
     if (hit == nullptr) {
       // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run); a

@@ -1,8 +1,9 @@
 // hardware.clock's response fitted from a traced step (api/calibrate_clock.h), on hand-made actions.
+#include "api/calibrate_clock.h"
+
 #include <cmath>
 #include <vector>
 
-#include "api/calibrate_clock.h"
 #include "catch.h"
 
 using namespace ppsim;
@@ -51,19 +52,13 @@ TEST_CASE("clock response fit: the actions' ratios against their time into a bus
 TEST_CASE("clock response fit: a hand-made step recovers its response", "[calibrate][clock]") {
   // Two ranks busy for 1.2 s: f(tau) = 1.02 (1 - 0.1 e^(-tau/60) + 0.08 e^(-((tau - 800)/120)^2/2)), each
   // action's time off by +-0.4% (alternating), F 10 ms and B 20 ms at the sustained clock.
-  ClockResponse truth;
-  truth.warm = 0.1;
-  truth.warm_ms = 60;
-  truth.slow = 0.08;
-  truth.slow_at_ms = 800;
-  truth.slow_ms = 120;
+  const ClockResponse truth{.warm = 0.1, .warm_ms = 60, .slow = 0.08, .slow_at_ms = 800, .slow_ms = 120};
   trace::PipelineRun run;
   run.ranks.resize(2);
   for (int q = 0; q < 2; ++q) {
     int k = 0;
-    busy_stretch(run.ranks[q], 5.0 * q, 80, 10, [&](double tau) {
-      return 1.02 * truth.factor(tau) * (1 + ((k++ / 2 + q) % 2 ? 0.004 : -0.004));
-    });
+    busy_stretch(run.ranks[q], 5.0 * q, 80, 10,
+                 [&](double tau) { return 1.02 * truth.factor(tau) * (1 + ((k++ / 2 + q) % 2 ? 0.004 : -0.004)); });
   }
   const ClockResponseFit f = fit_clock_response(clock_points(run, 20), 20);
   REQUIRE(f.warm_identified);

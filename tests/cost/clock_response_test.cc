@@ -1,11 +1,12 @@
 // hardware.clock's response (cost/clock_response.h): each action's duration scaled by the clock at
 // its start, given its rank's idle history, in a hand-worked timeline.
+#include "cost/clock_response.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "catch.h"
-#include "cost/clock_response.h"
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/derive.h"
@@ -34,19 +35,14 @@ double makespan_ms(const std::string& parallel, const std::string& family, const
 }  // namespace
 
 TEST_CASE("clock response: the factor and each action's time into its busy stretch", "[cost][clock]") {
-  ClockResponse c;
-  c.warm = 0.1;
-  c.warm_ms = 50;
-  c.slow = 0.08;
-  c.slow_at_ms = 900;
-  c.slow_ms = 150;
+  const ClockResponse c{.warm = 0.1, .warm_ms = 50, .slow = 0.08, .slow_at_ms = 900, .slow_ms = 150};
   CHECK_THAT(c.factor(0), WithinAbs(0.9 + 0.08 * std::exp(-18.0), 1e-12));
   CHECK_THAT(c.factor(900), WithinAbs(1 - 0.1 * std::exp(-18.0) + 0.08, 1e-12));
   CHECK_THAT(c.factor(1050), WithinAbs(1 + 0.08 * std::exp(-0.5), 1e-6));
   CHECK(!ClockResponse{}.on());
   // Idle of 5 ms does not reset at 20 ms, 30 ms does; the first action starts a stretch.
-  const std::vector<std::pair<Time, Time>> acts = {{10'000'000, 20'000'000}, {25'000'000, 40'000'000},
-                                                   {70'000'000, 80'000'000}, {80'000'000, 95'000'000}};
+  const std::vector<std::pair<Time, Time>> acts = {
+      {10'000'000, 20'000'000}, {25'000'000, 40'000'000}, {70'000'000, 80'000'000}, {80'000'000, 95'000'000}};
   const std::vector<double> tau = busy_tau_ms(acts, 20);
   REQUIRE(tau.size() == 4);
   CHECK(tau[0] == 0);
@@ -85,8 +81,9 @@ TEST_CASE("clock response: a rank idle then busy runs fast, in the simulated ste
   // The slow loop alone, slow 0.1 at 1 ms, width 1 ms: g(tau) = 1 + 0.1 e^(-(tau - 1)^2 / 2).
   auto g = [](double tau) { return 1 + 0.1 * std::exp(-0.5 * (tau - 1) * (tau - 1)); };
   const double F1 = g(0), B1 = 2 * g(F1), B0 = 2 * g(0), F0 = g(B0);
-  CHECK_THAT(makespan_ms(two, "gpipe", {"hardware.clock.slow=0.1", "hardware.clock.slow_at_ms=1",
-                                        "hardware.clock.slow_ms=1", "hardware.clock.reset_idle_ms=0.5"}),
+  CHECK_THAT(makespan_ms(two, "gpipe",
+                         {"hardware.clock.slow=0.1", "hardware.clock.slow_at_ms=1", "hardware.clock.slow_ms=1",
+                          "hardware.clock.reset_idle_ms=0.5"}),
              WithinAbs(F0 + L + F1 + B1 + L + B0, 1e-5));
   CHECK_THROWS_WITH(load_config_text(std::string(kBase) + two, "t.yaml", {"hardware.clock.warm=0.9"}),
                     PPSIM_CONTAINS("warm"));

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 
+#include "api/calibrate_clock.h"
 #include "api/request.h"
 #include "core/error.h"
 #include "core/json_null.h"
@@ -178,6 +179,36 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
 // the share of the GPU its send and receive kernels hold (parallel.p2p_sm_share) and one scale on
 // the kernel-fitted compute efficiencies that makes the traced step's span come out, when the
 // host did not slow that step. Adds the figures to `cal`; false where the traces are no such run.
+// hardware.clock's response (calibrate_clock.h) from the run's actions: each identified term's
+// figures fitted, the others named as kept at their presets. False when no term is identified.
+bool fit_response(const trace::PipelineRun& run, const HardwareSpec& h, Calibration& cal,
+                  std::vector<std::string>& extra) {
+  const ClockResponseFit f = fit_clock_response(clock_points(run, h.clock_reset_idle_ms), h.clock_reset_idle_ms);
+  if (!f.warm_identified && !f.slow_identified) return false;
+  const std::string from = fmt::format(
+      "{} actions' time over their kind's mean against tau, the time into their "
+      "busy stretch (0 .. {:.0f} ms; sustained level {:.4f}, rms {:.3f}); idle of "
+      "reset_idle_ms {:.3g} kept at the preset",
+      f.points, f.span_ms, f.level, f.rms, h.clock_reset_idle_ms);
+  auto add = [&](const char* key, double preset, double value, double err, bool identified, const char* why) {
+    if (!identified) {
+      cal.unidentified.push_back({key, preset, why});
+      return;
+    }
+    cal.fitted.push_back({key, preset, value, err, from});
+    extra.push_back(fmt::format("{}={:.9g}", key, value));
+  };
+  const ClockResponse& r = f.response;
+  const char* no_warm = "the trace's actions show no start faster than the sustained clock (under 2 standard errors)";
+  const char* no_slow = "the trace's actions show no slow loop within its span (under 2 standard errors)";
+  add("hardware.clock.warm", h.clock_warm, r.warm, f.warm_err, f.warm_identified, no_warm);
+  add("hardware.clock.warm_ms", h.clock_warm_ms, r.warm_ms, f.warm_ms_err, f.warm_identified, no_warm);
+  add("hardware.clock.slow", h.clock_slow, r.slow, f.slow_err, f.slow_identified, no_slow);
+  add("hardware.clock.slow_at_ms", h.clock_slow_at_ms, r.slow_at_ms, f.slow_at_err, f.slow_identified, no_slow);
+  add("hardware.clock.slow_ms", h.clock_slow_ms, r.slow_ms, f.slow_ms_err, f.slow_identified, no_slow);
+  return true;
+}
+
 bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family,
                       const std::vector<trace::ImportResult>& imports, Calibration& cal);
 
@@ -405,7 +436,8 @@ bool fit_pipeline_run(const CalibrateRequest& req, const ModelConfigData& c, con
     extra.push_back(fmt::format("parallel.p2p_sm_share={:.9g}", share.share));
   }
   const HardwareSpec& h = c.hardware;
-  const ClockFit clock = fit_clock(*run, h.clock_duty_ref);
+  const bool response = fit_response(*run, h, cal, extra);
+  const ClockFit clock = response ? ClockFit{} : fit_clock(*run, h.clock_duty_ref);
   if (clock.identified) {
     cal.fitted.push_back({"hardware.clock.duty_slope", h.clock_duty_slope, clock.slope, clock.uncertainty,
                           fmt::format("each rank's actions at their plateau against as they ran ({:.2f}% faster) at "

@@ -57,6 +57,7 @@ std::string quoted(const std::string& s) {
 std::pair<double, double> key_range(const std::string& key) {
   if (key == "hardware.efficiency.accum_exposed") return {0, 2};
   if (key == "parallel.p2p_sm_share") return {0, 0.9};
+  if (key == "hardware.clock.warm" || key == "hardware.clock.slow") return {-0.5, 0.5};
   if (key.rfind("hardware.efficiency.", 0) == 0) return {0.01, 1};
   return {0, 1e9};
 }

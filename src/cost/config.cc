@@ -114,7 +114,9 @@ const SchemaNode& schema() {
                    leaf("network_gbps"), leaf("network_latency_us"),
                    section("efficiency", {leaf("gemm"), leaf("attention"), leaf("elementwise"), leaf("comm"),
                                           leaf("accum_exposed"), leaf("gemm_fp8"), leaf("gemm_fp8_wgrad")}),
-                   leaf("comm_sms"), section("clock", {leaf("duty_slope"), leaf("duty_ref")})}),
+                   leaf("comm_sms"),
+                   section("clock", {leaf("duty_slope"), leaf("duty_ref"), leaf("reset_idle_ms"), leaf("warm"),
+                                     leaf("warm_ms"), leaf("slow"), leaf("slow_at_ms"), leaf("slow_ms")})}),
           section("cluster", {leaf("gpus"), leaf("gpu")}),
           section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"),
                             leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"),
@@ -441,6 +443,12 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
   const MapReader clock = r.child("clock", sub(hs, "clock"));
   h.clock_duty_slope = clock.number("duty_slope", 0, 0, 10, false);
   h.clock_duty_ref = clock.number("duty_ref", 0.8, 0, 1, false);
+  h.clock_reset_idle_ms = clock.number("reset_idle_ms", 20, 0, 1e4, false);
+  h.clock_warm = clock.number("warm", 0, -0.5, 0.5, false);
+  h.clock_warm_ms = clock.number("warm_ms", 50, 0.1, 1e4, false);
+  h.clock_slow = clock.number("slow", 0, -0.5, 0.5, false);
+  h.clock_slow_at_ms = clock.number("slow_at_ms", 900, 0, 1e5, false);
+  h.clock_slow_ms = clock.number("slow_ms", 150, 0.1, 1e4, false);
   return h;
 }
 

@@ -210,6 +210,14 @@ struct HardwareSpec {
   // against 1F1B on four GPUs"), and the duty at which a type's efficiency figures hold is not.
   double clock_duty_slope = 0;
   double clock_duty_ref = 0.8;
+  // The clock as a response to each rank's own compute/idle history (ClockResponse, cost/clock.h):
+  // an action starting tau ms into a busy stretch (one that began after >= reset_idle_ms idle, or
+  // at the step's start) takes 1 - warm e^(-tau/warm_ms) + slow e^(-((tau - slow_at_ms)/slow_ms)^2/2)
+  // times its duration at the sustained clock. Off (warm = slow = 0) in every GPU type; `calibrate`
+  // fits it from a traced pipeline step.
+  double clock_reset_idle_ms = 20;
+  double clock_warm = 0, clock_warm_ms = 50;
+  double clock_slow = 0, clock_slow_at_ms = 900, clock_slow_ms = 150;
 
   double peak_tflops(Dtype gemm) const { return gemm == Dtype::fp8 ? peak_fp8_tflops : peak_bf16_tflops; }
   double nvlink_bytes_per_ns_one_way() const { return nvlink_gbps / 2.0; }  // GB/s == bytes/ns

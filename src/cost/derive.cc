@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "core/intervals.h"
+#include "cost/clock_response.h"
 #include "cost/flops.h"
 #include "cost/invariants.h"
 #include "cost/memory.h"
@@ -675,12 +676,34 @@ std::vector<std::vector<Time>> beside_p2p(const Schedule& s, const SimResult& r)
   return out;
 }
 
-// parallel.p2p_sm_share (p2p_runtime torch): each action runs its own work d at 1 - share while a
-// send or receive kernel of its rank sits beside it, so it lasts d + share * (the time beside).
-// The time beside depends on the durations, so they are iterated from the run without it to a
-// fixed point (action_time per action; at most kP2pIterations runs).
-SimResult with_p2p_share(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share, SimResult r) {
-  constexpr int kP2pIterations = 12;
+// Per rank, each action's factor from the clock's response (cost/clock_response.h) at its start in `r`'s
+// timeline, with steps back to back (period: the makespan): 1 everywhere when the response is off.
+std::vector<std::vector<double>> response_factors(const Schedule& s, const SimResult& r, const ClockResponse& clk) {
+  std::vector<std::vector<std::pair<Time, Time>>> spans(static_cast<std::size_t>(s.pp));
+  for (const Interval& iv : r.timeline.intervals)
+    if (iv.stream == Stream::Compute && iv.op_index < 0)
+      spans[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
+  std::vector<std::vector<double>> out(spans.size());
+  for (std::size_t q = 0; q < spans.size(); ++q) {
+    if (!clk.on()) {
+      out[q].assign(spans[q].size(), 1.0);
+      continue;
+    }
+    for (double tau : busy_tau_ms(spans[q], clk.reset_idle_ms, r.makespan())) out[q].push_back(clk.factor(tau));
+  }
+  return out;
+}
+
+// Per action effects on its duration d, iterated from the run without them to a fixed point
+// (action_time per action; each step half way from the last durations to the ones their run gives,
+// since the time beside p2p kernels can jump with the alignment and an undamped step oscillates;
+// until no action moves by more than 1 ns, at most kActionIterations runs): parallel.p2p_sm_share (p2p_runtime
+// torch): each action runs its own work at 1 - share while a send or receive kernel of its rank
+// sits beside it, so it lasts d + share * (the time beside); the clock's response (hardware.clock's
+// warm and slow terms): d times the factor at the action's start, given its rank's idle history.
+SimResult with_action_effects(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share,
+                              const ClockResponse& clk, SimResult r) {
+  constexpr int kActionIterations = 40;
   SimOptions rec = opt;
   rec.record_timeline = true;
   if (!opt.record_timeline) r = simulate(s, costs, rec);
@@ -688,13 +711,26 @@ SimResult with_p2p_share(const Schedule& s, SimCosts& costs, const SimOptions& o
   for (const Interval& iv : r.timeline.intervals)
     if (iv.stream == Stream::Compute && iv.op_index < 0)
       base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
-  for (int i = 0; i < kP2pIterations; ++i) {
-    const std::vector<std::vector<Time>> o = beside_p2p(s, r);
+  for (int i = 0; i < kActionIterations; ++i) {
+    std::vector<std::vector<Time>> o(base.size());
+    if (share > 0) o = beside_p2p(s, r);
+    const std::vector<std::vector<double>> f = response_factors(s, r, clk);
     std::vector<std::vector<Time>> next = base;
     for (std::size_t q = 0; q < next.size(); ++q)
-      for (std::size_t k = 0; k < next[q].size() && k < o[q].size(); ++k)
-        next[q][k] += static_cast<Time>(std::llround(share * static_cast<double>(o[q][k])));
-    if (next == costs.action_time) break;
+      for (std::size_t k = 0; k < next[q].size(); ++k) {
+        const double side = k < o[q].size() ? share * static_cast<double>(o[q][k]) : 0.0;
+        const double clock = k < f[q].size() ? f[q][k] : 1.0;
+        next[q][k] = static_cast<Time>(std::llround(static_cast<double>(next[q][k]) * clock + side));
+      }
+    Time moved = 0;
+    if (!costs.action_time.empty())
+      for (std::size_t q = 0; q < next.size(); ++q)
+        for (std::size_t k = 0; k < next[q].size(); ++k) {
+          const Time was = costs.action_time[q][k];
+          next[q][k] = was + (next[q][k] - was) / 2;
+          moved = std::max(moved, std::abs(next[q][k] - was));
+        }
+    if (!costs.action_time.empty() && moved <= 1) break;
     costs.action_time = std::move(next);
     r = simulate(s, costs, rec);
   }
@@ -733,10 +769,11 @@ SimResult with_clock(const ModelConfigData& c, const Schedule& s, SimCosts& cost
 SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
   const ModelConfigData& c = data(cfg);
   SimResult r = with_clock(c, s, costs, opt, simulate(s, costs, opt));
-  const double share = c.parallel.p2p_sm_share;
+  const double share = s.comm_in_order ? c.parallel.p2p_sm_share : 0.0;
+  const ClockResponse clk = clock_response(c.hardware);
   // Whole actions only: the overlap model (costs.moe) times its sub-ops itself.
-  if (share > 0 && s.comm_in_order && costs.action_time.empty() && costs.moe.empty())
-    r = with_p2p_share(s, costs, opt, share, std::move(r));
+  if ((share > 0 || clk.on()) && costs.action_time.empty() && costs.moe.empty())
+    r = with_action_effects(s, costs, opt, share, clk, std::move(r));
   return r;
 }
 

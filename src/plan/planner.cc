@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <map>
@@ -196,7 +197,13 @@ struct Memo {
   SimCosts run_costs;  // as simulated: scaled by hardware.clock's factor where it applies
   SimResult sim;
   double p2p_sm_share = 0;  // parallel.p2p_sm_share (simulate_config)
+  // hardware.clock's response (clock_key)
+  std::array<double, 6> clock_response{};
 };
+
+std::array<double, 6> clock_key(const HardwareSpec& h) {
+  return {h.clock_reset_idle_ms, h.clock_warm, h.clock_warm_ms, h.clock_slow, h.clock_slow_at_ms, h.clock_slow_ms};
+}
 
 // make_schedule without its last step (the Boost.Graph validator): see planner.h.
 Schedule generate(const Family& fam, const ScheduleParams& p) {
@@ -462,7 +469,8 @@ class Planner {
     const HardwareSpec& hw = data.hardware;
     for (const Memo& m : memo)
       if (m.runtime == runtime && m.clock_duty_slope == hw.clock_duty_slope && m.clock_duty_ref == hw.clock_duty_ref &&
-          m.p2p_sm_share == data.parallel.p2p_sm_share && same_costs(m.costs, costs))
+          m.p2p_sm_share == data.parallel.p2p_sm_share && m.clock_response == clock_key(hw) &&
+          same_costs(m.costs, costs))
         hit = &m;
     if (hit == nullptr) {
       // parallel.p2p_runtime: the schedule as its runtime executes it (cost_model.h as_run); a
@@ -479,7 +487,7 @@ class Planner {
         SimCosts run_costs = costs;
         SimResult r = simulate_config(cfg, run, run_costs);
         memo.push_back({costs, runtime, hw.clock_duty_slope, hw.clock_duty_ref, std::move(run_costs), std::move(r),
-                        data.parallel.p2p_sm_share});
+                        data.parallel.p2p_sm_share, clock_key(hw)});
         hit = &memo.back();
       } catch (const InputError& e) {
         return reject(slot, Reason::simulation_failed, e.message());

@@ -286,6 +286,10 @@ struct ReplayConfig {
   // false: value_waits falls back to event waits where the driver has no stream memory operations
   //   (validate's default with graphs); true: such a replay fails, saying so.
   bool value_waits_required = true;
+  // An overlapped pair (F a; backward b): false, each half waits for its own input on its own stream
+  //   (the F half may start before the backward's input has landed); true, both inputs before either
+  //   half starts, as DualPipe's overlapped chunk and the simulator's pair do (PPSIM_REPLAY_PAIR=own|both).
+  bool pair_waits_both = false;
   bool verify_messages = false;
   std::size_t* messages_verified = nullptr;  // when set (and verifying): messages compared, all runs
 };
@@ -296,7 +300,7 @@ Timeline replay_schedule(const Schedule& schedule, const ReplayConfig& config);
 // The replay's switches from the environment (ReplayConfig::clock_gate, value_waits,
 // verify_messages, graphs), so that a run can show what the replay's own mechanics cost without a flag
 // for each: PPSIM_REPLAY_CLOCK=gate|barrier, PPSIM_REPLAY_WAITS=event|value, PPSIM_REPLAY_VERIFY=0|1,
-// PPSIM_REPLAY_LAUNCH=streams|graphs.
+// PPSIM_REPLAY_LAUNCH=streams|graphs, PPSIM_REPLAY_PAIR=own|both.
 // Unset: the config's values stand. A value outside the list: InputError (kExitUsage).
 inline bool replay_switch(const char* name, const char* off, const char* on, bool current) {
   const char* v = std::getenv(name);
@@ -313,6 +317,7 @@ inline void apply_replay_switches(ReplayConfig& rc) {
   rc.value_waits = replay_switch("PPSIM_REPLAY_WAITS", "event", "value", rc.value_waits);
   rc.verify_messages = replay_switch("PPSIM_REPLAY_VERIFY", "0", "1", rc.verify_messages);
   rc.graphs = replay_switch("PPSIM_REPLAY_LAUNCH", "streams", "graphs", rc.graphs);
+  rc.pair_waits_both = replay_switch("PPSIM_REPLAY_PAIR", "own", "both", rc.pair_waits_both);
 }
 
 // ---- inline: shape arithmetic needs no GPU ------------------------------------------------------

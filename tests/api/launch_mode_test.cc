@@ -68,3 +68,23 @@ TEST_CASE("PPSIM_REPLAY_LAUNCH switches the replay's graphs; an unknown value is
   }
   unsetenv("PPSIM_REPLAY_LAUNCH");
 }
+
+TEST_CASE("PPSIM_REPLAY_PAIR: a pair's halves wait for their own input or for both", "[launch_mode]") {
+  ReplayConfig rc;
+  CHECK_FALSE(rc.pair_waits_both);  // own unless asked
+  setenv("PPSIM_REPLAY_PAIR", "both", 1);
+  apply_replay_switches(rc);
+  CHECK(rc.pair_waits_both);
+  setenv("PPSIM_REPLAY_PAIR", "own", 1);
+  apply_replay_switches(rc);
+  CHECK_FALSE(rc.pair_waits_both);
+  setenv("PPSIM_REPLAY_PAIR", "each", 1);
+  try {
+    apply_replay_switches(rc);
+    FAIL("PPSIM_REPLAY_PAIR=each was accepted");
+  } catch (const InputError& e) {
+    CHECK(e.exit_code() == kExitUsage);
+    CHECK(std::string(e.what()).find("PPSIM_REPLAY_PAIR=each") != std::string::npos);
+  }
+  unsetenv("PPSIM_REPLAY_PAIR");
+}

@@ -535,6 +535,13 @@ class RankRunner {
     const Op& b = a.second;
     const cudaStream_t s0 = main_->get(), s1 = second_->get();
     const std::uint32_t n = ++pairs_;
+    // ReplayConfig::pair_waits_both: both inputs on the main stream before the fork, so neither half
+    // starts before both have landed (DualPipe's overlapped chunk receives both first; the
+    // simulator's pair starts so). Otherwise each half waits for its own input on its own stream.
+    if (cfg_.pair_waits_both) {
+      prepare(f, s0);
+      prepare(b, s0);
+    }
     if (pair_words_) {  // value waits: no event wait left pending beside the pair's kernels
       pair_words_->write(s0, 0, n);
       pair_words_->wait(s1, 0, n);
@@ -543,8 +550,10 @@ class RankRunner {
       PPSIM_CUDA_CHECK(cudaEventRecord(fork, s0));
       PPSIM_CUDA_CHECK(cudaStreamWaitEvent(s1, fork, 0));
     }
-    prepare(f, s0);
-    prepare(b, s1);
+    if (!cfg_.pair_waits_both) {
+      prepare(f, s0);
+      prepare(b, s1);
+    }
     // The pair starts when its F can start on the main stream (the second stream was forked
     // from it) and ends when both streams are done (joined onto the main stream).
     cudaEvent_t start0 = event(), end0 = event(), end1 = event(), end = event();

@@ -477,7 +477,8 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
     it = x.profiles.emplace(layers, gpu::profile_chunk(prof_shape, 3, x.req.reps, x.my_device, groups)).first;
   }
   const gpu::ProfileResult& prof = it->second;
-  SimCosts costs = api::profiled_costs(x.cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms});
+  SimCosts costs =
+      api::profiled_costs(x.cfg, s, api::ProfiledOps{prof.f_ms, prof.b_ms, prof.w_ms, prof.fb_ms, prof.input_grad_ms});
   if (x.ndev < x.slots_total) {
     const gpu::SharingProfile& sp = sharing_of(x, layers, shape);
     if (x.split > 0 && x.req.rank_speeds == "profiled") {

@@ -19,6 +19,7 @@ SimCosts profiled_costs(const ModelConfig& cfg, const Schedule& s, const Profile
   sc.b = ns(p.b_ms);
   sc.w = std::min(sc.b, ns(p.w_ms));
   sc.fb = ns(p.fb_ms);
+  sc.i_apart = std::max<Time>(0, ns(p.i_ms) - sc.input_grad());
   SimCosts costs = uniform_costs(s.stages_per_pipe, sc, TimeScale::millis());
   const SimCosts derived = derive_costs(cfg, s);
   costs.link = derived.link;

@@ -20,9 +20,11 @@ namespace ppsim::api {
 
 struct ProfiledOps {
   double f_ms = 0, b_ms = 0, w_ms = 0, fb_ms = 0;  // one chunk, one micro-batch
+  double i_ms = 0;                                 // the input grad alone (0: not timed)
 };
 
-// Every slice at the profiled times (W capped at B), in ns; the config's link model and each
+// Every slice at the profiled times (W capped at B), in ns; an I action at the input grad timed
+// alone where that is longer than B - W (SliceCosts::i_apart); the config's link model and each
 // slice's activation and gradient bytes (derive_costs).
 SimCosts profiled_costs(const ModelConfig& cfg, const Schedule& s, const ProfiledOps& p);
 

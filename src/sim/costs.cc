@@ -7,7 +7,8 @@ namespace ppsim {
 Time op_duration(const SliceCosts& c, OpKind kind) {
   switch (kind) {
     case OpKind::F: return c.f;
-    case OpKind::I: return c.input_grad();
+    case OpKind::I:
+      return c.input_grad() + c.i_apart;  // SliceCosts::i_apart
     case OpKind::W:
       return c.w + c.w_apart;  // a W apart from its I (SliceCosts::w_apart)
     case OpKind::B: return c.b;

@@ -17,6 +17,10 @@ struct SliceCosts {
   // full B keeps b): PyTorch's split backward copies each weight's output gradient once more
   // (cost/derive.cc, torch_split_w_ns). 0 for every other runtime.
   Time w_apart = 0;
+  // What an I costs beyond b - w when it runs apart from its W (an I action): a fused backward
+  // runs each layer's weight grad beside its input grad, and the input grad alone can take longer
+  // than their difference (validate: the profile's I timed alone). 0 where only B and W are known.
+  Time i_apart = 0;
   Bytes act_bytes = 0;   // activations sent to the next stage after F
   Bytes grad_bytes = 0;  // gradients sent to the previous stage after B or I
   // The share of a micro-batch's activations on this slice still held from its I's end to its W's

@@ -144,6 +144,22 @@ TEST_CASE("load_schedule: defaults P = 8, M = 20; a family and a file exclude ea
   CHECK(error_of([&] { api::load_schedule("1f1b", c); }).first != 0);
 }
 
+TEST_CASE("profiled_costs: an I action at the input grad timed alone, when longer than B - W", "[api]") {
+  const ModelConfig cfg = load_config(std::string(PPSIM_SOURCE_DIR) + "/configs/small-2gpu.yaml", {});
+  const Schedule s = make_schedule("zb-h1", ScheduleParams{2, 4, 0, 0});
+  // B 1.0 ms, W 0.4: B - W = 0.6 ms; the input grad alone 0.65 ms: an I action 0.65, B and W unchanged.
+  const SimCosts c = api::profiled_costs(cfg, s, api::ProfiledOps{0.3, 1.0, 0.4, 0, 0.65});
+  CHECK(c.slice[0].i_apart == 50'000);
+  CHECK(op_duration(c.slice[0], OpKind::I) == 650'000);
+  CHECK(op_duration(c.slice[0], OpKind::B) == 1'000'000);
+  CHECK(op_duration(c.slice[0], OpKind::W) == 400'000);
+  // A pair with an I pays it too: F 0.3 + I 0.65, nothing saved without an F&B figure.
+  CHECK(pair_duration(c.slice[0], c.slice[1], OpKind::I) == 950'000);
+  // Timed alone shorter than B - W, or not timed: B - W stands.
+  CHECK(api::profiled_costs(cfg, s, api::ProfiledOps{0.3, 1.0, 0.4, 0, 0.55}).slice[0].i_apart == 0);
+  CHECK(op_duration(api::profiled_costs(cfg, s, api::ProfiledOps{0.3, 1.0, 0.4, 0}).slice[0], OpKind::I) == 600'000);
+}
+
 TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   SimCosts c = uniform_costs(4, SliceCosts{}, TimeScale::millis());
   // Four ranks on two GPUs: rank r on GPU r % 2; a step below 1 is clamped (never faster beside another).

@@ -171,7 +171,7 @@ bool same_costs(const SimCosts& a, const SimCosts& b) {
     return false;
   for (std::size_t i = 0; i < a.slice.size(); ++i) {
     const SliceCosts &x = a.slice[i], &y = b.slice[i];
-    if (x.f != y.f || x.b != y.b || x.w != y.w || x.w_apart != y.w_apart || x.fb != y.fb ||
+    if (x.f != y.f || x.b != y.b || x.w != y.w || x.w_apart != y.w_apart || x.i_apart != y.i_apart || x.fb != y.fb ||
         x.act_bytes != y.act_bytes || x.grad_bytes != y.grad_bytes)
       return false;
   }

@@ -228,7 +228,15 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
     rq.schedule.schedule =
         searched_schedule(cfg, cd.parallel.pp, row.microbatches, cap * cd.parallel.pp, cd.parallel.post_validation);
   }
-  const Result res = run(rq);
+  Result res;
+  try {
+    res = run(rq);
+  } catch (const InputError& e) {
+    // What the schedule cannot run with the row's P, M and v (interleaved-1f1b at M = 15 of P = 8)
+    // names no file: put it at the row's schedule key.
+    if (!e.loc().file.empty()) throw;
+    rr.fail("schedule", e.message(), e.suggestion());
+  }
   if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
   const ResultRow& r = res.rows.front();
   if (row.schedule != "interleaved-1f1b") row.vpp = r.metrics.vpp;

@@ -126,6 +126,18 @@ TEST_CASE("fidelity: a bad published block is one located error", "[api][fidelit
   }
 }
 
+TEST_CASE("fidelity: a row's M that its schedule cannot run is one error at that row", "[api][fidelity]") {
+  // pp 2, v 2: Megatron's groups of G = P = 2 micro-batches leave M = 3 with one of 2 over
+  // (M mod G = 1 < P), which interleaved-1f1b refuses; the error names the row's line.
+  std::string text = kRun;
+  text += "    - {label: e, schedule: interleaved-1f1b, vpp: 2, microbatches: 3, tokens_per_s: 1000}\n";
+  const InputError e = fidelity_error("badm.yaml", text);
+  CHECK(e.loc().file.find("badm.yaml") != std::string::npos);
+  CHECK(e.loc().line == 14);
+  CHECK(e.message().find("M=3") != std::string::npos);
+  CHECK(e.message().find("M mod G = 1") != std::string::npos);
+}
+
 TEST_CASE("fidelity: a result's set: runs its own layout, as the config with those keys would", "[api][fidelity]") {
   // Row e changes the layout (pp 2 dp 4 -> tp 2 pp 2 dp 2) and the heads; row f is the same
   // run written out as its own config. Their predictions, GPU counts and published tokens/s agree.

@@ -60,7 +60,13 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
   const double gather_b = p.zero == 3 ? 2 * param_b : p.zero >= 1 ? param_b : 0.0;
   const double scatter_b = p.zero == 0 ? 2 * grad_b : grad_b;
   const bool intra = static_cast<long long>(p.tp) * p.grad_dp() <= h.gpus_per_node;
-  const double bw = (intra ? h.nvlink_bytes_per_ns_one_way() : h.network_gbps) * h.efficiency.comm;  // bytes/ns
+  // Across nodes NCCL runs a ring per NIC: the k members of the group in one node (DP next to TP)
+  // drive k NICs at once, each ring carrying 1/k of the data, so the group's bandwidth per GPU is k
+  // NICs' (at most NVLink's, which carries the rings inside the node). k = 1 with TP filling a node.
+  const double per_node = std::max(1, std::min(p.grad_dp(), h.gpus_per_node / std::max(1, p.tp)));
+  const double bw =
+      (intra ? h.nvlink_bytes_per_ns_one_way() : std::min(h.nvlink_bytes_per_ns_one_way(), per_node * h.network_gbps)) *
+      h.efficiency.comm;  // bytes/ns
   const double latency_ns = 1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us);
   const int collectives = (p.zero == 0 ? 1 : p.zero < 3 ? 2 : 3) + (r_dense > 1 ? 1 : 0);
 

@@ -96,10 +96,21 @@ TEST_CASE("DP collectives and the optimizer step, counted by hand", "[cost][fide
   CHECK(sz.worst_rank == 1);
   CHECK_THAT(sz.added_ns, WithinRel(sz.ranks[1].dp_exposed_ns + sz.ranks[1].optimizer_ns, 1e-12));
 
-  // DP over 16 ranks of tp 1 does not fit a node of 8: the network, 25 GB/s x 0.75, 5 us.
+  // DP over 16 ranks of tp 1 does not fit a node of 8: the network, 5 us. NCCL's rings leave a node
+  // through as many NICs as the group has GPUs there: 8 x 25 GB/s = 200 (under NVLink's 300 one
+  // way), x 0.75.
   const ModelConfig wide = load_config_text(kModel, "t.yaml", {"cluster.gpus=32", "parallel.dp=16"});
   const StepCosts sw = step_costs(data_of(wide), s);
-  CHECK_THAT(sw.ranks[1].dp_ns, WithinRel(2.0 * 4 * 15.0 / 16 * 195392 / (25 * 0.75) + 5000, 1e-12));
+  CHECK_THAT(sw.ranks[1].dp_ns, WithinRel(2.0 * 4 * 15.0 / 16 * 195392 / (200 * 0.75) + 5000, 1e-12));
+  // TP 4: two of the group in a node of 8, two NICs (50 GB/s); in a node of 4, one: its own NIC
+  // (25 GB/s). The ranks hold a quarter of the weights.
+  const ModelConfig tp4 = load_config_text(kModel, "t.yaml", {"cluster.gpus=128", "parallel.dp=16", "parallel.tp=4"});
+  const ModelConfig tp4n4 = load_config_text(
+      kModel, "t.yaml", {"cluster.gpus=128", "parallel.dp=16", "parallel.tp=4", "hardware.gpus_per_node=4"});
+  const StepCosts s4 = step_costs(data_of(tp4), s), s1 = step_costs(data_of(tp4n4), s);
+  CHECK_THAT(s4.ranks[1].dp_ns, WithinRel(s4.ranks[1].dp_bytes / (50 * 0.75) + 5000, 1e-12));
+  CHECK_THAT(s1.ranks[1].dp_ns, WithinRel(s1.ranks[1].dp_bytes / (25 * 0.75) + 5000, 1e-12));
+  CHECK_THAT(s4.ranks[1].dp_bytes, WithinRel(2.0 * 4 * 15.0 / 16 * s4.ranks[1].dense_params, 1e-12));
 }
 
 TEST_CASE("context parallelism: the cp ranks join the gradient reduction and the ZeRO shards", "[cost][fidelity]") {
@@ -293,8 +304,8 @@ TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch mode
   CHECK_THAT(predict_rank_memory(data_of(z3), s)[0].parts.weights, WithinRel(g0 * 2 / 4, 1e-12));
   // At pp 1, 4 layers + embedding + head on one rank: the two largest pieces gathered, two
   // layers (65,664 each, above the embedding's 64,000 and the head's 64,064): 2 x 65,664 x 2 bytes.
-  const ModelConfig one = load_config_text(kModel, "t.yaml",
-                                           {"parallel.pp=1", "parallel.zero=3", "parallel.fsdp=true", "parallel.dp=8"});
+  const ModelConfig one =
+      load_config_text(kModel, "t.yaml", {"parallel.pp=1", "parallel.zero=3", "parallel.fsdp=true", "parallel.dp=8"});
   const Schedule s1 = make_schedule("1f1b", ScheduleParams{1, 4, 0, 0});
   CHECK_THAT(predict_rank_memory(data_of(one), s1)[0].parts.weights, WithinRel(2 * 65664 * 2.0, 1e-12));
   // HSDP: zero_shard 2 of dp 4: the shards are halves (not quarters).
@@ -305,7 +316,8 @@ TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch mode
   // The DP time on rank 0 (A100 80GB: NVLink 600 GB/s -> 300 bytes/ns one way, x comm 0.75 =
   // 225 bytes/ns; tp x dp = 4 <= 8 GPUs per node; ZeRO-3 over n = 4: (n-1)/n = 0.75):
   // all-gathers 2 x 2 bytes, reduce-scatter 4 bytes: T = 0.75 G (4 + 4) / 225 + 3 latencies.
-  const ModelConfig on = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "costs.dp_comm=true"});
+  const ModelConfig on =
+      load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "costs.dp_comm=true"});
   const HardwareSpec& h = data_of(on).hardware;
   const double bw = 300 * 0.75, lat = 3 * 1e3 * h.nvlink_latency_us;
   const double gather = 0.75 * g0 * 4, scatter = 0.75 * g0 * 4, T = (gather + scatter) / bw + lat;

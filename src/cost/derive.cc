@@ -261,11 +261,12 @@ double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const R
 // summed gradient copy); torch/distributed/pipelining/stage.py, PyTorch 2.11. Measured: the
 // first stage's I actions launch no kernel, its W actions take a full backward's time
 // (docs/CALIBRATION.md). A full B, every other stage and every other runtime: unchanged.
-void torch_first_stage_split(const ModelConfigData& c, int slice, SliceCosts& sc) {
-  if (c.parallel.p2p_runtime != P2pRuntime::torch || slice != 0) return;
+SliceCosts torch_first_stage_split(const ModelConfigData& c, int slice, SliceCosts sc) {
+  if (c.parallel.p2p_runtime != P2pRuntime::torch || slice != 0) return sc;
   sc.w = sc.b;
   sc.w_apart = 0;
   sc.w_hold = 1.0;  // the whole graph is held until the W
+  return sc;
 }
 
 Time to_ticks(double ns, const char* what, int slice) {
@@ -537,8 +538,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     sc.w_hold = w_hold[static_cast<std::size_t>(i)];
-    torch_first_stage_split(c, i, sc);
-    out.slice.push_back(sc);
+    out.slice.push_back(torch_first_stage_split(c, i, sc));
   }
   const bool profiled_overlap = c.profile.replaces_all() && c.profile.sub_ops &&
                                 (c.model.moe.enabled() || c.profile.sub_ops->dispatch + c.profile.sub_ops->combine +

@@ -222,8 +222,9 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
 // gradient that is 0 + g, one more kernel that reads and writes the whole gradient (bf16: 4 bytes
 // per element), at the elementwise figure. A group per weight GEMM (its output gradient, m x n per
 // instance), per norm weight (its output's: the T/t tokens of the rank's sequence shard x width:
-// hidden before attention and before the MLP, MLA's q and kv ranks) and per embedding (T x h / t);
-// the head's vocab GEMM and final norm on the head's slice. A full backward (B) sums nothing; any
+// hidden before attention and before the MLP, MLA's q and kv ranks); the head's vocab GEMM and
+// final norm on the head's slice. Not the first stage (the embedding's): its W is a full backward
+// (torch_first_stage_split). A full backward (B) sums nothing; any
 // other runtime: 0. (PyTorch 2.11; an older _backward.py, pytorch/pytorch 060ca5d, passed the saved
 // gradients on without summing.)
 // Measured (docs/CALIBRATION.md): 192 such kernels per rank and M = 8 step, T (7h + 2 ffn) elements
@@ -249,9 +250,23 @@ double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const R
     }
     elems += cached;
   }
-  if (f.layout.embedding) elems += T * h / sh.tp;
   if (f.layout.head) elems += (1.0 + m.mtp_depth) * (outputs(head_work(c, sh)) + T * h / sh.tp);
   return rl.elementwise(2.0 * kActivationBytes * elems);
+}
+
+// PyTorch's split backward on its first stage (p2p_runtime torch, stage index 0): the stage's
+// inputs need no gradient, so its I action computes nothing (backward_one_chunk with
+// full_backward=False skips the input backward `if not self.is_first`) and its W action runs the
+// whole backward instead (backward_weight_one_chunk: stage_index 0 calls the "full" backward, no
+// summed gradient copy); torch/distributed/pipelining/stage.py, PyTorch 2.11. Measured: the
+// first stage's I actions launch no kernel, its W actions take a full backward's time
+// (docs/CALIBRATION.md). A full B, every other stage and every other runtime: unchanged.
+SliceCosts torch_first_stage_split(const ModelConfigData& c, int slice, SliceCosts sc) {
+  if (c.parallel.p2p_runtime != P2pRuntime::torch || slice != 0) return sc;
+  sc.w = sc.b;
+  sc.w_apart = 0;
+  sc.w_hold = 1.0;  // the whole graph is held until the W
+  return sc;
 }
 
 Time to_ticks(double ns, const char* what, int slice) {
@@ -523,7 +538,7 @@ SimCosts derive_costs(const ModelConfig& cfg, const Schedule& s) {
     }
     sc.act_bytes = sc.grad_bytes = f.p2p_bytes;
     sc.w_hold = w_hold[static_cast<std::size_t>(i)];
-    out.slice.push_back(sc);
+    out.slice.push_back(torch_first_stage_split(c, i, sc));
   }
   const bool profiled_overlap = c.profile.replaces_all() && c.profile.sub_ops &&
                                 (c.model.moe.enabled() || c.profile.sub_ops->dispatch + c.profile.sub_ops->combine +

@@ -458,40 +458,75 @@ parallel: {pp: 2, microbatches: 4, p2p_runtime: torch, embedding_on_first: false
   const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
   const SimCosts torch = derive_costs(cfg_of(yaml), s);
   REQUIRE(torch.slice.size() == 2);
-  for (const SliceCosts& x : torch.slice) {
-    CHECK(x.w_apart == 983);
-    CHECK(op_duration(x, OpKind::W) == x.w + 983);  // a W action pays it
-    CHECK(op_duration(x, OpKind::B) == x.b);        // a full backward does not
-    CHECK(op_duration(x, OpKind::I) == x.b - x.w);  // nor the I before its W
-  }
+  const SliceCosts& x = torch.slice[1];  // the first stage's W runs a full backward (below)
+  CHECK(x.w_apart == 983);
+  CHECK(op_duration(x, OpKind::W) == x.w + 983);  // a W action pays it
+  CHECK(op_duration(x, OpKind::B) == x.b);        // a full backward does not
+  CHECK(op_duration(x, OpKind::I) == x.b - x.w);  // nor the I before its W
   // Any other runtime: none.
   const SimCosts mega = derive_costs(cfg_of(yaml, {"parallel.p2p_runtime=megatron"}), s);
-  CHECK(mega.slice[0].w_apart == 0);
-  CHECK(mega.slice[0].w == torch.slice[0].w);
-  // The embedding's group on the first slice (T x h = 4,096 elements) and on the last the head's
-  // vocab GEMM and final norm (T x 1000 + T x 64 = 68,096): 16,384 and 272,384 bytes more, 32.768
-  // and 544.768 ns.
+  CHECK(mega.slice[1].w_apart == 0);
+  CHECK(mega.slice[1].w == torch.slice[1].w);
+  // On the last slice the head's vocab GEMM and final norm (T x 1000 + T x 64 = 68,096 elements):
+  // 272,384 bytes more, 544.768 ns.
   const SimCosts ends = derive_costs(cfg_of(yaml, {"parallel.embedding_on_first=true", "parallel.head_on_last=true"}), s);
-  CHECK(ends.slice[0].w_apart == 983 + 33);   // 1015.808 ns
   CHECK(ends.slice[1].w_apart == 983 + 545);  // 1527.808 ns
 
   // Simulated: ZBV (every backward split) holds four slices of one layer, 245,760 bytes: 491.52 ns,
-  // and runs 2 x 4 W actions per rank, so each rank computes 8 x 492 ticks more than with the copy
-  // left out; 1F1B (full backwards only) takes exactly as long as without it.
+  // on every slice but the first. Rank 1 (slices 1 and 2) runs 2 x 4 W actions that pay it, rank 0
+  // (slices 0 and 3) the 4 of slice 3: 8 and 4 x 492 ticks more than with the copy left out; 1F1B
+  // (full backwards only) takes exactly as long as without it.
   const Schedule zbv = make_schedule("zbv", ScheduleParams{2, 4, 0, 0});
   SimCosts with = derive_costs(cfg_of(yaml), zbv), without = with;
   REQUIRE(with.slice.size() == 4);
-  CHECK(with.slice[0].w_apart == 492);
-  for (SliceCosts& x : without.slice) x.w_apart = 0;
+  CHECK(with.slice[0].w_apart == 0);
+  CHECK(with.slice[1].w_apart == 492);
+  for (SliceCosts& y : without.slice) y.w_apart = 0;
   const SimResult a = simulate(zbv, with), b = simulate(zbv, without);
   for (int r = 0; r < 2; ++r) {
     int ws = 0;
-    for (const Action& x : zbv.ranks[static_cast<std::size_t>(r)])
-      for (int i = 0; i < x.size(); ++i) ws += x.op(i).kind == OpKind::W;
+    for (const Action& y : zbv.ranks[static_cast<std::size_t>(r)])
+      for (int i = 0; i < y.size(); ++i) ws += y.op(i).kind == OpKind::W;
     CHECK(ws == 8);
-    CHECK(a.ranks[static_cast<std::size_t>(r)].busy - b.ranks[static_cast<std::size_t>(r)].busy == 8 * 492);
+    CHECK(a.ranks[static_cast<std::size_t>(r)].busy - b.ranks[static_cast<std::size_t>(r)].busy == (r == 0 ? 4 : 8) * 492);
   }
   SimCosts full = torch;
-  for (SliceCosts& x : full.slice) x.w_apart = 0;
+  for (SliceCosts& y : full.slice) y.w_apart = 0;
   CHECK(simulate(s, torch).makespan() == simulate(s, full).makespan());
+}
+
+TEST_CASE("PyTorch's split backward: the first stage's I computes nothing, its W the whole backward", "[cost]") {
+  // stage.py: backward_one_chunk(full_backward=False) skips the input backward on the first stage
+  // (its inputs need no gradient) and backward_weight_one_chunk runs the full backward there, which
+  // sums no saved gradient. Slice 0 under torch: I = b - w = 0, W = b; every other slice and every
+  // other runtime keep the derived weight-grad share.
+  const char* yaml = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, kv_heads: 4, head_dim: 16, vocab: 1000,
+  seq_len: 32, micro_batch_size: 2, mlp: swiglu, norm: rmsnorm}
+hardware: {name: h100, hbm_gbps: 1000, efficiency: {elementwise: 0.5}}
+parallel: {pp: 2, microbatches: 4, p2p_runtime: torch}
+)";
+  const Schedule zbv = make_schedule("zbv", ScheduleParams{2, 4, 0, 0});
+  const SimCosts torch = derive_costs(cfg_of(yaml), zbv);
+  const SimCosts mega = derive_costs(cfg_of(yaml, {"parallel.p2p_runtime=megatron"}), zbv);
+  REQUIRE(torch.slice.size() == 4);
+  const SliceCosts& first = torch.slice[0];
+  CHECK(first.b == mega.slice[0].b);  // the same backward, split differently
+  CHECK(mega.slice[0].w > 0);
+  CHECK(mega.slice[0].w < mega.slice[0].b);
+  CHECK(op_duration(first, OpKind::I) == 0);
+  CHECK(op_duration(first, OpKind::W) == first.b);
+  CHECK(op_duration(first, OpKind::B) == first.b);
+  CHECK(first.w_hold == 1.0);  // the whole graph waits for the W
+  for (std::size_t i = 1; i < 4; ++i) {
+    CHECK(torch.slice[i].w == mega.slice[i].w);
+    CHECK(op_duration(torch.slice[i], OpKind::I) == mega.slice[i].b - mega.slice[i].w);
+  }
+  // Simulated: rank 0's busy time is the same (I + W = b either way); its I actions end where
+  // they start.
+  const SimOptions rec{.record_timeline = true};
+  const SimResult r = simulate(zbv, torch, rec);
+  int zero = 0;
+  for (const Interval& iv : r.timeline.intervals)
+    if (iv.rank == 0 && iv.stream == Stream::Compute && iv.op_index < 0 && iv.duration() == 0) ++zero;
+  CHECK(zero == 4);  // the four I of slice 0 (rank 0 runs slices 0 and 3)
 }

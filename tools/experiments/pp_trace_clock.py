@@ -6,15 +6,22 @@ PyTorch's schedules beyond the calibration (nothing here feeds ppsim):
       (F, B, I, W, ...) in time order, and a least-squares line through those ratios against the
       action's start for actions from TMIN_MS on: % per 100 ms, +- its standard error
   pp_trace_clock.py diff TRACE_A TRACE_B       kernel time by kernel name, B minus A (ms), largest first
+  pp_trace_clock.py beside REF TRACE...        each compute kernel of 0.1 ms or more against its median in REF
+      (by name and grid, kernels clear of NCCL; REF: the calibration trace): the clock level of the
+      kernels clear of NCCL (their time over REF's medians), and the p2p share of those beside an
+      NCCL kernel (their time beyond that level over the time NCCL sat beside them), per trace and,
+      with -k, per kernel
   pp_trace_clock.py spans DIR...               per schedule: the profiled step's span (first to last
       kernel of both ranks) against rank 0's timed steps (pp_runs.json), and each timed step
 
 A kernel belongs to the action (a CPU range `Forward i`, `Backward i` or `PP:...`) during which its
 launch (runtime or driver call) was made; NCCL kernels are left out.
 """
+import bisect
 import collections
 import gzip
 import json
+import math
 import re
 import statistics
 import sys
@@ -79,6 +86,47 @@ def cmd_diff(a_path, b_path):
         print(f"{d:+8.2f}  A {a[k][0]:7.2f} ({a[k][1]:4d})  B {b[k][0]:7.2f} ({b[k][1]:4d})  {k}")
 
 
+def kernels_beside_nccl(path):
+    """(name and grid, duration us, time an NCCL kernel ran beside it us) per compute kernel; NCCL's total."""
+    ks = [e for e in events(path) if e.get("cat") == "kernel"]
+    nccl = sorted((e["ts"], e["ts"] + e["dur"]) for e in ks if "nccl" in e["name"].lower())
+    out = []
+    for e in ks:
+        if "nccl" in e["name"].lower():
+            continue
+        s, f = e["ts"], e["ts"] + e["dur"]
+        lo = bisect.bisect_left(nccl, (s - 5e5,))  # no NCCL kernel here lasts 0.5 s
+        side = sum(max(0.0, min(f, b) - max(s, a)) for a, b in nccl[lo:bisect.bisect_right(nccl, (f, math.inf))])
+        out.append(((e["name"], str(e["args"].get("grid"))), e["dur"], side))
+    return out, sum(b - a for a, b in nccl)
+
+
+def cmd_beside(ref_path, paths, per_kernel):
+    ref = collections.defaultdict(list)
+    for k, d, side in kernels_beside_nccl(ref_path)[0]:
+        if side == 0:
+            ref[k].append(d)
+    med = {k: statistics.median(v) for k, v in ref.items() if len(v) >= 8 and statistics.median(v) >= 100}
+    for p in paths:
+        ks, nccl = kernels_beside_nccl(p)
+        clear = [(d, med[k]) for k, d, side in ks if side == 0 and k in med]
+        level = sum(d for d, _ in clear) / max(sum(m for _, m in clear), 1e-9)
+        by = collections.defaultdict(lambda: [0.0, 0.0, 0])
+        for k, d, side in ks:
+            if side > 0 and k in med:
+                x = by[k]
+                x[0] += d - med[k] * level
+                x[1] += side
+                x[2] += 1
+        extra, side = sum(x[0] for x in by.values()), sum(x[1] for x in by.values())
+        share = f"p2p share {extra / side:.3f} ({extra / 1e3:.1f} ms)" if side >= 1e4 else "under 10 ms: no share"
+        print(f"{p}: clock level {level:.3f} ({sum(m for _, m in clear) / 1e3:.0f} ms of REF's kernels clear of NCCL); "
+              f"NCCL {nccl / 1e3:.0f} ms, beside it {side / 1e3:.0f} ms of compute: {share}")
+        if per_kernel:
+            for k, x in sorted(by.items(), key=lambda kv: -kv[1][1])[:12]:
+                print(f"  {x[0] / x[1]:6.3f} on {x[1] / 1e3:6.1f} ms ({x[2]:3d})  median {med[k] / 1e3:.3f} ms  {k[0][:70]} {k[1]}")
+
+
 def cmd_spans(dirs):
     for d in dirs:
         runs = json.load(open(f"{d}/pp_runs.json"))["ranks"][0]
@@ -95,6 +143,10 @@ def main(argv):
         cmd_actions(float(argv[1]), argv[2:])
     elif len(argv) == 3 and argv[0] == "diff":
         cmd_diff(argv[1], argv[2])
+    elif len(argv) >= 3 and argv[0] == "beside":
+        per_kernel = "-k" in argv
+        rest = [a for a in argv[1:] if a != "-k"]
+        cmd_beside(rest[0], rest[1:], per_kernel)
     elif len(argv) >= 2 and argv[0] == "spans":
         cmd_spans(argv[1:])
     else:

@@ -224,27 +224,10 @@ SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share) {
   opt.record_timeline = true;
   SimResult r = simulate(s, c, opt);
   if (share <= 0) return r;
-  std::vector<std::vector<Time>> alone(static_cast<std::size_t>(s.pp));
-  for (const Interval& iv : r.timeline.intervals)
-    if (iv.stream == Stream::Compute && iv.op_index < 0 && iv.rank >= 0 && iv.rank < s.pp)
-      alone[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
   SimCosts stretched = c;
-  for (int round = 0; round < 12; ++round) {
-    const std::vector<Intervals> on = nccl_resident(s, r.timeline, c.rank_device);
-    std::vector<std::vector<Time>> next = alone;
-    std::vector<std::size_t> i(static_cast<std::size_t>(s.pp), 0);
-    for (const Interval& iv : r.timeline.intervals) {
-      if (iv.stream != Stream::Compute || iv.op_index >= 0 || iv.rank < 0 || iv.rank >= s.pp) continue;
-      const std::size_t q = static_cast<std::size_t>(iv.rank);
-      if (i[q] < next[q].size())
-        next[q][i[q]++] +=
-            static_cast<Time>(std::llround(share * static_cast<double>(covered(on[q], iv.start, iv.end))));
-    }
-    if (next == stretched.action_time) break;
-    stretched.action_time = std::move(next);
-    r = simulate(s, stretched, opt);
-  }
-  return r;
+  return with_action_effects(
+      s, stretched, opt, share, [&](const SimResult& x) { return nccl_resident(s, x.timeline, c.rank_device); },
+      ClockResponse{}, std::move(r));
 }
 
 std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {

@@ -152,7 +152,8 @@ struct NcclShare {
 NcclShare fit_nccl_share(const Schedule& s, const Timeline& t, const std::vector<int>& rank_device, double f_ms,
                          double b_ms);
 // The prediction with that share: each action lasts its alone time plus share times its time
-// beside the NCCL kernels, iterated from the plain run to a fixed point (at most 12 rounds).
+// beside the NCCL kernels, iterated from the plain run to a fixed point (cost's
+// with_action_effects, as the torch runtime's p2p share).
 SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share);
 // The middle of the probe's runs (each a replay's median transfer): one slow replay does not
 // stand for every transfer.

@@ -2,11 +2,14 @@
 // hardware, parallel, times/profile) and derive the simulator's per-slice costs for a schedule,
 // and the physical results (step time, tokens/s, MFU, memory per rank) of a simulation.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/schedule.h"
+#include "cost/clock_response.h"
 #include "sim/costs.h"
 #include "sim/engine.h"
 #include "sim/physical.h"
@@ -49,6 +52,18 @@ Schedule as_run(const ModelConfig& cfg, const Schedule& s);
 // fixed point f = 1 + duty_slope * max(0, d(f) - duty_ref); `costs` is left at it). duty_slope 0,
 // or a duty at or below duty_ref: one simulation.
 SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt = {});
+// Per rank, the spans (ns) during which a send or receive kernel sits beside its compute, read
+// from a run with its timeline (simulate_config: the engine's SimResult::comm_resident; validate
+// over NCCL: api::nccl_resident).
+using ResidentSpans = std::function<std::vector<std::vector<std::pair<Time, Time>>>(const SimResult&)>;
+// Each action's own effects on its duration d, iterated from `r` (a run of `costs`) to a fixed
+// point in costs.action_time (each step half way from the last durations to the ones their run
+// gives, since the time beside the kernels can jump with the alignment and an undamped step
+// oscillates; until no action moves by more than 1 ns, at most 40 runs): it runs its own work at
+// 1 - share beside `resident`'s spans, so it lasts d + share * (the time beside); and d times the
+// clock response's factor at its start, given its rank's idle history (1 where `clk` is off).
+SimResult with_action_effects(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share,
+                              const ResidentSpans& resident, const ClockResponse& clk, SimResult r);
 // parallel.post_validation: the step period is the longest rank's own span (physical_result).
 bool post_validation(const ModelConfig& cfg);
 // The overlap model simulates each action layer by layer (sim/overlap.h), about ops x layers

@@ -676,13 +676,11 @@ SimCosts clocked(const SimCosts& base, double factor) {
 }  // namespace
 
 namespace {
-// Per rank, how long each of its actions (in its order) ran beside a send or receive kernel of its
-// own rank (SimResult::comm_resident), from a run with its timeline.
-std::vector<std::vector<Time>> beside_p2p(const Schedule& s, const SimResult& r) {
+// Per rank, how long each of its actions (in its order) ran beside the spans `on` gives its rank.
+std::vector<std::vector<Time>> beside(const Schedule& s, const SimResult& r, const std::vector<Intervals>& on) {
   std::vector<std::vector<Time>> out(static_cast<std::size_t>(s.pp));
   std::vector<Intervals> merged(static_cast<std::size_t>(s.pp));
-  for (std::size_t q = 0; q < r.comm_resident.size() && q < merged.size(); ++q)
-    merged[q] = merge_intervals(r.comm_resident[q]);
+  for (std::size_t q = 0; q < on.size() && q < merged.size(); ++q) merged[q] = merge_intervals(on[q]);
   for (const Interval& iv : r.timeline.intervals) {
     if (iv.stream != Stream::Compute || iv.op_index >= 0) continue;
     out[static_cast<std::size_t>(iv.rank)].push_back(
@@ -707,53 +705,6 @@ std::vector<std::vector<double>> response_factors(const Schedule& s, const SimRe
     for (double tau : busy_tau_ms(spans[q], clk.reset_idle_ms, r.makespan())) out[q].push_back(clk.factor(tau));
   }
   return out;
-}
-
-// Per action effects on its duration d, iterated from the run without them to a fixed point
-// (action_time per action; each step half way from the last durations to the ones their run gives,
-// since the time beside p2p kernels can jump with the alignment and an undamped step oscillates;
-// until no action moves by more than 1 ns, at most kActionIterations runs): parallel.p2p_sm_share (p2p_runtime
-// torch): each action runs its own work at 1 - share while a send or receive kernel of its rank
-// sits beside it, so it lasts d + share * (the time beside); the clock's response (hardware.clock's
-// warm and slow terms): d times the factor at the action's start, given its rank's idle history.
-SimResult with_action_effects(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share,
-                              const ClockResponse& clk, SimResult r) {
-  constexpr int kActionIterations = 40;
-  SimOptions rec = opt;
-  rec.record_timeline = true;
-  if (!opt.record_timeline) r = simulate(s, costs, rec);
-  std::vector<std::vector<Time>> base(static_cast<std::size_t>(s.pp));
-  for (const Interval& iv : r.timeline.intervals)
-    if (iv.stream == Stream::Compute && iv.op_index < 0)
-      base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
-  for (int i = 0; i < kActionIterations; ++i) {
-    std::vector<std::vector<Time>> o(base.size());
-    if (share > 0) o = beside_p2p(s, r);
-    const std::vector<std::vector<double>> f = response_factors(s, r, clk);
-    std::vector<std::vector<Time>> next = base;
-    for (std::size_t q = 0; q < next.size(); ++q)
-      for (std::size_t k = 0; k < next[q].size(); ++k) {
-        const double side = k < o[q].size() ? share * static_cast<double>(o[q][k]) : 0.0;
-        const double clock = k < f[q].size() ? f[q][k] : 1.0;
-        next[q][k] = static_cast<Time>(std::llround(static_cast<double>(next[q][k]) * clock + side));
-      }
-    Time moved = 0;
-    if (!costs.action_time.empty())
-      for (std::size_t q = 0; q < next.size(); ++q)
-        for (std::size_t k = 0; k < next[q].size(); ++k) {
-          const Time was = costs.action_time[q][k];
-          next[q][k] = was + (next[q][k] - was) / 2;
-          moved = std::max(moved, std::abs(next[q][k] - was));
-        }
-    if (!costs.action_time.empty() && moved <= 1) break;
-    costs.action_time = std::move(next);
-    r = simulate(s, costs, rec);
-  }
-  if (!opt.record_timeline) {
-    r.timeline = Timeline{};
-    r.comm_resident.clear();
-  }
-  return r;
 }
 
 // The clock's fixed point (hardware.clock): f = 1 + k max(0, d(f) - d_ref), where d(f) is the duty
@@ -781,6 +732,46 @@ SimResult with_clock(const ModelConfigData& c, const Schedule& s, SimCosts& cost
 }
 }  // namespace
 
+SimResult with_action_effects(const Schedule& s, SimCosts& costs, const SimOptions& opt, double share,
+                              const ResidentSpans& resident, const ClockResponse& clk, SimResult r) {
+  constexpr int kActionIterations = 40;
+  SimOptions rec = opt;
+  rec.record_timeline = true;
+  if (!opt.record_timeline) r = simulate(s, costs, rec);
+  std::vector<std::vector<Time>> base(static_cast<std::size_t>(s.pp));
+  for (const Interval& iv : r.timeline.intervals)
+    if (iv.stream == Stream::Compute && iv.op_index < 0)
+      base[static_cast<std::size_t>(iv.rank)].push_back(iv.duration());
+  for (int i = 0; i < kActionIterations; ++i) {
+    std::vector<std::vector<Time>> o(base.size());
+    if (share > 0) o = beside(s, r, resident(r));
+    const std::vector<std::vector<double>> f = response_factors(s, r, clk);
+    std::vector<std::vector<Time>> next = base;
+    for (std::size_t q = 0; q < next.size(); ++q)
+      for (std::size_t k = 0; k < next[q].size(); ++k) {
+        const double side = k < o[q].size() ? share * static_cast<double>(o[q][k]) : 0.0;
+        const double clock = k < f[q].size() ? f[q][k] : 1.0;
+        next[q][k] = static_cast<Time>(std::llround(static_cast<double>(next[q][k]) * clock + side));
+      }
+    Time moved = 0;
+    if (!costs.action_time.empty())
+      for (std::size_t q = 0; q < next.size(); ++q)
+        for (std::size_t k = 0; k < next[q].size(); ++k) {
+          const Time was = costs.action_time[q][k];
+          next[q][k] = was + (next[q][k] - was) / 2;
+          moved = std::max(moved, std::abs(next[q][k] - was));
+        }
+    if (!costs.action_time.empty() && moved <= 1) break;
+    costs.action_time = std::move(next);
+    r = simulate(s, costs, rec);
+  }
+  if (!opt.record_timeline) {
+    r.timeline = Timeline{};
+    r.comm_resident.clear();
+  }
+  return r;
+}
+
 SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& costs, const SimOptions& opt) {
   const ModelConfigData& c = data(cfg);
   SimResult r = with_clock(c, s, costs, opt, simulate(s, costs, opt));
@@ -788,7 +779,8 @@ SimResult simulate_config(const ModelConfig& cfg, const Schedule& s, SimCosts& c
   const ClockResponse clk = clock_response(c.hardware);
   // Whole actions only: the overlap model (costs.moe) times its sub-ops itself.
   if ((share > 0 || clk.on()) && costs.action_time.empty() && costs.moe.empty())
-    r = with_action_effects(s, costs, opt, share, clk, std::move(r));
+    r = with_action_effects(
+        s, costs, opt, share, [](const SimResult& x) { return x.comm_resident; }, clk, std::move(r));
   return r;
 }
 

@@ -49,42 +49,35 @@ TEST_CASE("graphs apply without expert parallelism only", "[launch_mode]") {
   CHECK(why.find("expert parallelism") != std::string::npos);
 }
 
-TEST_CASE("PPSIM_REPLAY_LAUNCH switches the replay's graphs; an unknown value is refused", "[launch_mode]") {
+namespace {
+// One replay switch read from the environment (apply_replay_switches): off by default, `on` sets
+// `field`, `off` clears it, `bad` is refused with exit 2 naming the variable and the value.
+void check_switch(const char* name, const char* off, const char* on, const char* bad, bool ReplayConfig::*field) {
   ReplayConfig rc;
-  CHECK_FALSE(rc.graphs);  // streams unless asked
-  setenv("PPSIM_REPLAY_LAUNCH", "graphs", 1);
+  CHECK_FALSE(rc.*field);  // off unless asked
+  setenv(name, on, 1);
   apply_replay_switches(rc);
-  CHECK(rc.graphs);
-  setenv("PPSIM_REPLAY_LAUNCH", "streams", 1);
+  CHECK(rc.*field);
+  setenv(name, off, 1);
   apply_replay_switches(rc);
-  CHECK_FALSE(rc.graphs);
-  setenv("PPSIM_REPLAY_LAUNCH", "graph", 1);
+  CHECK_FALSE(rc.*field);
+  setenv(name, bad, 1);
+  const std::string given = std::string(name) + "=" + bad;
   try {
     apply_replay_switches(rc);
-    FAIL("PPSIM_REPLAY_LAUNCH=graph was accepted");
+    FAIL(given + " was accepted");
   } catch (const InputError& e) {
     CHECK(e.exit_code() == kExitUsage);
-    CHECK(std::string(e.what()).find("PPSIM_REPLAY_LAUNCH=graph") != std::string::npos);
+    CHECK(std::string(e.what()).find(given) != std::string::npos);
   }
-  unsetenv("PPSIM_REPLAY_LAUNCH");
+  unsetenv(name);
+}
+}  // namespace
+
+TEST_CASE("PPSIM_REPLAY_LAUNCH switches the replay's graphs; an unknown value is refused", "[launch_mode]") {
+  check_switch("PPSIM_REPLAY_LAUNCH", "streams", "graphs", "graph", &ReplayConfig::graphs);
 }
 
 TEST_CASE("PPSIM_REPLAY_PAIR: a pair's halves wait for their own input or for both", "[launch_mode]") {
-  ReplayConfig rc;
-  CHECK_FALSE(rc.pair_waits_both);  // own unless asked
-  setenv("PPSIM_REPLAY_PAIR", "both", 1);
-  apply_replay_switches(rc);
-  CHECK(rc.pair_waits_both);
-  setenv("PPSIM_REPLAY_PAIR", "own", 1);
-  apply_replay_switches(rc);
-  CHECK_FALSE(rc.pair_waits_both);
-  setenv("PPSIM_REPLAY_PAIR", "each", 1);
-  try {
-    apply_replay_switches(rc);
-    FAIL("PPSIM_REPLAY_PAIR=each was accepted");
-  } catch (const InputError& e) {
-    CHECK(e.exit_code() == kExitUsage);
-    CHECK(std::string(e.what()).find("PPSIM_REPLAY_PAIR=each") != std::string::npos);
-  }
-  unsetenv("PPSIM_REPLAY_PAIR");
+  check_switch("PPSIM_REPLAY_PAIR", "own", "both", "each", &ReplayConfig::pair_waits_both);
 }

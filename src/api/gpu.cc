@@ -334,20 +334,14 @@ void plan_sharing(Validation& x) {
   }
 }
 
-// Each rank's GPU as the replay places ranks: rank r on GPU r % GPUs (empty: one GPU each).
-std::vector<int> rank_devices(int pp, int ndev) {
-  std::vector<int> out;
-  if (ndev < pp)
-    for (int r = 0; r < pp; ++r) out.push_back(r % ndev);
-  return out;
-}
-
 // The NCCL kernels' share of compute beside them: the probe's F and B against the same one-layer
 // chunk's profile alone, over the time each ran beside a resident NCCL kernel (api::fit_nccl_share).
 void nccl_share_of_probe(Validation& x, const gpu::ChunkShape& one_layer) {
   const gpu::ProfileResult alone = gpu::profile_chunk(one_layer, 3, x.req.reps, x.my_device, x.split);
   const Schedule probe = make_schedule("gpipe", ScheduleParams{x.pp, 2 * x.pp, 0, 0});
-  x.nccl = api::fit_nccl_share(probe, x.probe->timeline, rank_devices(x.pp, x.ndev), alone.f_ms, alone.b_ms);
+  std::vector<int> gpus;  // each rank's GPU as the replay places the probe's dense pipeline
+  for (int r = 0; r < x.pp; ++r) gpus.push_back(api::replay_gpu(r, 1, x.ndev));
+  x.nccl = api::fit_nccl_share(probe, x.probe->timeline, gpus, alone.f_ms, alone.b_ms);
   x.j["link_probe"]["nccl_sm_share"] = {
       {"share", x.nccl->share}, {"samples", x.nccl->samples}, {"alone_ms", {{"F", alone.f_ms}, {"B", alone.b_ms}}}};
 }

@@ -163,7 +163,7 @@ def validate(
     transport: str = "auto",
     timeout: float = 120.0,
     sm_split: str = "auto",
-    sharing: str = "uniform",
+    sharing: str = "replay",
     rank_speeds: str = "profiled",
     co_run: str = "sustained",
     launch: str = "graphs",

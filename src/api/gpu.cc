@@ -209,6 +209,9 @@ struct Validation {
   std::map<int, gpu::SharingProfile> sharings;  // by layers per chunk
   // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
   std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
+  // --sharing replay: each kind's slowdown beside another op, fitted on a short replay of the chunk.
+  std::map<int, api::KindShareFit> share_fits;  // by layers per chunk
+  std::string sharing_summary;                  // with --sharing replay: the profile's step instead
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
@@ -457,10 +460,29 @@ double ep_pace_of(Validation& x, int layers) {
 // kernel and whose ops run at the EP group's fed pace (ep_pace_of), which holds the gaps between them.
 ReplayDelays replay_delays_of(const Validation& x) { return x.probe && x.ep_r == 1 ? x.probe->delays : ReplayDelays{}; }
 
+// How the prediction shares a GPU among its ranks: as --sharing asks (the replay's fit where it was
+// made), by the profile's step (the table printed beside the fit), or not at all (each op alone: what
+// the fit is measured against).
+enum class SharingAs { asked, profile_step, alone };
+
+// The engine's sharing for a GPU's ranks: --sharing kind: the profiled table by kind; replay: the
+// fit on the chunk's replay (share_fit_of) where made; otherwise the profile's step for any two ops.
+void apply_sharing(Validation& x, SimCosts& costs, int layers, const gpu::SharingProfile& sp, SharingAs how) {
+  if (how == SharingAs::alone) {
+    api::share_devices(costs, x.pp, x.ndev, 1.0, nullptr, x.ep_r);
+    return;
+  }
+  std::vector<double> table;
+  if (how == SharingAs::asked && x.req.sharing == "kind") table.assign(sp.by_kind.begin(), sp.by_kind.end());
+  if (auto f = x.share_fits.find(layers); how == SharingAs::asked && f != x.share_fits.end())
+    table = f->second.by_kind();
+  api::share_devices(costs, x.pp, x.ndev, sp.step, table.empty() ? nullptr : &table, x.ep_r);
+}
+
 // ep_pace: with EP, every op at the EP group's fed pace (ep_pace_of), as reported; false: the ops'
 // GPU times (the table printed beside).
 SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu::ChunkShape& shape,
-                         bool ep_pace = true) {
+                         bool ep_pace = true, SharingAs sharing = SharingAs::asked) {
   auto it = x.profiles.find(layers);
   if (it == x.profiles.end()) {
     // under mpirun: process 0 profiles the EP group in one process, the others take its figures.
@@ -485,8 +507,7 @@ SimCosts predicted_costs(Validation& x, const Schedule& s, int layers, const gpu
       // The op costs were profiled on partition 0; rank r runs on partition r / GPUs (the replay's order).
       api::scale_rank_speeds(costs, x.pp, x.ndev, pit->second, x.ep_r);
     }
-    const std::vector<double> by_kind(sp.by_kind.begin(), sp.by_kind.end());
-    api::share_devices(costs, x.pp, x.ndev, sp.step, x.req.sharing == "kind" ? &by_kind : nullptr, x.ep_r);
+    apply_sharing(x, costs, layers, sp, sharing);
     // The EP profile ran stage 0's shards at once, on this GPU when they share it.
     if (x.ep_r > 1) api::unshare_profiled_copies(costs, x.pp);
     if (x.ep_r > 1 && ep_pace) api::scale_every_rank(costs, x.pp, ep_pace_of(x, layers));
@@ -532,6 +553,28 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   out.comm_sms = rc.stage_shapes[0].comm_sms;
   out.timeline = gpu::replay_schedule(s, rc);
   return out;
+}
+
+// --sharing replay (ranks sharing a GPU in one process, no EP): before the first schedule of a chunk
+// size, ZB-H2 with 4P micro-batches of that chunk is replayed as the schedules are (its F, I and W of a
+// GPU's ranks beside each other), and each kind's slowdown beside another op is fitted on it
+// (api::fit_share_by_kind) against the ops' profiled times alone on their partitions. The profile's
+// two F+I+W steps side by side overstate the replay's: ops fed back to back keep both partitions busy.
+void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
+  if (x.req.sharing != "replay" || x.ndev >= x.slots_total || x.ep_r > 1 || x.multi || x.share_fits.count(layers))
+    return;
+  const Schedule probe = make_schedule("zb-h2", ScheduleParams{x.pp, 4 * x.pp, 0, 0});
+  const SimCosts alone = predicted_costs(x, probe, layers, shape, true, SharingAs::alone);
+  const Measured m = replay(x, probe, shape);
+  const api::KindShareFit fit = api::fit_share_by_kind(probe, m.timeline, alone);
+  x.share_fits.emplace(layers, fit);
+  nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit"];
+  pj = {{"schedule", "zb-h2"}, {"microbatches", 4 * x.pp}};
+  static const char* kKinds[] = {"F", "I", "W"};
+  for (std::size_t k = 0; k < 3; ++k) {
+    pj["factor"][kKinds[k]] = fit.factor[k];
+    pj["samples"][kKinds[k]] = fit.samples[k];
+  }
 }
 
 // The host side (this process's ranks): enqueue time per action against the op's profiled GPU
@@ -830,6 +873,7 @@ void without_replay_delays(Validation& x, const std::string& name, const Schedul
 void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const int layers = x.c.model.layers / s.stages_per_pipe;
   const gpu::ChunkShape shape = chunk_shape(x.c, layers, true);
+  share_fit_of(x, layers, shape);
   const SimCosts costs = predicted_costs(x, s, layers, shape);
   SimOptions opt;
   opt.record_timeline = true;
@@ -879,6 +923,13 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
   without_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
+  if (x.share_fits.count(layers)) {  // --sharing replay: the profile's step for any two ops, beside
+    const SimResult u =
+        predict(x, s, predicted_costs(x, s, layers, shape, true, SharingAs::profile_step), layers, shape, x.req.co_run);
+    const ValidationRow u0 = makespan_row(u, meas_stats);
+    r["sharing_fit"] = {{"predicted_without_ms", u0.predicted}, {"error_without", u0.error}};
+    x.sharing_summary += makespan_line(name, u0);
+  }
   if (without_nccl) {
     const ValidationRow n0 = makespan_row(*without_nccl, meas_stats);
     r["nccl_share"] = {{"predicted_without_ms", n0.predicted}, {"error_without", n0.error}};
@@ -938,9 +989,16 @@ void sharing_text(Validation& x) {
       x.text += " (each rank's op times scaled by its partition's against partition 0's; --rank-speeds equal: not)\n";
     }
   }
-  x.text += x.req.sharing == "kind"
-                ? "  the prediction shares each GPU by these tables (--sharing kind)\n"
-                : "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n";
+  for (const auto& [layers, f] : x.share_fits)
+    x.text += fmt::format(
+        "  chunks of {} layer(s), fitted on a ZB-H2 replay of {} micro-batches: an op beside another takes F {:.2f}x, "
+        "I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
+        layers, 4 * x.pp, f.factor[0], f.factor[1], f.factor[2], f.samples[0], f.samples[1], f.samples[2]);
+  x.text += x.req.sharing == "kind" ? "  the prediction shares each GPU by the tables (--sharing kind)\n"
+            : x.share_fits.empty()
+                ? "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n"
+                : "  the prediction shares each GPU by the replay's fit (--sharing replay; the "
+                  "profile's step: printed below)\n";
 }
 
 // The table report's closing lines: the probe, the transport, device sharing, the summary.
@@ -999,6 +1057,9 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
     x.text += fmt::format("\nat 100% duty (--co-run full: the sustained factors whatever a rank's duty):\n{}",
                           x.corun_full_summary);
   if (!x.nccl_summary.empty()) x.text += "\nwithout the NCCL kernels' share (the above has it):\n" + x.nccl_summary;
+  if (!x.sharing_summary.empty())
+    x.text +=
+        "\nwith the sharing profile's step instead of the replay's fit (--sharing uniform):\n" + x.sharing_summary;
   if (!x.ep_pace_text.empty())
     x.text +=
         "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "

@@ -76,7 +76,7 @@ struct ValidateRequest {
   std::string transport = "auto";
   double timeout_s = 120;
   std::string sm_split = "auto";
-  std::string sharing = "uniform";
+  std::string sharing = "replay";
   std::string rank_speeds = "profiled";
   std::string co_run = "sustained";  // sustained | full | held | off: ops stretched beside another GPU's work
   std::string launch = "graphs";     // graphs | streams: how the replay and the profile enqueue an op (launch_mode.h)

@@ -274,6 +274,51 @@ std::pair<Time, std::array<double, 3>> alone_and_mix(const Schedule& s, const Si
 
 }  // namespace
 
+std::vector<double> KindShareFit::by_kind() const {
+  std::vector<double> t(9);
+  for (std::size_t x = 0; x < 3; ++x)
+    for (std::size_t y = 0; y < 3; ++y) t[3 * x + y] = factor[x];
+  return t;
+}
+
+KindShareFit fit_share_by_kind(const Schedule& s, const Timeline& t, const SimCosts& alone) {
+  const auto device = [&](int r) {
+    return alone.rank_device.empty() ? r : alone.rank_device[static_cast<std::size_t>(r)];
+  };
+  std::map<int, Intervals> busy;  // each GPU's compute, by rank: [rank] = the others' on its GPU
+  std::vector<Intervals> own(static_cast<std::size_t>(s.pp));
+  for (const Interval& iv : t.intervals)
+    if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < s.pp)
+      own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
+  std::array<double, 3> num{}, den{};
+  KindShareFit out;
+  for (const Interval& iv : t.intervals) {
+    if (iv.stream != Stream::Compute || iv.part != Part::Whole || iv.rank < 0 || iv.rank >= s.pp) continue;
+    const OpKind kind = iv.action.first.kind;
+    const int k = kind == OpKind::F ? 0 : kind == OpKind::I ? 1 : kind == OpKind::W ? 2 : -1;
+    if (iv.action.overlapped || k < 0) continue;
+    auto it = busy.find(iv.rank);
+    if (it == busy.end()) {
+      Intervals others;
+      for (int q = 0; q < s.pp; ++q)
+        if (q != iv.rank && device(q) == device(iv.rank))
+          others.insert(others.end(), own[static_cast<std::size_t>(q)].begin(), own[static_cast<std::size_t>(q)].end());
+      it = busy.emplace(iv.rank, merge_intervals(std::move(others))).first;
+    }
+    const double o = static_cast<double>(covered(it->second, iv.start, iv.end));
+    if (o <= 0) continue;
+    double a = static_cast<double>(alone_and_mix(s, alone, iv.action).first);
+    if (!alone.rank_kind_scale.empty()) a *= alone.rank_kind_scale[3 * static_cast<std::size_t>(iv.rank) + k];
+    const auto kk = static_cast<std::size_t>(k);
+    num[kk] += o * (static_cast<double>(iv.duration()) - a);
+    den[kk] += o * o;
+    ++out.samples[kk];
+  }
+  for (std::size_t k = 0; k < 3; ++k)
+    if (den[k] > 0) out.factor[k] = std::clamp(1.0 / (1.0 - std::min(num[k] / den[k], 0.75)), 1.0, 4.0);
+  return out;
+}
+
 std::array<double, 3> factors_at_duty(const std::vector<CorunLevel>& levels, const std::array<double, 3>& fixed,
                                       double d) {
   if (levels.empty()) return fixed;

@@ -155,6 +155,21 @@ NcclShare fit_nccl_share(const Schedule& s, const Timeline& t, const std::vector
 // beside the NCCL kernels, iterated from the plain run to a fixed point (cost's
 // with_action_effects, as the torch runtime's p2p share).
 SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share);
+// Ranks sharing a GPU, fitted on a replay (validate --sharing replay): how many times longer an op
+// of each kind (F = 0, I = 1, W = 2) runs while another op of the same GPU runs beside it. From a
+// measured replay `t` of `s` whose ranks share GPUs as alone.rank_device says: an action of kind k,
+// alone time a (its slice's cost in `alone`, times its rank's rank_kind_scale) and o of its time
+// beside another rank's compute on its GPU lasts a + o (1 - 1 / factor_k) (the engine's processor
+// sharing); least squares over the F, I and W actions with o > 0: x_k = sum o (T - a) / sum o^2,
+// factor_k = 1 / (1 - x_k), clamped to [1, 4]; 1 (and samples 0) for a kind with no such action.
+struct KindShareFit {
+  std::array<double, 3> factor{1.0, 1.0, 1.0};
+  std::array<std::size_t, 3> samples{};
+  // The engine's share_by_kind table (row: the op, column: the op beside it) with each row at its
+  // kind's factor.
+  std::vector<double> by_kind() const;
+};
+KindShareFit fit_share_by_kind(const Schedule& s, const Timeline& t, const SimCosts& alone);
 // The middle of the probe's runs (each a replay's median transfer): one slow replay does not
 // stand for every transfer.
 double middle_run(std::vector<double> runs_us);

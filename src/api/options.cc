@@ -295,10 +295,11 @@ constexpr Option kValidate[] = {
      "ranks sharing a GPU: on = each on its own equal share of the SMs (CUDA green contexts), off = time-slice all "
      "SMs, auto = on where the GPU can be split",
      R::Both, "auto|on|off", true},
-    {"--sharing", K::Text, "uniform", "",
-     "ranks sharing a GPU: uniform = one slowdown for any two ops (profiled); kind = an op's slowdown depends on the "
-     "kinds (F, I, W) running beside it (docs/VALIDATION.md)",
-     R::Both, "kind|uniform", true},
+    {"--sharing", K::Text, "replay", "",
+     "ranks sharing a GPU: replay = each kind's (F, I, W) slowdown beside another op, fitted on a short replay of "
+     "the chunk before the schedules; uniform = one slowdown for any two ops (two F+I+W steps side by side, "
+     "profiled); kind = a profiled slowdown per pair of kinds (docs/VALIDATION.md)",
+     R::Both, "replay|kind|uniform", true},
     {"--rank-speeds", K::Text, "profiled", "",
      "ranks on SM partitions: profiled = each rank's op times scaled by how fast its partition runs the chunk alone; "
      "equal = all as profiled",

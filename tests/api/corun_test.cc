@@ -216,3 +216,64 @@ TEST_CASE("simulate_nccl: actions stretched by their time beside the NCCL kernel
   CHECK(spans(r.timeline, 0) == std::vector<std::pair<Time, Time>>{{0, 100}, {100, 200}, {550, 850}, {850, 1050}});
   CHECK(spans(r.timeline, 1) == std::vector<std::pair<Time, Time>>{{100, 250}, {250, 350}, {350, 550}, {550, 750}});
 }
+
+// Ranks sharing a GPU (validate --sharing replay): each kind's slowdown beside another op of its
+// GPU, fitted on a measured timeline. By hand, ZB-H2 P = 2 (F = 80, I = 120, W = 60 alone, both
+// ranks on GPU 0): rank 0's F0 [0, 100] beside rank 1's I0 [50, 150] for o = 50, T - a = 20, so
+// x_F = 20 * 50 / 50^2 = 0.4 and F's factor 1 / (1 - 0.4); rank 1's I0 beside it for 50, T - a
+// = -20: x_I < 0, I's factor clamped at 1; no W beside anything: 1, no samples.
+TEST_CASE("fit_share_by_kind: each kind's slowdown beside another op of its GPU", "[api][corun]") {
+  const Schedule s = make_schedule("zb-h2", ScheduleParams{2, 4, 0, 0});
+  SliceCosts sc;
+  sc.f = 80;
+  sc.b = 180;
+  sc.w = 60;
+  SimCosts alone = uniform_costs(s.stages_per_pipe, sc);
+  alone.rank_device = {0, 0};
+  Timeline t;
+  t.pp = 2;
+  t.intervals = {action(0, OpKind::F, 0, 0, 0, 100), action(1, OpKind::I, 1, 0, 50, 150),
+                 action(0, OpKind::W, 0, 0, 200, 260)};
+  api::KindShareFit f = api::fit_share_by_kind(s, t, alone);
+  CHECK(f.factor[0] == Approx(1.0 / 0.6));
+  CHECK(f.samples[0] == 1);
+  CHECK(f.factor[1] == 1.0);
+  CHECK(f.samples[1] == 1);
+  CHECK(f.factor[2] == 1.0);
+  CHECK(f.samples[2] == 0);
+  // The table the engine takes: each row at its kind's factor whatever runs beside.
+  const std::vector<double> table = f.by_kind();
+  CHECK(table[1] == Approx(1.0 / 0.6));
+  CHECK(table[2] == Approx(1.0 / 0.6));
+  CHECK(table[5] == 1.0);
+  // Rank 0 on a partition 1.25x slower for F: its F alone is 100, no longer slowed at all.
+  alone.rank_kind_scale = {1.25, 1, 1, 1, 1, 1};
+  CHECK(api::fit_share_by_kind(s, t, alone).factor[0] == 1.0);
+  // Each rank on its own GPU: nothing beside, nothing fitted.
+  alone.rank_device = {0, 1};
+  CHECK(api::fit_share_by_kind(s, t, alone).samples == std::array<std::size_t, 3>{0, 0, 0});
+}
+
+// The fit inverts the engine's own sharing: ZB-H2 (P = 2, M = 8) simulated on one GPU with F at
+// 1.10x, I at 1.30x and W at 1.05x beside another op gives back those factors.
+TEST_CASE("fit_share_by_kind recovers the slowdowns the engine shared a GPU by", "[api][corun]") {
+  const Schedule s = make_schedule("zb-h2", ScheduleParams{2, 8, 0, 0});
+  SliceCosts sc;
+  sc.f = 400000;
+  sc.b = 1000000;
+  sc.w = 300000;
+  SimCosts alone = uniform_costs(s.stages_per_pipe, sc);
+  alone.rank_device = {0, 0};
+  SimCosts shared = alone;
+  api::KindShareFit truth;
+  truth.factor = {1.10, 1.30, 1.05};
+  shared.share_by_kind = truth.by_kind();
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, shared, opt);
+  const api::KindShareFit f = api::fit_share_by_kind(s, r.timeline, alone);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(f.samples[k] > 0);
+    CHECK(f.factor[k] == Approx(truth.factor[k]).epsilon(1e-4));
+  }
+}

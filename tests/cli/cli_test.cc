@@ -78,7 +78,7 @@ TEST_CASE("validate: bad option values are refused before any GPU is looked for,
   // Each value set is checked by the parser: one line naming the flag, the value and the choices.
   struct Case { const char* args; const char* want; };
   const Case cases[] = {
-      {"--sharing foo", "ppsim: --sharing: foo not in {kind,uniform} (see 'ppsim validate --help')\n"},
+      {"--sharing foo", "ppsim: --sharing: foo not in {replay,kind,uniform} (see 'ppsim validate --help')\n"},
       {"--rank-speeds fast", "ppsim: --rank-speeds: fast not in {profiled,equal} (see 'ppsim validate --help')\n"},
       {"--sm-split maybe", "ppsim: --sm-split: maybe not in {auto,on,off} (see 'ppsim validate --help')\n"},
       {"--transport ring", "ppsim: --transport: ring not in {auto,peer,ipc,nccl} (see 'ppsim validate --help')\n"},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -448,6 +449,7 @@ void check_thresholds(const Thresholds& th, FidelityResult& out) {
     if (!row.fits) row.within = false;
     if (!row.within) ++out.failures;
   }
+  out.failures += static_cast<int>(out.skipped.size());  // no figure for any of their results
 }
 
 }  // namespace
@@ -460,17 +462,28 @@ FidelityResult fidelity(const FidelityRequest& req) {
   std::vector<PublishedFile> files;
   std::vector<std::vector<FidelityRow>> per_file;
   const std::vector<std::string> names = published_files(req);
+  FidelityResult out;
+  out.files = names.size();
+  std::exception_ptr first;  // thrown when no file could be predicted
   for (const std::string& file : names) {
     if (req.progress) req.progress(static_cast<std::size_t>(&file - names.data()), names.size(), file);
-    files.push_back(read_published(file, req));
-    per_file.push_back(file_rows(files.back(), req, {}));
+    try {
+      PublishedFile pf = read_published(file, req);
+      std::vector<FidelityRow> rows = file_rows(pf, req, {});
+      files.push_back(std::move(pf));
+      per_file.push_back(std::move(rows));
+    } catch (const InputError& e) {
+      if (!first) first = std::current_exception();
+      const std::string why = e.one_line();  // the file named first, where the error names none
+      out.skipped.emplace_back(file, why.rfind(file, 0) == 0 ? why : file + ": " + why);
+    }
   }
+  if (files.empty()) std::rethrow_exception(first);
   if (req.calibrate == "first") {
     calibrate_first(files, req, per_file);
   } else if (req.calibrate == "loso") {
     leave_one_source_out(files, req, per_file);
   }
-  FidelityResult out;
   for (auto& rows : per_file)
     for (FidelityRow& r : rows) out.rows.push_back(std::move(r));
   if (th) check_thresholds(*th, out);
@@ -537,6 +550,8 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
   }
   nlohmann::json out;
   out["rows"] = rows;
+  out["skipped"] = nlohmann::json::array();
+  for (const auto& [file, why] : r.skipped) out["skipped"].push_back({{"file", file}, {"reason", why}});
   if (r.checked) out["failures"] = r.failures;
   return out;
 }
@@ -572,6 +587,9 @@ std::string fidelity_summary(const FidelityResult& r) {
       std::any_of(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return x.preset_error.has_value(); });
   if (calibrated) out += line("at the presets (same rows)", fidelity_counts(r, true));
   out += line(calibrated ? "calibrated" : "at the presets", now);
+  for (const auto& [file, why] : r.skipped) out += fmt::format("skipped: {}\n", why);
+  if (!r.skipped.empty())
+    out += fmt::format("{} of {} files skipped (their results are not in the counts)\n", r.skipped.size(), r.files);
   return out;
 }
 

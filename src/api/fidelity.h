@@ -81,6 +81,11 @@ struct FidelityRow {
 
 struct FidelityResult {
   std::vector<FidelityRow> rows;
+  // Files that could not be read or predicted (a bad config, a result a schedule cannot run): the
+  // file and its one-line error. The other files' rows stand; when every file is refused, fidelity()
+  // throws the first file's error instead. With a thresholds file each one counts as a failure.
+  std::vector<std::pair<std::string, std::string>> skipped;
+  std::size_t files = 0;  // the files read, skipped ones included
   bool checked = false;  // a thresholds file was given
   int failures = 0;      // rows past their thresholds
 };

@@ -37,7 +37,10 @@ std::string render_table(const api::FidelityResult& r) {
             : std::string());
   }
   out += api::fidelity_summary(r);
-  if (r.checked) out += fmt::format("{} of {} results past their thresholds or not fitting\n", r.failures, r.rows.size());
+  if (r.checked)
+    out += fmt::format("{} of {} results past their thresholds or not fitting{}\n",
+                       r.failures - static_cast<int>(r.skipped.size()), r.rows.size(),
+                       r.skipped.empty() ? std::string() : fmt::format(", {} file(s) skipped", r.skipped.size()));
   return out;
 }
 
@@ -51,6 +54,7 @@ Runner setup_fidelity(CLI::App& sub) {
     req.progress = api::terminal_progress();
     const api::FidelityResult r = api::fidelity(req);
     api::end_terminal_progress();
+    for (const auto& skipped : r.skipped) fmt::print(stderr, "ppsim: skipped: {}\n", skipped.second);
     write_output(a->text("output"), f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
     return r.checked && r.failures > 0 ? 7 : 0;
   };

@@ -255,3 +255,28 @@ TEST_CASE("fidelity: relative_to compares a result per GPU with another of the s
     CHECK(e.suggestion() == "c");
   }
 }
+
+TEST_CASE("fidelity: a file it cannot read is skipped with its error, the others predicted", "[api][fidelity]") {
+  std::string bad = kRun;
+  bad.replace(bad.find("hidden: 64"), 10, "hiddn: 64");  // line 2
+  api::FidelityRequest req;
+  req.files = {write_temp("good.yaml", kRun), write_temp("skipme.yaml", bad)};
+  const api::FidelityResult r = api::fidelity(req);
+  CHECK(r.files == 2);
+  CHECK(r.rows.size() == 4);  // good.yaml's four results
+  for (const auto& row : r.rows) CHECK(row.key.rfind("good/", 0) == 0);
+  REQUIRE(r.skipped.size() == 1);
+  CHECK(r.skipped[0].first == req.files[1]);
+  CHECK(r.skipped[0].second.rfind(req.files[1] + ":2:", 0) == 0);  // the file's own file:line:col error
+  CHECK_THAT(r.skipped[0].second, PPSIM_CONTAINS("did you mean 'hidden'"));
+  CHECK_THAT(api::fidelity_summary(r), PPSIM_CONTAINS("1 of 2 files skipped"));
+  // With a thresholds file that passes every good row, the skipped file fails the check.
+  std::string th;
+  for (const auto& row : r.rows) th += row.key + " 1e9 1e9\n";
+  req.thresholds = write_temp("all.txt", th);
+  CHECK(api::fidelity(req).failures == 1);
+  // Every file refused: the first file's error, as for one file.
+  req.thresholds.clear();
+  req.files = {req.files[1]};
+  CHECK_THROWS_AS(api::fidelity(req), InputError);
+}

@@ -245,8 +245,8 @@ namespace {
 // the tokens without sequence parallelism: Megatron-LM's checkpoint before 2022, unless
 // --distribute-checkpointed-activations, which ppsim does not model).
 double full_recompute_bytes(const ModelConfigData& c) {
-  return 2 * static_cast<double>(c.model.hidden) * whole_on_tp(c) * static_cast<double>(c.model.tokens_per_microbatch()) /
-         (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return 2 * static_cast<double>(c.model.hidden) * whole_on_tp(c) *
+         static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 }  // namespace
@@ -260,13 +260,15 @@ double layer_activation_bytes(const ModelConfigData& c, int layer) {
 double embedding_activation_bytes(const ModelConfigData& c) {
   // Megatron's theoretical memory: 8sb for the input ids and sbh for the embedding dropout mask.
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) * whole_on_tp(c) : 0.0)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) * whole_on_tp(c) : 0.0)) * T /
+         (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double head_activation_bytes(const ModelConfigData& c) {
   // Megatron: 4sbh(1 + V/h) = final norm input and head input (2h each) + fp32 logits (4V).
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (4.0 * static_cast<double>(c.model.hidden) * whole_on_tp(c) + 4.0 * static_cast<double>(c.model.vocab)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return (4.0 * static_cast<double>(c.model.hidden) * whole_on_tp(c) + 4.0 * static_cast<double>(c.model.vocab)) * T /
+         (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double mtp_activation_bytes(const ModelConfigData& c) {

@@ -1,4 +1,6 @@
 // FLOP counts (src/cost/flops.cc) against values derived by hand below, and the 6*N*D rule.
+#include "cost/flops.h"
+
 #include <algorithm>
 #include <string>
 
@@ -6,7 +8,6 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/derive.h"
-#include "cost/flops.h"
 #include "cost/memory.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
@@ -116,7 +117,8 @@ TEST_CASE("attention without flash: its time is the GEMMs' rooflines plus the pa
   CHECK_THAT(b.b - a.b, WithinRel(bwd - flash(2.5 * 262'144, 2 * io), 1e-9));
   CHECK(b.w == a.w);
   // Selective recompute re-runs the non-flash core's forward before the backward (flash: nothing).
-  const ModelConfigData sel = load(kDense, {"parallel.pp=1", "model.flash_attention=false", "parallel.recompute=selective"});
+  const ModelConfigData sel =
+      load(kDense, {"parallel.pp=1", "model.flash_attention=false", "parallel.recompute=selective"});
   const ModelConfigData sel_fl = load(kDense, {"parallel.pp=1", "parallel.recompute=selective"});
   CHECK_THAT(cost_figures(sel, 1).slices[0].recompute_ns, WithinRel(2 * fwd, 1e-9));  // two layers
   CHECK(cost_figures(sel_fl, 1).slices[0].recompute_ns == 0);

@@ -52,7 +52,8 @@ TEST_CASE("activations without sequence parallelism: Korthikanti's s*b*h*(10 + 2
   const std::vector<std::string> no_sp{"parallel.tp=4", "parallel.sequence_parallel=false"};
   CHECK_THAT(layer_activation_bytes(load(no_sp), 0), WithinRel(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12));
   // With it ("tensor + sequence parallel"): s*b*h*(34/t + 5as/(ht)).
-  CHECK_THAT(layer_activation_bytes(load({"parallel.tp=4"}), 0), WithinRel(s * b * h * (34 / t + 5 * a * s / (h * t)), 1e-12));
+  CHECK_THAT(layer_activation_bytes(load({"parallel.tp=4"}), 0),
+             WithinRel(s * b * h * (34 / t + 5 * a * s / (h * t)), 1e-12));
   // Selective recompute without it: the 10 stay whole, the 24 split (Table 2: 10 + 24/t).
   std::vector<std::string> sel = no_sp;
   sel.push_back("parallel.recompute=selective");

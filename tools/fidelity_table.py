@@ -26,7 +26,9 @@ PIECES = [("TP comm", "costs.tp_comm=false"), ("DP comm", "costs.dp_comm=false")
           ("accumulation exposed", "hardware.efficiency.accum_exposed=0"),
           ("FP8 quantization", "costs.fp8_quant=false"),
           ("FP8 wgrad at the forward's efficiency", "hardware.efficiency.gemm_fp8_wgrad=0.52"),
-          ("FP8 GEMMs at the BF16 efficiency", ("hardware.efficiency.gemm_fp8=0.65", "hardware.efficiency.gemm_fp8_wgrad=0.65"))]
+          ("FP8 GEMMs at the BF16 efficiency", ("hardware.efficiency.gemm_fp8=0.65", "hardware.efficiency.gemm_fp8_wgrad=0.65")),
+          # The runs whose software had no sequence parallelism (sequence_parallel: false) run with it.
+          ("no sequence parallelism", "parallel.sequence_parallel=true")]
 # The Zero Bubble configs (tp = dp = 1, embedding and head alone on their slices, the schedule
 # search in each run) are left out of the ablation: no piece but the optimizer step applies.
 ABLATION_SKIP = "zero-bubble-"

@@ -78,3 +78,16 @@ def test_lowered_equals_show_lower(cli_json):
     for fam, vpp in (("1f1b", 0), ("gpipe", 0), ("interleaved-1f1b", 2), ("zbv", 0), ("dualpipev", 0)):
         args = ["show", fam, "-p", 4, "-m", 8, "--lower", "torch"] + (["--vpp", vpp] if vpp else [])
         assert ppsim.generate(fam, 4, 8, vpp=vpp).lowered() == cli_json(*args)["lowered"], fam
+
+
+def test_sequence_parallel_from_python_equals_cli(cli_json):
+    # parallel.sequence_parallel from the config dict, as --set gives it; off, the TP ranks run the
+    # per-token ops on the whole sequence, so the step is longer (megatron-18.4b: TP 8).
+    path = "configs/published/megatron-18.4b.yaml"
+    off = ppsim.load_config(path, overrides={"parallel.sequence_parallel": False})
+    on = ppsim.load_config(path, overrides={"parallel.sequence_parallel": True})
+    want = cli_json("compare", path, "--set", "parallel.sequence_parallel=false")
+    assert ppsim.compare(config=off) == want
+    t_off = ppsim.compare(config=off)["results"][0]["step_time"]
+    t_on = ppsim.compare(config=on)["results"][0]["step_time"]
+    assert t_off > t_on

@@ -144,6 +144,7 @@ const SchemaNode& schema() {
                                leaf("w_deferral"),
                                leaf("p2p_runtime"),
                                leaf("cp_runtime"),
+                               leaf("sequence_parallel"),
                                leaf("p2p_sync_us"),
                                leaf("p2p_eager_mb"),
                                leaf("p2p_sm_share")}),
@@ -553,6 +554,7 @@ ParallelSpec read_parallel(const MapReader& r) {
                   : runtime == "torch"     ? P2pRuntime::torch
                                            : P2pRuntime::dataflow;
   p.cp_torch = r.choice("cp_runtime", "te", {"te", "torch"}) == "torch";
+  p.sequence_parallel = r.boolean("sequence_parallel", true);
   p.p2p_sync_us = r.number("p2p_sync_us", 0, 0, 1e6, false);
   p.p2p_eager_mb = r.number("p2p_eager_mb", 0, 0, 1e6, false);
   if (p.p2p_sync_us > 0 && p.p2p_runtime != P2pRuntime::megatron)

@@ -302,6 +302,11 @@ struct ParallelSpec {
   // and dK, dV reduce-scattered in bf16. torch (PyTorch's context_parallel, torchtitan's path):
   // K, V gathered again, and the local dK, dV passed around the cp ranks cp times in fp32.
   bool cp_torch = false;
+  // parallel.sequence_parallel (Korthikanti et al. 2022, arXiv 2205.05198): with TP, the
+  // hidden-sized per-token ops (norms, dropout, residual adds) and the tensors they keep are split
+  // over the TP ranks by sequence (the default). false: every TP rank runs them on all the tokens
+  // and keeps them whole (Megatron-LM before 2022); the TP collectives move the same bytes.
+  bool sequence_parallel = true;
   // parallel.p2p_sync_us, with megatron: the host's restart after each call's
   // torch.cuda.synchronize() (Megatron's batch_p2p_sync). The GPU has drained, so the rank's next
   // action starts this long after the call's last transfer lands. 0: not counted.

@@ -81,6 +81,34 @@ struct Roofline {
     return std::max(flops / peak, bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.attention));
   }
   double elementwise(double bytes) const { return bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.elementwise); }
+  // A batched GEMM of the attention core without flash attention (BlockWork::core_gemms): 16-bit
+  // inputs and output, no weights, at the BF16 GEMM figures (a 16-bit core also under FP8 GEMMs).
+  double bmm(const Gemm& g) const {
+    const double bytes = (g.m * g.k + g.k * g.n + g.m * g.n) * kActivationBytes * g.count;
+    const double peak = c.hardware.peak_bf16_tflops * 1e3 * c.hardware.efficiency.gemm_at(false);
+    return std::max(g.flops() / peak, bytes / gemm_hbm());
+  }
+  // The attention core, forward: one roofline (flash attention), or its batched GEMMs and the
+  // passes over the scores between them, their times added.
+  double core_fwd(const BlockWork& w) const {
+    if (w.core_gemms.empty()) return core(w.core_flops, w.core_bytes);
+    double ns = elementwise(w.core_bytes);
+    for (const Gemm& g : w.core_gemms) ns += bmm(g);
+    return ns;
+  }
+  // Input grad: 2.5x the forward's FLOPs (flash attention recomputes P) on one roofline; or, per
+  // forward GEMM Y[m,n] = X[m,k] W[k,n], dX = dY W^T ([m x n] x [n x k]) and dW = X^T dY
+  // ([k x m] x [m x n]), and the backward passes over the scores.
+  double core_bwd(const BlockWork& w) const {
+    if (w.core_gemms.empty())
+      return core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes);
+    double ns = elementwise(w.core_bwd_bytes);
+    for (const Gemm& g : w.core_gemms) {
+      ns += bmm({g.name, g.m, g.k, g.n, g.count});
+      ns += bmm({g.name, g.k, g.n, g.m, g.count});
+    }
+    return ns;
+  }
   // Ring collectives inside a TP group: NVLink (one direction) when the group fits in a node.
   // costs.tp_comm off: not counted; costs.tp_overlap: that fraction hidden under the GEMMs
   // (Megatron-LM's --tp-comm-overlap, Transformer Engine's userbuffers).
@@ -134,13 +162,11 @@ struct Roofline {
       dgrad += gemm_dgrad(g) + quant_dgrad(g);
       wgrad += gemm_wgrad(g) + quant_wgrad(g);
     }
-    fwd += core(w.core_flops, w.core_bytes) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
+    fwd += core_fwd(w) + elementwise(w.elem_bytes) + tp_comm(w.tp_comm_bytes) + cp_comm(w.cp_comm_bytes);
     for (int i = 0; i < w.tp_small_allreduces; ++i) fwd += tp_comm(w.tp_small_allreduce_bytes);
-    // Input grad: 2.5x the core's FLOPs and its backward bytes, 2x the elementwise bytes (unless given).
-    dgrad +=
-        core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes) +
-        elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) + tp_comm(w.tp_comm_bytes) +
-        cp_backward(w.cp_comm_bytes);
+    // Input grad: the core's backward, 2x the elementwise bytes (unless given).
+    dgrad += core_bwd(w) + elementwise(w.bwd_elem_bytes >= 0 ? w.bwd_elem_bytes : 2 * w.elem_bytes) +
+             tp_comm(w.tp_comm_bytes) + cp_backward(w.cp_comm_bytes);
     wgrad += elementwise(w.wgrad_elem_bytes);
     t.f = fwd;
     t.w = wgrad;
@@ -195,15 +221,17 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
   const unsigned ops = c.parallel.recompute_ops;
   const ModelSpec& m = c.model;
   const double T = static_cast<double>(m.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp), h = static_cast<double>(m.hidden);
+  // The norms run on the rank's sequence shard, T/t tokens; on all T without sequence parallelism.
+  const double norm_tokens = c.parallel.sequence_parallel ? T : T * c.parallel.tp;
   double ns = 0;
-  if ((ops & kRecomputeAttnCore) && !m.flash_attention) ns += rl.core(w.attention.core_flops, w.attention.core_bytes);
+  if ((ops & kRecomputeAttnCore) && !m.flash_attention) ns += rl.core_fwd(w.attention);
   if (ops & kRecomputeMlaUp)
     for (const Gemm& g : w.attention.gemms)
       if (std::string_view(g.name) == "q_up" || std::string_view(g.name) == "kv_up") ns += rl.gemm_fwd(g);
   if (ops & kRecomputeNorm) {
     double width = 2 * h;  // before attention and before the MLP
     if (m.mla.enabled) width += static_cast<double>(m.mla.q_lora_rank + m.mla.kv_lora_rank);
-    ns += rl.elementwise(4 * width * T);
+    ns += rl.elementwise(4 * width * norm_tokens);
   }
   if (ops & kRecomputeActFn) {
     const double per = m.mlp == MlpKind::swiglu ? 6.0 : 4.0;

@@ -4,7 +4,8 @@
 // heads, d head dim, f dense FFN width, E routed experts, k top-k, e shared experts, fe expert
 // FFN width, V vocab, t tensor parallel, ep expert parallel. A GEMM [m x k] x [k x n] costs
 // 2mnk FLOPs. Tensor parallelism splits the head and FFN dimensions by t (Megatron's column
-// then row parallel pair) and the tokens of elementwise ops (sequence parallel).
+// then row parallel pair) and, with parallel.sequence_parallel (the default), the tokens of the
+// hidden-sized elementwise ops; without it every TP rank runs those on all T tokens.
 #include "cost/flops.h"
 
 #include <algorithm>
@@ -20,11 +21,17 @@ double BlockWork::gemm_flops() const {
 namespace {
 
 // Sequence-parallel TP moves the block's input in (all-gather) and its output out
-// (reduce-scatter): each (t-1)/t of T*h activations per rank.
+// (reduce-scatter): each (t-1)/t of T*h activations per rank. Without sequence parallelism the
+// block's output is all-reduced instead (a ring all-reduce is a reduce-scatter and an all-gather:
+// the same bytes) and the input grad's in the backward.
 double tp_block_bytes(double tokens, double h, int t) {
   if (t <= 1) return 0;
   return 2.0 * tokens * h * kActivationBytes * (t - 1) / t;
 }
+
+// The TP ranks that share the hidden-sized per-token ops of a block: t with sequence
+// parallelism (each runs its T/t tokens), 1 without (each runs all T).
+double seq_shards(const ModelConfigData& c, Shard sh) { return c.parallel.sequence_parallel ? sh.tp : 1; }
 
 BlockWork attention_block(const ModelConfigData& c, int layer, Shard sh) {
   const ModelSpec& m = c.model;
@@ -93,16 +100,28 @@ BlockWork attention_block(const ModelConfigData& c, int layer, Shard sh) {
   const double io = kActivationBytes * T * (a * dqk + g * dqk + g * dv + a * dv) / t + 4.0 * T * a / t;
   w.core_bytes = io;
   if (!m.flash_attention) {
-    const double scores = b * (a / t) * s * s;
-    w.core_bytes += (8.0 + (m.dropout ? 5.0 : 0.0)) * scores;
-    w.core_bwd_bytes = 2 * io + (14.0 + (m.dropout ? 5.0 : 0.0)) * scores;
+    // Megatron-LM's CoreAttention (megatron/model/transformer.py, 2021-2023): torch.baddbmm for the
+    // scores Q K^T over the whole [b a/t, s, s] (the causal mask is applied after, by the softmax),
+    // FusedScaleMaskSoftmax, the attention dropout, torch.bmm for P V. The two batched GEMMs, per
+    // head of the rank: [s/cp x dqk] x [dqk x s] and [s/cp x s] x [s x dv], each 2 (s/cp) s d
+    // FLOPs, timed as GEMMs (their reads and writes of the scores included); between them, per
+    // score element: the softmax reads the scores and writes the probabilities (4 bytes), the
+    // dropout reads them and writes its output and a 1-byte mask (5). Backward: dP = dO V^T and
+    // dV = P^T dO, the dropout's backward (read dP' and the mask, write: 5), the softmax's
+    // (read P and dP, write dS: 6), dQ = dS K and dK = dS^T Q.
+    const double heads = b * a / t, queries = s / cp;
+    w.core_gemms.push_back({"qk", queries, s, dqk, heads});
+    w.core_gemms.push_back({"pv", queries, dv, s, heads});
+    const double scores = heads * queries * s;
+    w.core_bytes = (4.0 + (m.dropout ? 5.0 : 0.0)) * scores;
+    w.core_bwd_bytes = (6.0 + (m.dropout ? 5.0 : 0.0)) * scores;
   }
   // Elementwise (per token, bytes): norm 2h read + 2h write; residual add 2x2h read + 2h write;
   // rope read + write of the rotated dims; dropout 2h read, 2h write, h mask.
-  // Per rank: the hidden-sized ops run on the T/t tokens of its sequence shard, rope on all T
-  // tokens of its 1/t of the heads.
+  // Per rank: the hidden-sized ops run on the T/t tokens of its sequence shard (on all T without
+  // sequence parallelism), rope on all T tokens of its 1/t of the heads.
   const double per_token = 4 * h + 6 * h + (m.dropout ? 5 * h : 0);
-  w.elem_bytes = per_token * T / t + 2 * kActivationBytes * rope_elems * T;
+  w.elem_bytes = per_token * T / seq_shards(c, sh) + 2 * kActivationBytes * rope_elems * T;
   w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
   // CP (Llama 3's, section 3.3.2): all-gather K and V before the core; the rank receives the
   // other (cp-1)/cp of the sequence's K and V for its g/t heads:
@@ -135,8 +154,9 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
   const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp;
   const double h = static_cast<double>(m.hidden);
   BlockWork w;
-  // Per rank: norm, residual and dropout on the T/t tokens of its sequence shard (per_token),
-  // the activation function on all T tokens of its 1/t of the width (width_bytes).
+  // Per rank: norm, residual and dropout on the T/t tokens of its sequence shard (per_token; all T
+  // without sequence parallelism), the activation function on all T tokens of its 1/t of the width
+  // (width_bytes).
   double per_token = 4 * h + 6 * h + (m.dropout ? 5 * h : 0);
   double width_bytes = 0;
   if (!m.layer_is_moe(layer)) {
@@ -182,7 +202,7 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     w.dispatch_grad_bytes = copies * kActivationBytes;
     w.combine_grad_bytes = copies * kActivationBytes;
   }
-  w.elem_bytes = per_token * T / t + width_bytes;
+  w.elem_bytes = per_token * T / seq_shards(c, sh) + width_bytes;
   w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
   return w;
 }
@@ -228,8 +248,10 @@ BlockWork head_work(const ModelConfigData& c, Shard sh) {
   w.gemms.push_back({"head", T, V / sh.tp, h, 1, true});
   // costs.megatron_loss false: ppsim's earlier count, 6 bytes per logit forward and twice that back.
   const bool mega = c.costs.megatron_loss;
-  w.elem_bytes = (4 * h + (mega ? 38 : 6) * V) * T / sh.tp;
-  w.bwd_elem_bytes = (8 * h + (mega ? 14 : 12) * V) * T / sh.tp;
+  // The final norm on the rank's T/t tokens (all T without sequence parallelism), the loss on its V/t.
+  const double norm_tokens = T / seq_shards(c, sh), loss_tokens = T / sh.tp;
+  w.elem_bytes = 4 * h * norm_tokens + (mega ? 38 : 6) * V * loss_tokens;
+  w.bwd_elem_bytes = 8 * h * norm_tokens + (mega ? 14 : 12) * V * loss_tokens;
   w.tp_comm_bytes = sh.tp > 1 ? T * h * kActivationBytes * (sh.tp - 1) / sh.tp : 0;
   if (sh.tp > 1 && mega) {
     w.tp_small_allreduces = 3;

@@ -50,6 +50,12 @@ struct BlockWork {
   double core_flops = 0;        // attention core, forward
   double core_bytes = 0;        // its HBM traffic, forward
   double core_bwd_bytes = -1;   // its HBM traffic, input grad; < 0: twice the forward's
+  // Without flash attention (model.flash_attention false): the core as the separate kernels of
+  // Megatron-LM's CoreAttention, each batched GEMM over the whole s x s scores (no causal skip),
+  // forward shapes (QK^T, then PV), timed as GEMMs; core_bytes and core_bwd_bytes are then only
+  // the passes over the scores between them (softmax, dropout), at elementwise efficiency.
+  // Empty: the core is one kernel, core_flops and core_bytes on one roofline.
+  std::vector<Gemm> core_gemms;
   double elem_bytes = 0;        // elementwise HBM traffic, forward (norms, residuals, rope, activation, loss)
   double bwd_elem_bytes = -1;   // elementwise HBM traffic, input grad; < 0: twice the forward's
   double wgrad_elem_bytes = 0;  // elementwise part of the weight grad (the embedding's scatter-add)

@@ -640,7 +640,9 @@ void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::stri
                       "the experts over tp (Megatron's default, expert tp = tp) only",
                       etp, tp));
   }
-  (void)a.has("sequence-parallel");  // ppsim's TP collectives are sequence-parallel's (reduce-scatter + all-gather)
+  // --sequence-parallel (Megatron-LM since 2022, Megatron-DeepSpeed's later versions): the per-token
+  // ops split over TP by sequence; absent, every TP rank runs them on the whole sequence.
+  par["sequence_parallel"] = a.has("sequence-parallel");
   const int pp = static_cast<int>(par["pp"].as<long long>());
   if (a.has("num-layers-per-virtual-pipeline-stage")) {
     const long long n = a.integer("num-layers-per-virtual-pipeline-stage", 1);

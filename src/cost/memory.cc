@@ -124,11 +124,18 @@ void add_act_fn(std::vector<ActTensor>& v, const ActNames& n, const ModelConfigD
   }
 }
 
+// Without sequence parallelism (parallel.sequence_parallel false) every TP rank keeps the
+// hidden-sized per-token tensors whole: t times what a 1/t share holds.
+double whole_on_tp(const ModelConfigData& c) {
+  return c.parallel.sequence_parallel ? 1.0 : static_cast<double>(c.parallel.tp);
+}
+
 }  // namespace
 
 std::vector<ActTensor> layer_tensors(const ModelConfigData& c, int layer) {
   const ModelSpec& m = c.model;
-  const double h = static_cast<double>(m.hidden), a = m.heads, s = static_cast<double>(m.seq_len);
+  const double a = m.heads, s = static_cast<double>(m.seq_len);
+  const double h = static_cast<double>(m.hidden) * whole_on_tp(c);  // the hidden-sized tensors
   const double attn_out = cache_bytes_per_elem(c.precision.attention_out_cache);
   std::vector<ActTensor> v;
   // Attention block.
@@ -198,7 +205,8 @@ double layer_wgrad_per_token(const ModelConfigData& c, int layer) {
   double inputs = 0;
   for (const ActTensor& x : layer_tensors(c, layer))
     if (x.w_reads) inputs += x.bytes();
-  double out = h;  // the attention's output projection
+  const double h_out = h * whole_on_tp(c);  // a hidden-sized output grad, whole without sequence parallelism
+  double out = h_out;                       // the attention's output projection
   if (!m.mla.enabled) {
     out += (a + 2.0 * m.kv_heads) * static_cast<double>(m.head_dim);
   } else {
@@ -210,7 +218,7 @@ double layer_wgrad_per_token(const ModelConfigData& c, int layer) {
   const double up = m.mlp == MlpKind::swiglu ? 2.0 : 1.0;  // fc1 / expert up-projection width, in f
   double router = 0;                                       // the router's GEMM stays bf16
   if (!m.layer_is_moe(layer)) {
-    out += up * static_cast<double>(m.ffn_hidden) + h;
+    out += up * static_cast<double>(m.ffn_hidden) + h_out;
   } else {
     const double fe = static_cast<double>(m.moe.expert_ffn_hidden);
     const double copies = m.moe.top_k * m.moe.capacity_factor;
@@ -231,22 +239,36 @@ double layer_activation_bytes_stored(const ModelConfigData& c, int layer) {
   return kept_per_token(layer_tensors(c, layer), 0) * static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
+namespace {
+
+// Full recompute keeps the layer's input, 2h bytes per token of the rank's sequence shard (all
+// the tokens without sequence parallelism: Megatron-LM's checkpoint before 2022, unless
+// --distribute-checkpointed-activations, which ppsim does not model).
+double full_recompute_bytes(const ModelConfigData& c) {
+  return 2 * static_cast<double>(c.model.hidden) * whole_on_tp(c) *
+         static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+}
+
+}  // namespace
+
 double layer_activation_bytes(const ModelConfigData& c, int layer) {
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  if (c.parallel.recompute == Recompute::full) return 2 * static_cast<double>(c.model.hidden) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  if (c.parallel.recompute == Recompute::full) return full_recompute_bytes(c);
   return kept_per_token(layer_tensors(c, layer), c.parallel.recompute_ops) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double embedding_activation_bytes(const ModelConfigData& c) {
   // Megatron's theoretical memory: 8sb for the input ids and sbh for the embedding dropout mask.
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) : 0.0)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return (8.0 + (c.model.dropout ? static_cast<double>(c.model.hidden) * whole_on_tp(c) : 0.0)) * T /
+         (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double head_activation_bytes(const ModelConfigData& c) {
   // Megatron: 4sbh(1 + V/h) = final norm input and head input (2h each) + fp32 logits (4V).
   const double T = static_cast<double>(c.model.tokens_per_microbatch());
-  return (4.0 * static_cast<double>(c.model.hidden) + 4.0 * static_cast<double>(c.model.vocab)) * T / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+  return (4.0 * static_cast<double>(c.model.hidden) * whole_on_tp(c) + 4.0 * static_cast<double>(c.model.vocab)) * T /
+         (static_cast<double>(c.parallel.tp) * c.parallel.cp);
 }
 
 double mtp_activation_bytes(const ModelConfigData& c) {
@@ -284,8 +306,7 @@ struct LayerBytes {
     return k;
   }
   double in_slice(const SliceLayout& s, int layer) {
-    if (fully_recomputed(c, s, layer))
-      return 2 * static_cast<double>(c.model.hidden) * static_cast<double>(c.model.tokens_per_microbatch()) / (static_cast<double>(c.parallel.tp) * c.parallel.cp);
+    if (fully_recomputed(c, s, layer)) return full_recompute_bytes(c);
     return kept[kind(layer)];
   }
   double workspace(const SliceLayout& s, int layer) {

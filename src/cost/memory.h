@@ -23,8 +23,12 @@
 //     routing weight, applied to the activation output inside the expert, 4 bytes); per shared
 //     expert the same activation-function tensors (its input is the norm output); mask h.
 // [x] = dropped by recompute op class x. Full recompute keeps the layer input 2h only.
-// tp > 1 divides everything by t (sequence parallel). tests/cost/memory_test.cc derives a GPT
-// and a Llama layer by hand for every setting.
+// tp > 1 divides everything by t (sequence parallel). Without sequence parallelism
+// (parallel.sequence_parallel false) the hidden-sized tensors (norm inputs and outputs, dropout
+// masks, the full recompute's layer input, MoE's per-copy h) are whole on every TP rank:
+// layer_tensors states them t times, so that a GPT layer keeps Korthikanti et al.'s
+// s*b*h*(10 + 24/t + 5*a*s/(h*t)) against s*b*h*(34/t + 5*a*s/(h*t)) with it.
+// tests/cost/memory_test.cc derives a GPT and a Llama layer by hand for every setting.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,11 +1,13 @@
 // FLOP counts (src/cost/flops.cc) against values derived by hand below, and the 6*N*D rule.
+#include "cost/flops.h"
+
+#include <algorithm>
 #include <string>
 
 #include "catch.h"
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/derive.h"
-#include "cost/flops.h"
 #include "cost/memory.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
@@ -55,23 +57,96 @@ TEST_CASE("non-causal attention counts the whole s^2 core", "[cost]") {
   CHECK(layer_work(c, 0, Shard{1, 1}).attention.core_flops == 524'288.0);
 }
 
-TEST_CASE("attention without flash: the scores' bytes, forward and backward", "[cost]") {
+TEST_CASE("attention without flash: the core's batched GEMMs and the passes over the scores", "[cost]") {
   // b = 2, a = 4 heads, s = 32: 2 * 4 * 32^2 = 8192 scores. Q, K, V, O: 2 bytes x T (a + g + g + a) d
   // = 2 * 64 * (4 + 2 + 2 + 4) * 16 = 24,576, and the fp32 log-sum-exp 4 T a = 1024: io = 25,600.
   const double S = 8192, io = 25'600;
   const LayerWork flash = layer_work(load(kDense), 0, Shard{1, 1});
   CHECK(flash.attention.core_bytes == io);
   CHECK(flash.attention.core_bwd_bytes < 0);  // twice the forward's
-  // Forward: scores written, read, probabilities written, read (8); dropout's mask and output (+5).
-  // Backward: dP written, P and dS read by the GEMMs (2 + 2 + 2 + 2), the softmax's gradient (6):
-  // 14, +5 for the dropout's gradient; Q, K, V, O and their gradients twice.
+  CHECK(flash.attention.core_gemms.empty());
+  // Megatron-LM's CoreAttention: per head of the rank (b a = 8 instances), QK^T [32 x 16] x [16 x 32] and
+  // PV [32 x 32] x [32 x 16], the whole s x s matrix: 2 * 32 * 32 * 16 * 8 = 262,144 FLOPs each (twice
+  // the causal count of core_flops, which stays the model's FLOPs). Between them the softmax reads the
+  // scores and writes P (4 bytes per score); its backward reads P and dP and writes dS (6).
   const LayerWork plain = layer_work(load(kDense, {"model.flash_attention=false"}), 0, Shard{1, 1});
-  CHECK(plain.attention.core_bytes == io + 8 * S);
-  CHECK(plain.attention.core_bwd_bytes == 2 * io + 14 * S);
+  REQUIRE(plain.attention.core_gemms.size() == 2);
+  const Gemm& qk = plain.attention.core_gemms[0];
+  const Gemm& pv = plain.attention.core_gemms[1];
+  CHECK((qk.m == 32 && qk.n == 32 && qk.k == 16 && qk.count == 8));
+  CHECK((pv.m == 32 && pv.n == 16 && pv.k == 32 && pv.count == 8));
+  CHECK(qk.flops() + pv.flops() == 2 * plain.attention.core_flops);
+  CHECK(plain.attention.core_bytes == 4 * S);
+  CHECK(plain.attention.core_bwd_bytes == 6 * S);
+  // Dropout on the probabilities: read 2, write 2 and a 1-byte mask (5); its backward the same (5).
   const LayerWork drop =
       layer_work(load(kDense, {"model.flash_attention=false", "model.dropout=true"}), 0, Shard{1, 1});
-  CHECK(drop.attention.core_bytes == io + 13 * S);
-  CHECK(drop.attention.core_bwd_bytes == 2 * io + 19 * S);
+  CHECK(drop.attention.core_bytes == 9 * S);
+  CHECK(drop.attention.core_bwd_bytes == 11 * S);
+  // With tp = 2 each rank has a/t = 2 heads: half the instances.
+  const LayerWork tp2 = layer_work(load(kDense, {"model.flash_attention=false"}), 0, Shard{2, 1});
+  CHECK(tp2.attention.core_gemms[0].count == 4);
+}
+
+TEST_CASE("attention without flash: its time is the GEMMs' rooflines plus the passes", "[cost]") {
+  // Only the core differs between flash and non-flash, so the attention block's time differs by
+  // (non-flash core) - (flash core), each derived here from the hardware's figures (h100 preset).
+  const ModelConfigData fl = load(kDense, {"parallel.pp=1"});
+  const ModelConfigData pl = load(kDense, {"parallel.pp=1", "model.flash_attention=false"});
+  const HardwareSpec& hw = fl.hardware;
+  const EfficiencySpec& e = hw.efficiency;
+  // A batched GEMM [m x k] x [k x n], 8 instances, 16-bit in and out, at the BF16 GEMM figures.
+  auto bmm = [&](double m, double n, double k) {
+    const double flops = 2 * m * n * k * 8, bytes = (m * k + k * n + m * n) * 2 * 8;
+    return std::max(flops / (hw.peak_bf16_tflops * 1e3 * e.gemm), bytes / (hw.hbm_gbps * e.gemm));
+  };
+  auto elem = [&](double bytes) { return bytes / (hw.hbm_gbps * e.elementwise); };
+  // Flash: one roofline at efficiency.attention on the causal FLOPs (262,144; backward 2.5x) and io.
+  auto flash = [&](double flops, double bytes) {
+    return std::max(flops / (hw.peak_bf16_tflops * 1e3 * e.attention), bytes / (hw.hbm_gbps * e.attention));
+  };
+  const double S = 8192, io = 25'600;
+  // Forward: QK^T (32, 32, 16) and PV (32, 16, 32), the softmax 4 bytes per score.
+  const double fwd = bmm(32, 32, 16) + bmm(32, 16, 32) + elem(4 * S);
+  // Backward: per forward GEMM Y[m,n] = X[m,k] W[k,n], dX (m, k, n) and dW (k, n, m):
+  // dQ (32, 16, 32), dK^T (16, 32, 32), dP (32, 32, 16), dV (32, 16, 32); the softmax's 6 bytes.
+  const double bwd = bmm(32, 16, 32) + bmm(16, 32, 32) + bmm(32, 32, 16) + bmm(32, 16, 32) + elem(6 * S);
+  const PassNs a = cost_figures(fl, 1).slices[0].layers[0].attention;
+  const PassNs b = cost_figures(pl, 1).slices[0].layers[0].attention;
+  CHECK_THAT(b.f - a.f, WithinRel(fwd - flash(262'144, io), 1e-9));
+  CHECK_THAT(b.b - a.b, WithinRel(bwd - flash(2.5 * 262'144, 2 * io), 1e-9));
+  CHECK(b.w == a.w);
+  // Selective recompute re-runs the non-flash core's forward before the backward (flash: nothing).
+  const ModelConfigData sel =
+      load(kDense, {"parallel.pp=1", "model.flash_attention=false", "parallel.recompute=selective"});
+  const ModelConfigData sel_fl = load(kDense, {"parallel.pp=1", "parallel.recompute=selective"});
+  CHECK_THAT(cost_figures(sel, 1).slices[0].recompute_ns, WithinRel(2 * fwd, 1e-9));  // two layers
+  CHECK(cost_figures(sel_fl, 1).slices[0].recompute_ns == 0);
+}
+
+TEST_CASE("parallel.sequence_parallel: the hidden-sized per-token ops on T/t or on all T tokens", "[cost]") {
+  // tp = 2. Attention: norm 4h + residual 6h bytes per token (no dropout), 640 x 64 tokens = 40,960 in
+  // all, on the rank's T/t tokens with sequence parallelism (20,480) or on all T without; rope on all
+  // T tokens of the rank's (a + g) d / t = 48 rotated elements: 2 x 2 x 48 x 64 = 12,288 either way.
+  const LayerWork sp = layer_work(load(kDense, {"parallel.tp=2"}), 0, Shard{2, 1});
+  const LayerWork no = layer_work(load(kDense, {"parallel.tp=2", "parallel.sequence_parallel=false"}), 0, Shard{2, 1});
+  CHECK(sp.attention.elem_bytes == 20'480 + 12'288);
+  CHECK(no.attention.elem_bytes == 40'960 + 12'288);
+  // MLP: norm + residual likewise; SwiGLU's 6 bytes per element of f/t = 128 on all T: 49,152 either way.
+  CHECK(sp.mlp.elem_bytes == 20'480 + 49'152);
+  CHECK(no.mlp.elem_bytes == 40'960 + 49'152);
+  // The TP collectives move the same bytes (an all-reduce is a reduce-scatter and an all-gather).
+  CHECK(no.attention.tp_comm_bytes == sp.attention.tp_comm_bytes);
+  // The head's final norm: 4h (forward) and 8h (backward) per token, on T/t or T; the loss on V/t.
+  const BlockWork hs = head_work(load(kDense, {"parallel.tp=2"}), Shard{2, 1});
+  const BlockWork hn = head_work(load(kDense, {"parallel.tp=2", "parallel.sequence_parallel=false"}), Shard{2, 1});
+  CHECK(hn.elem_bytes - hs.elem_bytes == 4 * 64 * 32);
+  CHECK(hn.bwd_elem_bytes - hs.bwd_elem_bytes == 8 * 64 * 32);
+  // At tp = 1 the key changes nothing.
+  const LayerWork one = layer_work(load(kDense, {"parallel.sequence_parallel=false"}), 0, Shard{1, 1});
+  CHECK(one.attention.elem_bytes == layer_work(load(kDense), 0, Shard{1, 1}).attention.elem_bytes);
+  // A value that is not a boolean is a located error naming the key.
+  CHECK_THROWS_WITH(load(kDense, {"parallel.sequence_parallel=maybe"}), PPSIM_CONTAINS("sequence_parallel"));
 }
 
 TEST_CASE("MoE layer: router, top-k routed experts and shared experts", "[cost]") {

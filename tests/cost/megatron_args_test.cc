@@ -96,6 +96,9 @@ TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][mega
   CHECK(megatron_args_from_text(dims + "--DDP-impl torch", "a.sh").costs["dp_overlap"].as<double>() == 1);
   CHECK(megatron_args_from_text(dims + "--overlap-grad-reduce", "a.sh").costs["dp_overlap"].as<double>() == 1);
   CHECK_FALSE(megatron_args_from_text(dims, "a.sh").costs["dp_overlap"]);
+  // No --sequence-parallel (2021 had none): false; Megatron-LM since 2022 passes it: true.
+  CHECK_FALSE(a.parallel["sequence_parallel"].as<bool>());
+  CHECK(megatron_args_from_text(dims + "--sequence-parallel", "a.sh").parallel["sequence_parallel"].as<bool>());
 }
 
 TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", "[cost][megatron]") {

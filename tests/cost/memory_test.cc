@@ -44,6 +44,28 @@ TEST_CASE("activations per layer: Korthikanti's s*b*h*(34 + 5*a*s/h)", "[cost]")
   CHECK_THAT(layer_activation_bytes(load({"parallel.recompute=full"}), 0), WithinRel(s * b * h * 2, 1e-12));
 }
 
+TEST_CASE("activations without sequence parallelism: Korthikanti's s*b*h*(10 + 24/t + 5*a*s/(h*t))", "[cost]") {
+  const double s = 2048, b = 2, h = 2048, a = 16, t = 4;
+  // Table 2, "tensor parallel (baseline)": the norms' inputs and outputs (4 + 4), the two dropout masks
+  // (1 + 1) are whole on every TP rank; Q, K, V, the projection input, the GELU's input and output
+  // (24) and the scores (5as/h) are split by t.
+  const std::vector<std::string> no_sp{"parallel.tp=4", "parallel.sequence_parallel=false"};
+  CHECK_THAT(layer_activation_bytes(load(no_sp), 0), WithinRel(s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12));
+  // With it ("tensor + sequence parallel"): s*b*h*(34/t + 5as/(ht)).
+  CHECK_THAT(layer_activation_bytes(load({"parallel.tp=4"}), 0),
+             WithinRel(s * b * h * (34 / t + 5 * a * s / (h * t)), 1e-12));
+  // Selective recompute without it: the 10 stay whole, the 24 split (Table 2: 10 + 24/t).
+  std::vector<std::string> sel = no_sp;
+  sel.push_back("parallel.recompute=selective");
+  CHECK_THAT(layer_activation_bytes(load(sel), 0), WithinRel(s * b * h * (10 + 24 / t), 1e-12));
+  // Full recompute keeps the layer's input whole on every rank: 2sbh, not 2sbh/t.
+  std::vector<std::string> full = no_sp;
+  full.push_back("parallel.recompute=full");
+  CHECK_THAT(layer_activation_bytes(load(full), 0), WithinRel(s * b * h * 2, 1e-12));
+  // At tp = 1 the key changes nothing.
+  CHECK(layer_activation_bytes(load({"parallel.sequence_parallel=false"}), 0) == layer_activation_bytes(load(), 0));
+}
+
 TEST_CASE("first-stage memory matches Megatron's theoretical memory formula", "[cost]") {
   const ModelConfigData c = load({"parallel.recompute=selective"});
   const double L = 24, h = 2048, f = 8192, V = 50304, s = 2048, b = 2, p = 4;

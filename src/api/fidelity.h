@@ -86,8 +86,8 @@ struct FidelityResult {
   // throws the first file's error instead. With a thresholds file each one counts as a failure.
   std::vector<std::pair<std::string, std::string>> skipped;
   std::size_t files = 0;  // the files read, skipped ones included
-  bool checked = false;  // a thresholds file was given
-  int failures = 0;      // rows past their thresholds
+  bool checked = false;   // a thresholds file was given
+  int failures = 0;       // rows past their thresholds
 };
 
 // InputError (file:line:col) for a bad published block or thresholds file.

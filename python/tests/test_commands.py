@@ -283,8 +283,9 @@ def test_typed_errors():
 
 def test_fidelity_finds_its_configs_from_anywhere(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no configs/ here: the module's own (beside it, or the tree's)
-    # An override every published file refuses stops at the first file, whose path shows where
-    # the configs were found (all 71 runs take a minute and a half).
+    # An override every published file refuses: each file is refused at once and the first one's
+    # error is raised, whose path shows where the configs were found (all 71 runs would take a minute
+    # and a half).
     with pytest.raises(ppsim.InputError) as e:
         ppsim.fidelity(overrides={"published.source": ["x"]})
     found = str(e.value).split(":")[0]
@@ -311,6 +312,24 @@ def test_model_equals_cli_json(cli):
     with pytest.raises(ppsim.Error) as e:
         ppsim.model(os.path.join(_REPO, "configs/hf/mixtral-8x7b.json"), layer_split=[1, 2])
     assert e.value.exit_code == 2
+
+
+def test_fidelity_skips_a_file_it_cannot_read(cli, tmp_path):
+    # One good file and one with a misspelt key: the good one's results, the other skipped with its
+    # file:line:col line, the same from Python and from the CLI (exit 0, the line on stderr too).
+    good = os.path.join(_REPO, "configs/published/opt-175b.yaml")
+    text = open(good).read()
+    assert "  hidden: 12288" in text
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("  hidden: 12288", "  hiddn: 12288", 1))
+    line = text[: text.index("  hidden: 12288")].count("\n") + 1
+    got = ppsim.fidelity(files=[good, str(bad)])
+    assert {r["key"].split("/")[0] for r in got["rows"]} == {"opt-175b"}
+    assert [s["file"] for s in got["skipped"]] == [str(bad)]
+    assert got["skipped"][0]["reason"].startswith(f"{bad}:{line}:3: unknown key 'hiddn'")
+    rc, out, err = cli("fidelity", good, str(bad), "--format", "json")
+    assert rc == 0 and json.loads(out)["skipped"] == got["skipped"]
+    assert err.strip() == "ppsim: skipped: " + got["skipped"][0]["reason"]
 
 
 def test_fidelity_one_file_equals_cli_json(cli):

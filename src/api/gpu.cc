@@ -210,8 +210,9 @@ struct Validation {
   // Partitions of one size need not run a chunk equally fast: F, I and W alone on each.
   std::map<int, std::vector<std::array<double, 3>>> speeds;  // by layers per chunk
   // --sharing replay: each kind's slowdown beside another op, fitted on a short replay of the chunk.
-  std::map<int, api::KindShareFit> share_fits;  // by layers per chunk
-  std::string sharing_summary;                  // with --sharing replay: the profile's step instead
+  // Empty where the fit's replay failed (replay_fit_failed in the JSON): the profile's step stands.
+  std::map<int, std::optional<api::KindShareFit>> share_fits;  // by layers per chunk
+  std::string sharing_summary;                                 // with --sharing replay: the profile's step instead
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
@@ -474,8 +475,8 @@ void apply_sharing(Validation& x, SimCosts& costs, int layers, const gpu::Sharin
   }
   std::vector<double> table;
   if (how == SharingAs::asked && x.req.sharing == "kind") table.assign(sp.by_kind.begin(), sp.by_kind.end());
-  if (auto f = x.share_fits.find(layers); how == SharingAs::asked && f != x.share_fits.end())
-    table = f->second.by_kind();
+  if (auto f = x.share_fits.find(layers); how == SharingAs::asked && f != x.share_fits.end() && f->second)
+    table = f->second->by_kind();
   api::share_devices(costs, x.pp, x.ndev, sp.step, table.empty() ? nullptr : &table, x.ep_r);
 }
 
@@ -565,8 +566,18 @@ void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
     return;
   const Schedule probe = make_schedule("zb-h2", ScheduleParams{x.pp, 4 * x.pp, 0, 0});
   const SimCosts alone = predicted_costs(x, probe, layers, shape, true, SharingAs::alone);
-  const Measured m = replay(x, probe, shape);
-  const api::KindShareFit fit = api::fit_share_by_kind(probe, m.timeline, alone);
+  std::optional<Measured> m;
+  try {
+    m = replay(x, probe, shape);
+  } catch (const InputError& e) {
+    // ZB-H2 holds more micro-batches than most schedules: where its replay fails on the GPU (out
+    // of memory), the profile's step stands for this chunk size, and the report says why.
+    if (e.exit_code() != kExitGpu) throw;
+    x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit_failed"] = e.one_line();
+    x.share_fits.emplace(layers, std::nullopt);
+    return;
+  }
+  const api::KindShareFit fit = api::fit_share_by_kind(probe, m->timeline, alone);
   x.share_fits.emplace(layers, fit);
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit"];
   pj = {{"schedule", "zb-h2"}, {"microbatches", 4 * x.pp}};
@@ -923,7 +934,8 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   r["memory_measured"] = memory;
   if (!overlap_rows.empty()) r["overlap_model"] = validation_json(name, overlap_rows);
   without_replay_delays(x, name, s, costs, layers, shape, meas_stats, r);
-  if (x.share_fits.count(layers)) {  // --sharing replay: the profile's step for any two ops, beside
+  if (auto f = x.share_fits.find(layers); f != x.share_fits.end() && f->second) {
+    // --sharing replay: the profile's step for any two ops, beside
     const SimResult u =
         predict(x, s, predicted_costs(x, s, layers, shape, true, SharingAs::profile_step), layers, shape, x.req.co_run);
     const ValidationRow u0 = makespan_row(u, meas_stats);
@@ -990,10 +1002,16 @@ void sharing_text(Validation& x) {
     }
   }
   for (const auto& [layers, f] : x.share_fits)
-    x.text += fmt::format(
-        "  chunks of {} layer(s), fitted on a ZB-H2 replay of {} micro-batches: an op beside another takes F {:.2f}x, "
-        "I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
-        layers, 4 * x.pp, f.factor[0], f.factor[1], f.factor[2], f.samples[0], f.samples[1], f.samples[2]);
+    x.text +=
+        f ? fmt::format(
+                "  chunks of {} layer(s), fitted on a ZB-H2 replay of {} micro-batches: an op beside "
+                "another takes F {:.2f}x, I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
+                layers, 4 * x.pp, f->factor[0], f->factor[1], f->factor[2], f->samples[0], f->samples[1], f->samples[2])
+          : fmt::format(
+                "  chunks of {} layer(s): the ZB-H2 replay for the fit failed ({}); the profile's "
+                "step stands for them\n",
+                layers,
+                x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit_failed"].get<std::string>());
   x.text += x.req.sharing == "kind" ? "  the prediction shares each GPU by the tables (--sharing kind)\n"
             : x.share_fits.empty()
                 ? "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n"

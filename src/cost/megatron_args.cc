@@ -404,6 +404,33 @@ void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
 }
 
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
+// Whether the attention core is FlashAttention-style (model.flash_attention), as Megatron decides:
+// --attention-backend (Megatron-Core, default auto) unfused or local materialize the s x s scores,
+// flash, fused and auto (Transformer Engine's choice of a fused kernel) do not; before it,
+// --use-flash-attn (Megatron-LM 2023-2024; Megatron-DeepSpeed's --use-flash-attn-v1/v2/triton) turns
+// it on, and without it the 2021-2022 scripts (--checkpoint-activations or
+// --activations-checkpoint-method: removed before Megatron had FlashAttention) and --transformer-impl
+// local ran the unfused core. Otherwise: written only where the script decides it (absent: the
+// YAML's, default true).
+void read_attention_backend(Flags& a, YAML::Node m) {
+  if (a.has("attention-backend")) {
+    const std::string b = a.value("attention-backend");
+    if (b != "flash" && b != "fused" && b != "unfused" && b != "local" && b != "auto")
+      throw InputError(a.at("attention-backend"),
+                       fmt::format("--attention-backend {}: flash, fused, unfused, local or auto", b));
+    m["flash_attention"] = b != "unfused" && b != "local";
+    return;
+  }
+  for (const char* f : {"use-flash-attn", "use-flash-attn-v1", "use-flash-attn-v2", "use-flash-attn-triton"})
+    if (a.has(f)) {
+      m["flash_attention"] = true;
+      return;
+    }
+  const bool era_2021 = a.has("checkpoint-activations") || a.has("activations-checkpoint-method");
+  const bool local_impl = a.has("transformer-impl") && a.value("transformer-impl") == "local";
+  if (era_2021 || local_impl) m["flash_attention"] = false;
+}
+
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
   copy_int(a, "hidden-size", m, "hidden");
@@ -437,6 +464,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   const double hidden_dropout = a.has("hidden-dropout") ? a.number("hidden-dropout") : 0.1;
   const double attention_dropout = a.has("attention-dropout") ? a.number("attention-dropout") : 0.1;
   m["dropout"] = hidden_dropout > 0 || attention_dropout > 0;
+  read_attention_backend(a, m);
   if (a.has("micro-batch-size")) out.micro_batch_size = static_cast<int>(a.integer("micro-batch-size", 1));
   m["micro_batch_size"] = out.micro_batch_size;
   if (a.has("global-batch-size")) out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "../robustness/run_ppsim.h"
@@ -99,6 +100,36 @@ TEST_CASE("megatron: 2021's flags, as the SC'21 scripts pass them", "[cost][mega
   // No --sequence-parallel (2021 had none): false; Megatron-LM since 2022 passes it: true.
   CHECK_FALSE(a.parallel["sequence_parallel"].as<bool>());
   CHECK(megatron_args_from_text(dims + "--sequence-parallel", "a.sh").parallel["sequence_parallel"].as<bool>());
+}
+
+TEST_CASE("megatron: the attention core the script's Megatron ran", "[cost][megatron]") {
+  const std::string dims = "--num-layers 8 --hidden-size 64 --num-attention-heads 4 ";
+  auto flash = [&](const std::string& flags) {
+    const MegatronArgs x = megatron_args_from_text(dims + flags, "a.sh");
+    return x.model["flash_attention"] ? std::optional<bool>(x.model["flash_attention"].as<bool>()) : std::nullopt;
+  };
+  // Megatron-Core's --attention-backend: unfused and local materialize the scores, the rest do not.
+  CHECK(flash("--attention-backend unfused") == false);
+  CHECK(flash("--attention-backend local") == false);
+  CHECK(flash("--attention-backend auto") == true);
+  CHECK(flash("--attention-backend flash") == true);
+  CHECK(flash("--attention-backend fused") == true);
+  // 2021-2022 scripts had no FlashAttention in Megatron; --use-flash-attn (and Megatron-DeepSpeed's
+  // variants) turn it on even beside the old recompute flags; --transformer-impl local: unfused.
+  CHECK(flash("--checkpoint-activations") == false);
+  CHECK(flash("--activations-checkpoint-method uniform") == false);
+  CHECK(flash("--checkpoint-activations --use-flash-attn-v2") == true);
+  CHECK(flash("--transformer-impl local") == false);
+  CHECK(flash("--transformer-impl transformer_engine") == std::nullopt);  // not decided: the YAML's
+  CHECK(flash("") == std::nullopt);
+  // A value Megatron would refuse: at the flag's value, with the choices.
+  try {
+    megatron_args_from_text(dims + "--attention-backend sdpa", "a.sh");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 1);
+    CHECK_THAT(e.message(), PPSIM_CONTAINS("flash, fused, unfused, local or auto"));
+  }
 }
 
 TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", "[cost][megatron]") {

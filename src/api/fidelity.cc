@@ -236,7 +236,7 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
     // What the schedule cannot run with the row's P, M and v (interleaved-1f1b at M = 15 of P = 8)
     // names no file: put it at the row's schedule key.
     if (!e.loc().file.empty()) throw;
-    rr.fail("schedule", e.message(), e.suggestion());
+    throw InputError(rr.loc("schedule"), e.message(), e.suggestion(), e.exit_code());  // its exit code kept
   }
   if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
   const ResultRow& r = res.rows.front();
@@ -473,6 +473,10 @@ FidelityResult fidelity(const FidelityRequest& req) {
       files.push_back(std::move(pf));
       per_file.push_back(std::move(rows));
     } catch (const InputError& e) {
+      // What is wrong with this file (its config, a result, its answer, reading it) skips it; a
+      // usage error or a resource limit is the request's, and ends the run as for one file.
+      const int code = e.exit_code();
+      if (code != kExitInput && code != kExitIo && code != kExitInvariant) throw;
       if (!first) first = std::current_exception();
       const std::string why = e.one_line();  // the file named first, where the error names none
       out.skipped.emplace_back(file, why.rfind(file, 0) == 0 ? why : file + ": " + why);

@@ -1,15 +1,17 @@
 // api::fidelity: the published figure turned into tokens/s by hand for every form a source
 // states it in, the schedule-relative claims, and the thresholds check.
+#include "api/fidelity.h"
+
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
-#include "api/fidelity.h"
 #include "catch.h"
 #include "core/error.h"
+#include "schedules/registry.h"
 
 using namespace ppsim;
 using Catch::Matchers::WithinRel;
@@ -275,6 +277,17 @@ TEST_CASE("fidelity: a file it cannot read is skipped with its error, the others
   for (const auto& row : r.rows) th += row.key + " 1e9 1e9\n";
   req.thresholds = write_temp("all.txt", th);
   CHECK(api::fidelity(req).failures == 1);
+  // A resource limit is the request's, not a file's: it ends the run (exit 6), skipping nothing.
+  req.thresholds.clear();
+  const Limits saved = limits();
+  limits().max_ops = 10;  // below kRun's 2 ranks x 4 micro-batches x 2 ops
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.exit_code() == kExitLimit);
+  }
+  limits() = saved;
   // Every file refused: the first file's error, as for one file.
   req.thresholds.clear();
   req.files = {req.files[1]};

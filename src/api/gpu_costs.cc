@@ -230,24 +230,42 @@ SimResult simulate_nccl(const Schedule& s, const SimCosts& c, double share) {
       ClockResponse{}, std::move(r));
 }
 
-std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {
+namespace {
+
+// Each rank's compute spans in `t` (`own`), and, per rank, what the other ranks compute as disjoint
+// spans in time order: those on other GPUs (`same_gpu` false) or those sharing its GPU (true).
+struct BesideSpans {
+  std::vector<Intervals> own, others;
+};
+BesideSpans beside_spans(const Timeline& t, int pp, const std::vector<int>& rank_device, bool same_gpu) {
   auto device = [&](int r) { return rank_device.empty() ? r : rank_device[static_cast<std::size_t>(r)]; };
-  std::vector<Intervals> own(static_cast<std::size_t>(pp));
+  BesideSpans out;
+  out.own.resize(static_cast<std::size_t>(pp));
   for (const Interval& iv : t.intervals)
     if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < pp)
-      own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(pp));
+      out.own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
   for (int r = 0; r < pp; ++r) {
-    // What the other GPUs compute, as disjoint spans in time order.
     Intervals others;
     for (int q = 0; q < pp; ++q)
-      if (device(q) != device(r))
-        others.insert(others.end(), own[static_cast<std::size_t>(q)].begin(), own[static_cast<std::size_t>(q)].end());
-    const Intervals merged = merge_intervals(std::move(others));
-    for (const auto& [a, b] : own[static_cast<std::size_t>(r)])
-      out[static_cast<std::size_t>(r)].push_back(
-          b > a ? static_cast<double>(covered(merged, a, b)) / static_cast<double>(b - a) : 0.0);
+      if (q != r && (device(q) == device(r)) == same_gpu)
+        others.insert(others.end(), out.own[static_cast<std::size_t>(q)].begin(),
+                      out.own[static_cast<std::size_t>(q)].end());
+    out.others.push_back(merge_intervals(std::move(others)));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> peer_busy_share(const Timeline& t, int pp, const std::vector<int>& rank_device) {
+  const BesideSpans sp = beside_spans(t, pp, rank_device, /*same_gpu=*/false);  // what the other GPUs compute
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r)
+    for (const auto& [a, b] : sp.own[static_cast<std::size_t>(r)])
+      out[static_cast<std::size_t>(r)].push_back(
+          b > a
+              ? static_cast<double>(covered(sp.others[static_cast<std::size_t>(r)], a, b)) / static_cast<double>(b - a)
+              : 0.0);
   return out;
 }
 
@@ -282,14 +300,7 @@ std::vector<double> KindShareFit::by_kind() const {
 }
 
 KindShareFit fit_share_by_kind(const Schedule& s, const Timeline& t, const SimCosts& alone) {
-  const auto device = [&](int r) {
-    return alone.rank_device.empty() ? r : alone.rank_device[static_cast<std::size_t>(r)];
-  };
-  std::map<int, Intervals> busy;  // each GPU's compute, by rank: [rank] = the others' on its GPU
-  std::vector<Intervals> own(static_cast<std::size_t>(s.pp));
-  for (const Interval& iv : t.intervals)
-    if (iv.stream == Stream::Compute && iv.rank >= 0 && iv.rank < s.pp)
-      own[static_cast<std::size_t>(iv.rank)].push_back({iv.start, iv.end});
+  const BesideSpans sp = beside_spans(t, s.pp, alone.rank_device, /*same_gpu=*/true);  // the others on its GPU
   std::array<double, 3> num{}, den{};
   KindShareFit out;
   for (const Interval& iv : t.intervals) {
@@ -297,15 +308,7 @@ KindShareFit fit_share_by_kind(const Schedule& s, const Timeline& t, const SimCo
     const OpKind kind = iv.action.first.kind;
     const int k = kind == OpKind::F ? 0 : kind == OpKind::I ? 1 : kind == OpKind::W ? 2 : -1;
     if (iv.action.overlapped || k < 0) continue;
-    auto it = busy.find(iv.rank);
-    if (it == busy.end()) {
-      Intervals others;
-      for (int q = 0; q < s.pp; ++q)
-        if (q != iv.rank && device(q) == device(iv.rank))
-          others.insert(others.end(), own[static_cast<std::size_t>(q)].begin(), own[static_cast<std::size_t>(q)].end());
-      it = busy.emplace(iv.rank, merge_intervals(std::move(others))).first;
-    }
-    const double o = static_cast<double>(covered(it->second, iv.start, iv.end));
+    const double o = static_cast<double>(covered(sp.others[static_cast<std::size_t>(iv.rank)], iv.start, iv.end));
     if (o <= 0) continue;
     double a = static_cast<double>(alone_and_mix(s, alone, iv.action).first);
     if (!alone.rank_kind_scale.empty()) a *= alone.rank_kind_scale[3 * static_cast<std::size_t>(iv.rank) + k];

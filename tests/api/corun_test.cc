@@ -217,6 +217,19 @@ TEST_CASE("simulate_nccl: actions stretched by their time beside the NCCL kernel
   CHECK(spans(r.timeline, 1) == std::vector<std::pair<Time, Time>>{{100, 250}, {250, 350}, {350, 550}, {550, 750}});
 }
 
+namespace {
+// ZB-H2's slices at F = f, B = b, W = w alone, both of its two ranks on GPU 0.
+SimCosts on_one_gpu(const Schedule& s, Time f, Time b, Time w) {
+  SliceCosts sc;
+  sc.f = f;
+  sc.b = b;
+  sc.w = w;
+  SimCosts c = uniform_costs(s.stages_per_pipe, sc);
+  c.rank_device = {0, 0};
+  return c;
+}
+}  // namespace
+
 // Ranks sharing a GPU (validate --sharing replay): each kind's slowdown beside another op of its
 // GPU, fitted on a measured timeline. By hand, ZB-H2 P = 2 (F = 80, I = 120, W = 60 alone, both
 // ranks on GPU 0): rank 0's F0 [0, 100] beside rank 1's I0 [50, 150] for o = 50, T - a = 20, so
@@ -224,12 +237,7 @@ TEST_CASE("simulate_nccl: actions stretched by their time beside the NCCL kernel
 // = -20: x_I < 0, I's factor clamped at 1; no W beside anything: 1, no samples.
 TEST_CASE("fit_share_by_kind: each kind's slowdown beside another op of its GPU", "[api][corun]") {
   const Schedule s = make_schedule("zb-h2", ScheduleParams{2, 4, 0, 0});
-  SliceCosts sc;
-  sc.f = 80;
-  sc.b = 180;
-  sc.w = 60;
-  SimCosts alone = uniform_costs(s.stages_per_pipe, sc);
-  alone.rank_device = {0, 0};
+  SimCosts alone = on_one_gpu(s, 80, 180, 60);
   Timeline t;
   t.pp = 2;
   t.intervals = {action(0, OpKind::F, 0, 0, 0, 100), action(1, OpKind::I, 1, 0, 50, 150),
@@ -258,12 +266,7 @@ TEST_CASE("fit_share_by_kind: each kind's slowdown beside another op of its GPU"
 // 1.10x, I at 1.30x and W at 1.05x beside another op gives back those factors.
 TEST_CASE("fit_share_by_kind recovers the slowdowns the engine shared a GPU by", "[api][corun]") {
   const Schedule s = make_schedule("zb-h2", ScheduleParams{2, 8, 0, 0});
-  SliceCosts sc;
-  sc.f = 400000;
-  sc.b = 1000000;
-  sc.w = 300000;
-  SimCosts alone = uniform_costs(s.stages_per_pipe, sc);
-  alone.rank_device = {0, 0};
+  const SimCosts alone = on_one_gpu(s, 400000, 1000000, 300000);
   SimCosts shared = alone;
   api::KindShareFit truth;
   truth.factor = {1.10, 1.30, 1.05};

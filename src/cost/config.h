@@ -255,6 +255,10 @@ struct CostSwitches {
   // Zero Bubble paper's M_W / M_B) for the schedule search's cap; false: 1 (a share held until its
   // W, as the search counted before session 12).
   bool w_hold = true;
+  // The flash attention core's rate by shape (cost/flash_shape.h): efficiency.attention is the
+  // figure at FlashAttention's published shape (causal, 16K tokens, 16 heads), other shapes run at it
+  // times their measured waves and per-block cost; false: efficiency.attention at every shape.
+  bool attention_shape = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 

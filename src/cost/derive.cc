@@ -76,9 +76,10 @@ struct Roofline {
   double quant_wgrad(const Gemm& g) const {
     return quantized(g) && !g.input_shared ? elementwise(2.0 * g.m * g.k * g.count) : 0;
   }
-  double core(double flops, double bytes) const {
-    const double peak = c.hardware.peak_bf16_tflops * 1e3 * c.hardware.efficiency.attention;
-    return std::max(flops / peak, bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.attention));
+  // The flash core on one roofline at efficiency.attention, times its shape's rate (BlockWork::core_rate).
+  double core(double flops, double bytes, double rate) const {
+    const double eff = c.hardware.efficiency.attention * rate;
+    return std::max(flops / (c.hardware.peak_bf16_tflops * 1e3 * eff), bytes / (c.hardware.hbm_gbps * eff));
   }
   double elementwise(double bytes) const { return bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.elementwise); }
   // A batched GEMM of the attention core without flash attention (BlockWork::core_gemms): 16-bit
@@ -91,7 +92,7 @@ struct Roofline {
   // The attention core, forward: one roofline (flash attention), or its batched GEMMs and the
   // passes over the scores between them, their times added.
   double core_fwd(const BlockWork& w) const {
-    if (w.core_gemms.empty()) return core(w.core_flops, w.core_bytes);
+    if (w.core_gemms.empty()) return core(w.core_flops, w.core_bytes, w.core_rate);
     double ns = elementwise(w.core_bytes);
     for (const Gemm& g : w.core_gemms) ns += bmm(g);
     return ns;
@@ -101,7 +102,8 @@ struct Roofline {
   // ([k x m] x [m x n]), and the backward passes over the scores.
   double core_bwd(const BlockWork& w) const {
     if (w.core_gemms.empty())
-      return core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes);
+      return core(kAttentionBackwardFactor * w.core_flops, w.core_bwd_bytes >= 0 ? w.core_bwd_bytes : 2 * w.core_bytes,
+                  w.core_rate);
     double ns = elementwise(w.core_bwd_bytes);
     for (const Gemm& g : w.core_gemms) {
       ns += bmm({g.name, g.m, g.k, g.n, g.count});

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+#include "cost/flash_shape.h"
+
 namespace ppsim {
 
 double BlockWork::gemm_flops() const {
@@ -90,6 +92,10 @@ BlockWork attention_block(const ModelConfigData& c, int layer, Shard sh) {
   const double win = m.layer_is_local(layer) ? static_cast<double>(m.sliding_window) : s;
   const double pairs = m.causal ? (win >= s ? 0.5 * s * s : s * win - 0.5 * win * win) : s * std::min(s, win);
   w.core_flops = 2.0 * b * (a / t) * pairs / cp * (dqk + dv);
+  // One flash kernel's rate at this shape against efficiency.attention's reference shape.
+  if (m.flash_attention && c.costs.attention_shape)
+    w.core_rate =
+        flash_shape_factor({b * a / t, s, sh.cp, m.causal, m.layer_is_local(layer) ? win : 0}, c.hardware.sms);
   // HBM traffic of the core: read Q, K, V and write O (bf16), plus the fp32 log-sum-exp per
   // row; without flash attention the s x s scores are written, read, written as
   // probabilities and read again (8 bytes per element; +5 for a dropout mask and its output).

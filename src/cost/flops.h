@@ -50,6 +50,7 @@ struct BlockWork {
   double core_flops = 0;        // attention core, forward
   double core_bytes = 0;        // its HBM traffic, forward
   double core_bwd_bytes = -1;   // its HBM traffic, input grad; < 0: twice the forward's
+  double core_rate = 1;  // flash attention: its rate at this shape over efficiency.attention's (cost/flash_shape.h)
   // Without flash attention (model.flash_attention false): the core as the separate kernels of
   // Megatron-LM's CoreAttention, each batched GEMM over the whole s x s scores (no causal skip),
   // forward shapes (QK^T, then PV), timed as GEMMs; core_bytes and core_bwd_bytes are then only

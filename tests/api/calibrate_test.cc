@@ -156,8 +156,8 @@ TEST_CASE("fidelity --calibrate first: the first result is met, the others carry
   const std::string cfg = write_temp("pub.yaml", std::string(kRun) + R"(published:
   source: a test
   results:
-    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 8000000}
-    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 9500000}
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 3000000}
+    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 3500000}
 )");
   api::FidelityRequest req;
   req.files = {cfg};
@@ -286,7 +286,8 @@ times: {F: 2, B: 4}
                     PPSIM_CONTAINS("needs parallel.p2p_runtime: torch"));
 }
 
-TEST_CASE("calibrate fit_clock: each rank's plateau against its actions as run gives the clock's slope", "[calibrate]") {
+TEST_CASE("calibrate fit_clock: each rank's plateau against its actions as run gives the clock's slope",
+          "[calibrate]") {
   // Two ranks of a 100 ms step, each with three F of 9, 10, 10 ms and three B of 18, 20, 20 ms
   // (the first of each ran after an idle GPU): plateau 3 x 10 + 3 x 20 = 90 ms, as run 87 ms, so
   // rho = 30/29 at duty 0.87. With duty_ref 0.8: k = (1/29) / (0.2 - (30/29) 0.07) = 1 / 3.7.
@@ -365,8 +366,9 @@ parallel: {pp: 2, microbatches: 3, schedule: 1f1b, p2p_runtime: torch, embedding
   const double ab = 2 * l.attention.b / 1e3, mb = 2 * l.mlp.b / 1e3;
   const double F = 2 * (af + mf), B = 2 * (ab + mb);
   // The 1F1B orders and, with transfers of no time, when each action starts (us from 100).
-  const std::vector<std::vector<std::pair<char, int>>> order = {{{'F', 0}, {'F', 1}, {'B', 0}, {'F', 2}, {'B', 1}, {'B', 2}},
-                                                               {{'F', 0}, {'B', 0}, {'F', 1}, {'B', 1}, {'F', 2}, {'B', 2}}};
+  const std::vector<std::vector<std::pair<char, int>>> order = {
+      {{'F', 0}, {'F', 1}, {'B', 0}, {'F', 2}, {'B', 1}, {'B', 2}},
+      {{'F', 0}, {'B', 0}, {'F', 1}, {'B', 1}, {'F', 2}, {'B', 2}}};
   std::vector<test::RankBuilder> rb(2);
   double cpu[2] = {0, 0}, free_at[2] = {100, 100}, f_end[3] = {}, b_end[3] = {};
   std::size_t next[2] = {0, 0};

@@ -8,6 +8,7 @@
 #include "cost/config.h"
 #include "cost/cost_model.h"
 #include "cost/derive.h"
+#include "cost/flash_shape.h"
 #include "cost/memory.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
@@ -101,9 +102,11 @@ TEST_CASE("attention without flash: its time is the GEMMs' rooflines plus the pa
     return std::max(flops / (hw.peak_bf16_tflops * 1e3 * e.gemm), bytes / (hw.hbm_gbps * e.gemm));
   };
   auto elem = [&](double bytes) { return bytes / (hw.hbm_gbps * e.elementwise); };
-  // Flash: one roofline at efficiency.attention on the causal FLOPs (262,144; backward 2.5x) and io.
+  // Flash: one roofline at efficiency.attention times the shape's rate (b 2 x a 4 heads of 32 tokens,
+  // cost/flash_shape.h) on the causal FLOPs (262,144; backward 2.5x) and io.
+  const double eff = e.attention * flash_shape_factor({8, 32, 1, true, 0}, hw.sms);
   auto flash = [&](double flops, double bytes) {
-    return std::max(flops / (hw.peak_bf16_tflops * 1e3 * e.attention), bytes / (hw.hbm_gbps * e.attention));
+    return std::max(flops / (hw.peak_bf16_tflops * 1e3 * eff), bytes / (hw.hbm_gbps * eff));
   };
   const double S = 8192, io = 25'600;
   // Forward: QK^T (32, 32, 16) and PV (32, 16, 32), the softmax 4 bytes per score.

@@ -14,11 +14,11 @@
 namespace ppsim {
 
 struct FlashShape {
-  double heads = 0;    // heads of one kernel on the rank, times the micro-batch
-  double seq = 0;      // the sequence: tokens of one sample (all of it, with context parallelism)
-  int cp = 1;          // context parallel ranks: the rank's queries are chunks i and 2cp-1-i of 2cp
+  double heads = 0;  // heads of one kernel on the rank, times the micro-batch
+  double seq = 0;    // the sequence: tokens of one sample (all of it, with context parallelism)
+  int cp = 1;        // context parallel ranks: the rank's queries are chunks i and 2cp-1-i of 2cp
   bool causal = true;
-  double window = 0;   // a local window of keys (0: none)
+  double window = 0;  // a local window of keys (0: none)
 };
 
 // Queries per CTA and the fixed cost of one CTA in keys (FlashAttention-2's 128-row blocks; the

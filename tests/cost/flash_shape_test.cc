@@ -51,7 +51,8 @@ TEST_CASE("flash shape: two SMs, list-scheduled in launch order") {
 }
 
 TEST_CASE("flash shape: longer rows and more heads run faster, up to the per-key rate") {
-  const FlashShape short_rows{16, 4096, 1, true, 0}, long_rows{16, 65536, 1, true, 0}, more_heads{128, 4096, 1, true, 0};
+  const FlashShape short_rows{16, 4096, 1, true, 0}, long_rows{16, 65536, 1, true, 0},
+      more_heads{128, 4096, 1, true, 0};
   CHECK(flash_shape_factor(short_rows, 132) < 1);
   CHECK(flash_shape_factor(long_rows, 132) > 1);
   CHECK(flash_shape_factor(more_heads, 132) > flash_shape_factor(short_rows, 132));

@@ -72,7 +72,9 @@ struct SimCosts {
   // Ranks that share one device (virtual ranks on one GPU): rank_device[r] is rank r's device
   // (empty: one device per rank). While k actions of one device run at once, each progresses
   // 1 + (k-1)(share_slowdown-1) times slower than alone (1: no interference; 2: time-sliced);
-  // the engine re-times them whenever k changes (processor sharing).
+  // the engine re-times them whenever k changes (processor sharing). An F&B pair beside an action
+  // counts as its two ops at their own pace: its share is weighted by its load, its ops' times
+  // alone over its own time alone (pair_duration; 1 for one op).
   std::vector<int> rank_device;
   double share_slowdown = 1.0;
   // Each running action stands for this many identical actions at once on its device: the EP
@@ -84,8 +86,8 @@ struct SimCosts {
   // how many times longer an op of kind x runs while one of kind y runs beside it on the device,
   // kinds F = 0, I = 1, W = 2 (B counts as its I and W parts, an F&B pair as its F, I and W
   // parts, each in proportion to its duration alone). An action beside k-1 others progresses
-  // 1 + sum over the others of (mix' share_by_kind mix_other - 1) times slower than alone; with
-  // every entry s that is 1 + (k-1)(s-1), the uniform rule.
+  // 1 + sum over the others of (mix' share_by_kind mix_other - 1) x load_other times slower than
+  // alone; with every entry s that is the uniform rule.
   std::vector<double> share_by_kind;
   // Ranks that compute at different speeds (a slower GPU, or an SM partition slower than the one
   // the costs were profiled on): rank_kind_scale[3r + k] multiplies rank r's time for ops of kind

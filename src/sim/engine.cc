@@ -175,6 +175,9 @@ class Engine {
     double work_left = 0;        // shared device: its duration alone still to run, as of the device's `since`
     double factor = 1;           // shared device: how many times slower than alone it runs now
     std::array<double, 3> mix{};  // shared device, by kind: its F, I and W shares of its duration alone
+    // Shared device, by kind: how hard it presses on the device beside it, as its ops would at their
+    // own pace: their durations alone over its own (an F&B pair that saves time: above 1; one op: 1).
+    double load = 1;
     std::size_t comm_next = 0;    // explicit communication: its next comm action to post
     // Schedule::comm_in_order: the arrivals of its last posted batch's transfers, and when it was posted.
     std::vector<const Time*> batch;
@@ -299,6 +302,7 @@ class Engine {
       Device& d = devices_[device_of_[r]];
       advance(d, now);
       st.work_left = static_cast<double>(dur);
+      st.load = load_of(a, ac.duration);
       if (!c_.share_by_kind.empty()) st.mix = mix_of(a);
       d.running.push_back(r);
       retime(d, now);
@@ -530,42 +534,53 @@ class Engine {
                             Op{p.bwd_kind, stage, mb});
   }
 
-  // Shared devices: how much slower each of k concurrent actions runs than alone (uniform rule).
-  // Each running action counts share_copies times.
-  double slowdown(std::size_t k) const {
-    return 1.0 + (static_cast<double>(k) * c_.share_copies - 1.0) * (c_.share_slowdown - 1.0);
-  }
-  // An action's F, I and W shares of its duration alone (by op count where the costs are all 0).
-  std::array<double, 3> mix_of(const Action& a) const {
-    std::array<double, 3> by_time{}, by_count{};
+  // An action's ops by kind, F, I and W: their durations alone (a B as its I and W parts), or with
+  // `counts` one per op (a B half I, half W).
+  std::array<double, 3> kind_parts(const Action& a, bool counts) const {
+    std::array<double, 3> t{};
     for (int i = 0; i < a.size(); ++i) {
       const Op& op = a.op(i);
       const SliceCosts& sc = c_.slice[s_.slice[op.stage]];
-      const double f = std::max<double>(0, sc.f), in = std::max<double>(0, sc.input_grad()), w = std::max<double>(0, sc.w);
-      switch (op.kind) {
-        case OpKind::F: by_time[0] += f; by_count[0] += 1; break;
-        case OpKind::I: by_time[1] += in; by_count[1] += 1; break;
-        case OpKind::W: by_time[2] += w; by_count[2] += 1; break;
-        case OpKind::B: by_time[1] += in; by_time[2] += w; by_count[1] += 0.5; by_count[2] += 0.5; break;
-      }
+      const double f = counts ? 1 : std::max<double>(0, sc.f), half = counts ? 0.5 : 1,
+                   in = counts ? 1 : std::max<double>(0, sc.input_grad()), w = counts ? 1 : std::max<double>(0, sc.w);
+      if (op.kind == OpKind::F) t[0] += f;
+      if (op.kind == OpKind::I || op.kind == OpKind::B) t[1] += (op.kind == OpKind::B ? half : 1) * in;
+      if (op.kind == OpKind::W || op.kind == OpKind::B) t[2] += (op.kind == OpKind::B ? half : 1) * w;
     }
+    return t;
+  }
+  // An F&B pair runs its two ops' work in less time than they take one after the other; beside it
+  // an op of the device meets both at their own pace (RankState::load). At most 2, one op: 1.
+  double load_of(const Action& a, Time duration) const {
+    if (!a.overlapped || duration <= 0) return 1;
+    const auto t = kind_parts(a, false);
+    return std::clamp((t[0] + t[1] + t[2]) / static_cast<double>(duration), 1.0, 2.0);
+  }
+  // An action's F, I and W shares of its duration alone (by op count where the costs are all 0).
+  std::array<double, 3> mix_of(const Action& a) const {
+    std::array<double, 3> by_time = kind_parts(a, false), by_count = kind_parts(a, true);
     std::array<double, 3>& m = by_time[0] + by_time[1] + by_time[2] > 0 ? by_time : by_count;
     const double total = m[0] + m[1] + m[2];
     for (double& x : m) x /= total;
     return m;
   }
-  // How many times slower than alone rank r's action runs beside the device's other running ones.
+  // How many times slower than alone rank r's action runs beside the device's other running ones:
+  // 1 + the sum over them of (their slowdown on it - 1) x their load, each running action counted
+  // share_copies times (this one's own copies but itself). The slowdown of one beside another:
+  // share_slowdown (the uniform rule: k single ops at once run 1 + (k-1)(share_slowdown-1) times
+  // slower), or by kind, the two mixes through share_by_kind.
   double factor_beside(int r, const Device& d) const {
-    if (c_.share_by_kind.empty()) return slowdown(d.running.size());
     double f = 1;
     const auto& mr = rank_[r].mix;
-    // The others: every other running action's copies, and this action's own copies but itself.
     for (int q : d.running) {
-      const auto& mq = rank_[q].mix;
-      double pair = 0;
-      for (int x = 0; x < 3; ++x)
-        for (int y = 0; y < 3; ++y) pair += mr[x] * mq[y] * c_.share_by_kind[static_cast<std::size_t>(3 * x + y)];
-      f += (q == r ? c_.share_copies - 1 : c_.share_copies) * (pair - 1);
+      double pair = c_.share_slowdown;
+      if (!c_.share_by_kind.empty()) {
+        const auto& mq = rank_[q].mix;
+        pair = 0;
+        for (int x = 0; x < 3; ++x)
+          for (int y = 0; y < 3; ++y) pair += mr[x] * mq[y] * c_.share_by_kind[static_cast<std::size_t>(3 * x + y)];
+      }
+      f += (q == r ? c_.share_copies - 1 : c_.share_copies) * (pair - 1) * rank_[q].load;
     }
     return f;
   }

@@ -220,6 +220,69 @@ TEST_CASE("sharing by op kind: each action re-timed at its own rate (hand-worked
   CHECK_THROWS(simulate(s, costs));
 }
 
+TEST_CASE("sharing a device: an F&B pair presses on the op beside it as its two ops would", "[sim][engine]") {
+  // DualPipeV's two ranks on one device, share_slowdown 1.5 (and by kind, every entry 1.5), F = 1, B = 2 (I = W = 1),
+  // an F&B pair 2.5 alone: beside a pair an action runs 1 + 0.5 x (1 + 2) / 2.5 = 1.6 times slower than alone, beside
+  // one op 1.5 times. Checked on the engine's timeline: over each action's span, the integral of 1 / (1 + sum over the
+  // actions beside it of 0.5 x their load) is its time alone (load: a pair's ops alone over the pair alone, 1.2; one
+  // op: 1).
+  const Schedule s = make_schedule("dualpipev", ScheduleParams{2, 6, 0, 0});
+  const SliceCosts unit = unit_costs(1, 2, 1, 2.5);
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit);
+  costs.rank_device = {0, 0};
+  costs.share_slowdown = 1.5;
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult uniform = simulate(s, costs, opt);
+  costs.share_by_kind.assign(9, 1.5);  // the same by kind
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == uniform.makespan());
+  std::vector<const Interval*> iv;
+  for (const Interval& x : r.timeline.intervals)
+    if (x.stream == Stream::Compute) iv.push_back(&x);
+  auto alone = [&](const Action& a) -> double {
+    if (a.overlapped) return static_cast<double>(pair_duration(unit, unit, a.second.kind));
+    const OpKind k = a.first.kind;
+    return static_cast<double>(k == OpKind::F   ? unit.f
+                               : k == OpKind::B ? unit.b
+                               : k == OpKind::I ? unit.input_grad()
+                                                : unit.w);
+  };
+  auto load = [&](const Action& a) {
+    if (!a.overlapped) return 1.0;
+    const OpKind k = a.second.kind;
+    const double parts = static_cast<double>(unit.f + (k == OpKind::B   ? unit.b
+                                                       : k == OpKind::I ? unit.input_grad()
+                                                                        : unit.w));
+    return parts / alone(a);
+  };
+  int pairs = 0, beside_pair = 0;
+  for (const Interval* x : iv) {
+    std::set<Time> cuts = {x->start, x->end};
+    for (const Interval* y : iv)
+      if (y->rank != x->rank) {
+        if (y->start > x->start && y->start < x->end) cuts.insert(y->start);
+        if (y->end > x->start && y->end < x->end) cuts.insert(y->end);
+      }
+    double work = 0;
+    for (auto it = cuts.begin(); std::next(it) != cuts.end(); ++it) {
+      const Time a = *it, b = *std::next(it);
+      double f = 1;
+      for (const Interval* y : iv)
+        if (y->rank != x->rank && y->start <= a && y->end >= b) {
+          f += 0.5 * load(y->action);
+          beside_pair += y->action.overlapped;
+        }
+      work += static_cast<double>(b - a) / f;
+    }
+    pairs += x->action.overlapped;
+    INFO(format_action(x->action) << " on rank " << x->rank);
+    CHECK_THAT(work, Catch::Matchers::WithinRel(alone(x->action), 1e-3));
+  }
+  CHECK(pairs > 0);
+  CHECK(beside_pair > 0);
+}
+
 TEST_CASE("sharing by op kind with every entry equal is the uniform rule (all families)", "[sim][engine]") {
   // 1 + sum over the others of (mix' S mix - 1) with S all s is 1 + (k-1)(s-1): the same timeline
   // up to the rounding of the mixes (a tick per re-timing at most).
@@ -344,9 +407,14 @@ TEST_CASE("a gap between a rank's actions (SimCosts::action_gap), the hand-worke
   costs.action_gap = U / 4;
   const SimResult r = with_timeline(s, costs);
   CHECK(r.makespan() == 43 * U / 4);
-  check_intervals(r.timeline, {{0, "0F0", 0, 1}, {0, "0F1", 1.25, 2.25}, {0, "0B0", 5.25, 7.25},
-                               {0, "0B1", 8.75, 10.75}, {1, "1F0", 1.5, 2.5}, {1, "1B0", 2.75, 4.75},
-                               {1, "1F1", 5, 6}, {1, "1B1", 6.25, 8.25}});
+  check_intervals(r.timeline, {{0, "0F0", 0, 1},
+                               {0, "0F1", 1.25, 2.25},
+                               {0, "0B0", 5.25, 7.25},
+                               {0, "0B1", 8.75, 10.75},
+                               {1, "1F0", 1.5, 2.5},
+                               {1, "1B0", 2.75, 4.75},
+                               {1, "1F1", 5, 6},
+                               {1, "1B1", 6.25, 8.25}});
   for (const auto& rs : r.ranks) CHECK(rs.exposed_comm == 0);
   costs.action_gap = 0;
   CHECK(with_timeline(s, costs).makespan() == 10 * U);

@@ -7,6 +7,7 @@
 #include "cost/config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -242,6 +243,33 @@ std::string gpu_type_key(const std::string& name) {
   for (const char* gb : {"40gb", "80gb"})
     if (k.size() > 4 && k.ends_with(gb)) k = k.substr(0, k.size() - 4) + "-" + gb;
   return k;
+}
+
+// The type a misspelt cluster.gpu meant, or "" when it names another GPU: the same letter and model
+// number, one character off ('hh100', 'h100s'); never a different product ('b200' is no h200, 'h20'
+// no h200, 'h100pcie' no SXM h100, 'a800' no h800).
+std::string gpu_type_suggestion(const std::string& key) {
+  auto digits = [](const std::string& s) {
+    std::string d;
+    for (char ch : s)
+      if (std::isdigit(static_cast<unsigned char>(ch))) d += ch;
+    return d;
+  };
+  std::vector<std::string> keys;
+  for (const auto& g : kGpuTypes) keys.emplace_back(g.hw.key);
+  const std::string best = closest_match(key, keys);
+  if (best.empty() || key.empty() || best[0] != key[0] || digits(best) != digits(key)) return "";
+  // At most one character inserted, dropped or changed.
+  const std::string& lo = key.size() <= best.size() ? key : best;
+  const std::string& hi = key.size() <= best.size() ? best : key;
+  if (hi.size() == lo.size())
+    return std::inner_product(lo.begin(), lo.end(), hi.begin(), std::size_t{0}, std::plus<>(), std::not_equal_to<>()) <=
+                   1
+               ? best
+               : "";
+  for (std::size_t k = 0; hi.size() == lo.size() + 1 && k < hi.size(); ++k)
+    if (hi.substr(0, k) + hi.substr(k + 1) == lo) return best;
+  return "";
 }
 
 const GpuType* find_gpu_type(const std::string& name) {
@@ -1046,10 +1074,19 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
       c.gpu_type = cl.string("gpu", "");
       type = find_gpu_type(c.gpu_type);
       if (type == nullptr) {
-        std::vector<std::string> keys;
-        for (const auto& g : kGpuTypes) keys.emplace_back(g.hw.key);
-        cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({})", c.gpu_type, gpu_type_list()),
-                closest_match(gpu_type_key(c.gpu_type), keys));
+        const std::string key = gpu_type_key(c.gpu_type), hint = gpu_type_suggestion(key);
+        std::vector<std::string> variants;  // 'a100': a100-40gb or a100-80gb
+        for (const auto& g : kGpuTypes)
+          if (std::string_view(g.hw.key).starts_with(key + "-")) variants.emplace_back(g.hw.key);
+        std::string more;
+        if (!variants.empty())
+          more = fmt::format("; '{}' names {}: say which", c.gpu_type, fmt::join(variants, " or "));
+        else if (hint.empty())
+          more =
+              "; for another GPU drop cluster.gpu and give its figures under hardware: peak_tflops, hbm_gbps, "
+              "hbm_gb, nvlink_gbps, network_gbps and efficiency (docs/CONFIG.md, \"hardware\")";
+        cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({}){}", c.gpu_type, gpu_type_list(), more),
+                hint);
       }
       c.gpu_type = type->hw.key;
     }

@@ -274,3 +274,30 @@ times: {F: 1, B: 2, W: 1}
   }
   CHECK(loaded > 0);
 }
+
+TEST_CASE("cluster.gpu: a misspelt type is named, another GPU is told how to describe it", "[cost]") {
+  const std::string text = R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
+cluster: {gpu: X, gpus: 2}
+parallel: {pp: 2, microbatches: 4}
+)";
+  auto with = [&](const std::string& gpu) {
+    std::string t = text;
+    t.replace(t.find("gpu: X"), 6, "gpu: " + gpu);
+    return error_of(t);
+  };
+  const std::string types = "(a100-40gb, a100-80gb, h100, h800, h200)";
+  // One character off, same letter and model number: the type it meant.
+  CHECK(with("hh100") == "t.yaml:2:16: cluster.gpu 'hh100' is not a GPU type " + types + ", did you mean 'h100'?");
+  CHECK(with("H200x") == "t.yaml:2:16: cluster.gpu 'H200x' is not a GPU type " + types + ", did you mean 'h200'?");
+  // Another product, however close its name: no type offered, the hardware figures asked for.
+  for (const std::string gpu : {"b200", "h20", "a800", "H100 PCIe"}) {
+    INFO(gpu);
+    const std::string e = with(gpu);
+    CHECK(e.find("did you mean") == std::string::npos);
+    CHECK(e.find("drop cluster.gpu and give its figures under hardware:") != std::string::npos);
+  }
+  // A name that stands for several types: which.
+  CHECK(with("a100") == "t.yaml:2:16: cluster.gpu 'a100' is not a GPU type " + types +
+                            "; 'a100' names a100-40gb or a100-80gb: say which");
+  CHECK(with("H100 SXM5").empty());
+}

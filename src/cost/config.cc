@@ -245,28 +245,27 @@ std::string gpu_type_key(const std::string& name) {
   return k;
 }
 
-// The type a misspelt cluster.gpu meant, or "" when it names another GPU: the same letter and model
-// number, one character off ('hh100', 'h100s'); never a different product ('b200' is no h200, 'h20'
-// no h200, 'h100pcie' no SXM h100, 'a800' no h800).
-std::string gpu_type_suggestion(const std::string& key) {
-  auto digits = [](const std::string& s) {
-    std::string d;
-    for (char ch : s)
-      if (std::isdigit(static_cast<unsigned char>(ch))) d += ch;
-    return d;
-  };
-  std::vector<std::string> keys;
-  for (const auto& g : kGpuTypes) keys.emplace_back(g.hw.key);
+// GPUs one character from a type's name that are other products, with other figures: never
+// offered as a misspelling of it.
+constexpr std::string_view kOtherGpus[] = {"a10",   "a30",  "a40",      "a800",     "b100",    "b200",
+                                           "gb200", "h20",  "h800pcie", "h100pcie", "h100nvl", "l4",
+                                           "l40",   "l40s", "v100",     "mi300x"};
+
+// Which of `keys` (GPU types or presets) a misspelt GPU name meant, or "" when it names another GPU:
+// the same first letter, one character off ('hh100', 'h10'); never another product ('b200' is no
+// h200, 'h20' no h200, 'a800' no h800).
+std::string gpu_suggestion(const std::string& key, const std::vector<std::string>& keys) {
+  if (std::find(std::begin(kOtherGpus), std::end(kOtherGpus), key) != std::end(kOtherGpus)) return "";
   const std::string best = closest_match(key, keys);
-  if (best.empty() || key.empty() || best[0] != key[0] || digits(best) != digits(key)) return "";
+  if (best.empty() || key.empty() || best[0] != key[0]) return "";
   // At most one character inserted, dropped or changed.
   const std::string& lo = key.size() <= best.size() ? key : best;
   const std::string& hi = key.size() <= best.size() ? best : key;
-  if (hi.size() == lo.size())
-    return std::inner_product(lo.begin(), lo.end(), hi.begin(), std::size_t{0}, std::plus<>(), std::not_equal_to<>()) <=
-                   1
-               ? best
-               : "";
+  if (hi.size() == lo.size()) {
+    std::size_t changed = 0;
+    for (std::size_t k = 0; k < lo.size(); ++k) changed += lo[k] != hi[k] ? 1 : 0;
+    return changed <= 1 ? best : "";
+  }
   for (std::size_t k = 0; hi.size() == lo.size() + 1 && k < hi.size(); ++k)
     if (hi.substr(0, k) + hi.substr(k + 1) == lo) return best;
   return "";
@@ -443,9 +442,10 @@ HardwareSpec read_hardware(const MapReader& r, const GpuType* type) {
     // A name that is neither a preset nor backed by figures is most likely a misspelt preset.
     std::vector<std::string> keys;
     for (const auto& p : kPresets) keys.emplace_back(p.key);
-    r.fail("name", fmt::format("hardware.name '{}' is not a preset ({}) and hardware.peak_tflops is not given", h.name,
-                               preset_list()),
-           closest_match(preset_key(h.name), keys));
+    r.fail("name",
+           fmt::format("hardware.name '{}' is not a preset ({}) and hardware.peak_tflops is not given", h.name,
+                       preset_list()),
+           gpu_suggestion(preset_key(h.name), keys));
   }
   h.gpus = static_cast<int>(r.integer("gpus", 0, 1, 1 << 24));
   const MapReader peak = r.child("peak_tflops", sub(hs, "peak_tflops"));
@@ -1074,10 +1074,13 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
       c.gpu_type = cl.string("gpu", "");
       type = find_gpu_type(c.gpu_type);
       if (type == nullptr) {
-        const std::string key = gpu_type_key(c.gpu_type), hint = gpu_type_suggestion(key);
-        std::vector<std::string> variants;  // 'a100': a100-40gb or a100-80gb
-        for (const auto& g : kGpuTypes)
+        std::vector<std::string> keys, variants;  // variants: 'a100' is a100-40gb or a100-80gb
+        const std::string key = gpu_type_key(c.gpu_type);
+        for (const auto& g : kGpuTypes) {
+          keys.emplace_back(g.hw.key);
           if (std::string_view(g.hw.key).starts_with(key + "-")) variants.emplace_back(g.hw.key);
+        }
+        const std::string hint = gpu_suggestion(key, keys);
         std::string more;
         if (!variants.empty())
           more = fmt::format("; '{}' names {}: say which", c.gpu_type, fmt::join(variants, " or "));

@@ -300,4 +300,7 @@ parallel: {pp: 2, microbatches: 4}
   CHECK(with("a100") == "t.yaml:2:16: cluster.gpu 'a100' is not a GPU type " + types +
                             "; 'a100' names a100-40gb or a100-80gb: say which");
   CHECK(with("H100 SXM5").empty());
+  // The same rule for hardware.name's presets.
+  CHECK(error_of(std::string(kOk), {"hardware.name=b200"}).find("did you mean") == std::string::npos);
+  CHECK(error_of(std::string(kOk), {"hardware.name=h10"}).find("did you mean 'h100'?") != std::string::npos);
 }

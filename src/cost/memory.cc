@@ -485,7 +485,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     // FSDP2: the fp32 shard is counted with the optimizer (its master copy); the weights are the
     // gathered ones in flight.
     m.weights = (p.fsdp ? gathered[static_cast<std::size_t>(r)] : sharded(3)) * dtype_bytes(c.precision.params);
-    m.grads = sharded(2) * dtype_bytes(c.precision.grads);
+    // parallel.dp_sync: no_sync accumulates the unsharded gradients until the last micro-batch
+    // (FSDP's no_sync(): _finalize_params keeps .grad unsharded; DDP's the same).
+    m.grads = (p.dp_sync == DpSync::no_sync ? d + e : sharded(2)) * dtype_bytes(c.precision.grads);
     (c.precision.optimizer_location == StateLocation::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
     if (c.precision.ema == StateLocation::host) m.host_ema = sharded(1) * 4;
     if (c.precision.ema == StateLocation::device) m.ema = sharded(1) * 4;

@@ -155,8 +155,11 @@ TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", 
   // with optim, and Megatron's distributed optimizer, once a step (not written).
   CHECK(megatron_args_from_text("--num-layers 4 --use-megatron-fsdp", "a.sh").parallel["dp_sync"].as<std::string>() ==
         "microbatch");
-  CHECK_FALSE(megatron_args_from_text("--num-layers 4 --use-megatron-fsdp --data-parallel-sharding-strategy optim", "a.sh")
-                  .parallel["dp_sync"]);
+  const std::string optim = "--num-layers 4 --use-megatron-fsdp --data-parallel-sharding-strategy optim";
+  CHECK_FALSE(megatron_args_from_text(optim, "a.sh").parallel["dp_sync"]);
+  // torch FSDP2 under Megatron: its no_sync does nothing (data_parallel_base.py), whatever the strategy.
+  const std::string torch2 = "--num-layers 4 --use-torch-fsdp2 --data-parallel-sharding-strategy optim";
+  CHECK(megatron_args_from_text(torch2, "a.sh").parallel["dp_sync"].as<std::string>() == "microbatch");
   CHECK_FALSE(megatron_args_from_text("--num-layers 4 --use-distributed-optimizer", "a.sh").parallel["dp_sync"]);
   // --num-experts 1 (EP_SIZE=1 in its dense scripts): the dense MLP, no MoE.
   CHECK_FALSE(megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-experts 1", "a.sh").model["moe"]);

@@ -340,7 +340,7 @@ TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch mode
   CHECK_THAT(step_costs(data_of(half), s, &busy).ranks[0].dp_exposed_ns, WithinRel(T / 2, 1e-12));
 }
 
-TEST_CASE("parallel.dp_sync: ZeRO's collectives per micro-batch, with no_sync, or once a step, by hand", "[cost][fidelity]") {
+TEST_CASE("parallel.dp_sync: ZeRO's collectives per micro-batch, with no_sync, or once a step", "[cost][fidelity]") {
   // kModel at pp 2, dp 4, ZeRO 3 (DeepSpeed's layout): rank 0 holds G = 195,328 parameters in 2
   // layers. Per round over n = 4 ((n-1)/n = 0.75): the forward and backward all-gathers of bf16
   // weights, 2 x 2 x 0.75 G = 3 G bytes, and the reduce-scatter of fp32 gradients, 4 x 0.75 G = 3 G.

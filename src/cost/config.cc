@@ -140,6 +140,7 @@ const SchemaNode& schema() {
                                leaf("zero"),
                                leaf("zero_shard"),
                                leaf("fsdp"),
+                               leaf("dp_sync"),
                                leaf("blocking_p2p"),
                                leaf("post_validation"),
                                leaf("w_deferral"),
@@ -573,6 +574,11 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.zero_shard = static_cast<int>(r.integer("zero_shard", 0, 1, 1 << 20));
   p.fsdp = r.boolean("fsdp", false);
   if (p.fsdp && p.zero != 3) r.fail("fsdp", "parallel.fsdp (PyTorch FSDP2's layout) needs parallel.zero: 3");
+  const std::string sync = r.choice("dp_sync", "automatic", {"automatic", "microbatch", "no_sync", "step"});
+  p.dp_sync = sync == "microbatch" ? DpSync::microbatch
+              : sync == "no_sync"  ? DpSync::no_sync
+              : sync == "step"     ? DpSync::step
+                                   : DpSync::automatic;
   p.blocking_p2p = r.boolean("blocking_p2p", false);
   p.post_validation = r.boolean("post_validation", false);
   p.w_deferral_full = r.choice("w_deferral", "memory", {"memory", "full"}) == "full";

@@ -48,6 +48,8 @@ const char* cache_type_name(CacheType t);
 
 // How stage-to-stage transfers run (parallel.p2p_runtime, docs/CONFIG.md).
 enum class P2pRuntime { dataflow, megatron, deepspeed, torch };
+// parallel.dp_sync: how often a step's DP collectives run over its micro-batches (cost/step_costs.h).
+enum class DpSync { automatic, microbatch, no_sync, step };
 
 // Where a state lives: device memory, or the host's (0 GPU bytes, named in the breakdown).
 enum class StateLocation { none, device, host };
@@ -289,6 +291,13 @@ struct ParallelSpec {
   // weights in flight are held: two layers' (the one computing, the one prefetched) at pp 1, the
   // rank's whole stage at pp > 1 (torchtitan does not reshard after forward under PP).
   bool fsdp = false;
+  // parallel.dp_sync, under gradient accumulation (M micro-batches a step; cost/step_costs.h has the
+  // runtimes' sources): microbatch (each micro-batch gathers the weights (ZeRO 3) for its forward and
+  // again for its backward, and reduces its gradients), no_sync (the gathers per micro-batch, the
+  // gradients reduced once: `no_sync()` on all but the last; unsharded gradients held), step (all
+  // once a step). automatic (not written): microbatch with zero 3, except fsdp at pp > 1 (PyTorch's
+  // pipelining keeps FSDP2's weights and syncs at the last backward): step; step below zero 3.
+  DpSync dp_sync = DpSync::automatic;
   bool blocking_p2p = false;
   // Zero Bubble's optimizer post-validation (Qi et al. 2024, section 4): no all-reduce across the
   // pipeline before the optimizer step, so each rank steps when its own work ends and the next

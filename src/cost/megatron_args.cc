@@ -578,6 +578,12 @@ void even_split(Flags& a, YAML::Node par, int pp) {
 // Megatron FSDP (--use-megatron-fsdp, or torch FSDP2 with --use-torch-fsdp2): its
 // --data-parallel-sharding-strategy (default optim_grads_params) as the ZeRO stage: optim 1,
 // optim_grads 2, optim_grads_params 3, no_shard 0; else --use-distributed-optimizer: 1.
+// parallel.dp_sync (cost/step_costs.h): microbatch where the runtime reduces every backward
+// whatever the schedule's no_sync: Megatron FSDP with optim_grads(_params) (NVIDIA/Megatron-LM
+// megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py: grad_reduce_every_bprop;
+// its no_sync(): "for grads shard mode there will actually always be gradient sync"), torch FSDP2
+// (megatron/core/distributed/data_parallel_base.py: no_sync does nothing), DeepSpeed ZeRO 2/3
+// (deepspeed/runtime/engine.py allreduce_gradients). Elsewhere the default (step below ZeRO 3).
 void read_sharding(Flags& a, YAML::Node par) {
   const bool fsdp = a.has("use-megatron-fsdp") || a.has("use-torch-fsdp2");
   if (!fsdp) {
@@ -590,6 +596,7 @@ void read_sharding(Flags& a, YAML::Node par) {
       // optimizer states over dp as stage 1 does (BLOOM's script: "bf16 must use z0! it implements
       // its own zero stage 1 equivalent").
       par["zero"] = z == 0 && a.has("bf16") ? 1 : z;
+      if (z >= 2) par["dp_sync"] = "microbatch";
     }
     return;
   }
@@ -605,6 +612,7 @@ void read_sharding(Flags& a, YAML::Node par) {
                                  "optim_grads_params",
                                  st));
   par["zero"] = it->second;
+  if (it->second >= 2 || a.has("use-torch-fsdp2")) par["dp_sync"] = "microbatch";
 }
 
 // --pipeline-model-parallel-layout, or the first/last stages' layer counts.

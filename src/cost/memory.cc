@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "cost/step_costs.h"
+
 namespace ppsim {
 
 namespace {
@@ -478,6 +480,13 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   // FSDP2: the fp32 shard is the master copy the optimizer counts (fp32 params: no master, so 4 more).
   const double opt = c.precision.optimizer_bytes_per_param() + (p.fsdp && c.precision.params == Dtype::fp32 ? 4.0 : 0);
   const std::vector<double> gathered = fsdp_gathered_params(c, stage_rank, stage_slice, slices, ranks);
+  // A reduction deferred to the last micro-batch holds the unsharded gradients until then:
+  // parallel.dp_sync no_sync (FSDP1's no_sync(): _finalize_params keeps .grad unsharded; DDP's the
+  // same), and FSDP2 reducing once a step (PyTorch's pipelining: with set_requires_gradient_sync
+  // off, FSDPParamGroup.post_backward keeps each unsharded_accumulated_grad, in the reduce dtype;
+  // pytorch/pytorch torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py).
+  const DpSync sync = dp_sync_of(p, p.pp);
+  const bool unsharded_grads = sync == DpSync::no_sync || (p.fsdp && sync == DpSync::step);
   for (int r = 0; r < ranks; ++r) {
     const double d = dense[r] / p.tp, e = expert[r] / (static_cast<double>(p.ep) * p.tp);
     auto sharded = [&](int stage) { return p.zero >= stage ? d / p.zero_dp() + e / edp : d + e; };
@@ -485,7 +494,7 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     // FSDP2: the fp32 shard is counted with the optimizer (its master copy); the weights are the
     // gathered ones in flight.
     m.weights = (p.fsdp ? gathered[static_cast<std::size_t>(r)] : sharded(3)) * dtype_bytes(c.precision.params);
-    m.grads = sharded(2) * dtype_bytes(c.precision.grads);
+    m.grads = (unsharded_grads ? d + e : sharded(2)) * dtype_bytes(c.precision.grads);
     (c.precision.optimizer_location == StateLocation::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
     if (c.precision.ema == StateLocation::host) m.host_ema = sharded(1) * 4;
     if (c.precision.ema == StateLocation::device) m.ema = sharded(1) * 4;

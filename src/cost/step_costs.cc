@@ -40,6 +40,12 @@ double share(double n) { return n > 1 ? (n - 1) / n : 0.0; }
 
 }  // namespace
 
+DpSync dp_sync_of(const ParallelSpec& p, int pp) {
+  if (p.dp_sync != DpSync::automatic) return p.dp_sync;
+  if (p.zero < 3) return DpSync::step;
+  return p.fsdp && pp > 1 ? DpSync::step : DpSync::microbatch;
+}
+
 StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vector<double>* busy_ns) {
   const ParallelSpec& p = c.parallel;
   const HardwareSpec& h = c.hardware;
@@ -57,8 +63,14 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
   const double r_dense = p.zero >= 1 ? static_cast<double>(p.grad_dp()) / p.zero_dp() : 1.0;
   const double r_expert = p.zero >= 1 ? static_cast<double>(std::max(1, p.expert_dp())) / n_expert : 1.0;
   const double grad_b = dtype_bytes(c.precision.grads), param_b = dtype_bytes(c.precision.params);
-  const double gather_b = p.zero == 3 ? 2 * param_b : p.zero >= 1 ? param_b : 0.0;
-  const double scatter_b = p.zero == 0 ? 2 * grad_b : grad_b;
+  // Rounds of each collective a step: ZeRO 3's gathers (forward and backward) and the gradient
+  // reduction run once per micro-batch (of a pipe: each slice a rank holds sees mb_per_pipe) or once.
+  const DpSync sync = dp_sync_of(p, s.pp);
+  const double mb = std::max(1, s.mb_per_pipe());
+  const double gather_rounds = p.zero == 3 && sync != DpSync::step ? mb : 1.0;
+  const double reduce_rounds = sync == DpSync::microbatch ? mb : 1.0;
+  const double gather_b = p.zero == 3 ? 2 * param_b * gather_rounds : p.zero >= 1 ? param_b : 0.0;
+  const double scatter_b = (p.zero == 0 ? 2 * grad_b : grad_b) * reduce_rounds;
   const bool intra = static_cast<long long>(p.tp) * p.grad_dp() <= h.gpus_per_node;
   // Across nodes NCCL runs a ring per NIC: the k members of the group in one node (DP next to TP)
   // drive k NICs at once, each ring carrying 1/k of the data, so the group's bandwidth per GPU is k
@@ -68,7 +80,10 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
       (intra ? h.nvlink_bytes_per_ns_one_way() : std::min(h.nvlink_bytes_per_ns_one_way(), per_node * h.network_gbps)) *
       h.efficiency.comm;  // bytes/ns
   const double latency_ns = 1e3 * (intra ? h.nvlink_latency_us : h.network_latency_us);
-  const int collectives = (p.zero == 0 ? 1 : p.zero < 3 ? 2 : 3) + (r_dense > 1 ? 1 : 0);
+  const double collectives = (p.zero == 3   ? 2 * gather_rounds
+                              : p.zero >= 1 ? 1.0
+                                            : 0.0) +
+                             reduce_rounds * (r_dense > 1 ? 2 : 1);
 
   const double master = c.precision.params == Dtype::fp32 ? 0.0 : 8.0;
   const double opt_per_param = 2 * grad_b + master + 4 * dtype_bytes(c.precision.optimizer) +
@@ -82,16 +97,18 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
     const double dense = rc.dense_params, expert = rc.expert_params;
     const double gather = gather_b * (dense * share(n_dense) + expert * share(n_expert));
     const double scatter = scatter_b * (dense * share(n_dense) + expert * share(n_expert));
-    const double replicas = 2 * grad_b * (dense / n_dense * share(r_dense) + expert / n_expert * share(r_expert));
+    const double replicas =
+        2 * grad_b * reduce_rounds * (dense / n_dense * share(r_dense) + expert / n_expert * share(r_expert));
     rc.dp_bytes = gather + scatter + replicas;
     rc.dp_ns = rc.dp_bytes > 0 ? rc.dp_bytes / bw + collectives * latency_ns : 0.0;
     rc.dp_exposed_ns = (1.0 - c.costs.dp_overlap) * rc.dp_ns;
     if (p.zero == 3 && c.costs.fsdp_prefetch && busy_ns != nullptr && layers > 0 &&
         static_cast<std::size_t>(r) < busy_ns->size()) {
       // FSDP's prefetch: each layer's all-gather runs under the layer before it, each reduce-
-      // scatter under the layer after it; the first layer's forward all-gather and the last
-      // layer's reduce-scatter have nothing to hide under, the rest hide under the rank's compute
-      // as far as it lasts.
+      // scatter under the layer after it; in each round the first layer's forward all-gather and
+      // the last layer's reduce-scatter have nothing to hide under (a backward ends waiting for its
+      // reduce-scatters), the rest hide under the rank's compute as far as it lasts. gather and
+      // scatter count every round, so first and last are one layer's share of each round, summed.
       const double first = gather / 2 / layers / bw, last = scatter / layers / bw;
       const double rest = std::max(0.0, rc.dp_ns - first - last);
       rc.dp_exposed_ns =

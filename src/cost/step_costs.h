@@ -15,12 +15,43 @@
 //   n is ZeRO's shard group (parallel.zero_shard x cp; dp x cp by default). HSDP (zero_shard <
 //   dp): each shard's r = dp / zero_shard replicas also all-reduce its gradients, 2 (r-1)/r G/n
 //   bytes(grads).
+//   Under gradient accumulation (M micro-batches a step, of one pipe) parallel.dp_sync says how
+//   often these run: microbatch (ZeRO 3's two gathers and the gradient reduction, with HSDP's
+//   all-reduce, M times), no_sync (ZeRO 3's gathers M times, the reduction once), step (all once).
+//   ZeRO 1/2's all-gather of the updated parameters is once a step in every mode. The default
+//   (automatic, dp_sync_of) follows the runtimes' code:
+//   - PyTorch FSDP1, FULL_SHARD (pytorch/pytorch torch/distributed/fsdp/_runtime_utils.py, commit
+//     00ae0bc: _post_forward_reshard frees a non-root unit's gathered weights after its forward,
+//     _pre_backward_hook gathers them again, _post_backward_hook reduce-scatters every backward
+//     unless no_sync() cleared _sync_gradients, _post_backward_final_callback waits for the
+//     reduce-scatters; _should_free_in_backward frees FULL_SHARD's weights even under no_sync).
+//     Composer, MPT's trainer, wraps the model's children, not the model, so its no_sync path
+//     never applies (mosaicml/composer composer/trainer/trainer.py:2778 and dist_strategy.py:400,
+//     commit 67d8624 of 2024-04-22); metaseq skips no_sync under FSDP (metaseq/trainer.py:749).
+//   - FSDP2 fully_shard: torchtitan reshards after forward at pp 1 and not under PP
+//     (pytorch/torchtitan torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy),
+//     never calls set_requires_gradient_sync at pp 1 (torchtitan/trainer.py train_step); PyTorch's
+//     pipelining sets set_requires_gradient_sync(False) and set_reshard_after_backward(False) on
+//     every backward and reduces after the last (torch/distributed/pipelining/stage.py
+//     backward_maybe_with_nosync): microbatch at pp 1, step under PP.
+//   - DeepSpeed ZeRO 2/3 reduce every micro-step and refuse no_sync; ZeRO 3 fetches a module's
+//     weights before each forward and backward and releases them after (deepspeedai/DeepSpeed
+//     deepspeed/runtime/engine.py allreduce_gradients, no_sync; runtime/zero/parameter_offload.py
+//     pre_sub_module_forward_function / _backward_function).
+//   - Megatron-LM's DDP and distributed optimizer run all but the last micro-batch under no_sync
+//     and gather the parameters once a step (NVIDIA/Megatron-LM megatron/core/pipeline_parallel/
+//     schedules.py forward_backward_no_pipelining); Megatron FSDP reduces every backward with
+//     optim_grads(_params) and releases the weights after each forward (megatron/core/distributed/
+//     fsdp/src/megatron_fsdp/megatron_fsdp.py grad_reduce_every_bprop, _post_forward).
+//   So: microbatch with ZeRO 3 (step for fsdp at pp > 1), step below it; the readers of
+//   torchtitan and Megatron arguments write it where their runtime differs.
 //   FSDP's prefetch (ZeRO 3, costs.dp_overlap not written, with the simulation's per-rank compute
 //   C): each layer's all-gather hides under the layer before it, each reduce-scatter under the
-//   layer after it, so the exposed time is the first layer's forward all-gather (of L layers:
-//   G bytes(params) (n-1)/n / L at the link's rate) plus the last layer's reduce-scatter
-//   (G bytes(grads) (n-1)/n / L) plus whatever of the rest outlasts C:
-//     exposed = first + last + max(0, T - first - last - C), T the whole DP time.
+//   layer after it, so the exposed time is, in each of the step's rounds, the first layer's forward
+//   all-gather (of L layers: G bytes(params) (n-1)/n / L at the link's rate) plus the last layer's
+//   reduce-scatter (G bytes(grads) (n-1)/n / L), plus whatever of the rest outlasts C:
+//     exposed = first + last + max(0, T - first - last - C), T the whole DP time, first and last
+//     summed over the rounds of the gathers and of the reduction.
 // (Rajbhandari et al. 2020, ZeRO, section 7: DDP moves 2 Psi per rank, ZeRO-1/2 as much, ZeRO-3
 // 3 Psi.) Bytes leave each rank at the link's one-way bandwidth times efficiency.comm: NVLink
 // when the DP group fits one node (tp * dp <= gpus_per_node, Megatron's rank order), else the
@@ -62,5 +93,8 @@ struct StepCosts {
 // busy_ns: each pipeline rank's compute time in the step (the simulation's RankStats::busy), for
 // FSDP's prefetch model; without it, dp_overlap applies.
 StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vector<double>* busy_ns = nullptr);
+
+// parallel.dp_sync as it applies to a run of pp ranks: the written mode, or automatic's choice.
+DpSync dp_sync_of(const ParallelSpec& p, int pp);
 
 }  // namespace ppsim

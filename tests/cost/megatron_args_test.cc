@@ -147,6 +147,20 @@ TEST_CASE("megatron: Megatron-DeepSpeed's flags, as BLOOM's scripts pass them", 
   CHECK(a.parallel["zero"].as<int>() == 1);  // bf16 at stage 0: DeepSpeed's BF16_Optimizer shards as stage 1
   const MegatronArgs b = megatron_args_from_text("--num-layers 4 --fp16 --deepspeed --zero-stage 2", "a.sh");
   CHECK(b.parallel["zero"].as<int>() == 2);
+  // DeepSpeed ZeRO 2/3 reduce every micro-step (engine.py allreduce_gradients): dp_sync microbatch;
+  // stage 0/1 reduce at the accumulation boundary: not written (the default, once a step).
+  CHECK(b.parallel["dp_sync"].as<std::string>() == "microbatch");
+  CHECK_FALSE(a.parallel["dp_sync"]);
+  // Megatron FSDP reduces every backward with optim_grads(_params) (its no_sync does not stop it);
+  // with optim, and Megatron's distributed optimizer, once a step (not written).
+  CHECK(megatron_args_from_text("--num-layers 4 --use-megatron-fsdp", "a.sh").parallel["dp_sync"].as<std::string>() ==
+        "microbatch");
+  const std::string optim = "--num-layers 4 --use-megatron-fsdp --data-parallel-sharding-strategy optim";
+  CHECK_FALSE(megatron_args_from_text(optim, "a.sh").parallel["dp_sync"]);
+  // torch FSDP2 under Megatron: its no_sync does nothing (data_parallel_base.py), whatever the strategy.
+  const std::string torch2 = "--num-layers 4 --use-torch-fsdp2 --data-parallel-sharding-strategy optim";
+  CHECK(megatron_args_from_text(torch2, "a.sh").parallel["dp_sync"].as<std::string>() == "microbatch");
+  CHECK_FALSE(megatron_args_from_text("--num-layers 4 --use-distributed-optimizer", "a.sh").parallel["dp_sync"]);
   // --num-experts 1 (EP_SIZE=1 in its dense scripts): the dense MLP, no MoE.
   CHECK_FALSE(megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-experts 1", "a.sh").model["moe"]);
 }

@@ -1,6 +1,8 @@
 // The cost pieces of issue 31, each derived by hand: GPU types (cluster.gpu), the TP collectives'
 // switch and overlap, the DP gradient reduction / parameter all-gather, the optimizer step, and
 // physical_result adding them to the step.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -289,15 +291,16 @@ TEST_CASE("p2p links: NVLink inside a node, the network between nodes (Megatron'
 TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch model, by hand", "[cost][fidelity]") {
   // kModel at pp 2, dp 4, zero 3 with parallel.fsdp: rank 0 holds G = 195,328 parameters (2
   // layers of 65,664 + the embedding 64,000). FSDP2's shard is the fp32 parameter: per parameter
-  // 4 (fp32 shard, the master copy) + 8 (moments) with the optimizer, 4 (fp32 grads), all / 4 (16
-  // bytes per parameter in all, where DeepSpeed's layout adds a bf16 shard: 18); the gathered bf16
-  // weights: at pp > 1 the whole stage (torchtitan keeps them through the step), 2 G bytes.
+  // 4 (fp32 shard, the master copy) + 8 (moments) with the optimizer, / 4; the gathered bf16
+  // weights: at pp > 1 the whole stage (torchtitan keeps them through the step), 2 G bytes; the
+  // fp32 grads at pp > 1 unsharded, 4 G (PyTorch's pipelining reduces them at the last backward,
+  // FSDP2 holding each micro-batch's sum unsharded until then), at pp 1 reduced each micro-batch: / 4.
   const ModelConfig cfg = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true"});
   const Schedule s = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
   const std::vector<RankPeak> mem = predict_rank_memory(data_of(cfg), s);
   const double g0 = 2 * 65664 + 64000;
   CHECK_THAT(mem[0].parts.optimizer, WithinRel(g0 * 12 / 4, 1e-12));
-  CHECK_THAT(mem[0].parts.grads, WithinRel(g0 * 4 / 4, 1e-12));
+  CHECK_THAT(mem[0].parts.grads, WithinRel(g0 * 4, 1e-12));
   CHECK_THAT(mem[0].parts.weights, WithinRel(g0 * 2, 1e-12));
   // Plain ZeRO-3 (DeepSpeed's layout): a bf16 shard 2 G / 4 beside the 12-byte optimizer state.
   const ModelConfig z3 = load_config_text(kModel, "t.yaml", {"parallel.zero=3"});
@@ -308,10 +311,13 @@ TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch mode
       load_config_text(kModel, "t.yaml", {"parallel.pp=1", "parallel.zero=3", "parallel.fsdp=true", "parallel.dp=8"});
   const Schedule s1 = make_schedule("1f1b", ScheduleParams{1, 4, 0, 0});
   CHECK_THAT(predict_rank_memory(data_of(one), s1)[0].parts.weights, WithinRel(2 * 65664 * 2.0, 1e-12));
+  // The whole model G1 = 4 layers + embedding + head on the one rank, fp32 grads / 8.
+  const double g1 = 4 * 65664 + 64000 + 64064;
+  CHECK_THAT(predict_rank_memory(data_of(one), s1)[0].parts.grads, WithinRel(g1 * 4 / 8, 1e-12));
   // HSDP: zero_shard 2 of dp 4: the shards are halves (not quarters).
   const ModelConfig hsdp =
       load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "parallel.zero_shard=2"});
-  CHECK_THAT(predict_rank_memory(data_of(hsdp), s)[0].parts.grads, WithinRel(g0 * 4 / 2, 1e-12));
+  CHECK_THAT(predict_rank_memory(data_of(hsdp), s)[0].parts.optimizer, WithinRel(g0 * 12 / 2, 1e-12));
 
   // The DP time on rank 0 (A100 80GB: NVLink 600 GB/s -> 300 bytes/ns one way, x comm 0.75 =
   // 225 bytes/ns; tp x dp = 4 <= 8 GPUs per node; ZeRO-3 over n = 4: (n-1)/n = 0.75):
@@ -336,4 +342,92 @@ TEST_CASE("FSDP (ZeRO-3, FSDP2's layout): memory and the per-layer prefetch mode
   const ModelConfig half = load_config_text(
       kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true", "costs.dp_comm=true", "costs.dp_overlap=0.5"});
   CHECK_THAT(step_costs(data_of(half), s, &busy).ranks[0].dp_exposed_ns, WithinRel(T / 2, 1e-12));
+}
+
+TEST_CASE("parallel.dp_sync: ZeRO's collectives per micro-batch, with no_sync, or once a step", "[cost][fidelity]") {
+  // kModel at pp 2, dp 4, ZeRO 3 (DeepSpeed's layout): rank 0 holds G = 195,328 parameters in 2
+  // layers. Per round over n = 4 ((n-1)/n = 0.75): the forward and backward all-gathers of bf16
+  // weights, 2 x 2 x 0.75 G = 3 G bytes, and the reduce-scatter of fp32 gradients, 4 x 0.75 G = 3 G.
+  // NVLink: 300 bytes/ns one way x comm 0.75 = 225 bytes/ns; one latency per collective.
+  const double g0 = 2 * 65664 + 64000, bw = 225;
+  auto costs = [&](int m, const std::string& sync, const std::vector<double>* busy = nullptr) {
+    std::vector<std::string> set = {"parallel.zero=3", "costs.dp_comm=true"};
+    if (!sync.empty()) set.push_back("parallel.dp_sync=" + sync);
+    const ModelConfig cfg = load_config_text(kModel, "t.yaml", set);
+    return step_costs(data_of(cfg), make_schedule("1f1b", ScheduleParams{2, m, 0, 0}), busy).ranks[0];
+  };
+  const double lat = 1e3 * load_config_text(kModel, "t.yaml", {}).data->hardware.nvlink_latency_us;
+  // microbatch (ZeRO 3's default, FSDP FULL_SHARD): M rounds of everything, 3M collectives.
+  // M = 1: 6 G bytes; M = 4: 24 G.
+  for (const std::string& sync : {std::string(), std::string("microbatch")}) {
+    CHECK_THAT(costs(1, sync).dp_bytes, WithinRel(6 * g0, 1e-12));
+    CHECK_THAT(costs(4, sync).dp_bytes, WithinRel(24 * g0, 1e-12));
+    CHECK_THAT(costs(4, sync).dp_ns, WithinRel(24 * g0 / bw + 12 * lat, 1e-12));
+  }
+  // no_sync: the gathers per micro-batch (3 G each), the reduce-scatter once (3 G): M = 1: 6 G;
+  // M = 4: 15 G, in 2 x 4 + 1 = 9 collectives.
+  CHECK_THAT(costs(1, "no_sync").dp_bytes, WithinRel(6 * g0, 1e-12));
+  CHECK_THAT(costs(4, "no_sync").dp_bytes, WithinRel(15 * g0, 1e-12));
+  CHECK_THAT(costs(4, "no_sync").dp_ns, WithinRel(15 * g0 / bw + 9 * lat, 1e-12));
+  // step: once whatever M: 6 G in 3 collectives.
+  CHECK_THAT(costs(1, "step").dp_bytes, WithinRel(6 * g0, 1e-12));
+  CHECK_THAT(costs(4, "step").dp_ns, WithinRel(6 * g0 / bw + 3 * lat, 1e-12));
+
+  // FSDP's prefetch (dp_overlap not written) with compute enough to hide the rest: each round
+  // shows its first layer's forward all-gather (3 G / 2 / 2 layers) and its last layer's
+  // reduce-scatter (3 G / 2 layers): 2.25 G / bw a round. microbatch at M = 4: 4 rounds, 9 G / bw;
+  // no_sync: 4 gathers' and one reduce-scatter's, (4 x 0.75 + 1.5) G / bw; step: one round.
+  const std::vector<double> busy = {1e12, 1e12};
+  CHECK_THAT(costs(1, "", &busy).dp_exposed_ns, WithinRel(2.25 * g0 / bw, 1e-12));
+  CHECK_THAT(costs(4, "", &busy).dp_exposed_ns, WithinRel(9 * g0 / bw, 1e-12));
+  CHECK_THAT(costs(4, "no_sync", &busy).dp_exposed_ns, WithinRel(4.5 * g0 / bw, 1e-12));
+  CHECK_THAT(costs(4, "step", &busy).dp_exposed_ns, WithinRel(2.25 * g0 / bw, 1e-12));
+  // Compute C shorter than the rest: exposed = T - C, T the M = 4 rounds' whole time.
+  const double T = 24 * g0 / bw + 12 * lat;
+  const std::vector<double> some = {T / 2, T / 2};
+  CHECK_THAT(costs(4, "", &some).dp_exposed_ns, WithinRel(T / 2, 1e-12));
+
+  // ZeRO 1 with microbatch: the reduce-scatter per micro-batch (3 G each), the updated
+  // parameters' all-gather once (1.5 G): M = 4: 13.5 G; the default (step): 4.5 G.
+  const ModelConfig z1 = load_config_text(kModel, "t.yaml", {"parallel.zero=1", "parallel.dp_sync=microbatch"});
+  const ModelConfig z1d = load_config_text(kModel, "t.yaml", {"parallel.zero=1"});
+  const Schedule s4 = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  CHECK_THAT(step_costs(data_of(z1), s4).ranks[0].dp_bytes, WithinRel(13.5 * g0, 1e-12));
+  CHECK_THAT(step_costs(data_of(z1d), s4).ranks[0].dp_bytes, WithinRel(4.5 * g0, 1e-12));
+
+  // automatic: ZeRO 3 per micro-batch, except FSDP2 under PP (PyTorch's pipelining); below ZeRO 3 once.
+  const ModelConfig fsdp = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.fsdp=true"});
+  CHECK(dp_sync_of(data_of(fsdp).parallel, 2) == DpSync::step);
+  CHECK(dp_sync_of(data_of(fsdp).parallel, 1) == DpSync::microbatch);
+  CHECK(dp_sync_of(data_of(z1d).parallel, 1) == DpSync::step);
+
+  // Memory: no_sync holds the unsharded fp32 gradients, 4 G, where ZeRO 3 holds 4 G / 4.
+  const ModelConfig ns = load_config_text(kModel, "t.yaml", {"parallel.zero=3", "parallel.dp_sync=no_sync"});
+  const ModelConfig mb = load_config_text(kModel, "t.yaml", {"parallel.zero=3"});
+  CHECK_THAT(predict_rank_memory(data_of(ns), s4)[0].parts.grads, WithinRel(g0 * 4, 1e-12));
+  CHECK_THAT(predict_rank_memory(data_of(mb), s4)[0].parts.grads, WithinRel(g0 * 4 / 4, 1e-12));
+
+  // A value it does not know: one line at the value (line 3 of kModel), the choices and the nearest.
+  std::string bad = kModel;
+  bad.replace(bad.find("microbatches: 4}"), 16, "microbatches: 4, dp_sync: nosync}");
+  const std::string line3 = "parallel: {pp: 2, dp: 4, microbatches: 4, dp_sync: nosync}";
+  try {
+    load_config_text(bad, "t.yaml", {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().file == "t.yaml");
+    CHECK(e.loc().line == 3);
+    CHECK(e.loc().col == static_cast<int>(line3.find("nosync")) + 1);
+    // t.yaml:3:N: parallel.dp_sync must be one of ..., got 'nosync', did you mean 'no_sync'?
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS(fmt::format("t.yaml:3:{}: parallel.dp_sync must be one of "
+                                                        "automatic|microbatch|no_sync|step",
+                                                        line3.find("nosync") + 1)));
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("did you mean 'no_sync'?"));
+  }
+  try {
+    load_config_text(kModel, "t.yaml", {"parallel.dp_sync=always"});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.loc().file == "--set");
+  }
 }

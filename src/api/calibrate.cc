@@ -535,6 +535,7 @@ nlohmann::json calibration_notes(const ModelConfigData& c, const std::vector<Sch
     changed.push_back(
         {{"key", f.key}, {"preset", f.preset}, {"value", f.value}, {"uncertainty", or_null(f.uncertainty)}});
   j["changed"] = changed;
+  j["implied"] = cal->implied;
   nlohmann::json kept = nlohmann::json::array();
   for (const UnidentifiedFigure& f : cal->unidentified) kept.push_back(f.key);
   j["kept_at_preset"] = kept;
@@ -553,6 +554,7 @@ std::string calibration_note_text(const nlohmann::json& n) {
   for (const auto& f : n["changed"])
     o += fmt::format(" {} {:.4g} -> {:.4g};", f["key"].get<std::string>(), f["preset"].get<double>(),
                      f["value"].get<double>());
+  for (const auto& s : n["implied"]) o += fmt::format(" {} (the file's version fitted it so);", s.get<std::string>());
   o += "\n";
   for (const auto& r : n["results"]) {
     std::string lines;

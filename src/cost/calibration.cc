@@ -132,7 +132,7 @@ std::string render_calibration(const Calibration& c) {
       "# uncertainty is one standard error in the key's unit (absent: fitted on one figure, no spread).\n"
       "# `not_identified`: what this run cannot tell apart; those keys keep their preset (not applied).\n"
       "# `run`: the calibrated run; a prediction at another layout, scale, schedule or sequence extrapolates.\n";
-  o += "calibration:\n  version: 1\n";
+  o += fmt::format("calibration:\n  version: {}\n", c.version);
   o += fmt::format("  method: {}\n  config: {}\n  note: {}\n", c.method, quoted(c.config), quoted(c.note));
   o += fmt::format("  measured_step_s: {:.9g}\n  preset_step_s: {:.9g}\n  calibrated_step_s: {:.9g}\n",
                    c.measured_step_s, c.preset_step_s, c.calibrated_step_s);
@@ -160,8 +160,8 @@ Calibration read_calibration(const std::string& path, const SourceLoc& reference
   const MapReader top(ctx, root, "", file_schema());
   if (!top.has("calibration")) top.fail_here("a calibration file needs a calibration: map (docs/CALIBRATION.md)");
   const MapReader cr = top.child("calibration", *file_schema().find("calibration"));
-  cr.integer("version", 1, 1, 1);
   Calibration c;
+  c.version = static_cast<int>(cr.integer("version", 2, 1, 2));
   c.path = path;
   c.method = cr.string("method", "");
   c.config = cr.string("config", "");
@@ -171,12 +171,18 @@ Calibration read_calibration(const std::string& path, const SourceLoc& reference
   c.calibrated_step_s = cr.number("calibrated_step_s", 0, 0, 1e12, false);
   c.run = read_run(cr.child("run", run_schema()));
   read_figures(cr, c);
+  // Version 1 (before costs.attention_shape): its efficiencies assume one attention rate.
+  if (c.version == 1 && std::any_of(c.fitted.begin(), c.fitted.end(), [](const CalibratedFigure& f) {
+        return f.key.starts_with("hardware.efficiency.");
+      }))
+    c.implied.push_back("costs.attention_shape=false");
   return c;
 }
 
 std::vector<std::string> calibration_sets(const Calibration& c) {
   std::vector<std::string> out;
   for (const CalibratedFigure& f : c.fitted) out.push_back(fmt::format("{}={:.9g}", f.key, f.value));
+  out.insert(out.end(), c.implied.begin(), c.implied.end());
   return out;
 }
 

@@ -45,6 +45,7 @@ struct CalibratedRun {
 };
 
 struct Calibration {
+  int version = 2;     // the file format: 2 since costs.attention_shape (see implied)
   std::string path;    // where it was read from ("" when built)
   std::string method;  // step_time | tokens_per_s | trace | published
   std::string config;  // the config it was fitted with
@@ -53,6 +54,10 @@ struct Calibration {
   CalibratedRun run;
   std::vector<CalibratedFigure> fitted;
   std::vector<UnidentifiedFigure> unidentified;
+  // Settings the file's version implies, applied with its figures: a version 1 file fitted its
+  // efficiencies with one flash attention rate for every shape, so it keeps that rate
+  // (costs.attention_shape=false); version 2 (the current) none.
+  std::vector<std::string> implied;
 };
 
 // The run a config describes at its own schedule and micro-batches.

@@ -105,7 +105,7 @@ TEST_CASE("a step time made at scale 0.8 calibrates back to 0.8, the rest at the
 
 TEST_CASE("a calibration file changes exactly the figures it fitted", "[calibrate]") {
   const std::string cal = write_temp("fixed.yaml", R"(calibration:
-  version: 1
+  version: 2
   method: step_time
   run: {gpu: a100-80gb, gpus: 4, pp: 4, schedule: 1f1b}
   fitted:
@@ -132,6 +132,35 @@ TEST_CASE("a calibration file changes exactly the figures it fitted", "[calibrat
   REQUIRE(again.fitted.size() == 1);
   CHECK(again.fitted[0].value == 0.6);
   CHECK(again.unidentified.at(0).preset == 0.5);
+  CHECK(with.data->costs.attention_shape);
+}
+
+TEST_CASE("a version 1 calibration keeps the one attention rate its figures were fitted with", "[calibrate]") {
+  // Before costs.attention_shape a fitted efficiency absorbed the flash core's rate at the run's
+  // shape; applied now it would count that rate twice. A version 1 file with an efficiency figure
+  // applies costs.attention_shape=false with it, and says so; one without, or version 2, does not.
+  const char* body = R"(
+  method: step_time
+  run: {gpu: a100-80gb, gpus: 4, pp: 2, schedule: 1f1b}
+  fitted:
+    - {key: hardware.efficiency.gemm, preset: 0.75, value: 0.6}
+)";
+  const std::string v1 = write_temp("v1.yaml", std::string("calibration:\n  version: 1") + body);
+  const std::string v2 = write_temp("v2.yaml", std::string("calibration:\n  version: 2") + body);
+  const Calibration c1 = read_calibration(v1);
+  REQUIRE(c1.implied.size() == 1);
+  CHECK(c1.implied[0] == "costs.attention_shape=false");
+  CHECK(calibration_sets(c1).back() == "costs.attention_shape=false");
+  CHECK(read_calibration(v2).implied.empty());
+  const std::string cfg = write_temp("run.yaml", kRun);
+  CHECK_FALSE(load_config(cfg, {"calibration=" + v1}).data->costs.attention_shape);
+  CHECK(load_config(cfg, {"calibration=" + v2}).data->costs.attention_shape);
+  // The prediction under the version 1 file is the config's with both settings written out.
+  CHECK(step_at(cfg, {"calibration=" + v1}) ==
+        step_at(cfg, {"hardware.efficiency.gemm=0.6", "costs.attention_shape=false"}));
+  CHECK(step_at(cfg, {"calibration=" + v2}) != step_at(cfg, {"calibration=" + v1}));
+  // Written again, a file keeps its version (and with it what it implies).
+  CHECK(read_calibration(write_temp("v1again.yaml", render_calibration(c1))).implied == c1.implied);
 }
 
 TEST_CASE("a bad calibration file is one error at its line", "[calibrate]") {

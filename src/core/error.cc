@@ -61,7 +61,7 @@ std::string printable(const std::string& text) {
   return out;
 }
 
-static std::size_t edit_distance(const std::string& a, const std::string& b) {
+std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {

@@ -60,6 +60,8 @@ std::string printable(const std::string& text);
 
 // The closest candidate by edit distance, or "" when none is close enough to suggest.
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+// Levenshtein distance: the fewest characters inserted, deleted or changed to turn a into b.
+std::size_t edit_distance(const std::string& a, const std::string& b);
 
 [[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& detail);
 

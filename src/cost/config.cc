@@ -259,17 +259,7 @@ std::string gpu_suggestion(const std::string& key, const std::vector<std::string
   if (std::find(std::begin(kOtherGpus), std::end(kOtherGpus), key) != std::end(kOtherGpus)) return "";
   const std::string best = closest_match(key, keys);
   if (best.empty() || key.empty() || best[0] != key[0]) return "";
-  // At most one character inserted, dropped or changed.
-  const std::string& lo = key.size() <= best.size() ? key : best;
-  const std::string& hi = key.size() <= best.size() ? best : key;
-  if (hi.size() == lo.size()) {
-    std::size_t changed = 0;
-    for (std::size_t k = 0; k < lo.size(); ++k) changed += lo[k] != hi[k] ? 1 : 0;
-    return changed <= 1 ? best : "";
-  }
-  for (std::size_t k = 0; hi.size() == lo.size() + 1 && k < hi.size(); ++k)
-    if (hi.substr(0, k) + hi.substr(k + 1) == lo) return best;
-  return "";
+  return edit_distance(key, best) <= 1 ? best : "";  // one character inserted, dropped or changed
 }
 
 const GpuType* find_gpu_type(const std::string& name) {

@@ -403,7 +403,6 @@ void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
         (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);
 }
 
-// Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 // Whether the attention core is FlashAttention-style (model.flash_attention), as Megatron decides:
 // --attention-backend (Megatron-Core, default auto) unfused or local materialize the s x s scores,
 // flash, fused and auto (Transformer Engine's choice of a fused kernel) do not; before it,
@@ -431,6 +430,7 @@ void read_attention_backend(Flags& a, YAML::Node m) {
   if (era_2021 || local_impl) m["flash_attention"] = false;
 }
 
+// Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
   copy_int(a, "hidden-size", m, "hidden");

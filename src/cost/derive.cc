@@ -76,9 +76,10 @@ struct Roofline {
   double quant_wgrad(const Gemm& g) const {
     return quantized(g) && !g.input_shared ? elementwise(2.0 * g.m * g.k * g.count) : 0;
   }
-  // The flash core on one roofline at efficiency.attention, times its shape's rate (BlockWork::core_rate).
+  // The flash core on one roofline at efficiency.attention, times its shape's rate (BlockWork::core_rate),
+  // at most the peak: a calibrated figure near 1 at a shape faster than the reference would pass it.
   double core(double flops, double bytes, double rate) const {
-    const double eff = c.hardware.efficiency.attention * rate;
+    const double eff = std::min(1.0, c.hardware.efficiency.attention * rate);
     return std::max(flops / (c.hardware.peak_bf16_tflops * 1e3 * eff), bytes / (c.hardware.hbm_gbps * eff));
   }
   double elementwise(double bytes) const { return bytes / (c.hardware.hbm_gbps * c.hardware.efficiency.elementwise); }

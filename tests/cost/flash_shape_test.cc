@@ -6,6 +6,7 @@
 
 #include "catch.h"
 #include "cost/config.h"
+#include "cost/derive.h"
 #include "cost/flops.h"
 
 using namespace ppsim;
@@ -92,4 +93,25 @@ parallel: {pp: 2, microbatches: 4}
   // Without flash attention the core is its GEMMs and passes: no rate.
   const ModelConfigData unfused = parse_config(text, "t.yaml", "", {"model.flash_attention=false"});
   CHECK(layer_work(unfused, 0, {}).attention.core_rate == 1.0);
+}
+
+TEST_CASE("flash shape: the core never runs above the peak") {
+  // At 64K tokens the core's rate is above the reference's; efficiency.attention 0.96 and 0.98 times it
+  // both pass 1, so both run at the peak and the attention block takes the same time. Without the
+  // shape (rate 1) the two figures give times in the ratio 0.98 / 0.96 on the core.
+  const char* text = R"(
+model: {layers: 2, hidden: 2048, ffn_hidden: 8192, heads: 16, head_dim: 128, vocab: 32000, seq_len: 65536}
+hardware: {name: h100}
+parallel: {pp: 1, microbatches: 1}
+)";
+  REQUIRE(flash_shape_factor({16, 65536, 1, true, 0}, 132) * 0.96 > 1.0);
+  auto attention = [&](const char* eff, bool shape) {
+    const ModelConfigData c = parse_config(text, "t.yaml", "",
+                                           {std::string("hardware.efficiency.attention=") + eff,
+                                            std::string("costs.attention_shape=") + (shape ? "true" : "false")});
+    return cost_figures(c, 1).slices[0].layers[0].attention;
+  };
+  CHECK(attention("0.96", true).f == attention("0.98", true).f);
+  CHECK(attention("0.96", true).b == attention("0.98", true).b);
+  CHECK(attention("0.96", false).f > attention("0.98", false).f);
 }

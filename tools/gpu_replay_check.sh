@@ -19,7 +19,7 @@
 #   default) also "/full": the co-run model at 100% duty (--co-run full); "/nodelays": without the replay's
 #   own delays that the link probe measured (the reported prediction has them); "/nonccl" (--transport nccl):
 #   without the NCCL kernels' share; "/profstep" (ranks sharing a GPU, NGPU=1): with the sharing profile's step
-#   instead of the replay's fit (--sharing uniform).
+#   instead of the replay's fit (--sharing uniform); "/fitonly" (NGPU=1): the fit for ops of one kind started together too.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/gpu-validate-out}
@@ -104,9 +104,9 @@ for v in ${RUNS:-small:barrier:event small:gate:event small:gate:value}; do
   # The summary, then (two GPUs in one process) the same without the co-run model: column "/plain".
   awk -v col="$k:$shape/$clock/$waits/$transport/$launch" '/^summary \(makespan\):/ {on=1; getline; next}
     /^without the co-run model/ {on=2; next} /^at 100% duty/ {on=3; next} /^without the replay.s delays/ {on=4; next}
-    /^without the NCCL kernels. share/ {on=5; next} /^with the sharing profile.s step/ {on=6; next}
+    /^without the NCCL kernels. share/ {on=5; next} /^with the sharing profile.s step/ {on=6; next} /^with the replay.s fit for ops of one kind/ {on=7; next}
     /^$/ {on=0}
-    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : on == 3 ? "/full" : on == 4 ? "/nodelays" : on == 5 ? "/nonccl" : on == 6 ? "/profstep" : ""), $2, $3, $4,
+    on && NF >= 4 && $1 !~ /^skipped/ {print $1, col (on == 2 ? "/plain" : on == 3 ? "/full" : on == 4 ? "/nodelays" : on == 5 ? "/nonccl" : on == 6 ? "/profstep" : on == 7 ? "/fitonly" : ""), $2, $3, $4,
       ($5 == "host-bound" ? "HB" : "")}' "$f" \
     | tee -a "$OUT/table.txt"
   { echo "== $shape clock=$clock waits=$waits transport=$transport launch=$launch"; cat "$f"; } >> "$OUT/validate.txt" 2>/dev/null

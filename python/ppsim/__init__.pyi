@@ -159,6 +159,7 @@ def validate(
     schedule_file: str | None = None,
     devices: int = 0,
     reps: int = 10,
+    replays: int = 3,
     target: float = 0.0,
     transport: str = "auto",
     timeout: float = 120.0,

@@ -213,6 +213,7 @@ struct Validation {
   // Empty where the fit's replay failed (replay_fit_failed in the JSON): the profile's step stands.
   std::map<int, std::optional<api::KindShareFit>> share_fits;  // by layers per chunk
   std::string sharing_summary;                                 // with --sharing replay: the profile's step instead
+  std::string aligned_summary;  // with --sharing replay: the fit for ops of one kind started together too
   // Two GPUs or more in this process: how ops run beside another GPU's work (the co-run model).
   std::map<int, gpu::CorunProfile> coruns;  // by layers per chunk
   std::string corun_summary;                // the makespan table without the co-run model
@@ -269,6 +270,10 @@ void plan(Validation& x) {
   x.transport = launch::choose_transport(req.transport, x.world.size, x.multi ? x.world.local_size : 1);
   if (!req.schedule_file.empty() && !req.schedules.empty())
     throw InputError("give --schedule or --schedule-file, not both", {}, kExitUsage);
+  if (req.replays < 1 || req.reps < 1)
+    throw InputError(fmt::format("--{} {}: give at least 1", req.replays < 1 ? "replays" : "reps",
+                                 req.replays < 1 ? req.replays : req.reps),
+                     {}, kExitUsage);
   apply_config_parallel(x.cfg, x.pp, x.m, x.v);
   // Expert parallelism (MoE, parallel.ep > 1, --ep-replay): the replay runs every pipeline rank
   // as ep shards (docs/GPU.md, "Replay" and "Expert parallelism: our all-to-all"), shard (r, e) on GPU
@@ -464,7 +469,9 @@ ReplayDelays replay_delays_of(const Validation& x) { return x.probe && x.ep_r ==
 // How the prediction shares a GPU among its ranks: as --sharing asks (the replay's fit where it was
 // made), by the profile's step (the table printed beside the fit), or not at all (each op alone: what
 // the fit is measured against).
-enum class SharingAs { asked, profile_step, alone };
+// fit_only: the replay's fit for every two ops, ops of one kind started together too (what the
+// prediction takes beside: at least the profile's figure for them, SimCosts::share_aligned).
+enum class SharingAs { asked, profile_step, alone, fit_only };
 
 // The engine's sharing for a GPU's ranks: --sharing kind: the profiled table by kind; replay: the
 // fit on the chunk's replay (share_fit_of) where made; otherwise the profile's step for any two ops.
@@ -475,9 +482,14 @@ void apply_sharing(Validation& x, SimCosts& costs, int layers, const gpu::Sharin
   }
   std::vector<double> table;
   if (how == SharingAs::asked && x.req.sharing == "kind") table.assign(sp.by_kind.begin(), sp.by_kind.end());
-  if (auto f = x.share_fits.find(layers); how == SharingAs::asked && f != x.share_fits.end() && f->second)
-    table = f->second->by_kind();
+  const auto f = x.share_fits.find(layers);
+  const bool fitted = f != x.share_fits.end() && f->second.has_value();
+  if (fitted && (how == SharingAs::asked || how == SharingAs::fit_only)) table = f->second->by_kind();
   api::share_devices(costs, x.pp, x.ndev, sp.step, table.empty() ? nullptr : &table, x.ep_r);
+  // The fit comes from ops that meet at random; two of one kind started together meet kernel for
+  // kernel, as the profile's side-by-side table timed them (its diagonal).
+  if (fitted && how == SharingAs::asked && sp.by_kind[0] > 0)
+    costs.share_aligned = {std::max(1.0, sp.by_kind[0]), std::max(1.0, sp.by_kind[4]), std::max(1.0, sp.by_kind[8])};
 }
 
 // ep_pace: with EP, every op at the EP group's fed pace (ep_pace_of), as reported; false: the ops'
@@ -526,9 +538,10 @@ struct Measured {
   gpu::ReplayHostStats host;
   gpu::ReplayMemory memory;
   int comm_sms = 0;
+  std::vector<double> runs_ms;  // --replays: each replay's makespan, in the order run
 };
 
-Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& shape) {
+Measured replay_once(const Validation& x, const Schedule& s, const gpu::ChunkShape& shape) {
   Measured out;
   gpu::ReplayConfig rc;
   rc.stage_shapes = {x.ep_r > 1 ? x.with_ep(shape) : shape};
@@ -556,6 +569,24 @@ Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& s
   return out;
 }
 
+// --replays N: the schedule replayed N times, each after its warm-ups; the replay of median makespan
+// stands for it (one replay's makespan moves by up to 2% from one to the next on one H200), with
+// every replay's makespan beside (runs_ms).
+Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& shape) {
+  std::vector<Measured> runs;
+  std::vector<Time> ends;
+  for (int i = 0; i < std::max(1, x.req.replays); ++i) {
+    runs.push_back(replay_once(x, s, shape));
+    ends.push_back(timeline_stats(runs.back().timeline, runs.back().ep_exposed, true).makespan);
+  }
+  std::vector<std::size_t> order(runs.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ends[a] < ends[b]; });
+  Measured out = std::move(runs[order[(order.size() - 1) / 2]]);
+  for (Time e : ends) out.runs_ms.push_back(static_cast<double>(e) / 1e6);
+  return out;
+}
+
 // --sharing replay (ranks sharing a GPU in one process, no EP): before the first schedule of a chunk
 // size, ZB-H2 with 4P micro-batches of that chunk is replayed as the schedules are (its F, I and W of a
 // GPU's ranks beside each other), and each kind's slowdown beside another op is fitted on it
@@ -566,9 +597,10 @@ void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
     return;
   const Schedule probe = make_schedule("zb-h2", ScheduleParams{x.pp, 4 * x.pp, 0, 0});
   const SimCosts alone = predicted_costs(x, probe, layers, shape, true, SharingAs::alone);
-  std::optional<Measured> m;
+  std::vector<api::KindShareFit> fits;
   try {
-    m = replay(x, probe, shape);
+    for (int i = 0; i < std::max(1, x.req.replays); ++i)
+      fits.push_back(api::fit_share_by_kind(probe, replay_once(x, probe, shape).timeline, alone));
   } catch (const InputError& e) {
     // ZB-H2 holds more micro-batches than most schedules: where its replay fails on the GPU (out
     // of memory), the profile's step stands for this chunk size, and the report says why.
@@ -577,7 +609,14 @@ void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
     x.share_fits.emplace(layers, std::nullopt);
     return;
   }
-  const api::KindShareFit fit = api::fit_share_by_kind(probe, m->timeline, alone);
+  // Each kind's factor: the median over the replays (one replay's moves by up to 0.04).
+  api::KindShareFit fit = fits.front();
+  for (std::size_t k = 0; k < 3; ++k) {
+    std::vector<double> v;
+    for (const api::KindShareFit& f : fits) v.push_back(f.factor[k]);
+    std::sort(v.begin(), v.end());
+    fit.factor[k] = v[(v.size() - 1) / 2];
+  }
   x.share_fits.emplace(layers, fit);
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit"];
   pj = {{"schedule", "zb-h2"}, {"microbatches", 4 * x.pp}};
@@ -916,6 +955,12 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const auto rows = compare_timelines(timeline_stats(pred.timeline, exposed_of(pred)), meas_stats);
   const double target = x.req.target > 0 ? x.req.target : (x.ndev == 1 ? 0.10 : 0.05);
   x.text += render_validation_table(name, rows, target);
+  if (meas.runs_ms.size() > 1) {
+    std::vector<std::string> each;
+    for (double v : meas.runs_ms) each.push_back(fmt::format("{:.3f}", v));
+    x.text += fmt::format("  measured: the replay of median makespan of {} ({} ms; --replays)\n", each.size(),
+                          fmt::join(each, ", "));
+  }
   std::vector<ValidationRow> overlap_rows;
   if (x.ep_r > 1) overlap_rows = overlap_report(x, name, s, costs, layers, meas, meas_stats, target);
   nlohmann::json hj;
@@ -929,6 +974,7 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
   const gpu::ProfileResult& prof = x.profiles.at(layers);
   r["profile_ms"] = {{"F", prof.f_ms}, {"B", prof.b_ms}, {"W", prof.w_ms}, {"FB", prof.fb_ms}};
   r["layers_per_chunk"] = layers;
+  r["measured_runs_ms"] = meas.runs_ms;
   r["host"] = hj;
   r["host_bound"] = host_bound;
   r["memory_measured"] = memory;
@@ -941,6 +987,12 @@ void validate_one(Validation& x, const std::string& name, const Schedule& s) {
     const ValidationRow u0 = makespan_row(u, meas_stats);
     r["sharing_fit"] = {{"predicted_without_ms", u0.predicted}, {"error_without", u0.error}};
     x.sharing_summary += makespan_line(name, u0);
+    const SimResult a =
+        predict(x, s, predicted_costs(x, s, layers, shape, true, SharingAs::fit_only), layers, shape, x.req.co_run);
+    const ValidationRow a0 = makespan_row(a, meas_stats);
+    r["sharing_fit"]["predicted_fit_only_ms"] = a0.predicted;
+    r["sharing_fit"]["error_fit_only"] = a0.error;
+    x.aligned_summary += makespan_line(name, a0);
   }
   if (without_nccl) {
     const ValidationRow n0 = makespan_row(*without_nccl, meas_stats);
@@ -1004,9 +1056,10 @@ void sharing_text(Validation& x) {
   for (const auto& [layers, f] : x.share_fits)
     x.text +=
         f ? fmt::format(
-                "  chunks of {} layer(s), fitted on a ZB-H2 replay of {} micro-batches: an op beside "
-                "another takes F {:.2f}x, I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
-                layers, 4 * x.pp, f->factor[0], f->factor[1], f->factor[2], f->samples[0], f->samples[1], f->samples[2])
+                "  chunks of {} layer(s), fitted on {} ZB-H2 replay(s) of {} micro-batches (each kind's median): an op "
+                "beside another takes F {:.2f}x, I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
+                layers, std::max(1, x.req.replays), 4 * x.pp, f->factor[0], f->factor[1], f->factor[2], f->samples[0],
+                f->samples[1], f->samples[2])
           : fmt::format(
                 "  chunks of {} layer(s): the ZB-H2 replay for the fit failed ({}); the profile's "
                 "step stands for them\n",
@@ -1015,8 +1068,9 @@ void sharing_text(Validation& x) {
   x.text += x.req.sharing == "kind" ? "  the prediction shares each GPU by the tables (--sharing kind)\n"
             : x.share_fits.empty()
                 ? "  the prediction shares each GPU by the step figure (--sharing kind: by the tables)\n"
-                : "  the prediction shares each GPU by the replay's fit (--sharing replay; the "
-                  "profile's step: printed below)\n";
+                : "  the prediction shares each GPU by the replay's fit, two ops of one kind started together at "
+                  "least by the table's figure beside their kind (--sharing replay; the profile's step and the fit "
+                  "alone: printed below)\n";
 }
 
 // The table report's closing lines: the probe, the transport, device sharing, the summary.
@@ -1078,6 +1132,11 @@ void closing_text(Validation& x, const std::optional<LinkProbe>& probe_after) {
   if (!x.sharing_summary.empty())
     x.text +=
         "\nwith the sharing profile's step instead of the replay's fit (--sharing uniform):\n" + x.sharing_summary;
+  if (!x.aligned_summary.empty())
+    x.text +=
+        "\nwith the replay's fit for ops of one kind started together too (not the profile's figure beside "
+        "their kind):\n" +
+        x.aligned_summary;
   if (!x.ep_pace_text.empty())
     x.text +=
         "\nexpert parallelism: the ops at the EP group's pace (kernel by kernel, its shards' threads meeting "

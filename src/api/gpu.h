@@ -69,6 +69,7 @@ struct ValidateRequest {
   std::string schedule_file;  // one schedule from PyTorch's compute-only CSV instead
   int devices = 0;
   int reps = 10;
+  int replays = 3;  // measured replays per schedule (and per sharing fit): the median stands
   double target = 0;
   bool no_link_probe = false;
   bool ep_replay = false;

@@ -268,6 +268,9 @@ constexpr Option kValidate[] = {
      "replay one schedule from PyTorch's compute-only CSV (e.g. one `ppsim search` wrote) instead of families"},
     {"--devices", K::Int, "0", "GPUs", "GPUs to use (0 = all visible; fewer than ranks: ranks share GPUs)"},
     {"--reps", K::Int, "10", "repetitions", "timed repetitions when profiling op costs"},
+    {"--replays", K::Int, "3", "replays",
+     "measured replays of each schedule (each after its warm-ups): the one of median makespan is reported; the "
+     "sharing fit's ZB-H2 replay as often, each kind's median factor"},
     {"--target", K::Real, "0", "share", "makespan error to flag (0: 0.05 on 2+ GPUs, 0.10 on one)"},
     {"--trace", K::Text, "", "", "one Perfetto trace with the predicted and measured timelines", R::Cli},
     {"--html", K::Text, "", "", "a self-contained HTML report: each measured timeline over its prediction, the table",

@@ -316,6 +316,7 @@ ValidateRequest validate_request(const Values& v) {
   r.schedule_file = v.text("schedule_file");
   r.devices = to_int(*v.integer("devices"), "--devices");
   r.reps = to_int(*v.integer("reps"), "--reps");
+  r.replays = to_int(*v.integer("replays"), "--replays");
   r.target = *v.real("target");
   r.no_link_probe = v.flag("no_link_probe");
   r.ep_replay = v.flag("ep_replay");

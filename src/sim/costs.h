@@ -89,6 +89,13 @@ struct SimCosts {
   // 1 + sum over the others of (mix' share_by_kind mix_other - 1) x load_other times slower than
   // alone; with every entry s that is the uniform rule.
   std::vector<double> share_by_kind;
+  // Two single ops of one kind that start together on a device (within share_aligned_window of the
+  // shorter's time alone): each runs at least share_aligned[x] times slower than alone, x its kind
+  // (F = 0, I = 1, W = 2; a B by its I and W parts), whatever the rules above give. Their kernels meet
+  // phase for phase and contend more than ops that meet at random (measured: at the small shape two
+  // B started together 1.25-1.27x where the ZB-H2 replay's fit says 1.16x). Empty: no such rule.
+  std::vector<double> share_aligned;
+  double share_aligned_window = 0.15;
   // Ranks that compute at different speeds (a slower GPU, or an SM partition slower than the one
   // the costs were profiled on): rank_kind_scale[3r + k] multiplies rank r's time for ops of kind
   // k (F = 0, I = 1, W = 2; a B or a pair by its mix, as above). Empty: every rank at 1.

@@ -1,12 +1,14 @@
 #include "sim/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "sim/event_queue.h"
@@ -102,6 +104,9 @@ class Engine {
       PPSIM_CHECK(c.share_copies >= 1, "share_copies {} < 1", c.share_copies);
       PPSIM_CHECK(c.share_by_kind.empty() || c.share_by_kind.size() == 9, "share_by_kind has {} entries, not 9",
                   c.share_by_kind.size());
+      PPSIM_CHECK(c.share_aligned.empty() || c.share_aligned.size() == 3, "share_aligned has {} entries, not 3",
+                  c.share_aligned.size());
+      for (double x : c.share_aligned) PPSIM_CHECK(x >= 1.0 && std::isfinite(x), "share_aligned entry {} < 1", x);
       for (double x : c.share_by_kind) PPSIM_CHECK(x >= 1.0 && std::isfinite(x), "share_by_kind entry {} < 1", x);
       std::map<int, int> dev_index;
       for (int d : c.rank_device) dev_index.emplace(d, static_cast<int>(dev_index.size()));
@@ -178,6 +183,10 @@ class Engine {
     // Shared device, by kind: how hard it presses on the device beside it, as its ops would at their
     // own pace: their durations alone over its own (an F&B pair that saves time: above 1; one op: 1).
     double load = 1;
+    // Shared device: its time alone, and its kind when it is one op (OpKind::B for a B; an F&B
+    // pair: none), for SimCosts::share_aligned.
+    double alone = 0;
+    std::optional<OpKind> single;
     std::size_t comm_next = 0;    // explicit communication: its next comm action to post
     // Schedule::comm_in_order: the arrivals of its last posted batch's transfers, and when it was posted.
     std::vector<const Time*> batch;
@@ -303,7 +312,9 @@ class Engine {
       advance(d, now);
       st.work_left = static_cast<double>(dur);
       st.load = load_of(a, ac.duration);
-      if (!c_.share_by_kind.empty()) st.mix = mix_of(a);
+      st.alone = static_cast<double>(dur);
+      st.single = a.overlapped || a.size() != 1 ? std::nullopt : std::optional<OpKind>(a.op(0).kind);
+      if (!c_.share_by_kind.empty() || !c_.share_aligned.empty()) st.mix = mix_of(a);
       d.running.push_back(r);
       retime(d, now);
     }
@@ -569,6 +580,7 @@ class Engine {
   // share_copies times (this one's own copies but itself). The slowdown of one beside another:
   // share_slowdown (the uniform rule: k single ops at once run 1 + (k-1)(share_slowdown-1) times
   // slower), or by kind, the two mixes through share_by_kind.
+  // Ops of one kind started together: at least share_aligned by its mix (SimCosts::share_aligned).
   double factor_beside(int r, const Device& d) const {
     double f = 1;
     const auto& mr = rank_[r].mix;
@@ -580,9 +592,19 @@ class Engine {
         for (int x = 0; x < 3; ++x)
           for (int y = 0; y < 3; ++y) pair += mr[x] * mq[y] * c_.share_by_kind[static_cast<std::size_t>(3 * x + y)];
       }
+      if (q != r && started_together(rank_[r], rank_[q])) {
+        double aligned = 0;
+        for (std::size_t x = 0; x < 3; ++x) aligned += mr[x] * c_.share_aligned[x];
+        pair = std::max(pair, aligned);
+      }
       f += (q == r ? c_.share_copies - 1 : c_.share_copies) * (pair - 1) * rank_[q].load;
     }
     return f;
+  }
+  bool started_together(const RankState& a, const RankState& b) const {
+    return !c_.share_aligned.empty() && a.single && a.single == b.single &&
+           static_cast<double>(std::llabs(a.run_start - b.run_start)) <=
+               c_.share_aligned_window * std::min(a.alone, b.alone);
   }
   // Charges the work the device's running actions did since `since` (at the rates of that while).
   void advance(Device& d, Time now) {

@@ -220,6 +220,47 @@ TEST_CASE("sharing by op kind: each action re-timed at its own rate (hand-worked
   CHECK_THROWS(simulate(s, costs));
 }
 
+TEST_CASE("sharing a device: ops of one kind started together run at least share_aligned (hand-worked)",
+          "[sim][engine]") {
+  // 1F1B on two ranks of one device, F = 1, B = 2, uniform share 1.5, share_aligned F 2.5:
+  //   t=0    r0 F0 alone                                        -> ends 1
+  //   t=1    r0 F1 and r1 F0 start together, F beside F: 2.5    -> both end 3.5
+  //   t=3.5  r1 B0 alone                                        -> ends 5.5
+  //   t=5.5  r0 B0 and r1 F1 start together but differ: 1.5     -> r1 F1 ends 7, r0 B0 has 1 left
+  //   t=7    r1 B1 beside r0 B0, started 1.5 apart (> 0.15 x 2): 1.5 -> r0 B0 ends 8.5, r1 B1 has 1 left
+  //   t=8.5  r1 B1 alone                                        -> ends 9.5
+  //   t=9.5  r0 B1 alone                                        -> ends 11.5
+  // Without the rule the ops at t=1 end at 2.5 and everything after moves 1 earlier: 10.5.
+  const Schedule s = make_schedule("1f1b", ScheduleParams{2, 2, 0, 0});
+  SimCosts costs = uniform_costs(s.stages_per_pipe, unit_costs(1, 2, 0));
+  costs.rank_device = {0, 0};
+  costs.share_slowdown = 1.5;
+  CHECK(simulate(s, costs).makespan() == static_cast<Time>(10.5 * U));
+  costs.share_aligned = {2.5, 1.0, 1.0};
+  SimOptions opt;
+  opt.record_timeline = true;
+  const SimResult r = simulate(s, costs, opt);
+  CHECK(r.makespan() == static_cast<Time>(11.5 * U));
+  check_intervals(r.timeline, {{0, "0F0", 0, 1},
+                               {0, "0F1", 1, 3.5},
+                               {1, "1F0", 1, 3.5},
+                               {1, "1B0", 3.5, 5.5},
+                               {0, "0B0", 5.5, 8.5},
+                               {1, "1F1", 5.5, 7},
+                               {1, "1B1", 7, 9.5},
+                               {0, "0B1", 9.5, 11.5}});
+  // Below the rule the others stand: an aligned figure under 1.5 changes nothing.
+  costs.share_aligned = {1.2, 1.2, 1.2};
+  CHECK(simulate(s, costs).makespan() == static_cast<Time>(10.5 * U));
+  // A wider window takes in the two B at t=7 (1.5 apart, within 0.8 x 2): B beside B at 2.5 from then:
+  // r0 B0 (1 left) ends 9.5, r1 B1 has 2 - 2.5/2.5 = 1 left, alone -> 10.5; r0 B1 10.5-12.5.
+  costs.share_aligned = {2.5, 2.5, 2.5};
+  costs.share_aligned_window = 0.8;
+  CHECK(simulate(s, costs).makespan() == static_cast<Time>(12.5 * U));
+  costs.share_aligned = {2.5, 0.5, 1.0};
+  CHECK_THROWS(simulate(s, costs));
+}
+
 TEST_CASE("sharing a device: an F&B pair presses on the op beside it as its two ops would", "[sim][engine]") {
   // DualPipeV's two ranks on one device, share_slowdown 1.5 (and by kind, every entry 1.5), F = 1, B = 2 (I = W = 1),
   // an F&B pair 2.5 alone: beside a pair an action runs 1 + 0.5 x (1 + 2) / 2.5 = 1.6 times slower than alone, beside

@@ -110,6 +110,16 @@ TEST_CASE("validate: a transport that cannot reach the peers, or a timeout <= 0,
   CHECK(r.err.find('\n') == r.err.size() - 1);
 }
 
+TEST_CASE("validate --replays and --reps below 1 are refused before any GPU work, exit 2", "[cli]") {
+  Result r = run_ppsim(fmt::format("validate {}/configs/small-1gpu.yaml --replays 0", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err == "ppsim: --replays 0: give at least 1\n");
+  CHECK(r.out.empty());
+  r = run_ppsim(fmt::format("validate {}/configs/small-1gpu.yaml --reps -2", PPSIM_SOURCE_DIR));
+  CHECK(r.code == 2);
+  CHECK(r.err == "ppsim: --reps -2: give at least 1\n");
+}
+
 TEST_CASE("validate --a2a nccl: refused before any GPU work where it cannot run, exit 2", "[cli]") {
   // No EP replay asked for: no all-to-all to run.
   Result r = run_ppsim(fmt::format("validate {}/configs/small-2gpu-ep.yaml --a2a nccl", PPSIM_SOURCE_DIR));

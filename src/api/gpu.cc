@@ -574,16 +574,15 @@ Measured replay_once(const Validation& x, const Schedule& s, const gpu::ChunkSha
 // every replay's makespan beside (runs_ms).
 Measured replay(const Validation& x, const Schedule& s, const gpu::ChunkShape& shape) {
   std::vector<Measured> runs;
-  std::vector<Time> ends;
-  for (int i = 0; i < std::max(1, x.req.replays); ++i) {
+  std::vector<double> ms;
+  for (int i = 0; i < x.req.replays; ++i) {
     runs.push_back(replay_once(x, s, shape));
-    ends.push_back(timeline_stats(runs.back().timeline, runs.back().ep_exposed, true).makespan);
+    ms.push_back(static_cast<double>(timeline_stats(runs.back().timeline, runs.back().ep_exposed, true).makespan) /
+                 1e6);
   }
-  std::vector<std::size_t> order(runs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ends[a] < ends[b]; });
-  Measured out = std::move(runs[order[(order.size() - 1) / 2]]);
-  for (Time e : ends) out.runs_ms.push_back(static_cast<double>(e) / 1e6);
+  const auto median = std::find(ms.begin(), ms.end(), api::middle_run(ms));
+  Measured out = std::move(runs[static_cast<std::size_t>(median - ms.begin())]);
+  out.runs_ms = std::move(ms);
   return out;
 }
 
@@ -599,7 +598,7 @@ void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
   const SimCosts alone = predicted_costs(x, probe, layers, shape, true, SharingAs::alone);
   std::vector<api::KindShareFit> fits;
   try {
-    for (int i = 0; i < std::max(1, x.req.replays); ++i)
+    for (int i = 0; i < x.req.replays; ++i)
       fits.push_back(api::fit_share_by_kind(probe, replay_once(x, probe, shape).timeline, alone));
   } catch (const InputError& e) {
     // ZB-H2 holds more micro-batches than most schedules: where its replay fails on the GPU (out
@@ -614,8 +613,7 @@ void share_fit_of(Validation& x, int layers, const gpu::ChunkShape& shape) {
   for (std::size_t k = 0; k < 3; ++k) {
     std::vector<double> v;
     for (const api::KindShareFit& f : fits) v.push_back(f.factor[k]);
-    std::sort(v.begin(), v.end());
-    fit.factor[k] = v[(v.size() - 1) / 2];
+    fit.factor[k] = api::middle_run(v);
   }
   x.share_fits.emplace(layers, fit);
   nlohmann::json& pj = x.j["device_sharing"]["profiles"][std::to_string(layers)]["replay_fit"];
@@ -1058,8 +1056,8 @@ void sharing_text(Validation& x) {
         f ? fmt::format(
                 "  chunks of {} layer(s), fitted on {} ZB-H2 replay(s) of {} micro-batches (each kind's median): an op "
                 "beside another takes F {:.2f}x, I {:.2f}x, W {:.2f}x as long as alone ({}, {}, {} actions)\n",
-                layers, std::max(1, x.req.replays), 4 * x.pp, f->factor[0], f->factor[1], f->factor[2], f->samples[0],
-                f->samples[1], f->samples[2])
+                layers, x.req.replays, 4 * x.pp, f->factor[0], f->factor[1], f->factor[2], f->samples[0], f->samples[1],
+                f->samples[2])
           : fmt::format(
                 "  chunks of {} layer(s): the ZB-H2 replay for the fit failed ({}); the profile's "
                 "step stands for them\n",

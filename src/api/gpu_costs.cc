@@ -427,10 +427,10 @@ std::vector<ReplayMemoryPrediction> replay_memory(const std::string& config, con
   return out;
 }
 
-double middle_run(std::vector<double> runs_us) {
-  PPSIM_CHECK(!runs_us.empty(), "no probe runs");
-  std::sort(runs_us.begin(), runs_us.end());
-  return runs_us[runs_us.size() / 2];
+double middle_run(std::vector<double> runs) {
+  PPSIM_CHECK(!runs.empty(), "no runs");
+  std::sort(runs.begin(), runs.end());
+  return runs[(runs.size() - 1) / 2];
 }
 
 }  // namespace ppsim::api

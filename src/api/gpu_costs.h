@@ -170,8 +170,9 @@ struct KindShareFit {
   std::vector<double> by_kind() const;
 };
 KindShareFit fit_share_by_kind(const Schedule& s, const Timeline& t, const SimCosts& alone);
-// The middle of the probe's runs (each a replay's median transfer): one slow replay does not
-// stand for every transfer.
-double middle_run(std::vector<double> runs_us);
+// The middle of several runs' figures (the lower middle of an even count): the probe's runs (each a
+// replay's median transfer), so that one slow replay does not stand for every transfer; validate's
+// replays of a schedule (--replays) and their sharing fits.
+double middle_run(std::vector<double> runs);
 
 }  // namespace ppsim::api

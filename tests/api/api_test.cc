@@ -198,6 +198,7 @@ TEST_CASE("validate's prediction costs from measured figures", "[api]") {
   api::apply_link_probe(c, 5.0, 1'000'000);  // faster than the wire: latency 0, not negative
   CHECK(c.link.latency == 0);
   CHECK(api::middle_run({1400.0, 20.0, 22.0}) == 22.0);
+  CHECK(api::middle_run({3.0, 1.0, 4.0, 2.0}) == 2.0);  // an even count: the lower middle
   {
     // The replay's own delays, from a hand-made measured timeline (us): rank 0 runs 0F0 [0,100],
     // 0F1 [106,206], 0B0 [400,500]; rank 1 runs 1F0 [130,230], 1B0 [237,337]. 0F0's message is

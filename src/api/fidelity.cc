@@ -387,28 +387,37 @@ std::vector<FidelityRow> rows_at_scale(const PublishedFile& pf, const FidelityRe
   return rows;
 }
 
-// Leave one source out: each source's rows at the median per-row scale of every other source on
-// the same GPU family (the preset where no other source ran on it).
+// The median of `logs` (not empty), as a scale.
+double median_scale(std::vector<double> logs) {
+  std::sort(logs.begin(), logs.end());
+  const std::size_t n = logs.size();
+  return std::exp(n % 2 ? logs[n / 2] : 0.5 * (logs[n / 2 - 1] + logs[n / 2]));
+}
+
+// Leave one source out: each source's rows at the median over every other source on the same GPU
+// family of that source's median per-row scale (one vote per source, however many rows it has; the
+// preset where no other source ran on the family).
 void leave_one_source_out(const std::vector<PublishedFile>& files, const FidelityRequest& req,
                           std::vector<std::vector<FidelityRow>>& per_file) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> logs;  // (family, source) -> log scales
   for (std::size_t f = 0; f < files.size(); ++f)
-    for (std::size_t i = 0; i < per_file[f].size(); ++i)
-      per_file[f][i].fitted_scale = row_scale(files[f], i, req, per_file[f][i]).scale;
+    for (std::size_t i = 0; i < per_file[f].size(); ++i) {
+      FidelityRow& r = per_file[f][i];
+      r.fitted_scale = row_scale(files[f], i, req, r).scale;
+      if (r.fitted_scale > 0) logs[{r.gpu_family, r.source_id}].push_back(std::log(r.fitted_scale));
+    }
   std::vector<std::vector<FidelityRow>> out(files.size());
   for (std::size_t f = 0; f < files.size(); ++f) {
     const FidelityRow& me = per_file[f].front();
     std::vector<double> others;
-    for (const auto& rows : per_file)
-      for (const FidelityRow& r : rows)
-        if (r.source_id != me.source_id && r.gpu_family == me.gpu_family && r.fitted_scale > 0)
-          others.push_back(std::log(r.fitted_scale));
+    for (const auto& [at, v] : logs)
+      if (at.first == me.gpu_family && at.second != me.source_id) others.push_back(std::log(median_scale(v)));
     double scale = 1;
     std::string on = "preset (no other source on " + me.gpu_family + ")";
     if (!others.empty()) {
-      std::sort(others.begin(), others.end());
-      const std::size_t n = others.size();
-      scale = std::exp(n % 2 ? others[n / 2] : 0.5 * (others[n / 2 - 1] + others[n / 2]));
-      on = fmt::format("median of {} rows of other sources on {}", n, me.gpu_family);
+      scale = median_scale(others);
+      on =
+          fmt::format("median of {} other source{} on {}", others.size(), others.size() == 1 ? "" : "s", me.gpu_family);
     }
     out[f] = rows_at_scale(files[f], req, per_file[f], scale, on);
   }

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "api/fidelity.h"
@@ -200,6 +202,53 @@ TEST_CASE("fidelity --calibrate first: the first result is met, the others carry
   CHECK_THAT(*cal.rows[1].preset_error, WithinRel(preset.rows[1].error, 1e-9));
   // The counts leave the calibrated row out.
   CHECK(api::fidelity_counts(cal, false).rows == 1);
+}
+
+TEST_CASE("fidelity --calibrate loso: one vote per other source, however many rows it has", "[calibrate]") {
+  // Source Y has three rows published at about 0.8 of the presets' figure, Z one at 1.25, X one at
+  // the preset. X's scale is the median of Y's and Z's own medians (their geometric mean); by rows
+  // it would be Y's alone.
+  api::FidelityRequest req;
+  req.files = {write_temp("loso_probe.yaml", std::string(kRun) + R"(published:
+  source: probe
+  results:
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1}
+    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1}
+    - {label: c, schedule: 1f1b, microbatches: 16, tokens_per_s: 1}
+)")};
+  const api::FidelityResult probe = api::fidelity(req);
+  REQUIRE(probe.rows.size() == 3);
+  const auto file = [&](const std::string& name, const std::string& source, std::vector<double> factors) {
+    std::string text = std::string(kRun) + "published:\n  source: " + source + ", a table\n  results:\n";
+    for (std::size_t i = 0; i < factors.size(); ++i)
+      text += fmt::format("    - {{label: r{}, schedule: 1f1b, microbatches: {}, tokens_per_s: {}}}\n", i,
+                          probe.rows[i].microbatches, probe.rows[i].predicted_tokens_s * factors[i]);
+    return write_temp(name, text);
+  };
+  req.files = {file("x.yaml", "X", {1.0}), file("y.yaml", "Y", {0.78, 0.8, 0.82}), file("z.yaml", "Z", {1.25})};
+  req.calibrate = "loso";
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 5);
+  std::map<std::string, std::vector<double>> logs;  // source -> log of each row's own scale
+  for (const api::FidelityRow& row : r.rows) {
+    REQUIRE(row.fitted_scale > 0);
+    logs[row.source_id].push_back(std::log(row.fitted_scale));
+  }
+  REQUIRE(logs.size() == 3);
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  for (const api::FidelityRow& row : r.rows) {
+    std::vector<double> others;
+    for (const auto& [id, v] : logs)
+      if (id != row.source_id) others.push_back(median(v));
+    CHECK_THAT(row.calibration_scale, WithinRel(std::exp(median(others)), 1e-9));
+    CHECK(row.calibrated_on == "median of 2 other sources on ampere");
+  }
+  // X's scale sits between Y's and Z's, away from Y's own.
+  const double y = std::exp(median(logs["Y"]));
+  CHECK(r.rows[0].calibration_scale > y * 1.1);
 }
 
 TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back to them", "[calibrate]") {

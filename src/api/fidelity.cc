@@ -162,7 +162,7 @@ FidelityRow row_header(const PublishedFile& pf, const MapReader& rr) {
   row.run = c.name;
   row.schedule = family_name(rr, "schedule", rr.string("schedule", c.parallel.schedule));
   row.microbatches = static_cast<int>(rr.integer("microbatches", c.parallel.microbatches, 1, 1 << 20));
-  row.vpp = static_cast<int>(rr.integer("vpp", c.parallel.has_vpp ? c.parallel.vpp : 2, 1, 64));
+  row.vpp = static_cast<int>(rr.integer("vpp", c.parallel.has_vpp ? c.parallel.vpp : 2, 1, kMaxVpp));
   row.label = rr.string("label", fmt::format("{} M={}", row.schedule, row.microbatches));
   row.key = pf.stem + "/" + row.label;
   for (char& ch : row.key)

@@ -514,7 +514,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   ParallelSpec p;
   p.pp = static_cast<int>(r.required_integer("pp", 1, 4096));
   p.has_vpp = r.has("vpp");
-  p.vpp = static_cast<int>(r.integer("vpp", 1, 1, 64));
+  p.vpp = static_cast<int>(r.integer("vpp", 1, 1, kMaxVpp));
   p.ep = static_cast<int>(r.integer("ep", 1, 1, kMaxCount));
   p.tp = static_cast<int>(r.integer("tp", 1, 1, 1024));
   p.cp = static_cast<int>(r.integer("cp", 1, 1, 1024));

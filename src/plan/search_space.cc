@@ -231,7 +231,7 @@ PlanSpec read_plan_spec(const ModelConfigData& cfg, const std::vector<std::strin
   };
   spec.search.schedules = guarded("schedules", [&] { return schedule_list(search); });
   spec.search.pp = guarded("pp", [&] { return int_list(search, "pp", 1, 4096); });
-  spec.search.vpp = guarded("vpp", [&] { return int_list(search, "vpp", 2, 64); });
+  spec.search.vpp = guarded("vpp", [&] { return int_list(search, "vpp", 2, kMaxVpp); });
   spec.search.microbatches = guarded("microbatches", [&] { return int_list(search, "microbatches", 1, 1 << 20); });
   spec.search.micro_batch_size = guarded("micro_batch_size", [&] { return int_list(search, "micro_batch_size", 1, 65536); });
   spec.search.ep = guarded("ep", [&] { return int_list(search, "ep", 1, 65536); });

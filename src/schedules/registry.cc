@@ -234,7 +234,9 @@ Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
   const Limits& lim = limits();
   if (p.pp < 1) throw InputError(fmt::format("--pp: P must be >= 1, got {}", p.pp), {}, kExitUsage);
   if (p.microbatches < 1) throw InputError(fmt::format("--microbatches: M must be >= 1, got {}", p.microbatches), {}, kExitUsage);
-  if (p.vpp < 1 || p.vpp > 16) throw InputError(fmt::format("--vpp: v must be in 1..16, got {}", p.vpp), {}, kExitUsage);
+  if (p.vpp < 1 || p.vpp > kMaxVpp)
+    throw InputError(fmt::format("chunks per rank v (--vpp, parallel.vpp) must be in 1..{}, got {}", kMaxVpp, p.vpp),
+                     {}, kExitUsage);
   if (p.pp > lim.max_pp)
     throw InputError(fmt::format("P={} is over the limit of {} ranks (docs/ROBUSTNESS.md)", p.pp, lim.max_pp),
                      {}, kExitLimit);

@@ -57,6 +57,10 @@ ScheduleParams resolve_params(const Family& fam, ScheduleParams p);
 // validates the schedule.
 Schedule make_schedule(const std::string& name, const ScheduleParams& params);
 
+// Chunks per rank of an interleaved schedule: 1..kMaxVpp (`parallel.vpp`, `--vpp`, a published row's
+// `vpp`). In abstract units times split exactly for v <= 16 (core/time.h); above, to the tick.
+inline constexpr int kMaxVpp = 64;
+
 // Resource limits (docs/ROBUSTNESS.md). Overridable from the CLI with --max-ops.
 struct Limits {
   long long max_pp = 4096;

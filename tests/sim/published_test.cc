@@ -108,3 +108,25 @@ TEST_CASE("a per-hop latency makes DualPipe's bubble grow with M", "[sim][publis
   REQUIRE(!a.metrics.published_holds);
   REQUIRE(b.metrics.bubble_max > a.metrics.bubble_max);
 }
+
+TEST_CASE("interleaved 1F1B past 16 chunks per rank: (P-1)(F+B)/v, and v = 65 refused", "[sim][published]") {
+  // v = 24 (a Megatron-Bridge recipe's VP for Qwen3-30B-A3B at PP 2): one rank's share F = 1, B = 2
+  // cut into 24 chunks of F = 1/24, B = 2/24 units (750,750 and 1,501,500 ticks, exact). The
+  // interleaved bubble is (P-1)(F+B) of the chunks' times: 3 x 3 / 24 units at P = 4.
+  for (int v : {24, 48}) {
+    const SliceCosts chunk = unit_costs(1.0 / v, 2.0 / v, 0);
+    const Run r = run("interleaved-1f1b", 4, 8, chunk, 0, v);
+    INFO("v=" << v);
+    REQUIRE(r.schedule.chunks_per_rank == v);
+    REQUIRE(r.metrics.published_holds);
+    for (Time bub : r.metrics.bubble) REQUIRE(bub == 3 * (chunk.f + chunk.b));
+    // Every rank runs its M x v forwards and backwards: busy M (F + B) = 24 units.
+    REQUIRE(r.metrics.makespan == 8 * v * (chunk.f + chunk.b) + 3 * (chunk.f + chunk.b));
+  }
+  try {
+    make_schedule("interleaved-1f1b", ScheduleParams{4, 8, kMaxVpp + 1, 0});
+    FAIL("v = 65 was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("must be in 1..64, got 65") != std::string::npos);
+  }
+}

@@ -125,6 +125,7 @@ const SchemaNode& schema() {
           section("parallel", {leaf("pp"),
                                leaf("vpp"),
                                leaf("ep"),
+                               leaf("etp"),
                                leaf("tp"),
                                leaf("cp"),
                                leaf("dp"),
@@ -517,6 +518,7 @@ ParallelSpec read_parallel(const MapReader& r) {
   p.vpp = static_cast<int>(r.integer("vpp", 1, 1, kMaxVpp));
   p.ep = static_cast<int>(r.integer("ep", 1, 1, kMaxCount));
   p.tp = static_cast<int>(r.integer("tp", 1, 1, 1024));
+  p.etp = static_cast<int>(r.integer("etp", 0, 1, 1024));
   p.cp = static_cast<int>(r.integer("cp", 1, 1, 1024));
   p.dp = static_cast<int>(r.integer("dp", 1, 1, 1 << 20));
   p.microbatches = static_cast<int>(r.required_integer("microbatches", 1, 1 << 20));
@@ -642,9 +644,22 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
       par.fail("ep", fmt::format("parallel.ep={} must divide model.moe.experts={}", p.ep, m.moe.experts));
-    if (p.dp % p.ep != 0)
+    if (p.expert_tp() == p.tp && p.dp % p.ep != 0)
       par.fail("ep", fmt::format("parallel.ep={} must divide parallel.dp={} (expert parallelism is carved out of the "
-                                 "data-parallel ranks)", p.ep, p.dp));
+                                 "data-parallel ranks{})",
+                                 p.ep, p.dp, p.tp > 1 ? "; with parallel.etp: 1, of dp x tp" : ""));
+    if (p.expert_tp() == 1 && p.tp > 1 && (static_cast<long long>(p.dp) * p.tp) % p.ep != 0)
+      par.fail("ep", fmt::format("parallel.ep={} must divide parallel.dp x tp = {} x {} (with parallel.etp: 1 expert "
+                                 "parallelism is carved out of the data- and tensor-parallel ranks)",
+                                 p.ep, p.dp, p.tp));
+  }
+  if (p.etp > 0) {
+    if (!m.moe.enabled())
+      par.fail("etp", fmt::format("parallel.etp={} needs a model.moe section (a dense model has no experts)", p.etp));
+    if (p.etp != 1 && p.etp != p.tp)
+      par.fail("etp", fmt::format("parallel.etp={}: expected 1 (whole experts) or parallel.tp={} (experts split as the "
+                                  "dense layers)",
+                                  p.etp, p.tp));
   }
   if (m.heads % p.tp != 0)
     par.fail("tp", fmt::format("parallel.tp={} must divide model.heads={}", p.tp, m.heads));

@@ -270,6 +270,10 @@ struct ParallelSpec {
   bool has_vpp = false;
   int ep = 1;
   int tp = 1;
+  // parallel.etp: expert tensor parallelism, how many ranks split each routed expert's width:
+  // tp (0, the default: Megatron's ETP = TP) or 1 (whole experts, the expert-parallel group carved
+  // out of dp x tp: Megatron's --expert-tensor-parallel-size 1, torchtitan's default).
+  int etp = 0;
   int cp = 1;  // context parallel: each rank holds seq_len / cp of every sequence
   int dp = 1;
   int microbatches = 1;
@@ -337,11 +341,13 @@ struct ParallelSpec {
   // the cp ranks hold the same weights too (Megatron-LM's data-parallel group with context
   // parallelism; torchtitan's fsdp mesh dimension, dp_shard x cp).
   int grad_dp() const { return dp * cp; }
-  int expert_dp() const { return ep > 0 ? grad_dp() / ep : grad_dp(); }  // replicas of each routed expert
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  // Replicas of each routed expert's shard: the grad_dp x tp ranks of a stage hold ep x etp shards.
+  int expert_dp() const { return std::max(1, grad_dp() * tp / (std::max(1, ep) * expert_tp())); }
   // The ranks ZeRO shards over: zero_shard x cp (torchtitan's dp_shard x cp), all of grad_dp by
   // default; the other grad_dp / zero_dp replicas of each shard all-reduce its gradients (HSDP).
   int zero_dp() const { return zero_shard > 0 ? zero_shard * cp : grad_dp(); }
-  int expert_zero_dp() const { return std::max(1, zero_dp() / std::max(1, ep)); }
+  int expert_zero_dp() const { return std::max(1, zero_dp() * tp / (std::max(1, ep) * expert_tp())); }
 };
 
 // Explicit and measured op times are at most this many ms (17 minutes) each, so that sums

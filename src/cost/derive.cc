@@ -179,7 +179,7 @@ struct Roofline {
 };
 
 LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& rl) {
-  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp, c.parallel.etp};
   const LayerWork w = layer_work(c, layer, sh);
   LayerFigures f;
   f.layer = layer;
@@ -198,7 +198,7 @@ LayerFigures layer_figures(const ModelConfigData& c, int layer, const Roofline& 
     // there), at most max_nodes (N-1)/N do, N the ep group's nodes. Every copy still crosses
     // NVLink once (sent there directly, or forwarded by the node's receiving GPU).
     const int ep = c.parallel.ep;
-    const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.tp));
+    const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.expert_tp()));
     const double nodes = std::ceil(static_cast<double>(ep) / per_node);
     const double leave = c.model.moe.top_k * (ep - 1.0) / ep;
     const double sends = std::min(leave * f.inter_node_fraction, c.model.moe.max_nodes * (nodes - 1) / nodes);
@@ -263,7 +263,7 @@ double recompute_ops_ns(const ModelConfigData& c, int layer, const LayerWork& w,
 double torch_split_w_ns(const ModelConfigData& c, const SliceFigures& f, const Roofline& rl) {
   if (c.parallel.p2p_runtime != P2pRuntime::torch) return 0;
   const ModelSpec& m = c.model;
-  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp, c.parallel.etp};
   const double T = static_cast<double>(m.tokens_per_microbatch()) / sh.cp, h = static_cast<double>(m.hidden);
   auto outputs = [](const BlockWork& w) {
     double e = 0;
@@ -411,7 +411,7 @@ CostFigures cost_figures(const ModelConfigData& c, int slices) {
   CostFigures out;
   out.compute_sm_fraction = static_cast<double>(c.hardware.sms - c.hardware.comm_sms) / c.hardware.sms;
   out.link = p2p_link(c, c.parallel.pp);
-  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp};
+  const Shard sh{c.parallel.tp, c.parallel.ep, c.parallel.cp, c.parallel.etp};
   // Layers of one kind have equal figures: compute the first dense and the first MoE layer once.
   std::vector<LayerFigures> cache;
   auto figures_of = [&](int layer) {

@@ -174,8 +174,9 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
   } else {
     // MoE: router [T/t x h] x [h x E] (each TP rank routes its sequence shard), then every
     // token visits k routed experts and the e shared experts.
-    //   routed, per rank: E/ep experts, each on T k ep / E tokens (balanced routing), width fe/t
-    //     -> k * 3 * 2 T h fe / t FLOPs (SwiGLU)
+    //   routed, per rank: E/ep experts, each split over x = etp ranks (tp, or 1), each on
+    //     (T/t) x k ep / E tokens (balanced routing: every rank dispatches its T/t, an etp group
+    //     gathers its members'), width fe/x -> k * 3 * 2 T h fe / t FLOPs (SwiGLU) for any x
     //   shared: one MLP of width e*fe/t on all T tokens -> e * 3 * 2 T h fe / t
     //   router: 2 T h E / t
     const MoeSpec& moe = m.moe;
@@ -183,7 +184,9 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     const double ep = sh.ep;
     w.gemms.push_back({"router", T / t, E, h, 1, true});
     const bool fp8_dispatch = c.precision.gemm == Dtype::fp8;
-    mlp_gemms(w.gemms, m.mlp, T * k * ep / E, h, fe / t, E / ep, "expert_up", "expert_gate", "expert_down", fp8_dispatch);
+    const double x = sh.expert_tp();
+    mlp_gemms(w.gemms, m.mlp, T / t * x * k * ep / E, h, fe / x, E / ep, "expert_up", "expert_gate", "expert_down",
+              fp8_dispatch);
     if (moe.shared_experts > 0)
       mlp_gemms(w.gemms, m.mlp, T, h, moe.shared_experts * static_cast<double>(moe.shared_width()) / t, 1, "shared_up",
                 "shared_gate", "shared_down");
@@ -209,7 +212,10 @@ BlockWork mlp_block(const ModelConfigData& c, int layer, Shard sh) {
     w.combine_grad_bytes = copies * kActivationBytes;
   }
   w.elem_bytes = per_token * T / seq_shards(c, sh) + width_bytes;
-  w.tp_comm_bytes = tp_block_bytes(T, h, sh.tp);
+  // Whole experts (etp 1) run on each rank's own sequence shard: no TP collective in the block,
+  // unless shared experts (split over tp as a dense MLP) need the gathered tokens.
+  const bool whole_experts = m.layer_is_moe(layer) && sh.expert_tp() == 1 && m.moe.shared_experts == 0;
+  w.tp_comm_bytes = whole_experts ? 0.0 : tp_block_bytes(T, h, sh.tp);
   return w;
 }
 
@@ -281,12 +287,13 @@ double model_flops_per_microbatch(const ModelConfigData& c) {
 }
 
 double a2a_inter_node_fraction(const ModelConfigData& c) {
-  // An ep group is ep ranks at stride tp (Megatron's order tp, ep, dp, pp): a node holds
-  // n = min(ep, gpus_per_node / tp) of them. Of the (ep-1) peers a rank sends to, n-1 share its
-  // node, so (ep - n) / (ep - 1) of the leaving bytes cross the network.
+  // An ep group is ep ranks at stride etp (Megatron's expert order etp, ep, dp, pp: stride tp,
+  // or 1 with whole experts): a node holds n = min(ep, gpus_per_node / etp) of them. Of the (ep-1)
+  // peers a rank sends to, n-1 share its node, so (ep - n) / (ep - 1) of the leaving bytes cross
+  // the network.
   const int ep = c.parallel.ep;
   if (ep <= 1) return 0;
-  const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.tp));
+  const int per_node = std::max(1, c.hardware.gpus_per_node / std::max(1, c.parallel.expert_tp()));
   const int n = std::min(ep, per_node);
   return static_cast<double>(ep - n) / (ep - 1);
 }

@@ -42,7 +42,9 @@ struct Gemm {
 struct Shard {
   int tp = 1;
   int ep = 1;
-  int cp = 1;  // context parallel: a rank computes seq_len / cp tokens of each sequence
+  int cp = 1;   // context parallel: a rank computes seq_len / cp tokens of each sequence
+  int etp = 0;  // ranks splitting a routed expert's width: 0 is tp (ParallelSpec::etp)
+  int expert_tp() const { return etp > 0 ? etp : tp; }
 };
 
 struct BlockWork {

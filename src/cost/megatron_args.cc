@@ -669,12 +669,13 @@ void read_parallel_flags(Flags& a, YAML::Node par, YAML::Node m, const std::stri
   const long long tp = par["tp"].as<long long>();
   if (a.has("expert-tensor-parallel-size") && a.has("num-experts")) {  // a dense model has no experts to split
     const long long etp = a.integer("expert-tensor-parallel-size", 1);
-    if (etp != tp)
+    if (etp != tp && etp != 1)
       throw InputError(
           a.at("expert-tensor-parallel-size"),
           fmt::format("--expert-tensor-parallel-size {} with --tensor-model-parallel-size {}: ppsim splits "
-                      "the experts over tp (Megatron's default, expert tp = tp) only",
+                      "the experts over tp (Megatron's default) or not at all (1) only",
                       etp, tp));
+    if (etp == 1 && tp > 1) par["etp"] = 1;  // whole experts, EP over dp x tp (parallel.etp)
   }
   // --sequence-parallel (Megatron-LM since 2022, Megatron-DeepSpeed's later versions): the per-token
   // ops split over TP by sequence; absent, every TP rank runs them on the whole sequence.

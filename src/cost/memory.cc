@@ -401,14 +401,14 @@ double a2a_buffer_set(const ModelConfigData& c) {
 
 namespace {
 
-// FSDP2's gathered weights per rank (parameters, after the tp / ep x tp split): at pp 1 its two
+// FSDP2's gathered weights per rank (parameters, after the tp / ep x etp split): at pp 1 its two
 // largest layers (the one computing and the one prefetched), at pp > 1 everything it holds.
 std::vector<double> fsdp_gathered_params(const ModelConfigData& c, const std::vector<int>& stage_rank,
                                          const std::vector<int>& stage_slice, const std::vector<SliceLayout>& slices,
                                          int ranks) {
   std::vector<double> all(static_cast<std::size_t>(ranks), 0), first(all), second(all);
   if (!c.parallel.fsdp) return all;
-  const double tp = c.parallel.tp, etp = static_cast<double>(c.parallel.ep) * c.parallel.tp;
+  const double tp = c.parallel.tp, etp = static_cast<double>(c.parallel.ep) * c.parallel.expert_tp();
   for (std::size_t st = 0; st < stage_rank.size(); ++st) {
     const auto r = static_cast<std::size_t>(stage_rank[st]);
     if (stage_rank[st] < 0 || stage_rank[st] >= ranks) continue;
@@ -473,9 +473,9 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   // The MTP modules share the embedding: a rank holding them without it holds a copy.
   for (int r = 0; r < ranks; ++r)
     if (c.model.mtp_depth > 0 && has_head[r] && !has_embedding[r]) dense[r] += embedding_params(c.model);
-  // Sharding: dense weights over tp, routed experts over ep*tp; ZeRO shards the optimizer
+  // Sharding: dense weights over tp, routed experts over ep*etp; ZeRO shards the optimizer
   // states (1), also the gradients (2), also the weights (3), over the ranks holding copies:
-  // dp x cp for dense weights, dp x cp / ep for routed experts.
+  // dp x cp for dense weights, dp x cp x tp / (ep x etp) for routed experts.
   const double edp = std::max(1, p.expert_zero_dp());
   // FSDP2: the fp32 shard is the master copy the optimizer counts (fp32 params: no master, so 4 more).
   const double opt = c.precision.optimizer_bytes_per_param() + (p.fsdp && c.precision.params == Dtype::fp32 ? 4.0 : 0);
@@ -488,7 +488,7 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
   const DpSync sync = dp_sync_of(p, p.pp);
   const bool unsharded_grads = sync == DpSync::no_sync || (p.fsdp && sync == DpSync::step);
   for (int r = 0; r < ranks; ++r) {
-    const double d = dense[r] / p.tp, e = expert[r] / (static_cast<double>(p.ep) * p.tp);
+    const double d = dense[r] / p.tp, e = expert[r] / (static_cast<double>(p.ep) * p.expert_tp());
     auto sharded = [&](int stage) { return p.zero >= stage ? d / p.zero_dp() + e / edp : d + e; };
     RankMemory& m = out[static_cast<std::size_t>(r)];
     // FSDP2: the fp32 shard is counted with the optimizer (its master copy); the weights are the

@@ -12,18 +12,18 @@ namespace ppsim {
 namespace {
 
 // The rank's parameters: its slices' layers, embedding, head and MTP modules, after the tp
-// (dense) and ep x tp (routed experts) splits, and its layer count.
+// (dense) and ep x etp (routed experts) splits, and its layer count.
 void rank_params(const ModelConfigData& c, const std::vector<SliceLayout>& slices, const std::set<int>& held,
                  RankStepCosts& rc, int& layers) {
   const ModelSpec& m = c.model;
-  const double tp = c.parallel.tp, ep = c.parallel.ep;
+  const double tp = c.parallel.tp, ep = c.parallel.ep, etp = c.parallel.expert_tp();
   for (int sl : held) {
     const SliceLayout& lay = slices[static_cast<std::size_t>(sl)];
     layers += lay.layers;
     for (int l = lay.first_layer; l < lay.first_layer + lay.layers; ++l) {
       const ParamCount pc = layer_params(m, l);
       rc.dense_params += pc.dense / tp;
-      rc.expert_params += pc.expert / (ep * tp);
+      rc.expert_params += pc.expert / (ep * etp);
     }
     if (lay.embedding) rc.dense_params += embedding_params(m) / tp;
     if (!lay.head) continue;
@@ -31,7 +31,7 @@ void rank_params(const ModelConfigData& c, const std::vector<SliceLayout>& slice
     for (int d = 0; d < m.mtp_depth; ++d) {
       const ParamCount pc = mtp_module_params(m);
       rc.dense_params += pc.dense / tp;
-      rc.expert_params += pc.expert / (ep * tp);
+      rc.expert_params += pc.expert / (ep * etp);
     }
   }
 }

@@ -5,7 +5,7 @@
 // (exposed DP communication + optimizer step).
 //
 // Counts, per rank, G = the parameters it holds (its slices' layers, embedding and head; dense
-// ones split over tp, routed experts over ep x tp), n = the ranks holding copies (dp for dense
+// ones split over tp, routed experts over ep x etp), n = the ranks holding copies (dp for dense
 // parameters, dp / ep for routed experts: EP is carved out of DP), bytes(x) = precision.x:
 //   ZeRO 0 (DDP): ring all-reduce of the gradients, 2 (n-1)/n G bytes(grads)
 //   ZeRO 1, 2 (Megatron's distributed optimizer): reduce-scatter of the gradients, (n-1)/n G
@@ -74,7 +74,7 @@ namespace ppsim {
 
 struct RankStepCosts {
   double dense_params = 0;   // on this rank, after the tp split (before ZeRO)
-  double expert_params = 0;  // routed experts on this rank, after the ep x tp split
+  double expert_params = 0;  // routed experts on this rank, after the ep x etp split
   double dp_bytes = 0;       // bytes this rank sends in the step's DP collectives
   double dp_ns = 0;          // their time on idle links
   double dp_exposed_ns = 0;  // (1 - dp_overlap) of dp_ns

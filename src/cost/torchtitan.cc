@@ -141,12 +141,11 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   if (cp < 1) throw InputError(par.loc("context_parallel_degree"), "[parallelism] degrees must be >= 1");
   // JobConfig: etp is 1 (experts not split by tp, EP over dp and tp) or tp; no effect at ep 1.
   const long long etp = par.integer("expert_tensor_parallel_degree", 1);
-  if (ep > 1 && tp > 1 && etp != tp)
-    throw InputError(par.has("expert_tensor_parallel_degree") ? par.loc("expert_tensor_parallel_degree")
-                                                              : par.loc("expert_parallel_degree"),
-                     fmt::format("[parallelism] expert_tensor_parallel_degree {}{} with tensor_parallel_degree {}: "
-                                 "ppsim splits the routed experts over tp (expert_tensor_parallel_degree = tp) only",
-                                 etp, par.has("expert_tensor_parallel_degree") ? "" : " (JobConfig's default)", tp));
+  if (ep > 1 && tp > 1 && etp != tp && etp != 1)
+    throw InputError(par.loc("expert_tensor_parallel_degree"),
+                     fmt::format("[parallelism] expert_tensor_parallel_degree {} with tensor_parallel_degree {}: "
+                                 "torchtitan takes 1 (whole experts) or tp",
+                                 etp, tp));
   p["pp"] = pp;
   p["tp"] = tp;
   if (cp > 1) {
@@ -154,6 +153,7 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
     p["cp_runtime"] = "torch";  // PyTorch's context_parallel: its ring backward (docs/CONFIG.md)
   }
   if (ep > 1) p["ep"] = ep;
+  if (ep > 1 && tp > 1 && etp == 1) p["etp"] = 1;  // whole experts, EP over dp x tp (parallel.etp)
   read_data_parallel(par, pp * tp * cp, gpus, p, out);
 
   // At pp 1 torchtitan builds no pipeline: the schedule is not read.

@@ -10,6 +10,7 @@
 #include "cost/derive.h"
 #include "cost/flash_shape.h"
 #include "cost/memory.h"
+#include "cost/step_costs.h"
 #include "schedules/registry.h"
 #include "sim/costs.h"
 
@@ -202,6 +203,68 @@ parallel: {pp: 2, microbatches: 4, ep: 2, dp: 2}
   CHECK(m8.elem_bytes - layer_work(f8_off, 0, Shard{1, 2}).mlp.elem_bytes == 64 * 64 * (3 + 4.0 / 128));
   // BF16: nothing arrives in FP8; the shared experts' gate and up still share their input.
   CHECK_FALSE(w.mlp.gemms[2].input_fp8);
+}
+
+TEST_CASE("parallel.etp: whole experts on each rank's own tokens, EP over dp x tp", "[cost]") {
+  // T = 64 tokens, h = 64, E = 4 experts of fe = 32, top-2, tp = 2, ep = 2. Per rank, any etp:
+  // k * 3 * 2 (T/t) h fe = 2 * 6 * 32 * 64 * 32 = 786,432 routed FLOPs.
+  const char* moe = R"(
+model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,
+        moe: {experts: 4, top_k: 2, expert_ffn_hidden: 32}}
+hardware: {name: h100}
+)";
+  std::string moe8 = moe;
+  moe8.replace(moe8.find("experts: 4"), 10, "experts: 8");
+  const auto cfg = [&](const std::string& par) { return load(std::string(moe) + par); };
+  const ModelConfigData split = cfg("parallel: {pp: 2, microbatches: 4, tp: 2, ep: 2, dp: 2}\n");
+  const ModelConfigData whole = cfg("parallel: {pp: 2, microbatches: 4, tp: 2, ep: 2, dp: 1, etp: 1}\n");
+  const Shard ss{2, 2, 1}, sw{2, 2, 1, 1};
+  const BlockWork a = layer_work(split, 0, ss).mlp, b = layer_work(whole, 0, sw).mlp;
+  // etp = tp: each expert split in two, on the TP pair's gathered tokens: T k ep / E = 64 tokens,
+  // width fe / 2 = 16. etp = 1: whole experts on (T/t) k ep / E = 32 tokens, width 32.
+  REQUIRE(std::string(a.gemms[1].name) == "expert_gate");
+  CHECK((a.gemms[1].m == 64 && a.gemms[1].n == 16 && a.gemms[1].count == 2));
+  CHECK((b.gemms[1].m == 32 && b.gemms[1].n == 32 && b.gemms[1].count == 2));
+  CHECK(a.gemm_flops() - a.gemms[0].flops() == 786'432.0);
+  CHECK(b.gemm_flops() == a.gemm_flops());
+  // The dispatch is each rank's T/t tokens either way: 32 * 2 * 64 * 2 bytes * (1/2) = 4,096.
+  CHECK(b.dispatch_bytes == 4'096.0);
+  CHECK(a.dispatch_bytes == b.dispatch_bytes);
+  // No TP collective in a block of whole experts; the split experts' block has the dense MLP's.
+  CHECK(a.tp_comm_bytes > 0);
+  CHECK(b.tp_comm_bytes == 0.0);
+  // With a shared expert (split over tp) the block keeps its TP collectives.
+  const ModelConfigData shared = load(R"(
+model: {layers: 2, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, micro_batch_size: 2,
+        moe: {experts: 4, top_k: 2, shared_experts: 1, expert_ffn_hidden: 32}}
+hardware: {name: h100}
+parallel: {pp: 2, microbatches: 4, tp: 2, ep: 2, dp: 1, etp: 1}
+)");
+  CHECK(layer_work(shared, 0, sw).mlp.tp_comm_bytes == a.tp_comm_bytes);
+  // The EP group's ranks: at stride tp (8 GPUs a node, tp 2: 4 per node) or adjacent. ep = 8:
+  // (ep - n) / (ep - 1) of the bytes leave the node, n = 4 or 8.
+  CHECK_THAT(
+      a2a_inter_node_fraction(load(std::string(moe8) + "parallel: {pp: 1, microbatches: 4, tp: 2, ep: 8, dp: 8}\n")),
+      WithinRel(4.0 / 7.0, 1e-12));
+  CHECK(a2a_inter_node_fraction(
+            load(std::string(moe8) + "parallel: {pp: 1, microbatches: 4, tp: 2, ep: 8, dp: 4, etp: 1}\n")) == 0.0);
+  // Routed weights: split over ep x etp, so a rank of whole experts holds twice a split one's.
+  // Replicas of each shard: dp x tp / (ep x etp).
+  const Schedule one = make_schedule("1f1b", ScheduleParams{2, 4, 0, 0});
+  const double split_w = step_costs(split, one).ranks[0].expert_params;
+  CHECK(split_w > 0);
+  CHECK(step_costs(whole, one).ranks[0].expert_params == 2 * split_w);
+  CHECK(whole.parallel.expert_dp() == 1);  // 1 x 2 / (2 x 1)
+  CHECK(split.parallel.expert_dp() == 1);  // 2 x 2 / (2 x 2)
+  // Refused: etp neither 1 nor tp; ep not dividing dp x tp with whole experts; etp without experts.
+  CHECK_THROWS_WITH(cfg("parallel: {pp: 2, microbatches: 4, tp: 4, ep: 2, dp: 1, etp: 2}\n"),
+                    PPSIM_CONTAINS("parallel.etp=2: expected 1 (whole experts) or parallel.tp=4"));
+  CHECK_THROWS_WITH(cfg("parallel: {pp: 2, microbatches: 4, tp: 2, ep: 4, dp: 1, etp: 1}\n"),
+                    PPSIM_CONTAINS("parallel.ep=4 must divide parallel.dp x tp = 1 x 2"));
+  CHECK_THROWS_WITH(load("model: {layers: 2, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: "
+                         "32}\nhardware: {name: h100}\n"
+                         "parallel: {pp: 2, microbatches: 4, etp: 1}\n"),
+                    PPSIM_CONTAINS("parallel.etp=1 needs a model.moe section"));
 }
 
 TEST_CASE("MLA attention: low-rank projections", "[cost]") {

@@ -244,9 +244,17 @@ TEST_CASE("megatron: located errors", "[cost][megatron]") {
         "a.sh:1:14: --num-layers $NL: $NL is not set in the script (from the environment?); set NL in megatron_args "
         "env: (or --megatron-env NL=...)");
   CHECK(error_of("--num-layers four") == "a.sh:1:14: --num-layers: expected an integer >= 1, got 'four'");
-  CHECK(error_of("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1") ==
-        "a.sh:1:78: --expert-tensor-parallel-size 1 with --tensor-model-parallel-size 2: ppsim splits the experts over "
-        "tp (Megatron's default, expert tp = tp) only");
+  CHECK(error_of("--tensor-model-parallel-size 4 --num-experts 4 --expert-tensor-parallel-size 2") ==
+        "a.sh:1:78: --expert-tensor-parallel-size 2 with --tensor-model-parallel-size 4: ppsim splits the experts over "
+        "tp (Megatron's default) or not at all (1) only");
+  // 1 with tp above 1 (slime's MoE scripts): whole experts, parallel.etp 1; equal to tp: nothing written.
+  CHECK(
+      megatron_args_from_text("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 1", "a.sh")
+          .parallel["etp"]
+          .as<int>() == 1);
+  CHECK(
+      !megatron_args_from_text("--tensor-model-parallel-size 2 --num-experts 4 --expert-tensor-parallel-size 2", "a.sh")
+           .parallel["etp"]);
   CHECK(error_of("python train.py") == "a.sh: no Megatron-LM arguments (--flag value) in the file");
 }
 

@@ -148,12 +148,18 @@ TEST_CASE("torchtitan: FSDP and HSDP as ZeRO-3, JobConfig's meanings, a missing 
   CHECK(one.stages_per_rank == 1);
   CHECK(one.parallel["microbatches"].as<int>() == 1);
   CHECK(one.model["micro_batch_size"].as<int>() == 8);
-  // Expert tensor parallelism: JobConfig's default 1 with tp 2 and ep 2 splits no expert by tp.
-  CHECK(error_of("[parallelism]\ntensor_parallel_degree = 2\nexpert_parallel_degree = 2\n") ==
-        "t.toml:3:26: [parallelism] expert_tensor_parallel_degree 1 (JobConfig's default) with tensor_parallel_degree "
-        "2: ppsim splits the routed experts over tp (expert_tensor_parallel_degree = tp) only");
+  // Expert tensor parallelism: JobConfig's default 1 with tp 2 and ep 2 splits no expert by tp
+  // (parallel.etp 1); another value than 1 or tp is refused at its key.
+  CHECK(torchtitan_from_text("[parallelism]\ntensor_parallel_degree = 2\nexpert_parallel_degree = 2\n", "t.toml", "", 8)
+            .parallel["etp"]
+            .as<int>() == 1);
+  CHECK(error_of("[parallelism]\ntensor_parallel_degree = 4\nexpert_parallel_degree = 2\n"
+                 "expert_tensor_parallel_degree = 2\n") ==
+        "t.toml:4:33: [parallelism] expert_tensor_parallel_degree 2 with tensor_parallel_degree 4: torchtitan takes 1 "
+        "(whole experts) or tp");
   CHECK(torchtitan_from_text("[parallelism]\ntensor_parallel_degree = 2\nexpert_parallel_degree = 2\n"
-                             "expert_tensor_parallel_degree = 2\n", "t.toml", "", 8)
+                             "expert_tensor_parallel_degree = 2\n",
+                             "t.toml", "", 8)
             .parallel["ep"]
             .as<int>() == 2);
   // A missing asset: the path looked at, in the error at the torchtitan key.

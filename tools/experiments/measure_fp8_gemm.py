@@ -25,13 +25,30 @@ in 1x128 tiles along the tokens, each side transposed before it is quantized): A
 block scaling), beside BF16 and per-tensor FP8 on the same product. No accumulation into an FP32
 gradient (efficiency.accum_exposed prices that apart).
 
-Usage: python3 tools/experiments/measure_fp8_gemm.py [--iters 20] [--dgrad | --wgrad] [--json out.json]
+`--shapes llama3-70b-tp4` / `llama3-8b` times a dense Llama 3 layer's GEMMs at 8192 tokens instead.
+
+Usage: python3 tools/experiments/measure_fp8_gemm.py [--iters 20] [--shapes S] [--dgrad | --wgrad] [--json out.json]
 """
 import argparse
 import json
 import sys
 
-from cuda_timing import cuda_torch, median_ms
+from cuda_timing import cuda_torch, median_ms as _median_ms
+
+GRAPH = False  # --graph: each timed list of GEMMs replayed from one CUDA graph
+
+
+def median_ms(torch, fn, iters):
+    """The median time of fn(); with --graph, of one CUDA graph holding fn's kernels, so that the
+    host's launches leave no gaps between small GEMMs."""
+    if not GRAPH:
+        return _median_ms(torch, fn, iters)
+    fn()  # warm up outside the capture (cuBLAS workspaces, heuristics)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return _median_ms(torch, g.replay, iters)
 
 PEAK_FP8 = 1979e12  # H100 / H800 / H200 SXM dense FP8 (datasheet)
 PEAK_BF16 = 989e12
@@ -47,6 +64,35 @@ SHAPES = [
     ("routed gate+up", 8192, 4096, 7168, 4, 1297, 1.2, 8 * 4096 * 7168),
     ("routed down", 8192, 7168, 2048, 4, 1099, 1.2, 8 * 7168 * 2048),
 ]
+# Dense Llama 3 layers at one 8192-token sequence (no DeepGEMM figures): 70B with TP 4 (hidden 8192,
+# 64 heads and 8 KV heads of 128, FFN 28672, each GEMM's TP share) and 8B without TP (hidden 4096,
+# 32 and 8 heads, FFN 14336), gate and up fused as Megatron runs them.
+LLAMA3_70B_TP4 = [
+    ("qkv", 8192, (8192 + 2 * 1024) // 4, 8192, 1, None, None, (8192 + 2 * 1024) // 4 * 8192),
+    ("o_proj", 8192, 8192, 8192 // 4, 1, None, None, 8192 * 8192 // 4),
+    ("gate+up", 8192, 2 * 28672 // 4, 8192, 1, None, None, 2 * 28672 // 4 * 8192),
+    ("down", 8192, 8192, 28672 // 4, 1, None, None, 8192 * 28672 // 4),
+]
+LLAMA3_8B = [
+    ("qkv", 8192, 4096 + 2 * 1024, 4096, 1, None, None, (4096 + 2 * 1024) * 4096),
+    ("o_proj", 8192, 4096, 4096, 1, None, None, 4096 * 4096),
+    ("gate+up", 8192, 2 * 14336, 4096, 1, None, None, 2 * 14336 * 4096),
+    ("down", 8192, 4096, 14336, 1, None, None, 4096 * 14336),
+]
+# Fine-grained experts, one rank's share at EP 8 with balanced routing of one sequence of 4096 tokens
+# (GEMMs one after another: a lower bound on a grouped kernel): Qwen3-30B-A3B (hidden 2048, 128
+# experts of 768, top-8: 16 local experts of 2048 tokens each), GPT-OSS 120B (hidden 2880, 128
+# experts of 2880, top-4: 16 of 1024).
+QWEN3_30B_EP8 = [
+    ("routed gate+up", 2048, 2 * 768, 2048, 16, None, None, 8 * 2 * 768 * 2048),
+    ("routed down", 2048, 2048, 768, 16, None, None, 8 * 2048 * 768),
+]
+GPT_OSS_120B_EP8 = [
+    ("routed gate+up", 1024, 2 * 2880, 2880, 16, None, None, 4 * 2 * 2880 * 2880),
+    ("routed down", 1024, 2880, 2880, 16, None, None, 4 * 2880 * 2880),
+]
+SHAPE_SETS = {"deepseek-v3": SHAPES, "llama3-70b-tp4": LLAMA3_70B_TP4, "llama3-8b": LLAMA3_8B,
+              "qwen3-30b-a3b-ep8": QWEN3_30B_EP8, "gpt-oss-120b-ep8": GPT_OSS_120B_EP8}
 
 
 def quant_blocks(torch, x, rows, cols):
@@ -122,7 +168,7 @@ def wgrad_blockwise(torch, g_q, sg, x_q, sx, layout):
 def measure_wgrad(torch, a):
     """--wgrad: each shape's weight gradient; rows as main()'s."""
     rows = []
-    for name, M, N, K, G, _, _, macs in SHAPES:
+    for name, M, N, K, G, _, _, macs in SHAPE_SETS[a.shapes]:
         flops = 2.0 * M * N * K * G
         Np = -(-N // 128) * 128  # N 2112 is 16.5 blocks: zero rows added, FLOPs counted on the real N
         gs = [torch.nn.functional.pad(torch.randn(N, M, device="cuda", dtype=torch.bfloat16), (0, 0, 0, Np - N))
@@ -171,6 +217,11 @@ def measure_wgrad(torch, a):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--graph", action="store_true",
+                    help="time each list of GEMMs as one CUDA graph (no launch gaps: for many small GEMMs)")
+    ap.add_argument("--shapes", choices=sorted(SHAPE_SETS), default="deepseek-v3",
+                    help="the GEMM shapes: DeepSeek-V3's (DeepGEMM's README), a dense Llama 3 layer's, or one "
+                         "EP-8 rank's fine-grained experts")
     ap.add_argument("--json")
     ap.add_argument("--dgrad", action="store_true",
                     help="time each GEMM's input gradient instead (dX = dY W: M x K x N, the inner dimension "
@@ -179,6 +230,8 @@ def main():
                     help="time each GEMM's weight gradient instead (dW = dY^T X, the M tokens the inner dimension, "
                          "1x128 scales along the tokens on both sides)")
     a = ap.parse_args()
+    global GRAPH
+    GRAPH = a.graph
     if a.dgrad and a.wgrad:
         ap.error("--dgrad and --wgrad: one at a time")
     torch = cuda_torch("measure_fp8_gemm")
@@ -191,7 +244,7 @@ def main():
     print(f"device: {dev}; torch {torch.__version__}; CUDA {torch.version.cuda}")
     torch.manual_seed(0)
     rows = measure_wgrad(torch, a) if a.wgrad else []
-    for name, M, N, K, G, dg_tf, speedup, macs in ([] if a.wgrad else SHAPES):
+    for name, M, N, K, G, dg_tf, speedup, macs in ([] if a.wgrad else SHAPE_SETS[a.shapes]):
         if a.dgrad:
             N, K = K, N
         flops = 2.0 * M * N * K * G
@@ -230,12 +283,12 @@ def main():
                "eff_bf16": flops / (t_bf16 * 1e-3) / PEAK_BF16,
                "eff_fp8_tensor": flops / (t_tensor * 1e-3) / PEAK_FP8,
                "eff_fp8_block": None if t_block is None else flops / (t_block * 1e-3) / PEAK_FP8,
-               "deepgemm_h800": None if a.dgrad else dg_tf * 1e12 / PEAK_FP8,
-               "internal_h800": None if a.dgrad else dg_tf / speedup * 1e12 / PEAK_FP8}
+               "deepgemm_h800": None if a.dgrad or dg_tf is None else dg_tf * 1e12 / PEAK_FP8,
+               "internal_h800": None if a.dgrad or dg_tf is None else dg_tf / speedup * 1e12 / PEAK_FP8}
         rows.append(row)
         blk_s = "-" if t_block is None else f"{row['eff_fp8_block']:.3f}"
         print(f"{name:15} {M:5}x{N:5}x{K:5} x{G}  bf16 {row['eff_bf16']:.3f}  fp8/tensor {row['eff_fp8_tensor']:.3f}"
-              f"  fp8/1x128+128x128 {blk_s}" + ("" if a.dgrad else
+              f"  fp8/1x128+128x128 {blk_s}" + ("" if a.dgrad or dg_tf is None else
               f"  | H800 DeepGEMM {row['deepgemm_h800']:.3f} internal {row['internal_h800']:.3f}"))
         if t_block is None:
             print(f"    fine-grained: {desc}")
@@ -249,7 +302,7 @@ def main():
         return total / sum(r["macs_per_token"] / r[key] for r in rows)
 
     summary = {k: weighted(k) for k in ("eff_bf16", "eff_fp8_tensor", "eff_fp8_block", "deepgemm_h800", "internal_h800")}
-    print("\nMoE layer, FLOP-weighted (fraction of peak: BF16 989, FP8 1979 TFLOP/s):")
+    print(f"\n{a.shapes} layer, FLOP-weighted (fraction of peak: BF16 989, FP8 1979 TFLOP/s):")
     block = "FP8 1x128 x 1x128" if a.wgrad else "FP8 1x128 x 128x128"
     print(f"| device | BF16 | FP8 per-tensor | {block} | H800 DeepGEMM (README) | H800 internal kernels (README / speedup) |")
     print("|---|---|---|---|---|---|")

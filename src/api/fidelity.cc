@@ -45,8 +45,9 @@ const SchemaNode& result_schema() {
   static const SchemaNode s{
       "result",
       {leaf("label"), leaf("schedule"), leaf("microbatches"), leaf("vpp"), leaf("source"), leaf("tokens_per_s"),
-       leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"), leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"),
-       leaf("fits_gb"), leaf("search_cap"), leaf("post_validation"), leaf("set"), leaf("relative_to")},
+       leaf("tokens_per_gpu_s"), leaf("step_time_s"), leaf("samples_per_gpu_s"), leaf("tflops_per_gpu"),
+       leaf("gpu_hours_per_trillion_tokens"), leaf("memory_gb"), leaf("fits_gb"), leaf("search_cap"),
+       leaf("post_validation"), leaf("set"), leaf("relative_to")},
       false};
   return s;
 }
@@ -263,11 +264,26 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
 // The published figure in tokens/s, with the source's own FLOP count.
 void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelConfigData& cd, FidelityRow& row) {
   int given = 0;
+  // The tokens of one step: M micro-batches of every data-parallel replica.
+  const double tokens_step =
+      static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) * cd.parallel.dp;
   if (rr.has("tokens_per_s")) {
     ++given;
     const double v = rr.number("tokens_per_s", 0, 0, 1e15, true);
     row.published_tokens_s = v;
     row.published_as = fmt::format("{:.4g} tokens/s", v);
+  }
+  if (rr.has("tokens_per_gpu_s")) {
+    ++given;
+    const double v = rr.number("tokens_per_gpu_s", 0, 0, 1e12, true);
+    row.published_tokens_s = v * static_cast<double>(row.gpus);
+    row.published_as = fmt::format("{:.4g} tokens/s/GPU", v);
+  }
+  if (rr.has("step_time_s")) {
+    ++given;
+    const double v = rr.number("step_time_s", 0, 0, 1e9, true);
+    row.published_tokens_s = tokens_step / v;
+    row.published_as = fmt::format("{:.4g} s a step", v);
   }
   if (rr.has("samples_per_gpu_s")) {
     ++given;
@@ -278,8 +294,6 @@ void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelC
   if (rr.has("tflops_per_gpu")) {
     ++given;
     const double v = rr.number("tflops_per_gpu", 0, 0, 1e6, true);
-    const double tokens_step =
-        static_cast<double>(row.microbatches) * static_cast<double>(cd.model.tokens_per_microbatch()) * cd.parallel.dp;
     const double sequences = static_cast<double>(row.microbatches) * cd.model.micro_batch_size * cd.parallel.dp;
     const double f_iter = pf.flops == "megatron" ? megatron_flops(cd.model, sequences)
                                                  : model_flops_per_microbatch(cd) * row.microbatches * cd.parallel.dp;
@@ -294,7 +308,9 @@ void published_tokens(const PublishedFile& pf, const MapReader& rr, const ModelC
     row.published_as = fmt::format("{:.4g} GPU-h per 1T tokens", v);
   }
   if (given != 1)
-    rr.fail_here("give exactly one of tokens_per_s, samples_per_gpu_s, tflops_per_gpu, gpu_hours_per_trillion_tokens");
+    rr.fail_here(
+        "give exactly one of tokens_per_s, tokens_per_gpu_s, step_time_s, samples_per_gpu_s, tflops_per_gpu, "
+        "gpu_hours_per_trillion_tokens");
 }
 
 // Result i of the file, predicted with `extra` config keys.

@@ -89,6 +89,25 @@ TEST_CASE("fidelity turns each published form into tokens/s", "[api][fidelity]")
   CHECK(*r.rows[1].predicted_relative >= 1.0);
 }
 
+TEST_CASE("fidelity reads tokens per GPU and a step time as the tables print them", "[api][fidelity]") {
+  std::string text = kRun;
+  text = text.substr(0, text.find("    - {label: a,")) +
+         "    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1000000}\n"
+         "    - {label: e, schedule: 1f1b, microbatches: 4, tokens_per_gpu_s: 125000}\n"
+         "    - {label: f, schedule: 1f1b, microbatches: 4, step_time_s: 2}\n";
+  api::FidelityRequest req;
+  req.files = {write_temp("tables.yaml", text)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 3);
+  // 125,000 tokens/s per GPU x 8 GPUs: the first row's figure, so its error.
+  CHECK_THAT(r.rows[1].published_tokens_s, WithinRel(1e6, 1e-12));
+  CHECK_THAT(r.rows[1].error, WithinRel(r.rows[0].error, 1e-12));
+  // A step of M = 4 micro-batches of one 128-token sequence on each of dp = 4 replicas: 2048
+  // tokens in 2 s.
+  CHECK_THAT(r.rows[2].published_tokens_s, WithinRel(4.0 * 128 * 4 / 2, 1e-12));
+  CHECK(r.rows[2].published_as == "2 s a step");
+}
+
 TEST_CASE("fidelity --check: a row past its threshold, or without one, fails", "[api][fidelity]") {
   api::FidelityRequest req;
   req.files = {write_temp("tiny.yaml", kRun)};

@@ -3,6 +3,8 @@
 // past the checked-in threshold (CI's regression test).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "api/fidelity.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -14,7 +16,9 @@ namespace {
 std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:+.1f}", *v) : std::string("-"); }
 
 std::string render_table(const api::FidelityResult& r) {
-  std::string out = fmt::format("{:<44} {:>8} {:>4} {:>28} {:>12} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7}\n", "run / result",
+  std::size_t w = 44;  // the key column: the longest key, at least 44
+  for (const auto& x : r.rows) w = std::max(w, x.key.size());
+  std::string out = fmt::format("{:<{}} {:>8} {:>4} {:>28} {:>12} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7}\n", "run / result", w,
                                 "schedule", "M", "published", "pub tok/s", "pred tok/s", "error%", "step s", "bubble",
                                 "dp s", "opt s", "mem GB", "rel pp");
   for (const auto& x : r.rows) {
@@ -23,9 +27,9 @@ std::string render_table(const api::FidelityResult& r) {
     if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
     else if (x.fits_limit_gb) mem += fmt::format("{}{:.1f}", x.fits ? "<=" : ">!", *x.fits_limit_gb);
     out += fmt::format(
-        "{:<44} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
+        "{:<{}} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
         "{:>9} {:>7}{}{}\n",
-        x.key.substr(0, 44), x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
+        x.key, w, x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
         x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
         x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
         !r.checked || x.within ? std::string()

@@ -18,9 +18,9 @@ std::string opt_pct(const std::optional<double>& v) { return v ? fmt::format("{:
 std::string render_table(const api::FidelityResult& r) {
   std::size_t w = 44;  // the key column: the longest key, at least 44
   for (const auto& x : r.rows) w = std::max(w, x.key.size());
-  std::string out = fmt::format("{:<{}} {:>8} {:>4} {:>28} {:>12} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7}\n", "run / result", w,
-                                "schedule", "M", "published", "pub tok/s", "pred tok/s", "error%", "step s", "bubble",
-                                "dp s", "opt s", "mem GB", "rel pp");
+  std::string out = fmt::format("{:<{}} {:>8} {:>4} {:>28} {:>12} {:>12} {:>7} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7}\n",
+                                "run / result", w, "schedule", "M", "published", "pub tok/s", "pred tok/s", "error%",
+                                "step s", "bubble", "dp s", "opt s", "mem GB", "rel pp");
   for (const auto& x : r.rows) {
     const std::string on = x.calibrated_on == x.key ? "calibrated on this row" : x.calibrated_on;
     std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
@@ -29,9 +29,9 @@ std::string render_table(const api::FidelityResult& r) {
     out += fmt::format(
         "{:<{}} {:>8} {:>4} {:>28} {:>12.4g} {:>12.4g} {:>+7.1f} {:>9.3f} {:>7.3f} {:>7.3f} {:>7.3f} "
         "{:>9} {:>7}{}{}\n",
-        x.key, w, x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28),
-        x.published_tokens_s, x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s,
-        x.optimizer_s, mem, opt_pct(x.relative_diff_pp),
+        x.key, w, x.schedule.substr(0, 8), x.microbatches, x.published_as.substr(0, 28), x.published_tokens_s,
+        x.predicted_tokens_s, 100.0 * x.error, x.step_s, x.bubble_ratio, x.dp_exposed_s, x.optimizer_s, mem,
+        opt_pct(x.relative_diff_pp),
         !r.checked || x.within ? std::string()
         : !x.fits ? fmt::format("  DOES NOT FIT ({:.1f} GB > {:.1f})", x.predicted_memory_gb, *x.fits_limit_gb)
                   : fmt::format("  PAST THRESHOLD ({})",

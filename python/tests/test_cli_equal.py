@@ -14,7 +14,10 @@ def test_readme_case_equals_cli(cli_json):
 def test_every_family_simulated_alone_equals_its_cli_row(cli_json):
     want = cli_json("compare", "--pp", 4, "--microbatches", 8, "--times", "F=1,B=2,W=1,FB=2.5")
     rows = {r["schedule"]: r for r in want["results"]}
-    assert len(rows) == len(ppsim.families())  # P = 4, M = 8 suits every family
+    assert len(rows) == sum(f["in_all"] for f in ppsim.families())  # P = 4, M = 8 suits every family
+    named = cli_json("compare", "--pp", 4, "--microbatches", 8, "--times", "F=1,B=2,W=1,FB=2.5",
+                     "--schedules", "interleaved-1f1b-overlap")
+    rows.update({r["schedule"]: r for r in named["results"]})  # run when named: not in `all`
     for fam in ppsim.families():
         s = ppsim.generate(fam["name"], 4, 8)
         got = ppsim.simulate(s, times="F=1,B=2,W=1,FB=2.5", timeline=False)

@@ -577,7 +577,7 @@ CalibrateOutcome calibrate(const CalibrateRequest& req) {
   Calibration& cal = out.calibration;
   cal.config = req.config;
   const int vpp = req.vpp > 0 ? req.vpp : (c.parallel.has_vpp ? c.parallel.vpp : 1);
-  cal.run = calibrated_run(c, family, c.parallel.microbatches, family == "interleaved-1f1b" ? vpp : 1);
+  cal.run = calibrated_run(c, family, c.parallel.microbatches, family_takes_vpp(family) ? vpp : 1);
   out.yaml = render_calibration(cal);
   out.report = render_report(cal);
   out.json = calibration_json(cal);

@@ -221,7 +221,7 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
   rq.config_name = cd.name;
   rq.families = row.schedule;
   rq.single = true;
-  rq.schedule.vpp = row.schedule == "interleaved-1f1b" ? row.vpp : 0;
+  rq.schedule.vpp = family_takes_vpp(row.schedule) ? row.vpp : 0;
   const double cap = rr.number("search_cap", 1, 0.01, 1e6, true);
   if (row.schedule == "searched") {
     // Zero Bubble's automatic schedules (ZB-1p, ZB-2p): ppsim's schedule search on this
@@ -241,7 +241,7 @@ void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) 
   }
   if (res.rows.empty()) rr.fail("schedule", fmt::format("{} produced no result", row.schedule));
   const ResultRow& r = res.rows.front();
-  if (row.schedule != "interleaved-1f1b") row.vpp = r.metrics.vpp;
+  if (!family_takes_vpp(row.schedule)) row.vpp = r.metrics.vpp;
   const Schedule s = rq.schedule.schedule
                          ? *rq.schedule.schedule
                          : make_schedule(row.schedule, ScheduleParams{cd.parallel.pp, row.microbatches, row.vpp, 0});

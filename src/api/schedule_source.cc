@@ -75,7 +75,8 @@ nlohmann::json family_json(const FamilyInfo& f) {
           {"chunks_per_rank", fam.default_vpp},
           {"published_bubble", f.published.formula},
           {"published_condition", f.published.condition},
-          {"activations_per_rank", fam.activation_formula}};
+          {"activations_per_rank", fam.activation_formula},
+          {"in_all", family_in_all(fam)}};
 }
 
 Timeline unit_step_timeline(const Schedule& s) {

@@ -26,7 +26,9 @@ Runner setup_schedules(CLI::App& sub) {
         out += fmt::format("{:<17}   aliases: {}\n", "", fmt::join(fam.aliases, ", "));
         out += fmt::format("{:<17}   needs: {}; params {}x; chunks/rank {}\n", "", fam.constraints, fam.parameter_copies,
                            fam.default_vpp);
-        out += fmt::format("{:<17}   bubble: {}  [exact when {}]\n", "", pb.formula, pb.condition);
+        out += pb.available ? fmt::format("{:<17}   bubble: {}  [exact when {}]\n", "", pb.formula, pb.condition)
+                            : fmt::format("{:<17}   bubble: none published\n", "");
+        if (!family_in_all(fam)) out += fmt::format("{:<17}   run when named (`all` leaves it out)\n", "");
         out += fmt::format("{:<17}   activations/rank: {}\n", "", fam.activation_formula);
       }
     }

@@ -28,7 +28,8 @@ std::string html_page(const api::Values& v, const RunOutput& out) {
   if (v.text("config").empty() && v.text("chunk_times").empty() && v.text("schedule_file").empty() &&
       !out.rows.empty()) {
     nlohmann::json fams = nlohmann::json::array();
-    for (const Family& f : families()) fams.push_back(f.name);
+    for (const Family& f : families())
+      if (family_in_all(f)) fams.push_back(f.name);
     const std::string family = text_if(v, kind == "simulate" ? "schedule" : "schedules");
     rep.inputs = {{"families", fams},
                   {"family", family.empty() ? std::string("all") : family},

@@ -156,8 +156,8 @@ std::vector<std::string> space_text(const SearchSpace& s) {
   out.push_back("schedules: " + join_values(s.families, [](const Family* f) { return f->name; }));
   out.push_back("pp: " + join_values(s.pp, num));
   bool interleaved = false;
-  for (const Family* f : s.families) interleaved |= f->name == "interleaved-1f1b";
-  if (interleaved) out.push_back("vpp (interleaved-1f1b): " + join_values(s.vpp, num));
+  for (const Family* f : s.families) interleaved |= family_takes_vpp(f->name);
+  if (interleaved) out.push_back("vpp (interleaved families): " + join_values(s.vpp, num));
   out.push_back("microbatches: " + join_values(s.microbatches, num));
   out.push_back("micro_batch_size: " + join_values(s.micro_batch_size, num));
   out.push_back("ep: " + join_values(s.ep, num));

@@ -108,7 +108,7 @@ std::vector<std::string> schedule_list(const MapReader& r) {
   for (const auto& [name, node] : string_items(r, "schedules")) {
     if (name == "all") {
       for (const auto& f : families())
-        if (std::find(out.begin(), out.end(), f.name) == out.end()) out.push_back(f.name);
+        if (family_in_all(f) && std::find(out.begin(), out.end(), f.name) == out.end()) out.push_back(f.name);
       continue;
     }
     std::string canonical;
@@ -247,7 +247,7 @@ PlanSpec read_plan_spec(const ModelConfigData& cfg, const std::vector<std::strin
 
 std::uint64_t SearchSpace::size() const {
   std::uint64_t per_v = 0;
-  for (const Family* f : families) per_v += f->name == "interleaved-1f1b" ? vpp.size() : 1;
+  for (const Family* f : families) per_v += family_takes_vpp(f->name) ? vpp.size() : 1;
   return per_v * pp.size() * microbatches.size() * micro_batch_size.size() * ep.size() * recompute.size();
 }
 
@@ -257,7 +257,8 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& c) {
   if (names.empty()) {
     const std::string& list = c.parallel.schedule;
     if (is_all_schedules(list)) {
-      for (const auto& f : families()) names.push_back(f.name);
+      for (const auto& f : families())
+        if (family_in_all(f)) names.push_back(f.name);
     } else {
       for (const std::string& name : split_schedule_names(list)) {
         const std::string canonical = plan_family(name).name;
@@ -277,7 +278,7 @@ SearchSpace resolve_space(const SearchLists& lists, const ModelConfigData& c) {
 
 void enumerate_candidates(const SearchSpace& space, int variant, std::vector<PlanCandidate>& out) {
   for (const Family* fam : space.families) {
-    const bool interleaved = fam->name == "interleaved-1f1b";
+    const bool interleaved = family_takes_vpp(fam->name);
     const std::vector<int> vs = interleaved ? space.vpp : std::vector<int>{fam->default_vpp};
     for (int v : vs)
       for (int pp : space.pp)

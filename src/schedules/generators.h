@@ -14,6 +14,7 @@ namespace ppsim {
 Schedule generate_gpipe(const ScheduleParams& p);
 Schedule generate_1f1b(const ScheduleParams& p);
 Schedule generate_interleaved_1f1b(const ScheduleParams& p);
+Schedule generate_interleaved_1f1b_overlap(const ScheduleParams& p);
 Schedule generate_zb_h1(const ScheduleParams& p);
 Schedule generate_zb_h1_deferral(const ScheduleParams& p, const std::vector<int>& max_pending);
 Schedule generate_zb_h2(const ScheduleParams& p);

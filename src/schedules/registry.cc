@@ -37,6 +37,42 @@ PublishedBubble zero_own_span(const ScheduleParams& p, const UniformTimes& t, st
   return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)", std::move(condition), true);
 }
 
+// The interleaved families' micro-batch groups: P <= G <= M, and M mod G either 0 or >= P.
+std::string group_check(const char* family, const ScheduleParams& p) {
+  if (p.group_size < p.pp || p.group_size > p.microbatches)
+    return fmt::format("{} needs P <= G <= M (P={}, M={}), got G={}", family, p.pp, p.microbatches, p.group_size);
+  const int rem = p.microbatches % p.group_size;
+  if (rem != 0 && rem < p.pp)
+    return fmt::format("{} needs M mod G = 0 or >= P (P={}, G={}), got M={} (M mod G = {})", family, p.pp, p.group_size,
+                       p.microbatches, rem);
+  return ok();
+}
+
+// Megatron's EP all-to-all overlap (interleaved_1f1b.cc): interleaved 1F1B's checks, no published bubble.
+Family interleaved_overlap_family() {
+  return Family{"interleaved-1f1b-overlap",
+                {"combined-1f1b", "interleaved-1f1b-a2a", "ep-overlap", "a2a-overlap"},
+                "Megatron's EP all-to-all overlap: interleaved 1F1B, one more warm-up, each steady F and B as a pair",
+                "v >= 2 (v = 1 with P = 1), P <= G <= M, M mod G = 0 or >= P (G defaults to P)",
+                "min(2(P-1-r) + (v-1)G + 2, vM) chunks",
+                1,
+                2,
+                [](const ScheduleParams& p) -> std::string {
+                  if (p.vpp == 1 && p.pp == 1) return ok();
+                  if (p.vpp < 2)
+                    return fmt::format(
+                        "interleaved-1f1b-overlap needs v >= 2 chunks per rank with P > 1 (Megatron overlaps "
+                        "the all-to-all only with virtual stages), got v={}",
+                        p.vpp);
+                  return group_check("interleaved-1f1b-overlap", p);
+                },
+                generate_interleaved_1f1b_overlap,
+                [](const ScheduleParams&, const UniformTimes&) { return PublishedBubble{}; },  // none published
+                [](const ScheduleParams& p, int r) {
+                  return std::min(2 * (p.pp - 1 - r) + (p.vpp - 1) * p.group_size + 2, p.vpp * p.microbatches);
+                }};
+}
+
 std::vector<Family> make_families() {
   std::vector<Family> v;
   v.push_back(Family{
@@ -64,14 +100,7 @@ std::vector<Family> make_families() {
       "min(2(P-1-r) + (v-1)G + 1, vM) chunks", 1, 2,
       [](const ScheduleParams& p) -> std::string {
         if (p.vpp < 2) return fmt::format("interleaved-1f1b needs v >= 2 chunks per rank, got v={}", p.vpp);
-        if (p.group_size < p.pp || p.group_size > p.microbatches)
-          return fmt::format("interleaved-1f1b needs P <= G <= M (P={}, M={}), got G={}", p.pp, p.microbatches,
-                             p.group_size);
-        const int rem = p.microbatches % p.group_size;
-        if (rem != 0 && rem < p.pp)
-          return fmt::format("interleaved-1f1b needs M mod G = 0 or >= P (P={}, G={}), got M={} (M mod G = {})",
-                             p.pp, p.group_size, p.microbatches, rem);
-        return ok();
+        return group_check("interleaved-1f1b", p);
       },
       generate_interleaved_1f1b,
       [](const ScheduleParams& p, const UniformTimes& t) {
@@ -80,6 +109,7 @@ std::vector<Family> make_families() {
       [](const ScheduleParams& p, int r) {
         return std::min(2 * (p.pp - 1 - r) + (p.vpp - 1) * p.group_size + 1, p.vpp * p.microbatches);
       }});
+  v.push_back(interleaved_overlap_family());
   v.push_back(Family{
       "zb-h1", {"zbh1", "zb1"}, "Zero Bubble H1: 1F1B with W deferred, memory as 1F1B",
       "P >= 1, M >= 1", "min(P, M) (W deferral keeps up to P live on every rank)", 1, 1,
@@ -221,9 +251,15 @@ const Family& find_family(const std::string& name) {
   throw InputError(fmt::format("unknown schedule '{}'", name), closest_match(lower, names), kExitUsage);
 }
 
+bool family_in_all(const Family& f) { return f.name != "interleaved-1f1b-overlap"; }
+
+bool family_takes_vpp(const std::string& name) {
+  return name == "interleaved-1f1b" || name == "interleaved-1f1b-overlap";
+}
+
 ScheduleParams resolve_params(const Family& fam, ScheduleParams p) {
   if (p.vpp == 0) p.vpp = fam.default_vpp;
-  if (fam.name != "interleaved-1f1b") p.vpp = fam.default_vpp;
+  if (!family_takes_vpp(fam.name)) p.vpp = fam.default_vpp;
   if (p.group_size == 0) p.group_size = p.pp;
   return p;
 }

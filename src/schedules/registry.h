@@ -51,6 +51,12 @@ struct Family {
 const std::vector<Family>& families();
 // Looks a family up by name or alias; throws InputError with a suggestion when unknown.
 const Family& find_family(const std::string& name);
+// The families whose chunks per rank are the request's vpp (the interleaved ones); the others
+// have their default_vpp.
+bool family_takes_vpp(const std::string& name);
+// The families `all` expands to (compare, plan, search beside the best): every one but Megatron's
+// EP all-to-all overlap, which pays only with MoE all-to-alls and is run when named.
+bool family_in_all(const Family& f);
 // Fills defaults (vpp, group size) for the family.
 ScheduleParams resolve_params(const Family& fam, ScheduleParams p);
 // Checks limits and constraints (InputError naming the rule and the values), generates and

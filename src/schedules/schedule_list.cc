@@ -31,7 +31,8 @@ std::vector<std::string> split_schedule_names(std::string_view list) {
 std::vector<const Family*> parse_schedule_list(std::string_view list) {
   std::vector<const Family*> out;
   if (is_all_schedules(list)) {
-    for (const Family& f : families()) out.push_back(&f);
+    for (const Family& f : families())
+      if (family_in_all(f)) out.push_back(&f);
     return out;
   }
   for (const std::string& name : split_schedule_names(list)) out.push_back(&find_family(name));

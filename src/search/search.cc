@@ -462,6 +462,7 @@ std::vector<FamilyRun> run_families(const SearchRequest& req, double& memory_cap
   const bool cap_from_family = req.cap_at_best_family && req.memory_cap <= 0;
   std::vector<FamilyRun> runs;
   for (const Family& fam : families()) {
+    if (!family_in_all(fam)) continue;
     Schedule s;
     try {
       s = make_schedule(fam.name, ScheduleParams{req.pp, req.microbatches, 0, 0});

@@ -95,10 +95,13 @@ TEST_CASE("all nine families generate and validate for legal requests up to P = 
 }
 
 TEST_CASE("the registry has the nine families with aliases", "[schedules]") {
-  std::set<std::string> names;
-  for (const auto& f : families()) names.insert(f.name);
+  std::set<std::string> names, beside;
+  for (const auto& f : families()) (family_in_all(f) ? names : beside).insert(f.name);
   REQUIRE(names == std::set<std::string>{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zbv", "chimera",
                                          "dualpipe", "dualpipev"});
+  // Beside them, run when named: Megatron's EP all-to-all overlap.
+  REQUIRE(beside == std::set<std::string>{"interleaved-1f1b-overlap"});
+  REQUIRE(find_family("combined-1f1b").name == "interleaved-1f1b-overlap");
   REQUIRE(find_family("DualPipeV").name == "dualpipev");
   REQUIRE(find_family("zb-v").name == "zbv");
 }

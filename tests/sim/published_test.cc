@@ -130,3 +130,29 @@ TEST_CASE("interleaved 1F1B past 16 chunks per rank: (P-1)(F+B)/v, and v = 65 re
     CHECK(std::string(e.what()).find("must be in 1..64, got 65") != std::string::npos);
   }
 }
+
+TEST_CASE("Megatron's EP all-to-all overlap: one more warm-up, steady F and B paired", "[sim][published]") {
+  // P = 1, v = 1 (combined_1f1b_schedule_for_no_pipelining): F0, (F1;B0), (F2;B1), B2. With
+  // F = 1, B = 2 and a pair F&B = 2.5: makespan F + 2 F&B + B = 8 units.
+  const Run one = run("interleaved-1f1b-overlap", 1, 3, unit_costs(1, 2, 0, 2.5), 0, 1);
+  REQUIRE(one.schedule.ranks[0].size() == 4);
+  CHECK(format_action(one.schedule.ranks[0][0]) == "0F0");
+  CHECK(format_action(one.schedule.ranks[0][1]) == "(0F1;0B0)OVERLAP_F_B");
+  CHECK(format_action(one.schedule.ranks[0][2]) == "(0F2;0B1)OVERLAP_F_B");
+  CHECK(format_action(one.schedule.ranks[0][3]) == "0B2");
+  CHECK(one.metrics.makespan == 8 * U);
+  // P = 4, v = 2, M = 8: rank r warms up 2(P-1-r) + (v-1)P + 1 forwards (one more than interleaved
+  // 1F1B's), then pairs every steady forward with a backward, then drains the same count of B.
+  const Run r = run("interleaved-1f1b-overlap", 4, 8, unit_costs(0.5, 1, 0, 1.25), 0, 2);
+  const Run plain = run("interleaved-1f1b", 4, 8, unit_costs(0.5, 1, 0, 1.25), 0, 2);
+  for (int k = 0; k < 4; ++k) {
+    const auto& acts = r.schedule.ranks[static_cast<std::size_t>(k)];
+    const int warmup = 2 * (4 - 1 - k) + 4 + 1, pairs = 16 - warmup;
+    REQUIRE(static_cast<int>(acts.size()) == warmup + pairs + warmup);
+    for (int i = 0; i < static_cast<int>(acts.size()); ++i) {
+      INFO("rank " << k << " action " << i);
+      CHECK(acts[static_cast<std::size_t>(i)].overlapped == (i >= warmup && i < warmup + pairs));
+    }
+    CHECK(plain.schedule.ranks[static_cast<std::size_t>(k)].size() == 32);
+  }
+}

@@ -216,6 +216,7 @@ ModelConfig row_config(const PublishedFile& pf, const MapReader& rr, FidelityRow
 void predict_row(const MapReader& rr, const ModelConfig& cfg, FidelityRow& row) {
   const ModelConfigData& cd = *cfg.data;
   row.gpus = cd.parallel.gpus();
+  row.as_run = calibrated_run(cd, row.schedule, row.microbatches, family_takes_vpp(row.schedule) ? row.vpp : 1);
   Request rq;
   rq.loaded_config = cfg;
   rq.config_name = cd.name;
@@ -444,16 +445,23 @@ void leave_one_source_out(const std::vector<PublishedFile>& files, const Fidelit
 // predicts every result of the source.
 void calibrate_first(const std::vector<PublishedFile>& files, const FidelityRequest& req,
                      std::vector<std::vector<FidelityRow>>& per_file) {
-  std::map<std::string, std::pair<double, std::string>> by_source;  // source id -> scale, row key
+  struct Fit {
+    double scale;
+    std::string on;     // the row's key
+    CalibratedRun run;  // the run it describes
+  };
+  std::map<std::string, Fit> by_source;  // source id -> its calibration
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string id = per_file[f].front().source_id;
     if (!by_source.count(id)) {
       const ScaleFit fit = row_scale(files[f], 0, req, per_file[f].front());
       per_file[f].front().fitted_scale = fit.scale;
-      by_source[id] = {fit.scale, per_file[f].front().key};
+      by_source[id] = {fit.scale, per_file[f].front().key, per_file[f].front().as_run};
     }
-    const auto& [scale, on] = by_source[id];
-    per_file[f] = rows_at_scale(files[f], req, per_file[f], scale, on);
+    const Fit& at = by_source[id];
+    per_file[f] = rows_at_scale(files[f], req, per_file[f], at.scale, at.on);
+    for (FidelityRow& r : per_file[f])
+      if (r.key != at.on) r.extrapolates = run_extrapolation(r.as_run, at.run);
   }
 }
 
@@ -568,6 +576,7 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
       j["preset_error"] = *x.preset_error;
       j["calibration_scale"] = x.calibration_scale;
       j["calibrated_on"] = x.calibrated_on;
+      if (!x.extrapolates.empty()) j["extrapolates"] = x.extrapolates;
       j["fitted_scale"] = x.fitted_scale;
     }
     if (r.checked) {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "cost/calibration.h"
+
 namespace ppsim::api {
 
 struct FidelityRequest {
@@ -77,6 +79,10 @@ struct FidelityRow {
   std::string source_id;    // the file's published.source up to its first comma (one paper, one report)
   std::string gpu_family;   // ampere (A100) or hopper (H100, H800, H200): one compute efficiency set
   double fitted_scale = 0;  // loso: the scale that explains this row alone (0: not fitted)
+  // The run the row predicts (its layout, model, schedule); with calibrate "first", how it differs
+  // from the row its source was calibrated on ("model 80 layers x 8192 (calibrated at ...)").
+  CalibratedRun as_run;
+  std::vector<std::string> extrapolates;
 };
 
 struct FidelityResult {

@@ -2,6 +2,7 @@
 // (api/fidelity.h), as a table or JSON; `--check thresholds` exits 7 when a run's error grows
 // past the checked-in threshold (CI's regression test).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -37,7 +38,9 @@ std::string render_table(const api::FidelityResult& r) {
                   : fmt::format("  PAST THRESHOLD ({})",
                                 x.max_error_pct ? fmt::format("{:.1f}%", *x.max_error_pct) : std::string("no entry")),
         x.preset_error
-            ? fmt::format("  preset {:+.1f}%, scale {:.3f} ({})", 100.0 * *x.preset_error, x.calibration_scale, on)
+            ? fmt::format("  preset {:+.1f}%, scale {:.3f} ({}){}", 100.0 * *x.preset_error, x.calibration_scale, on,
+                          x.extrapolates.empty() ? std::string()
+                                                 : fmt::format("; extrapolates: {}", fmt::join(x.extrapolates, ", ")))
             : std::string());
   }
   out += api::fidelity_summary(r);

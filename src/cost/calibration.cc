@@ -17,11 +17,11 @@ namespace {
 SchemaNode leaf(const char* n) { return SchemaNode{n, {}, false}; }
 
 const SchemaNode& run_schema() {
-  static const SchemaNode s{
-      "run",
-      {leaf("gpu"), leaf("gpus"), leaf("pp"), leaf("tp"), leaf("cp"), leaf("dp"), leaf("ep"), leaf("vpp"),
-       leaf("microbatches"), leaf("micro_batch_size"), leaf("seq_len"), leaf("schedule"), leaf("gemm_precision")},
-      false};
+  static const SchemaNode s{"run",
+                            {leaf("gpu"), leaf("model"), leaf("gpus"), leaf("pp"), leaf("tp"), leaf("cp"), leaf("dp"),
+                             leaf("ep"), leaf("vpp"), leaf("microbatches"), leaf("micro_batch_size"), leaf("seq_len"),
+                             leaf("schedule"), leaf("gemm_precision")},
+                            false};
   return s;
 }
 
@@ -65,6 +65,7 @@ std::pair<double, double> key_range(const std::string& key) {
 CalibratedRun read_run(const MapReader& r) {
   CalibratedRun x;
   x.gpu = r.string("gpu", "");
+  x.model = r.string("model", "");
   auto i = [&](const char* k, int def) { return static_cast<int>(r.integer(k, def, 1, 1 << 24)); };
   x.gpus = i("gpus", 1);
   x.pp = i("pp", 1);
@@ -110,6 +111,10 @@ void read_figures(const MapReader& cr, Calibration& c) {
 CalibratedRun calibrated_run(const ModelConfigData& c, const std::string& schedule, int microbatches, int vpp) {
   CalibratedRun r;
   r.gpu = !c.gpu_type.empty() ? c.gpu_type : c.hardware.name;
+  const ModelSpec& m = c.model;
+  r.model = fmt::format("{} layers x {}", m.layers, m.hidden);
+  if (m.moe.enabled())
+    r.model += fmt::format(", {} experts x {} top-{}", m.moe.experts, m.moe.expert_ffn_hidden, m.moe.top_k);
   r.gpus = c.parallel.gpus();
   r.pp = c.parallel.pp;
   r.tp = c.parallel.tp;
@@ -138,11 +143,11 @@ std::string render_calibration(const Calibration& c) {
                    c.measured_step_s, c.preset_step_s, c.calibrated_step_s);
   const CalibratedRun& r = c.run;
   o += fmt::format(
-      "  run: {{gpu: {}, gpus: {}, pp: {}, tp: {}, cp: {}, dp: {}, ep: {}, vpp: {}, microbatches: {}, "
+      "  run: {{gpu: {}, model: {}, gpus: {}, pp: {}, tp: {}, cp: {}, dp: {}, ep: {}, vpp: {}, microbatches: {}, "
       "micro_batch_size: {}, "
       "seq_len: {}, schedule: {}, gemm_precision: {}}}\n",
-      quoted(r.gpu), r.gpus, r.pp, r.tp, r.cp, r.dp, r.ep, r.vpp, r.microbatches, r.micro_batch_size, r.seq_len,
-      quoted(r.schedule), quoted(r.gemm_precision));
+      quoted(r.gpu), quoted(r.model), r.gpus, r.pp, r.tp, r.cp, r.dp, r.ep, r.vpp, r.microbatches, r.micro_batch_size,
+      r.seq_len, quoted(r.schedule), quoted(r.gemm_precision));
   o += c.fitted.empty() ? "  fitted: []\n" : "  fitted:\n";
   for (const CalibratedFigure& f : c.fitted)
     o += fmt::format("    - {{key: {}, preset: {:.6g}, value: {:.6g}{}, from: {}}}\n", f.key, f.preset, f.value,
@@ -227,12 +232,16 @@ std::optional<Calibration> read_named_calibration(const YAML::Node& root, const 
 }
 
 std::vector<std::string> calibration_extrapolation(const Calibration& cal, const CalibratedRun& p) {
-  const CalibratedRun& c = cal.run;
+  return run_extrapolation(p, cal.run);
+}
+
+std::vector<std::string> run_extrapolation(const CalibratedRun& p, const CalibratedRun& c) {
   std::vector<std::string> out;
   auto differs = [&](const char* what, auto now, auto then) {
     if (now != then) out.push_back(fmt::format("{} {} (calibrated at {})", what, now, then));
   };
   differs("GPU", p.gpu, c.gpu);
+  if (!p.model.empty() && !c.model.empty()) differs("model", p.model, c.model);
   differs("GEMM precision", p.gemm_precision, c.gemm_precision);
   differs("GPUs", p.gpus, c.gpus);
   differs("pp", p.pp, c.pp);

@@ -38,7 +38,8 @@ struct UnidentifiedFigure {
 
 // The run the figures were fitted on: what a prediction extrapolates from.
 struct CalibratedRun {
-  std::string gpu;  // cluster.gpu or hardware.name
+  std::string gpu;    // cluster.gpu or hardware.name
+  std::string model;  // the model's shape in a line ("80 layers x 8192"; MoE: its experts); "" in older files
   int gpus = 0, pp = 1, tp = 1, cp = 1, dp = 1, ep = 1, vpp = 1, microbatches = 1, micro_batch_size = 1;
   std::int64_t seq_len = 0;
   std::string schedule, gemm_precision;
@@ -86,5 +87,7 @@ std::optional<Calibration> apply_calibration(YAML::Node& root, const std::string
 // How far a prediction for `c` (at this schedule and M) extrapolates from the calibrated run: one
 // line per difference ("pp 8 (calibrated at 4)"); empty when it predicts the calibrated run itself.
 std::vector<std::string> calibration_extrapolation(const Calibration& cal, const CalibratedRun& predicted);
+// What differs between two runs, each "what now (calibrated at then)": the same list.
+std::vector<std::string> run_extrapolation(const CalibratedRun& now, const CalibratedRun& then);
 
 }  // namespace ppsim

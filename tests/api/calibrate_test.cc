@@ -202,6 +202,10 @@ TEST_CASE("fidelity --calibrate first: the first result is met, the others carry
   CHECK_THAT(*cal.rows[1].preset_error, WithinRel(preset.rows[1].error, 1e-9));
   // The counts leave the calibrated row out.
   CHECK(api::fidelity_counts(cal, false).rows == 1);
+  // Row b differs from the calibrated row a only in its micro-batches: that is all it extrapolates.
+  CHECK(cal.rows[0].extrapolates.empty());
+  CHECK(cal.rows[1].extrapolates == std::vector<std::string>{"micro-batches 8 (calibrated at 4)"});
+  CHECK(cal.rows[1].as_run.model == "4 layers x 256");
 }
 
 TEST_CASE("fidelity --calibrate loso: one vote per other source, however many rows it has", "[calibrate]") {

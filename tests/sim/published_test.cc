@@ -34,7 +34,8 @@ TEST_CASE("published bubbles are exact where their conditions hold", "[sim][publ
   };
   int checked = 0;
   for (const Case& c : cases) {
-    const Family& fam = find_family(c.family);
+    const std::string name = c.family;  // a reference into the registry, from no temporary
+    const Family& fam = find_family(name);
     for (int p : {2, 4, 8, 16}) {
       for (int m : {p, 2 * p, 2 * p + 2, 3 * p, 4 * p}) {
         const ScheduleParams params = resolve_params(fam, ScheduleParams{p, m, 0, 0});

@@ -175,9 +175,12 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
   std::string out;
   const bool phys = std::any_of(rows.begin(), rows.end(), [](const ResultRow& r) { return r.physical.available; });
   bool any_comm = false;
-  for (const auto& r : rows)
+  std::size_t w = 17;  // the schedule column: the longest name, at least 17
+  for (const auto& r : rows) {
     for (Time e : r.metrics.exposed_comm) any_comm |= e > 0;
-  out += fmt::format("{:<17} {:>9} {:>7} {:<22} {:<26} {:<23} {:>6}", "schedule", "makespan", "ratio",
+    w = std::max(w, r.metrics.schedule.size());
+  }
+  out += fmt::format("{:<{}} {:>9} {:>7} {:<22} {:<26} {:<23} {:>6}", "schedule", w, "makespan", "ratio",
                      "bubble per rank", "published bubble", "peak act (rank shares)", "params");
   if (any_comm) out += fmt::format(" {:<18}", "exposed comm/rank");
   if (phys) out += fmt::format(" {:>9} {:>11} {:>6} {:>10}", "step (s)", "tokens/s", "MFU", "mem GB max");
@@ -195,7 +198,7 @@ std::string render_table(const std::vector<ResultRow>& rows, const std::vector<S
       if (m.published.own_span) pub += " own-span";
       pub += m.published_holds ? (m.published_matches ? " (exact)" : " (MISMATCH)") : " (n/a*)";
     }
-    out += fmt::format("{:<17} {:>9} {:>6.1f}% {:<22} {:<26} {:<23} {:>5}x", m.schedule, tfmt(m.makespan, scale, 2),
+    out += fmt::format("{:<{}} {:>9} {:>6.1f}% {:<22} {:<26} {:<23} {:>5}x", m.schedule, w, tfmt(m.makespan, scale, 2),
                        100.0 * m.bubble_ratio, per_rank_summary(bub, 8), pub, per_rank_summary(act, 8),
                        m.parameter_copies);
     if (any_comm) out += fmt::format(" {:<18}", per_rank_summary(exp, 4));

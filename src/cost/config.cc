@@ -222,12 +222,21 @@ constexpr Preset preset_of(const char* key, std::string_view type_key) {
 constexpr Preset kPresets[] = {preset_of("h100", "h100"), preset_of("h800", "h800"), preset_of("h200", "h200"),
                                preset_of("a100", "a100-80gb")};
 
+// A GPU's name as people and nvidia-smi write it, reduced to its type's key: case and separators
+// ignored; "NVIDIA" before it, the SXM form factor and the HBM generation dropped ("NVIDIA
+// H100 80GB HBM3", "H100-SXM5-80GB" and "H100 SXM" are h100); the memory size dropped where it is
+// the type's only one (H100 and H800 80GB, H200 141GB; the A100's 40 and 80 GB stay to tell them
+// apart). Other products keep what makes them so: "H100 PCIe", "H100 NVL", "H100 94GB" are no h100.
 std::string preset_key(const std::string& name) {
   std::string k;
   for (char c : name)
     if (std::isalnum(static_cast<unsigned char>(c))) k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* suffix : {"sxm5", "sxm4", "sxm"})
-    if (k.size() > std::string(suffix).size() && k.ends_with(suffix)) k.resize(k.size() - std::string(suffix).size());
+  if (k.starts_with("nvidia") && k.size() > 6) k.erase(0, 6);
+  for (const char* part : {"sxm5", "sxm4", "sxm", "hbm3e", "hbm3", "hbm2e"})
+    for (std::size_t at; k.size() > std::string(part).size() && (at = k.find(part, 1)) != std::string::npos;)
+      k.erase(at, std::string(part).size());
+  for (const auto& [type, memory] : {std::pair{"h100", "80gb"}, {"h800", "80gb"}, {"h200", "141gb"}})
+    if (k == std::string(type) + memory) k = type;
   return k;
 }
 

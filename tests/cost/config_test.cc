@@ -300,6 +300,21 @@ parallel: {pp: 2, microbatches: 4}
   CHECK(with("a100") == "t.yaml:2:16: cluster.gpu 'a100' is not a GPU type " + types +
                             "; 'a100' names a100-40gb or a100-80gb: say which");
   CHECK(with("H100 SXM5").empty());
+  // As nvidia-smi and spec sheets write them: the form factor, the HBM generation and the one
+  // memory size a type has are dropped; the A100's two sizes are told apart.
+  for (const std::string gpu : {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB", "H200 SXM 141GB", "NVIDIA H200",
+                                "NVIDIA A100-SXM4-80GB", "a100-sxm4-40gb", "H800 80GB"}) {
+    INFO(gpu);
+    CHECK(with(gpu).empty());
+  }
+  std::string a100 = text;
+  a100.replace(a100.find("gpu: X"), 6, "gpu: NVIDIA A100-SXM4-40GB");
+  CHECK(load_config_text(a100, "t.yaml", {}).data->gpu_type == "a100-40gb");
+  // Other products stay refused: another form factor, another memory size.
+  for (const std::string gpu : {"H100 NVL", "H100 PCIe 80GB", "H100 94GB", "NVIDIA"}) {
+    INFO(gpu);
+    CHECK(with(gpu).find("is not a GPU type") != std::string::npos);
+  }
   // The same rule for hardware.name's presets.
   CHECK(error_of(std::string(kOk), {"hardware.name=b200"}).find("did you mean") == std::string::npos);
   CHECK(error_of(std::string(kOk), {"hardware.name=h10"}).find("did you mean 'h100'?") != std::string::npos);

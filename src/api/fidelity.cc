@@ -97,10 +97,16 @@ std::vector<std::string> published_files(const FidelityRequest& req) {
   const std::string dir = shipped_dir(req.dir);  // beside the binary or module when not here
   if (!std::filesystem::is_directory(dir, ec))
     throw InputError(fmt::format("'{}' is not a directory of published configs", req.dir), {}, kExitIo);
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ".yaml") out.push_back(e.path().string());
+  // Every *.yaml and *.yml below it, its subfolders included (a corpus kept by source), in path order.
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           dir, std::filesystem::directory_options::skip_permission_denied, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (it->is_regular_file(ec) && (ext == ".yaml" || ext == ".yml")) out.push_back(it->path().string());
+  }
   std::sort(out.begin(), out.end());
-  if (out.empty()) throw InputError(fmt::format("no *.yaml files in '{}'", req.dir), {}, kExitInput);
+  if (out.empty())
+    throw InputError(fmt::format("no *.yaml or *.yml files in '{}' or its subfolders", req.dir), {}, kExitInput);
   return out;
 }
 

@@ -218,7 +218,7 @@ constexpr Option kModel[] = {
 
 constexpr Option kFidelity[] = {
     {"files", K::Texts, "", "", "published configs (default: every *.yaml in --dir)"},
-    {"--dir", K::Text, "configs/published", "", "folder of published configs"},
+    {"--dir", K::Text, "configs/published", "", "folder of published configs (its *.yaml and *.yml, subfolders too)"},
     kSet,
     kCalibration,
     {"--calibrate", K::Text, "", "",

@@ -277,6 +277,32 @@ TEST_CASE("fidelity: relative_to compares a result per GPU with another of the s
   }
 }
 
+TEST_CASE("fidelity --dir reads *.yaml and *.yml in its subfolders too", "[api][fidelity]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("ppsim_fidelity_dir_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "by-source" / "deeper");
+  std::ofstream(dir / "top.yaml") << kRun;
+  std::ofstream(dir / "by-source" / "deeper" / "nested.yml") << kRun;
+  std::ofstream(dir / "by-source" / "notes.txt") << "not a config";
+  api::FidelityRequest req;
+  req.dir = dir.string();
+  const api::FidelityResult r = api::fidelity(req);
+  CHECK(r.files == 2);
+  REQUIRE(r.rows.size() == 8);         // four results in each
+  CHECK(r.rows[0].key == "nested/a");  // path order: by-source/deeper/nested.yml, then top.yaml
+  CHECK(r.rows[4].key == "top/a");
+  std::filesystem::remove_all(dir / "by-source");
+  std::filesystem::remove(dir / "top.yaml");
+  req.dir = dir.string();
+  try {
+    api::fidelity(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(e.message().find("no *.yaml or *.yml files in") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("fidelity: a file it cannot read is skipped with its error, the others predicted", "[api][fidelity]") {
   std::string bad = kRun;
   bad.replace(bad.find("hidden: 64"), 10, "hiddn: 64");  // line 2

@@ -653,14 +653,14 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
       par.fail("ep", fmt::format("parallel.ep={} must divide model.moe.experts={}", p.ep, m.moe.experts));
-    if (p.expert_tp() == p.tp && p.dp % p.ep != 0)
-      par.fail("ep", fmt::format("parallel.ep={} must divide parallel.dp={} (expert parallelism is carved out of the "
-                                 "data-parallel ranks{})",
-                                 p.ep, p.dp, p.tp > 1 ? "; with parallel.etp: 1, of dp x tp" : ""));
-    if (p.expert_tp() == 1 && p.tp > 1 && (static_cast<long long>(p.dp) * p.tp) % p.ep != 0)
-      par.fail("ep", fmt::format("parallel.ep={} must divide parallel.dp x tp = {} x {} (with parallel.etp: 1 expert "
-                                 "parallelism is carved out of the data- and tensor-parallel ranks)",
-                                 p.ep, p.dp, p.tp));
+    const bool whole = p.expert_tp() == 1 && p.tp > 1;  // etp checked below
+    if ((whole || p.expert_tp() == p.tp) && p.expert_pool(p.dp) % p.ep != 0)
+      par.fail("ep", whole ? fmt::format("parallel.ep={} must divide parallel.dp x tp = {} x {} (with parallel.etp: 1 "
+                                         "expert parallelism is carved out of the data- and tensor-parallel ranks)",
+                                         p.ep, p.dp, p.tp)
+                           : fmt::format("parallel.ep={} must divide parallel.dp={} (expert parallelism is carved out "
+                                         "of the data-parallel ranks{})",
+                                         p.ep, p.dp, p.tp > 1 ? "; with parallel.etp: 1, of dp x tp" : ""));
   }
   if (p.etp > 0) {
     if (!m.moe.enabled())

@@ -342,12 +342,15 @@ struct ParallelSpec {
   // parallelism; torchtitan's fsdp mesh dimension, dp_shard x cp).
   int grad_dp() const { return dp * cp; }
   int expert_tp() const { return etp > 0 ? etp : tp; }
+  // The ranks expert parallelism is carved out of, for `replicas` data-parallel ranks: the replicas
+  // (experts split as the dense layers) or replicas x tp (whole experts, etp 1). ep must divide it.
+  long long expert_pool(long long replicas) const { return replicas * tp / expert_tp(); }
   // Replicas of each routed expert's shard: the grad_dp x tp ranks of a stage hold ep x etp shards.
-  int expert_dp() const { return std::max(1, grad_dp() * tp / (std::max(1, ep) * expert_tp())); }
+  int expert_dp() const { return static_cast<int>(std::max(1LL, expert_pool(grad_dp()) / std::max(1, ep))); }
   // The ranks ZeRO shards over: zero_shard x cp (torchtitan's dp_shard x cp), all of grad_dp by
   // default; the other grad_dp / zero_dp replicas of each shard all-reduce its gradients (HSDP).
   int zero_dp() const { return zero_shard > 0 ? zero_shard * cp : grad_dp(); }
-  int expert_zero_dp() const { return std::max(1, zero_dp() * tp / (std::max(1, ep) * expert_tp())); }
+  int expert_zero_dp() const { return static_cast<int>(std::max(1LL, expert_pool(zero_dp()) / std::max(1, ep))); }
 };
 
 // Explicit and measured op times are at most this many ms (17 minutes) each, so that sums

@@ -306,8 +306,7 @@ class Planner {
         }
         // Expert parallelism is carved out of dp, or of dp x tp with whole experts (parallel.etp 1).
         const bool whole = cfg.parallel.expert_tp() == 1 && cfg.parallel.tp > 1;
-        const long long pool = whole ? static_cast<long long>(dp) * cfg.parallel.tp : dp;
-        if (moe.experts % c.ep != 0 || pool % c.ep != 0) {
+        if (moe.experts % c.ep != 0 || cfg.parallel.expert_pool(dp) % c.ep != 0) {
           reject(slot, Reason::expert_parallel,
                  moe.experts % c.ep != 0 ? fmt::format("ep={} does not divide the {} experts", c.ep, moe.experts)
                  : whole ? fmt::format("ep={} does not divide dp x tp = {} x {}", c.ep, dp, cfg.parallel.tp)

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -36,16 +37,20 @@ ModelConfigData load_hf(const ModelRequest& req) {
   return c;
 }
 
-// "61 layers x 187.10M", or per kind of layer when they differ ("3 x 396.36M + 58 x 0").
+// "61 layers x 187.10M", or per kind of layer when they differ ("3 layers x 396.36M + 58 layers x
+// 19.27M"), each kind once in the order it first appears (Maverick's alternate layers: "24 layers x").
 std::string per_layer(const std::vector<double>& v) {
-  std::string s;
-  std::size_t i = 0;
-  while (i < v.size()) {
-    std::size_t j = i;
-    while (j < v.size() && v[j] == v[i]) ++j;
-    if (v[i] != 0) s += fmt::format("{}{} layers x {}", s.empty() ? "" : " + ", j - i, short_count(v[i]));
-    i = j;
+  std::vector<std::pair<double, int>> kinds;
+  for (double x : v) {
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == x; });
+    if (it == kinds.end())
+      kinds.emplace_back(x, 1);
+    else
+      ++it->second;
   }
+  std::string s;
+  for (const auto& [x, n] : kinds)
+    if (x != 0) s += fmt::format("{}{} layers x {}", s.empty() ? "" : " + ", n, short_count(x));
   return s.empty() ? "none" : s;
 }
 

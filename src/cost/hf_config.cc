@@ -130,6 +130,7 @@ class Fields {
     throw InputError(loc(key), fmt::format("{} (model_type {}): {}", key, type_, why));
   }
   const std::string& type() const { return type_; }
+  const json& object() const { return j_; }
 
  private:
   const json& j_;
@@ -194,15 +195,52 @@ struct Ctx {
   void rule(std::string s) const { out.read_as.push_back(std::move(s)); }
 };
 
-// Hybrid and encoder-decoder models: named, not read as something else.
-void refuse_unmodelled(const Fields& f) {
+// Per-layer lists ppsim reads (or that change no layer's shape: no_rope_layers marks RoPE or NoPE).
+constexpr Keys kPerLayerRead = {"layer_types", "mlp_layer_types", "moe_layer_freq",
+                                "moe_layers",  "mlp_only_layers", "no_rope_layers"};
+
+// Hybrid, heterogeneous, sparse-attention and encoder-decoder models: named, not read as something
+// else. Any other list with one entry per layer says that the layers differ in a way ppsim does
+// not read (OpenELM's per-layer heads, MiniMax-Text's attn_type_list, NAS block_configs).
+void refuse_unmodelled(const Fields& f, int layers) {
   for (const char* k :
        {"ssm_state_size", "mamba_d_state", "attn_layer_period", "linear_num_key_heads", "state_size", "mamba_expand",
-        "hybrid_override_pattern", "block_types", "attention_hidden_size", "head_size_divisor"})
+        "hybrid_override_pattern", "block_types", "attention_hidden_size", "head_size_divisor", "linear_attn_config"})
     if (f.has(k))
       f.refuse(k, "state-space, recurrent or linear-attention layers are not modelled (attention + MLP layers only)");
   if (f.flag({"is_encoder_decoder"}).value_or(false))
     f.refuse("is_encoder_decoder", "encoder-decoder models are not modelled (decoder-only)");
+  if (f.has("block_configs"))
+    f.refuse("block_configs",
+             "layers with their own shapes (block_configs: a NAS model's per-layer attention and MLP) "
+             "are not modelled; ppsim's layers share one shape");
+  for (const char* k : {"index_topk", "index_n_heads"})
+    if (f.has(k))
+      f.refuse(k,
+               "DeepSeek Sparse Attention (a lightning indexer choosing the keys each query attends) is not "
+               "modelled: its indexer and its sparse attention would be priced as dense attention; for the dense "
+               "attention it starts from, remove the index_* keys from a copy of the file");
+  for (const char* k : {"swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim"})
+    if (f.has(k))
+      f.refuse(k,
+               "sliding-window layers with their own heads are not modelled; ppsim's local layers have the "
+               "global layers' heads");
+  if (f.flag({"use_cla"}).value_or(false))
+    f.refuse("use_cla", "cross-layer attention (K and V shared by several layers) is not modelled");
+  if (!f.has("kv_lora_rank") && f.has("v_head_dim") && f.has("head_dim") &&
+      f.count("v_head_dim") != f.count("head_dim"))
+    f.refuse("v_head_dim", fmt::format("values {} wide beside queries and keys {} wide (head_dim) are modelled only "
+                                       "with MLA (kv_lora_rank)",
+                                       f.count("v_head_dim"), f.count("head_dim")));
+  for (const auto& [key, value] : f.object().items()) {
+    if (!value.is_array() || static_cast<int>(value.size()) != layers || layers < 2) continue;
+    if (std::any_of(kPerLayerRead.begin(), kPerLayerRead.end(), [&](const char* k) { return key == k; })) continue;
+    if (key == "architectures" || key.find("token") != std::string::npos) continue;  // names, token ids
+    f.refuse(key, fmt::format("a list of {} entries, one per layer, that ppsim does not read: its layers would differ "
+                              "from one another in a way ppsim does not model (if it changes no layer's shape, remove "
+                              "it from a copy of the file)",
+                              layers));
+  }
 }
 
 // Layers, widths, heads, vocabulary.
@@ -479,10 +517,19 @@ void read_window(const Ctx& c) {
   } else if (const auto p = f.maybe({"sliding_window_pattern"})) {
     for (int i = 0; i < L; ++i) local[i] = *p > 0 && (i + 1) % *p != 0;
     why = fmt::format("sliding_window_pattern {}: every {}th layer global", *p, *p);
-  } else if (f.has("no_rope_layers") && f.has("attention_chunk_size")) {
+  } else if (f.has("no_rope_layers") && !f.find("no_rope_layers")->empty() && f.has("attention_chunk_size")) {
     const json& t = *f.find("no_rope_layers");
     for (int i = 0; i < L && t.is_array() && i < static_cast<int>(t.size()); ++i) local[i] = t[i] != 0;
     why = "no_rope_layers: chunked attention counted as a window of attention_chunk_size";
+  } else if (f.type().rfind("llama4", 0) == 0 && f.has("attention_chunk_size")) {
+    // Llama4TextConfig: no no_rope_layers (or []) is one NoPE (global) layer every
+    // no_rope_layer_interval (4), the others RoPE with chunked attention.
+    const std::int64_t every = f.maybe({"no_rope_layer_interval"}).value_or(4);
+    for (int i = 0; i < L; ++i) local[i] = every <= 0 || (i + 1) % every != 0;
+    why = fmt::format(
+        "no no_rope_layers: every {}th layer global (no_rope_layer_interval, Llama4TextConfig's "
+        "default); chunked attention counted as a window of attention_chunk_size",
+        every);
   } else if (f.flag({"use_sliding_window"}).has_value()) {
     const bool on = *f.flag({"use_sliding_window"});
     const std::int64_t from = f.maybe({"max_window_layers"}).value_or(0);
@@ -506,6 +553,28 @@ void read_window(const Ctx& c) {
   }
   c.rule(fmt::format("local attention, window {} ({}), on {} of {} layers{} (FLOPs only)", f.count(win_key), win_key, n,
                      L, why.empty() ? "" : " (" + why + ")"));
+}
+
+// MTP modules written as MiniMax's (use_mtp, num_mtp_modules, mtp_transformer_layers): one
+// transformer layer each is DeepSeek-V3's module, read as mtp_depth; deeper modules are refused.
+void read_other_mtp(const Ctx& c) {
+  const Fields& f = c.f;
+  const auto modules = f.maybe({"num_mtp_modules"});
+  if (!modules.value_or(0) || c.m["mtp_depth"]) return;
+  if (!f.flag({"use_mtp"}).value_or(true)) {
+    c.out.not_counted.push_back(fmt::format("{} MTP module(s) (num_mtp_modules; use_mtp false)", *modules));
+    return;
+  }
+  const std::int64_t per = f.maybe({"mtp_transformer_layers"}).value_or(1);
+  if (per != 1)
+    f.refuse("mtp_transformer_layers", fmt::format("MTP modules of {} transformer layers are not modelled (ppsim's "
+                                                   "MTP module is DeepSeek-V3's: a projection and one layer)",
+                                                   per));
+  c.m["mtp_depth"] = *modules;
+  c.rule(
+      fmt::format("{} MTP module(s) (num_mtp_modules) of one transformer layer each, as DeepSeek-V3's, apart "
+                  "from the total",
+                  *modules));
 }
 
 // The training sequence length: the file's own, else the context when short, else the default.
@@ -600,10 +669,10 @@ HfReading convert(const json& j, const std::string& text, const std::string& nam
                      "missing key 'model_type' (a Hugging Face config.json names its architecture)");
   const Fields f(*lm, j, text, name, from == std::string::npos ? 0 : from, out.model_type, section);
   const Traits tr = traits_of(out.model_type);
-  refuse_unmodelled(f);
   YAML::Node m(YAML::NodeType::Map);
   Ctx c{f, tr, out, m};
   c.layers = static_cast<int>(f.need({"num_hidden_layers", "n_layer", "n_layers", "num_layers"}, "the layers"));
+  refuse_unmodelled(f, c.layers);
   read_dims(c);
   read_block(c);
   read_mlp(c);
@@ -614,6 +683,7 @@ HfReading convert(const json& j, const std::string& text, const std::string& nam
     m["mtp_depth"] = *mtp;
     c.rule(fmt::format("{} MTP module(s) (num_nextn_predict_layers), apart from the total", *mtp));
   }
+  read_other_mtp(c);
   if (f.type() == "qwen2_moe" && m["moe"]["shared_experts"])
     out.not_counted.push_back("the shared expert's gate (hidden)");
   read_vision(j, out);
@@ -623,10 +693,41 @@ HfReading convert(const json& j, const std::string& text, const std::string& nam
 
 }  // namespace
 
+// Python's json writes float('inf') and float('nan') as the bare words Infinity, -Infinity and
+// NaN (Nemotron-H's time_step_limit); JSON has no such values. Outside strings they become null
+// (the infinities padded to their length, so that the offsets of a parse error after them hold).
+std::string without_python_floats(const std::string& text) {
+  std::string out = text;
+  bool in_string = false;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char ch = out[i];
+    if (in_string) {
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+      continue;
+    }
+    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+      const std::size_t n = std::char_traits<char>::length(word);
+      if (out.compare(i, n, word) != 0) continue;
+      const std::string null = "null" + std::string(n > 4 ? n - 4 : 0, ' ');
+      out.replace(i, n, null);
+      i += null.size() - 1;
+      break;
+    }
+  }
+  return out;
+}
+
 HfReading read_hf_config_text(const std::string& text, const std::string& name) {
   json j;
   try {
-    j = json::parse(text);
+    j = json::parse(without_python_floats(text));
   } catch (const json::parse_error& e) {
     throw InputError(offset_loc(text, name, e.byte > 0 ? e.byte - 1 : 0),
                      "not valid JSON (a Hugging Face config.json)");

@@ -185,6 +185,13 @@ TEST_CASE("hf fields: every MoE layer-place key", "[api][hf]") {
   j = moe();
   j["interleave_moe_layer_step"] = 2;  // Llama-4 Maverick: 1, 3
   check(j, "interleave", 2);
+  // Alternate layers are told once per kind: 2 layers of 4 experts x 3 h 24 = 18.43K (not "1 layers x
+  // 18.43K + 1 layers x 18.43K"), and the dense MLP's 2 layers of 3 h 96 = 18.43K.
+  const api::ModelReport alt = report(j, "interleave");
+  for (const auto& p : alt.parts) {
+    if (p.name == "routed_experts") CHECK(p.made_of.rfind("2 layers x 18.43K", 0) == 0);
+    if (p.name == "dense_mlp") CHECK(p.made_of == "2 layers x 18.43K");
+  }
   j = moe();
   j["moe_layers"] = {0, 2, 3};
   check(j, "list", 3);

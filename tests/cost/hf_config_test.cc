@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "catch.h"
 #include "cost/config.h"
@@ -206,4 +207,86 @@ TEST_CASE("hf_config: a layer count beside the file's per-layer MoE pattern is r
   }
   // dense_layers_first written beside replaces the file's pattern: the first layer dense, the rest MoE.
   CHECK(parse("dense_layers_first: 1").model.moe_layer_count() == 3);
+}
+
+namespace {
+
+// A small llama-style file with `extra` fields added (a JSON fragment starting with a comma).
+std::string small_hf(const std::string& type, const std::string& extra, int layers = 8) {
+  return "{\"model_type\": \"" + type + "\", \"num_hidden_layers\": " + std::to_string(layers) +
+         ", \"hidden_size\": 64, \"num_attention_heads\": 4,\n\"intermediate_size\": 128, \"vocab_size\": 100" + extra +
+         "}";
+}
+
+}  // namespace
+
+TEST_CASE("hf_config: layers that differ in a way ppsim does not read are refused at their key", "[cost][hf]") {
+  // A per-layer list ppsim does not read (OpenELM's heads per layer), located at its value.
+  CHECK(hf_error(small_hf("openelm", ",\n\"num_query_heads\": [4, 4, 8, 8]", 4)) ==
+        "c.json:3:20: num_query_heads (model_type openelm): a list of 4 entries, one per layer, that ppsim does not "
+        "read: its layers would differ from one another in a way ppsim does not model (if it changes no layer's "
+        "shape, remove it from a copy of the file)");
+  // Lists of another length, token ids and the lists ppsim reads are not per-layer shapes.
+  CHECK(hf_error(small_hf("llama",
+                          ", \"eos_token_id\": [1, 2, 3, 4], \"architectures\": [\"a\", \"b\", \"c\", \"d\"], "
+                          "\"no_rope_layers\": [1, 1, 1, 0], \"foo\": [1, 2]",
+                          4)) == "no error");
+  CHECK_THAT(hf_error(small_hf("nemotron-nas", ", \"block_configs\": [{}, {}]", 2)),
+             PPSIM_CONTAINS("c.json:2:63: block_configs (model_type nemotron-nas): layers with their own shapes"));
+  CHECK_THAT(hf_error(small_hf("deepseek_v32", ", \"index_topk\": 2048")),
+             PPSIM_CONTAINS("c.json:2:60: index_topk (model_type deepseek_v32): DeepSeek Sparse Attention"));
+  CHECK_THAT(
+      hf_error(small_hf("mimo_v2_flash", ", \"swa_num_key_value_heads\": 8")),
+      PPSIM_CONTAINS("swa_num_key_value_heads (model_type mimo_v2_flash): sliding-window layers with their own heads"));
+  CHECK_THAT(hf_error(small_hf("hunyuan", ", \"use_cla\": true")), PPSIM_CONTAINS("cross-layer attention"));
+  CHECK(hf_error(small_hf("hunyuan", ", \"use_cla\": false")) == "no error");
+  // v wider or narrower than q/k without MLA: 16 = 64 / 4 heads is head_dim, 32 is not.
+  CHECK(hf_error(small_hf("x", ", \"head_dim\": 16, \"v_head_dim\": 32")) ==
+        "c.json:2:76: v_head_dim (model_type x): values 32 wide beside queries and keys 16 wide (head_dim) are "
+        "modelled only with MLA (kv_lora_rank)");
+  CHECK(hf_error(small_hf("x", ", \"head_dim\": 16, \"v_head_dim\": 16")) == "no error");
+}
+
+TEST_CASE("hf_config: Python's Infinity and NaN are read as null, so the real reason is named", "[cost][hf]") {
+  // Nemotron-H writes time_step_limit [0.0, Infinity]: not a JSON error, but its SSM layers refused.
+  CHECK(hf_error(small_hf("nemotron_h", ", \"time_step_limit\": [0.0, Infinity],\n\"ssm_state_size\": 128")) ==
+        "c.json:3:19: ssm_state_size (model_type nemotron_h): state-space, recurrent or linear-attention layers are "
+        "not modelled (attention + MLP layers only)");
+  CHECK(hf_error(small_hf("llama", ", \"a\": -Infinity, \"b\": NaN, \"c\": \"Infinity NaN\"")) == "no error");
+  // A parse error after an Infinity keeps its column (the word is padded to its length).
+  CHECK(hf_error("{\"a\": Infinity, ]") == "c.json:1:17: not valid JSON (a Hugging Face config.json)");
+}
+
+TEST_CASE("hf_config: Llama 4 without no_rope_layers has every 4th layer global, as Llama4TextConfig", "[cost][hf]") {
+  // transformers: no_rope_layers None or [] -> [int((i + 1) % no_rope_layer_interval != 0)], interval 4:
+  // layers 3 and 7 (0-based) NoPE and global, the other six chunked (local).
+  const std::string chunk = ", \"attention_chunk_size\": 8192";
+  for (const std::string& extra : {chunk, chunk + ", \"no_rope_layers\": []"}) {
+    const YAML::Node m = hf_model_keys_from_text(small_hf("llama4_text", extra), "c.json");
+    REQUIRE(m["local_layers"]);
+    std::vector<int> local;
+    for (const auto& v : m["local_layers"]) local.push_back(v.as<int>());
+    CHECK(local == std::vector<int>{1, 1, 1, 0, 1, 1, 1, 0});
+    CHECK(m["sliding_window"].as<int>() == 8192);
+  }
+  // An interval of 2: every other layer global.
+  const YAML::Node m2 =
+      hf_model_keys_from_text(small_hf("llama4_text", chunk + ", \"no_rope_layer_interval\": 2"), "c.json");
+  std::vector<int> local2;
+  for (const auto& v : m2["local_layers"]) local2.push_back(v.as<int>());
+  CHECK(local2 == std::vector<int>{1, 0, 1, 0, 1, 0, 1, 0});
+}
+
+TEST_CASE("hf_config: MiniMax's MTP modules of one layer are DeepSeek-V3's, deeper ones refused", "[cost][hf]") {
+  const std::string mtp = ", \"use_mtp\": true, \"num_mtp_modules\": 3";
+  CHECK(hf_model_keys_from_text(small_hf("minimax_m2", mtp + ", \"mtp_transformer_layers\": 1"), "c.json")["mtp_depth"]
+            .as<int>() == 3);
+  CHECK(hf_model_keys_from_text(small_hf("minimax_m2", mtp), "c.json")["mtp_depth"].as<int>() == 3);
+  CHECK_THAT(hf_error(small_hf("minimax_m2", mtp + ", \"mtp_transformer_layers\": 2")),
+             PPSIM_CONTAINS("mtp_transformer_layers (model_type minimax_m2): MTP modules of 2 transformer layers"));
+  const HfReading off =
+      read_hf_config_text(small_hf("minimax_m2", ", \"use_mtp\": false, \"num_mtp_modules\": 3"), "c.json");
+  CHECK_FALSE(off.keys["mtp_depth"]);
+  REQUIRE(off.not_counted.size() == 1);
+  CHECK(off.not_counted[0] == "3 MTP module(s) (num_mtp_modules; use_mtp false)");
 }

@@ -98,6 +98,14 @@ void read_data_parallel(const Section& par, long long per_replica, long long gpu
                                    "pipeline x tensor x context x replicate = {}",
                                    gpus, per_replica * replicate));
     shard = gpus / (per_replica * replicate);
+  } else if (gpus > 0 && per_replica * replicate * shard != gpus) {
+    // torchtitan's ParallelDims: the degrees' product is the world size.
+    throw InputError(par.loc(par.has("data_parallel_shard_degree") ? "data_parallel_shard_degree"
+                                                                   : "data_parallel_replicate_degree"),
+                     fmt::format("[parallelism] pipeline x tensor x context x data_parallel_replicate x "
+                                 "data_parallel_shard = {} x {} x {} = {} GPUs, but the config has {} (torchtitan "
+                                 "requires the world size; data_parallel_shard_degree -1 takes the rest)",
+                                 per_replica, replicate, shard, per_replica * replicate * shard, gpus));
   }
   p["dp"] = shard * replicate;
   YAML::Node costs(YAML::NodeType::Map);
@@ -108,6 +116,39 @@ void read_data_parallel(const Section& par, long long per_replica, long long gpu
     p["fsdp"] = true;
     if (replicate > 1) p["zero_shard"] = shard;
   }
+}
+
+// torchtitan's 2024 layout kept the degrees under [training] and the pipeline under
+// [experimental]; its names and meanings changed since (data_parallel_degree, microbatch counts,
+// lower-case schedule names). Read as the current layout they would be dropped: refused.
+void refuse_old_layout(const toml::table& doc, const std::string& name) {
+  for (const char* section : {"training", "experimental"}) {
+    const Section sec(doc[section].as_table(), section, name);
+    for (const char* key :
+         {"data_parallel_degree", "data_parallel_shard_degree", "data_parallel_replicate_degree",
+          "tensor_parallel_degree", "pipeline_parallel_degree", "context_parallel_degree", "pipeline_parallel_schedule",
+          "pipeline_parallel_microbatches", "pipeline_parallel_split_points", "expert_parallel_degree"})
+      if (sec.has(key))
+        throw InputError(sec.loc(key),
+                         fmt::format("[{}] {}: torchtitan's 2024 layout, which ppsim does not read; today's "
+                                     "torchtitan (and ppsim) take the degrees and the pipeline under [parallelism] "
+                                     "(data_parallel_shard_degree, tensor_parallel_degree, pipeline_parallel_degree, "
+                                     "pipeline_parallel_schedule, pipeline_parallel_microbatch_size)",
+                                     section, key));
+  }
+}
+
+// [training] global_batch_size (-1 or absent: local x dp): a multiple of local_batch_size x dp,
+// as torchtitan asserts. One step here is one local batch (gradient accumulation is not read).
+void check_global_batch(const Section& tr, long long local, const YAML::Node& p) {
+  const long long global = tr.integer("global_batch_size", -1);
+  if (global < 0 || !p["dp"]) return;
+  const long long dp = p["dp"].as<long long>();
+  if (global == 0 || global % (local * dp) != 0)
+    throw InputError(tr.loc("global_batch_size"),
+                     fmt::format("[training] global_batch_size {} is not a multiple of local_batch_size {} x "
+                                 "data-parallel degree {} = {} (torchtitan asserts it)",
+                                 global, local, dp, local * dp));
 }
 
 }  // namespace
@@ -122,6 +163,7 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
     throw InputError(SourceLoc{name, static_cast<int>(s.begin.line), static_cast<int>(s.begin.column)},
                      fmt::format("not valid TOML: {}", std::string(e.description())));
   }
+  refuse_old_layout(doc, name);
   const Section par(doc["parallelism"].as_table(), "parallelism", name);
   const Section tr(doc["training"].as_table(), "training", name);
   const Section model(doc["model"].as_table(), "model", name);
@@ -175,6 +217,7 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
         fmt::format("[training] local_batch_size {} is not a multiple of [parallelism] "
                     "pipeline_parallel_microbatch_size {}",
                     local, mbs));
+  check_global_batch(tr, local, p);
   p["microbatches"] = pp == 1 ? 1 : local / mbs;  // at pp 1, the local batch in one pass
   m["micro_batch_size"] = pp == 1 ? local : mbs;
   if (tr.has("seq_len")) m["seq_len"] = tr.integer("seq_len", 2048);

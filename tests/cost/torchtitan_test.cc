@@ -68,6 +68,33 @@ TEST_CASE("torchtitan: located errors", "[cost][torchtitan]") {
   CHECK(error_of("[parallelism\n").rfind("t.toml:1:", 0) == 0);
 }
 
+TEST_CASE("torchtitan: the 2024 layout, a world other than the degrees', a global batch torchtitan refuses",
+          "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  // 2024: tensor_parallel_degree under [training], the pipeline under [experimental]; read as today's
+  // layout they would be dropped (TP 1, PP 1), so refused at the first such key.
+  CHECK(error_of("[training]\nbatch_size = 8\ntensor_parallel_degree = 2\n[experimental]\n"
+                 "pipeline_parallel_degree = 2\n") ==
+        "t.toml:3:26: [training] tensor_parallel_degree: torchtitan's 2024 layout, which ppsim does not read; "
+        "today's torchtitan (and ppsim) take the degrees and the pipeline under [parallelism] "
+        "(data_parallel_shard_degree, tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule, "
+        "pipeline_parallel_microbatch_size)");
+  CHECK(PPSIM_CONTAINS("t.toml:2:28: [experimental] pipeline_parallel_degree")
+            .match(error_of("[experimental]\npipeline_parallel_degree = 2\n")));
+  // 8 GPUs (error_of's world): replicate 2 x shard 1 is 2, not 8; shard -1 would take 4.
+  CHECK(error_of("[parallelism]\ndata_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 1\n") ==
+        "t.toml:3:30: [parallelism] pipeline x tensor x context x data_parallel_replicate x data_parallel_shard = 1 "
+        "x 2 x 1 = 2 GPUs, but the config has 8 (torchtitan requires the world size; data_parallel_shard_degree -1 "
+        "takes the rest)");
+  CHECK(error_of("[parallelism]\ndata_parallel_replicate_degree = 2\n") == "no error");  // shard -1: 4
+  // dp 8 (shard -1 on 8 GPUs), local 4: global must be a multiple of 32.
+  CHECK(error_of("[training]\nlocal_batch_size = 4\nglobal_batch_size = 16\n") ==
+        "t.toml:3:21: [training] global_batch_size 16 is not a multiple of local_batch_size 4 x data-parallel "
+        "degree 8 = 32 (torchtitan asserts it)");
+  CHECK(error_of("[training]\nlocal_batch_size = 4\nglobal_batch_size = 64\n") == "no error");
+  CHECK(error_of("[training]\nlocal_batch_size = 4\nglobal_batch_size = -1\n") == "no error");
+}
+
 TEST_CASE("torchtitan: configs/torchtitan/llama3-8b-pp.yaml (Llama 3 8B, PP4 interleaved)", "[cost][torchtitan]") {
   if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
   const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/torchtitan";

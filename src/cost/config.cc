@@ -980,6 +980,30 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   return out;
 }
 
+// torchtitan's layer SAC (selective_ac_option N): each rank counts the blocks it wraps over its
+// stages in stage order and fully recomputes every Nth. ppsim's recompute_layers recomputes as
+// many in every stage: the most any stage recomputes (where the counts differ, an uneven split's
+// short stages, those are priced at it too).
+void apply_layer_sac(YAML::Node& out, const std::vector<int>& split, long long pp, const std::string& schedule,
+                     long long every) {
+  const long long n_stages = static_cast<long long>(split.size());
+  if (pp < 1 || n_stages % pp != 0) return;  // the layout readers name it
+  const bool v_shape = schedule == "zbv" || schedule == "dualpipev";
+  std::vector<long long> per_stage(split.size(), 0);
+  for (long long r = 0; r < pp; ++r) {
+    std::vector<long long> mine;
+    for (long long s = 0; s < n_stages; ++s)
+      if ((v_shape ? std::min(s, n_stages - 1 - s) : s % pp) == r) mine.push_back(s);
+    long long count = 0;
+    for (long long s : mine)
+      for (int l = 0; l < split[static_cast<std::size_t>(s)]; ++l)
+        if (++count % every == 0) ++per_stage[static_cast<std::size_t>(s)];
+  }
+  const long long k = *std::max_element(per_stage.begin(), per_stage.end());
+  out["parallel"]["recompute"] = k > 0 ? "full" : "none";
+  if (k > 0) out["parallel"]["recompute_layers"] = k;
+}
+
 // torchtitan's stages and layer split (its get_pipeline_metadata and
 // generate_llm_fqn_per_model_part), once the model's layers are known: with
 // pipeline_parallel_layers_per_stage, ceil((layers + first_less + last_less) / it) stages, which
@@ -1009,18 +1033,27 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
     if (!par["vpp"] && stages / pp > 1) out["parallel"]["vpp"] = stages / pp;
   }
   if (par["vpp"]) stages = pp * par["vpp"].as<long long>(1);  // a vpp given (YAML, or the TOML's default 2) decides
-  if (par["layer_split"]) return out;
-  const std::vector<int> split = torchtitan_layer_split(layers, stages, keys.first_less, keys.last_less);
-  if (split.empty())
-    root.fail("torchtitan", fmt::format("{} layers + {} + {} (first/last stage less layers) over {} stages: a stage "
-                                        "would get no layer, or less than the embedding's or output's weight (torchtitan "
-                                        "refuses it)", layers, keys.first_less, keys.last_less, stages));
-  if (std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
-    YAML::Node ls(YAML::NodeType::Sequence);
-    ls.SetStyle(YAML::EmitterStyle::Flow);
-    for (int n : split) ls.push_back(n);
-    out["parallel"]["layer_split"] = ls;
+  if (!keys.recompute_unstated.empty() && !par["recompute"] && !par["recompute_ops"])
+    throw InputError(keys.recompute_unstated_at, keys.recompute_unstated);
+  std::vector<int> split;
+  if (par["layer_split"]) {
+    for (const auto& n : par["layer_split"]) split.push_back(n.as<int>(0));
+  } else {
+    split = torchtitan_layer_split(layers, stages, keys.first_less, keys.last_less);
+    if (split.empty())
+      root.fail("torchtitan", fmt::format("{} layers + {} + {} (first/last stage less layers) over {} stages: a stage "
+                                          "would get no layer, or less than the embedding's or output's weight "
+                                          "(torchtitan refuses it)",
+                                          layers, keys.first_less, keys.last_less, stages));
+    if (std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
+      YAML::Node ls(YAML::NodeType::Sequence);
+      ls.SetStyle(YAML::EmitterStyle::Flow);
+      for (int n : split) ls.push_back(n);
+      out["parallel"]["layer_split"] = ls;
+    }
   }
+  if (keys.layer_sac_every > 0 && !par["recompute"] && !par["recompute_layers"])
+    apply_layer_sac(out, split, pp, par["schedule"] ? par["schedule"].as<std::string>("") : "", keys.layer_sac_every);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 
@@ -151,6 +152,49 @@ void check_global_batch(const Section& tr, long long local, const YAML::Node& p)
                                  global, local, dp, local * dp));
 }
 
+// [activation_checkpoint] (ActivationCheckpointConfig: mode "selective", selective_ac_option "2" by
+// default). full and none as they say; selective N: every Nth block (0 and 1: every one), applied
+// once the split is known; op-level SAC and memory_budget: the config states the recompute.
+void read_activation_checkpoint(const Section& ac, YAML::Node p, TorchtitanKeys& out) {
+  const std::string mode = ac.string("mode", "selective");
+  if (mode == "full" || mode == "none") {
+    p["recompute"] = mode;
+    return;
+  }
+  if (mode == "memory_budget") {
+    out.recompute_unstated_at = ac.loc("mode");
+    out.recompute_unstated =
+        "[activation_checkpoint] mode memory_budget: what torch.compile recomputes under its budget is not known "
+        "before the run; write parallel.recompute (none, selective, full) or parallel.recompute_ops beside torchtitan";
+    return;
+  }
+  if (mode != "selective")
+    throw InputError(ac.loc("mode"),
+                     fmt::format("[activation_checkpoint] mode '{}': none, selective, full or memory_budget", mode));
+  const toml::node* opt_node = ac.get("selective_ac_option");
+  const std::string opt = opt_node && opt_node->is_integer() ? std::to_string(opt_node->value<long long>().value_or(0))
+                                                             : ac.string("selective_ac_option", "2");
+  if (opt == "op") {
+    out.recompute_unstated_at = ac.loc("selective_ac_option");
+    out.recompute_unstated =
+        "[activation_checkpoint] selective_ac_option \"op\": torchtitan's op-level SAC saves the outputs its "
+        "version and model list and recomputes the rest, which ppsim cannot know from the TOML; write "
+        "parallel.recompute (none, selective, full) or parallel.recompute_ops beside torchtitan (docs/CONFIG.md)";
+    return;
+  }
+  if (opt.empty() || !std::all_of(opt.begin(), opt.end(), [](unsigned char ch) { return std::isdigit(ch); }) ||
+      opt.size() > 9)
+    throw InputError(ac.loc("selective_ac_option"),
+                     fmt::format("[activation_checkpoint] selective_ac_option '{}': \"op\" or a positive integer N "
+                                 "(every Nth block recomputed)",
+                                 opt));
+  const long long every = std::stoll(opt);
+  if (every <= 1)
+    p["recompute"] = "full";  // torchtitan: `not ac_freq or count % ac_freq == 0`: every block
+  else
+    out.layer_sac_every = every;
+}
+
 }  // namespace
 
 TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& name, const std::string& dir,
@@ -223,15 +267,7 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   if (tr.has("seq_len")) m["seq_len"] = tr.integer("seq_len", 2048);
   const std::string mp = tr.string("mixed_precision_param", "bfloat16");
   prec["params"] = mp == "float32" ? "fp32" : "bf16";
-  const std::string mode = ac.string("mode", "selective");
-  if (mode == "full")
-    p["recompute"] = "full";
-  else if (mode == "selective")
-    p["recompute"] = "selective";
-  else if (mode == "none")
-    p["recompute"] = "none";
-  else
-    throw InputError(ac.loc("mode"), fmt::format("[activation_checkpoint] mode '{}': none, selective or full", mode));
+  read_activation_checkpoint(ac, p, out);
   // The model: [model] hf_assets_path/config.json when it exists.
   const std::string assets = model.string("hf_assets_path", "");
   if (!assets.empty()) {

@@ -36,6 +36,14 @@ struct TorchtitanKeys {
   // Why the TOML gives no model: the [model] hf_assets_path's config.json not found (naming the
   // path looked at), or no hf_assets_path; "" when it gives one.
   std::string missing_model;
+  // [activation_checkpoint] selective with selective_ac_option N > 1: every Nth transformer block a
+  // rank builds is fully recomputed (a count over the rank's stages in order); applied by
+  // finish_torchtitan as recompute full + recompute_layers once the split is known. 0: not so.
+  long long layer_sac_every = 0;
+  // Op-level SAC ("op") or memory_budget: what is recomputed depends on torchtitan's version and
+  // model (or on torch.compile), so the config must state parallel.recompute: why, and where.
+  std::string recompute_unstated;
+  SourceLoc recompute_unstated_at;
 };
 
 // torchtitan's split (generate_llm_fqn_per_model_part): `layers` + first_less + last_less

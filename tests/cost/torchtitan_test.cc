@@ -136,6 +136,10 @@ TEST_CASE("torchtitan: context parallelism and the split with the first/last sta
   std::filesystem::remove(tmp);
   CHECK(c.parallel.pp == 8);
   CHECK(c.parallel.layer_split == std::vector<int>{4, 5, 4, 4, 4, 4, 4, 3});
+  // No [activation_checkpoint]: torchtitan's default, selective every 2nd block a rank wraps: 2 of
+  // the stages of 4 and 5 layers, 1 of the last's 3; ppsim recomputes the most, 2, in every stage.
+  CHECK(c.parallel.recompute == Recompute::full);
+  CHECK(c.parallel.recompute_layers == 2);
   // context_parallel_degree 2 is parallel.cp, with PyTorch's ring backward (cp_runtime: torch).
   const TorchtitanKeys k = torchtitan_from_text("[parallelism]\ncontext_parallel_degree = 2\npipeline_parallel_degree = 2\n",
                                                 "t.toml", "", 8);
@@ -199,6 +203,63 @@ TEST_CASE("torchtitan: FSDP and HSDP as ZeRO-3, JobConfig's meanings, a missing 
   } catch (const InputError& e) {
     CHECK_THAT(e.one_line(), PPSIM_CONTAINS("[model] hf_assets_path = \"./nowhere/Model-X\": no config.json at " +
                                             (tmp.parent_path() / "nowhere/Model-X/config.json").string()));
+  }
+  std::filesystem::remove(tmp);
+}
+
+TEST_CASE("torchtitan: [activation_checkpoint] as torchtitan applies it, op-level SAC stated by the config",
+          "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ppsim_titan_ac_" + std::to_string(::getpid()) + ".toml");
+  // ZB-V on 2 ranks, 8 layers, no first/last stage less layers: 4 stages of 2; rank 0 builds
+  // stages 0 and 3 (blocks 1-2, 3-4 of its count), rank 1 stages 1 and 2.
+  auto parse = [&](const std::string& ac, const std::string& parallel = "") {
+    std::ofstream(tmp)
+        << "[parallelism]\npipeline_parallel_degree = 2\npipeline_parallel_schedule = \"ZBVZeroBubble\"\n"
+        << "pipeline_parallel_first_stage_less_layers = 0\npipeline_parallel_last_stage_less_layers = 0\n"
+        << "[activation_checkpoint]\n"
+        << ac;
+    return parse_config("torchtitan: " + tmp.string() +
+                            "\nmodel: {layers: 8, hidden: 64, heads: 4, ffn_hidden: 128, vocab: 100, seq_len: 64}\n"
+                            "hardware: {name: h100, gpus: 2}\n" +
+                            (parallel.empty() ? "" : "parallel: {" + parallel + "}\n"),
+                        "t.yaml", "", {});
+  };
+  // Every 3rd of each rank's 4 blocks: its 3rd, the first of its second stage: 1 per stage at most.
+  const ModelConfigData third = parse("mode = \"selective\"\nselective_ac_option = \"3\"\n");
+  CHECK(third.parallel.recompute == Recompute::full);
+  CHECK(third.parallel.recompute_layers == 1);
+  // Every 5th of 4 blocks: none; every 1st (and 0): every block.
+  CHECK(parse("mode = \"selective\"\nselective_ac_option = \"5\"\n").parallel.recompute == Recompute::none);
+  const ModelConfigData all = parse("mode = \"selective\"\nselective_ac_option = \"1\"\n");
+  CHECK(all.parallel.recompute == Recompute::full);
+  CHECK(all.parallel.recompute_layers == -1);  // -1: every layer
+  // Op-level SAC: what it saves depends on torchtitan's version and model; the config says it.
+  try {
+    (void)parse("mode = \"selective\"\nselective_ac_option = \"op\"\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(),
+               PPSIM_CONTAINS(".toml:8:23: [activation_checkpoint] selective_ac_option \"op\": torchtitan's "
+                              "op-level SAC"));
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("write parallel.recompute"));
+  }
+  CHECK(parse("mode = \"selective\"\nselective_ac_option = \"op\"\n", "recompute: selective").parallel.recompute ==
+        Recompute::selective);
+  try {
+    (void)parse("mode = \"memory_budget\"\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS(".toml:7:8: [activation_checkpoint] mode memory_budget"));
+  }
+  try {
+    (void)parse("mode = \"selective\"\nselective_ac_option = \"every\"\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(),
+               PPSIM_CONTAINS(".toml:8:23: [activation_checkpoint] selective_ac_option 'every': \"op\" or a "
+                              "positive integer N (every Nth block recomputed)"));
   }
   std::filesystem::remove(tmp);
 }

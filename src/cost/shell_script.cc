@@ -1684,15 +1684,30 @@ std::size_t match_close(const std::string& s, std::size_t i, char open, char clo
   return s.size();
 }
 
-void append_split(std::vector<Field>& out, const std::string& v) {
+// The end of the word of `v` that starts at `k`: the next blank, outside the unknown pieces an
+// unknown value's text keeps as the script wrote them ($(cmd), $((...)), ${X}, `cmd`) when
+// `pieces`: bash splits what they output, which is not known, not the words inside them (the
+// flags of `$(nvidia-smi --query-gpu=name)` are not the training command's).
+std::size_t word_end(const std::string& v, std::size_t k, bool pieces) {
+  std::size_t e = k;
+  while (e < v.size() && !is_blank(v[e])) {
+    if (pieces && v[e] == '$' && e + 1 < v.size() && (v[e + 1] == '(' || v[e + 1] == '{'))
+      e = match_close(v, e + 2, v[e + 1], v[e + 1] == '(' ? ')' : '}');
+    else if (pieces && v[e] == '`')
+      e = std::min(v.find('`', e + 1), v.size());
+    if (e < v.size()) ++e;
+  }
+  return e;
+}
+
+void append_split(std::vector<Field>& out, const std::string& v, bool pieces = false) {
   if (!v.empty() && is_blank(v.front()) && out.back().started) out.emplace_back();
   std::size_t k = 0;
   bool first = true;
   while (k < v.size()) {
     while (k < v.size() && is_blank(v[k])) ++k;
     if (k >= v.size()) break;
-    std::size_t e = k;
-    while (e < v.size() && !is_blank(v[e])) ++e;
+    const std::size_t e = word_end(v, k, pieces);
     if (!first) out.emplace_back();
     out.back().text += v.substr(k, e - k);
     out.back().started = true;
@@ -1727,7 +1742,7 @@ void Executor::expand_into(const std::string& raw, std::size_t& i, const SourceL
     if (!v.unknown.empty() && v.partial && !quoted && split) {
       // Split the known text; the words holding an unknown piece ($X, `cmd`) carry the reason.
       const std::size_t first = out.size();
-      append_split(out, v.joined());
+      append_split(out, v.joined(), true);
       for (std::size_t k = first > 0 ? first - 1 : 0; k < out.size(); ++k)
         if (out[k].text.find_first_of("$`") != std::string::npos && out[k].unknown.empty())
           out[k].unknown = piece_reason(out[k].text, v.unknown);

@@ -445,3 +445,14 @@ TEST_CASE("megatron: --megatron-env on the command line", "[cost][megatron][cli]
   CHECK(bad.err ==
         "ppsim: --megatron-env: expected NAME=value (a shell variable for the --megatron-args script), got 'MODEL'\n");
 }
+
+TEST_CASE("megatron: flags inside $(...) and backticks are not the training command's", "[cost][megatron]") {
+  // bash splits what the command outputs (unknown), not the words inside it.
+  const MegatronArgs a = megatron_args_from_text(
+      "num_gpus=$(($(ds_ssh nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)-2))\n"
+      "per_node=`nvidia-smi --query-gpu=name --format=csv`\n"
+      "name=\"run_g${num_gpus}_n${per_node}\"\n"
+      "python pretrain_gpt.py --num-layers 4 --save /ckpt/${name} --tensorboard-dir /tb/${name}\n",
+      "a.sh");
+  CHECK(a.ignored == std::vector<std::string>{"--save", "--tensorboard-dir"});
+}

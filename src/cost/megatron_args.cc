@@ -77,10 +77,14 @@ class Flags {
     const Flag& f = get(n);
     return f.values.empty() ? f.loc : f.values[0].loc;
   }
-  std::string value(const std::string& n) {
+  // Whether the script passes the flag, without counting it as used (a flag that names the
+  // dialect, not a value ppsim reads).
+  bool present(const std::string& n) const { return index_.count(n) != 0; }
+  // The flag's k-th value (argparse's nargs '+' lists), checked as value() checks the first.
+  std::string value(const std::string& n, std::size_t k = 0) {
     const Flag& f = get(n);
-    if (f.values.empty()) throw InputError(f.loc, fmt::format("--{} needs a value", n));
-    const Word& v = f.values[0];
+    if (f.values.size() <= k) throw InputError(f.loc, fmt::format("--{} needs a value", n));
+    const Word& v = f.values[k];
     if (!v.unknown.empty())
       throw InputError(v.loc, fmt::format("--{} {}: {}{}", n, v.text, v.unknown, unknown_advice(v.text, stop_)));
     if (is_placeholder(v.text))
@@ -89,10 +93,12 @@ class Flags {
                                           n, v.text));
     return v.text;
   }
-  long long integer(const std::string& n, long long min = 0) {
-    const std::string v = value(n);
+  long long integer(const std::string& n, long long min = 0, std::size_t k = 0) {
+    const std::string v = value(n, k);
     const std::optional<long long> x = whole_integer(v);
-    if (!x || *x < min) throw InputError(at(n), fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
+    if (!x || *x < min)
+      throw InputError(k == 0 ? at(n) : get(n).values[k].loc,
+                       fmt::format("--{}: expected an integer >= {}, got '{}'", n, min, v));
     return *x;
   }
   double number(const std::string& n) {
@@ -453,13 +459,22 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
     m["kv_heads"] = a.integer("num-query-groups", 1);
   } else {
     (void)a.has("num-query-groups");
+    // Megatron-DeepSpeed's GQA flag (its arguments.py; default: --num-attention-heads).
+    if (a.has("num-key-value-heads")) m["kv_heads"] = a.integer("num-key-value-heads", 1);
   }
   m["mlp"] = swiglu ? "swiglu" : "gelu";
-  std::string norm = "LayerNorm";
-  if (a.has("normalization")) norm = a.value("normalization");
-  if (norm != "LayerNorm" && norm != "RMSNorm")
-    throw InputError(a.at("normalization"), fmt::format("--normalization {}: LayerNorm or RMSNorm", norm));
-  m["norm"] = norm == "RMSNorm" ? "rmsnorm" : "layernorm";
+  // Megatron-LM's choices are LayerNorm and RMSNorm; Megatron-DeepSpeed's (its arguments.py)
+  // layernorm and rmsnorm: either spelling, in any case.
+  std::string norm = "layernorm";
+  if (a.has("normalization")) {
+    norm = a.value("normalization");
+    for (char& c : norm) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (norm != "layernorm" && norm != "rmsnorm")
+      throw InputError(a.at("normalization"), fmt::format("--normalization {}: LayerNorm or RMSNorm (Megatron-LM), "
+                                                          "layernorm or rmsnorm (Megatron-DeepSpeed)",
+                                                          a.value("normalization")));
+  }
+  m["norm"] = norm;
   m["tied_embeddings"] = !a.has("untie-embeddings-and-output-weights");
   const double hidden_dropout = a.has("hidden-dropout") ? a.number("hidden-dropout") : 0.1;
   const double attention_dropout = a.has("attention-dropout") ? a.number("attention-dropout") : 0.1;
@@ -485,9 +500,25 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   }
 }
 
+// The MoE layers' places as model keys: model.dense_layers_first when they are the layers after
+// a dense prefix, else model.moe_layers (a 0/1 per layer, any pattern: ModelSpec::layer_is_moe).
+// Nothing when every layer is MoE.
+void write_moe_mask(YAML::Node m, const std::vector<int>& mask) {
+  std::size_t dense = 0;
+  while (dense < mask.size() && mask[dense] == 0) ++dense;
+  const auto moe = static_cast<std::size_t>(std::count(mask.begin(), mask.end(), 1));
+  if (dense + moe == mask.size()) {
+    if (dense > 0) m["dense_layers_first"] = static_cast<long long>(dense);
+    return;
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (int x : mask) list.push_back(x);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  m["moe_layers"] = list;
+}
+
 // --moe-layer-freq as Megatron evaluates it (gpt_layer_specs.py): an integer k puts experts on
-// layers i with i % k == 0; a string is a Python list of 0/1 per layer. ppsim models the first
-// layers dense and the rest MoE: another pattern is refused, naming it.
+// layers i with i % k == 0; a string is a Python list of 0/1 per layer.
 void read_moe_layer_freq(Flags& a, YAML::Node m) {
   if (!a.has("moe-layer-freq")) return;
   const std::string f = a.value("moe-layer-freq");
@@ -504,16 +535,19 @@ void read_moe_layer_freq(Flags& a, YAML::Node m) {
           at, fmt::format("--moe-layer-freq {}: {} entries for --num-layers {} (Megatron requires one per layer)", f,
                           pattern.size(), layers));
   }
-  std::size_t dense = 0;
-  while (dense < pattern.size() && pattern[dense] == 0) ++dense;
-  for (std::size_t i = dense; i < pattern.size(); ++i)
-    if (pattern[i] != 1)
-      throw InputError(at, fmt::format("--moe-layer-freq {}: layer {} is {} after an MoE layer; ppsim models the "
-                                       "first layers dense and the rest MoE only",
-                                       f, i, pattern[i] == 0 ? "dense" : "neither 0 nor 1"));
-  if (dense == pattern.size() && !pattern.empty())
+  for (std::size_t i = 0; i < pattern.size(); ++i)
+    if (pattern[i] != 0 && pattern[i] != 1)
+      throw InputError(
+          at, fmt::format("--moe-layer-freq {}: layer {} is {}, neither 0 (dense) nor 1 (MoE)", f, i, pattern[i]));
+  if (std::count(pattern.begin(), pattern.end(), 1) == 0 && !pattern.empty())
     throw InputError(at, fmt::format("--moe-layer-freq {}: no MoE layer", f));
-  if (dense > 0) m["dense_layers_first"] = static_cast<long long>(dense);
+  write_moe_mask(m, pattern);
+}
+
+// The expert width (--moe-ffn-hidden-size, else --ffn-hidden-size as Megatron defaults it).
+long long expert_width(Flags& a, const YAML::Node& m) {
+  if (a.has("moe-ffn-hidden-size")) return a.integer("moe-ffn-hidden-size", 1);
+  return m["ffn_hidden"] ? m["ffn_hidden"].as<long long>() : 0;
 }
 
 void read_moe_flags(Flags& a, YAML::Node m) {
@@ -524,11 +558,7 @@ void read_moe_flags(Flags& a, YAML::Node m) {
   YAML::Node moe(YAML::NodeType::Map);
   moe["experts"] = a.integer("num-experts", 1);
   moe["top_k"] = a.has("moe-router-topk") ? a.integer("moe-router-topk", 1) : 2;  // Megatron's default
-  long long fe = 0;
-  if (a.has("moe-ffn-hidden-size"))
-    fe = a.integer("moe-ffn-hidden-size", 1);
-  else if (m["ffn_hidden"])
-    fe = m["ffn_hidden"].as<long long>();  // Megatron: --ffn-hidden-size when not given
+  const long long fe = expert_width(a, m);
   if (fe > 0) moe["expert_ffn_hidden"] = fe;
   if (a.has("moe-router-enable-expert-bias")) moe["router_bias"] = true;  // one per expert, as DeepSeek-V3's
   if (a.has("moe-shared-expert-intermediate-size")) {
@@ -541,6 +571,96 @@ void read_moe_flags(Flags& a, YAML::Node m) {
   }
   m["moe"] = moe;
   read_moe_layer_freq(a, m);
+}
+
+// The script is Megatron-DeepSpeed's: it passes --deepspeed or --deepspeed_config, which only
+// DeepSpeed's parser adds (deepspeed.add_config_arguments, called by the fork's
+// megatron/arguments.py parse_args; Megatron-LM has neither flag). Its MoE and sequence-parallel
+// flags then have the fork's meaning (read_ds_moe_flags, refuse_ds_ulysses).
+bool is_megatron_deepspeed(Flags& a) { return a.present("deepspeed") || a.present("deepspeed-config"); }
+
+// --num-experts (nargs '+') as Megatron-DeepSpeed reads it: one count for every MoE layer, or one
+// per MoE layer (its get_num_experts_per_layer asserts the list has 1 or layers / interval
+// entries); ppsim has one expert count, so differing counts (PR-MoE's pyramid) are refused.
+long long ds_expert_count(Flags& a, long long layers, long long interval) {
+  const std::size_t n = a.get("num-experts").values.size();
+  const long long e = a.integer("num-experts", 1);
+  for (std::size_t k = 1; k < n; ++k)
+    if (a.integer("num-experts", 1, k) != e) {
+      std::string list;
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j > 0) list += ' ';
+        list += a.value("num-experts", j);
+      }
+      throw InputError(a.get("num-experts").values[k].loc,
+                       fmt::format("--num-experts {}: the MoE layers' expert counts differ; ppsim models one expert "
+                                   "count for every MoE layer",
+                                   list));
+    }
+  if (n > 1 && layers > 0 && static_cast<long long>(n) != layers / interval)
+    throw InputError(a.at("num-experts"),
+                     fmt::format("--num-experts has {} counts for {} MoE layers (--num-layers {} / --expert-interval "
+                                 "{}); Megatron-DeepSpeed asserts one, or one per MoE layer",
+                                 n, layers / interval, layers, interval));
+  return e;
+}
+
+// Megatron-DeepSpeed's DeepSpeed-MoE (microsoft/Megatron-DeepSpeed f4157be, megatron/arguments.py
+// and megatron/model/transformer.py): --num-experts (default 1: dense); --topk (default 1);
+// --expert-interval k (default 2): get_num_experts_per_layer makes layer i (0-based) MoE when
+// (i + 1) % k == 0, so the 2nd, 4th, ... layers; --moe-expert-parallel-size (default 1):
+// parallel.ep; --mlp-type residual (PR-MoE): a dense MLP of the experts' width beside them
+// (DeepSpeed's MoE use_residual), one shared expert; token dropping (on unless
+// --disable-moe-token-dropping) at --moe-train-capacity-factor (default 1.0) x the mean load:
+// moe.capacity_factor. The experts are split over tp only with --enable-expert-tensor-parallelism.
+void read_ds_moe_flags(Flags& a, YAML::Node m, YAML::Node par) {
+  if (!a.has("num-experts")) return;
+  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
+  const long long interval = a.has("expert-interval") ? a.integer("expert-interval", 1) : 2;
+  if (layers == 0 && a.integer("num-experts", 1) > 1)
+    throw InputError(a.get("num-experts").loc,
+                     "--num-experts needs --num-layers here: Megatron-DeepSpeed puts the "
+                     "experts on every --expert-interval-th layer of them");
+  const long long experts = ds_expert_count(a, layers, interval);
+  if (experts == 1 || (layers > 0 && layers < interval)) return;  // no MoE layer: the dense model
+  YAML::Node moe(YAML::NodeType::Map);
+  moe["experts"] = experts;
+  moe["top_k"] = a.has("topk") ? a.integer("topk", 1) : 1;
+  if (const long long fe = expert_width(a, m); fe > 0) moe["expert_ffn_hidden"] = fe;
+  if (a.has("mlp-type")) {
+    const std::string t = a.value("mlp-type");
+    if (t != "standard" && t != "residual")
+      throw InputError(a.at("mlp-type"), fmt::format("--mlp-type {}: standard or residual", t));
+    if (t == "residual") moe["shared_experts"] = 1;
+  }
+  if (!a.has("disable-moe-token-dropping"))
+    moe["capacity_factor"] = a.has("moe-train-capacity-factor") ? a.number("moe-train-capacity-factor") : 1.0;
+  m["moe"] = moe;
+  std::vector<int> mask;
+  for (long long i = 0; i < layers; ++i) mask.push_back((i + 1) % interval == 0 ? 1 : 0);
+  write_moe_mask(m, mask);
+  copy_int(a, "moe-expert-parallel-size", par, "ep");
+  const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
+  if (tp > 1 && !a.has("enable-expert-tensor-parallelism"))
+    throw InputError(a.at("tensor-model-parallel-size"),
+                     fmt::format("--tensor-model-parallel-size {} with DeepSpeed-MoE experts and no "
+                                 "--enable-expert-tensor-parallelism: every tp rank holds whole experts; ppsim splits "
+                                 "the experts over tp (--enable-expert-tensor-parallelism) only",
+                                 tp));
+}
+
+// --ds-sequence-parallel-size N > 1: DeepSpeed-Ulysses (all-to-alls over the attention heads), not
+// modelled; refused at the flag rather than read as sp 1 (a dp N times too large).
+void refuse_ds_ulysses(Flags& a) {
+  if (!a.has("ds-sequence-parallel-size")) return;
+  const long long sp = a.integer("ds-sequence-parallel-size", 1);
+  if (sp > 1)
+    throw InputError(
+        a.get("ds-sequence-parallel-size").loc,
+        fmt::format("--ds-sequence-parallel-size {}: DeepSpeed-Ulysses sequence parallelism (all-to-all "
+                    "over the attention heads) is not modelled; ppsim's context parallelism is parallel.cp "
+                    "(ring/all-gather)",
+                    sp));
 }
 
 // No layout and no first/last stage counts: Megatron's even split over pp x vpp stages, with
@@ -827,7 +947,12 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   Flags a(std::move(list), stop);
   YAML::Node m(YAML::NodeType::Map), par(YAML::NodeType::Map), prec(YAML::NodeType::Map), costs(YAML::NodeType::Map);
   read_model_flags(a, m, out);
-  read_moe_flags(a, m);
+  refuse_ds_ulysses(a);
+  if (is_megatron_deepspeed(a)) {
+    read_ds_moe_flags(a, m, par);
+  } else {
+    read_moe_flags(a, m);
+  }
   read_parallel_flags(a, par, m, name);
   read_recompute_flags(a, par, out);
   read_precision_flags(a, prec);

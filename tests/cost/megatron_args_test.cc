@@ -15,6 +15,7 @@
 #include "../robustness/run_ppsim.h"
 #include "catch.h"
 #include "cost/config.h"
+#include "cost/memory.h"
 
 using namespace ppsim;
 
@@ -201,10 +202,20 @@ TEST_CASE("megatron: --moe-layer-freq as Megatron evaluates it", "[cost][megatro
   CHECK(dense_first("[0,0,0]+[1]*13") == 3);
   CHECK(dense_first("([1]*16)") == 0);
   CHECK(dense_first("1") == 0);  // every layer: i % 1 == 0
-  // 2: experts on layers 0, 2, 4, ... (i % 2 == 0): layer 1 dense after an MoE layer.
-  CHECK(error_of("--num-layers 4 --num-experts 8 --moe-layer-freq 2") ==
-        "a.sh:1:49: --moe-layer-freq 2: layer 1 is dense after an MoE layer; ppsim models the first layers dense and "
-        "the rest MoE only");
+  // 2: experts on layers 0, 2, 4, ... (i % 2 == 0): a dense layer after an MoE one, written as
+  // model.moe_layers (ModelSpec::layer_is_moe takes any 0/1 pattern).
+  auto mask = [](const std::string& freq) {
+    const MegatronArgs a = megatron_args_from_text(
+        "--num-layers 4 --hidden-size 64 --num-experts 8 --moe-layer-freq '" + freq + "'", "a.sh");
+    std::vector<int> out;
+    for (const auto& n : a.model["moe_layers"]) out.push_back(n.as<int>());
+    CHECK_FALSE(a.model["dense_layers_first"]);
+    return out;
+  };
+  CHECK(mask("2") == std::vector<int>{1, 0, 1, 0});
+  CHECK(mask("[0,1,1,0]") == std::vector<int>{0, 1, 1, 0});
+  CHECK(error_of("--num-layers 4 --num-experts 8 --moe-layer-freq [0,2,1,1]") ==
+        "a.sh:1:49: --moe-layer-freq [0,2,1,1]: layer 1 is 2, neither 0 (dense) nor 1 (MoE)");
   CHECK(error_of("--num-layers 4 --num-experts 8 --moe-layer-freq [1]*3") ==
         "a.sh:1:49: --moe-layer-freq [1]*3: 3 entries for --num-layers 4 (Megatron requires one per layer)");
 }
@@ -446,6 +457,140 @@ TEST_CASE("megatron: --megatron-env on the command line", "[cost][megatron][cli]
         "ppsim: --megatron-env: expected NAME=value (a shell variable for the --megatron-args script), got 'MODEL'\n");
 }
 
+namespace {
+// A folder of scripts for a test, removed at the end.
+struct ScratchDir {
+  std::filesystem::path dir;
+  explicit ScratchDir(const char* tag)
+      : dir(std::filesystem::temp_directory_path() / (std::string(tag) + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(dir); }
+  std::string write(const char* name, const std::string& text) const {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+};
+}  // namespace
+
+TEST_CASE("megatron: Megatron-DeepSpeed's MoE flags with its defaults", "[cost][megatron][cli]") {
+  // A script in the shape of Megatron-DeepSpeed's examples_deepspeed/MoE (1.3B + MoE-128): it
+  // passes --deepspeed, so --num-experts, --topk, --expert-interval and --moe-expert-parallel-size
+  // are the fork's (megatron/arguments.py at f4157be): top-1 by default, experts every 2nd layer.
+  const ScratchDir d("ppsim_megatron_ds_moe_");
+  d.write("moe.sh",
+          "EP_SIZE=128\nNUM_GPUS=64\nEP_PARALLEL_SIZE=$NUM_GPUS\n"
+          "ds_opts=\" --deepspeed --deepspeed_config ds.json\"\n"
+          "deepspeed pretrain_gpt.py --num-layers 24 --hidden-size 2048 --num-attention-heads 16 \\\n"
+          "  --seq-length 2048 --vocab-size 50304 --micro-batch-size 8 --global-batch-size 512 \\\n"
+          "  --moe-expert-parallel-size ${EP_PARALLEL_SIZE} --num-experts ${EP_SIZE} \\\n"
+          "  --moe-train-capacity-factor 1.0 --moe-eval-capacity-factor 1.0 --moe-min-capacity 4 ${ds_opts}\n");
+  const MegatronArgs a = read_megatron_args((d.dir / "moe.sh").string());
+  CHECK(a.model["moe"]["experts"].as<int>() == 128);
+  CHECK(a.model["moe"]["top_k"].as<int>() == 1);  // --topk's default
+  CHECK(a.model["moe"]["expert_ffn_hidden"].as<long long>() == 4 * 2048);
+  CHECK(a.model["moe"]["capacity_factor"].as<double>() == 1.0);
+  CHECK(a.parallel["ep"].as<int>() == 64);
+  // get_num_experts_per_layer: layer i (0-based) is MoE when (i + 1) % 2 == 0: 1, 3, ..., 23.
+  std::vector<int> mask;
+  for (const auto& n : a.model["moe_layers"]) mask.push_back(n.as<int>());
+  REQUIRE(mask.size() == 24);
+  for (int i = 0; i < 24; ++i) CHECK(mask[static_cast<std::size_t>(i)] == ((i + 1) % 2 == 0 ? 1 : 0));
+  // The eval capacity, the minimum capacity and DeepSpeed's JSON are not used: listed.
+  CHECK(a.ignored ==
+        std::vector<std::string>{"--moe-eval-capacity-factor", "--moe-min-capacity", "--deepspeed-config"});
+  // Parameters (tied embedding, LayerNorm with bias, no linear biases), h = 2048, f = 8192:
+  //   12 MoE layers x 128 experts x 2hf (33,554,432)    = 51,539,607,552
+  //   12 dense MLPs x 2hf                                =    402,653,184
+  //   24 x attention 4h^2 (16,777,216)                   =    402,653,184
+  //   12 routers x h x 128                               =      3,145,728
+  //   embedding 50304 x h                                =    103,022,592
+  //   (24 x 2 + 1) norms x 2h                            =        200,704
+  //   total                                              = 52,451,282,944
+  // about 52B as DeepSpeed-MoE (arXiv 2201.05596, Table 1) gives for 1.3B+MoE-128; read with
+  // Megatron-LM's defaults (every layer MoE) it was 103.59B.
+  const ModelConfigData c =
+      parse_config("megatron_args: moe.sh\nhardware: {name: h100, gpus: 64}\n", "t.yaml", d.dir.string(), {});
+  CHECK(c.model.moe_layer_count() == 12);
+  CHECK_FALSE(c.model.layer_is_moe(0));
+  CHECK(c.model.layer_is_moe(23));
+  CHECK(model_params(c.model) == 52451282944.0);
+  CHECK(c.parallel.ep == 64);
+  CHECK(c.parallel.microbatches == 512 / (8 * 64));
+  // `ppsim model` sums the every-other-layer parts by kind (12 layers, not 12 terms of 1).
+  ppsim::robust::Scratch scratch("megatron_ds_model");
+  d.write("t.yaml", "megatron_args: moe.sh\nhardware: {name: h100, gpus: 64}\n");
+  const auto shown = ppsim::robust::run_ppsim(scratch, "model " + (d.dir / "t.yaml").string());
+  REQUIRE(shown.code == 0);
+  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 4.29B; 128 experts each, top-1 active"));
+  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 33.55M\n"));
+  // --topk, --expert-interval, --mlp-type residual (a dense MLP beside the experts: one shared).
+  const MegatronArgs b = megatron_args_from_text(
+      "--num-layers 6 --hidden-size 64 --num-experts 8 --topk 2 --expert-interval 3 --mlp-type residual "
+      "--disable-moe-token-dropping --deepspeed",
+      "a.sh");
+  CHECK(b.model["moe"]["top_k"].as<int>() == 2);
+  CHECK(b.model["moe"]["shared_experts"].as<int>() == 1);
+  CHECK_FALSE(b.model["moe"]["capacity_factor"]);  // no capacity limit: ppsim's mean load
+  mask.clear();
+  for (const auto& n : b.model["moe_layers"]) mask.push_back(n.as<int>());
+  CHECK(mask == std::vector<int>{0, 0, 1, 0, 0, 1});  // (i + 1) % 3 == 0
+  // One count per MoE layer (4 layers / interval 2 = 2), all equal: read; differing (PR-MoE's
+  // pyramid): refused at the first that differs.
+  CHECK(megatron_args_from_text("--num-layers 4 --num-experts 8 8 --deepspeed", "a.sh")
+            .model["moe"]["experts"]
+            .as<int>() == 8);
+  // "--num-layers 4 --num-experts 64 " is 32 characters: the 128 at column 33.
+  CHECK(error_of("--num-layers 4 --num-experts 64 128 --deepspeed") ==
+        "a.sh:1:33: --num-experts 64 128: the MoE layers' expert counts differ; ppsim models one expert count for "
+        "every MoE layer");
+  // Whole experts on every tp rank (no --enable-expert-tensor-parallelism): refused; with it, split over tp.
+  CHECK_THAT(error_of("--num-layers 4 --num-experts 8 --tensor-model-parallel-size 2 --deepspeed"),
+             PPSIM_CONTAINS("a.sh:1:61: --tensor-model-parallel-size 2 with DeepSpeed-MoE experts"));
+  CHECK(megatron_args_from_text(
+            "--num-layers 4 --num-experts 8 --tensor-model-parallel-size 2 --enable-expert-tensor-parallelism "
+            "--deepspeed",
+            "a.sh")
+            .model["moe"]["experts"]
+            .as<int>() == 8);
+  // Without --deepspeed / --deepspeed_config: Megatron-LM's meaning (top-2, every layer).
+  const MegatronArgs lm = megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-experts 8", "a.sh");
+  CHECK(lm.model["moe"]["top_k"].as<int>() == 2);
+  CHECK_FALSE(lm.model["moe_layers"]);
+}
+
+TEST_CASE("megatron: DeepSpeed-Ulysses refused at its flag", "[cost][megatron]") {
+  // --ds-sequence-parallel-size on line 3, column 3 (after two blanks): not read as sp 1.
+  CHECK(error_of("SP=4\ndeepspeed pretrain_gpt.py --num-layers 4 --deepspeed \\\n"
+                 "  --ds-sequence-parallel-size ${SP} --hidden-size 64\n") ==
+        "a.sh:3:3: --ds-sequence-parallel-size 4: DeepSpeed-Ulysses sequence parallelism (all-to-all over the "
+        "attention heads) is not modelled; ppsim's context parallelism is parallel.cp (ring/all-gather)");
+  // 1 is its default (no Ulysses): read.
+  CHECK(megatron_args_from_text("--num-layers 4 --deepspeed --ds-sequence-parallel-size 1", "a.sh")
+            .model["layers"]
+            .as<int>() == 4);
+}
+
+TEST_CASE("megatron: --normalization in either fork's spelling", "[cost][megatron]") {
+  auto norm = [](const char* v) {
+    return megatron_args_from_text(std::string("--num-layers 4 --normalization ") + v, "a.sh")
+        .model["norm"]
+        .as<std::string>();
+  };
+  CHECK(norm("RMSNorm") == "rmsnorm");  // Megatron-LM's choices
+  CHECK(norm("rmsnorm") == "rmsnorm");  // Megatron-DeepSpeed's
+  CHECK(norm("LayerNorm") == "layernorm");
+  CHECK(norm("layernorm") == "layernorm");
+  // "--num-layers 4 --normalization " is 31 characters: the value at column 32.
+  CHECK(error_of("--num-layers 4 --normalization scalenorm") ==
+        "a.sh:1:32: --normalization scalenorm: LayerNorm or RMSNorm (Megatron-LM), layernorm or rmsnorm "
+        "(Megatron-DeepSpeed)");
+  // Megatron-DeepSpeed's GQA flag.
+  CHECK(megatron_args_from_text("--num-layers 4 --num-attention-heads 32 --num-key-value-heads 8", "a.sh")
+            .model["kv_heads"]
+            .as<int>() == 8);
+}
+
 TEST_CASE("megatron: flags inside $(...) and backticks are not the training command's", "[cost][megatron]") {
   // bash splits what the command outputs (unknown), not the words inside it.
   const MegatronArgs a = megatron_args_from_text(
@@ -456,3 +601,4 @@ TEST_CASE("megatron: flags inside $(...) and backticks are not the training comm
       "a.sh");
   CHECK(a.ignored == std::vector<std::string>{"--save", "--tensorboard-dir"});
 }
+

@@ -851,6 +851,14 @@ long long stated_gpus(const YAML::Node& root) {
 // writes it, else world size / (tp x pp x cp) (Megatron's own rule), the world size from the YAML
 // (hardware.gpus, cluster.gpus) or the launcher in the script (torchrun --nproc-per-node x
 // --nnodes). Refused, naming what is missing, when neither is known.
+// Where an error about what the script and the config decide together points: the megatron_args
+// key in the YAML, or --megatron-args when the command line gave the file (it reaches the config
+// as a --set, which is not what the user wrote).
+SourceLoc megatron_file_loc(const MapReader& root) {
+  const SourceLoc at = root.loc("megatron_args");
+  return at.file == "--set" ? SourceLoc{"--megatron-args", 0, 0} : at;
+}
+
 long long megatron_dp(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
   const YAML::Node& par = out["parallel"];
   if (par["dp"]) return par["dp"].as<long long>(1);
@@ -863,20 +871,22 @@ long long megatron_dp(const MapReader& root, const YAML::Node& out, const Megatr
     from = args.world_size_from;
   }
   if (world <= 0)
-    root.fail("megatron_args",
-              fmt::format("--global-batch-size {} needs the world size to split it (Megatron's dp = GPUs / (tp x pp x "
-                          "cp)): the script's launcher does not state it{}; give hardware.gpus or parallel.dp",
-                          args.global_batch_size, args.world_size_why.empty() ? "" : " (" + args.world_size_why + ")"));
+    throw InputError(
+        megatron_file_loc(root),
+        fmt::format("--global-batch-size {} needs the world size to split it (Megatron's dp = GPUs / (tp x pp x "
+                    "cp)): the script's launcher does not state it{}; give hardware.gpus or parallel.dp",
+                    args.global_batch_size, args.world_size_why.empty() ? "" : " (" + args.world_size_why + ")"));
   if (world % per_replica != 0)
-    root.fail("megatron_args", fmt::format("{} = {} GPUs is not a multiple of --tensor-model-parallel-size x "
-                                           "--pipeline-model-parallel-size x --context-parallel-size = {}",
-                                           from, world, per_replica));
+    throw InputError(megatron_file_loc(root),
+                     fmt::format("{} = {} GPUs is not a multiple of --tensor-model-parallel-size x "
+                                 "--pipeline-model-parallel-size x --context-parallel-size = {}",
+                                 from, world, per_replica));
   return world / per_replica;
 }
 
 // What Megatron itself requires (its arguments.py) and the YAML did not give: one line naming the
-// flag and the script, not ppsim's key.
-void check_megatron_required(const MapReader& root, const YAML::Node& out, const MegatronArgs& args) {
+// flag, at the script's training command, not ppsim's key.
+void check_megatron_required(const YAML::Node& out, const MegatronArgs& args) {
   static const std::pair<const char*, const char*> kRequired[] = {
       {"layers", "--num-layers"}, {"hidden", "--hidden-size"}, {"heads", "--num-attention-heads"}};
   const YAML::Node& m = out["model"];
@@ -884,17 +894,15 @@ void check_megatron_required(const MapReader& root, const YAML::Node& out, const
   const std::string hint = args.missing_hint.empty() ? "" : "; " + args.missing_hint;
   for (const auto& [key, flag] : kRequired)
     if (!m[key])
-      root.fail("megatron_args", fmt::format("{}: no {} in the Megatron-LM arguments (Megatron requires it){}",
-                                             args.source, flag, hint));
+      throw InputError(args.at, fmt::format("no {} in the Megatron-LM arguments (Megatron requires it){}", flag, hint));
   if (!m["seq_len"])
-    root.fail("megatron_args",
-              fmt::format("{}: no --seq-length (tokens per sequence{}); give it, or model.seq_len{}", args.source,
-                          args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch, hint));
+    throw InputError(args.at, fmt::format("no --seq-length (tokens per sequence{}); give it, or model.seq_len{}",
+                                          args.dynamic_batch.empty() ? "" : ": " + args.dynamic_batch, hint));
   if (!m["vocab"])
-    root.fail("megatron_args",
-              fmt::format("{}: no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim does "
-                          "not read; give it as model.vocab (the tokenizer's vocab_size)",
-                          args.source, args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
+    throw InputError(args.at,
+                     fmt::format("no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim "
+                                 "does not read; give it as model.vocab (the tokenizer's vocab_size)",
+                                 args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
 }
 
 [[noreturn]] void ctx_fail(const MapReader& m, const YAML::Node& at, const std::string& message) {
@@ -942,7 +950,7 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
     if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
     merge_under(out["costs"], args.costs);
   }
-  check_megatron_required(root, out, args);
+  check_megatron_required(out, args);
   const YAML::Node& par = out["parallel"];
   if (par["microbatches"]) return out;
   if (args.global_batch_size <= 0) {  // Megatron's default global batch: micro-batch size x dp
@@ -953,8 +961,9 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   if (!par["dp"] && stated_gpus(out) <= 0) out["parallel"]["dp"] = dp;  // the launcher's world size
   const long long per_step = static_cast<long long>(args.micro_batch_size) * dp;
   if (args.global_batch_size % per_step != 0)
-    root.fail("megatron_args", fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
-                                           args.global_batch_size, args.micro_batch_size, dp));
+    throw InputError(args.global_batch_at,
+                     fmt::format("--global-batch-size {} is not a multiple of --micro-batch-size {} x dp {}",
+                                 args.global_batch_size, args.micro_batch_size, dp));
   out["parallel"]["microbatches"] = args.global_batch_size / per_step;
   out["parallel"]["global_batch"] = args.global_batch_size;  // checked against the final dp (cost/invariants.h)
   return out;

@@ -482,7 +482,10 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   read_attention_backend(a, m);
   if (a.has("micro-batch-size")) out.micro_batch_size = static_cast<int>(a.integer("micro-batch-size", 1));
   m["micro_batch_size"] = out.micro_batch_size;
-  if (a.has("global-batch-size")) out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));
+  if (a.has("global-batch-size")) {
+    out.global_batch_size = static_cast<int>(a.integer("global-batch-size", 1));
+    out.global_batch_at = a.at("global-batch-size");
+  }
   if (a.has("mtp-num-layers")) m["mtp_depth"] = a.integer("mtp-num-layers", 0);
   if (a.has("use-dynamic-batch-size"))
     out.dynamic_batch = fmt::format(
@@ -939,6 +942,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
                                  read.missing.empty() ? "" : fmt::format("; {}", read.missing.front())));
   MegatronArgs out;
   out.source = cmd.loc.line > 0 ? fmt::format("{}:{}", cmd.loc.file, cmd.loc.line) : name;
+  out.at = cmd.loc.line > 0 ? cmd.loc : SourceLoc{name, 0, 0};
   out.missing_hint = cmd.hint;
   if (!stop.empty())
     out.missing_hint +=

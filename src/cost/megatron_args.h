@@ -45,6 +45,10 @@ struct MegatronArgs {
   long long world_size = 0;
   std::string world_size_from, world_size_why;
   std::string source;  // "file:line" of the training command
+  // Where the training command starts in the script (for a plain argument list, its first line),
+  // and --global-batch-size's value: the places errors about them point at.
+  SourceLoc at{};
+  SourceLoc global_batch_at{};
   // Why a missing flag may be missing: the first unknown word among the arguments (an unset
   // array, a file not sourced), or a line right after the command that starts with a flag (a
   // missing `\` at the end of the line before). "" when none.

@@ -602,3 +602,36 @@ TEST_CASE("megatron: flags inside $(...) and backticks are not the training comm
   CHECK(a.ignored == std::vector<std::string>{"--save", "--tensorboard-dir"});
 }
 
+TEST_CASE("megatron: errors about the script's values point at the script, not --set", "[cost][megatron][cli]") {
+  const ScratchDir d("ppsim_megatron_loc_");
+  ppsim::robust::Scratch scratch("megatron_loc");
+  const std::string base = d.write("base.yaml", "name: base\ncluster: {gpu: h100, gpus: 8}\n");
+  // No --vocab-size: at the training command (line 2, column 1).
+  const std::string novocab =
+      d.write("novocab.sh",
+              "L=4\npython pretrain_gpt.py --num-layers $L --hidden-size 64 --num-attention-heads 4 "
+              "--seq-length 128 --global-batch-size 16\n");
+  const auto r1 = ppsim::robust::run_ppsim(scratch, "compare " + base + " -s 1f1b --megatron-args " + novocab);
+  CHECK(r1.code == 3);
+  CHECK_THAT(r1.err, PPSIM_CONTAINS("ppsim: " + novocab + ":2:1: no --vocab-size: Megatron takes the vocabulary"));
+  CHECK_THAT(r1.err, !PPSIM_CONTAINS("--set"));
+  // --global-batch-size 12 over micro-batch 1 x dp 8: at its value (line 2, column 136: the
+  // text before it is 135 characters).
+  const std::string gbs = d.write("gbs.sh",
+                                  "L=4\npython pretrain_gpt.py --num-layers $L --hidden-size 64 "
+                                  "--num-attention-heads 4 --seq-length 128 --vocab-size 1000 "
+                                  "--global-batch-size 12\n");
+  const auto r2 = ppsim::robust::run_ppsim(scratch, "compare " + base + " -s 1f1b --megatron-args " + gbs);
+  CHECK(r2.code == 3);
+  CHECK(r2.err.find("--set") == std::string::npos);
+  CHECK_THAT(r2.err,
+             PPSIM_CONTAINS(gbs + ":2:136: --global-batch-size 12 is not a multiple of --micro-batch-size 1 x dp 8"));
+  // What the script and the config decide together (8 GPUs over tp 3): at --megatron-args.
+  const std::string tp3 = d.write("tp3.sh",
+                                  "python pretrain_gpt.py --num-layers 4 --hidden-size 66 "
+                                  "--num-attention-heads 3 --seq-length 128 --vocab-size 1000 "
+                                  "--tensor-model-parallel-size 3 --global-batch-size 12\n");
+  const auto r3 = ppsim::robust::run_ppsim(scratch, "compare " + base + " -s 1f1b --megatron-args " + tp3);
+  CHECK(r3.code == 3);
+  CHECK_THAT(r3.err, PPSIM_CONTAINS("ppsim: --megatron-args: hardware.gpus = 8 GPUs is not a multiple of"));
+}

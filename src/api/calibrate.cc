@@ -285,6 +285,40 @@ Calibration scale_calibration(const std::vector<std::pair<std::string, double>>&
 
 namespace {
 
+// An efficiency pinned at a bound of its range (1, or kMinEff) with the traced blocks still not
+// matched: the trace's kernels ran faster than the config's GPU or links allow at full efficiency
+// (or absurdly slower), so the config does not describe the traced run; no figure is written.
+void refuse_pinned(const Derived& dv, const BlockSample& m, bool fit_a2a, const EfficiencySpec& e) {
+  struct Check {
+    const char* key;
+    double derived;
+    const std::vector<double>& traced_layers;
+    double value;
+    const char* what;
+  };
+  const std::vector<double> none;
+  const Check checks[] = {
+      {"hardware.efficiency.gemm", dv.mlp, m.mlp, e.gemm, "MLP blocks' kernels"},
+      {"hardware.efficiency.attention", dv.attention, m.attention, e.attention, "attention blocks' kernels"},
+      {"hardware.efficiency.comm", dv.a2a, fit_a2a ? m.a2a : none, e.comm, "MoE dispatch + combine kernels"},
+  };
+  for (const Check& k : checks) {
+    const double traced = mean(k.traced_layers);
+    // Within two standard errors of the layers' mean (at least 2%): matched at the bound.
+    const double tolerance = std::max(0.02, 2 * rel_sem(k.traced_layers));
+    if (traced <= 0 || std::abs(k.derived / traced - 1) <= tolerance) continue;
+    const bool fast = k.derived > traced;
+    throw InputError(fmt::format(
+        "{}: the trace's {} take {:.4g} ms per layer, which the config prices at {:.4g} ms even at efficiency "
+        "{:.4g} (the bound of its range): {}; calibrating would hide it, so nothing is written",
+        k.key, k.what, traced / 1e6, k.derived / 1e6, k.value,
+        fast ? "the traced run's GPU or links are faster than the config's (check hardware: the GPU type, "
+               "network_gbps, nvlink_gbps, and the layout: ep, node-limited routing)"
+             : "the traced kernels are slower than any efficiency above the floor explains (check the model and "
+               "the layout the config gives)"));
+  }
+}
+
 CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family) {
   std::vector<trace::ImportResult> imports;
   for (const std::string& p : req.traces) imports.push_back(trace::import_trace_file(p, req.trace_options));
@@ -310,13 +344,16 @@ CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfig
     e.comm = std::clamp(e.comm * rc, kMinEff, 1.0);
     if (std::abs(rg - 1) < 1e-7 && std::abs(ra - 1) < 1e-7 && std::abs(rc - 1) < 1e-7) break;
   }
+  refuse_pinned(derived_blocks(d), m, fit_a2a, e);
   const EfficiencySpec& p = c.hardware.efficiency;
   CalibrateOutcome out;
   Calibration& cal = out.calibration;
   cal.method = "trace";
   const std::string layers = fmt::format("{} layers of {} trace(s)", m.mlp.size(), imports.size());
   auto fitted = [&](const char* key, double preset, double value, double rel, const std::string& from) {
-    cal.fitted.push_back({key, preset, value, value * rel, from});
+    const bool bound = value >= 1.0 || value <= kMinEff;  // matched within its error there (refuse_pinned)
+    cal.fitted.push_back({key, preset, value, value * rel,
+                          bound ? from + fmt::format("; at the bound {:.4g} of its range", value) : from});
   };
   fitted("hardware.efficiency.gemm", p.gemm, e.gemm, rel_sem(m.mlp), "MLP blocks' kernels, " + layers);
   if (p.gemm_fp8 > 0)

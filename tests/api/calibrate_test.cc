@@ -57,6 +57,41 @@ const CalibratedFigure* fitted(const Calibration& c, const std::string& key) {
   return nullptr;
 }
 
+// A Kineto trace of two layers (attention and MLP, F then I and W in reverse) whose kernels take
+// `factor` x the figures of `l`, one kernel per range.
+std::string two_layer_trace(const LayerFigures& l, double factor) {
+  std::vector<std::string> ev;
+  double ts = 0;
+  long corr = 1;
+  auto op = [&](int layer, const char* sub, const char* pass, double ns) {
+    const double us = factor * ns / 1e3;
+    ev.push_back(
+        fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
+                    layer, sub, pass, ts));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
+        ts + 0.1, corr));
+    ev.push_back(fmt::format(
+        R"({{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{:.6f},"dur":{:.6f},"args":{{"stream":7,"device":0,"correlation":{}}}}})",
+        ts + 1, us, corr));
+    ++corr;
+    ts += us + 2;
+  };
+  for (int layer = 0; layer < 2; ++layer) {
+    op(layer, "attn", "F", l.attention.f);
+    op(layer, "mlp", "F", l.mlp.f);
+  }
+  for (int layer = 1; layer >= 0; --layer) {
+    op(layer, "mlp", "I", l.mlp.b - l.mlp.w);
+    op(layer, "mlp", "W", l.mlp.w);
+    op(layer, "attn", "I", l.attention.b - l.attention.w);
+    op(layer, "attn", "W", l.attention.w);
+  }
+  std::string json = R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"GPU","numSms":108}],"traceEvents":[)";
+  for (std::size_t i = 0; i < ev.size(); ++i) json += (i ? ",\n" : "\n") + ev[i];
+  return json + "\n]}\n";
+}
+
 }  // namespace
 
 TEST_CASE("fit_scale recovers the scale of step = 3/s + 1", "[calibrate]") {
@@ -261,39 +296,10 @@ TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back
   const std::string cfg = write_temp("trace_run.yaml", kRun);
   const ModelConfig slow = load_config(cfg, {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"});
   const CostFigures f = cost_figures(*slow.data, slow.data->parallel.pp);
-  const LayerFigures& l = f.slices.front().layers.front();
-  std::vector<std::string> ev;
-  double ts = 0;
-  long corr = 1;
-  auto op = [&](int layer, const char* sub, const char* pass, double ns) {
-    const double us = ns / 1e3;
-    ev.push_back(
-        fmt::format(R"({{"ph":"X","cat":"user_annotation","name":"layer{}.{}.{}","pid":100,"tid":1,"ts":{},"dur":1}})",
-                    layer, sub, pass, ts));
-    ev.push_back(fmt::format(
-        R"({{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":100,"tid":1,"ts":{},"dur":0.5,"args":{{"correlation":{}}}}})",
-        ts + 0.1, corr));
-    ev.push_back(fmt::format(
-        R"({{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{:.6f},"dur":{:.6f},"args":{{"stream":7,"device":0,"correlation":{}}}}})",
-        ts + 1, us, corr));
-    ++corr;
-    ts += us + 2;
-  };
-  for (int layer = 0; layer < 2; ++layer) {
-    op(layer, "attn", "F", l.attention.f);
-    op(layer, "mlp", "F", l.mlp.f);
-  }
-  for (int layer = 1; layer >= 0; --layer) {
-    op(layer, "mlp", "I", l.mlp.b - l.mlp.w);
-    op(layer, "mlp", "W", l.mlp.w);
-    op(layer, "attn", "I", l.attention.b - l.attention.w);
-    op(layer, "attn", "W", l.attention.w);
-  }
-  std::string json = R"({"schemaVersion":1,"deviceProperties":[{"id":0,"name":"GPU","numSms":108}],"traceEvents":[)";
-  for (std::size_t i = 0; i < ev.size(); ++i) json += (i ? ",\n" : "\n") + ev[i];
+  const std::string json = two_layer_trace(f.slices.front().layers.front(), 1.0);
   api::CalibrateRequest req;
   req.config = cfg;
-  req.traces = {write_temp("t.json", json + "\n]}\n")};
+  req.traces = {write_temp("t.json", json)};
   const Calibration c = api::calibrate(req).calibration;
   CHECK(c.method == "trace");
   // Kernel times in the trace are rounded to the ns: a relative 1e-3 covers it.
@@ -514,4 +520,23 @@ parallel: {pp: 2, microbatches: 3, schedule: 1f1b, p2p_runtime: torch, embedding
   CHECK_THAT(cal.measured_step_s, WithinRel(step_us / 1e6, 1e-6));
   CHECK_THAT(cal.calibrated_step_s, WithinRel(step_us / 1e6, 1e-4));
   CHECK(fitted(cal, "hardware.efficiency.elementwise") != nullptr);
+}
+
+TEST_CASE("a trace faster than the config's GPU allows is refused, not fitted at the bound", "[calibrate]") {
+  // The kernels at half of what gemm 0.6 and attention 0.44 derive: the MLP blocks would need a GEMM
+  // efficiency above 1 (about 1.2), so the fit stops at 1 and its blocks stay about 1.2x the trace's
+  // (the elementwise part does not scale), far outside the layers' spread (none): an error, no file.
+  const std::string cfg = write_temp("trace_fast.yaml", kRun);
+  const ModelConfig slow = load_config(cfg, {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"});
+  const CostFigures f = cost_figures(*slow.data, slow.data->parallel.pp);
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = {write_temp("fast.json", two_layer_trace(f.slices.front().layers.front(), 0.5))};
+  try {
+    (void)api::calibrate(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("hardware.efficiency.gemm: the trace's MLP blocks' kernels take"));
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("even at efficiency 1 (the bound of its range)"));
+  }
 }

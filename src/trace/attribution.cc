@@ -133,7 +133,9 @@ class Attributor {
   void caller_stacks();
   void resolve_autograd();
   std::string number_layers_by_order();
+  int iteration_count() const;
   std::string name_layer_rule() const;
+  std::string order_skipped_;  // why the order rule did not apply, where it was close to
   void finish_passes();
 };
 
@@ -586,19 +588,53 @@ std::string Attributor::number_layers_by_order() {
     same &= static_cast<int>(v.size()) == count;
   }
   if (occurrences.empty() || !(o_.layer_order == LayerOrder::force || (same && count >= 2))) return {};
+  // Ranges that recur once per training iteration (a loss, the optimizer's) are not layers: with
+  // N >= 2 iterations marked (ProfilerStep#, Optimizer.step / zero_grad ranges) and each name
+  // recurring N times, the rule does not apply; k N times: layer k within each iteration.
+  const int iterations = iteration_count();
+  int per = count;
+  if (o_.layer_order == LayerOrder::automatic && iterations >= 2 && count % iterations == 0) {
+    per = count / iterations;
+    if (per < 2) {
+      order_skipped_ = fmt::format(
+          "none (the order rule did not apply: each of the {} sub-op range names recurs once per iteration, {} "
+          "iterations, not once per layer)",
+          occurrences.size(), iterations);
+      return {};
+    }
+  }
   std::unordered_map<int, int> occ;
   for (const auto& [nm, v] : occurrences)
-    for (std::size_t k = 0; k < v.size(); ++k) occ[v[k]] = static_cast<int>(k);
+    for (std::size_t k = 0; k < v.size(); ++k) occ[v[k]] = static_cast<int>(k) % per;
   for (std::size_t i = 0; i < n; ++i)
     if (attr_[i].linked && attr_[i].p.sub_range >= 0) {
       attr_[i].p.layer = occ[attr_[i].p.sub_range];
       attr_[i].p.layer_range = attr_[i].p.sub_range;
     }
+  if (per != count)
+    return fmt::format(
+        "order of sub-op ranges: the k-th of each within an iteration ({} names, {} times in each of "
+        "{} iterations) is layer k",
+        occurrences.size(), per, iterations);
   return fmt::format("order of sub-op ranges: the k-th of each ({} names, {} times each{}) is layer k",
                      occurrences.size(), count, same ? "" : " or fewer; forced");
 }
 
+// Training iterations the trace marks: its ProfilerStep#N ranges, or the optimizer's step (or
+// zero_grad) ranges, whichever recur most; 0 when none.
+int Attributor::iteration_count() const {
+  int steps = 0, opt_step = 0, zero_grad = 0;
+  for (const CpuRange& r : t_.ranges) {
+    const std::string& nm = name(r.name);
+    if (nm.rfind("ProfilerStep#", 0) == 0) ++steps;
+    if (nm.rfind("Optimizer.step", 0) == 0) ++opt_step;
+    if (nm.rfind("Optimizer.zero_grad", 0) == 0) ++zero_grad;
+  }
+  return std::max({steps, opt_step, zero_grad});
+}
+
 std::string Attributor::name_layer_rule() const {
+  if (!order_skipped_.empty()) return order_skipped_;
   Time user = 0, scope = 0;
   for (std::size_t i = 0; i < attr_.size(); ++i)
     if (attr_[i].linked && attr_[i].p.layer_range >= 0)

@@ -243,6 +243,40 @@ TEST_CASE("layers without numbers: the k-th occurrence of each sub-op range is l
   REQUIRE(run(b, force).layers == 3);
 }
 
+TEST_CASE("the order rule counts layers within an iteration; once per iteration is no layer", "[trace]") {
+  // Three iterations (ProfilerStep#N), each: attn(F), mlp(F) of 2 layers, their backward: each name
+  // recurs 6 times, 2 per iteration, so layer k is the k-th within its iteration, each layer
+  // executed 3 times (busy summed over them: layer 1's attention F 11 us x 3).
+  Trace b;
+  double t = 0;
+  for (int it = 0; it < 3; ++it) {
+    b.range("ProfilerStep#" + std::to_string(it), t, 160);
+    for (int l = 0; l < 2; ++l) {
+      b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 10 + l), t += 20;
+      b.range("mlp(F)", t, 10), b.kernel("ffn", t + 1, 1000 + t, 20 + l), t += 20;
+    }
+    for (int l = 0; l < 2; ++l) {
+      b.range("mlp(B)", t, 10), b.kernel("ffn_b", t + 1, 1000 + t, 30 + l), t += 20;
+      b.range("attn(B)", t, 10), b.kernel("fa_b", t + 1, 1000 + t, 40 + l), t += 20;
+    }
+  }
+  const ImportResult r = run(b);
+  REQUIRE(r.layers == 2);
+  CHECK(r.layer_rule.find("within an iteration (4 names, 2 times in each of 3 iterations)") != std::string::npos);
+  CHECK(cell(r, 1, SubOp::attention, Pass::F).busy == 3 * 11 * kUs);
+  CHECK(cell(r, 1, SubOp::attention, Pass::F).executions == 3);
+  // A loss and an optimizer range once per iteration (PyTorch's Optimizer.step#SGD.step): not layers.
+  Trace o;
+  t = 0;
+  for (int it = 0; it < 4; ++it) {
+    o.range("aten::cross_entropy_loss", t, 10, 1, "cpu_op"), o.kernel("loss", t + 1, 1000 + t, 5), t += 20;
+    o.range("Optimizer.step#SGD.step", t, 10), o.kernel("sgd", t + 1, 1000 + t, 5), t += 20;
+  }
+  const ImportResult n = run(o);
+  CHECK(n.layers == 0);
+  CHECK(n.layer_rule.find("recurs once per iteration, 4 iterations") != std::string::npos);
+}
+
 TEST_CASE("module scopes number layers; executions are entries of the layer's scope, not inner modules", "[trace]") {
   Trace b;
   // with_stack: two micro-batches through `nn.Module: ToyDecoderLayer_3`, each running an inner
@@ -456,7 +490,9 @@ namespace {
 // norm and the head. Kernel k at GPU time 1000 + 100 k (us); launches as given.
 void two_layers_sub_ranges(Trace& b) {
   int k = 0;
-  auto kern = [&](const std::string& name, double launch, double dur) { b.kernel(name, launch, 1000 + 100 * k++, dur); };
+  auto kern = [&](const std::string& name, double launch, double dur) {
+    b.kernel(name, launch, 1000 + 100 * k++, dur);
+  };
   b.range("aten::embedding", 0, 5, 1, "cpu_op");
   kern("emb", 1, 5);
   kern("pow", 10, 2);
@@ -498,7 +534,7 @@ TEST_CASE("a layer owns its norms and residual adds, and their backward, whichev
     CHECK(cell(r, l, SubOp::other, Pass::F).busy == 8 * kUs);
     CHECK(cell(r, l, SubOp::other, Pass::F).executions == 1);
   }
-  CHECK(r.unmapped == (5 + 3 + 30) * kUs);  // embedding, final norm, head: no layer, no pass
+  CHECK(r.unmapped == (5 + 3 + 30) * kUs);                   // embedding, final norm, head: no layer, no pass
   CHECK(cell(r, 1, SubOp::other, Pass::I).busy == 4 * kUs);  // through autograd's link to the pow op
   CHECK(r.profile.op.f == 38 * kUs);
   CHECK(r.gpu_total == buckets(r));
@@ -544,7 +580,7 @@ TEST_CASE("a forward re-run inside the backward is recompute: part of B, and the
 TEST_CASE("a step the host set: the GPU idle with nothing queued, and the kernels alone", "[trace]") {
   Trace b;
   b.range("layers.0.F", 0, 100);
-  b.kernel("k1", 0, 5, 10);   // [5, 15)
+  b.kernel("k1", 0, 5, 10);    // [5, 15)
   b.kernel("k2", 40, 45, 10);  // launched at 40, after k1 ended: the GPU idled [15, 45) for the host
   b.kernel("k3", 50, 60, 10);  // launched at 50, before k2 ended: queued; its gap [55, 60) is not the host's
   const ImportResult r = run(b);

@@ -145,6 +145,34 @@ TEST_CASE("two ranks: merged by distributedInfo.rank, clock offset from collecti
   REQUIRE(m.ranks[1].comm_transfer == 8 * kUs);
 }
 
+TEST_CASE("one all-reduce whose ranks' ends spread past the tolerance in small steps is one collective",
+          "[trace][ranks]") {
+  // Four ranks, one clock. All-reduce A starts at 900, 950, 990, 960 us and ends at 1000, 1002, 1004,
+  // 1007: 7 us from first to last end, above the 5 us tolerance, but each end within 3 us of the one
+  // before: one collective, each rank transferring from the last start (990) to its end: 10, 12,
+  // 14, 17 us. Then three that start at 1990 and end at 2000 (3000, 4000) on every rank: 10 each.
+  const char* kAr = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)";
+  const double start[] = {900, 950, 990, 960}, end[] = {1000, 1002, 1004, 1007};
+  std::vector<RankTrace> traces;
+  for (int r = 0; r < 4; ++r) {
+    RankBuilder b;
+    b.rank = r;
+    b.pid = 100 + r;
+    b.device = r;
+    b.launched(kAr, 1, start[r], end[r] - start[r], 20);
+    for (int k = 1; k <= 3; ++k) b.launched(kAr, 1 + k, 990 + 1000 * k, 10, 20);
+    traces.push_back(b.read(fmt::format("r{}.json", r)));
+  }
+  const MultiRank m = merge_ranks(std::move(traces));
+  CHECK(m.matched_groups == 4);
+  const double transfer_a[] = {10, 12, 14, 17};
+  for (int r = 0; r < 4; ++r) {
+    INFO("rank " << r);
+    CHECK(m.ranks[r].matched_kernels == 4);
+    CHECK(m.ranks[r].comm_transfer == static_cast<Time>((transfer_a[r] + 3 * 10) * kUs));
+  }
+}
+
 TEST_CASE("a rank given twice, or a mix of traces with and without a rank, is refused", "[trace][ranks]") {
   auto [b0, b1] = one_f_one_b();
   b1.rank = 0;

@@ -127,6 +127,14 @@ std::uint64_t fnv1a(const std::string& s) {
 
 std::string gb_text(double bytes) { return fmt::format("{:.1f} GB", bytes / kGB); }
 
+// `bytes` in GB with as many decimals (1 to 4) as it takes to print apart from `other` (a peak
+// just over its cap: "62.44 GB ... over the cap of 62.38 GB", not 62.4 over 62.4).
+std::string gb_apart(double bytes, double other) {
+  int d = 1;
+  while (d < 4 && fmt::format("{:.{}f}", bytes / kGB, d) == fmt::format("{:.{}f}", other / kGB, d)) ++d;
+  return fmt::format("{:.{}f} GB", bytes / kGB, d);
+}
+
 std::string constraints_text(const PlanSpec& spec) {
   std::vector<std::string> parts;
   if (spec.constraints.memory_gb) parts.push_back(fmt::format("memory <= {:g} GB per GPU", *spec.constraints.memory_gb));
@@ -464,8 +472,8 @@ class Planner {
             slot, states(fixed[r]),
             fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
                         "cap of {}",
-                        gb_text(states(fixed[r])), r, s.parameter_copies, s.parameter_copies == 1 ? "y" : "ies",
-                        gb_text(var.cap_bytes)));
+                        gb_apart(states(fixed[r]), var.cap_bytes), r, s.parameter_copies,
+                        s.parameter_copies == 1 ? "y" : "ies", gb_apart(var.cap_bytes, states(fixed[r]))));
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const Memo* hit = nullptr;
     const P2pRuntime runtime = data.parallel.p2p_runtime;
@@ -513,8 +521,8 @@ class Planner {
       return reject_memory(
           slot, peak,
           fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
-                      gb_text(peak), peak_rank, gb_text(phys.memory[peak_rank].activations),
-                      sim->ranks[peak_rank].peak_activations, gb_text(var.cap_bytes)));
+                      gb_apart(peak, var.cap_bytes), peak_rank, gb_text(phys.memory[peak_rank].activations),
+                      sim->ranks[peak_rank].peak_activations, gb_apart(var.cap_bytes, peak)));
     Outcome& o = outcomes_[slot];
     o.status = Status::feasible;
     PlanRow& row = o.row;

@@ -176,13 +176,14 @@ def simulate(schedule, **kw):
 
 
 @_keywords("compare")
-def compare(schedules="all", **kw):
+def compare(schedules=None, **kw):
     """Simulate several families on the same model, as `ppsim compare --format json`.
 
-    schedules: "all", a comma list, or a list of names. Returns {"results": [...], "skipped":
-    [...]} ("config" too with a config); with timelines=True also "timelines", one per result.
+    schedules: "all", a comma list, or a list of names; None (not given): the config's
+    parallel.schedule with a config, else all. Returns {"results": [...], "skipped": [...]}
+    ("config" too with a config); with timelines=True also "timelines", one per result.
     """
-    return Result(_ppsim._call("compare", dict(kw, schedules=schedules)))
+    return Result(_ppsim._call("compare", kw if schedules is None else dict(kw, schedules=schedules)))
 
 
 def load_config(path, overrides=None, calibration=None):

@@ -94,3 +94,17 @@ def test_sequence_parallel_from_python_equals_cli(cli_json):
     t_off = ppsim.compare(config=off)["results"][0]["step_time"]
     t_on = ppsim.compare(config=on)["results"][0]["step_time"]
     assert t_off > t_on
+
+
+def test_config_schedule_and_explicit_all_equal_cli(cli_json, tmp_path):
+    # A config naming 1f1b: compare without schedules runs it alone, as the CLI without -s;
+    # "all" runs every family even so, as -s all (CLI and Python alike).
+    cfg = tmp_path / "one.yaml"
+    cfg.write_text("model: {layers: 8, hidden: 512, heads: 8, ffn_hidden: 2048, vocab: 1000, seq_len: 512}\n"
+                   "hardware: {name: h100, gpus: 8}\nparallel: {pp: 2, microbatches: 8, schedule: 1f1b}\n")
+    one = ppsim.compare(config=str(cfg))
+    assert one == cli_json("compare", str(cfg))
+    assert [r["schedule"] for r in one["results"]] == ["1f1b"]
+    every = ppsim.compare("all", config=str(cfg))
+    assert every == cli_json("compare", str(cfg), "-s", "all")
+    assert len(every["results"]) + len(every["skipped"]) == 9

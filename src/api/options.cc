@@ -259,7 +259,7 @@ constexpr Option kValidate[] = {
      K::Text,
      "",
      "",
-     "a family, a comma list, or all (default: the config's parallel.schedule)",
+     "a family, a comma list, or all (default: the config's parallel.schedule; all: every family)",
      R::Both,
      {},
      false,

@@ -38,6 +38,9 @@ struct UnitCosts {
 struct Request {
   ScheduleChoice schedule;
   std::string families = "all";  // "all", a comma list, or one family; ignored for an imported schedule
+  // The caller named the families (compare -s all included); else "all" means the config's
+  // parallel.schedule when a config is given.
+  bool families_given = false;
   bool single = false;           // exactly one schedule: its constraint is an error, not a skip
   UnitCosts units;
   std::string config;                       // a YAML config path (costs from the cost model)

@@ -189,10 +189,21 @@ Request run_request(const Values& v) {
   r.schedule = schedule_choice(v);
   const bool simulate = v.command().name == "simulate";
   r.families = simulate ? v.text("schedule") : v.text("schedules");
+  r.families_given = v.given(simulate ? "schedule" : "schedules");
   r.single = simulate;
   r.units = unit_costs(v);
   r.config = v.text("config");
   r.sets = config_sets(v);
+  // With a config, --pp, --microbatches and --vpp are its parallel keys (before the --set values,
+  // which win): the config's checks then hold (pp x tp x cp x dp against its GPUs, the layer
+  // split), where a schedule of another P over the config's dp would price GPUs it does not have.
+  if (!r.config.empty() && r.schedule.schedule_file.empty()) {
+    std::vector<std::string> flags;
+    if (r.schedule.pp) flags.push_back(fmt::format("parallel.pp={}", *r.schedule.pp));
+    if (r.schedule.microbatches) flags.push_back(fmt::format("parallel.microbatches={}", *r.schedule.microbatches));
+    if (r.schedule.vpp > 0) flags.push_back(fmt::format("parallel.vpp={}", r.schedule.vpp));
+    r.sets.insert(r.sets.begin(), flags.begin(), flags.end());
+  }
   return r;
 }
 

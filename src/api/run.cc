@@ -124,7 +124,7 @@ Result run(const Request& req) {
       if (choice.vpp == 0) choice.vpp = v;
     }
     std::string list = req.families;
-    if (cfg && is_all_schedules(list) && !req.single) list = config_schedules(*cfg);
+    if (cfg && is_all_schedules(list) && !req.single && !req.families_given) list = config_schedules(*cfg);
     for (const Family* fam : pick_families(list)) {
       const ScheduleParams p = params_for(*fam, choice);
       try {

@@ -343,3 +343,33 @@ TEST_CASE("compare: peak activations in rank shares in the table, CSV and JSON a
   REQUIRE_THAT(table.out, PPSIM_CONTAINS("peak act (rank shares)"));
   REQUIRE_THAT(table.out, PPSIM_CONTAINS(" 5.5 "));
 }
+
+TEST_CASE("compare with a config: --pp and -m are its parallel keys; -s all runs every family", "[cli]") {
+  // 8 GPUs, tp 1, pp 2 and dp 4 stated: --pp 4 would need 4 x 1 x 4 = 16 GPUs, refused as --set
+  // parallel.pp=4 is (it once ran pp 4 over dp 4, tokens/s of 16 GPUs from 8).
+  const std::string base =
+      "model: {layers: 8, hidden: 512, heads: 8, ffn_hidden: 2048, vocab: 1000, seq_len: 512}\n"
+      "hardware: {name: h100, gpus: 8}\n";
+  const std::string stated = tmp_path("pp_stated.yaml"), derived = tmp_path("pp_derived.yaml");
+  std::ofstream(stated) << base << "parallel: {pp: 2, dp: 4, microbatches: 8, schedule: 1f1b}\n";
+  std::ofstream(derived) << base << "parallel: {pp: 2, microbatches: 8, schedule: 1f1b}\n";
+  const Result refused = run_ppsim("compare " + stated + " --pp 4 -m 8");
+  CHECK(refused.code == 3);
+  CHECK_THAT(refused.err, PPSIM_CONTAINS("parallel.pp*tp*dp = 4*1*4 = 16 GPUs, but hardware.gpus = 8"));
+  // dp not stated: derived from the GPUs (8 / 4 = 2), the same answer as --set.
+  const Result flags = run_ppsim("compare " + derived + " --pp 4 -m 8 --format json");
+  const Result sets =
+      run_ppsim("compare " + derived + " --set parallel.pp=4 --set parallel.microbatches=8 --format json");
+  REQUIRE(flags.code == 0);
+  REQUIRE(sets.code == 0);
+  const auto jf = nlohmann::json::parse(flags.out), js = nlohmann::json::parse(sets.out);
+  CHECK(jf["results"][0]["pp"] == 4);
+  CHECK(jf["results"][0]["tokens_per_second"] == js["results"][0]["tokens_per_second"]);
+  // The config names 1f1b: without -s, that one; with -s all, every family runs or is skipped.
+  const auto one = nlohmann::json::parse(run_ppsim("compare " + derived + " --format json").out);
+  CHECK(one["results"].size() == 1);
+  const auto all = nlohmann::json::parse(run_ppsim("compare " + derived + " -s all --format json").out);
+  CHECK(all["results"].size() + all["skipped"].size() == 9);
+  std::filesystem::remove(stated);
+  std::filesystem::remove(derived);
+}

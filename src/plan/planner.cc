@@ -268,6 +268,16 @@ class Planner {
       v.gpus = c.gpus > 0 ? c.gpus : v.cfg.hardware.gpus > 0 ? v.cfg.hardware.gpus : v.cfg.parallel.gpus();
       v.write_gpus = c.gpus > 0 || v.cfg.hardware.gpus > 0;
       v.cap_bytes = (c.memory_gb ? *c.memory_gb : v.cfg.hardware.hbm_gb - c.reserve_gb) * kGB;
+      // A cap above the GPU's memory would rank layouts that do not fit the GPU as feasible.
+      if (c.memory_gb && *c.memory_gb > v.cfg.hardware.hbm_gb)
+        throw InputError(
+            c.memory_gb_at.file.empty() ? SourceLoc{base_.file, 0, 0} : c.memory_gb_at,
+            fmt::format(
+                "plan.constraints.memory_gb = {:g} is above the GPU's memory, hardware.hbm_gb = "
+                "{:g}{}: give at most {:g} (or reserve_gb for headroom below it)",
+                *c.memory_gb, v.cfg.hardware.hbm_gb,
+                variants_.empty() ? std::string{} : " in what-if '" + spec_.whatif[variants_.size() - 1].name + "'",
+                v.cfg.hardware.hbm_gb));
       if (v.cap_bytes <= 0)
         throw InputError(SourceLoc{base_.file, 0, 0},
                          fmt::format("plan.constraints.reserve_gb = {:g} leaves no memory of hardware.hbm_gb = {:g}{}",

@@ -151,7 +151,10 @@ PlanConstraints read_constraints(const MapReader& r) {
   PlanConstraints c;
   if (r.has("memory_gb") && r.has("reserve_gb"))
     r.fail("reserve_gb", "give plan.constraints.memory_gb (a fixed cap) or reserve_gb (hardware.hbm_gb minus it), not both");
-  if (r.has("memory_gb")) c.memory_gb = r.number("memory_gb", 0, 0, 1e6, true);
+  if (r.has("memory_gb")) {
+    c.memory_gb = r.number("memory_gb", 0, 0, 1e6, true);
+    c.memory_gb_at = r.loc("memory_gb");
+  }
   c.reserve_gb = r.number("reserve_gb", 0, 0, 1e6, false);
   if (r.has("global_batch")) {
     const YAML::Node n = r.value("global_batch");

@@ -28,6 +28,7 @@ const char* recompute_name(Recompute r);
 
 struct PlanConstraints {
   std::optional<double> memory_gb;     // a fixed cap per GPU
+  SourceLoc memory_gb_at;              // where memory_gb was written
   double reserve_gb = 0;               // else cap = hardware.hbm_gb - reserve_gb (per variant)
   std::int64_t global_batch_min = 0;   // sequences per step = microbatches * mbs * dp; 0 = no bound
   std::int64_t global_batch_max = 0;

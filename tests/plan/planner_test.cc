@@ -253,6 +253,14 @@ parallel: {pp: 2, microbatches: 4}
         "t.yaml:6:5: what-if name 'base' is reserved for the config as written");
   CHECK(error_of(head + "plan:\n  constraints: {memory_gb: 70, reserve_gb: 8}\n") ==
         "t.yaml:5:44: give plan.constraints.memory_gb (a fixed cap) or reserve_gb (hardware.hbm_gb minus it), not both");
+  // A cap above the GPU's memory (the h100's 85.5208 GB as the driver reports it) would rank layouts
+  // that do not fit the GPU as feasible; in a what-if whose GPU is smaller, named with it.
+  CHECK(error_of(head + "plan:\n  constraints: {memory_gb: 90}\n") ==
+        "t.yaml:5:28: plan.constraints.memory_gb = 90 is above the GPU's memory, hardware.hbm_gb = 85.5208: give at "
+        "most 85.5208 (or reserve_gb for headroom below it)");
+  CHECK(error_of(head + "plan:\n  constraints: {memory_gb: 60}\n  whatif:\n    small: {hardware.hbm_gb: 40}\n") ==
+        "t.yaml:5:28: plan.constraints.memory_gb = 60 is above the GPU's memory, hardware.hbm_gb = 40 in what-if "
+        "'small': give at most 40 (or reserve_gb for headroom below it)");
 }
 
 namespace {

@@ -112,6 +112,7 @@ json plan_to_json(const PlanResult& r) {
     json jv;
     jv["name"] = v.name;
     jv["overrides"] = v.overrides;
+    jv["given_sets"] = v.given_sets;
     jv["space"] = v.space;
     jv["candidates"] = v.candidates;
     jv["evaluated"] = v.evaluated;
@@ -208,6 +209,7 @@ PlanResult plan_from_json(const std::string& text, const std::string& name) {
     VariantResult v;
     v.name = rd.get<std::string>(jv, "name");
     v.overrides = rd.get<std::vector<std::string>>(jv, "overrides");
+    if (jv.contains("given_sets")) v.given_sets = rd.get<std::vector<std::string>>(jv, "given_sets");
     v.space = rd.get<std::vector<std::string>>(jv, "space");
     v.candidates = rd.get<std::uint64_t>(jv, "candidates");
     v.evaluated = rd.get<std::uint64_t>(jv, "evaluated");

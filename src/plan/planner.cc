@@ -61,7 +61,8 @@ bool ranks_before(const PlanRow& a, const PlanRow& b, Objective o) {
 }
 
 std::vector<std::string> reproduce_sets(const VariantResult& v, const PlanRow& row) {
-  std::vector<std::string> out = v.overrides;
+  std::vector<std::string> out = v.given_sets;
+  out.insert(out.end(), v.overrides.begin(), v.overrides.end());
   out.push_back("parallel.schedule=" + row.schedule);
   out.push_back(fmt::format("parallel.microbatches={}", row.microbatches));
   auto it = v.layout_sets.find(row.layout());
@@ -570,6 +571,7 @@ class Planner {
       VariantResult vr;
       vr.name = vi == 0 ? "base" : spec_.whatif[vi - 1].name;
       vr.overrides = var.overrides;
+      vr.given_sets = opt_.sets;
       vr.space = space_text(var.space);
       vr.candidates = var.count;
       vr.memory_cap_bytes = var.cap_bytes;

@@ -80,6 +80,7 @@ struct Rejections {
 struct VariantResult {
   std::string name;               // "base" or the what-if's name
   std::vector<std::string> overrides;  // key=value
+  std::vector<std::string> given_sets;  // the command line's --set as given: in every reproduce command
   std::vector<std::string> space;      // "pp: 4, 8" ..., for the report
   std::uint64_t candidates = 0;   // in the whole space (all shards)
   std::uint64_t evaluated = 0;    // by this run (a shard: its slice)
@@ -127,6 +128,7 @@ struct PlanOptions {
   int shard_count = 1;
   int top_k = 0;          // 0: the plan's top_k
   std::vector<std::string> set_paths;  // key paths that came from --set (for error locations)
+  std::vector<std::string> sets;       // the --set values themselves (key=value), for reproduce commands
   // Called on the calling thread about every 100 ms: candidates done, candidates in this run.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };

@@ -1,17 +1,22 @@
 // The planner (src/plan/): constructed configs whose winner follows from arithmetic written out
 // below, rejections counted by reason, plan: errors at file:line:col, and determinism: the
 // same output for any thread count and for shards merged back together.
+#include "plan/planner.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "api/request.h"
 #include "catch.h"
 #include "cost/cost_model.h"
 #include "plan/plan_json.h"
 #include "plan/plan_report.h"
-#include "plan/planner.h"
 #include "test_util.h"
 
 using namespace ppsim;
@@ -22,6 +27,7 @@ PlanResult plan(const std::string& yaml, int jobs = 1, const std::vector<std::st
   PlanOptions opt;
   opt.jobs = jobs;
   for (const auto& s : sets) opt.set_paths.push_back(s.substr(0, s.find('=')));
+  opt.sets = sets;
   return run_plan(load_config_text(yaml, "t.yaml", sets), opt);
 }
 
@@ -400,4 +406,35 @@ plan:
   CHECK(best_of(v, "dualpipev") != nullptr);
   CHECK(best_of(v, "interleaved-1f1b") != nullptr);
   CHECK(best_of(v, "dualpipe") == nullptr);
+}
+
+TEST_CASE("the reproduce command carries the command line's --set: compare gives the plan's step", "[plan]") {
+  // Slower NVLink given with --set: the winner's reproduce sets start with it, and compare
+  // with exactly those sets on the same file gives the row's step to the nanosecond.
+  const std::string yaml = moe_config(200, "plan: {search: {schedules: [1f1b, zbv]}}");
+  const std::vector<std::string> given = {"hardware.nvlink_gbps=50"};
+  const PlanResult r = plan(yaml, 1, given);
+  const VariantResult& v = r.variants.at(0);
+  REQUIRE(!v.ranking.empty());
+  const PlanRow& best = v.ranking.front();
+  const std::vector<std::string> sets = reproduce_sets(v, best);
+  CHECK(sets.front() == "hardware.nvlink_gbps=50");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("ppsim_plan_repro_{}.yaml", ::getpid())).string();
+  std::ofstream(path) << yaml;
+  api::Request rq;
+  rq.config = path;
+  rq.sets = sets;
+  rq.families = best.schedule;
+  rq.single = true;
+  const api::Result got = api::run(rq);
+  std::filesystem::remove(path);
+  CHECK(got.rows.front().metrics.makespan == best.step_ns);
+  // Through a shard file and back (plan --merge), the sets stay.
+  PlanOptions so;
+  so.shard_count = 2;
+  so.sets = given;
+  const PlanResult shard =
+      plan_from_json(render_plan_json(run_plan(load_config_text(yaml, "t.yaml", given), so)), "s.json");
+  CHECK(shard.variants.at(0).given_sets == given);
 }

@@ -129,8 +129,10 @@ json plan_to_json(const PlanResult& r) {
     }
     jv["rejected"] = rej;
     if (v.nearest.any)
-      jv["nearest_rejected_for_memory"] = {
-          {"id", v.nearest.id}, {"candidate", v.nearest.candidate}, {"peak_memory_bytes", v.nearest.need_bytes}};
+      jv["nearest_rejected_for_memory"] = {{"id", v.nearest.id},
+                                           {"candidate", v.nearest.candidate},
+                                           {"peak_memory_bytes", v.nearest.need_bytes},
+                                           {"simulated", v.nearest.simulated}};
     json by = json::array();
     for (const auto& [name, counts] : v.rejected_by_schedule) {
       json c = json::object();
@@ -228,7 +230,7 @@ PlanResult plan_from_json(const std::string& text, const std::string& name) {
     if (jv.contains("nearest_rejected_for_memory")) {
       const json& x = jv["nearest_rejected_for_memory"];
       v.nearest = {true, rd.get<std::uint64_t>(x, "id"), rd.get<std::string>(x, "candidate"),
-                   rd.get<double>(x, "peak_memory_bytes")};
+                   rd.get<double>(x, "peak_memory_bytes"), !x.contains("simulated") || rd.get<bool>(x, "simulated")};
     }
     for (const json& x : rd.at(jv, "rejected_by_schedule")) {
       std::array<std::uint64_t, kReasons> counts{};

@@ -110,6 +110,12 @@ std::string reasons_text(const std::array<std::uint64_t, kReasons>& counts) {
 // The nearest change that makes a plan feasible: the candidate rejected for memory that needed
 // the least, and the cap it needs; else the reason that rejected the most candidates.
 std::string nearest_change_text(const VariantResult& v) {
+  if (v.nearest.any && !v.nearest.simulated)
+    return fmt::format(
+        "nearest change: #{} {} needs at least {} GB per GPU for its weights, gradients and optimizer states "
+        "alone ({} GB over the cap; its activations come on top): give GPUs with more memory, or more GPUs or "
+        "pipeline stages to share the states\n",
+        v.nearest.id, v.nearest.candidate, gb(v.nearest.need_bytes), gb(v.nearest.need_bytes - v.memory_cap_bytes));
   if (v.nearest.any) {
     const double need_gb = std::ceil(v.nearest.need_bytes / kGB * 10.0) / 10.0;
     return fmt::format(

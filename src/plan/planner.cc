@@ -90,7 +90,8 @@ struct Outcome {
   Status status = Status::pending;
   Reason reason = Reason::gpu_count;
   std::string detail;
-  double need_bytes = 0;  // a memory rejection: the candidate's peak per GPU
+  double need_bytes = 0;       // a memory rejection: the candidate's peak per GPU
+  bool need_simulated = true;  // false: weights, gradients and optimizer states alone (a lower bound)
   PlanRow row;
 };
 
@@ -297,9 +298,10 @@ class Planner {
     o.detail = std::move(detail);
   }
 
-  void reject_memory(std::size_t slot, double need_bytes, std::string detail) {
+  void reject_memory(std::size_t slot, double need_bytes, std::string detail, bool simulated) {
     reject(slot, Reason::memory_cap, std::move(detail));
     outcomes_[slot].need_bytes = need_bytes;
+    outcomes_[slot].need_simulated = simulated;
   }
 
   // Stage 2: checks that need no config of the layout and no simulation.
@@ -484,7 +486,8 @@ class Planner {
             fmt::format("weights, gradients and optimizer states need {} on rank {} ({} parameter cop{}), over the "
                         "cap of {}",
                         gb_apart(states(fixed[r]), var.cap_bytes), r, s.parameter_copies,
-                        s.parameter_copies == 1 ? "y" : "ies", gb_apart(var.cap_bytes, states(fixed[r]))));
+                        s.parameter_copies == 1 ? "y" : "ies", gb_apart(var.cap_bytes, states(fixed[r]))),
+            false);
     simulated_.fetch_add(1, std::memory_order_relaxed);
     const Memo* hit = nullptr;
     const P2pRuntime runtime = data.parallel.p2p_runtime;
@@ -533,7 +536,8 @@ class Planner {
           slot, peak,
           fmt::format("peak memory {} on rank {} ({} of it activations of {} micro-batch chunks), over the cap of {}",
                       gb_apart(peak, var.cap_bytes), peak_rank, gb_text(phys.memory[peak_rank].activations),
-                      sim->ranks[peak_rank].peak_activations, gb_apart(var.cap_bytes, peak)));
+                      sim->ranks[peak_rank].peak_activations, gb_apart(var.cap_bytes, peak)),
+          true);
     Outcome& o = outcomes_[slot];
     o.status = Status::feasible;
     PlanRow& row = o.row;
@@ -594,7 +598,7 @@ class Planner {
         for (auto& [name, counts] : vr.rejected_by_schedule)
           if (name == c.family->name) ++counts[static_cast<std::size_t>(o.reason)];
         if (o.reason == Reason::memory_cap) {
-          const NearestPlan n{true, c.id, describe_candidate(c), o.need_bytes};
+          const NearestPlan n{true, c.id, describe_candidate(c), o.need_bytes, o.need_simulated};
           if (n.before(vr.nearest)) vr.nearest = n;
         }
         continue;

@@ -64,8 +64,13 @@ struct NearestPlan {
   std::uint64_t id = 0;
   std::string candidate;  // that candidate, as the rejection examples describe one
   double need_bytes = 0;  // its peak memory per GPU
+  // false: rejected before any simulation, on its weights, gradients and optimizer states alone,
+  // so need_bytes is a lower bound (its activations come on top). A simulated peak comes first.
+  bool simulated = true;
   bool before(const NearestPlan& o) const {
-    return !o.any || need_bytes < o.need_bytes || (need_bytes == o.need_bytes && id < o.id);
+    if (!o.any) return true;
+    if (simulated != o.simulated) return simulated;
+    return need_bytes < o.need_bytes || (need_bytes == o.need_bytes && id < o.id);
   }
 };
 

@@ -1,19 +1,20 @@
 // The answer's invariants (src/cost/invariants.h, docs/INVARIANTS.md): each check against values
 // worked out here, an answer that breaks one refused with exit 8 naming the input, and property
 // tests: random valid requests (unit times and model configs) never give an answer that breaks one.
+#include "cost/invariants.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "api/request.h"
 #include "catch.h"
 #include "core/error.h"
 #include "cost/cost_model.h"
-#include "cost/invariants.h"
 #include "plan/plan_report.h"
 #include "plan/planner.h"
 #include "sim/costs.h"
@@ -86,16 +87,21 @@ TEST_CASE("check_global_batch: micro-batches x mbs x dp = global batch", "[invar
   CHECK(error_of([] { check_global_batch(64, 1, 8, 512, kSrc); }).first == 0);
   const auto [code, msg] = error_of([] { check_global_batch(512, 1, 8, 512, kSrc); });
   CHECK(code == kExitInvariant);
-  CHECK(msg == "t.yaml: the answer breaks an invariant: 512 micro-batches x micro-batch size 1 x dp 8 = 4096 sequences, "
-               "not the global batch of 512");
+  CHECK(msg ==
+        "t.yaml: the answer breaks an invariant: 512 micro-batches x micro-batch size 1 x dp 8 = 4096 sequences, "
+        "not the global batch of 512");
   CHECK(error_of([] { check_global_batch(512, 1, 8, 0, kSrc); }).first == 0);  // none stated
 }
 
 TEST_CASE("check_parts_add_up and over_capacity_ranks", "[invariants]") {
   CHECK(error_of([] { check_parts_add_up("params", 10, {{"a", 4}, {"b", 6}}, kSrc); }).first == 0);
-  CHECK_THAT(error_of([] { check_parts_add_up("params", 11, {{"a", 4}, {"b", 6}}, kSrc); }).second,
+  CHECK_THAT(error_of([] {
+               check_parts_add_up("params", 11, {{"a", 4}, {"b", 6}}, kSrc);
+             }).second,
              PPSIM_CONTAINS("params: its parts add up to 10, not its total 11"));
-  CHECK_THAT(error_of([] { check_parts_add_up("params", 2, {{"a", 4}, {"b", -2}}, kSrc); }).second,
+  CHECK_THAT(error_of([] {
+               check_parts_add_up("params", 2, {{"a", 4}, {"b", -2}}, kSrc);
+             }).second,
              PPSIM_CONTAINS("its b is -2"));
   CHECK(over_capacity_ranks({70e9, 81e9, 80e9, 95e9}, 80e9) == std::vector<int>{1, 3});
   CHECK(over_capacity_ranks({70e9, 81e9}, 0).empty());  // capacity unknown: nothing flagged
@@ -134,22 +140,37 @@ TEST_CASE("memory over the GPU's capacity is flagged in the table, JSON and CSV"
 }
 
 TEST_CASE("plan with nothing feasible names the nearest change", "[invariants][plan]") {
-  // The same 2-rank model under a 1 GB cap: every candidate is over it; the nearest is the one
-  // needing least, and the cap it names is at least its need.
-  const std::string yaml = dense_config(4, 2048, 2, 4, R"(plan:
+  // The same 2-rank model under a 1 GB cap: its weights, gradients and optimizer states alone are
+  // over it, so no candidate is simulated and the nearest names a lower bound, not a cap to allow.
+  auto plan_at = [](const std::string& cap) {
+    const std::string yaml = dense_config(4, 2048, 2, 4, R"(plan:
   search: {schedules: [1f1b, zb-h1], microbatches: [4]}
-  constraints: {memory_gb: 1})");
-  PlanOptions opt;
-  opt.jobs = 1;
-  const PlanResult r = run_plan(load_config_text(yaml, "t.yaml", {}), opt);
+  constraints: {memory_gb: )" + cap + "}");
+    PlanOptions opt;
+    opt.jobs = 1;
+    return run_plan(load_config_text(yaml, "t.yaml", {}), opt);
+  };
+  const PlanResult r = plan_at("1");
   REQUIRE(r.variants.size() == 1);
   const VariantResult& v = r.variants[0];
   CHECK(v.feasible.empty());
   REQUIRE(v.nearest.any);
+  CHECK_FALSE(v.nearest.simulated);
   CHECK(v.nearest.need_bytes > 1e9);
   const std::string text = render_plan_table(r);
   CHECK_THAT(text, PPSIM_CONTAINS("nearest change: #"));
-  CHECK_THAT(text, PPSIM_CONTAINS(fmt::format("allow {:g} GB per GPU", std::ceil(v.nearest.need_bytes / 1e8) / 10.0)));
+  CHECK_THAT(text, PPSIM_CONTAINS("needs at least"));
+  // Just above those states: the candidate is simulated, and its peak (activations too) is over the
+  // cap; now the hint names the cap it needs, and that cap gives a plan.
+  const double states_gb = v.nearest.need_bytes / 1e9;
+  const PlanResult over = plan_at(fmt::format("{:.3f}", states_gb + 0.001));
+  const VariantResult& o = over.variants[0];
+  REQUIRE(o.feasible.empty());
+  REQUIRE(o.nearest.simulated);
+  CHECK(o.nearest.need_bytes > v.nearest.need_bytes);
+  const double allow = std::ceil(o.nearest.need_bytes / 1e8) / 10.0;
+  CHECK_THAT(render_plan_table(over), PPSIM_CONTAINS(fmt::format("allow {:g} GB per GPU", allow)));
+  CHECK_FALSE(plan_at(fmt::format("{:g}", allow)).variants[0].feasible.empty());
 }
 
 TEST_CASE("property: random unit-time requests never break an invariant", "[invariants][property]") {
@@ -168,8 +189,8 @@ TEST_CASE("property: random unit-time requests never break an invariant", "[inva
       req.units.a2a = pick(0, 4) * 0.25;
       req.units.layers = 4;
     }
-    INFO("trial " << trial << ": pp " << pp << " m " << req.schedule.microbatches.value_or(0) << " F=" << f << ",B=" << b
-                  << ",W=" << w);
+    INFO("trial " << trial << ": pp " << pp << " m " << req.schedule.microbatches.value_or(0) << " F=" << f
+                  << ",B=" << b << ",W=" << w);
     api::Result r;
     const auto [code, msg] = error_of([&] { r = api::run(req); });
     INFO(msg);
@@ -211,7 +232,8 @@ TEST_CASE("property: random model configs never break an invariant", "[invariant
       std::vector<int> over;
       for (std::size_t k = 0; k < p.peak_memory_bytes.size(); ++k) {
         const MemoryBreakdown& b = p.memory[k];
-        CHECK(b.total == Approx(b.weights + b.gradients + b.optimizer + b.ema + b.activations + b.comm_buffers + b.workspace));
+        CHECK(b.total ==
+              Approx(b.weights + b.gradients + b.optimizer + b.ema + b.activations + b.comm_buffers + b.workspace));
         if (p.peak_memory_bytes[k] > 80e9) over.push_back(static_cast<int>(k));
       }
       CHECK(p.over_capacity_ranks == over);

@@ -71,8 +71,11 @@ ModelConfigData build_variant(const ModelConfigData& base, const WhatIf& w, cons
     return validate_config_tree(tree, base.file, config_dir(base), set_paths);
   } catch (const InputError& e) {
     // The base validated, so the error is about an override; one written with --set has marks
-    // inside the flag's text, not in the file.
-    const SourceLoc at = w.loc.file == "--set" ? w.loc : e.loc();
+    // inside the flag's text, not in the file. An error about a key the what-if left alone
+    // (a layer_split against its new layer count) carries no mark from the cloned tree: there,
+    // the what-if's own entry.
+    const bool unmarked = e.loc().line <= 1 && e.loc().col <= 1;
+    const SourceLoc at = w.loc.file == "--set" || unmarked ? w.loc : e.loc();
     throw InputError(at, prefix + e.message(), e.suggestion(), e.exit_code());
   }
 }

@@ -261,6 +261,12 @@ parallel: {pp: 2, microbatches: 4}
         "t.yaml:5:44: give plan.constraints.memory_gb (a fixed cap) or reserve_gb (hardware.hbm_gb minus it), not both");
   // A cap above the GPU's memory (the h100's 85.5208 GB as the driver reports it) would rank layouts
   // that do not fit the GPU as feasible; in a what-if whose GPU is smaller, named with it.
+  // An error about a key the what-if left alone (the base's layer_split against its new layer
+  // count) points at the what-if's entry, not at 1:1 of the cloned tree.
+  CHECK(error_of("model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}\n"
+                 "hardware: {name: h100, gpus: 2}\nparallel: {pp: 2, microbatches: 4, layer_split: [2, 2]}\n"
+                 "plan:\n  whatif:\n    deeper: {model.layers: 6}\n") ==
+        "t.yaml:6:5: what-if 'deeper': parallel.layer_split sums to 4 layers, but model.layers = 6");
   CHECK(error_of(head + "plan:\n  constraints: {memory_gb: 90}\n") ==
         "t.yaml:5:28: plan.constraints.memory_gb = 90 is above the GPU's memory, hardware.hbm_gb = 85.5208: give at "
         "most 85.5208 (or reserve_gb for headroom below it)");

@@ -678,6 +678,12 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
 
   // Layers per stage: pp*vpp stages, each 1/(pp*vpp) of the layers or as listed.
   const int stages = p.pp * p.vpp;
+  // Each stage needs a layer, or the embedding (first) or the head (last): no split serves more.
+  const int most_stages = m.layers + (p.embedding_on_first ? 1 : 0) + (p.head_on_last ? 1 : 0);
+  if (stages > most_stages)
+    par.fail("pp", fmt::format("pp*vpp = {}*{} = {} stages for model.layers={}: a stage needs a layer, the embedding "
+                               "or the head, so at most {} stages; lower parallel.pp (or vpp)",
+                               p.pp, p.vpp, stages, m.layers, most_stages));
   if (p.layer_split.empty()) {
     if (m.layers % stages != 0) {
       const std::string key = par.has("layer_split") ? "layer_split" : "pp";

@@ -189,6 +189,15 @@ parallel:
   pp: 2
 )") == "t.yaml:5:7: model.layers=5 cannot be split uniformly into pp*vpp = 2*1 = 2 stages; give parallel.layer_split as a "
        "list of 2 layer counts");
+  // 4 layers, the embedding on the first stage and the head on the last: at most 6 stages, so pp 8
+  // is refused for that, not sent to a layer_split no list of 8 could satisfy.
+  CHECK(error_of(R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
+hardware: {name: h100}
+parallel:
+  microbatches: 8
+  pp: 8
+)") == "t.yaml:5:7: pp*vpp = 8*1 = 8 stages for model.layers=4: a stage needs a layer, the embedding or the head, "
+       "so at most 6 stages; lower parallel.pp (or vpp)");
   CHECK(error_of(std::string(kOk), {"parallel.layer_split=[1, 2]"}) ==
         "--set: parallel.layer_split sums to 3 layers, but model.layers = 4");
   CHECK(error_of(R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}

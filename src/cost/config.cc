@@ -958,6 +958,9 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   }
   check_megatron_required(out, args);
   const YAML::Node& par = out["parallel"];
+  // The launcher's world size gives dp wherever the YAML states neither dp nor the GPUs, also when
+  // it writes the micro-batches itself (else dp would fall to 1: one replica's memory and tokens).
+  if (!par["dp"] && stated_gpus(out) <= 0 && args.world_size > 0) out["parallel"]["dp"] = megatron_dp(root, out, args);
   if (par["microbatches"]) return out;
   if (args.global_batch_size <= 0) {  // Megatron's default global batch: micro-batch size x dp
     out["parallel"]["microbatches"] = 1;

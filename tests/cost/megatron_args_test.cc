@@ -307,6 +307,10 @@ TEST_CASE("megatron: dp before the global batch is split (the issue's 64 GPUs, T
   const ModelConfigData b = load("megatron_args: launch.sh\ncluster: {gpu: h100}\n");  // 8 x 8 = 64 from torchrun
   CHECK(b.parallel.dp == 8);
   CHECK(b.parallel.microbatches == 64);
+  // The YAML's own micro-batch count: dp is still torchrun's 64 / (2 x 4) = 8, not 1 (one replica).
+  const ModelConfigData m = load("megatron_args: launch.sh\ncluster: {gpu: h100}\nparallel: {microbatches: 16}\n");
+  CHECK(m.parallel.dp == 8);
+  CHECK(m.parallel.microbatches == 16);
   // cp 2: dp = 64 / (2 x 4 x 2) = 4; micro-batch 2: 512 / (2 x 4) = 64.
   const ModelConfigData c = load("megatron_args: cp.sh\nhardware: {name: h100, gpus: 64}\n");
   CHECK(c.parallel.cp == 2);

@@ -392,17 +392,18 @@ void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long
 // and no type): 50257 padded as Megatron pads it (vocab_size_with_padding: up to a multiple of
 // --make-vocab-size-divisible-by (128) x tp). Other tokenizers: named for the caller's message.
 void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
-  copy_int(a, "vocab-size", m, "vocab");
+  // Megatron pads the tokenizer's vocabulary (--vocab-size: its size before padding) to a multiple
+  // of --make-vocab-size-divisible-by (128) x tp (vocab_utils.py _vocab_size_with_padding).
+  const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
+  const long long multiple =
+      (a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128) * tp;
+  auto padded = [&](long long v) { return (v + multiple - 1) / multiple * multiple; };
+  if (a.has("vocab-size")) m["vocab"] = padded(a.integer("vocab-size", 1));
   copy_int(a, "padded-vocab-size", m, "vocab");
   copy_int(a, "pad-vocab-size-to", m, "vocab");  // Megatron-DeepSpeed's (BLOOM's 250880): the padded size itself
   const std::string type = a.has("tokenizer-type") ? a.value("tokenizer-type") : "";
   const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
-  if (!m["vocab"] && gpt2) {
-    const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
-    const long long multiple =
-        (a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128) * tp;
-    m["vocab"] = (50257 + multiple - 1) / multiple * multiple;
-  }
+  if (!m["vocab"] && gpt2) m["vocab"] = padded(50257);
   if (!type.empty()) out.tokenizer = "--tokenizer-type " + type;
   if (a.has("tokenizer-model") && !a.get("tokenizer-model").values.empty())
     out.tokenizer +=
@@ -437,6 +438,49 @@ void read_attention_backend(Flags& a, YAML::Node m) {
 }
 
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
+// --window-size L,R (Megatron's sliding window: each token sees L before it and R after; -1 is
+// unbounded) and --window-attn-skip-freq (an integer N: the 1-based layer l is full attention when
+// l % N == 0; or a Python list of 1 = window, 0 = full per layer): model.sliding_window = L + 1
+// tokens and model.local_layers. A window that looks ahead (R > 0) is not a causal model: refused.
+void read_window_flags(Flags& a, YAML::Node m) {
+  if (!a.has("window-size")) {
+    (void)a.has("window-attn-skip-freq");
+    return;
+  }
+  const std::string w = a.value("window-size");
+  const SourceLoc at = a.at("window-size");
+  const std::size_t comma = w.find(',');
+  const std::optional<long long> left = whole_integer(w.substr(0, comma)),
+                                 right = comma == std::string::npos ? std::optional<long long>(0)
+                                                                    : whole_integer(w.substr(comma + 1));
+  if (!left || !right || *left < -1 || *right < -1)
+    throw InputError(at, fmt::format("--window-size {}: expected L,R (tokens before and after; -1: unbounded)", w));
+  if (*right != 0)
+    throw InputError(at, fmt::format("--window-size {}: a window that sees {} tokens ahead is not a causal decoder; "
+                                     "ppsim models causal attention (R = 0)",
+                                     w, *right));
+  if (*left < 0) return;  // unbounded to the left: full causal attention
+  m["sliding_window"] = *left + 1;
+  if (!a.has("window-attn-skip-freq")) return;
+  const std::string f = a.value("window-attn-skip-freq");
+  const SourceLoc fat = a.at("window-attn-skip-freq");
+  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
+  std::vector<int> local;
+  if (const std::optional<long long> n = whole_integer(f)) {
+    if (*n < 1) throw InputError(fat, fmt::format("--window-attn-skip-freq {}: expected an integer >= 1", f));
+    for (long long l = 1; l <= layers; ++l) local.push_back(l % *n != 0 ? 1 : 0);
+  } else {
+    local = python_int_list(f, fat, "--window-attn-skip-freq");
+    if (layers > 0 && static_cast<long long>(local.size()) != layers)
+      throw InputError(
+          fat, fmt::format("--window-attn-skip-freq {}: {} entries for --num-layers {}", f, local.size(), layers));
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (int x : local) list.push_back(x != 0 ? 1 : 0);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  m["local_layers"] = list;
+}
+
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
   copy_int(a, "hidden-size", m, "hidden");
@@ -462,7 +506,9 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
     // Megatron-DeepSpeed's GQA flag (its arguments.py; default: --num-attention-heads).
     if (a.has("num-key-value-heads")) m["kv_heads"] = a.integer("num-key-value-heads", 1);
   }
-  m["mlp"] = swiglu ? "swiglu" : "gelu";
+  // --quick-geglu is gated too (argument_utils: gated_linear_unit), as GPT-OSS's experts run it.
+  m["mlp"] = swiglu || a.has("quick-geglu") ? "swiglu" : "gelu";
+  read_window_flags(a, m);
   // Megatron-LM's choices are LayerNorm and RMSNorm; Megatron-DeepSpeed's (its arguments.py)
   // layernorm and rmsnorm: either spelling, in any case.
   std::string norm = "layernorm";

@@ -639,3 +639,50 @@ TEST_CASE("megatron: errors about the script's values point at the script, not -
   CHECK(r3.code == 3);
   CHECK_THAT(r3.err, PPSIM_CONTAINS("ppsim: --megatron-args: hardware.gpus = 8 GPUs is not a multiple of"));
 }
+
+TEST_CASE("megatron: --quick-geglu is gated; --window-size and --window-attn-skip-freq place the window",
+          "[cost][megatron]") {
+  // GPT-OSS's flags (Megatron-LM argument_utils: quick_geglu -> gated_linear_unit; utils.py
+  // is_layer_window_attention: the 1-based layer l is full when l % N == 0): 4 layers, N 2 ->
+  // layers 1 and 3 (0-based 0 and 2) local, 127 tokens before -> a window of 128.
+  const MegatronArgs g = megatron_args_from_text(
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --quick-geglu --window-size 127,0 "
+      "--window-attn-skip-freq 2",
+      "a.sh");
+  CHECK(g.model["mlp"].as<std::string>() == "swiglu");
+  CHECK(g.model["sliding_window"].as<int>() == 128);
+  std::vector<int> local;
+  for (const auto& x : g.model["local_layers"]) local.push_back(x.as<int>());
+  CHECK(local == std::vector<int>{1, 0, 1, 0});
+  CHECK(g.ignored.empty());
+  // A list: 1 = window, 0 = full, per layer. Unbounded (-1) is no window; a look-ahead is refused.
+  const MegatronArgs l = megatron_args_from_text(
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --window-size 4095,0 --window-attn-skip-freq "
+      "'[1,1,1,0]'",
+      "a.sh");
+  local.clear();
+  for (const auto& x : l.model["local_layers"]) local.push_back(x.as<int>());
+  CHECK(local == std::vector<int>{1, 1, 1, 0});
+  CHECK(l.model["sliding_window"].as<int>() == 4096);
+  CHECK_FALSE(
+      megatron_args_from_text("--num-layers 4 --hidden-size 64 --num-attention-heads 4 --window-size -1,0", "a.sh")
+          .model["sliding_window"]);
+  CHECK(error_of("--num-layers 4 --hidden-size 64 --num-attention-heads 4 --window-size 127,3") ==
+        "a.sh:1:71: --window-size 127,3: a window that sees 3 tokens ahead is not a causal decoder; ppsim models "
+        "causal attention (R = 0)");
+}
+
+TEST_CASE("megatron: --vocab-size is padded as Megatron pads it", "[cost][megatron]") {
+  // vocab_utils.py: a multiple of --make-vocab-size-divisible-by (128) x tp. 128256 at TP8: a
+  // multiple of 1024, 125.25 -> 126 x 1024 = 129024; divisible by 3200 at TP8 (DeepSeek-V2-Lite's
+  // script): 25600 x 6 = 153600; at TP1, 128256 = 1002 x 128 stays.
+  auto vocab = [](const std::string& flags) {
+    return megatron_args_from_text("--num-layers 2 --hidden-size 64 --num-attention-heads 4 " + flags, "a.sh")
+        .model["vocab"]
+        .as<long long>();
+  };
+  CHECK(vocab("--vocab-size 128256 --tensor-model-parallel-size 8") == 129024);
+  CHECK(vocab("--vocab-size 128256 --tensor-model-parallel-size 8 --make-vocab-size-divisible-by 3200") == 153600);
+  CHECK(vocab("--vocab-size 128256") == 128256);
+  CHECK(vocab("--padded-vocab-size 128300") == 128300);  // already padded: as written
+}

@@ -141,6 +141,12 @@ Schedule with_torch_p2p(Schedule s, TorchRuntime runtime) {
   if (s.num_pipes != 1)
     throw InputError(fmt::format("parallel.p2p_runtime torch: {} has {} pipes; PyTorch's runtime lowers one pipe", s.family, s.num_pipes));
   if (runtime != TorchRuntime::multi_stage) {
+    // Schedule1F1B.__init__ raises ValueError for fewer micro-batches than stages.
+    if (s.family == "1f1b" && s.num_stages() == s.pp && s.microbatches < s.pp)
+      throw InputError(
+          fmt::format("parallel.p2p_runtime torch: PyTorch's Schedule1F1B refuses {} micro-batches for {} "
+                      "stages (it needs M >= P); give M >= {}, or ScheduleGPipe's order (gpipe)",
+                      s.microbatches, s.pp, s.pp));
     const SingleStage kind = single_stage_kind(s);
     if (kind != SingleStage::none) return lower_single_stage(std::move(s), kind);
     if (runtime == TorchRuntime::single_stage)

@@ -315,6 +315,10 @@ TEST_CASE("show --lower torch: the sends, receives and FSDP-style actions PyTorc
   const Result two = run_ppsim("show dualpipe -p 4 -m 8 --lower torch");
   CHECK(two.code == 3);
   CHECK(two.err.find("2 pipes") != std::string::npos);
+  // Schedule1F1B.__init__ raises for fewer micro-batches than stages: so does its lowering.
+  const Result few = run_ppsim("show 1f1b -p 4 -m 2 --lower torch");
+  CHECK(few.code == 3);
+  CHECK_THAT(few.err, PPSIM_CONTAINS("PyTorch's Schedule1F1B refuses 2 micro-batches for 4 stages"));
 }
 
 TEST_CASE("compare: peak activations in rank shares in the table, CSV and JSON alike", "[cli]") {

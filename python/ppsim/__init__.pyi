@@ -56,7 +56,7 @@ def load_config(path: str | os.PathLike[str], overrides: Optional[Mapping[str, o
 # ---- generated from src/api/options.cc by tools/gen_options.py: do not edit below ----
 
 def compare(
-    schedules: str | Sequence[str] = "all",
+    schedules: str | Sequence[str] = None,
     *,
     config: str | os.PathLike[str] | Config | None = None,
     pp: int | None = None,

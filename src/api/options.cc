@@ -109,7 +109,8 @@ constexpr Option kRunRows[] = {kSet, kCalibration, kMegatronArgs, kMegatronEnv, 
 constexpr Option kPictureRows[] = {kFormatResults, kOutput, kTrace, kSvg, kHtml, kColor, kMemory};
 
 constexpr Option kCompareOwn[] = {
-    {"--schedules,-s", K::Text, "all", "", "all, or a comma-separated list of families"},
+    {"--schedules,-s", K::Text, "", "",
+     "all, or a comma-separated list of families (default: the config's parallel.schedule with a config, else all)"},
     {"timelines", K::Flag, "", "", "return each result's simulated timeline", R::Python},
 };
 constexpr Option kConfigRow[] = {kConfig};

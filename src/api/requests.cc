@@ -189,7 +189,8 @@ Request run_request(const Values& v) {
   r.schedule = schedule_choice(v);
   const bool simulate = v.command().name == "simulate";
   r.families = simulate ? v.text("schedule") : v.text("schedules");
-  r.families_given = v.given(simulate ? "schedule" : "schedules");
+  r.families_given = v.given(simulate ? "schedule" : "schedules") && !r.families.empty();
+  if (r.families.empty() && !simulate) r.families = "all";
   r.single = simulate;
   r.units = unit_costs(v);
   r.config = v.text("config");

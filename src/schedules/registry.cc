@@ -37,14 +37,31 @@ PublishedBubble zero_own_span(const ScheduleParams& p, const UniformTimes& t, st
   return bubble(0, t.f == b && b == t.w && p.microbatches >= 2 * p.pp - 1, "0 (own span)", std::move(condition), true);
 }
 
+// What PyTorch's ScheduleInterleaved1F1B does with these P and M: its rounds of M // max(1, M // P)
+// micro-batches (--group-size, where ppsim can generate it), or M < P in one round, which it cannot.
+std::string torch_group_hint(const ScheduleParams& p) {
+  const int rounds = std::max(1, p.microbatches / std::max(1, p.pp));
+  if (p.microbatches % rounds != 0) return {};
+  const int g = p.microbatches / rounds;
+  if (g >= p.pp && g != p.group_size && p.microbatches % g == 0)
+    return fmt::format("; PyTorch's ScheduleInterleaved1F1B runs rounds of {}: --group-size {}", g, g);
+  if (g < p.pp)
+    return fmt::format(
+        "; PyTorch's ScheduleInterleaved1F1B runs M < P in one round of {}, which ppsim generates "
+        "only from its CSV (--schedule-file)",
+        g);
+  return {};
+}
+
 // The interleaved families' micro-batch groups: P <= G <= M, and M mod G either 0 or >= P.
 std::string group_check(const char* family, const ScheduleParams& p) {
   if (p.group_size < p.pp || p.group_size > p.microbatches)
-    return fmt::format("{} needs P <= G <= M (P={}, M={}), got G={}", family, p.pp, p.microbatches, p.group_size);
+    return fmt::format("{} needs P <= G <= M (P={}, M={}), got G={}{}", family, p.pp, p.microbatches, p.group_size,
+                       torch_group_hint(p));
   const int rem = p.microbatches % p.group_size;
   if (rem != 0 && rem < p.pp)
-    return fmt::format("{} needs M mod G = 0 or >= P (P={}, G={}), got M={} (M mod G = {})", family, p.pp, p.group_size,
-                       p.microbatches, rem);
+    return fmt::format("{} needs M mod G = 0 or >= P (P={}, G={}), got M={} (M mod G = {}){}", family, p.pp,
+                       p.group_size, p.microbatches, rem, torch_group_hint(p));
   return ok();
 }
 

@@ -105,3 +105,30 @@ TEST_CASE("the registry has the nine families with aliases", "[schedules]") {
   REQUIRE(find_family("DualPipeV").name == "dualpipev");
   REQUIRE(find_family("zb-v").name == "zbv");
 }
+
+TEST_CASE("interleaved 1F1B's group refusals say what PyTorch's ScheduleInterleaved1F1B runs", "[schedules]") {
+  // PyTorch: rounds = max(1, M // P), micro-batches per round = M // rounds. P 4, M 10: 2 rounds of
+  // 5, which ppsim generates with --group-size 5; M 3 < P: one round of 3, which it does not.
+  auto refusal = [](int pp, int m) {
+    ScheduleParams p;
+    p.pp = pp;
+    p.microbatches = m;
+    p.vpp = 2;
+    try {
+      (void)make_schedule("ScheduleInterleaved1F1B", p);
+    } catch (const InputError& e) {
+      return e.message();
+    }
+    return std::string("no error");
+  };
+  CHECK(refusal(4, 10) ==
+        "interleaved-1f1b needs M mod G = 0 or >= P (P=4, G=4), got M=10 (M mod G = 2); PyTorch's "
+        "ScheduleInterleaved1F1B runs rounds of 5: --group-size 5");
+  CHECK_THAT(refusal(4, 3), PPSIM_CONTAINS("runs M < P in one round of 3, which ppsim generates only from its CSV"));
+  ScheduleParams five;
+  five.pp = 4;
+  five.microbatches = 10;
+  five.vpp = 2;
+  five.group_size = 5;
+  CHECK(make_schedule("interleaved-1f1b", five).microbatches == 10);
+}

@@ -111,8 +111,16 @@ Result run(const Request& req) {
   if (sc.schedule || !sc.schedule_file.empty()) {
     const Schedule s = sc.schedule ? *sc.schedule : import_file(sc);
     if (!s.dialect.empty()) out.extra["schedule_file"] = import_info(s);
-    if (sc.schedule && sc.generated_with) run_one(s, &find_family(s.family), *sc.generated_with);
-    else run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
+    try {
+      if (sc.schedule && sc.generated_with)
+        run_one(s, &find_family(s.family), *sc.generated_with);
+      else
+        run_one(s, nullptr, ScheduleParams{s.pp, s.microbatches, s.chunks_per_rank, s.pp});
+    } catch (const InputError& e) {
+      // A file's order that cannot run (a deadlock): the error names the file.
+      if (sc.schedule_file.empty() || !e.loc().file.empty()) throw;
+      throw InputError(SourceLoc{sc.schedule_file, 0, 0}, e.message(), e.suggestion(), e.exit_code());
+    }
   } else {
     ScheduleChoice choice = sc;
     if (cfg) {

@@ -471,6 +471,30 @@ void place_comms(Schedule& s, const CommRows& comm_rows, const Extent& x) {
     }
 }
 
+// What the validator would refuse without a place, refused at the action's line:col: an op listed
+// twice, and a stage's micro-batch with both a full backward and a split one.
+void check_listed_once(const Rows& rows) {
+  std::map<std::tuple<int, int, int>, SourceLoc> seen;                // (kind, stage, micro-batch)
+  std::map<std::pair<int, int>, std::pair<int, SourceLoc>> backward;  // (stage, mb) -> 1: B, 2: I or W
+  for (const auto& row : rows)
+    for (const auto& [a, loc] : row)
+      for (int i = 0; i < a.size(); ++i) {
+        const Op op = a.op(i);
+        const auto [it, fresh] = seen.emplace(std::tuple{static_cast<int>(op.kind), op.stage, op.microbatch}, loc);
+        if (!fresh)
+          throw InputError(
+              loc, fmt::format("op {} appears twice (first at {}:{})", format_op(op), it->second.line, it->second.col));
+        if (op.kind == OpKind::F) continue;
+        const int kind = op.kind == OpKind::B ? 1 : 2;
+        auto [b, first] = backward.emplace(std::pair{op.stage, op.microbatch}, std::pair{kind, loc});
+        if (!first && b->second.first != kind)
+          throw InputError(loc, fmt::format("stage {} micro-batch {} has both a full backward {} and a split one "
+                                            "(the other at {}:{})",
+                                            op.stage, op.microbatch, format_op(Op{OpKind::B, op.stage, op.microbatch}),
+                                            b->second.second.line, b->second.second.col));
+      }
+}
+
 }  // namespace
 
 Schedule import_csv(const std::string& text, const std::string& filename, int pp, int microbatches, Layout layout,
@@ -489,6 +513,7 @@ Schedule import_csv(const std::string& text, const std::string& filename, int pp
   if (layout == Layout::Auto) layout = infer_layout(rows, x, file_loc);
   apply_layout(s, layout, x, file_loc);
   set_microbatches(s, rows, x, microbatches, file_loc);
+  check_listed_once(rows);
   place_actions(s, rows);
   if (keep_comm) place_comms(s, comm_rows, x);
   try {

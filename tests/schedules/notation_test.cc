@@ -167,3 +167,12 @@ TEST_CASE("comm actions: a transfer starts when its producer ended and both side
   CHECK(simulate_file(import_csv("0UNSHARD,0F0,0F1,0B0,0B1,0RESHARD\n1F0,1F1,1B0,1B1\n", "u.csv", 0, 0), 0.5)
             .makespan() == 10 * U);
 }
+
+TEST_CASE("csv: an op listed twice, or both backwards of one micro-batch, are refused at line:col",
+          "[schedules][notation]") {
+  // 1B1 twice on line 2: the second at column 17 (1F0,1B0,1F1,1B1, is 16 characters), the first at 13.
+  CHECK(import_error("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1,1B1\n") == "s.csv:2:17: op 1B1 appears twice (first at 2:13)");
+  // Today's dialect: B (full) and I of stage 1's micro-batch 0; the I at 2:9, the B at 2:5.
+  CHECK(import_error("0F0,0B0\n1F0,1B0,1I0,1W0\n", Dialect::Current) ==
+        "s.csv:2:9: stage 1 micro-batch 0 has both a full backward 1B0 and a split one (the other at 2:5)");
+}

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -1365,10 +1366,17 @@ St Executor::builtin(const std::vector<ShellWord>& argv, const SourceLoc& at, co
     return st;
   }
   if (cmd == "eval") {
+    // eval parses its words again (quotes, splitting). A word whose value is not known (an unset
+    // variable, a command's output) keeps the text the script wrote for it (`${o}`, `$(nproc)`),
+    // which the new parse expands to the same unknown: the known words around it lose their quotes
+    // as in bash. Only an unknown word with unbalanced quotes cannot be read again.
+    auto balanced = [](const std::string& t) {
+      return std::count(t.begin(), t.end(), '"') % 2 == 0 && std::count(t.begin(), t.end(), '\'') % 2 == 0;
+    };
     std::string text;
     for (std::size_t k = 1; k < argv.size(); ++k) {
-      if (!argv[k].unknown.empty()) {
-        handled = false;  // its text is not known: recorded as a command, refused where it matters
+      if (!argv[k].unknown.empty() && !balanced(argv[k].text)) {
+        handled = false;  // quoting we cannot re-read: recorded as a command, refused where it matters
         return St::yes;
       }
       text += (text.empty() ? "" : " ") + argv[k].text;

@@ -2,6 +2,7 @@
 // each construct on a small script written here, the expected words worked out from bash's rules.
 #include "cost/shell_script.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,16 @@ TEST_CASE("shell: bash -c, eval, functions, loops, here-documents, exit", "[cost
   // bash -c '...': its text is read as a script; single quotes keep $X for the inner shell.
   CHECK(last_words("X=3\nbash -c 'run --n $X --m \"a b\"'") == W{"run", "--n", "3", "--m", "a b"});
   CHECK(last_words("X=3\neval \"run --n $X\"") == W{"run", "--n", "3"});
+  // eval with an unknown word (an unset $o, a command's output with quotes inside): the known
+  // words still lose their quotes, as bash's re-parse removes them; the unknown stays unknown.
+  const auto ev = shell_commands(
+      "opts=\" --freq '1' --n 2 \"\nrun_cmd=\"run $(nproc --all \\\"x\\\") ${opts} ${o}\"\neval ${run_cmd}", "s.sh",
+      "");
+  REQUIRE(!ev.empty());
+  std::vector<std::string> texts;
+  for (const auto& w : ev.back().words) texts.push_back(w.text);
+  CHECK(std::find(texts.begin(), texts.end(), "1") != texts.end());
+  CHECK(std::find(texts.begin(), texts.end(), "'1'") == texts.end());
   CHECK(last_words("f() {\n  run --n $1 \"$@\"\n}\nf 4 5") == W{"run", "--n", "4", "4", "5"});
   CHECK(last_words("A=\nfor x in 1 2 3; do A=$A$x; done\nrun $A") == W{"run", "123"});
   CHECK(last_words("cat <<EOF > f\nrun --not-this\nEOF\nrun --this 2>&1 >log") == W{"run", "--this"});

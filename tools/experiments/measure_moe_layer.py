@@ -21,10 +21,14 @@ Usage: python3 measure_moe_layer.py [--tokens 4096] [--reps 20] [--warmup 5] [--
 """
 import argparse
 import json
-import statistics
+import sys
 
-import torch
-import torch.nn.functional as F
+from cuda_timing import cuda_torch, median_ms
+
+torch = cuda_torch("measure_moe_layer.py")
+if torch is None:
+    sys.exit(0)
+import torch.nn.functional as F  # noqa: E402 - after the CUDA check
 
 H, HEADS, KV, D = 2048, 32, 4, 128
 E, K, FE = 128, 8, 768
@@ -99,18 +103,7 @@ class Layer(torch.nn.Module):
 
 
 def timed(fn, reps, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
+    return median_ms(torch, fn, reps, warmup)
 
 
 def graphed(fn, warmup):

@@ -232,7 +232,9 @@ void refuse_unmodelled(const Fields& f, int layers) {
     f.refuse("v_head_dim", fmt::format("values {} wide beside queries and keys {} wide (head_dim) are modelled only "
                                        "with MLA (kv_lora_rank)",
                                        f.count("v_head_dim"), f.count("head_dim")));
-  for (const auto& [key, value] : f.object().items()) {
+  for (const auto& item : f.object().items()) {
+    const std::string key = item.key();  // a named copy: clang 14 cannot capture a structured binding
+    const json& value = item.value();
     if (!value.is_array() || static_cast<int>(value.size()) != layers || layers < 2) continue;
     if (std::any_of(kPerLayerRead.begin(), kPerLayerRead.end(), [&](const char* k) { return key == k; })) continue;
     if (key == "architectures" || key.find("token") != std::string::npos) continue;  // names, token ids

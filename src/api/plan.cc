@@ -47,7 +47,6 @@ PlanResult plan(const PlanRequest& a) {
   opt.jobs = a.jobs;
   opt.top_k = a.top;
   if (!a.shard.empty()) parse_shard(a.shard, opt.shard_index, opt.shard_count);
-  for (const auto& s : a.sets) opt.set_paths.push_back(s.substr(0, s.find('=')));
   opt.sets = a.sets;
   const ModelConfig cfg = a.loaded_config ? *a.loaded_config : load_config(a.config, a.sets);
   opt.progress = a.progress;

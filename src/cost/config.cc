@@ -17,10 +17,12 @@
 #include <string_view>
 
 #include "core/enum_names.h"
+#include "core/schedule.h"
 #include "core/split.h"
 #include "cost/calibration.h"
 #include "cost/hf_config.h"
 #include "cost/megatron_args.h"
+#include "cost/model_keys.h"
 #include "cost/profile.h"
 #include "cost/torchtitan.h"
 #include "cost/yaml_reader.h"
@@ -966,8 +968,7 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
     out["parallel"]["microbatches"] = 1;
     return out;
   }
-  const long long dp = megatron_dp(root, out, args);
-  if (!par["dp"] && stated_gpus(out) <= 0) out["parallel"]["dp"] = dp;  // the launcher's world size
+  const long long dp = megatron_dp(root, out, args);  // the YAML's, or the launcher's set above
   const long long per_step = static_cast<long long>(args.micro_batch_size) * dp;
   if (args.global_batch_size % per_step != 0)
     throw InputError(args.global_batch_at,
@@ -1004,18 +1005,21 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
 // short stages, those are priced at it too).
 void apply_layer_sac(YAML::Node& out, const std::vector<int>& split, long long pp, const std::string& schedule,
                      long long every) {
-  const long long n_stages = static_cast<long long>(split.size());
+  const int n_stages = static_cast<int>(split.size());
   if (pp < 1 || n_stages % pp != 0) return;  // the layout readers name it
-  const bool v_shape = schedule == "zbv" || schedule == "dualpipev";
+  // The stages' ranks as the schedules place them (core/schedule.h): V-shaped, or looped.
+  Schedule lay;
+  if ((schedule == "zbv" || schedule == "dualpipev") && n_stages == 2 * pp)
+    layout_v_shape(lay, static_cast<int>(pp));
+  else
+    layout_linear(lay, static_cast<int>(pp), n_stages / static_cast<int>(pp));
   std::vector<long long> per_stage(split.size(), 0);
-  for (long long r = 0; r < pp; ++r) {
-    std::vector<long long> mine;
-    for (long long s = 0; s < n_stages; ++s)
-      if ((v_shape ? std::min(s, n_stages - 1 - s) : s % pp) == r) mine.push_back(s);
+  for (int r = 0; r < pp; ++r) {
     long long count = 0;
-    for (long long s : mine)
-      for (int l = 0; l < split[static_cast<std::size_t>(s)]; ++l)
-        if (++count % every == 0) ++per_stage[static_cast<std::size_t>(s)];
+    for (int s = 0; s < n_stages; ++s)
+      if (lay.stage_rank[static_cast<std::size_t>(s)] == r)
+        for (int l = 0; l < split[static_cast<std::size_t>(s)]; ++l)
+          if (++count % every == 0) ++per_stage[static_cast<std::size_t>(s)];
   }
   const long long k = *std::max_element(per_stage.begin(), per_stage.end());
   out["parallel"]["recompute"] = k > 0 ? "full" : "none";
@@ -1063,12 +1067,8 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
                                           "would get no layer, or less than the embedding's or output's weight "
                                           "(torchtitan refuses it)",
                                           layers, keys.first_less, keys.last_less, stages));
-    if (std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end()) {
-      YAML::Node ls(YAML::NodeType::Sequence);
-      ls.SetStyle(YAML::EmitterStyle::Flow);
-      for (int n : split) ls.push_back(n);
-      out["parallel"]["layer_split"] = ls;
-    }
+    if (std::adjacent_find(split.begin(), split.end(), std::not_equal_to<>()) != split.end())
+      out["parallel"]["layer_split"] = flow_list(split);
   }
   if (keys.layer_sac_every > 0 && !par["recompute"] && !par["recompute_layers"])
     apply_layer_sac(out, split, pp, par["schedule"] ? par["schedule"].as<std::string>("") : "", keys.layer_sac_every);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "core/text_file.h"
+#include "cost/model_keys.h"
 
 namespace ppsim {
 
@@ -408,21 +409,12 @@ std::vector<bool> moe_mask(const Ctx& c, std::string& why) {
   return m;
 }
 
-// The places of the MoE layers as model keys: dense_layers_first when they are a prefix, else a mask.
+// The places of the MoE layers as model keys (write_moe_layer_keys), and the rule that placed them.
 void write_moe_layers(const Ctx& c, const std::vector<bool>& mask, const std::string& why) {
   const int L = c.layers;
-  int first = 0;
-  while (first < L && !mask[first]) ++first;
   const int moe = static_cast<int>(std::count(mask.begin(), mask.end(), true));
   if (moe == 0) c.f.refuse(why.substr(0, why.find(',')), "no layer is left MoE");
-  if (first + moe == L) {
-    if (first > 0) c.m["dense_layers_first"] = first;
-  } else {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (bool b : mask) list.push_back(b ? 1 : 0);
-    list.SetStyle(YAML::EmitterStyle::Flow);
-    c.m["moe_layers"] = list;
-  }
+  write_moe_layer_keys(c.m, std::vector<int>(mask.begin(), mask.end()));
   c.rule(fmt::format("MoE on {} of {} layers{}", moe, L, why.empty() ? " (every layer)" : " (" + why + ")"));
 }
 
@@ -547,12 +539,7 @@ void read_window(const Ctx& c) {
   const auto context = f.maybe({"max_position_embeddings"});
   if (context && f.count(win_key) >= *context) return;
   c.m["sliding_window"] = f.count(win_key);
-  if (n < L) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (bool b : local) list.push_back(b ? 1 : 0);
-    list.SetStyle(YAML::EmitterStyle::Flow);
-    c.m["local_layers"] = list;
-  }
+  if (n < L) c.m["local_layers"] = flow_list(std::vector<int>(local.begin(), local.end()));
   c.rule(fmt::format("local attention, window {} ({}), on {} of {} layers{} (FLOPs only)", f.count(win_key), win_key, n,
                      L, why.empty() ? "" : " (" + why + ")"));
 }

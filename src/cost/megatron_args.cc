@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/text_file.h"
+#include "cost/model_keys.h"
 #include "cost/shell_script.h"
 
 namespace ppsim {
@@ -437,7 +438,26 @@ void read_attention_backend(Flags& a, YAML::Node m) {
   if (era_2021 || local_impl) m["flash_attention"] = false;
 }
 
-// Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
+// A per-layer 0/1 pattern flag as Megatron reads one (moe_freq_type): an integer N >= 1, entry i
+// (0-based) of_int(i, N) for each of --num-layers; or a Python list, one entry per layer.
+std::vector<int> layer_pattern_flag(Flags& a, const std::string& flag,
+                                    const std::function<int(long long, long long)>& of_int) {
+  const std::string f = a.value(flag);
+  const SourceLoc at = a.at(flag);
+  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
+  std::vector<int> pattern;
+  if (const std::optional<long long> n = whole_integer(f)) {
+    if (*n < 1) throw InputError(at, fmt::format("--{} {}: expected an integer >= 1", flag, f));
+    for (long long i = 0; i < layers; ++i) pattern.push_back(of_int(i, *n));
+    return pattern;
+  }
+  pattern = python_int_list(f, at, "--" + flag);
+  if (layers > 0 && static_cast<long long>(pattern.size()) != layers)
+    throw InputError(at, fmt::format("--{} {}: {} entries for --num-layers {} (Megatron requires one per layer)", flag,
+                                     f, pattern.size(), layers));
+  return pattern;
+}
+
 // --window-size L,R (Megatron's sliding window: each token sees L before it and R after; -1 is
 // unbounded) and --window-attn-skip-freq (an integer N: the 1-based layer l is full attention when
 // l % N == 0; or a Python list of 1 = window, 0 = full per layer): model.sliding_window = L + 1
@@ -462,25 +482,14 @@ void read_window_flags(Flags& a, YAML::Node m) {
   if (*left < 0) return;  // unbounded to the left: full causal attention
   m["sliding_window"] = *left + 1;
   if (!a.has("window-attn-skip-freq")) return;
-  const std::string f = a.value("window-attn-skip-freq");
-  const SourceLoc fat = a.at("window-attn-skip-freq");
-  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
-  std::vector<int> local;
-  if (const std::optional<long long> n = whole_integer(f)) {
-    if (*n < 1) throw InputError(fat, fmt::format("--window-attn-skip-freq {}: expected an integer >= 1", f));
-    for (long long l = 1; l <= layers; ++l) local.push_back(l % *n != 0 ? 1 : 0);
-  } else {
-    local = python_int_list(f, fat, "--window-attn-skip-freq");
-    if (layers > 0 && static_cast<long long>(local.size()) != layers)
-      throw InputError(
-          fat, fmt::format("--window-attn-skip-freq {}: {} entries for --num-layers {}", f, local.size(), layers));
-  }
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (int x : local) list.push_back(x != 0 ? 1 : 0);
-  list.SetStyle(YAML::EmitterStyle::Flow);
-  m["local_layers"] = list;
+  // The 1-based layer i + 1 is full attention when (i + 1) % N == 0.
+  std::vector<int> local =
+      layer_pattern_flag(a, "window-attn-skip-freq", [](long long i, long long n) { return (i + 1) % n != 0; });
+  for (int& x : local) x = x != 0 ? 1 : 0;
+  m["local_layers"] = flow_list(local);
 }
 
+// Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
   copy_int(a, "hidden-size", m, "hidden");
@@ -549,48 +558,21 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   }
 }
 
-// The MoE layers' places as model keys: model.dense_layers_first when they are the layers after
-// a dense prefix, else model.moe_layers (a 0/1 per layer, any pattern: ModelSpec::layer_is_moe).
-// Nothing when every layer is MoE.
-void write_moe_mask(YAML::Node m, const std::vector<int>& mask) {
-  std::size_t dense = 0;
-  while (dense < mask.size() && mask[dense] == 0) ++dense;
-  const auto moe = static_cast<std::size_t>(std::count(mask.begin(), mask.end(), 1));
-  if (dense + moe == mask.size()) {
-    if (dense > 0) m["dense_layers_first"] = static_cast<long long>(dense);
-    return;
-  }
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (int x : mask) list.push_back(x);
-  list.SetStyle(YAML::EmitterStyle::Flow);
-  m["moe_layers"] = list;
-}
-
 // --moe-layer-freq as Megatron evaluates it (gpt_layer_specs.py): an integer k puts experts on
 // layers i with i % k == 0; a string is a Python list of 0/1 per layer.
 void read_moe_layer_freq(Flags& a, YAML::Node m) {
   if (!a.has("moe-layer-freq")) return;
+  const std::vector<int> pattern =
+      layer_pattern_flag(a, "moe-layer-freq", [](long long i, long long k) { return i % k == 0; });
   const std::string f = a.value("moe-layer-freq");
   const SourceLoc at = a.at("moe-layer-freq");
-  std::vector<int> pattern;
-  const long long layers = a.has("num-layers") ? a.integer("num-layers", 1) : 0;
-  if (const std::optional<long long> k = whole_integer(f)) {
-    if (*k < 1) throw InputError(at, fmt::format("--moe-layer-freq {}: expected an integer >= 1", f));
-    for (long long i = 0; i < layers; ++i) pattern.push_back(i % *k == 0 ? 1 : 0);
-  } else {
-    pattern = python_int_list(f, at, "--moe-layer-freq");
-    if (layers > 0 && static_cast<long long>(pattern.size()) != layers)
-      throw InputError(
-          at, fmt::format("--moe-layer-freq {}: {} entries for --num-layers {} (Megatron requires one per layer)", f,
-                          pattern.size(), layers));
-  }
   for (std::size_t i = 0; i < pattern.size(); ++i)
     if (pattern[i] != 0 && pattern[i] != 1)
       throw InputError(
           at, fmt::format("--moe-layer-freq {}: layer {} is {}, neither 0 (dense) nor 1 (MoE)", f, i, pattern[i]));
   if (std::count(pattern.begin(), pattern.end(), 1) == 0 && !pattern.empty())
     throw InputError(at, fmt::format("--moe-layer-freq {}: no MoE layer", f));
-  write_moe_mask(m, pattern);
+  write_moe_layer_keys(m, pattern);
 }
 
 // The expert width (--moe-ffn-hidden-size, else --ffn-hidden-size as Megatron defaults it).
@@ -687,7 +669,7 @@ void read_ds_moe_flags(Flags& a, YAML::Node m, YAML::Node par) {
   m["moe"] = moe;
   std::vector<int> mask;
   for (long long i = 0; i < layers; ++i) mask.push_back((i + 1) % interval == 0 ? 1 : 0);
-  write_moe_mask(m, mask);
+  write_moe_layer_keys(m, mask);
   copy_int(a, "moe-expert-parallel-size", par, "ep");
   const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
   if (tp > 1 && !a.has("enable-expert-tensor-parallelism"))

@@ -39,9 +39,13 @@ YAML::Node layout_tree(const ModelConfigData& variant, const std::vector<std::st
 }
 
 ModelConfigData validate_layout(const YAML::Node& tree, const ModelConfigData& variant, const std::vector<std::string>& sets) {
+  return validate_config_tree(tree, variant.file, config_dir(variant), set_key_paths(sets));
+}
+
+std::vector<std::string> set_key_paths(const std::vector<std::string>& sets) {
   std::vector<std::string> paths;
   for (const auto& s : sets) paths.push_back(s.substr(0, s.find('=')));
-  return validate_config_tree(tree, variant.file, config_dir(variant), paths);
+  return paths;
 }
 
 }  // namespace ppsim

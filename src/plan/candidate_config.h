@@ -37,5 +37,7 @@ std::vector<std::string> layout_sets(const ModelConfigData& variant, const Layou
 // call it from one thread, or give each thread its own variant tree.
 YAML::Node layout_tree(const ModelConfigData& variant, const std::vector<std::string>& sets);
 ModelConfigData validate_layout(const YAML::Node& tree, const ModelConfigData& variant, const std::vector<std::string>& sets);
+// The key paths of `key=value` overrides (for locating errors under them at "--set").
+std::vector<std::string> set_key_paths(const std::vector<std::string>& sets);
 
 }  // namespace ppsim

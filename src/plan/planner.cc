@@ -235,10 +235,11 @@ int family_index(const Family* f) {
 
 class Planner {
  public:
-  Planner(const ModelConfigData& base, const PlanOptions& opt) : base_(base), opt_(opt) {}
+  Planner(const ModelConfigData& base, const PlanOptions& opt)
+      : base_(base), opt_(opt), set_paths_(set_key_paths(opt.sets)) {}
 
   PlanResult run() {
-    spec_ = read_plan_spec(base_, opt_.set_paths);
+    spec_ = read_plan_spec(base_, set_paths_);
     make_variants();
     for (std::size_t vi = 0; vi < variants_.size(); ++vi) {
       Variant& v = variants_[vi];
@@ -288,7 +289,7 @@ class Planner {
       variants_.push_back(std::move(v));
     };
     add(base_, {});
-    for (const WhatIf& w : spec_.whatif) add(build_variant(base_, w, opt_.set_paths), whatif_sets(w));
+    for (const WhatIf& w : spec_.whatif) add(build_variant(base_, w, set_paths_), whatif_sets(w));
   }
 
   void reject(std::size_t slot, Reason r, std::string detail) {
@@ -618,6 +619,7 @@ class Planner {
 
   const ModelConfigData& base_;
   const PlanOptions& opt_;
+  const std::vector<std::string> set_paths_;  // of opt_.sets: errors under them point at --set
   PlanSpec spec_;
   std::vector<Variant> variants_;
   std::vector<PlanCandidate> all_;

@@ -132,8 +132,7 @@ struct PlanOptions {
   int shard_index = 0;
   int shard_count = 1;
   int top_k = 0;          // 0: the plan's top_k
-  std::vector<std::string> set_paths;  // key paths that came from --set (for error locations)
-  std::vector<std::string> sets;       // the --set values themselves (key=value), for reproduce commands
+  std::vector<std::string> sets;  // the command line's --set (key=value): error locations, reproduce commands
   // Called on the calling thread about every 100 ms: candidates done, candidates in this run.
   std::function<void(std::uint64_t, std::uint64_t)> progress;
 };

@@ -26,7 +26,6 @@ namespace {
 PlanResult plan(const std::string& yaml, int jobs = 1, const std::vector<std::string>& sets = {}) {
   PlanOptions opt;
   opt.jobs = jobs;
-  for (const auto& s : sets) opt.set_paths.push_back(s.substr(0, s.find('=')));
   opt.sets = sets;
   return run_plan(load_config_text(yaml, "t.yaml", sets), opt);
 }

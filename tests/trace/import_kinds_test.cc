@@ -82,6 +82,20 @@ Time buckets(const ImportResult& r) {
   return sum;
 }
 
+// Two layers without numbers, as DeepSeek's trace names them: each attn(F) then mlp(F), then their
+// backward, mlp(B) then attn(B) of each; kernels of 10 + l, 20 + l, 30 + l and 40 + l us for
+// layer l, one per 20 us range from `t`, which it advances.
+void two_unnumbered_layers(Trace& b, double& t) {
+  for (int l = 0; l < 2; ++l) {
+    b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 10 + l), t += 20;
+    b.range("mlp(F)", t, 10), b.kernel("ffn", t + 1, 1000 + t, 20 + l), t += 20;
+  }
+  for (int l = 0; l < 2; ++l) {
+    b.range("mlp(B)", t, 10), b.kernel("ffn_b", t + 1, 1000 + t, 30 + l), t += 20;
+    b.range("attn(B)", t, 10), b.kernel("fa_b", t + 1, 1000 + t, 40 + l), t += 20;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("epoch-microsecond timestamps (older Kineto) are kept exact, relative to the first event", "[trace]") {
@@ -213,14 +227,7 @@ TEST_CASE("layers without numbers: the k-th occurrence of each sub-op range is l
   // Two layers, each attn(F) then mlp(F), then their backward in reverse order (as a chunk's
   // backward runs): attn(B) of the second-run range is the second occurrence, so layer 1.
   double t = 0;
-  for (int l = 0; l < 2; ++l) {
-    b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 10 + l), t += 20;
-    b.range("mlp(F)", t, 10), b.kernel("ffn", t + 1, 1000 + t, 20 + l), t += 20;
-  }
-  for (int l = 0; l < 2; ++l) {
-    b.range("mlp(B)", t, 10), b.kernel("ffn_b", t + 1, 1000 + t, 30 + l), t += 20;
-    b.range("attn(B)", t, 10), b.kernel("fa_b", t + 1, 1000 + t, 40 + l), t += 20;
-  }
+  two_unnumbered_layers(b, t);
   const ImportResult r = run(b);
   REQUIRE(r.layers == 2);
   REQUIRE(r.layer_rule.find("order") != std::string::npos);
@@ -251,14 +258,7 @@ TEST_CASE("the order rule counts layers within an iteration; once per iteration 
   double t = 0;
   for (int it = 0; it < 3; ++it) {
     b.range("ProfilerStep#" + std::to_string(it), t, 160);
-    for (int l = 0; l < 2; ++l) {
-      b.range("attn(F)", t, 10), b.kernel("fa", t + 1, 1000 + t, 10 + l), t += 20;
-      b.range("mlp(F)", t, 10), b.kernel("ffn", t + 1, 1000 + t, 20 + l), t += 20;
-    }
-    for (int l = 0; l < 2; ++l) {
-      b.range("mlp(B)", t, 10), b.kernel("ffn_b", t + 1, 1000 + t, 30 + l), t += 20;
-      b.range("attn(B)", t, 10), b.kernel("fa_b", t + 1, 1000 + t, 40 + l), t += 20;
-    }
+    two_unnumbered_layers(b, t);
   }
   const ImportResult r = run(b);
   REQUIRE(r.layers == 2);

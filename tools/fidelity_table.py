@@ -24,6 +24,7 @@ PIECES = [("TP comm", "costs.tp_comm=false"), ("DP comm", "costs.dp_comm=false")
           ("embedding", "parallel.embedding_on_first=false"), ("node-limited routing", "model.moe.max_nodes=0"),
           ("CP comm", "costs.cp_comm=false"),
           ("attention by shape", "costs.attention_shape=false"),
+          ("GEMMs by shape", "costs.gemm_shape=false"),
           ("accumulation exposed", "hardware.efficiency.accum_exposed=0"),
           ("FP8 quantization", "costs.fp8_quant=false"),
           ("FP8 wgrad at the forward's efficiency", "hardware.efficiency.gemm_fp8_wgrad=0.52"),

@@ -166,7 +166,7 @@ Calibration read_calibration(const std::string& path, const SourceLoc& reference
   if (!top.has("calibration")) top.fail_here("a calibration file needs a calibration: map (docs/CALIBRATION.md)");
   const MapReader cr = top.child("calibration", *file_schema().find("calibration"));
   Calibration c;
-  c.version = static_cast<int>(cr.integer("version", 2, 1, 2));
+  c.version = static_cast<int>(cr.integer("version", 3, 1, 3));
   c.path = path;
   c.method = cr.string("method", "");
   c.config = cr.string("config", "");
@@ -176,11 +176,14 @@ Calibration read_calibration(const std::string& path, const SourceLoc& reference
   c.calibrated_step_s = cr.number("calibrated_step_s", 0, 0, 1e12, false);
   c.run = read_run(cr.child("run", run_schema()));
   read_figures(cr, c);
-  // Version 1 (before costs.attention_shape): its efficiencies assume one attention rate.
-  if (c.version == 1 && std::any_of(c.fitted.begin(), c.fitted.end(), [](const CalibratedFigure& f) {
-        return f.key.starts_with("hardware.efficiency.");
-      }))
-    c.implied.push_back("costs.attention_shape=false");
+  // Older files fitted their efficiencies under older cost models: version 1 with one attention
+  // rate (before costs.attention_shape), versions 1 and 2 with one GEMM rate (before
+  // costs.gemm_shape). Applied, they keep those rates.
+  const bool fitted_efficiency = std::any_of(c.fitted.begin(), c.fitted.end(), [](const CalibratedFigure& f) {
+    return f.key.starts_with("hardware.efficiency.");
+  });
+  if (fitted_efficiency && c.version == 1) c.implied.push_back("costs.attention_shape=false");
+  if (fitted_efficiency && c.version <= 2) c.implied.push_back("costs.gemm_shape=false");
   return c;
 }
 

@@ -46,7 +46,7 @@ struct CalibratedRun {
 };
 
 struct Calibration {
-  int version = 2;     // the file format: 2 since costs.attention_shape (see implied)
+  int version = 3;     // the file format: 2 since costs.attention_shape, 3 since costs.gemm_shape (see implied)
   std::string path;    // where it was read from ("" when built)
   std::string method;  // step_time | tokens_per_s | trace | published
   std::string config;  // the config it was fitted with
@@ -57,7 +57,8 @@ struct Calibration {
   std::vector<UnidentifiedFigure> unidentified;
   // Settings the file's version implies, applied with its figures: a version 1 file fitted its
   // efficiencies with one flash attention rate for every shape, so it keeps that rate
-  // (costs.attention_shape=false); version 2 (the current) none.
+  // (costs.attention_shape=false); versions 1 and 2 one GEMM rate (costs.gemm_shape=false);
+  // version 3 (the current) none.
   std::vector<std::string> implied;
 };
 

@@ -121,9 +121,10 @@ const SchemaNode& schema() {
                    section("clock", {leaf("duty_slope"), leaf("duty_ref"), leaf("reset_idle_ms"), leaf("warm"),
                                      leaf("warm_ms"), leaf("slow"), leaf("slow_at_ms"), leaf("slow_ms")})}),
           section("cluster", {leaf("gpus"), leaf("gpu")}),
-          section("costs", {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"),
-                            leaf("optimizer_step"), leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"),
-                            leaf("p2p_per_node"), leaf("fp8_quant"), leaf("w_hold"), leaf("attention_shape")}),
+          section("costs",
+                  {leaf("tp_comm"), leaf("tp_overlap"), leaf("dp_comm"), leaf("dp_overlap"), leaf("optimizer_step"),
+                   leaf("cp_comm"), leaf("cp_overlap"), leaf("megatron_loss"), leaf("p2p_per_node"), leaf("fp8_quant"),
+                   leaf("w_hold"), leaf("attention_shape"), leaf("gemm_shape")}),
           section("parallel", {leaf("pp"),
                                leaf("vpp"),
                                leaf("ep"),
@@ -1184,6 +1185,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
     c.costs.fp8_quant = co.boolean("fp8_quant", true);
     c.costs.w_hold = co.boolean("w_hold", true);
     c.costs.attention_shape = co.boolean("attention_shape", true);
+    c.costs.gemm_shape = co.boolean("gemm_shape", true);
   }
   if (!root.has("parallel")) root.fail_here("parallel is required (at least pp and microbatches)");
   c.parallel = read_parallel(root.child("parallel", sub(sc, "parallel")));

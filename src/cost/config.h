@@ -261,6 +261,10 @@ struct CostSwitches {
   // figure at FlashAttention's published shape (causal, 16K tokens, 16 heads), other shapes run at it
   // times their measured waves and per-block cost; false: efficiency.attention at every shape.
   bool attention_shape = true;
+  // A GEMM's rate by shape (cost/gemm_shape.h): efficiency.gemm (gemm_fp8, gemm_fp8_wgrad) is the
+  // figure of a large GEMM; few rows, columns or a short reduction, and the experts' grouped GEMMs,
+  // run at it times their measured factor; false: the figure at every shape.
+  bool gemm_shape = true;
   bool any_step_piece() const { return dp_comm || optimizer_step; }
 };
 

@@ -19,6 +19,7 @@
 #include "core/intervals.h"
 #include "cost/clock_response.h"
 #include "cost/flops.h"
+#include "cost/gemm_shape.h"
 #include "cost/invariants.h"
 #include "cost/memory.h"
 #include "cost/step_costs.h"
@@ -47,6 +48,12 @@ struct Roofline {
     const EfficiencySpec& e = c.hardware.efficiency;
     return c.hardware.peak_tflops(gemm_type(g)) * 1e3 * (wgrad ? e.wgrad_at(fp8) : e.gemm_at(fp8));
   }
+  // The pass's shape factor (costs.gemm_shape; cost/gemm_shape.h): rows x cols of its output,
+  // `inner` its reduction; an expert's GEMMs (count > 1) are one grouped GEMM of `count` groups.
+  double shaped(const Gemm& g, double rows, double cols, double inner) const {
+    if (!c.costs.gemm_shape) return 1;
+    return gemm_shape_factor({rows, cols, inner, g.count, gemm_type(g) == Dtype::fp8});
+  }
   double gemm_hbm() const { return c.hardware.hbm_gbps * c.hardware.efficiency.gemm; }
   double in_bytes(const Gemm& g) const { return dtype_bytes(gemm_type(g)); }
 
@@ -56,16 +63,18 @@ struct Roofline {
   // traffic at HBM x elementwise (what the fused GEMM does not hide, measured on an H100).
   double gemm_fwd(const Gemm& g) const {
     const double bytes = ((g.m * g.k + g.k * g.n) * in_bytes(g) + g.m * g.n * kActivationBytes) * g.count;
-    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+    return std::max(g.flops() / (gemm_peak(g) * shaped(g, g.m, g.n, g.k)), bytes / gemm_hbm());
   }
   double gemm_dgrad(const Gemm& g) const {
     const double bytes = ((g.m * g.n + g.n * g.k) * in_bytes(g) + g.m * g.k * kActivationBytes) * g.count;
-    return std::max(g.flops() / gemm_peak(g), bytes / gemm_hbm());
+    return std::max(g.flops() / (gemm_peak(g) * shaped(g, g.m, g.k, g.n)), bytes / gemm_hbm());
   }
   double gemm_wgrad(const Gemm& g) const {
     const double bytes = (g.k * g.m + g.m * g.n) * in_bytes(g) * g.count;
     const double accum_bytes = g.k * g.n * 8.0 * g.count;
-    return std::max(g.flops() / gemm_peak(g, true), bytes / gemm_hbm()) + c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
+    const double peak = gemm_peak(g, true) * shaped(g, g.k, g.n, g.m);
+    return std::max(g.flops() / peak, bytes / gemm_hbm()) +
+           c.hardware.efficiency.accum_exposed * elementwise(accum_bytes);
   }
   // FP8 quantization traffic of one GEMM (costs.fp8_quant; CostSwitches::fp8_quant says what).
   bool quantized(const Gemm& g) const { return c.costs.fp8_quant && gemm_type(g) == Dtype::fp8; }

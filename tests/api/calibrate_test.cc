@@ -142,7 +142,7 @@ TEST_CASE("a step time made at scale 0.8 calibrates back to 0.8, the rest at the
 
 TEST_CASE("a calibration file changes exactly the figures it fitted", "[calibrate]") {
   const std::string cal = write_temp("fixed.yaml", R"(calibration:
-  version: 2
+  version: 3
   method: step_time
   run: {gpu: a100-80gb, gpus: 4, pp: 4, schedule: 1f1b}
   fitted:
@@ -172,10 +172,12 @@ TEST_CASE("a calibration file changes exactly the figures it fitted", "[calibrat
   CHECK(with.data->costs.attention_shape);
 }
 
-TEST_CASE("a version 1 calibration keeps the one attention rate its figures were fitted with", "[calibrate]") {
-  // Before costs.attention_shape a fitted efficiency absorbed the flash core's rate at the run's
-  // shape; applied now it would count that rate twice. A version 1 file with an efficiency figure
-  // applies costs.attention_shape=false with it, and says so; one without, or version 2, does not.
+TEST_CASE("an older calibration keeps the one attention and GEMM rates its figures were fitted with", "[calibrate]") {
+  // Before costs.attention_shape (version 1) a fitted efficiency absorbed the flash core's rate at
+  // the run's shape, and before costs.gemm_shape (versions 1 and 2) the GEMMs' rate at the run's
+  // shapes; applied now it would count those rates twice. A file with an efficiency figure applies
+  // the settings of its version with it, and says so: version 1 both, version 2 the GEMMs' one,
+  // version 3 none.
   const char* body = R"(
   method: step_time
   run: {gpu: a100-80gb, gpus: 4, pp: 2, schedule: 1f1b}
@@ -184,18 +186,23 @@ TEST_CASE("a version 1 calibration keeps the one attention rate its figures were
 )";
   const std::string v1 = write_temp("v1.yaml", std::string("calibration:\n  version: 1") + body);
   const std::string v2 = write_temp("v2.yaml", std::string("calibration:\n  version: 2") + body);
+  const std::string v3 = write_temp("v3.yaml", std::string("calibration:\n  version: 3") + body);
   const Calibration c1 = read_calibration(v1);
-  REQUIRE(c1.implied.size() == 1);
-  CHECK(c1.implied[0] == "costs.attention_shape=false");
-  CHECK(calibration_sets(c1).back() == "costs.attention_shape=false");
-  CHECK(read_calibration(v2).implied.empty());
+  CHECK(c1.implied == std::vector<std::string>{"costs.attention_shape=false", "costs.gemm_shape=false"});
+  CHECK(calibration_sets(c1).back() == "costs.gemm_shape=false");
+  CHECK(read_calibration(v2).implied == std::vector<std::string>{"costs.gemm_shape=false"});
+  CHECK(read_calibration(v3).implied.empty());
   const std::string cfg = write_temp("run.yaml", kRun);
   CHECK_FALSE(load_config(cfg, {"calibration=" + v1}).data->costs.attention_shape);
   CHECK(load_config(cfg, {"calibration=" + v2}).data->costs.attention_shape);
-  // The prediction under the version 1 file is the config's with both settings written out.
+  CHECK_FALSE(load_config(cfg, {"calibration=" + v2}).data->costs.gemm_shape);
+  CHECK(load_config(cfg, {"calibration=" + v3}).data->costs.gemm_shape);
+  // The prediction under an older file is the config's with its settings written out.
   CHECK(step_at(cfg, {"calibration=" + v1}) ==
-        step_at(cfg, {"hardware.efficiency.gemm=0.6", "costs.attention_shape=false"}));
-  CHECK(step_at(cfg, {"calibration=" + v2}) != step_at(cfg, {"calibration=" + v1}));
+        step_at(cfg, {"hardware.efficiency.gemm=0.6", "costs.attention_shape=false", "costs.gemm_shape=false"}));
+  CHECK(step_at(cfg, {"calibration=" + v2}) ==
+        step_at(cfg, {"hardware.efficiency.gemm=0.6", "costs.gemm_shape=false"}));
+  CHECK(step_at(cfg, {"calibration=" + v3}) != step_at(cfg, {"calibration=" + v2}));
   // Written again, a file keeps its version (and with it what it implies).
   CHECK(read_calibration(write_temp("v1again.yaml", render_calibration(c1))).implied == c1.implied);
 }
@@ -222,8 +229,8 @@ TEST_CASE("fidelity --calibrate first: the first result is met, the others carry
   const std::string cfg = write_temp("pub.yaml", std::string(kRun) + R"(published:
   source: a test
   results:
-    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 3000000}
-    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 3500000}
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1200000}
+    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1400000}
 )");
   api::FidelityRequest req;
   req.files = {cfg};

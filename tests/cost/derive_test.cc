@@ -105,7 +105,8 @@ TEST_CASE("the weight grad pays efficiency.accum_exposed of the FP32 accumulatio
     INFO("slice " << i);
     CHECK(std::abs(static_cast<double>(full.slice[i].w - hidden.slice[i].w) - 2 * per_layer_ns) <= 2);
     CHECK(std::abs(static_cast<double>(half.slice[i].w - hidden.slice[i].w) - per_layer_ns) <= 2);
-    CHECK(full.slice[i].b - hidden.slice[i].b == full.slice[i].w - hidden.slice[i].w);
+    CHECK(std::abs((full.slice[i].b - hidden.slice[i].b) - (full.slice[i].w - hidden.slice[i].w)) <=
+          1);  // each rounded
     CHECK(full.slice[i].f == hidden.slice[i].f);
   }
   // The default is the measured 0.65, for a named hardware as for every GPU type.
@@ -164,10 +165,11 @@ TEST_CASE("FP8 GEMMs run at efficiency.gemm_fp8 of the FP8 peak", "[cost]") {
   // 1979 TFLOP/s; with efficiency.gemm 0.7 and gemm_fp8 0.35 each GEMM takes twice as long, so
   // the middle slices' F (2 layers) grows by 2 x 2 x 4096 x 268,435,456 / (1979e3 x 0.7) ns and
   // nothing else in F moves (the attention core stays at the BF16 peak, the quantization kernels
-  // at HBM). BF16 GEMMs keep efficiency.gemm.
+  // at HBM). BF16 GEMMs keep efficiency.gemm. The figure itself, so at every shape (costs.gemm_shape off).
   const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
-  const SimCosts as_gemm = derive_costs(cfg_of(wide, {"precision.gemm=fp8"}), s);
-  const SimCosts half = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.35"}), s);
+  const SimCosts as_gemm = derive_costs(cfg_of(wide, {"costs.gemm_shape=false", "precision.gemm=fp8"}), s);
+  const SimCosts half = derive_costs(
+      cfg_of(wide, {"costs.gemm_shape=false", "precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.35"}), s);
   const double extra = 2.0 * 2 * 4096 * 268'435'456.0 / (1979e3 * 0.7);
   for (int k : {1, 2}) {
     INFO("slice " << k);
@@ -194,9 +196,12 @@ TEST_CASE("FP8 weight-gradient GEMMs run at efficiency.gemm_fp8_wgrad of the FP8
   // 268,435,456 / (1979e3 x 0.7) ns, and F and the input grad do not move. Unset, it follows
   // gemm_fp8; BF16 GEMMs never read it.
   const Schedule s = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
-  const SimCosts same = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7"}), s);
-  const SimCosts half = derive_costs(
-      cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7", "hardware.efficiency.gemm_fp8_wgrad=0.35"}), s);
+  const SimCosts same = derive_costs(
+      cfg_of(wide, {"costs.gemm_shape=false", "precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7"}), s);
+  const SimCosts half =
+      derive_costs(cfg_of(wide, {"costs.gemm_shape=false", "precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7",
+                                 "hardware.efficiency.gemm_fp8_wgrad=0.35"}),
+                   s);
   const double extra = 2.0 * 2 * 4096 * 268'435'456.0 / (1979e3 * 0.7);
   for (int k : {1, 2}) {
     INFO("slice " << k);
@@ -204,8 +209,10 @@ TEST_CASE("FP8 weight-gradient GEMMs run at efficiency.gemm_fp8_wgrad of the FP8
     CHECK(half.slice[k].f == same.slice[k].f);
     CHECK(std::abs(static_cast<double>(half.slice[k].input_grad() - same.slice[k].input_grad())) <= 2);  // B - W, each rounded
   }
-  const SimCosts at_fp8 = derive_costs(cfg_of(wide, {"precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7",
-                                                     "hardware.efficiency.gemm_fp8_wgrad=0.7"}), s);
+  const SimCosts at_fp8 =
+      derive_costs(cfg_of(wide, {"costs.gemm_shape=false", "precision.gemm=fp8", "hardware.efficiency.gemm_fp8=0.7",
+                                 "hardware.efficiency.gemm_fp8_wgrad=0.7"}),
+                   s);
   CHECK(at_fp8.slice[1].w == same.slice[1].w);
   const SimCosts bf = derive_costs(cfg_of(wide), s);
   CHECK(derive_costs(cfg_of(wide, {"hardware.efficiency.gemm_fp8_wgrad=0.35"}), s).slice[1].w == bf.slice[1].w);

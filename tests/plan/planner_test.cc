@@ -72,12 +72,15 @@ plan:
 // accumulation is taken as hidden (accum_exposed 0): the scenarios below were worked on the GEMMs'
 // times, and at this GPU's 1000 GB/s the accumulation of a rank's 4 experts (50M weights, 0.37 ms
 // at 0.65) would add about three quarters of their weight-gradient GEMMs' 0.5 ms.
+// GEMMs at the type's figure at every shape (costs.gemm_shape off): the tests below weigh the
+// all-to-alls against compute at that figure.
 std::string moe_config(int nvlink_gbps, const std::string& plan_section) {
   return fmt::format(R"(name: moe
 model: {{layers: 16, hidden: 1024, heads: 8, vocab: 1000, seq_len: 1024, moe: {{experts: 8, top_k: 2, expert_ffn_hidden: 4096}}}}
 hardware: {{name: test, peak_tflops: {{bf16: 100}}, hbm_gbps: 1000, hbm_gb: 1000, nvlink_gbps: {}, network_gbps: 50, gpus: 16,
             gpus_per_node: 16, comm_sms: 0, efficiency: {{accum_exposed: 0}}}}
 parallel: {{pp: 8, dp: 2, ep: 2, microbatches: 32, embedding_on_first: false, head_on_last: false}}
+costs: {{gemm_shape: false}}
 {})",
                      nvlink_gbps, plan_section);
 }

@@ -656,14 +656,21 @@ void check_consistency(const MapReader& root, ModelConfigData& c) {
     if (!m.moe.enabled()) par.fail("ep", fmt::format("parallel.ep={} needs a model.moe section (a dense model has no experts)", p.ep));
     if (m.moe.experts % p.ep != 0)
       par.fail("ep", fmt::format("parallel.ep={} must divide model.moe.experts={}", p.ep, m.moe.experts));
+    // Out of dp x cp (the context-parallel ranks hold the same experts: Megatron-LM's expert grid
+    // folds cp into its data-parallel dimension, torchtitan's efsdp is dp_shard x cp x tp / (etp x ep)).
     const bool whole = p.expert_tp() == 1 && p.tp > 1;  // etp checked below
-    if ((whole || p.expert_tp() == p.tp) && p.expert_pool(p.dp) % p.ep != 0)
-      par.fail("ep", whole ? fmt::format("parallel.ep={} must divide parallel.dp x tp = {} x {} (with parallel.etp: 1 "
-                                         "expert parallelism is carved out of the data- and tensor-parallel ranks)",
-                                         p.ep, p.dp, p.tp)
-                           : fmt::format("parallel.ep={} must divide parallel.dp={} (expert parallelism is carved out "
-                                         "of the data-parallel ranks{})",
-                                         p.ep, p.dp, p.tp > 1 ? "; with parallel.etp: 1, of dp x tp" : ""));
+    const bool cp = p.cp > 1;
+    const std::string ranks = cp ? "data- and context-parallel" : "data-parallel";
+    if ((whole || p.expert_tp() == p.tp) && p.expert_pool(p.grad_dp()) % p.ep != 0)
+      par.fail("ep",
+               whole ? fmt::format("parallel.ep={} must divide parallel.dp x {}tp = {} x {}{} (with parallel.etp: 1 "
+                                   "expert parallelism is carved out of the {} ranks)",
+                                   p.ep, cp ? "cp x " : "", p.dp, cp ? fmt::format("{} x ", p.cp) : "", p.tp,
+                                   cp ? "data-, context- and tensor-parallel" : "data- and tensor-parallel")
+                     : fmt::format("parallel.ep={} must divide parallel.{} (expert parallelism is carved out "
+                                   "of the {} ranks{})",
+                                   p.ep, cp ? fmt::format("dp x cp = {} x {}", p.dp, p.cp) : fmt::format("dp={}", p.dp),
+                                   ranks, p.tp > 1 ? "; with parallel.etp: 1, of them x tp" : ""));
   }
   if (p.etp > 0) {
     if (!m.moe.enabled())

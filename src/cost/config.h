@@ -2,9 +2,9 @@
 // explicit or measured op times. docs/CONFIG.md documents every key, its unit and its default;
 // the schema table in config.cc is the single list of keys (unknown-key errors, --set paths).
 //
-// Not obvious: parallelism follows Megatron's convention. The GPUs are pp * tp * dp; expert
-// parallelism (ep) is carved out of the data-parallel ranks, so ep must divide dp, and the
-// routed experts are replicated over dp / ep ranks ("expert data parallel").
+// Not obvious: parallelism follows Megatron's convention. The GPUs are pp * tp * cp * dp; expert
+// parallelism (ep) is carved out of the data- and context-parallel ranks, so ep must divide
+// dp * cp, and the routed experts are replicated over dp * cp / ep ranks ("expert data parallel").
 #pragma once
 #include <yaml-cpp/yaml.h>
 

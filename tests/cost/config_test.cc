@@ -170,6 +170,16 @@ TEST_CASE("inconsistent parallelism: one line at the key that disagrees", "[cost
         "t.yaml:7:7: parallel.ep=3 must divide model.moe.experts=4");
   CHECK(error_of(moe_model + "parallel:\n  pp: 2\n  microbatches: 4\n  dp: 2\n  ep: 4\n") ==
         "t.yaml:7:7: parallel.ep=4 must divide parallel.dp=2 (expert parallelism is carved out of the data-parallel ranks)");
+  // The context-parallel ranks hold the same experts (Megatron-LM folds cp into its expert grid's data-parallel
+  // dimension; torchtitan's efsdp = dp_shard x cp x tp / (etp x ep)): ep 4 over dp 2 x cp 2 is 1 expert replica.
+  const std::string moe8 =
+      "model: {layers: 4, hidden: 64, heads: 4, vocab: 1000, seq_len: 32, moe: {experts: 8, top_k: 2, "
+      "expert_ffn_hidden: 32}}\n"
+      "hardware: {name: h100}\n";
+  CHECK(error_of(moe8 + "parallel:\n  pp: 2\n  microbatches: 4\n  dp: 2\n  cp: 2\n  ep: 4\n").empty());
+  CHECK(error_of(moe8 + "parallel:\n  pp: 2\n  microbatches: 4\n  dp: 1\n  cp: 4\n  ep: 8\n") ==
+        "t.yaml:8:7: parallel.ep=8 must divide parallel.dp x cp = 1 x 4 (expert parallelism is carved out of the data- "
+        "and context-parallel ranks)");
   CHECK(error_of(R"(model: {layers: 4, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}
 hardware:
   name: h100

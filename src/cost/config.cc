@@ -25,6 +25,7 @@
 #include "cost/model_keys.h"
 #include "cost/profile.h"
 #include "cost/torchtitan.h"
+#include "cost/torchtitan_model.h"
 #include "cost/yaml_reader.h"
 #include "schedules/registry.h"
 #include "schedules/schedule_list.h"
@@ -998,6 +999,9 @@ YAML::Node expand_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
       named_file(root, "torchtitan", base_dir, "torchtitan must name a torchtitan TOML job config");
   const long long gpus = stated_gpus(root_node);
   keys = read_torchtitan(path, gpus, root.loc("torchtitan"));
+  const YAML::Node& own = root_node;  // const reads insert nothing
+  keys.model_from_assets = keys.model["hf_config"] && !(own["model"] && own["model"]["hf_config"]);
+  keys.gemm_stated = own["precision"] && own["precision"]["gemm"];
   YAML::Node out = under_own_sections(root_node, keys.model, keys.parallel, keys.precision);
   const YAML::Node& given = out;
   if (keys.costs && keys.costs.size() > 0) {
@@ -1049,6 +1053,7 @@ YAML::Node finish_torchtitan(const YamlContext& ctx, const YAML::Node& root_node
   const YAML::Node layers_node = model["layers"];
   if (!layers_node && !model["hf_config"] && !keys.missing_model.empty()) root.fail("torchtitan", keys.missing_model);
   if (!layers_node) return root_node;  // read_model names the missing key
+  check_torchtitan_model(keys, model);
   const long long layers = layers_node.as<long long>(0), lps = keys.layers_per_stage;
   const long long pp = par["pp"] ? par["pp"].as<long long>(1) : 1;
   const long long effective = layers + keys.first_less + keys.last_less;

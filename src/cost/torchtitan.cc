@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "core/text_file.h"
 
@@ -195,6 +196,34 @@ void read_activation_checkpoint(const Section& ac, YAML::Node p, TorchtitanKeys&
     out.layer_sac_every = every;
 }
 
+// [model] converters and their settings: torchao's float8 on the linear layers ("float8", or
+// "quantize.linear.float8" at 238fa99) with its tensorwise recipe is precision.gemm fp8 at
+// fp8_recipe tensor; anything else is named for check_torchtitan_model to refuse unless stated.
+void read_converters(const toml::table& doc, const Section& model, TorchtitanKeys& out) {
+  const toml::node* conv = model.get("converters");
+  if (!conv) return;
+  out.converters_at = model.loc("converters");
+  const toml::array* list = conv->as_array();
+  if (!list) throw InputError(out.converters_at, "[model] converters must be a list of strings");
+  for (const toml::node& n : *list) {
+    const std::optional<std::string> name = n.value<std::string>();
+    if (!name) throw InputError(out.converters_at, "[model] converters must be a list of strings");
+    if (*name == "float8" || *name == "quantize.linear.float8")
+      out.fp8_linear = true;
+    else if (out.unpriced.empty())
+      out.unpriced = fmt::format("\"{}\"", *name);
+  }
+  if (!out.fp8_linear) return;
+  // The recipe: [quantize.linear.float8] (238fa99) or [float8] (earlier layouts); none is tensorwise.
+  const toml::node* recipe = doc.at_path("quantize.linear.float8.recipe_name").node();
+  if (!recipe) recipe = doc.at_path("float8.recipe_name").node();
+  const std::string name = recipe ? recipe->value<std::string>().value_or("?") : "tensorwise";
+  if (name != "tensorwise" && out.unpriced.empty()) {
+    out.unpriced = fmt::format("float8 with recipe_name \"{}\" (ppsim prices per-tensor scaling, tensorwise)", name);
+    out.converters_at = loc_of(recipe, out.converters_at.file);
+  }
+}
+
 }  // namespace
 
 TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& name, const std::string& dir,
@@ -268,6 +297,15 @@ TorchtitanKeys torchtitan_from_text(const std::string& text, const std::string& 
   const std::string mp = tr.string("mixed_precision_param", "bfloat16");
   prec["params"] = mp == "float32" ? "fp32" : "bf16";
   read_activation_checkpoint(ac, p, out);
+  out.model_name = model.string("name", "llama3");
+  out.flavor = model.string("flavor", "debugmodel");
+  out.flavor_default = !model.has("flavor");
+  out.flavor_at = model.has("flavor") ? model.loc("flavor") : loc_of(doc["model"].node(), name);
+  read_converters(doc, model, out);
+  if (out.fp8_linear && out.unpriced.empty()) {
+    prec["gemm"] = "fp8";
+    prec["fp8_recipe"] = "tensor";  // torchao's tensorwise: one scale per tensor
+  }
   // The model: [model] hf_assets_path/config.json when it exists.
   const std::string assets = model.string("hf_assets_path", "");
   if (!assets.empty()) {

@@ -44,6 +44,22 @@ struct TorchtitanKeys {
   // model (or on torch.compile), so the config must state parallel.recompute: why, and where.
   std::string recompute_unstated;
   SourceLoc recompute_unstated_at;
+  // [model] name and flavor (JobConfig's defaults: llama3, debugmodel). torchtitan builds the model
+  // from its table of flavors; hf_assets_path's config.json serves its tokenizer and checkpoint
+  // conversion, so the config.json read as the model is checked against the flavor
+  // (cost/torchtitan_model.h) unless the YAML gives the model itself.
+  std::string model_name, flavor;
+  bool flavor_default = false;  // the TOML gives no flavor: JobConfig's debugmodel
+  SourceLoc flavor_at;
+  bool model_from_assets = false;  // set by the config reader: the YAML writes no model.hf_config
+  // [model] converters: float8 on the linear layers (torchao's tensorwise recipe: precision.gemm fp8,
+  // fp8_recipe tensor); what ppsim has no figure for (rowwise float8, MX, the experts' float8
+  // grouped GEMMs, an unknown converter) is named in `unpriced` and refused unless the YAML states
+  // precision.gemm.
+  bool fp8_linear = false;
+  std::string unpriced;
+  SourceLoc converters_at;
+  bool gemm_stated = false;  // set by the config reader: the YAML writes precision.gemm
 };
 
 // torchtitan's split (generate_llm_fqn_per_model_part): `layers` + first_less + last_less

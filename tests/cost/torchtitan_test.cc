@@ -2,15 +2,16 @@
 // keys, the model from [model]'s config.json; configs/torchtitan/llama3-8b-pp.yaml simulates.
 #include "cost/torchtitan.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "catch.h"
 #include "cost/config.h"
+#include "cost/torchtitan_model.h"
 
 using namespace ppsim;
 
@@ -129,7 +130,8 @@ TEST_CASE("torchtitan: context parallelism and the split with the first/last sta
   const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("ppsim_titan_split_test_" + std::to_string(::getpid()) + ".toml");
   {
     std::ofstream f(tmp);
-    f << "[model]\nhf_assets_path = \"" << dir << "/hf-llama-3-8b\"\n[training]\nlocal_batch_size = 8\n"
+    f << "[model]\nname = \"llama3\"\nflavor = \"8B\"\nhf_assets_path = \"" << dir
+      << "/hf-llama-3-8b\"\n[training]\nlocal_batch_size = 8\n"
       << "[parallelism]\npipeline_parallel_degree = 8\npipeline_parallel_schedule = \"1F1B\"\n";
   }
   const ModelConfigData c = parse_config("torchtitan: " + tmp.string() + "\nhardware: {name: h100, gpus: 8}\n", "t.yaml", dir, {});
@@ -262,4 +264,81 @@ TEST_CASE("torchtitan: [activation_checkpoint] as torchtitan applies it, op-leve
                               "positive integer N (every Nth block recomputed)"));
   }
   std::filesystem::remove(tmp);
+}
+
+namespace {
+// A TOML naming `model_section` under [model], with the repository's Llama 3 8B config.json as its
+// hf_assets_path, loaded through a YAML with `yaml_extra`; the config's error line, or "".
+std::string titan_error(const std::string& model_section, const std::string& yaml_extra = "",
+                        const std::string& after = "") {
+  const std::string dir = std::string(PPSIM_SOURCE_DIR) + "/configs/torchtitan";
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ppsim_titan_model_test_" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(tmp) << "[model]\n"
+                     << model_section << "hf_assets_path = \"" << dir
+                     << "/hf-llama-3-8b\"\n[training]\nlocal_batch_size = 8\n"
+                     << "[parallelism]\npipeline_parallel_degree = 2\n"
+                     << after;
+  std::string out;
+  try {
+    (void)parse_config("torchtitan: " + tmp.string() + "\nhardware: {name: h100, gpus: 8}\n" + yaml_extra, "t.yaml",
+                       dir, {});
+  } catch (const InputError& e) {
+    out = e.one_line();
+    const std::string file = tmp.string() + ":";
+    if (out.rfind(file, 0) == 0) out = "TOML:" + out.substr(file.size());
+  }
+  std::filesystem::remove(tmp);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("torchtitan: the model is the [model] flavor torchtitan builds, checked against the config.json",
+          "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  // torchtitan 238fa99 builds train_spec.model_args[flavor]: llama3 "8B" is 32 layers of 4096 with
+  // 32 heads, as the repository's Llama-3-8B config.json.
+  CHECK(titan_error("name = \"llama3\"\nflavor = \"8B\"\n").empty());
+  CHECK(torchtitan_flavor("deepseek_v3", "16B")->layers == 27);
+  CHECK(torchtitan_flavor("deepseek_v3", "16B")->mla == 1);
+  CHECK(torchtitan_flavor("llama3", "8b") == nullptr);  // flavors are case-sensitive, as torchtitan's dict
+  // "70B" is 80 layers of 8192: the 8B config.json is not it, refused at the flavor.
+  CHECK(titan_error("name = \"llama3\"\nflavor = \"70B\"\n") ==
+        "TOML:3:10: [model] flavor \"70B\" of llama3 is 80 layers x 8192, 64 heads, no MLA, dense; hf_assets_path's "
+        "config.json is 32 layers x 4096, 32 heads, no MLA, dense: torchtitan builds the flavor from its own table; "
+        "give the model in the YAML (model.hf_config of the flavor's config.json, or its keys)");
+  // No flavor: JobConfig's default, debugmodel (6 layers of 256), said so, at the [model] table.
+  CHECK_THAT(titan_error(""),
+             PPSIM_CONTAINS("flavor \"debugmodel\" (JobConfig's default: the TOML names none) of llama3"));
+  // A flavor ppsim's table lacks cannot be checked: refused, naming the way out.
+  CHECK_THAT(titan_error("name = \"llama3\"\nflavor = \"9B\"\n"),
+             PPSIM_CONTAINS("TOML:3:10: [model] name = \"llama3\", flavor = \"9B\" is not in ppsim's table"));
+  // The YAML's own config.json is the model: no check.
+  CHECK(
+      titan_error("name = \"llama3\"\nflavor = \"70B\"\n", "model: {hf_config: hf-llama-3-8b/config.json}\n").empty());
+}
+
+TEST_CASE("torchtitan: [model] converters: float8 tensorwise priced, what ppsim has no figure for refused",
+          "[cost][torchtitan]") {
+  if (!have_toml()) PPSIM_SKIP("built without toml++ (libtomlplusplus-dev)");
+  const std::string llama = "name = \"llama3\"\nflavor = \"8B\"\n";
+  // torchao's float8 on the linear layers, no recipe_name: tensorwise, one scale per tensor.
+  const TorchtitanKeys k = torchtitan_from_text("[model]\nconverters = [\"float8\"]\n", "t.toml", "", 8);
+  CHECK(k.precision["gemm"].as<std::string>() == "fp8");
+  CHECK(k.precision["fp8_recipe"].as<std::string>() == "tensor");
+  CHECK(titan_error(llama + "converters = [\"quantize.linear.float8\"]\n").empty());
+  // rowwise scaling has no figure: refused at its recipe_name, unless the YAML states the precision.
+  const std::string rowwise = "\n[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n";
+  CHECK(titan_error(llama + "converters = [\"float8\"]\n", "", rowwise) ==
+        "TOML:12:15: [model] converters: float8 with recipe_name \"rowwise\" (ppsim prices per-tensor scaling, "
+        "tensorwise) has no figure in ppsim; write precision.gemm (bf16 or fp8, with precision.fp8_recipe) in the YAML "
+        "for the precision to price");
+  CHECK(titan_error(llama + "converters = [\"float8\"]\n", "precision: {gemm: fp8, fp8_recipe: tensor}\n", rowwise)
+            .empty());
+  // MX (Blackwell's block scaling) and unknown converters: refused at the list.
+  CHECK_THAT(titan_error(llama + "converters = [\"mx\"]\n"),
+             PPSIM_CONTAINS("TOML:4:14: [model] converters: \"mx\" has no figure"));
+  CHECK_THAT(titan_error(llama + "converters = [\"float8\", \"quantize.grouped_mm.float8\"]\n"),
+             PPSIM_CONTAINS("\"quantize.grouped_mm.float8\" has no figure"));
+  CHECK(error_of("[model]\nconverters = \"float8\"\n") == "t.toml:2:14: [model] converters must be a list of strings");
 }

@@ -86,12 +86,12 @@ void check_flavor(const TorchtitanKeys& keys, const YAML::Node& model) {
   const bool same = r.layers == f->layers && (f->dim < 0 || r.dim == f->dim) && (f->heads < 0 || r.heads == f->heads) &&
                     (f->mla < 0 || r.mla == (f->mla == 1)) && (f->experts < 0 || r.experts == f->experts);
   if (!same)
-    throw InputError(keys.flavor_at, fmt::format("[model] flavor \"{}\"{} of {} is {}; hf_assets_path's config.json is "
-                                                 "{}: {}",
-                                                 keys.flavor, keys.flavor_default ? " (JobConfig's default: the TOML names none)" : "",
-                                                 keys.model_name,
-                                                 describe(f->layers, f->dim, f->heads, f->mla, f->experts),
-                                                 describe(r.layers, r.dim, r.heads, r.mla ? 1 : 0, r.experts), fix));
+    throw InputError(keys.flavor_at,
+                     fmt::format("[model] flavor \"{}\"{} of {} is {}; hf_assets_path's config.json is "
+                                 "{}: {}",
+                                 keys.flavor, keys.flavor_default ? " (JobConfig's default: the TOML names none)" : "",
+                                 keys.model_name, describe(f->layers, f->dim, f->heads, f->mla, f->experts),
+                                 describe(r.layers, r.dim, r.heads, r.mla ? 1 : 0, r.experts), fix));
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ TEST_CASE("gemm shape: one BF16 GEMM, a short reduction, by hand") {
   // 8192 x 8192 x 256: the rows and columns saturate as at the reference; the reduction gives
   // 256 / (256 + 128) against 8192 / 8320, and the work 34.36 GFLOP against 1099.5 (F0 = 2).
   const double f = bf16(8192, 8192, 256) / kBf16Ref;
-  const double by_hand = (256.0 / 384) / (8192.0 / 8320) * (34.359738368 / 36.359738368) / (1099.511627776 / 1101.511627776);
+  const double by_hand =
+      (256.0 / 384) / (8192.0 / 8320) * (34.359738368 / 36.359738368) / (1099.511627776 / 1101.511627776);
   CHECK_THAT(f, WithinRel(by_hand, 1e-6));
   CHECK_THAT(gemm_shape_factor({8192, 8192, 256, 1, false}), WithinRel(f, 1e-12));
   // Each of rows, columns and the reduction slows it when short, alone.
@@ -63,8 +64,9 @@ TEST_CASE("gemm shape: grouped GEMMs, one group per expert, against one BF16 GEM
   const double grouped = formula(256, 2048, 768, 16, 100, 100, 192, 8) / kBf16Ref;
   CHECK_THAT(gemm_shape_factor({256, 2048, 768, 16, false}), WithinRel(grouped, 1e-12));
   // FP8: the BF16 grouped factor times one GEMM's FP8-over-BF16 ratio at the same shape.
-  const double fp8_ratio = (formula(256, 2048, 768, 1, 100, 100, 384, 4) / formula(8192, 8192, 8192, 1, 100, 100, 384, 4)) /
-                           (bf16(256, 2048, 768) / kBf16Ref);
+  const double fp8_ratio =
+      (formula(256, 2048, 768, 1, 100, 100, 384, 4) / formula(8192, 8192, 8192, 1, 100, 100, 384, 4)) /
+      (bf16(256, 2048, 768) / kBf16Ref);
   CHECK_THAT(gemm_shape_factor({256, 2048, 768, 16, true}), WithinRel(grouped * fp8_ratio, 1e-12));
   // A group of 256 rows is slower than one GEMM of the same 4096 rows.
   CHECK(gemm_shape_factor({256, 2048, 768, 16, false}) < gemm_shape_factor({4096, 2048, 768, 1, false}));
@@ -85,8 +87,8 @@ parallel: {pp: 4, microbatches: 8}
     double m, n, k;
   };
   double extra = 0;
-  for (const G& g : {G{4096, 12288, 4096}, G{4096, 4096, 4096}, G{4096, 16384, 4096}, G{4096, 16384, 4096},
-                     G{4096, 4096, 16384}}) {
+  for (const G& g :
+       {G{4096, 12288, 4096}, G{4096, 4096, 4096}, G{4096, 16384, 4096}, G{4096, 16384, 4096}, G{4096, 4096, 16384}}) {
     const double flops = 2 * g.m * g.n * g.k;
     extra += flops * (1 / gemm_shape_factor({g.m, g.n, g.k, 1, false}) - 1) / (989e3 * 0.7);
   }

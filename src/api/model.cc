@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "core/schedule.h"
 #include "cost/flops.h"
 #include "cost/hf_config.h"
 #include "cost/invariants.h"
@@ -135,12 +136,14 @@ int stage_count(const ModelRequest& req, bool hf, ModelConfigData& c) {
     if (sum != m.layers)
       throw InputError(fmt::format("--layer-split sums to {} layers, the model has {}", sum, m.layers), {}, kExitUsage);
     c.parallel.layer_split = req.layer_split;
-  } else if (pp > 0 && !c.parallel.layer_split.empty() && static_cast<int>(c.parallel.layer_split.size()) != pp) {
+  } else if (req.pp && !c.parallel.layer_split.empty() && static_cast<int>(c.parallel.layer_split.size()) != pp) {
     c.parallel.layer_split.clear();  // a new pipeline size: an even split
   }
   if (!(pp > 1 || (pp == 1 && req.pp))) return 0;
   c.parallel.pp = pp;
-  if (c.parallel.layer_split.empty() && m.layers % pp != 0) {
+  // The config's own pipeline keeps its split over pp x vpp stages (validated with the config).
+  const bool own_stages = !req.pp && req.layer_split.empty() && c.parallel.vpp > 1;
+  if (!own_stages && c.parallel.layer_split.empty() && m.layers % pp != 0) {
     // As evenly as possible, the remainder going to the later stages (layer_split.h's rule).
     if (m.layers < pp)
       throw InputError(fmt::format("--pp {} is more stages than the model's {} layers", pp, m.layers), {}, kExitUsage);
@@ -150,33 +153,46 @@ int stage_count(const ModelRequest& req, bool hf, ModelConfigData& c) {
   return pp;
 }
 
-void count_stages(const ModelConfigData& c, int pp, ModelReport& r) {
-  const ModelSpec& m = c.model;
-  const std::vector<SliceLayout> slices = slice_layouts(c, pp);
-  for (int s = 0; s < pp; ++s) {
-    const SliceLayout& sl = slices[s];
-    StageParams st;
-    st.stage = s;
-    st.first_layer = sl.first_layer;
-    st.layers = sl.layers;
-    st.embedding = sl.embedding;
-    st.head = sl.head;
-    for (int l = sl.first_layer; l < sl.first_layer + sl.layers; ++l) {
-      const ParamCount p = layer_params(m, l);
-      st.params += p.total();
-      st.expert_params += p.expert;
+// One slice's parameters added to its rank's count.
+void add_slice(const ModelSpec& m, const SliceLayout& sl, StageParams& st) {
+  st.chunks.push_back({sl.first_layer, sl.layers});
+  st.layers += sl.layers;
+  st.embedding = st.embedding || sl.embedding;
+  st.head = st.head || sl.head;
+  for (int l = sl.first_layer; l < sl.first_layer + sl.layers; ++l) {
+    const ParamCount p = layer_params(m, l);
+    st.params += p.total();
+    st.expert_params += p.expert;
+  }
+  if (sl.embedding) st.params += embedding_params(m);
+  if (sl.head) {
+    st.params += head_params(m);  // a tied head on another stage holds its own copy
+    if (m.mtp_depth > 0) {
+      const ParamCount mtp = mtp_module_params(m);
+      st.params += m.mtp_depth * mtp.total();
+      st.expert_params += m.mtp_depth * mtp.expert;
+      if (!sl.embedding) st.params += embedding_params(m);  // the MTP modules' embedding
     }
-    if (sl.embedding) st.params += embedding_params(m);
-    if (sl.head) {
-      st.params += head_params(m);  // a tied head on another stage holds its own copy
-      if (m.mtp_depth > 0) {
-        const ParamCount mtp = mtp_module_params(m);
-        st.params += m.mtp_depth * mtp.total();
-        st.expert_params += m.mtp_depth * mtp.expert;
-        if (!sl.embedding) st.params += embedding_params(m);  // the MTP modules' embedding
-      }
-    }
-    r.stages.push_back(st);
+  }
+}
+
+// Per pipeline rank: its slices as the config's schedule places them (stages_per_rank > 1: the
+// interleaved placement, stage s on rank s mod pp, or ZB-V's and DualPipeV's V, two stages a rank).
+void count_stages(const ModelConfigData& c, int pp, int stages_per_rank, ModelReport& r) {
+  Schedule lay;
+  const std::string& sched = c.parallel.schedule;
+  if (stages_per_rank == 2 && (sched == "zbv" || sched == "dualpipev"))
+    layout_v_shape(lay, pp);
+  else
+    layout_linear(lay, pp, stages_per_rank);
+  const std::vector<SliceLayout> slices = slice_layouts(c, pp * stages_per_rank);
+  r.stages.assign(static_cast<std::size_t>(pp), StageParams{});
+  for (int s = 0; s < pp * stages_per_rank; ++s)
+    add_slice(c.model, slices[static_cast<std::size_t>(s)], r.stages[static_cast<std::size_t>(lay.stage_rank[s])]);
+  for (int rank = 0; rank < pp; ++rank) {
+    StageParams& st = r.stages[static_cast<std::size_t>(rank)];
+    st.stage = rank;
+    st.first_layer = st.chunks.empty() ? 0 : st.chunks.front()[0];
   }
 }
 
@@ -231,7 +247,12 @@ ModelReport model_report(const ModelRequest& req) {
   count_parts(c.model, r);
   count_flops(c, r);
   const int pp = stage_count(req, hf, c);
-  if (pp > 0) count_stages(c, pp, r);
+  // The config's own pipeline places vpp stages on a rank (2 for ZB-V and DualPipeV); --pp or
+  // --layer-split asks for one stage a rank.
+  const bool own = !req.pp && req.layer_split.empty();
+  const std::string& sched = c.parallel.schedule;
+  const int per_rank = !own ? 1 : (sched == "zbv" || sched == "dualpipev") ? 2 : std::max(1, c.parallel.vpp);
+  if (pp > 0) count_stages(c, pp, per_rank, r);
   check_counts(r);
   return r;
 }
@@ -274,6 +295,7 @@ nlohmann::json model_json(const ModelReport& r) {
   for (const auto& s : r.stages)
     j["stages"].push_back({{"stage", s.stage},
                            {"first_layer", s.first_layer},
+                           {"chunks", s.chunks},
                            {"layers", s.layers},
                            {"embedding", s.embedding},
                            {"head", s.head},

@@ -7,6 +7,7 @@
 // the routed experts it visits (top_k of them), every shared expert and the router, and both the
 // embedding and the head (untied); the MTP modules are reported apart, outside the totals.
 #pragma once
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,10 +32,13 @@ struct ModelPart {
   std::string made_of;  // how the count is made, e.g. "32 layers x 41.94M"
 };
 
+// What one pipeline rank holds: with the config's vpp (or ZB-V's and DualPipeV's two stages) its
+// stages as the schedule places them, each a chunk of consecutive layers.
 struct StageParams {
-  int stage = 0;
-  int first_layer = 0;
-  int layers = 0;
+  int stage = 0;                           // the pipeline rank
+  int first_layer = 0;                     // of its first chunk
+  int layers = 0;                          // over its chunks
+  std::vector<std::array<int, 2>> chunks;  // {first layer, layers} per stage, in stage order
   bool embedding = false;
   bool head = false;  // and the MTP modules, when any
   double params = 0;  // everything the stage holds (no parallel sharding)

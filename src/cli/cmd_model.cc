@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "api/model.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -51,10 +53,18 @@ Runner setup_model(CLI::App& sub) {
       out += fmt::format("FLOPs per token at seq_len {} ({}): forward {:.3g}G, backward {:.3g}G\n", r.seq_len,
                          r.seq_len_why, r.forward_flops_per_token / 1e9, r.backward_flops_per_token / 1e9);
       if (!r.stages.empty()) {
-        out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", "stage", "layers", "first", "params", "experts");
+        // A rank of several stages (vpp, or a V) lists its chunks of layers: "0-1,8-9".
+        const bool chunked =
+            std::any_of(r.stages.begin(), r.stages.end(), [](const auto& s) { return s.chunks.size() > 1; });
+        out += fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  holds\n", chunked ? "rank" : "stage", "layers",
+                           chunked ? "at" : "first", "params", "experts");
         for (const auto& s : r.stages) {
+          std::vector<std::string> at;
+          for (const auto& ch : s.chunks)
+            at.push_back(ch[1] <= 1 ? fmt::format("{}", ch[0]) : fmt::format("{}-{}", ch[0], ch[0] + ch[1] - 1));
           std::string row =
-              fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers, s.first_layer,
+              fmt::format("{:<6} {:>7} {:>7} {:>12} {:>12}  {}", s.stage, s.layers,
+                          chunked ? fmt::format("{}", fmt::join(at, ",")) : std::to_string(s.first_layer),
                           short_count(s.params), short_count(s.expert_params),
                           std::string(s.embedding ? "embedding" : "") + (s.embedding && s.head ? " " : "") +
                               (s.head ? (m.mtp_depth > 0 ? "head mtp" : "head") : ""));

@@ -3,13 +3,19 @@
 // the parameters per stage.
 #include "api/model.h"
 
+#include <unistd.h>
+
+#include <array>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "catch.h"
-#include "model_part.h"
 #include "core/error.h"
 #include "cost/memory.h"
+#include "model_part.h"
 
 using namespace ppsim;
 using ppsim::test::part;
@@ -152,4 +158,46 @@ TEST_CASE("model: --pp gives the parameters each stage holds", "[api][model]") {
   double ds_sum = 0;
   for (const auto& s : ds.stages) ds_sum += s.params;
   CHECK(ds_sum == Approx(ds.total + mtp.total() + embedding_params(ds.config.model)).epsilon(1e-12));
+}
+
+TEST_CASE("model: a config's vpp or V places several stages on a rank, as its schedule does", "[api][model]") {
+  // 8 uniform dense layers on pp 2: interleaved 1F1B with vpp 2 runs 4 stages of 2 layers, stage s
+  // on rank s mod 2 (Megatron's looped placement): rank 0 holds layers 0-1 and 4-5, rank 1 2-3 and
+  // 6-7. ZB-V runs 2 stages a rank in a V (stage s on rank s, s < 2, else 3 - s): rank 0 holds
+  // 0-1 and 6-7, rank 1 2-3 and 4-5. Each rank: 4 layers; the embedding on the first stage's
+  // rank, the head on the last stage's (rank 1 looped, rank 0 in the V).
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ppsim_model_vpp_" + std::to_string(::getpid()) + ".yaml");
+  auto ranks = [&](const std::string& parallel) {
+    std::ofstream(tmp) << "model: {layers: 8, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}\n"
+                       << "hardware: {name: h100}\nparallel: " << parallel << "\n";
+    api::ModelRequest req;
+    req.path = tmp.string();
+    const api::ModelReport r = api::model_report(req);
+    std::filesystem::remove(tmp);
+    return r.stages;
+  };
+  using Chunks = std::vector<std::array<int, 2>>;
+  const auto looped = ranks("{pp: 2, vpp: 2, microbatches: 4, schedule: interleaved-1f1b}");
+  REQUIRE(looped.size() == 2);
+  CHECK(looped[0].chunks == Chunks{{0, 2}, {4, 2}});
+  CHECK(looped[1].chunks == Chunks{{2, 2}, {6, 2}});
+  CHECK((looped[0].embedding && !looped[0].head && looped[1].head && !looped[1].embedding));
+  const auto v = ranks("{pp: 2, microbatches: 4, schedule: zbv}");
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].chunks == Chunks{{0, 2}, {6, 2}});
+  CHECK(v[1].chunks == Chunks{{2, 2}, {4, 2}});
+  CHECK((v[0].embedding && v[0].head && !v[1].embedding && !v[1].head));
+  CHECK(v[0].layers == 4);
+  CHECK(v[0].params == looped[0].params + looped[1].params - v[1].params);  // the same parts, other places
+  // --pp asks for one stage a rank: 4 consecutive layers each.
+  std::ofstream(tmp)
+      << "model: {layers: 8, hidden: 64, ffn_hidden: 256, heads: 4, vocab: 1000, seq_len: 32}\n"
+      << "hardware: {name: h100}\nparallel: {pp: 2, vpp: 2, microbatches: 4, schedule: interleaved-1f1b}\n";
+  api::ModelRequest req;
+  req.path = tmp.string();
+  req.pp = 2;
+  const api::ModelReport one = api::model_report(req);
+  std::filesystem::remove(tmp);
+  CHECK(one.stages[0].chunks == Chunks{{0, 4}});
 }

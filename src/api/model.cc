@@ -234,6 +234,7 @@ ModelReport model_report(const ModelRequest& req) {
   } else {
     const std::string dir = std::filesystem::path(req.path).parent_path().string();
     r.config = parse_config(read_yaml_file(req.path), req.path, dir, req.sets);
+    r.read_as = r.config.read_as;  // megatron_args' rules
     r.seq_len_why = "model.seq_len of the config";
   }
   ModelConfigData& c = r.config;

@@ -55,8 +55,9 @@ struct ModelReport {
   int moe_layers = 0;
   std::int64_t seq_len = 0;
   std::string seq_len_why;  // where seq_len came from
-  // A config.json: the rules that read it, what was read but not counted, and the parts beside
-  // the language model (a vision tower: other_params, approximate; or why it is not counted).
+  // A config.json: the rules that read it (a YAML's megatron_args: those of its launch file),
+  // what was read but not counted, and the parts beside the language model (a vision tower:
+  // other_params, approximate; or why it is not counted).
   std::vector<std::string> read_as;
   std::vector<std::string> not_counted;
   std::string other;

@@ -958,10 +958,13 @@ MegatronArgs read_megatron_key(const MapReader& root, const std::string& base_di
 
 // megatron_args: the launch arguments' model, parallel and precision keys under the config's
 // own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
-YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir) {
+// `read_as`: the file's MegatronArgs::read_as.
+YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_node, const std::string& base_dir,
+                                std::vector<std::string>& read_as) {
   const MapReader root(ctx, root_node, "", schema());
   if (!root.has("megatron_args")) return root_node;
   const MegatronArgs args = read_megatron_key(root, base_dir);
+  read_as = args.read_as;
   YAML::Node out = under_own_sections(root_node, args.model, args.parallel, args.precision);
   if (args.costs.size() > 0) {  // the YAML's costs: win, key by key
     if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
@@ -1131,6 +1134,7 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   const YamlContext ctx(name, set_paths);
   const SchemaNode& sc = schema();
   TorchtitanKeys titan;
+  std::vector<std::string> megatron_read_as;
   // `calibration: FILE`: its fitted figures written over a copy of the tree (cost/calibration.h).
   YAML::Node tree = original;
   if (const std::optional<Calibration> cal = read_named_calibration(original, base_dir, name, set_paths)) {
@@ -1139,13 +1143,15 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
   }
   const YAML::Node root_node = finish_torchtitan(
       ctx,
-      expand_hf_config(ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir),
-                       base_dir),
+      expand_hf_config(
+          ctx, expand_megatron_args(ctx, expand_torchtitan(ctx, tree, base_dir, titan), base_dir, megatron_read_as),
+          base_dir),
       titan);
   const MapReader root(ctx, root_node, "", sc);
   ModelConfigData c;
   c.file = name;
   c.tree = original;
+  c.read_as = megatron_read_as;
   c.name = root.string("name", std::filesystem::path(name).stem().string());
   c.description = root.string("description", "");
   if (!root.has("model")) root.fail_here("model is required (the model's dimensions)");

@@ -419,6 +419,9 @@ struct ModelConfigData {
   CostProfile profile;
   YAML::Node plan;          // raw `plan:` map (or null), for the planner; not validated inside
   YAML::Node tree;          // the whole tree after --set, for what-if variants (YAML::Clone it)
+  // How megatron_args' launch file was read beyond plain copies of its flags (a gated
+  // --glu-activation, a padded vocabulary, ...): `ppsim model` lists them as "read as".
+  std::vector<std::string> read_as;
 };
 
 // Parses and validates `text` (named `name` in errors, profile paths relative to `base_dir`),

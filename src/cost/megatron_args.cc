@@ -489,6 +489,23 @@ void read_window_flags(Flags& a, YAML::Node m) {
   m["local_layers"] = flow_list(local);
 }
 
+// BigScience's Megatron-DeepSpeed --glu-activation geglu|liglu|reglu|swiglu (its
+// megatron/model/glu_activations.py): dense_h_to_4h is 2 x --ffn-hidden-size wide and the
+// activation gates one half with the other (transformer.py ParallelMLP), so the MLP is gated: 3
+// h x f matrices. The four differ only in the elementwise function, priced alike (ppsim's gated
+// MLP, model.mlp swiglu); the activation is named in out.read_as.
+bool glu_activation(Flags& a, MegatronArgs& out) {
+  if (!a.has("glu-activation")) return false;
+  const std::string g = a.value("glu-activation");
+  if (g != "geglu" && g != "liglu" && g != "reglu" && g != "swiglu")
+    throw InputError(
+        a.at("glu-activation"),
+        fmt::format("--glu-activation {}: geglu, liglu, reglu or swiglu (Megatron-DeepSpeed's choices)", g));
+  out.read_as.push_back(fmt::format("--glu-activation {}: a gated MLP (3 matrices of h x ffn){}", g,
+                                    g == "swiglu" ? "" : ", priced as SwiGLU (the same FLOPs and parameters)"));
+  return true;
+}
+
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
@@ -501,7 +518,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   if (a.has("ffn-hidden-size")) {
     m["ffn_hidden"] = a.integer("ffn-hidden-size", 1);
   } else if (a.has("hidden-size")) {  // Megatron's default (arguments.py): 4h, or with SwiGLU 8h/3 down to a multiple
-                                      // of 64
+                                      // of 64 (BigScience's --glu-activation keeps 4h: its arguments.py)
     const long long h = a.integer("hidden-size", 1);
     m["ffn_hidden"] = swiglu ? static_cast<long long>((4.0 * h * 2 / 3) / 64) * 64 : 4 * h;
   }
@@ -516,7 +533,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
     if (a.has("num-key-value-heads")) m["kv_heads"] = a.integer("num-key-value-heads", 1);
   }
   // --quick-geglu is gated too (argument_utils: gated_linear_unit), as GPT-OSS's experts run it.
-  m["mlp"] = swiglu || a.has("quick-geglu") ? "swiglu" : "gelu";
+  m["mlp"] = swiglu || a.has("quick-geglu") || glu_activation(a, out) ? "swiglu" : "gelu";
   read_window_flags(a, m);
   // Megatron-LM's choices are LayerNorm and RMSNorm; Megatron-DeepSpeed's (its arguments.py)
   // layernorm and rmsnorm: either spelling, in any case.

@@ -56,6 +56,9 @@ struct MegatronArgs {
   // slime's --use-dynamic-batch-size: micro-batches packed to --max-tokens-per-gpu at run time.
   std::string dynamic_batch;
   std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
+  // How a flag was read beyond a copy of its value ("--glu-activation geglu: a gated MLP ..."),
+  // listed by `ppsim model` as its "read as" rules (ModelConfigData::read_as).
+  std::vector<std::string> read_as;
 };
 
 // The variables a user sets for the script (`megatron_args: {script: F, env: {MODEL_SIZE: 76B}}`):

@@ -686,3 +686,33 @@ TEST_CASE("megatron: --vocab-size is padded as Megatron pads it", "[cost][megatr
   CHECK(vocab("--vocab-size 128256") == 128256);
   CHECK(vocab("--padded-vocab-size 128300") == 128300);  // already padded: as written
 }
+
+TEST_CASE("megatron: BigScience's --glu-activation is a gated MLP", "[cost][megatron]") {
+  // bigscience-workshop/Megatron-DeepSpeed transformer.py ParallelMLP: dense_h_to_4h is
+  // 2 x --ffn-hidden-size wide when --glu-activation is set, then dense_4h_to_h: 3 h x f
+  // matrices. tr9-1B3-modeling-swiglu.slurm: h 2048, f 5456, 24 layers: 24 x 3 x 2048 x 5456 =
+  // 804,519,936 MLP weights (2 matrices would be 536,346,624).
+  const ScratchDir d("ppsim_megatron_glu_");
+  d.write("tr9.sh",
+          "python pretrain_gpt.py --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --ffn-hidden-size 5456 "
+          "--seq-length 2048 --vocab-size 50257 --glu-activation swiglu --disable-bias-linear --global-batch-size 8\n");
+  const ModelConfigData c =
+      parse_config("megatron_args: tr9.sh\nhardware: {name: a100, gpus: 8}\n", "t.yaml", d.dir.string(), {});
+  CHECK(c.model.mlp == MlpKind::swiglu);
+  double mlp = 0;
+  for (int l = 0; l < c.model.layers; ++l) mlp += layer_param_parts(c.model, l).dense_mlp;
+  CHECK(mlp == 24.0 * 3 * 2048 * 5456);
+  REQUIRE(c.read_as.size() == 1);
+  CHECK(c.read_as[0] == "--glu-activation swiglu: a gated MLP (3 matrices of h x ffn)");
+  // geglu, reglu, liglu: the same three matrices (only the elementwise function differs), named;
+  // without --ffn-hidden-size the fork's default stays 4h (its arguments.py), not Megatron-LM's 8h/3.
+  const MegatronArgs g = megatron_args_from_text(
+      "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --glu-activation geglu", "a.sh");
+  CHECK(g.model["mlp"].as<std::string>() == "swiglu");
+  CHECK(g.model["ffn_hidden"].as<long long>() == 4 * 64);
+  CHECK(g.read_as == std::vector<std::string>{"--glu-activation geglu: a gated MLP (3 matrices of h x ffn), priced "
+                                              "as SwiGLU (the same FLOPs and parameters)"});
+  // At the value: 15 + 17 + 24 + 17 = 73 characters before it, so column 74.
+  CHECK(error_of("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --glu-activation gelu") ==
+        "a.sh:1:74: --glu-activation gelu: geglu, liglu, reglu or swiglu (Megatron-DeepSpeed's choices)");
+}

@@ -956,6 +956,15 @@ MegatronArgs read_megatron_key(const MapReader& root, const std::string& base_di
   return read_megatron_args(path, m.loc("script"), env);
 }
 
+// Whether the YAML writes the dotted key path ("precision.fp8_recipe"); const reads insert nothing.
+bool written(const YAML::Node& node, const std::string& path) {
+  if (!node.IsMap()) return false;
+  const std::size_t dot = path.find('.');
+  const YAML::Node child = node[path.substr(0, dot)];
+  if (!child || child.IsNull()) return false;
+  return dot == std::string::npos || written(child, path.substr(dot + 1));
+}
+
 // megatron_args: the launch arguments' model, parallel and precision keys under the config's
 // own. microbatches = global batch / (micro-batch size x dp), dp from megatron_dp.
 // `read_as`: the file's MegatronArgs::read_as.
@@ -965,6 +974,8 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
   if (!root.has("megatron_args")) return root_node;
   const MegatronArgs args = read_megatron_key(root, base_dir);
   read_as = args.read_as;
+  for (const MegatronArgs::Refusal& r : args.unless_written)
+    if (!written(root_node, r.key)) throw InputError(r.at, r.message);
   YAML::Node out = under_own_sections(root_node, args.model, args.parallel, args.precision);
   if (args.costs.size() > 0) {  // the YAML's costs: win, key by key
     if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);

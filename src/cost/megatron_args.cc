@@ -924,7 +924,31 @@ void read_dp_overlap(Flags& a, YAML::Node costs) {
   }
 }
 
-void read_precision_flags(Flags& a, YAML::Node prec) {
+// --fp8-recipe (Megatron d98e8a6 TransformerConfig.fp8_recipe, default delayed; before the flag
+// existed Megatron's FP8 was Transformer Engine's delayed scaling too): delayed and tensorwise
+// scale per tensor (precision.fp8_recipe tensor), blockwise is DeepSeek-V3's 1x128 / 128x128 tiles
+// (block). mxfp8 and custom have no figure in ppsim: refused unless the YAML writes its own
+// precision.fp8_recipe, which wins as every key written there does (MegatronArgs::unless_written).
+void read_fp8_recipe(Flags& a, YAML::Node prec, MegatronArgs& out) {
+  const std::string r = a.has("fp8-recipe") ? a.value("fp8-recipe") : "delayed";
+  if (r == "delayed" || r == "tensorwise") {
+    prec["fp8_recipe"] = "tensor";
+  } else if (r == "blockwise") {
+    prec["fp8_recipe"] = "block";
+  } else if (r == "mxfp8" || r == "custom") {
+    out.unless_written.push_back(
+        {"precision.fp8_recipe", a.at("fp8-recipe"),
+         fmt::format("--fp8-recipe {}: ppsim has no figure for {}; it prices delayed and tensorwise (one scale per "
+                     "tensor: precision.fp8_recipe tensor) and blockwise (1x128 / 128x128 tiles: block); write "
+                     "precision.fp8_recipe in the config to price the run as one of them",
+                     r, r == "mxfp8" ? "MXFP8 (a scale per 32 values)" : "a custom quantization recipe")});
+  } else {
+    throw InputError(a.at("fp8-recipe"),
+                     fmt::format("--fp8-recipe {}: delayed, tensorwise, blockwise, mxfp8 or custom", r));
+  }
+}
+
+void read_precision_flags(Flags& a, YAML::Node prec, MegatronArgs& out) {
   if (a.has("bf16")) prec["params"] = "bf16";
   // --fp16 forces no FP32 gradient accumulation (bf16 does): without
   // --accumulate-allreduce-grads-in-fp32 the gradients are kept and all-reduced in fp16, in 2021's
@@ -943,6 +967,7 @@ void read_precision_flags(Flags& a, YAML::Node prec) {
     if (f != "e4m3" && f != "hybrid")
       throw InputError(a.at("fp8-format"), fmt::format("--fp8-format {}: e4m3 or hybrid", f));
     prec["gemm"] = "fp8";
+    read_fp8_recipe(a, prec, out);
   }
 }
 
@@ -1004,7 +1029,7 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   }
   read_parallel_flags(a, par, m, name);
   read_recompute_flags(a, par, out);
-  read_precision_flags(a, prec);
+  read_precision_flags(a, prec, out);
   read_dp_overlap(a, costs);
   out.model = m;
   out.parallel = par;

@@ -59,6 +59,14 @@ struct MegatronArgs {
   // How a flag was read beyond a copy of its value ("--glu-activation geglu: a gated MLP ..."),
   // listed by `ppsim model` as its "read as" rules (ModelConfigData::read_as).
   std::vector<std::string> read_as;
+  // What ppsim cannot price from the file alone but the config may decide: refused (message at
+  // `at`) unless the YAML writes `key` (a dotted path, "precision.fp8_recipe"), whose value wins.
+  struct Refusal {
+    std::string key;
+    SourceLoc at;
+    std::string message;
+  };
+  std::vector<Refusal> unless_written;
 };
 
 // The variables a user sets for the script (`megatron_args: {script: F, env: {MODEL_SIZE: 76B}}`):

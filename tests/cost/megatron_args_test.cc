@@ -716,3 +716,47 @@ TEST_CASE("megatron: BigScience's --glu-activation is a gated MLP", "[cost][mega
   CHECK(error_of("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --glu-activation gelu") ==
         "a.sh:1:74: --glu-activation gelu: geglu, liglu, reglu or swiglu (Megatron-DeepSpeed's choices)");
 }
+
+TEST_CASE("megatron: --fp8-recipe, default delayed, is per-tensor scaling", "[cost][megatron]") {
+  // Megatron d98e8a6 TransformerConfig.fp8_recipe defaults to "delayed" (Transformer Engine's
+  // delayed scaling: one scale per tensor): --fp8-format alone is precision.fp8_recipe tensor;
+  // tensorwise (current scaling) is per tensor too; blockwise is the 1x128 / 128x128 tiles (block).
+  const std::string dims = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 ";
+  auto recipe = [&](const std::string& flags) {
+    return megatron_args_from_text(dims + flags, "a.sh").precision["fp8_recipe"].as<std::string>();
+  };
+  CHECK(recipe("--fp8-format hybrid") == "tensor");
+  CHECK(recipe("--fp8-format e4m3 --fp8-recipe delayed") == "tensor");
+  CHECK(recipe("--fp8-format hybrid --fp8-recipe tensorwise") == "tensor");
+  CHECK(recipe("--fp8-format e4m3 --fp8-recipe blockwise") == "block");
+  // No FP8 GEMMs: no recipe written (the flag alone changes nothing in Megatron; listed unused).
+  const MegatronArgs off = megatron_args_from_text(dims + "--fp8-recipe blockwise", "a.sh");
+  CHECK_FALSE(off.precision["fp8_recipe"]);
+  CHECK(off.ignored == std::vector<std::string>{"--fp8-recipe"});
+  // At the value: dims 15 + 17 + 24 + 7 = 63 characters, + 20 + 13 = 96 before it: column 97.
+  CHECK(error_of(dims + "--fp8-format hybrid --fp8-recipe fp4") ==
+        "a.sh:1:97: --fp8-recipe fp4: delayed, tensorwise, blockwise, mxfp8 or custom");
+  // mxfp8 has no figure: refused at the flag, unless the config writes its own recipe (it wins).
+  const ScratchDir d("ppsim_megatron_fp8_");
+  d.write("mx.sh", "python pretrain_gpt.py " + dims +
+                       "--seq-length 128 --vocab-size 1000 --fp8-format hybrid --fp8-recipe mxfp8\n");
+  auto load = [&](const std::string& yaml) { return parse_config(yaml, "t.yaml", d.dir.string(), {}); };
+  try {
+    (void)load("megatron_args: mx.sh\nhardware: {name: h100, gpus: 1}\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    // 23 (python pretrain_gpt.py) + 63 + 17 + 18 + 20 + 13 = 154 characters before the value: column 155.
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("mx.sh:1:155: --fp8-recipe mxfp8: ppsim has no figure for MXFP8"));
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("delayed and tensorwise"));
+  }
+  // The YAML's recipe wins: block keeps efficiency.gemm_fp8 as written (0 here: as gemm); the
+  // script's default (delayed: tensor) prices FP8 GEMMs at gemm x 0.87 = 0.5 x 0.87 = 0.435.
+  const std::string hw = "hardware: {name: h100, gpus: 1, efficiency: {gemm: 0.5}}\n";
+  const ModelConfigData block = load("megatron_args: mx.sh\n" + hw + "precision: {fp8_recipe: block}\n");
+  CHECK(block.precision.gemm == Dtype::fp8);
+  CHECK(block.hardware.efficiency.gemm_fp8 == 0);
+  d.write("delayed.sh", "python pretrain_gpt.py " + dims + "--seq-length 128 --vocab-size 1000 --fp8-format hybrid\n");
+  const ModelConfigData delayed = load("megatron_args: delayed.sh\n" + hw);
+  CHECK(delayed.hardware.efficiency.gemm_fp8 == Approx(0.5 * 0.87));
+  CHECK(delayed.hardware.efficiency.gemm_fp8_wgrad == Approx(0.5 * 0.87));
+}

@@ -1,6 +1,7 @@
 #include "cost/megatron_args.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -506,6 +507,48 @@ bool glu_activation(Flags& a, MegatronArgs& out) {
   return true;
 }
 
+// Pai-Megatron-Patch's --qk-nope-head-dim / --qk-rope-head-dim (megatron_patch/arguments.py,
+// a098ca5): parsed, but no training code reads them (its checkpoint converters do); Megatron builds
+// MLA from --qk-head-dim / --qk-pos-emb-head-dim (`megatron_flag`, `used` its value or default).
+// The same value: read; another: refused, unless the YAML writes `key`.
+void pai_mla_flag(Flags& a, const char* pai, const char* megatron_flag, long long used, const char* key,
+                  MegatronArgs& out) {
+  if (!a.has(pai)) return;
+  const long long v = a.integer(pai, 0);
+  if (v == used) return;
+  out.unless_written.push_back(
+      {std::string("model.mla.") + key, a.at(pai),
+       fmt::format("--{} {}: Pai-Megatron-Patch's flag, which its training code does not read: Megatron builds the "
+                   "attention from --{} ({}{}); pass --{} {} if that is the run's, or write model.mla.{}",
+                   pai, v, megatron_flag, used, a.present(megatron_flag) ? "" : ", its default", megatron_flag, v,
+                   key)});
+}
+
+// --multi-latent-attention with Megatron's MLA defaults (d98e8a6 arguments.py _add_mla_args):
+// --q-lora-rank None (queries projected directly: 0), --kv-lora-rank 32, --qk-head-dim 128,
+// --qk-pos-emb-head-dim 64, --v-head-dim 128; the defaults applied are named in out.read_as.
+YAML::Node read_mla(Flags& a, MegatronArgs& out) {
+  YAML::Node mla(YAML::NodeType::Map);
+  std::vector<std::string> defaults;
+  auto read = [&](const char* flag, const char* key, long long min, long long dflt) {
+    const bool given = a.has(flag);
+    if (!given && dflt > 0) defaults.push_back(fmt::format("--{} {}", flag, dflt));
+    mla[key] = given ? a.integer(flag, min) : dflt;
+    return mla[key].as<long long>();
+  };
+  read("q-lora-rank", "q_lora_rank", 0, 0);
+  read("kv-lora-rank", "kv_lora_rank", 1, 32);
+  const long long nope = read("qk-head-dim", "qk_nope_head_dim", 1, 128);
+  const long long rope = read("qk-pos-emb-head-dim", "qk_rope_head_dim", 0, 64);
+  read("v-head-dim", "v_head_dim", 1, 128);
+  pai_mla_flag(a, "qk-nope-head-dim", "qk-head-dim", nope, "qk_nope_head_dim", out);
+  pai_mla_flag(a, "qk-rope-head-dim", "qk-pos-emb-head-dim", rope, "qk_rope_head_dim", out);
+  if (!defaults.empty())
+    out.read_as.push_back(
+        fmt::format("--multi-latent-attention with Megatron's defaults {}", fmt::join(defaults, ", ")));
+  return mla;
+}
+
 // Model dimensions, with Megatron's defaults where a flag is absent (megatron_args.h).
 void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
   copy_int(a, "num-layers", m, "layers");
@@ -564,15 +607,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
         "--use-dynamic-batch-size packs each micro-batch to {} tokens per GPU from "
         "sequences whose lengths are known only when it runs",
         a.has("max-tokens-per-gpu") ? "--max-tokens-per-gpu " + a.value("max-tokens-per-gpu") : "a token budget");
-  if (a.has("multi-latent-attention")) {
-    YAML::Node mla(YAML::NodeType::Map);
-    mla["q_lora_rank"] = a.has("q-lora-rank") ? a.integer("q-lora-rank", 0) : 0;
-    if (a.has("kv-lora-rank")) mla["kv_lora_rank"] = a.integer("kv-lora-rank", 1);
-    if (a.has("qk-head-dim")) mla["qk_nope_head_dim"] = a.integer("qk-head-dim", 1);
-    if (a.has("qk-pos-emb-head-dim")) mla["qk_rope_head_dim"] = a.integer("qk-pos-emb-head-dim", 0);
-    if (a.has("v-head-dim")) mla["v_head_dim"] = a.integer("v-head-dim", 1);
-    m["mla"] = mla;
-  }
+  if (a.has("multi-latent-attention")) m["mla"] = read_mla(a, out);
 }
 
 // --moe-layer-freq as Megatron evaluates it (gpt_layer_specs.py): an integer k puts experts on

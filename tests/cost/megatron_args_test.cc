@@ -760,3 +760,58 @@ TEST_CASE("megatron: --fp8-recipe, default delayed, is per-tensor scaling", "[co
   CHECK(delayed.hardware.efficiency.gemm_fp8 == Approx(0.5 * 0.87));
   CHECK(delayed.hardware.efficiency.gemm_fp8_wgrad == Approx(0.5 * 0.87));
 }
+
+TEST_CASE("megatron: --multi-latent-attention with Megatron's MLA defaults", "[cost][megatron]") {
+  // Megatron d98e8a6 arguments.py _add_mla_args: --q-lora-rank None, --kv-lora-rank 32,
+  // --qk-head-dim 128, --qk-pos-emb-head-dim 64, --v-head-dim 128.
+  const MegatronArgs a = megatron_args_from_text(
+      "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --multi-latent-attention --v-head-dim 128", "a.sh");
+  const YAML::Node mla = a.model["mla"];
+  CHECK(mla["q_lora_rank"].as<int>() == 0);
+  CHECK(mla["kv_lora_rank"].as<int>() == 32);
+  CHECK(mla["qk_nope_head_dim"].as<int>() == 128);
+  CHECK(mla["qk_rope_head_dim"].as<int>() == 64);
+  CHECK(mla["v_head_dim"].as<int>() == 128);
+  CHECK(a.read_as == std::vector<std::string>{"--multi-latent-attention with Megatron's defaults --kv-lora-rank 32, "
+                                              "--qk-head-dim 128, --qk-pos-emb-head-dim 64"});
+  // --qk-head-dim without --qk-pos-emb-head-dim: the rope part is 64 wide, not 0.
+  const MegatronArgs b = megatron_args_from_text(
+      "--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --multi-latent-attention --qk-head-dim 96", "a.sh");
+  CHECK(b.model["mla"]["qk_nope_head_dim"].as<int>() == 96);
+  CHECK(b.model["mla"]["qk_rope_head_dim"].as<int>() == 64);
+  // The layer's attention weights (h 2048, a 16, RMSNorm): queries h a (128 + 64) = 6,291,456; the
+  // kv down-projection h (32 + 64) = 196,608; its norm 32; the kv up-projection 32 a (128 + 128)
+  // = 131,072; the output a 128 h = 4,194,304: 10,813,472 (no biases: --disable-bias-linear).
+  const ScratchDir d("ppsim_megatron_mla_");
+  d.write("mla.sh",
+          "python pretrain_gpt.py --num-layers 8 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 "
+          "--vocab-size 32000 --swiglu --normalization RMSNorm --disable-bias-linear --multi-latent-attention\n");
+  const ModelConfigData c =
+      parse_config("megatron_args: mla.sh\nhardware: {name: h100, gpus: 1}\n", "t.yaml", d.dir.string(), {});
+  CHECK(layer_param_parts(c.model, 0).attention == 6291456.0 + 196608 + 32 + 131072 + 4194304);
+  // Pai-Megatron-Patch's --qk-nope-head-dim / --qk-rope-head-dim: no training code reads them;
+  // equal to what Megatron builds (Moonlight's 128 and 64): read; otherwise refused at the flag.
+  const std::string dims = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --multi-latent-attention ";
+  const MegatronArgs pai = megatron_args_from_text(dims + "--qk-nope-head-dim 128 --qk-rope-head-dim 64", "a.sh");
+  CHECK(pai.ignored.empty());
+  CHECK(pai.unless_written.empty());
+  const MegatronArgs odd = megatron_args_from_text(dims + "--qk-nope-head-dim 192", "a.sh");
+  REQUIRE(odd.unless_written.size() == 1);
+  CHECK(odd.unless_written[0].key == "model.mla.qk_nope_head_dim");
+  CHECK(odd.unless_written[0].message ==
+        "--qk-nope-head-dim 192: Pai-Megatron-Patch's flag, which its training code does not read: Megatron builds "
+        "the attention from --qk-head-dim (128, its default); pass --qk-head-dim 192 if that is the run's, or write "
+        "model.mla.qk_nope_head_dim");
+  d.write("pai.sh", "python pretrain_gpt.py " + dims + "--seq-length 128 --vocab-size 1000 --qk-rope-head-dim 32\n");
+  auto load = [&](const std::string& yaml) { return parse_config(yaml, "t.yaml", d.dir.string(), {}); };
+  try {
+    (void)load("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\n");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    // 23 + 81 (dims: 15 + 17 + 24 + 25) + 17 + 18 + 19 = 158 characters before the value: column 159.
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("pai.sh:1:159: --qk-rope-head-dim 32: Pai-Megatron-Patch's flag"));
+  }
+  const ModelConfigData y =
+      load("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\nmodel: {mla: {qk_rope_head_dim: 32}}\n");
+  CHECK(y.model.mla.qk_rope_head_dim == 32);
+}

@@ -507,6 +507,20 @@ bool glu_activation(Flags& a, MegatronArgs& out) {
   return true;
 }
 
+// Biases as Megatron's add_bias_linear sets them (TransformerConfig, default True): on every linear
+// layer (q/k/v, the attention output, the MLP's and the experts' two; MLA's own projections have
+// none in Megatron, as in ppsim) unless --disable-bias-linear; --add-qkv-bias keeps those of q/k/v
+// (Qwen2). Megatron-DeepSpeed and 2021's Megatron-LM have no flag: always on. BigScience's
+// --embed-layernorm (a LayerNorm after the embedding, 2h weights) has no ppsim key: named.
+void read_biases(Flags& a, YAML::Node m, MegatronArgs& out) {
+  const bool all = !a.has("disable-bias-linear");
+  m["qkv_bias"] = all || a.has("add-qkv-bias");
+  m["out_bias"] = all;
+  m["mlp_bias"] = all;
+  if (a.has("embed-layernorm"))
+    out.read_as.push_back("--embed-layernorm: the LayerNorm after the embedding (2h weights) is not counted");
+}
+
 // Pai-Megatron-Patch's --qk-nope-head-dim / --qk-rope-head-dim (megatron_patch/arguments.py,
 // a098ca5): parsed, but no training code reads them (its checkpoint converters do); Megatron builds
 // MLA from --qk-head-dim / --qk-pos-emb-head-dim (`megatron_flag`, `used` its value or default).
@@ -590,6 +604,7 @@ void read_model_flags(Flags& a, YAML::Node m, MegatronArgs& out) {
                                                           a.value("normalization")));
   }
   m["norm"] = norm;
+  read_biases(a, m, out);
   m["tied_embeddings"] = !a.has("untie-embeddings-and-output-weights");
   const double hidden_dropout = a.has("hidden-dropout") ? a.number("hidden-dropout") : 0.1;
   const double attention_dropout = a.has("attention-dropout") ? a.number("attention-dropout") : 0.1;

@@ -9,10 +9,12 @@
 // megatron/training/arguments.py and TransformerConfig at NVIDIA/Megatron-LM d98e8a6, 2026-08):
 // GELU, LayerNorm, tied embeddings, dropout 0.1, tp = pp = cp = 1, --ffn-hidden-size 4h (with
 // --swiglu int(8h/3 / 64) x 64), --moe-ffn-hidden-size = --ffn-hidden-size, top-k 2, a global
-// batch of micro-batch size x dp. The result merges under the config's own keys (those written
-// in the YAML win). Flags ppsim does not use are listed in `ignored`, not refused. A value the
-// script does not decide (an environment variable, a branch on a file's existence) is refused
-// where ppsim uses it, naming the flag, the script's line, why, and the variable to set.
+// batch of micro-batch size x dp, biases on every linear layer (add_bias_linear), FP8's delayed
+// (per-tensor) recipe, MLA's ranks (--kv-lora-rank 32, --qk-head-dim 128, ...). The result
+// merges under the config's own keys (those written in the YAML win). Flags ppsim does not use
+// are listed in `ignored`, not refused. A value the script does not decide (an environment
+// variable, a branch on a file's existence) is refused where ppsim uses it, naming the flag, the
+// script's line, why, and the variable to set.
 //
 // FILE may be the top of a set (run_table_1.sh sourcing CONFIG.sh and submitting SRUN.sh through
 // sbatch): the files it sources and the scripts it runs are read with it (shell_script.h); the

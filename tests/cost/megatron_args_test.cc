@@ -503,14 +503,15 @@ TEST_CASE("megatron: Megatron-DeepSpeed's MoE flags with its defaults", "[cost][
   // The eval capacity, the minimum capacity and DeepSpeed's JSON are not used: listed.
   CHECK(a.ignored ==
         std::vector<std::string>{"--moe-eval-capacity-factor", "--moe-min-capacity", "--deepspeed-config"});
-  // Parameters (tied embedding, LayerNorm with bias, no linear biases), h = 2048, f = 8192:
-  //   12 MoE layers x 128 experts x 2hf (33,554,432)    = 51,539,607,552
-  //   12 dense MLPs x 2hf                                =    402,653,184
-  //   24 x attention 4h^2 (16,777,216)                   =    402,653,184
-  //   12 routers x h x 128                               =      3,145,728
+  // Parameters (tied embedding, LayerNorm with bias, linear biases: no --disable-bias-linear),
+  // h = 2048, f = 8192; an MLP 2hf + f + h = 33,564,672, attention 4h^2 + 3h + h = 16,785,408:
+  //   12 MoE layers x 128 experts x 33,564,672           = 51,555,655,680
+  //   12 dense MLPs x 33,564,672                         =    402,776,064
+  //   24 x attention 16,785,408                          =    402,849,792
+  //   12 routers x h x 128 (no bias)                     =      3,145,728
   //   embedding 50304 x h                                =    103,022,592
   //   (24 x 2 + 1) norms x 2h                            =        200,704
-  //   total                                              = 52,451,282,944
+  //   total                                              = 52,467,331,072
   // about 52B as DeepSpeed-MoE (arXiv 2201.05596, Table 1) gives for 1.3B+MoE-128; read with
   // Megatron-LM's defaults (every layer MoE) it was 103.59B.
   const ModelConfigData c =
@@ -518,7 +519,7 @@ TEST_CASE("megatron: Megatron-DeepSpeed's MoE flags with its defaults", "[cost][
   CHECK(c.model.moe_layer_count() == 12);
   CHECK_FALSE(c.model.layer_is_moe(0));
   CHECK(c.model.layer_is_moe(23));
-  CHECK(model_params(c.model) == 52451282944.0);
+  CHECK(model_params(c.model) == 52467331072.0);
   CHECK(c.parallel.ep == 64);
   CHECK(c.parallel.microbatches == 512 / (8 * 64));
   // `ppsim model` sums the every-other-layer parts by kind (12 layers, not 12 terms of 1).
@@ -526,8 +527,8 @@ TEST_CASE("megatron: Megatron-DeepSpeed's MoE flags with its defaults", "[cost][
   d.write("t.yaml", "megatron_args: moe.sh\nhardware: {name: h100, gpus: 64}\n");
   const auto shown = ppsim::robust::run_ppsim(scratch, "model " + (d.dir / "t.yaml").string());
   REQUIRE(shown.code == 0);
-  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 4.29B; 128 experts each, top-1 active"));
-  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 33.55M\n"));
+  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 4.30B; 128 experts each, top-1 active"));  // 128 x 33,564,672
+  CHECK_THAT(shown.out, PPSIM_CONTAINS("12 layers x 33.56M\n"));
   // --topk, --expert-interval, --mlp-type residual (a dense MLP beside the experts: one shared).
   const MegatronArgs b = megatron_args_from_text(
       "--num-layers 6 --hidden-size 64 --num-experts 8 --topk 2 --expert-interval 3 --mlp-type residual "
@@ -814,4 +815,37 @@ TEST_CASE("megatron: --multi-latent-attention with Megatron's MLA defaults", "[c
   const ModelConfigData y =
       load("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\nmodel: {mla: {qk_rope_head_dim: 32}}\n");
   CHECK(y.model.mla.qk_rope_head_dim == 32);
+}
+
+TEST_CASE("megatron: linear biases as Megatron's add_bias_linear sets them", "[cost][megatron]") {
+  // TransformerConfig.add_bias_linear defaults to True (--disable-bias-linear turns it off):
+  // biases on q/k/v, the attention output and both MLP layers; --add-qkv-bias keeps q/k/v's.
+  const std::string dims = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 ";
+  auto biases = [&](const std::string& flags) {
+    const MegatronArgs x = megatron_args_from_text(dims + flags, "a.sh");
+    return std::vector<bool>{x.model["qkv_bias"].as<bool>(), x.model["out_bias"].as<bool>(),
+                             x.model["mlp_bias"].as<bool>()};
+  };
+  CHECK(biases("") == std::vector<bool>{true, true, true});
+  CHECK(biases("--disable-bias-linear") == std::vector<bool>{false, false, false});
+  CHECK(biases("--disable-bias-linear --add-qkv-bias") == std::vector<bool>{true, false, false});  // Qwen2
+  // BLOOM-176B (BigScience's tr11/tr13 scripts: 70 layers, h 14336, vocab padded to 250880, tied,
+  // LayerNorm, GELU MLP 4h, no --disable-bias-linear in Megatron-DeepSpeed). Per layer:
+  //   weights 4h^2 (attention) + 8h^2 (MLP) = 12h^2           = 2,466,250,752
+  //   biases 3h (q/k/v) + h (out) + 4h + h (MLP) = 9h          =       129,024
+  //   2 LayerNorms x 2h = 4h                                   =        57,344
+  //   x 70 layers                                              = 172,650,598,400
+  //   + embedding 250880 x h = 3,596,615,680 + final norm 2h = 28,672
+  //   total                                                    = 176,247,242,752
+  // The published 176,247,271,424 is 28,672 = 2h more: --embed-layernorm's LayerNorm, named as not
+  // counted. Without the biases (as before) it was 176,238,211,072 (9h x 70 = 9,031,680 less).
+  const ScratchDir d("ppsim_megatron_bias_");
+  d.write("bloom.sh",
+          "python pretrain_gpt.py --num-layers 70 --hidden-size 14336 --num-attention-heads 112 --seq-length 2048 "
+          "--pad-vocab-size-to 250880 --embed-layernorm --deepspeed --bf16\n");
+  const ModelConfigData c =
+      parse_config("megatron_args: bloom.sh\nhardware: {name: a100, gpus: 8}\n", "t.yaml", d.dir.string(), {});
+  CHECK(model_params(c.model) == 176247242752.0);
+  CHECK(c.read_as ==
+        std::vector<std::string>{"--embed-layernorm: the LayerNorm after the embedding (2h weights) is not counted"});
 }

@@ -918,8 +918,28 @@ void check_megatron_required(const YAML::Node& out, const MegatronArgs& args) {
   if (!m["vocab"])
     throw InputError(args.at,
                      fmt::format("no --vocab-size: Megatron takes the vocabulary from the tokenizer{}, which ppsim "
-                                 "does not read; give it as model.vocab (the tokenizer's vocab_size)",
-                                 args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")"));
+                                 "does not read; give it as model.vocab (the tokenizer's vocab_size{})",
+                                 args.tokenizer.empty() ? "" : " (" + args.tokenizer + ")",
+                                 args.vocab_divisible_by > 0 ? ", padded here as Megatron pads it" : ""));
+}
+
+// A model.vocab the YAML gives where the arguments give none is the tokenizer's size, which
+// Megatron pads (MegatronArgs::vocab_divisible_by) with the run's tp: padded, the rule in read_as.
+void pad_yaml_vocab(YAML::Node out, const MegatronArgs& args, std::vector<std::string>& read_as) {
+  const YAML::Node& given = out;
+  const YAML::Node v = given["model"]["vocab"];
+  if (args.model["vocab"] || args.vocab_divisible_by <= 0 || !v || !v.IsScalar()) return;
+  const long long vocab = v.as<long long>(0);
+  const YAML::Node tp_node = given["parallel"]["tp"];
+  const long long tp = tp_node && tp_node.IsScalar() ? std::max(1LL, tp_node.as<long long>(1)) : 1;
+  if (vocab <= 0) return;  // not a count: model.vocab's own check says so
+  const long long padded = megatron_padded_vocab(vocab, args.vocab_divisible_by, tp);
+  if (padded == vocab) return;
+  out["model"]["vocab"] = padded;
+  read_as.push_back(
+      fmt::format("model.vocab {} padded to {} as Megatron pads the tokenizer's vocabulary (a multiple "
+                  "of --make-vocab-size-divisible-by {} x tp {})",
+                  vocab, padded, args.vocab_divisible_by, tp));
 }
 
 [[noreturn]] void ctx_fail(const MapReader& m, const YAML::Node& at, const std::string& message) {
@@ -981,6 +1001,7 @@ YAML::Node expand_megatron_args(const YamlContext& ctx, const YAML::Node& root_n
     if (!root_node["costs"] || root_node["costs"].IsNull()) out["costs"] = YAML::Node(YAML::NodeType::Map);
     merge_under(out["costs"], args.costs);
   }
+  pad_yaml_vocab(out, args, read_as);
   check_megatron_required(out, args);
   const YAML::Node& par = out["parallel"];
   // The launcher's world size gives dp wherever the YAML states neither dp nor the GPUs, also when

@@ -320,6 +320,11 @@ void launcher_world_size(const TrainingCommand& t, MegatronArgs& out) {
 }
 }  // namespace
 
+long long megatron_padded_vocab(long long vocab, long long divisible_by, long long tp) {
+  const long long multiple = divisible_by * tp;
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
 PipelineLayout parse_pipeline_layout(const std::string& layout, const SourceLoc& loc) {
   std::string s;
   for (char c : layout)
@@ -389,17 +394,23 @@ void copy_int(Flags& a, const char* flag, YAML::Node node, const char* key, long
   if (a.has(flag)) node[key] = a.integer(flag, min);
 }
 
-// The vocabulary: --vocab-size as written (Megatron pads it to a multiple of 128 x tp: not
-// applied), or GPT-2's BPE (--tokenizer-type GPT2BPETokenizer, or --vocab-file with --merge-file
-// and no type): 50257 padded as Megatron pads it (vocab_size_with_padding: up to a multiple of
-// --make-vocab-size-divisible-by (128) x tp). Other tokenizers: named for the caller's message.
+// The vocabulary: --vocab-size padded as Megatron pads a tokenizer's size (vocab_utils.py
+// _vocab_size_with_padding: up to a multiple of --make-vocab-size-divisible-by (128) x tp; not with
+// --no-pad-vocab-size, nor under Pai-Megatron-Patch's --patch-tokenizer-type, whose tokenizer sets
+// the size itself: its vocabulary plus --extra-vocab-size); --padded-vocab-size and
+// Megatron-DeepSpeed's --pad-vocab-size-to as written; GPT-2's BPE (--tokenizer-type
+// GPT2BPETokenizer, or --vocab-file with --merge-file and no type): 50257 padded. Other tokenizers:
+// named for the caller's message; the YAML's model.vocab is then padded (out.vocab_divisible_by).
 void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
-  // Megatron pads the tokenizer's vocabulary (--vocab-size: its size before padding) to a multiple
-  // of --make-vocab-size-divisible-by (128) x tp (vocab_utils.py _vocab_size_with_padding).
   const long long tp = a.has("tensor-model-parallel-size") ? a.integer("tensor-model-parallel-size", 1) : 1;
-  const long long multiple =
-      (a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128) * tp;
-  auto padded = [&](long long v) { return (v + multiple - 1) / multiple * multiple; };
+  const std::string pai = a.has("patch-tokenizer-type") ? a.value("patch-tokenizer-type") : "";
+  const bool no_pad = a.has("no-pad-vocab-size") || a.has("disable-pad-vocab-size");
+  const long long divisible_by =
+      a.has("make-vocab-size-divisible-by") ? a.integer("make-vocab-size-divisible-by", 1) : 128;
+  out.vocab_divisible_by = no_pad || !pai.empty() ? 0 : divisible_by;
+  auto padded = [&](long long v) {
+    return out.vocab_divisible_by > 0 ? megatron_padded_vocab(v, out.vocab_divisible_by, tp) : v;
+  };
   if (a.has("vocab-size")) m["vocab"] = padded(a.integer("vocab-size", 1));
   copy_int(a, "padded-vocab-size", m, "vocab");
   copy_int(a, "pad-vocab-size-to", m, "vocab");  // Megatron-DeepSpeed's (BLOOM's 250880): the padded size itself
@@ -407,6 +418,9 @@ void read_vocab(Flags& a, YAML::Node m, MegatronArgs& out) {
   const bool gpt2 = type == "GPT2BPETokenizer" || (type.empty() && a.has("vocab-file") && a.has("merge-file"));
   if (!m["vocab"] && gpt2) m["vocab"] = padded(50257);
   if (!type.empty()) out.tokenizer = "--tokenizer-type " + type;
+  if (!pai.empty())
+    out.tokenizer =
+        "--patch-tokenizer-type " + pai + ", Pai-Megatron-Patch's: its size plus --extra-vocab-size, unpadded";
   if (a.has("tokenizer-model") && !a.get("tokenizer-model").values.empty())
     out.tokenizer +=
         (out.tokenizer.empty() ? "" : " ") + ("--tokenizer-model " + a.get("tokenizer-model").values[0].text);

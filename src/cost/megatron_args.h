@@ -58,6 +58,11 @@ struct MegatronArgs {
   // slime's --use-dynamic-batch-size: micro-batches packed to --max-tokens-per-gpu at run time.
   std::string dynamic_batch;
   std::string tokenizer;  // --tokenizer-type, when given (the vocabulary's source)
+  // How Megatron pads the tokenizer's vocabulary (vocab_size_with_padding): up to a multiple of
+  // this (--make-vocab-size-divisible-by, default 128) x tp; 0: not padded (--no-pad-vocab-size,
+  // Pai-Megatron-Patch's --patch-tokenizer-type). Applied to a YAML's model.vocab where the
+  // arguments give none (the config's expansion).
+  long long vocab_divisible_by = 128;
   // How a flag was read beyond a copy of its value ("--glu-activation geglu: a gated MLP ..."),
   // listed by `ppsim model` as its "read as" rules (ModelConfigData::read_as).
   std::vector<std::string> read_as;
@@ -83,6 +88,9 @@ MegatronArgs read_megatron_args(const std::string& path, const SourceLoc& where 
 // `dir`: the script's folder (for `source FILE` and `$(dirname "$0")`).
 MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir = "",
                                      const ScriptEnv& env = {});
+
+// `vocab` padded as Megatron pads a tokenizer's vocabulary: up to a multiple of divisible_by x tp.
+long long megatron_padded_vocab(long long vocab, long long divisible_by, long long tp);
 
 // Megatron's --pipeline-model-parallel-layout ("Et*3|(tt|)*29,m|L": E embedding, t a layer, m an
 // MTP layer, L the loss and head, '|' ends a chunk, X*n and (...)*n repeat, ',' and spaces are

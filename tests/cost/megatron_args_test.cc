@@ -849,3 +849,58 @@ TEST_CASE("megatron: linear biases as Megatron's add_bias_linear sets them", "[c
   CHECK(c.read_as ==
         std::vector<std::string>{"--embed-layernorm: the LayerNorm after the embedding (2h weights) is not counted"});
 }
+
+TEST_CASE("megatron: a YAML model.vocab beside the arguments is padded as Megatron pads it", "[cost][megatron]") {
+  // Megatron pads every tokenizer's vocabulary (vocab_size_with_padding) up to a multiple of
+  // --make-vocab-size-divisible-by (128) x tp. BigScience's tr10-13B (PretrainedFromHF, tp 2):
+  // 150000 / 256 = 585.9 -> 586 x 256 = 150016. DeepSeek-V3's proxy test (divisible by 3232, tp 2):
+  // 256000 / 6464 = 39.6 -> 40 x 6464 = 258560.
+  const ScratchDir d("ppsim_megatron_vocab_");
+  const std::string dims =
+      "python pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+      "--seq-length 128 --tensor-model-parallel-size 2 ";
+  d.write("hf.sh", dims + "--tokenizer-type PretrainedFromHF\n");
+  d.write("sp.sh", dims + "--tokenizer-type GPTSentencePieceTokenizer --make-vocab-size-divisible-by 3232\n");
+  d.write("pai.sh", dims + "--patch-tokenizer-type Qwen2Tokenizer --extra-vocab-size 421\n");
+  d.write("nopad.sh", dims + "--tokenizer-type PretrainedFromHF --no-pad-vocab-size\n");
+  auto load = [&](const std::string& script, long long vocab) {
+    return parse_config(
+        fmt::format("megatron_args: {}\nhardware: {{name: h100, gpus: 2}}\nmodel: {{vocab: {}}}\n", script, vocab),
+        "t.yaml", d.dir.string(), {});
+  };
+  const ModelConfigData tr10 = load("hf.sh", 150000);
+  CHECK(tr10.model.vocab == 150016);
+  CHECK(tr10.read_as ==
+        std::vector<std::string>{"model.vocab 150000 padded to 150016 as Megatron pads the tokenizer's "
+                                 "vocabulary (a multiple of --make-vocab-size-divisible-by 128 x tp 2)"});
+  CHECK(load("sp.sh", 256000).model.vocab == 258560);
+  CHECK(load("hf.sh", 150016).model.vocab == 150016);  // already a multiple of 256: as given, no rule listed
+  CHECK(load("hf.sh", 150016).read_as.empty());
+  // Pai-Megatron-Patch's tokenizer sets the size itself (its vocabulary + --extra-vocab-size), and
+  // --no-pad-vocab-size turns Megatron's padding off: as given.
+  CHECK(load("pai.sh", 152064 - 1).model.vocab == 152063);
+  CHECK(load("nopad.sh", 150000).model.vocab == 150000);
+  // The YAML's tp is the run's: tp 4 pads to a multiple of 512: 293 x 512 = 150016; 150100 ->
+  // 294 x 512 = 150528.
+  const ModelConfigData tp4 =
+      parse_config("megatron_args: hf.sh\nhardware: {name: h100, gpus: 4}\nmodel: {vocab: 150100}\nparallel: {tp: 4}\n",
+                   "t.yaml", d.dir.string(), {});
+  CHECK(tp4.model.vocab == 150528);
+  // Without model.vocab: the refusal says it will be padded (Pai's: that it will not).
+  try {
+    (void)parse_config("megatron_args: hf.sh\nhardware: {name: h100, gpus: 2}\n", "t.yaml", d.dir.string(), {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("give it as model.vocab (the tokenizer's vocab_size, padded here as "
+                                            "Megatron pads it)"));
+  }
+  try {
+    (void)parse_config("megatron_args: pai.sh\nhardware: {name: h100, gpus: 2}\n", "t.yaml", d.dir.string(), {});
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("from the tokenizer (--patch-tokenizer-type Qwen2Tokenizer, "
+                                            "Pai-Megatron-Patch's: its size plus --extra-vocab-size, unpadded), which "
+                                            "ppsim does not read; give it as "
+                                            "model.vocab (the tokenizer's vocab_size)"));
+  }
+}

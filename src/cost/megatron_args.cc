@@ -13,6 +13,7 @@
 #include <set>
 
 #include "core/text_file.h"
+#include "cost/megatron_model_config.h"
 #include "cost/model_keys.h"
 #include "cost/shell_script.h"
 
@@ -1049,11 +1050,7 @@ void refuse_after_stop(const ShellRead& read, const TrainingCommand& cmd) {
                                    read.stop, w.text, w.unknown));
 }
 
-}  // namespace
-
-MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir,
-                                     const ScriptEnv& env) {
-  const ShellRead read = read_shell(text, name, dir, env);
+MegatronArgs megatron_args_from_shell(const ShellRead& read, const std::string& name) {
   const std::vector<ShellCommand>& cmds = read.commands;
   const TrainingCommand cmd = training_command(cmds, name);
   const std::string stop =
@@ -1101,6 +1098,18 @@ MegatronArgs megatron_args_from_text(const std::string& text, const std::string&
   out.costs = costs;
   for (auto& u : a.unused()) out.ignored.push_back(u);
   return out;
+}
+
+}  // namespace
+
+MegatronArgs megatron_args_from_text(const std::string& text, const std::string& name, const std::string& dir,
+                                     const ScriptEnv& env) {
+  if (is_model_config_yaml(text, name)) {  // a functional test's MODEL_ARGS, as its runner passes them
+    ScriptEnv with_vars = env;
+    const std::string args = model_config_args(text, name, with_vars);
+    return megatron_args_from_shell(read_shell(args, name, dir, with_vars), name);
+  }
+  return megatron_args_from_shell(read_shell(text, name, dir, env), name);
 }
 
 bool is_script_variable(const std::string& name) {

@@ -28,6 +28,14 @@ std::string error_of(const std::string& text) {
   }
   return "no error";
 }
+std::string error_of_file(const std::string& text, const std::string& name) {
+  try {
+    (void)megatron_args_from_text(text, name);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  return "no error";
+}
 }  // namespace
 
 TEST_CASE("megatron: flags to model keys, with Megatron's defaults", "[cost][megatron]") {
@@ -903,4 +911,51 @@ TEST_CASE("megatron: a YAML model.vocab beside the arguments is padded as Megatr
                                             "ppsim does not read; give it as "
                                             "model.vocab (the tokenizer's vocab_size)"));
   }
+}
+
+TEST_CASE("megatron: a functional test's model_config.yaml, its MODEL_ARGS as the runner passes them",
+          "[cost][megatron]") {
+  // Megatron-LM d98e8a6 tests/functional_tests/shell_test_utils/_run_training.sh: `true` is a bare
+  // flag, a value in ( ) one quoted word, "" leaves the flag out, variables are expanded (eval).
+  const std::string yaml =
+      "ENV_VARS:\n"
+      "  CUDA_DEVICE_MAX_CONNECTIONS: 1\n"
+      "  LAYERS: 4\n"
+      "MODEL_ARGS:\n"
+      "  --num-layers: ${LAYERS}\n"
+      "  --hidden-size: 64  # a comment\n"
+      "  --num-attention-heads: 4\n"
+      "  --swiglu: true\n"
+      "  --untie-embeddings-and-output-weights:\n"
+      "    true\n"
+      "  --num-experts: 8\n"
+      "  --moe-layer-freq: ([0]*1+[1]*3)\n"
+      "  --save: ${CHECKPOINT_SAVE_PATH}\n"
+      "  --load: \"\"\n"
+      "TEST_TYPE: regular\n";
+  const MegatronArgs y = megatron_args_from_text(yaml, "model_config.yaml");
+  const MegatronArgs s = megatron_args_from_text(
+      "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --swiglu --untie-embeddings-and-output-weights "
+      "--num-experts 8 --moe-layer-freq '([0]*1+[1]*3)' --save /ckpt",
+      "a.sh");
+  CHECK(YAML::Dump(y.model) == YAML::Dump(s.model));
+  CHECK(YAML::Dump(y.parallel) == YAML::Dump(s.parallel));
+  CHECK(y.model["layers"].as<int>() == 4);  // ${LAYERS} from ENV_VARS
+  CHECK(y.model["mlp"].as<std::string>() == "swiglu");
+  CHECK_FALSE(y.model["tied_embeddings"].as<bool>());
+  CHECK(y.ignored == std::vector<std::string>{"--save"});  // --load "" is left out, as the runner does
+  // Errors at the YAML's line and column: --hidden-size's value is line 6, column 18 (2 + 13 + 2
+  // characters before it).
+  std::string bad = yaml;
+  bad.replace(bad.find("64  # a comment"), 2, "x");
+  CHECK(error_of_file(bad, "model_config.yaml") ==
+        "model_config.yaml:6:18: --hidden-size: expected an integer >= 1, got 'x'");
+  // false: argparse refuses a value after a switch (line 8, column 13).
+  std::string off = yaml;
+  off.replace(off.find("--swiglu: true"), 14, "--swiglu: false");
+  CHECK_THAT(error_of_file(off, "model_config.yaml"),
+             PPSIM_CONTAINS("model_config.yaml:8:13: MODEL_ARGS --swiglu: false: the runner passes '--swiglu false'"));
+  // A YAML map without MODEL_ARGS is not an argument list: said so, not ":1:1: no --num-layers".
+  CHECK_THAT(error_of_file("--num-layers: 4\nname: x\n", "cfg.yaml"),
+             PPSIM_CONTAINS("cfg.yaml: a YAML file without MODEL_ARGS is not an argument list"));
 }

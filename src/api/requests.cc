@@ -2,6 +2,7 @@
 // from them once. Times and schedule lists are parsed here into their types.
 #include <fmt/format.h>
 
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <limits>
@@ -118,6 +119,15 @@ std::string yaml_quoted(const std::string& s) {
 // absolute; the arguments ppsim does not use become a note).
 std::vector<std::string> config_sets(const Values& v) {
   std::vector<std::string> sets = v.texts("overrides");
+  // Both reach the config as --set values: without a config, the refusal names the option given.
+  static const std::array<std::array<const char*, 3>, 2> kNeedConfig = {
+      {{"calibration", "--calibration", "the model and cluster its figures apply to"},
+       {"megatron_args", "--megatron-args", "the cluster, and what the arguments do not say"}}};
+  const bool no_config = find_option(v.command(), "config") && v.text("config").empty();
+  for (const auto& [key, flag, why] : kNeedConfig)
+    if (no_config && find_option(v.command(), key) && !v.text(key).empty())
+      throw InputError(fmt::format("{} needs a config file ({}): {} CONFIG {} FILE", flag, why, v.command().name, flag),
+                       {}, kExitUsage);
   if (find_option(v.command(), "calibration") && !v.text("calibration").empty())
     sets.push_back(calibration_set(v.text("calibration")));
   if (!find_option(v.command(), "megatron_args")) return sets;

@@ -959,3 +959,24 @@ TEST_CASE("megatron: a functional test's model_config.yaml, its MODEL_ARGS as th
   CHECK_THAT(error_of_file("--num-layers: 4\nname: x\n", "cfg.yaml"),
              PPSIM_CONTAINS("cfg.yaml: a YAML file without MODEL_ARGS is not an argument list"));
 }
+
+TEST_CASE("megatron: --megatron-args without a config names --megatron-args", "[cost][megatron][cli]") {
+  // The file reaches the config as a --set value; without a config the refusal was "--set needs a
+  // config file", an option the user never gave. Now it names the one given, exit 2 (usage).
+  const ScratchDir d("ppsim_megatron_noconfig_");
+  const std::string args = d.write("a.sh", "--num-layers 2 --hidden-size 64 --num-attention-heads 4\n");
+  ppsim::robust::Scratch scratch("megatron_noconfig");
+  for (const char* cmd : {"compare", "plan"}) {
+    INFO(cmd);
+    const auto r = ppsim::robust::run_ppsim(scratch, std::string(cmd) + " --megatron-args " + args);
+    CHECK(r.code == 2);
+    CHECK(r.err == fmt::format("ppsim: --megatron-args needs a config file (the cluster, and what the arguments do "
+                               "not say): {} CONFIG --megatron-args FILE\n",
+                               cmd));
+  }
+  const auto cal = ppsim::robust::run_ppsim(scratch, "compare --calibration " + args);
+  CHECK(cal.code == 2);
+  CHECK_THAT(cal.err, PPSIM_CONTAINS("ppsim: --calibration needs a config file"));
+  const auto set = ppsim::robust::run_ppsim(scratch, "compare --set model.layers=2");
+  CHECK(set.err == "ppsim: --set needs a config file\n");
+}

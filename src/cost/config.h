@@ -161,6 +161,10 @@ struct PrecisionSpec {
   CacheType attention_out_cache = CacheType::bf16;
   CacheType expert_act_cache = CacheType::bf16;
   StateLocation optimizer_location = StateLocation::device;  // host: optimizer states + master weights off the GPU
+  // With optimizer_location host: the share of them on the host (Megatron's
+  // --optimizer-offload-fraction; 1 by default), the rest on the GPU with its step.
+  double optimizer_host_fraction = 1;
+  double optimizer_on_host() const { return optimizer_location == StateLocation::host ? optimizer_host_fraction : 0.0; }
   StateLocation ema = StateLocation::none;                  // an fp32 EMA of the weights (4 bytes per parameter)
   // Optimizer state bytes per parameter: two moments, plus an fp32 master copy when the
   // weights are narrower than fp32 (Adam, fp32 moments, bf16 weights: 2*4 + 4 = 12).

@@ -1023,10 +1023,17 @@ void read_precision_flags(Flags& a, YAML::Node prec, MegatronArgs& out) {
     prec["grads"] = a.has("accumulate-allreduce-grads-in-fp32") ? "fp32" : "fp16";
   }
   if (a.has("grad-reduce-in-bf16")) prec["grads"] = "bf16";  // the main grads kept and reduced in bf16
-  // --optimizer-cpu-offload with --optimizer-offload-fraction (default 1.0): all on the host.
-  if (a.has("optimizer-cpu-offload") &&
-      (!a.has("optimizer-offload-fraction") || a.number("optimizer-offload-fraction") >= 1.0))
+  // --optimizer-cpu-offload with --optimizer-offload-fraction (default 1.0: all on the host), the
+  // share of the optimizer states on the host (d98e8a6 arguments.py; HybridDeviceOptimizer steps
+  // that share on the CPU, the rest on the GPU).
+  if (a.has("optimizer-cpu-offload")) {
+    const double f = a.has("optimizer-offload-fraction") ? a.number("optimizer-offload-fraction") : 1.0;
+    if (f < 0 || f > 1)
+      throw InputError(a.at("optimizer-offload-fraction"),
+                       fmt::format("--optimizer-offload-fraction {}: a share in [0, 1]", f));
     prec["optimizer_location"] = "host";
+    if (f < 1) prec["optimizer_host_fraction"] = f;
+  }
   if (a.has("fp8-format")) {
     const std::string f = a.value("fp8-format");
     if (f != "e4m3" && f != "hybrid")

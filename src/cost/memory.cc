@@ -495,7 +495,8 @@ std::vector<RankMemory> rank_memory(const ModelConfigData& c, const std::vector<
     // gathered ones in flight.
     m.weights = (p.fsdp ? gathered[static_cast<std::size_t>(r)] : sharded(3)) * dtype_bytes(c.precision.params);
     m.grads = (unsharded_grads ? d + e : sharded(2)) * dtype_bytes(c.precision.grads);
-    (c.precision.optimizer_location == StateLocation::host ? m.host_optimizer : m.optimizer) = sharded(1) * opt;
+    m.host_optimizer = c.precision.optimizer_on_host() * sharded(1) * opt;
+    m.optimizer = (1 - c.precision.optimizer_on_host()) * sharded(1) * opt;
     if (c.precision.ema == StateLocation::host) m.host_ema = sharded(1) * 4;
     if (c.precision.ema == StateLocation::device) m.ema = sharded(1) * 4;
     m.activations = peak_activations[static_cast<std::size_t>(r)] * act_chunk[r];

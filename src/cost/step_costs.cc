@@ -88,7 +88,7 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
   const double master = c.precision.params == Dtype::fp32 ? 0.0 : 8.0;
   const double opt_per_param = 2 * grad_b + master + 4 * dtype_bytes(c.precision.optimizer) +
                                (c.precision.params == Dtype::fp32 ? 8.0 : param_b);
-  const bool opt_on_gpu = c.precision.optimizer_location == StateLocation::device;
+  const double opt_on_gpu = 1 - c.precision.optimizer_on_host();  // the share the GPU steps
 
   for (int r = 0; r < s.pp; ++r) {
     RankStepCosts& rc = out.ranks[static_cast<std::size_t>(r)];
@@ -115,7 +115,7 @@ StepCosts step_costs(const ModelConfigData& c, const Schedule& s, const std::vec
           std::min(rc.dp_ns, first + last + std::max(0.0, rest - (*busy_ns)[static_cast<std::size_t>(r)]));
     }
     const double updated = p.zero >= 1 ? dense / n_dense + expert / n_expert : dense + expert;
-    rc.optimizer_bytes = opt_on_gpu ? opt_per_param * updated : 0.0;
+    rc.optimizer_bytes = opt_on_gpu * opt_per_param * updated;
     rc.optimizer_ns = rc.optimizer_bytes / (h.hbm_gbps * h.efficiency.elementwise);
     const double added = (c.costs.dp_comm ? rc.dp_exposed_ns : 0.0) + (c.costs.optimizer_step ? rc.optimizer_ns : 0.0);
     rc.added_ns = added;

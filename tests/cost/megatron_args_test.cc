@@ -980,3 +980,17 @@ TEST_CASE("megatron: --megatron-args without a config names --megatron-args", "[
   const auto set = ppsim::robust::run_ppsim(scratch, "compare --set model.layers=2");
   CHECK(set.err == "ppsim: --set needs a config file\n");
 }
+
+TEST_CASE("megatron: --optimizer-offload-fraction, the host's share of the optimizer states", "[cost][megatron]") {
+  // d98e8a6 arguments.py: --optimizer-cpu-offload keeps --optimizer-offload-fraction (default 1.0)
+  // of the optimizer states on the host: precision.optimizer_location host, and below 1 the share.
+  const std::string dims = "--num-layers 2 --hidden-size 64 --num-attention-heads 4 --bf16 --optimizer-cpu-offload ";
+  const MegatronArgs all = megatron_args_from_text(dims, "a.sh");
+  CHECK(all.precision["optimizer_location"].as<std::string>() == "host");
+  CHECK_FALSE(all.precision["optimizer_host_fraction"]);
+  const MegatronArgs half = megatron_args_from_text(dims + "--optimizer-offload-fraction 0.5", "a.sh");
+  CHECK(half.precision["optimizer_location"].as<std::string>() == "host");
+  CHECK(half.precision["optimizer_host_fraction"].as<double>() == 0.5);
+  CHECK_THAT(error_of(dims + "--optimizer-offload-fraction 2"),
+             PPSIM_CONTAINS("--optimizer-offload-fraction 2: a share in [0, 1]"));
+}

@@ -250,6 +250,26 @@ TEST_CASE("the per-rank peak: chunks of each slice alive, dated, with host-side 
   CHECK_THAT(top, WithinRel(pk[0].parts.total(), 1e-12));
 }
 
+TEST_CASE("precision.optimizer_host_fraction: a share of the optimizer states on the host", "[cost]") {
+  // Megatron's --optimizer-offload-fraction 0.25: a quarter of the 12 bytes per parameter (two fp32
+  // moments and the fp32 master weights, bf16 weights) on the host, three quarters on the GPU; the
+  // GPU's optimizer step reads and writes three quarters of its bytes. Sharded over dp = 8 (ZeRO-1).
+  const ModelConfigData all = load({"parallel.dp=8", "parallel.zero=1", "precision.optimizer_location=host"});
+  const ModelConfigData part = load({"parallel.dp=8", "parallel.zero=1", "precision.optimizer_location=host",
+                                     "precision.optimizer_host_fraction=0.25"});
+  const Schedule sch = make_schedule("1f1b", ScheduleParams{4, 8, 0, 0});
+  const std::vector<RankPeak> a = predict_rank_memory(all, sch, nullptr);
+  const std::vector<RankPeak> q = predict_rank_memory(part, sch, nullptr);
+  for (std::size_t r = 0; r < a.size(); ++r) {
+    const double states = a[r].parts.host_optimizer;  // all of them, on the host
+    CHECK_THAT(states, WithinRel(a[r].parts.weights / 2 * 12 / 8, 1e-12));
+    CHECK_THAT(q[r].parts.host_optimizer, WithinRel(0.25 * states, 1e-12));
+    CHECK_THAT(q[r].parts.optimizer, WithinRel(0.75 * states, 1e-12));
+  }
+  CHECK_THROWS_WITH(load({"precision.optimizer_host_fraction=0.5"}), PPSIM_CONTAINS("optimizer_location: host"));
+  CHECK_THROWS_AS(load({"precision.optimizer_location=host", "precision.optimizer_host_fraction=1.5"}), InputError);
+}
+
 TEST_CASE("MoE all-to-all buffers and the MTP module on the head's rank", "[cost]") {
   const char* kMoe = R"(
 model: {layers: 4, hidden: 1024, heads: 8, vocab: 32000, seq_len: 1024, mtp_depth: 1,

@@ -188,6 +188,13 @@ class Lexer {
         next();
         balanced(raw, open, open == '(' ? ')' : '}', at);
         continue;
+      } else if (q == '"' && s_[i_] == '`') {
+        // A command substitution inside double quotes: its own quotes do not end these
+        // ("--min-lr `bc <<< "scale=3; $1/10"`", BigScience's tr14 script).
+        raw += s_[i_];
+        next();
+        balanced(raw, '\x01', '`', at);
+        continue;
       }
       raw += s_[i_];
       next();

@@ -124,6 +124,15 @@ TEST_CASE("shell: bash -c, eval, functions, loops, here-documents, exit", "[cost
   CHECK(last_words("if [ -z \"${ADDR:-}\" ]; then echo set ADDR; exit 1; fi\nrun x") == W{"run", "x"});
   const auto loop = shell_commands("while true; do A=2; done\nrun $A", "s.sh", "");
   CHECK(loop.back().words[1].unknown == "$A is set under the 'while' loop at line 1");
+  // A backtick substitution inside double quotes keeps its own quotes (BigScience's tr14 script):
+  // the value is "--lr 1 --min-lr `bc <<< "x"` --n 2", whose substitution is not run (kept as
+  // $(...)); read again by bash -c, its words are the flags around the unknown output.
+  CHECK(last_words("M=\"--lr 1 --min-lr `bc <<< \"x\"` --n 2\"\nrun $M") ==
+        W{"run", "--lr", "1", "--min-lr", "?$(bc <<< \"x\")", "--n", "2"});
+  const auto twice = shell_commands("M=\"--min-lr `bc <<< \"x\"` --n 2\"\nbash -c \"run $M\"", "s.sh", "");
+  REQUIRE(!twice.empty());
+  CHECK(twice.back().words.front().text == "run");
+  CHECK(twice.back().words.back().text == "2");
 }
 
 TEST_CASE("shell: located errors", "[cost][shell]") {

@@ -141,3 +141,14 @@ costs: {{dp_comm: false, optimizer_step: false}}
 parallel: {{pp: {ranks}, microbatches: {microbatches}, {parallel}embedding_on_first: false, head_on_last: false}}
 profile: {profile}
 """
+
+
+def write_json(torch, path, rows, **meta):
+    """The measurement's rows with the GPU's name and PyTorch's version (and `meta`) as JSON at
+    `path`; nothing when `path` is empty."""
+    if not path:
+        return
+    import json
+    with open(path, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, **meta, "rows": rows}, f,
+                  indent=1)

@@ -17,11 +17,10 @@ Prints one line per shape: M N K G, ms, TFLOP/s, fraction of the peak, the refer
 ratio; the JSON holds the same.
 """
 import argparse
-import json
 import random
 import sys
 
-from cuda_timing import cuda_torch, median_ms
+from cuda_timing import cuda_torch, median_ms, write_json
 
 DENSE = [  # (M, N, K), G = 1
     (m, n, k)
@@ -125,10 +124,7 @@ def main():
             dense(*shape)
         else:
             experts(*shape)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "repeats": REPEATS,
-                       "ref": REF, "rows": rows}, f, indent=1)
+    write_json(torch, a.json, rows, repeats=REPEATS, ref=REF)
     return 0
 
 

@@ -193,6 +193,9 @@ FidelityRow row_header(const PublishedFile& pf, const MapReader& rr) {
 ModelConfig row_config(const PublishedFile& pf, const MapReader& rr, FidelityRow& row, const FidelityRequest& req,
                        const std::vector<std::string>& extra) {
   std::vector<std::string> sets;
+  // The row's own vpp is the config's for this row, so that its set: (another layer count, pp) is
+  // checked against it; a parallel.vpp in the set wins.
+  if (rr.has("vpp") && family_takes_vpp(row.schedule)) sets.push_back(fmt::format("parallel.vpp={}", row.vpp));
   if (rr.has("set")) {
     const YAML::Node rs = rr.value("set");
     if (!rs.IsMap() || rs.size() == 0)
@@ -455,19 +458,29 @@ void calibrate_first(const std::vector<PublishedFile>& files, const FidelityRequ
     double scale;
     std::string on;     // the row's key
     CalibratedRun run;  // the run it describes
+    std::string failed;  // why no scale meets the row ("" when one does)
   };
   std::map<std::string, Fit> by_source;  // source id -> its calibration
   for (std::size_t f = 0; f < files.size(); ++f) {
     const std::string id = per_file[f].front().source_id;
     if (!by_source.count(id)) {
-      const ScaleFit fit = row_scale(files[f], 0, req, per_file[f].front());
+      const FidelityRow& first = per_file[f].front();
+      const ScaleFit fit = row_scale(files[f], 0, req, first);
       per_file[f].front().fitted_scale = fit.scale;
-      by_source[id] = {fit.scale, per_file[f].front().key, per_file[f].front().as_run};
+      std::string failed;
+      if (!fit.reached)  // the scale stopped at its range's end: the row is not met (calibrate refuses it too)
+        failed = fmt::format(
+            "not calibrated: {} is outside one compute scale's reach (at {:.3g}, every compute "
+            "efficiency at its bound, the step is {:.4g} s against the published {:.4g} s)",
+            first.key, fit.scale, fit.step_s, first.step_s * first.predicted_tokens_s / first.published_tokens_s);
+      by_source[id] = {failed.empty() ? fit.scale : 1.0, first.key, first.as_run, failed};
     }
     const Fit& at = by_source[id];
-    per_file[f] = rows_at_scale(files[f], req, per_file[f], at.scale, at.on);
-    for (FidelityRow& r : per_file[f])
-      if (r.key != at.on) r.extrapolates = run_extrapolation(r.as_run, at.run);
+    per_file[f] = rows_at_scale(files[f], req, per_file[f], at.scale, at.failed.empty() ? at.on : "presets");
+    for (FidelityRow& r : per_file[f]) {
+      r.not_calibrated = at.failed;
+      if (r.key != at.on && at.failed.empty()) r.extrapolates = run_extrapolation(r.as_run, at.run);
+    }
   }
 }
 
@@ -517,6 +530,7 @@ FidelityResult fidelity(const FidelityRequest& req) {
       const int code = e.exit_code();
       if (code != kExitInput && code != kExitIo && code != kExitInvariant) throw;
       if (!first) first = std::current_exception();
+      if (out.skipped_exit == 0) out.skipped_exit = code;
       const std::string why = e.one_line();  // the file named first, where the error names none
       out.skipped.emplace_back(file, why.rfind(file, 0) == 0 ? why : file + ": " + why);
     }
@@ -582,6 +596,7 @@ nlohmann::json fidelity_json(const FidelityResult& r) {
       j["preset_error"] = *x.preset_error;
       j["calibration_scale"] = x.calibration_scale;
       j["calibrated_on"] = x.calibrated_on;
+      if (!x.not_calibrated.empty()) j["not_calibrated"] = x.not_calibrated;
       if (!x.extrapolates.empty()) j["extrapolates"] = x.extrapolates;
       j["fitted_scale"] = x.fitted_scale;
     }
@@ -606,6 +621,7 @@ FidelityCounts fidelity_counts(const FidelityResult& r, bool preset) {
   for (const FidelityRow& x : r.rows) {
     if (!x.preset_error && preset) continue;
     if (x.calibrated_on == x.key) continue;  // the row a source was calibrated on
+    if (!x.not_calibrated.empty()) continue;  // a source no scale calibrates: in neither count
     const double e = 100.0 * std::abs(preset && x.preset_error ? *x.preset_error : x.error);
     errs.push_back(e);
     ++c.rows;
@@ -631,6 +647,13 @@ std::string fidelity_summary(const FidelityResult& r) {
       std::any_of(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return x.preset_error.has_value(); });
   if (calibrated) out += line("at the presets (same rows)", fidelity_counts(r, true));
   out += line(calibrated ? "calibrated" : "at the presets", now);
+  const auto uncalibrated =
+      std::count_if(r.rows.begin(), r.rows.end(), [](const FidelityRow& x) { return !x.not_calibrated.empty(); });
+  if (uncalibrated > 0)
+    out += fmt::format(
+        "{} rows not calibrated (their source's first row is outside one compute scale's reach): "
+        "not in the counts\n",
+        uncalibrated);
   for (const auto& [file, why] : r.skipped) out += fmt::format("skipped: {}\n", why);
   if (!r.skipped.empty())
     out += fmt::format("{} of {} files skipped (their results are not in the counts)\n", r.skipped.size(), r.files);

@@ -76,6 +76,10 @@ struct FidelityRow {
   std::optional<double> preset_error;
   double calibration_scale = 1;
   std::string calibrated_on;
+  // calibrate "first": why the source's rows stay at the presets ("" when calibrated): its first
+  // row lies outside what one compute scale reaches (every efficiency within its range). Such rows
+  // are not in the calibrated counts.
+  std::string not_calibrated;
   std::string source_id;    // the file's published.source up to its first comma (one paper, one report)
   std::string gpu_family;   // ampere (A100) or hopper (H100, H800, H200): one compute efficiency set
   double fitted_scale = 0;  // loso: the scale that explains this row alone (0: not fitted)
@@ -92,6 +96,7 @@ struct FidelityResult {
   // throws the first file's error instead. With a thresholds file each one counts as a failure.
   std::vector<std::pair<std::string, std::string>> skipped;
   std::size_t files = 0;  // the files read, skipped ones included
+  int skipped_exit = 0;   // the first skipped file's exit code (3, 4 or 8); 0 when none was skipped
   bool checked = false;   // a thresholds file was given
   int failures = 0;       // rows past their thresholds
 };

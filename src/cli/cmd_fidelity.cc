@@ -23,7 +23,9 @@ std::string render_table(const api::FidelityResult& r) {
                                 "run / result", w, "schedule", "M", "published", "pub tok/s", "pred tok/s", "error%",
                                 "step s", "bubble", "dp s", "opt s", "mem GB", "rel pp");
   for (const auto& x : r.rows) {
-    const std::string on = x.calibrated_on == x.key ? "calibrated on this row" : x.calibrated_on;
+    const std::string on = !x.not_calibrated.empty()  ? x.not_calibrated
+                           : x.calibrated_on == x.key ? "calibrated on this row"
+                                                      : x.calibrated_on;
     std::string mem = fmt::format("{:.1f}", x.predicted_memory_gb);
     if (x.published_memory_gb) mem += fmt::format("/{:.0f}", *x.published_memory_gb);
     else if (x.fits_limit_gb) mem += fmt::format("{}{:.1f}", x.fits ? "<=" : ">!", *x.fits_limit_gb);
@@ -63,7 +65,8 @@ Runner setup_fidelity(CLI::App& sub) {
     api::end_terminal_progress();
     for (const auto& skipped : r.skipped) fmt::print(stderr, "ppsim: skipped: {}\n", skipped.second);
     write_output(a->text("output"), f == Format::Json ? api::fidelity_json(r).dump(2) + "\n" : render_table(r));
-    return r.checked && r.failures > 0 ? 7 : 0;
+    // A skipped file is a source dropped out of the table: its own exit code, unless --check's 7.
+    return r.checked && r.failures > 0 ? 7 : r.skipped_exit;
   };
 }
 

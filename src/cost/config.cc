@@ -1212,8 +1212,9 @@ ModelConfigData validate_config_tree(const YAML::Node& original, const std::stri
           more = fmt::format("; '{}' names {}: say which", c.gpu_type, fmt::join(variants, " or "));
         else if (hint.empty())
           more =
-              "; for another GPU drop cluster.gpu and give its figures under hardware: peak_tflops, hbm_gbps, "
-              "hbm_gb, nvlink_gbps, network_gbps and efficiency (docs/CONFIG.md, \"hardware\")";
+              "; for another NVIDIA-style GPU (ppsim models NVLink and NCCL's collectives; not TPUs) drop cluster.gpu "
+              "and give its figures under hardware: peak_tflops, hbm_gbps, hbm_gb, nvlink_gbps, network_gbps and "
+              "efficiency (docs/CONFIG.md, \"hardware\")";
         cl.fail("gpu", fmt::format("cluster.gpu '{}' is not a GPU type ({}){}", c.gpu_type, gpu_type_list(), more),
                 hint);
       }

@@ -225,6 +225,35 @@ TEST_CASE("a bad calibration file is one error at its line", "[calibrate]") {
   CHECK_THROWS_AS(read_calibration(over), InputError);
 }
 
+TEST_CASE("fidelity --calibrate first: a first result no compute scale reaches leaves its source at the presets",
+          "[calibrate]") {
+  // 1e12 tokens/s is beyond every compute efficiency at its bound (1): the scale stops at the end of
+  // its range without meeting the row. The source's rows stay at the presets, say why, and are in
+  // neither count (calibrate on the same run refuses it).
+  const std::string cfg = write_temp("far.yaml", std::string(kRun) + R"(published:
+  source: a test
+  results:
+    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1000000000000}
+    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1400000}
+)");
+  api::FidelityRequest req;
+  req.files = {cfg};
+  const api::FidelityResult preset = api::fidelity(req);
+  req.calibrate = "first";
+  const api::FidelityResult cal = api::fidelity(req);
+  REQUIRE(cal.rows.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO(i);
+    CHECK_THAT(cal.rows[i].not_calibrated,
+               PPSIM_CONTAINS("not calibrated: far/a is outside one compute scale's reach"));
+    CHECK(cal.rows[i].calibration_scale == 1.0);
+    CHECK_THAT(cal.rows[i].error, WithinRel(preset.rows[i].error, 1e-9));
+  }
+  CHECK(api::fidelity_counts(cal, false).rows == 0);
+  CHECK(api::fidelity_counts(cal, true).rows == 0);
+  CHECK_THAT(api::fidelity_summary(cal), PPSIM_CONTAINS("2 rows not calibrated"));
+}
+
 TEST_CASE("fidelity --calibrate first: the first result is met, the others carry their preset error", "[calibrate]") {
   const std::string cfg = write_temp("pub.yaml", std::string(kRun) + R"(published:
   source: a test

@@ -191,6 +191,27 @@ TEST_CASE("fidelity: a result's set: runs its own layout, as the config with tho
   CHECK_THAT(*r.rows[3].predicted_relative, WithinRel(r.rows[3].predicted_tokens_s / r.rows[2].predicted_tokens_s, 1e-12));
 }
 
+TEST_CASE("fidelity: a row's vpp is its config's, so that its set: is checked against it", "[api][fidelity]") {
+  // The file runs 4 layers on pp 2 at vpp 2 (1 layer a chunk). Row g asks for 8 layers at vpp 4: 8 / (2 x 4) = 1 a
+  // chunk, valid, though 8 layers at the file's vpp 2 would be too (the check that failed was 6 layers at
+  // vpp 4: 6 / 8 chunks). Row h: 6 layers at vpp 3 (1 a chunk), which the file's vpp 2 cannot split (6 / 4).
+  std::string text = kRun;
+  text.replace(text.find("parallel: {pp: 2, dp: 4"), 23, "parallel: {pp: 2, vpp: 2, dp: 4");
+  text +=
+      "    - {label: g, schedule: interleaved-1f1b, vpp: 4, set: {model.layers: 8}, microbatches: 8, tokens_per_s: "
+      "1000000}\n";
+  text +=
+      "    - {label: h, schedule: interleaved-1f1b, vpp: 3, set: {model.layers: 6}, microbatches: 8, tokens_per_s: "
+      "1000000}\n";
+  api::FidelityRequest req;
+  req.files = {write_temp("vpp.yaml", text)};
+  const api::FidelityResult r = api::fidelity(req);
+  REQUIRE(r.rows.size() == 6);
+  CHECK(r.rows[4].vpp == 4);
+  CHECK(r.rows[5].vpp == 3);
+  CHECK(r.rows[5].predicted_tokens_s > 0);
+}
+
 TEST_CASE("fidelity: a bad set: is one error at its row", "[api][fidelity]") {
   api::FidelityRequest req;
   std::string text = kRun;

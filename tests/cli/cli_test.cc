@@ -265,6 +265,14 @@ TEST_CASE("fidelity: a table, JSON, exit 7 past a threshold, one-line errors", "
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   // A directory without configs: exit 4.
   CHECK(run_ppsim("fidelity --dir /nonexistent").code == 4);
+  // A file that cannot be predicted is skipped, the others' rows printed, and the exit code is the
+  // skipped file's (3: a bad config), so that a script notices the source that dropped out.
+  const std::string bad = tmp_path("bad.yaml");
+  std::ofstream(bad) << "model: {layers: 4}\n";
+  r = run_ppsim("fidelity " + cfg + " " + bad);
+  CHECK(r.code == 3);
+  CHECK(r.out.find("megatron-18.4b/1f1b") != std::string::npos);
+  CHECK(r.out.find("1 of 2 files skipped") != std::string::npos);
 }
 
 TEST_CASE("simulate FAMILY is simulate -s FAMILY, as show FAMILY", "[cli]") {

@@ -946,13 +946,15 @@ TEST_CASE("megatron: a functional test's model_config.yaml, its MODEL_ARGS as th
   CHECK(y.ignored == std::vector<std::string>{"--save"});  // --load "" is left out, as the runner does
   // Errors at the YAML's line and column: --hidden-size's value is line 6, column 18 (2 + 13 + 2
   // characters before it).
-  std::string bad = yaml;
-  bad.replace(bad.find("64  # a comment"), 2, "x");
+  const std::size_t at64 = yaml.find("64  # a comment");
+  REQUIRE(at64 != std::string::npos);
+  const std::string bad = yaml.substr(0, at64) + "x" + yaml.substr(at64 + 2);  // (GCC 12's -O3 -Wrestrict misreads replace)
   CHECK(error_of_file(bad, "model_config.yaml") ==
         "model_config.yaml:6:18: --hidden-size: expected an integer >= 1, got 'x'");
   // false: argparse refuses a value after a switch (line 8, column 13).
-  std::string off = yaml;
-  off.replace(off.find("--swiglu: true"), 14, "--swiglu: false");
+  const std::size_t at_on = yaml.find("--swiglu: true");
+  REQUIRE(at_on != std::string::npos);
+  const std::string off = yaml.substr(0, at_on) + "--swiglu: false" + yaml.substr(at_on + 14);
   CHECK_THAT(error_of_file(off, "model_config.yaml"),
              PPSIM_CONTAINS("model_config.yaml:8:13: MODEL_ARGS --swiglu: false: the runner passes '--swiglu false'"));
   // A YAML map without MODEL_ARGS is not an argument list: said so, not ":1:1: no --num-layers".

@@ -321,7 +321,16 @@ void refuse_pinned(const Derived& dv, const BlockSample& m, bool fit_a2a, const 
 
 CalibrateOutcome calibrate_traces(const CalibrateRequest& req, const ModelConfigData& c, const std::string& family) {
   std::vector<trace::ImportResult> imports;
-  for (const std::string& p : req.traces) imports.push_back(trace::import_trace_file(p, req.trace_options));
+  for (const std::string& p : req.traces) {
+    imports.push_back(trace::import_trace_file(p, req.trace_options));
+    // The fit compares a layer's forward + full backward with the config's: a forward-only trace
+    // would read as a fast GPU. Refused as import-trace refuses it for a training profile.
+    if (imports.back().backward == 0 && imports.back().layers > 0)
+      throw InputError(SourceLoc{p, 0, 0},
+                       "the trace has no backward (no kernel of autograd's backward or of a range naming a backward "
+                       "pass): calibrate fits a training step's forward and backward, so a forward-only trace "
+                       "cannot calibrate it (give --step-ms of a training step, or trace one)");
+  }
   const BlockSample m = trace_blocks(imports);
   if (m.attention.empty() || m.mlp.empty())
     throw InputError(

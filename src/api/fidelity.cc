@@ -456,8 +456,8 @@ void calibrate_first(const std::vector<PublishedFile>& files, const FidelityRequ
                      std::vector<std::vector<FidelityRow>>& per_file) {
   struct Fit {
     double scale;
-    std::string on;     // the row's key
-    CalibratedRun run;  // the run it describes
+    std::string on;      // the row's key
+    CalibratedRun run;   // the run it describes
     std::string failed;  // why no scale meets the row ("" when one does)
   };
   std::map<std::string, Fit> by_source;  // source id -> its calibration
@@ -620,7 +620,7 @@ FidelityCounts fidelity_counts(const FidelityResult& r, bool preset) {
   std::vector<double> errs;
   for (const FidelityRow& x : r.rows) {
     if (!x.preset_error && preset) continue;
-    if (x.calibrated_on == x.key) continue;  // the row a source was calibrated on
+    if (x.calibrated_on == x.key) continue;   // the row a source was calibrated on
     if (!x.not_calibrated.empty()) continue;  // a source no scale calibrates: in neither count
     const double e = 100.0 * std::abs(preset && x.preset_error ? *x.preset_error : x.error);
     errs.push_back(e);

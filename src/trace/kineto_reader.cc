@@ -819,7 +819,12 @@ KinetoTrace parse_source(Source& src, const std::string& name) {
     throw InputError(SourceLoc{name, 1, 1}, "no traceEvents list: not a Chrome trace (a PyTorch profiler export?)");
   if (out.gpu.empty())
     throw InputError(SourceLoc{name, 1, 1},
-                     "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)");
+                     out.launches.empty()
+                         ? "the trace has no GPU kernels (was the profiler run with ProfilerActivity.CUDA?)"
+                         : fmt::format("the trace has no GPU kernels, though its host launched {} (CUDA "
+                                       "activity was on: the profiler dropped the kernels' records, "
+                                       "or the export did)",
+                                       out.launches.size()));
   // Times relative to the earliest event: small numbers in reports, and any sum of them in 64 bits.
   const Time o = h.min_ts_;
   out.origin_ns = o;
@@ -840,11 +845,19 @@ KinetoTrace read_kineto(const std::string& path) {
     throw InputError(SourceLoc{path, 0, 0}, "is a directory, not a trace file", {}, kExitIo);
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw InputError(SourceLoc{path, 0, 0}, "cannot open the trace file", {}, kExitIo);
-  gzbuffer(f, 1 << 18);
   struct Closer {
     gzFile f;
     ~Closer() { gzclose(f); }
   } closer{f};
+  gzbuffer(f, 1 << 18);  // before the first read
+  {                      // A git-LFS pointer (a repository's large trace not pulled) is not the trace.
+    char head[40] = {};
+    const int n = gzread(f, head, sizeof head - 1);
+    if (n > 0 && std::string_view(head, static_cast<std::size_t>(n)).starts_with("version https://git-lfs"))
+      throw InputError(SourceLoc{path, 1, 1},
+                       "a git-LFS pointer, not the trace: fetch the file itself (git lfs pull) and read that");
+    gzrewind(f);
+  }
   Source src;
   src.f = f;
   return parse_source(src, path);

@@ -2,8 +2,10 @@
 #include "trace/predict.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "cost/cost_model.h"
@@ -39,6 +41,8 @@ Prediction predict_traced(const ImportResult& r, const PredictRequest& req) {
                                      p.attn_comm_slowdown, p.mlp_comm_slowdown, sigma)
                        : fmt::format("linear rule (sigma = {:.3f})", sigma);
   out.traced = r.step();
+  out.outside_layers = r.outside_layers;
+  out.unmapped = r.unmapped + r.unlinked;
   if (req.schedule == "pair" || req.schedule == "fb-pair") {
     const int layers = req.layers_per_chunk > 0 ? req.layers_per_chunk : r.layers;
     const MoeSliceCosts c = chunk_costs(p, layers);
@@ -102,6 +106,13 @@ std::string render_prediction(const Prediction& p) {
   if (p.has_busy)
     o += fmt::format("  compute streams busy: traced {:.3f} ms, predicted {:.3f} ms, error {:+.1f}%\n",
                      ms(p.traced_busy), ms(p.predicted_busy), 100 * p.busy_error());
+  std::vector<std::string> left;
+  if (p.outside_layers > 0)
+    left.push_back(fmt::format("{:.3f} ms of kernels outside the numbered layers (embedding, head, loss, optimizer)",
+                               ms(p.outside_layers)));
+  if (p.unmapped > 0) left.push_back(fmt::format("{:.3f} ms of unmapped or unlinked kernels", ms(p.unmapped)));
+  if (!left.empty())
+    o += fmt::format("  not in the prediction: {}; the traced span holds them\n", fmt::join(left, " and "));
   return o;
 }
 
@@ -114,7 +125,9 @@ nlohmann::json prediction_json(const Prediction& p) {
                       {"sm_sharing", p.sm_sharing},
                       {"traced_ms", static_cast<double>(p.traced) / 1e6},
                       {"predicted_ms", static_cast<double>(p.predicted) / 1e6},
-                      {"error", p.error()}};
+                      {"error", p.error()},
+                      {"outside_layers_ms", static_cast<double>(p.outside_layers) / 1e6},
+                      {"unmapped_ms", static_cast<double>(p.unmapped) / 1e6}};
   if (p.has_busy) {
     j["traced_compute_busy_ms"] = static_cast<double>(p.traced_busy) / 1e6;
     j["predicted_compute_busy_ms"] = static_cast<double>(p.predicted_busy) / 1e6;

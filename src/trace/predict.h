@@ -31,6 +31,9 @@ struct Prediction {
   bool has_busy = false;  // pair: compute busy time compared too
   Time traced_busy = 0, predicted_busy = 0;
   std::string sm_sharing;  // "profiled (...)" or "linear rule (...)"
+  // Kernels outside the numbered layers (embedding, head, loss, optimizer): in the traced span,
+  // not in the prediction, which is of the layers' work (and unmapped or unlinked kernels).
+  Time outside_layers = 0, unmapped = 0;
   double error() const { return traced > 0 ? (static_cast<double>(predicted) - traced) / traced : 0; }
   double busy_error() const {
     return traced_busy > 0 ? (static_cast<double>(predicted_busy) - traced_busy) / traced_busy : 0;

@@ -263,6 +263,12 @@ std::string alignment_note(const std::vector<RankTrace>& ranks, const Alignment&
   if (R < 2) return "one rank: no clock to align";
   if (al.count == static_cast<int>(R))
     return fmt::format("clocks aligned on the ends of collectives, rank {}'s clock the reference", ranks[0].rank);
+  if (std::none_of(ranks.begin(), ranks.end(),
+                   [](const RankTrace& t) { return t.comm_kernels > 0 || t.rank_from_trace; }))
+    return fmt::format(
+        "no trace has a communication kernel or a distributedInfo rank: are these {} ranks of one run (or {} separate "
+        "runs)? Their clocks are kept as written, nothing aligned",
+        R, R);
   return fmt::format(
       "{} of {} ranks' clocks aligned on the ends of collectives; the others kept as written (too few "
       "communication kernels end together), their communication counted as transfer",

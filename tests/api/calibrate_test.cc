@@ -59,7 +59,7 @@ const CalibratedFigure* fitted(const Calibration& c, const std::string& key) {
 
 // A Kineto trace of two layers (attention and MLP, F then I and W in reverse) whose kernels take
 // `factor` x the figures of `l`, one kernel per range.
-std::string two_layer_trace(const LayerFigures& l, double factor) {
+std::string two_layer_trace(const LayerFigures& l, double factor, bool backward = true) {
   std::vector<std::string> ev;
   double ts = 0;
   long corr = 1;
@@ -81,7 +81,7 @@ std::string two_layer_trace(const LayerFigures& l, double factor) {
     op(layer, "attn", "F", l.attention.f);
     op(layer, "mlp", "F", l.mlp.f);
   }
-  for (int layer = 1; layer >= 0; --layer) {
+  for (int layer = 1; backward && layer >= 0; --layer) {
     op(layer, "mlp", "I", l.mlp.b - l.mlp.w);
     op(layer, "mlp", "W", l.mlp.w);
     op(layer, "attn", "I", l.attention.b - l.attention.w);
@@ -344,6 +344,25 @@ TEST_CASE("a trace made at 0.8 of the GEMM and attention presets calibrates back
   // Two identical layers: no spread.
   CHECK(*fitted(c, "hardware.efficiency.gemm")->uncertainty < 1e-3 * 0.6);
   CHECK(fitted(c, "hardware.efficiency.elementwise") == nullptr);
+}
+
+TEST_CASE("a forward-only trace is refused: the fit compares forward and backward", "[calibrate]") {
+  // The two layers' forward kernels alone, at the preset figures: fitted against F + B they would
+  // read as a GPU three times as fast (clamped, or refused as faster than the GPU); refused for
+  // what it is, naming the trace, and nothing written.
+  const std::string cfg = write_temp("fwd_run.yaml", kRun);
+  const ModelConfig at = load_config(cfg, {});
+  const CostFigures f = cost_figures(*at.data, at.data->parallel.pp);
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = {write_temp("fwd.json", two_layer_trace(f.slices.front().layers.front(), 1.0, false))};
+  try {
+    (void)api::calibrate(req);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("fwd.json: the trace has no backward"));
+    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("a forward-only trace cannot calibrate it"));
+  }
 }
 
 TEST_CASE("precision.fp8_recipe: tensor sets both FP8 GEMM figures at 0.87 of gemm unless given", "[calibrate]") {

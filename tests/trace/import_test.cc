@@ -272,6 +272,36 @@ TEST_CASE("gzip traces read like plain ones; truncated ones are one error", "[tr
   }
 }
 
+TEST_CASE("a git-LFS pointer and a trace whose kernels were dropped are named as such", "[trace]") {
+  robust::Scratch dir("trace_lfs");
+  // A repository's large trace not pulled: git-LFS's pointer text (spec v1), at the file's start.
+  dir.write("lfs.json", "version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 564000000\n");
+  try {
+    (void)import_trace_file(dir.path("lfs.json"), {});
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.loc().line == 1);
+    CHECK_THAT(std::string(e.what()), PPSIM_CONTAINS("a git-LFS pointer, not the trace"));
+  }
+  // CUDA activity on (a launch on the host) but no kernel record: not "was CUDA profiled?".
+  const std::string launched_only =
+      R"({"traceEvents":[{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":2,"args":{"correlation":7}}]})";
+  try {
+    (void)read_kineto_text(launched_only, "t.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), PPSIM_CONTAINS("no GPU kernels, though its host launched 1"));
+  }
+  const std::string cpu_only =
+      R"({"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2}]})";
+  try {
+    (void)read_kineto_text(cpu_only, "t.json");
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), PPSIM_CONTAINS("was the profiler run with ProfilerActivity.CUDA?"));
+  }
+}
+
 TEST_CASE("timestamps out of range are one error, not rounded", "[trace]") {
   TraceBuilder b;
   b.range("layer0.attn.F", 0, 10);
@@ -443,6 +473,19 @@ TEST_CASE("a 1F1B step of virtual stages on one GPU predicts its own step time",
   // On two GPUs the same profile pipelines: (M + P - 1)(F + B) = 3 * 210 = 630 us.
   req.devices = 2;
   REQUIRE(std::llabs(predict_traced(r, req).predicted - 630 * kUs) <= 10);
+  CHECK(p.outside_layers == 0);
+  // A kernel of no layer (60 us, after the step's last, under a range no rule maps): in the traced
+  // span (900 us), not in the prediction, and the report says how much.
+  b.range("embedding", cpu, 2);
+  b.launched("k_embed", cpu + 1, gpu, 60);
+  const ImportResult with = run(b);
+  REQUIRE(with.step() == 900 * kUs);
+  req.devices = 1;
+  const Prediction q = predict_traced(with, req);
+  CHECK(q.outside_layers + q.unmapped == 60 * kUs);
+  CHECK(std::llabs(q.predicted - 840 * kUs) <= 10);
+  CHECK_THAT(render_prediction(q), PPSIM_CONTAINS("not in the prediction: "));
+  CHECK_THAT(render_prediction(q), PPSIM_CONTAINS("0.060 ms"));
 }
 
 namespace {

@@ -198,6 +198,19 @@ TEST_CASE("no rank in the traces: the command line's order; a kernel no peer mat
   REQUIRE(m.ranks[1].comm_transfer == (8 + 3) * kUs);
 }
 
+TEST_CASE("traces with no communication and no rank: not called ranks of one run, nothing aligned", "[trace][ranks]") {
+  // Two single-GPU runs given together: a GEMM each, no collective, no distributedInfo. Nothing can
+  // align their clocks, and nothing says they are one run: the note asks.
+  RankBuilder a, b;
+  b.pid = 200, b.device = 1;
+  a.launched("gemm", 1, 100, 10);
+  b.launched("gemm", 1, 100, 10);
+  const MultiRank m = merge_ranks({a.read("a.json"), b.read("b.json")});
+  CHECK(m.matched_groups == 0);
+  CHECK_THAT(m.note, PPSIM_CONTAINS("no trace has a communication kernel or a distributedInfo rank"));
+  CHECK_THAT(m.note, PPSIM_CONTAINS("2 separate runs"));
+}
+
 TEST_CASE("three ranks of a pipeline: rank 2 aligns through rank 1, its only peer", "[trace][ranks]") {
   // Rank 0 talks to rank 1 only, rank 1 to both, rank 2 to rank 1 only (point-to-point kernels).
   // True ends: 0<->1 at 110, 150; 1<->2 at 130, 185. Clocks: rank 1 +300 us, rank 2 -700 us.

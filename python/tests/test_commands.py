@@ -316,7 +316,8 @@ def test_model_equals_cli_json(cli):
 
 def test_fidelity_skips_a_file_it_cannot_read(cli, tmp_path):
     # One good file and one with a misspelt key: the good one's results, the other skipped with its
-    # file:line:col line, the same from Python and from the CLI (exit 0, the line on stderr too).
+    # file:line:col line, the same from Python and from the CLI (exit 3, the skipped file's, with the
+    # other file's results written; the line on stderr too).
     good = os.path.join(_REPO, "configs/published/opt-175b.yaml")
     text = open(good).read()
     assert "  hidden: 12288" in text
@@ -328,7 +329,7 @@ def test_fidelity_skips_a_file_it_cannot_read(cli, tmp_path):
     assert [s["file"] for s in got["skipped"]] == [str(bad)]
     assert got["skipped"][0]["reason"].startswith(f"{bad}:{line}:3: unknown key 'hiddn'")
     rc, out, err = cli("fidelity", good, str(bad), "--format", "json")
-    assert rc == 0 and json.loads(out)["skipped"] == got["skipped"]
+    assert rc == 3 and json.loads(out)["skipped"] == got["skipped"]
     assert err.strip() == "ppsim: skipped: " + got["skipped"][0]["reason"]
 
 

@@ -225,22 +225,33 @@ TEST_CASE("a bad calibration file is one error at its line", "[calibrate]") {
   CHECK_THROWS_AS(read_calibration(over), InputError);
 }
 
+namespace {
+// kRun with two published results, a (M 4, `first_tokens` tokens/s) and b (M 8, 1.4M): fidelity at
+// the presets, then calibrated on a.
+std::pair<api::FidelityResult, api::FidelityResult> preset_and_first(const std::string& name,
+                                                                     const std::string& first_tokens) {
+  const std::string cfg =
+      write_temp(name, std::string(kRun) +
+                           "published:\n  source: a test\n  results:\n"
+                           "    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: " +
+                           first_tokens +
+                           "}\n"
+                           "    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1400000}\n");
+  api::FidelityRequest req;
+  req.files = {cfg};
+  api::FidelityResult preset = api::fidelity(req);
+  req.calibrate = "first";
+  return {std::move(preset), api::fidelity(req)};
+}
+}  // namespace
+
 TEST_CASE("fidelity --calibrate first: a first result no compute scale reaches leaves its source at the presets",
           "[calibrate]") {
   // 1e12 tokens/s is beyond every compute efficiency at its bound (1): the scale stops at the end of
   // its range without meeting the row. The source's rows stay at the presets, say why, and are in
   // neither count (calibrate on the same run refuses it).
-  const std::string cfg = write_temp("far.yaml", std::string(kRun) + R"(published:
-  source: a test
-  results:
-    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1000000000000}
-    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1400000}
-)");
-  api::FidelityRequest req;
-  req.files = {cfg};
-  const api::FidelityResult preset = api::fidelity(req);
-  req.calibrate = "first";
-  const api::FidelityResult cal = api::fidelity(req);
+  const auto both = preset_and_first("far.yaml", "1000000000000");
+  const api::FidelityResult &preset = both.first, &cal = both.second;
   REQUIRE(cal.rows.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
     INFO(i);
@@ -255,17 +266,8 @@ TEST_CASE("fidelity --calibrate first: a first result no compute scale reaches l
 }
 
 TEST_CASE("fidelity --calibrate first: the first result is met, the others carry their preset error", "[calibrate]") {
-  const std::string cfg = write_temp("pub.yaml", std::string(kRun) + R"(published:
-  source: a test
-  results:
-    - {label: a, schedule: 1f1b, microbatches: 4, tokens_per_s: 1200000}
-    - {label: b, schedule: 1f1b, microbatches: 8, tokens_per_s: 1400000}
-)");
-  api::FidelityRequest req;
-  req.files = {cfg};
-  const api::FidelityResult preset = api::fidelity(req);
-  req.calibrate = "first";
-  const api::FidelityResult cal = api::fidelity(req);
+  const auto both = preset_and_first("pub.yaml", "1200000");
+  const api::FidelityResult &preset = both.first, &cal = both.second;
   REQUIRE(cal.rows.size() == 2);
   CHECK(std::abs(cal.rows[0].error) < 1e-4);
   CHECK(cal.rows[0].calibrated_on == cal.rows[0].key);

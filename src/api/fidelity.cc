@@ -391,10 +391,16 @@ std::vector<FidelityRow> file_rows(const PublishedFile& pf, const FidelityReques
   return rows;
 }
 
+// The step the published figure implies for a row predicted at the presets: its step at the
+// published throughput.
+double published_step_s(const FidelityRow& at_preset) {
+  return at_preset.step_s * at_preset.predicted_tokens_s / at_preset.published_tokens_s;
+}
+
 // The one compute scale that makes result i predict its published figure.
 ScaleFit row_scale(const PublishedFile& pf, std::size_t i, const FidelityRequest& req, const FidelityRow& at_preset) {
   const auto keys = compute_scale_keys(pf.base.data->hardware);
-  const double target = at_preset.step_s * at_preset.predicted_tokens_s / at_preset.published_tokens_s;
+  const double target = published_step_s(at_preset);
   return fit_scale([&](double s) { return fidelity_row(pf, i, req, compute_scale_sets(keys, s)).step_s; }, target,
                    compute_scale_range(keys));
 }
@@ -472,7 +478,7 @@ void calibrate_first(const std::vector<PublishedFile>& files, const FidelityRequ
         failed = fmt::format(
             "not calibrated: {} is outside one compute scale's reach (at {:.3g}, every compute "
             "efficiency at its bound, the step is {:.4g} s against the published {:.4g} s)",
-            first.key, fit.scale, fit.step_s, first.step_s * first.predicted_tokens_s / first.published_tokens_s);
+            first.key, fit.scale, fit.step_s, published_step_s(first));
       by_source[id] = {failed.empty() ? fit.scale : 1.0, first.key, first.as_run, failed};
     }
     const Fit& at = by_source[id];

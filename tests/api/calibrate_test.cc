@@ -92,6 +92,25 @@ std::string two_layer_trace(const LayerFigures& l, double factor, bool backward 
   return json + "\n]}\n";
 }
 
+// The one-line error of calibrating kRun (with `sets`) from two_layer_trace of its own figures at
+// `factor` (forward only unless `backward`); the test fails where it calibrates.
+std::string trace_calibration_error(const std::string& name, const std::vector<std::string>& sets, double factor,
+                                    bool backward) {
+  const std::string cfg = write_temp(name + ".yaml", kRun);
+  const ModelConfig at = load_config(cfg, sets);
+  const CostFigures f = cost_figures(*at.data, at.data->parallel.pp);
+  api::CalibrateRequest req;
+  req.config = cfg;
+  req.traces = {write_temp(name + ".json", two_layer_trace(f.slices.front().layers.front(), factor, backward))};
+  try {
+    (void)api::calibrate(req);
+  } catch (const InputError& e) {
+    return e.one_line();
+  }
+  FAIL("no error");
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("fit_scale recovers the scale of step = 3/s + 1", "[calibrate]") {
@@ -352,19 +371,9 @@ TEST_CASE("a forward-only trace is refused: the fit compares forward and backwar
   // The two layers' forward kernels alone, at the preset figures: fitted against F + B they would
   // read as a GPU three times as fast (clamped, or refused as faster than the GPU); refused for
   // what it is, naming the trace, and nothing written.
-  const std::string cfg = write_temp("fwd_run.yaml", kRun);
-  const ModelConfig at = load_config(cfg, {});
-  const CostFigures f = cost_figures(*at.data, at.data->parallel.pp);
-  api::CalibrateRequest req;
-  req.config = cfg;
-  req.traces = {write_temp("fwd.json", two_layer_trace(f.slices.front().layers.front(), 1.0, false))};
-  try {
-    (void)api::calibrate(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("fwd.json: the trace has no backward"));
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("a forward-only trace cannot calibrate it"));
-  }
+  const std::string e = trace_calibration_error("fwd", {}, 1.0, false);
+  CHECK_THAT(e, PPSIM_CONTAINS("fwd.json: the trace has no backward"));
+  CHECK_THAT(e, PPSIM_CONTAINS("a forward-only trace cannot calibrate it"));
 }
 
 TEST_CASE("precision.fp8_recipe: tensor sets both FP8 GEMM figures at 0.87 of gemm unless given", "[calibrate]") {
@@ -583,17 +592,8 @@ TEST_CASE("a trace faster than the config's GPU allows is refused, not fitted at
   // The kernels at half of what gemm 0.6 and attention 0.44 derive: the MLP blocks would need a GEMM
   // efficiency above 1 (about 1.2), so the fit stops at 1 and its blocks stay about 1.2x the trace's
   // (the elementwise part does not scale), far outside the layers' spread (none): an error, no file.
-  const std::string cfg = write_temp("trace_fast.yaml", kRun);
-  const ModelConfig slow = load_config(cfg, {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"});
-  const CostFigures f = cost_figures(*slow.data, slow.data->parallel.pp);
-  api::CalibrateRequest req;
-  req.config = cfg;
-  req.traces = {write_temp("fast.json", two_layer_trace(f.slices.front().layers.front(), 0.5))};
-  try {
-    (void)api::calibrate(req);
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("hardware.efficiency.gemm: the trace's MLP blocks' kernels take"));
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("even at efficiency 1 (the bound of its range)"));
-  }
+  const std::string e = trace_calibration_error(
+      "fast", {"hardware.efficiency.gemm=0.6", "hardware.efficiency.attention=0.44"}, 0.5, true);
+  CHECK_THAT(e, PPSIM_CONTAINS("hardware.efficiency.gemm: the trace's MLP blocks' kernels take"));
+  CHECK_THAT(e, PPSIM_CONTAINS("even at efficiency 1 (the bound of its range)"));
 }

@@ -192,9 +192,9 @@ TEST_CASE("fidelity: a result's set: runs its own layout, as the config with tho
 }
 
 TEST_CASE("fidelity: a row's vpp is its config's, so that its set: is checked against it", "[api][fidelity]") {
-  // The file runs 4 layers on pp 2 at vpp 2 (1 layer a chunk). Row g asks for 8 layers at vpp 4: 8 / (2 x 4) = 1 a
-  // chunk, valid, though 8 layers at the file's vpp 2 would be too (the check that failed was 6 layers at
-  // vpp 4: 6 / 8 chunks). Row h: 6 layers at vpp 3 (1 a chunk), which the file's vpp 2 cannot split (6 / 4).
+  // The file runs 4 layers on pp 2 at vpp 2 (1 layer a chunk). Row g: 8 layers at vpp 4, 8 / (2 x 4) = 1 a
+  // chunk. Row h: 6 layers at vpp 3, 6 / (2 x 3) = 1 a chunk, which the file's vpp 2 cannot split (6 over 4
+  // chunks): checked against the file's vpp, as before, the row was refused.
   std::string text = kRun;
   text.replace(text.find("parallel: {pp: 2, dp: 4"), 23, "parallel: {pp: 2, vpp: 2, dp: 4");
   text +=

@@ -482,6 +482,15 @@ struct ScratchDir {
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   }
+  // The one-line error of a config (named t.yaml) in this folder; "no error" when it loads.
+  std::string config_error(const std::string& yaml) const {
+    try {
+      (void)parse_config(yaml, "t.yaml", dir.string(), {});
+    } catch (const InputError& e) {
+      return e.one_line();
+    }
+    return "no error";
+  }
 };
 }  // namespace
 
@@ -750,14 +759,10 @@ TEST_CASE("megatron: --fp8-recipe, default delayed, is per-tensor scaling", "[co
   d.write("mx.sh", "python pretrain_gpt.py " + dims +
                        "--seq-length 128 --vocab-size 1000 --fp8-format hybrid --fp8-recipe mxfp8\n");
   auto load = [&](const std::string& yaml) { return parse_config(yaml, "t.yaml", d.dir.string(), {}); };
-  try {
-    (void)load("megatron_args: mx.sh\nhardware: {name: h100, gpus: 1}\n");
-    FAIL("no error");
-  } catch (const InputError& e) {
-    // 23 (python pretrain_gpt.py) + 63 + 17 + 18 + 20 + 13 = 154 characters before the value: column 155.
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("mx.sh:1:155: --fp8-recipe mxfp8: ppsim has no figure for MXFP8"));
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("delayed and tensorwise"));
-  }
+  const std::string mx = d.config_error("megatron_args: mx.sh\nhardware: {name: h100, gpus: 1}\n");
+  // 23 (python pretrain_gpt.py) + 63 + 17 + 18 + 20 + 13 = 154 characters before the value: column 155.
+  CHECK_THAT(mx, PPSIM_CONTAINS("mx.sh:1:155: --fp8-recipe mxfp8: ppsim has no figure for MXFP8"));
+  CHECK_THAT(mx, PPSIM_CONTAINS("delayed and tensorwise"));
   // The YAML's recipe wins: block keeps efficiency.gemm_fp8 as written (0 here: as gemm); the
   // script's default (delayed: tensor) prices FP8 GEMMs at gemm x 0.87 = 0.5 x 0.87 = 0.435.
   const std::string hw = "hardware: {name: h100, gpus: 1, efficiency: {gemm: 0.5}}\n";
@@ -813,13 +818,9 @@ TEST_CASE("megatron: --multi-latent-attention with Megatron's MLA defaults", "[c
         "model.mla.qk_nope_head_dim");
   d.write("pai.sh", "python pretrain_gpt.py " + dims + "--seq-length 128 --vocab-size 1000 --qk-rope-head-dim 32\n");
   auto load = [&](const std::string& yaml) { return parse_config(yaml, "t.yaml", d.dir.string(), {}); };
-  try {
-    (void)load("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\n");
-    FAIL("no error");
-  } catch (const InputError& e) {
-    // 23 + 81 (dims: 15 + 17 + 24 + 25) + 17 + 18 + 19 = 158 characters before the value: column 159.
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("pai.sh:1:159: --qk-rope-head-dim 32: Pai-Megatron-Patch's flag"));
-  }
+  // 23 + 81 (dims: 15 + 17 + 24 + 25) + 17 + 18 + 19 = 158 characters before the value: column 159.
+  CHECK_THAT(d.config_error("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\n"),
+             PPSIM_CONTAINS("pai.sh:1:159: --qk-rope-head-dim 32: Pai-Megatron-Patch's flag"));
   const ModelConfigData y =
       load("megatron_args: pai.sh\nhardware: {name: h100, gpus: 1}\nmodel: {mla: {qk_rope_head_dim: 32}}\n");
   CHECK(y.model.mla.qk_rope_head_dim == 32);
@@ -895,22 +896,12 @@ TEST_CASE("megatron: a YAML model.vocab beside the arguments is padded as Megatr
                    "t.yaml", d.dir.string(), {});
   CHECK(tp4.model.vocab == 150528);
   // Without model.vocab: the refusal says it will be padded (Pai's: that it will not).
-  try {
-    (void)parse_config("megatron_args: hf.sh\nhardware: {name: h100, gpus: 2}\n", "t.yaml", d.dir.string(), {});
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("give it as model.vocab (the tokenizer's vocab_size, padded here as "
-                                            "Megatron pads it)"));
-  }
-  try {
-    (void)parse_config("megatron_args: pai.sh\nhardware: {name: h100, gpus: 2}\n", "t.yaml", d.dir.string(), {});
-    FAIL("no error");
-  } catch (const InputError& e) {
-    CHECK_THAT(e.one_line(), PPSIM_CONTAINS("from the tokenizer (--patch-tokenizer-type Qwen2Tokenizer, "
-                                            "Pai-Megatron-Patch's: its size plus --extra-vocab-size, unpadded), which "
-                                            "ppsim does not read; give it as "
-                                            "model.vocab (the tokenizer's vocab_size)"));
-  }
+  CHECK_THAT(d.config_error("megatron_args: hf.sh\nhardware: {name: h100, gpus: 2}\n"),
+             PPSIM_CONTAINS("give it as model.vocab (the tokenizer's vocab_size, padded here as Megatron pads it)"));
+  CHECK_THAT(d.config_error("megatron_args: pai.sh\nhardware: {name: h100, gpus: 2}\n"),
+             PPSIM_CONTAINS("from the tokenizer (--patch-tokenizer-type Qwen2Tokenizer, Pai-Megatron-Patch's: its "
+                            "size plus --extra-vocab-size, unpadded), which ppsim does not read; give it as "
+                            "model.vocab (the tokenizer's vocab_size)"));
 }
 
 TEST_CASE("megatron: a functional test's model_config.yaml, its MODEL_ARGS as the runner passes them",
